@@ -1,0 +1,92 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+)
+
+// compensate undoes a COMPENSATING saga's executed steps, newest first, and
+// then makes the saga COMPENSATED, or COMPENSATION_FAILED when any undo
+// failed. Each step is claimed in a transaction before its undo runs, so no
+// step is compensated twice even when two compensations of one saga race
+// (a call that executed while another failed joins in to undo its own
+// effect). A failed undo is journaled and the earlier steps are still
+// undone. While a call is still running or an undo in flight elsewhere,
+// the saga stays COMPENSATING; whoever finishes last settles it.
+func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
+	for {
+		var claimed Call
+		var tool Tool
+		var again bool
+		s, err := e.update(ctx, sagaID, nil, func(tx Tx, s *Saga) error {
+			claimed, again = Call{}, false
+			if s.Status != Compensating {
+				return nil
+			}
+			executed, err := tx.Calls(sagaID, CallExecuted)
+			if err != nil {
+				return err
+			}
+			for i := len(executed) - 1; i >= 0; i-- {
+				c := executed[i]
+				t, ok := e.tools[c.ToolName]
+				if ok && t.Reversibility == Irreversible {
+					continue // no undo exists
+				}
+				if !ok {
+					// The tool left the configuration: say so rather than skip.
+					again = true
+					return e.undone(tx, s, c, fmt.Errorf("tool %q is not configured, so it cannot be compensated", c.ToolName))
+				}
+				c.State, c.UpdatedAt = CallCompensating, Truncate(e.now())
+				claimed, tool = c, t
+				return tx.PutCall(c)
+			}
+			busy, err := tx.Calls(sagaID, CallRunning, CallCompensating)
+			if err != nil || len(busy) > 0 {
+				return err
+			}
+			failed, err := tx.Calls(sagaID, CallCompensationFailed)
+			if err != nil {
+				return err
+			}
+			s.Status, s.UpdatedAt = Compensated, Truncate(e.now())
+			if len(failed) > 0 {
+				s.Status = CompensationFailed
+			}
+			return nil
+		})
+		if err != nil || s.Status != Compensating {
+			return s, err
+		}
+		if again {
+			continue
+		}
+		if claimed.Seq == 0 {
+			return s, nil // a call or undo in flight elsewhere will settle the saga
+		}
+		inv := Invocation{SagaID: sagaID, Seq: claimed.Seq, Tool: claimed.ToolName, Input: claimed.Input}
+		_, undoErr := e.safely(inv, func() (string, error) {
+			return "", tool.Executor.Compensate(ctx, inv, claimed.Result)
+		})
+		if _, err := e.update(ctx, sagaID, nil, func(tx Tx, s *Saga) error {
+			return e.undone(tx, s, claimed, undoErr)
+		}); err != nil {
+			return Saga{}, err
+		}
+	}
+}
+
+// undone journals the end of a step's compensation.
+func (e *Engine) undone(tx Tx, s *Saga, c Call, undoErr error) error {
+	phase, payload, state := PhaseCompensated, fmt.Sprintf("compensated effect seq=%d", c.OutcomeSeq), CallCompensated
+	if undoErr != nil {
+		phase, payload, state = PhaseCompensationFailed, undoErr.Error(), CallCompensationFailed
+	}
+	en, err := e.append(tx, s, c.ToolName, phase, c.Input, payload)
+	if err != nil {
+		return err
+	}
+	c.State, c.UpdatedAt = state, en.Timestamp
+	return tx.PutCall(c)
+}

@@ -1,0 +1,238 @@
+// Package engine owns sagas: tools and their reversibility, the hash-chained
+// journal, the approval gate, compensation and verification. It knows
+// nothing of HTTP, SQL or HTML; it persists through the Store it is given
+// and reads time from an injected clock.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Executor runs a tool's effect and its undo.
+type Executor interface {
+	// Execute performs the call and returns its result.
+	Execute(ctx context.Context, inv Invocation) (string, error)
+	// Compensate undoes an executed call, given the result Execute returned.
+	Compensate(ctx context.Context, inv Invocation, result string) error
+}
+
+// Invocation identifies one call of a tool. Seq is the call's INTENT entry,
+// so "<SagaID>/<Seq>" is unique per call and stable across retries.
+type Invocation struct {
+	SagaID string
+	Seq    int64
+	Tool   string
+	Input  string
+}
+
+// Funcs adapts two functions to an Executor.
+type Funcs struct {
+	Exec func(ctx context.Context, inv Invocation) (string, error)
+	Undo func(ctx context.Context, inv Invocation, result string) error
+}
+
+// Execute calls f.Exec.
+func (f Funcs) Execute(ctx context.Context, inv Invocation) (string, error) {
+	return f.Exec(ctx, inv)
+}
+
+// Compensate calls f.Undo, or does nothing when it is nil.
+func (f Funcs) Compensate(ctx context.Context, inv Invocation, result string) error {
+	if f.Undo == nil {
+		return nil
+	}
+	return f.Undo(ctx, inv, result)
+}
+
+// Tool is a named executor with its reversibility. IRREVERSIBLE tools are
+// never compensated.
+type Tool struct {
+	Name          string
+	Reversibility Reversibility
+	Executor      Executor
+}
+
+// Engine runs sagas. It is safe for concurrent use, and several engines, in
+// one process or many, may share one store.
+type Engine struct {
+	store    Store
+	tools    map[string]Tool
+	now      func() time.Time
+	log      *slog.Logger
+	maxInput int
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithClock sets the clock; the default is time.Now.
+func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
+
+// WithLogger sets where the engine reports tool panics; the default discards.
+func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
+
+// WithMaxInput caps tool input and resume payload sizes in bytes (default 1 MiB).
+func WithMaxInput(n int) Option { return func(e *Engine) { e.maxInput = n } }
+
+// New returns an engine over s with the given tools. It returns an Invalid
+// error for a tool with a bad name, reversibility or no executor, and for a
+// duplicate name.
+func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
+	e := &Engine{store: s, tools: make(map[string]Tool, len(tools)), now: time.Now,
+		log: slog.New(slog.DiscardHandler), maxInput: 1 << 20}
+	for _, o := range opts {
+		o(e)
+	}
+	for _, t := range tools {
+		if err := validName("tool name", t.Name); err != nil {
+			return nil, err
+		}
+		if t.Name == GateTool {
+			return nil, Errorf(Invalid, "tool name %q is reserved", t.Name)
+		}
+		if _, dup := e.tools[t.Name]; dup {
+			return nil, Errorf(Invalid, "tool %q is declared twice", t.Name)
+		}
+		r, err := ParseReversibility(string(t.Reversibility))
+		if err != nil {
+			return nil, err
+		}
+		if t.Executor == nil {
+			return nil, Errorf(Invalid, "tool %q has no executor", t.Name)
+		}
+		t.Reversibility = r
+		e.tools[t.Name] = t
+	}
+	return e, nil
+}
+
+// Tools returns the registered tools.
+func (e *Engine) Tools() map[string]Tool { return e.tools }
+
+// MaxIDLen is the longest saga id or tool name, in bytes.
+const MaxIDLen = 200
+
+// validName checks a saga id, tool name or principal id.
+func validName(what, s string) error {
+	switch {
+	case s == "":
+		return Errorf(Invalid, "%s is empty", what)
+	case len(s) > MaxIDLen:
+		return Errorf(Invalid, "%s is longer than %d bytes", what, MaxIDLen)
+	case !utf8.ValidString(s):
+		return Errorf(Invalid, "%s is not valid UTF-8", what)
+	case hasControl(s):
+		return Errorf(Invalid, "%s contains control characters", what)
+	}
+	return nil
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Engine) validInput(what, s string) error {
+	switch {
+	case len(s) > e.maxInput:
+		return Errorf(Invalid, "%s is larger than %d bytes", what, e.maxInput)
+	case !utf8.ValidString(s):
+		return Errorf(Invalid, "%s is not valid UTF-8", what)
+	}
+	return nil
+}
+
+// MaxReasonLen caps decision and abort reasons, in bytes.
+const MaxReasonLen = 1000
+
+func validReason(s string) error {
+	switch {
+	case len(s) > MaxReasonLen:
+		return Errorf(Invalid, "reason is longer than %d bytes", MaxReasonLen)
+	case !utf8.ValidString(s):
+		return Errorf(Invalid, "reason is not valid UTF-8")
+	case hasControl(s):
+		// A newline would let a reason forge the auth= line of a decision.
+		return Errorf(Invalid, "reason contains control characters")
+	}
+	return nil
+}
+
+// authorize returns Forbidden unless p holds one of the roles.
+func authorize(p Principal, what string, roles ...Role) error {
+	if err := validName("principal", p.ID); err != nil {
+		return &Error{Kind: Unauthenticated, Msg: "no authenticated principal", Err: err}
+	}
+	if !p.Has(roles...) {
+		return Errorf(Forbidden, "%s needs the %s role", what, roleList(roles))
+	}
+	return nil
+}
+
+func roleList(roles []Role) string {
+	s := string(roles[0])
+	for _, r := range roles[1:] {
+		s += " or " + string(r)
+	}
+	return s
+}
+
+// append adds an entry to s's journal, chained on s's head, and advances
+// the head. The caller holds s locked and saves it before committing.
+func (e *Engine) append(tx Tx, s *Saga, tool string, phase Phase, input, payload string) (Entry, error) {
+	en := Entry{SagaID: s.ID, Seq: s.HeadSeq + 1, ToolName: tool, Phase: phase,
+		Input: input, Payload: payload, Timestamp: Truncate(e.now())}
+	en.Hash = Hash(s.HeadHash, en)
+	if err := tx.Append(en); err != nil {
+		return Entry{}, err
+	}
+	s.HeadSeq, s.HeadHash, s.UpdatedAt = en.Seq, en.Hash, en.Timestamp
+	return en, nil
+}
+
+// update locks saga id, runs fn and saves the saga, in one transaction.
+// A missing saga is reported as missing, or as "saga not found" when nil.
+func (e *Engine) update(ctx context.Context, id string, missing *Error, fn func(tx Tx, s *Saga) error) (Saga, error) {
+	if missing == nil {
+		missing = &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s not found", id), SagaID: id}
+	}
+	var out Saga
+	err := e.store.Update(ctx, func(tx Tx) error {
+		s, err := tx.LockSaga(id)
+		if IsKind(err, NotFound) {
+			return missing
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(tx, &s); err != nil {
+			return err
+		}
+		out = s
+		return tx.PutSaga(s)
+	})
+	return out, at(err, id, 0)
+}
+
+// safely runs f, turning a panic into an error so that a broken tool fails
+// like any other instead of taking the process down.
+func (e *Engine) safely(inv Invocation, f func() (string, error)) (res string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.log.Error("tool panicked", "saga", inv.SagaID, "seq", inv.Seq, "tool", inv.Tool,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			res, err = "", fmt.Errorf("tool panicked: %v", r)
+		}
+	}()
+	return f()
+}

@@ -1,0 +1,176 @@
+package engine
+
+import (
+	"slices"
+	"time"
+)
+
+// Reversibility says how a tool's effect can be undone.
+type Reversibility string
+
+// The three reversibility levels. REVERSIBLE and COMPENSATABLE behave the
+// same at run time; IRREVERSIBLE tools are gated for human approval.
+const (
+	Reversible    Reversibility = "REVERSIBLE"
+	Compensatable Reversibility = "COMPENSATABLE"
+	Irreversible  Reversibility = "IRREVERSIBLE"
+)
+
+// ParseReversibility reads a reversibility name; "" means COMPENSATABLE.
+// It returns an Invalid error for anything else.
+func ParseReversibility(s string) (Reversibility, error) {
+	switch r := Reversibility(s); r {
+	case "":
+		return Compensatable, nil
+	case Reversible, Compensatable, Irreversible:
+		return r, nil
+	}
+	return "", Errorf(Invalid, "reversibility %q is not one of REVERSIBLE, COMPENSATABLE, IRREVERSIBLE", s)
+}
+
+// Status is where a saga stands.
+type Status string
+
+// Saga statuses. COMPLETED, COMPENSATED and COMPENSATION_FAILED are final.
+// COMPENSATING is transient: a failure, rejection or refusal happened and the
+// executed steps are being undone; it accepts nothing new. A saga that stays
+// COMPENSATING has a call or compensation in doubt that a person must look at.
+const (
+	Running            Status = "RUNNING"
+	AwaitingApproval   Status = "AWAITING_APPROVAL"
+	Compensating       Status = "COMPENSATING"
+	Completed          Status = "COMPLETED"
+	Compensated        Status = "COMPENSATED"
+	CompensationFailed Status = "COMPENSATION_FAILED"
+)
+
+// Final reports whether no further call, approval or resume is accepted.
+func (s Status) Final() bool {
+	return s == Completed || s == Compensated || s == CompensationFailed
+}
+
+// Statuses lists every status, in the order a saga moves through them.
+var Statuses = []Status{Running, AwaitingApproval, Compensating, Completed, Compensated, CompensationFailed}
+
+// Phase is the kind of a journal entry.
+type Phase string
+
+// Journal phases (SPEC §2).
+const (
+	PhaseIntent             Phase = "INTENT"
+	PhaseExecuted           Phase = "EXECUTED"
+	PhaseFailed             Phase = "FAILED"
+	PhaseCompensated        Phase = "COMPENSATED"
+	PhaseCompensationFailed Phase = "COMPENSATION_FAILED"
+	PhaseAwaitingApproval   Phase = "AWAITING_APPROVAL"
+	PhaseApproved           Phase = "APPROVED"
+	PhaseRejected           Phase = "REJECTED"
+)
+
+// Phases lists every journal phase.
+var Phases = []Phase{PhaseIntent, PhaseExecuted, PhaseFailed, PhaseCompensated,
+	PhaseCompensationFailed, PhaseAwaitingApproval, PhaseApproved, PhaseRejected}
+
+// GateTool is the tool name of approval decisions in the journal.
+const GateTool = "approval-gate"
+
+// Entry is one row of a saga's journal. Its Hash chains it to the entry
+// before it (see Hash).
+type Entry struct {
+	SagaID    string
+	Seq       int64
+	ToolName  string
+	Phase     Phase
+	Input     string
+	Payload   string
+	Timestamp time.Time
+	Hash      string
+}
+
+// Saga is the working state of one saga. The journal is the evidence; this
+// row is what the engine locks and updates alongside it.
+type Saga struct {
+	ID        string
+	Status    Status
+	Initiator string // principal ID of whoever made the first call
+	Ended     bool   // the agent said its run is over
+	Reason    string // why the saga failed, when it did
+	HeadSeq   int64  // seq of the newest journal entry
+	HeadHash  string // hash of the newest journal entry
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ApprovalRequest is a gated call waiting for a decision. InputHash is
+// sha256(Input), recorded when the gate fired.
+type ApprovalRequest struct {
+	SagaID     string
+	JournalSeq int64
+	ToolName   string
+	Input      string
+	InputHash  string
+	CreatedAt  time.Time
+}
+
+// CallState tracks one tool execution between its INTENT and its outcome,
+// and later its compensation.
+type CallState string
+
+// Call states. A call that stays CallRunning or CallCompensating past a
+// crash is in doubt: its effect may or may not have happened.
+const (
+	CallRunning            CallState = "RUNNING"
+	CallExecuted           CallState = "EXECUTED"
+	CallFailed             CallState = "FAILED"
+	CallCompensating       CallState = "COMPENSATING"
+	CallCompensated        CallState = "COMPENSATED"
+	CallCompensationFailed CallState = "COMPENSATION_FAILED"
+)
+
+// Call is one execution of a tool: the INTENT entry that opened it, and the
+// EXECUTED or FAILED entry that closed it.
+type Call struct {
+	SagaID     string
+	Seq        int64 // the INTENT entry
+	ToolName   string
+	Input      string
+	State      CallState
+	OutcomeSeq int64 // the EXECUTED or FAILED entry, 0 while running
+	Result     string
+	StartedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// InDoubt reports whether the call's outcome is unknown to the journal.
+func (c Call) InDoubt() bool { return c.State == CallRunning || c.State == CallCompensating }
+
+// Role is what a principal may do.
+type Role string
+
+// The roles of SPEC §8.
+const (
+	RoleAgent    Role = "agent"
+	RoleApprover Role = "approver"
+	RoleAuditor  Role = "auditor"
+)
+
+// Roles lists every role.
+var Roles = []Role{RoleAgent, RoleApprover, RoleAuditor}
+
+// Principal is an authenticated caller. ID is the stable identity that is
+// journaled and compared for four-eyes; Auth says how it was established.
+type Principal struct {
+	ID    string
+	Auth  string // "oidc", "token" or "dev"
+	Roles []Role
+}
+
+// Has reports whether p holds any of the roles.
+func (p Principal) Has(roles ...Role) bool {
+	for _, r := range roles {
+		if slices.Contains(p.Roles, r) {
+			return true
+		}
+	}
+	return false
+}

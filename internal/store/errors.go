@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// mapErr is the one place database errors become engine kinds. Engine
+// errors pass through; the cause stays attached for logs, never for users.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*engine.Error](err); ok {
+		return err
+	}
+	kind := engine.Internal
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		kind = pgKind(pe.Code)
+	} else if se, ok := errors.AsType[*sqlite.Error](err); ok {
+		kind = sqliteKind(se.Code())
+	} else if unreachable(err) {
+		kind = engine.Unavailable
+	}
+	switch kind {
+	case engine.Unavailable:
+		return &engine.Error{Kind: kind, Msg: "database unavailable", Err: err}
+	case engine.Conflict:
+		return &engine.Error{Kind: kind, Msg: "conflicting write, try again", Err: err}
+	}
+	return &engine.Error{Kind: kind, Msg: "internal error", Err: err}
+}
+
+// unreachable reports whether err means the database could not be reached
+// or the connection was lost, as opposed to a bug in a query.
+func unreachable(err error) bool {
+	var ne net.Error
+	var ce *pgconn.ConnectError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.As(err, &ne) || errors.As(err, &ce) || pgconn.Timeout(err) || pgconn.SafeToRetry(err)
+}
+
+func pgKind(code string) engine.Kind {
+	switch {
+	case code == "23505" || code == "40001" || code == "40P01": // unique violation, serialization, deadlock
+		return engine.Conflict
+	case len(code) == 5 && (code[:2] == "08" || code[:2] == "53" || code[:2] == "57"):
+		// connection exception, insufficient resources, operator intervention
+		return engine.Unavailable
+	}
+	return engine.Internal
+}
+
+func sqliteKind(code int) engine.Kind {
+	switch code {
+	case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+		return engine.Conflict
+	}
+	switch code & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR,
+		sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT:
+		return engine.Unavailable
+	}
+	return engine.Internal
+}

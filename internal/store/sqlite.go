@@ -1,0 +1,97 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"net/url"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// SQLite is the embedded default store: one file in WAL mode, pure Go.
+// Writes take SQLite's single write lock up front (BEGIN IMMEDIATE), which
+// serialises every saga, also across processes sharing the file.
+type SQLite struct {
+	sqlStore
+	sql    *sql.DB
+	writer chan struct{} // writers in this process queue here instead of busy-waiting
+}
+
+// OpenSQLite opens (creating it if needed) the database file at path,
+// applies pending migrations and returns the store. Errors: Invalid for an
+// empty path; Unavailable when the file cannot be opened.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	if path == "" {
+		return nil, engine.Errorf(engine.Invalid, "sqlite database url needs a path, as in sqlite:sagacity.db")
+	}
+	q := url.Values{}
+	q.Set("_txlock", "immediate")
+	q.Set("_time_integer_format", "unix_micro")
+	q.Set("_inttotime", "1")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	s := &SQLite{sql: db, sqlStore: sqlStore{db: sqlConn{db}}, writer: make(chan struct{}, 1)}
+	s.begin = func(ctx context.Context, fn func(conn) error) error {
+		select {
+		case s.writer <- struct{}{}:
+			defer func() { <-s.writer }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(sqlConn{tx}); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	}
+	if err := migrate(ctx, s.sqlStore, "sqlite", ""); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Ping reports whether the database file answers.
+func (s *SQLite) Ping(ctx context.Context) error { return mapErr(s.sql.PingContext(ctx)) }
+
+// Close closes the database.
+func (s *SQLite) Close() { s.sql.Close() }
+
+// sqlConn adapts a *sql.DB or *sql.Tx to conn.
+type sqlConn struct {
+	q interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	}
+}
+
+func (c sqlConn) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := c.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (c sqlConn) query(ctx context.Context, query string, args ...any) (rows, error) {
+	r, err := c.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{r}, nil
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }

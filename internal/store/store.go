@@ -1,0 +1,286 @@
+// Package store persists sagas, their journals, pending approvals and calls
+// in PostgreSQL (through pgx) or in an embedded SQLite file. Both run the
+// same SQL through a thin adapter each, and both pass the conformance suite
+// in storetest, so the embedded default cannot drift from PostgreSQL.
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+// DB is an open store.
+type DB interface {
+	engine.Store
+	// Ping reports whether the database answers; Unavailable when not.
+	Ping(ctx context.Context) error
+	Close()
+}
+
+// Open opens the store named by url: "postgres://…" (or "postgresql://…")
+// or "sqlite:<path>". It applies pending migrations before returning.
+// Errors are Invalid for a url it cannot use and Unavailable for a
+// database it cannot reach.
+func Open(ctx context.Context, url string) (DB, error) {
+	switch {
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		return OpenPostgres(ctx, url)
+	case strings.HasPrefix(url, "sqlite:"):
+		return OpenSQLite(ctx, strings.TrimPrefix(url, "sqlite:"))
+	}
+	return nil, engine.Errorf(engine.Invalid, "database url must start with postgres:// or sqlite: (got %q)", redact(url))
+}
+
+// redact hides a password in a database url.
+func redact(url string) string {
+	scheme, rest, ok := strings.Cut(url, "://")
+	if !ok {
+		return url
+	}
+	at := strings.LastIndex(rest, "@")
+	if user, _, hasPass := strings.Cut(rest[:max(at, 0)], ":"); at > 0 && hasPass {
+		return scheme + "://" + user + ":xxxxx" + rest[at:]
+	}
+	return url
+}
+
+// opTimeout bounds one store operation, waiting for a saga's lock included.
+const opTimeout = 15 * time.Second
+
+// maxApprovals caps one listing of pending requests.
+const maxApprovals = 5000
+
+// conn is what the shared SQL needs from a pool or a transaction.
+type conn interface {
+	exec(ctx context.Context, sql string, args ...any) (int64, error)
+	query(ctx context.Context, sql string, args ...any) (rows, error)
+}
+
+// rows is a result set.
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// sqlStore is the engine.Store both databases share.
+type sqlStore struct {
+	db    conn
+	begin func(ctx context.Context, fn func(conn) error) error
+	lock  string // appended to the query that locks a saga
+}
+
+const (
+	sagaCols     = "id, status, initiator, ended, reason, head_seq, head_hash, created_at, updated_at"
+	entryCols    = "saga_id, seq, tool_name, phase, input, payload, timestamp, hash"
+	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, created_at"
+	callCols     = "saga_id, seq, tool_name, input, state, outcome_seq, result, started_at, updated_at"
+)
+
+func scanSaga(r rows) (s engine.Saga, err error) {
+	err = r.Scan(&s.ID, &s.Status, &s.Initiator, &s.Ended, &s.Reason, &s.HeadSeq, &s.HeadHash, &s.CreatedAt, &s.UpdatedAt)
+	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+	return s, err
+}
+
+func scanEntry(r rows) (e engine.Entry, err error) {
+	err = r.Scan(&e.SagaID, &e.Seq, &e.ToolName, &e.Phase, &e.Input, &e.Payload, &e.Timestamp, &e.Hash)
+	e.Timestamp = e.Timestamp.UTC()
+	return e, err
+}
+
+func scanApproval(r rows) (a engine.ApprovalRequest, err error) {
+	err = r.Scan(&a.SagaID, &a.JournalSeq, &a.ToolName, &a.Input, &a.InputHash, &a.CreatedAt)
+	a.CreatedAt = a.CreatedAt.UTC()
+	return a, err
+}
+
+func scanCall(r rows) (c engine.Call, err error) {
+	err = r.Scan(&c.SagaID, &c.Seq, &c.ToolName, &c.Input, &c.State, &c.OutcomeSeq, &c.Result, &c.StartedAt, &c.UpdatedAt)
+	c.StartedAt, c.UpdatedAt = c.StartedAt.UTC(), c.UpdatedAt.UTC()
+	return c, err
+}
+
+// collect runs a query and scans every row with scan.
+func collect[T any](ctx context.Context, c conn, scan func(rows) (T, error), sql string, args ...any) ([]T, error) {
+	r, err := c.query(ctx, sql, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer r.Close()
+	var out []T
+	for r.Next() {
+		v, err := scan(r)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, v)
+	}
+	return out, mapErr(r.Err())
+}
+
+// one runs a query that returns at most one row; NotFound when none.
+func one[T any](ctx context.Context, c conn, scan func(rows) (T, error), what, sql string, args ...any) (T, error) {
+	vs, err := collect(ctx, c, scan, sql, args...)
+	if err == nil && len(vs) == 0 {
+		err = engine.Errorf(engine.NotFound, "%s not found", what)
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return vs[0], nil
+}
+
+func (s *sqlStore) Update(ctx context.Context, fn func(engine.Tx) error) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return mapErr(s.begin(ctx, func(c conn) error {
+		return fn(&tx{ctx: ctx, c: c, lock: s.lock})
+	}))
+}
+
+func (s *sqlStore) Saga(ctx context.Context, id string) (engine.Saga, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return one(ctx, s.db, scanSaga, "saga "+id, "SELECT "+sagaCols+" FROM sagas WHERE id = $1", id)
+}
+
+func (s *sqlStore) Sagas(ctx context.Context, f engine.SagaFilter) ([]engine.Saga, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	var where []string
+	var args []any
+	if f.Status != "" {
+		args = append(args, f.Status)
+		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+	}
+	if f.After != nil {
+		args = append(args, f.After.CreatedAt, f.After.ID)
+		where = append(where, fmt.Sprintf("(created_at < $%d OR (created_at = $%[1]d AND id < $%d))", len(args)-1, len(args)))
+	}
+	q := "SELECT " + sagaCols + " FROM sagas"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	args = append(args, f.Limit)
+	q += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT $%d", len(args))
+	return collect(ctx, s.db, scanSaga, q, args...)
+}
+
+func (s *sqlStore) Entries(ctx context.Context, sagaID string) ([]engine.Entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return entries(ctx, s.db, sagaID)
+}
+
+func entries(ctx context.Context, c conn, sagaID string) ([]engine.Entry, error) {
+	return collect(ctx, c, scanEntry, "SELECT "+entryCols+" FROM journal WHERE saga_id = $1 ORDER BY seq", sagaID)
+}
+
+func (s *sqlStore) Approvals(ctx context.Context, sagaID string) ([]engine.ApprovalRequest, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if sagaID == "" {
+		return collect(ctx, s.db, scanApproval, "SELECT "+approvalCols+
+			" FROM approval_requests ORDER BY created_at, saga_id, journal_seq LIMIT $1", maxApprovals)
+	}
+	return collect(ctx, s.db, scanApproval, "SELECT "+approvalCols+
+		" FROM approval_requests WHERE saga_id = $1 ORDER BY journal_seq LIMIT $2", sagaID, maxApprovals)
+}
+
+func (s *sqlStore) InDoubt(ctx context.Context, before time.Time) ([]engine.Call, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return collect(ctx, s.db, scanCall, "SELECT "+callCols+
+		" FROM calls WHERE state IN ('RUNNING', 'COMPENSATING') AND updated_at < $1"+
+		" ORDER BY updated_at, saga_id, seq LIMIT $2", before, maxApprovals)
+}
+
+// tx is an engine.Tx over one database transaction.
+type tx struct {
+	ctx  context.Context
+	c    conn
+	lock string
+}
+
+func (t *tx) LockSaga(id string) (engine.Saga, error) {
+	return one(t.ctx, t.c, scanSaga, "saga "+id, "SELECT "+sagaCols+" FROM sagas WHERE id = $1"+t.lock, id)
+}
+
+func (t *tx) CreateSaga(s engine.Saga) (engine.Saga, error) {
+	if _, err := t.c.exec(t.ctx, "INSERT INTO sagas ("+sagaCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"+
+		" ON CONFLICT (id) DO NOTHING",
+		s.ID, s.Status, s.Initiator, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.CreatedAt, s.UpdatedAt); err != nil {
+		return engine.Saga{}, mapErr(err)
+	}
+	return t.LockSaga(s.ID)
+}
+
+func (t *tx) PutSaga(s engine.Saga) error {
+	_, err := t.c.exec(t.ctx, "UPDATE sagas SET status = $2, ended = $3, reason = $4, head_seq = $5, head_hash = $6,"+
+		" updated_at = $7 WHERE id = $1", s.ID, s.Status, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.UpdatedAt)
+	return mapErr(err)
+}
+
+func (t *tx) Append(e engine.Entry) error {
+	_, err := t.c.exec(t.ctx, "INSERT INTO journal ("+entryCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+		e.SagaID, e.Seq, e.ToolName, e.Phase, e.Input, e.Payload, e.Timestamp, e.Hash)
+	return mapErr(err)
+}
+
+func (t *tx) Entries(sagaID string) ([]engine.Entry, error) { return entries(t.ctx, t.c, sagaID) }
+
+func (t *tx) FindEntry(sagaID string, phase engine.Phase, input string) (engine.Entry, error) {
+	return one(t.ctx, t.c, scanEntry, "entry", "SELECT "+entryCols+
+		" FROM journal WHERE saga_id = $1 AND phase = $2 AND input = $3 ORDER BY seq LIMIT 1", sagaID, phase, input)
+}
+
+func (t *tx) Approval(sagaID string, seq int64) (engine.ApprovalRequest, error) {
+	return one(t.ctx, t.c, scanApproval, "approval request", "SELECT "+approvalCols+
+		" FROM approval_requests WHERE saga_id = $1 AND journal_seq = $2", sagaID, seq)
+}
+
+func (t *tx) PutApproval(r engine.ApprovalRequest) error {
+	_, err := t.c.exec(t.ctx, "INSERT INTO approval_requests ("+approvalCols+") VALUES ($1, $2, $3, $4, $5, $6)",
+		r.SagaID, r.JournalSeq, r.ToolName, r.Input, r.InputHash, r.CreatedAt)
+	return mapErr(err)
+}
+
+func (t *tx) DeleteApprovals(sagaID string, seq int64) (int, error) {
+	n, err := t.c.exec(t.ctx, "DELETE FROM approval_requests WHERE saga_id = $1 AND ($2 = 0 OR journal_seq = $2)", sagaID, seq)
+	return int(n), mapErr(err)
+}
+
+func (t *tx) CountApprovals(sagaID string) (int, error) {
+	n, err := one(t.ctx, t.c, func(r rows) (n int, err error) { return n, r.Scan(&n) },
+		"count", "SELECT count(*) FROM approval_requests WHERE saga_id = $1", sagaID)
+	return n, err
+}
+
+func (t *tx) PutCall(c engine.Call) error {
+	_, err := t.c.exec(t.ctx, "INSERT INTO calls ("+callCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"+
+		" ON CONFLICT (saga_id, seq) DO UPDATE SET state = excluded.state, outcome_seq = excluded.outcome_seq,"+
+		" result = excluded.result, updated_at = excluded.updated_at",
+		c.SagaID, c.Seq, c.ToolName, c.Input, c.State, c.OutcomeSeq, c.Result, c.StartedAt, c.UpdatedAt)
+	return mapErr(err)
+}
+
+func (t *tx) Calls(sagaID string, states ...engine.CallState) ([]engine.Call, error) {
+	q := "SELECT " + callCols + " FROM calls WHERE saga_id = $1"
+	args := []any{sagaID}
+	if len(states) > 0 {
+		ph := make([]string, len(states))
+		for i, st := range states {
+			args = append(args, st)
+			ph[i] = fmt.Sprintf("$%d", i+2)
+		}
+		q += " AND state IN (" + strings.Join(ph, ", ") + ")"
+	}
+	return collect(t.ctx, t.c, scanCall, q+" ORDER BY seq", args...)
+}
