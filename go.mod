@@ -3,6 +3,8 @@ module github.com/sagacity-go/sagacity
 go 1.26.0
 
 require (
+	github.com/go-chi/chi/v5 v5.5.0
+	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
 	modernc.org/sqlite v1.62.0
 )

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -47,7 +48,14 @@ func unreachable(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.As(err, &ne) || errors.As(err, &ce) || pgconn.Timeout(err) || pgconn.SafeToRetry(err)
+		errors.As(err, &ne) || errors.As(err, &ce) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
+		closed(err.Error())
+}
+
+// closed matches the errors of a pool or database that was closed under a
+// running operation; neither driver exports them.
+func closed(msg string) bool {
+	return strings.HasSuffix(msg, "sql: database is closed") || strings.HasSuffix(msg, "closed pool")
 }
 
 func pgKind(code string) engine.Kind {

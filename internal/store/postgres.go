@@ -23,7 +23,7 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's message may quote the url, password included.
-		return nil, engine.Errorf(engine.Invalid, "cannot parse postgres url %s", redact(url))
+		return nil, engine.Errorf(engine.Invalid, "cannot parse postgres url %s", Redact(url))
 	}
 	if _, ok := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !ok {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = "15s"

@@ -32,11 +32,11 @@ func Open(ctx context.Context, url string) (DB, error) {
 	case strings.HasPrefix(url, "sqlite:"):
 		return OpenSQLite(ctx, strings.TrimPrefix(url, "sqlite:"))
 	}
-	return nil, engine.Errorf(engine.Invalid, "database url must start with postgres:// or sqlite: (got %q)", redact(url))
+	return nil, engine.Errorf(engine.Invalid, "database url must start with postgres:// or sqlite: (got %q)", Redact(url))
 }
 
-// redact hides a password in a database url.
-func redact(url string) string {
+// Redact hides a password in a database url.
+func Redact(url string) string {
 	scheme, rest, ok := strings.Cut(url, "://")
 	if !ok {
 		return url
@@ -284,3 +284,6 @@ func (t *tx) Calls(sagaID string, states ...engine.CallState) ([]engine.Call, er
 	}
 	return collect(t.ctx, t.c, scanCall, q+" ORDER BY seq", args...)
 }
+
+// raw gives tests the connection, to tamper with what the engine wrote.
+func (s *sqlStore) raw() conn { return s.db }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// exitError sets the process's exit status. Without err, whatever needed
+// saying was already printed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+const usage = `usage: sagacity [command]
+
+commands:
+  serve          serve the console, the JSON API and the agent gateway (the default)
+  verify FILE    verify a journal export (NDJSON); - reads standard input
+                 exit status 0: valid, 1: broken, 2: unreadable
+
+configuration is read from SAGACITY_* environment variables; see the README.
+`
+
+// run is the whole program; main only calls it. Tests call it too.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		if len(args) > 0 {
+			return fmt.Errorf("serve takes no arguments (got %s)", strings.Join(args, " "))
+		}
+		return serve(ctx, getenv, stdout)
+	case "verify":
+		return verify(args, stdout)
+	case "help", "-h", "-help", "--help":
+		_, err := io.WriteString(stdout, usage)
+		return err
+	}
+	return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
+}

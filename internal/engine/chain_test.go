@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+type vectorFile struct {
+	PayloadHashes []struct {
+		Payload string `json:"payload"`
+		SHA256  string `json:"sha256"`
+	} `json:"payloadHashes"`
+	Vectors []struct {
+		Name               string     `json:"name"`
+		PrevHash           string     `json:"prevHash"`
+		Entry              ndjsonLine `json:"entry"` // the export's line format, without a hash
+		CanonicalTimestamp string     `json:"canonicalTimestamp"`
+		PreimageHex        string     `json:"preimageHex"`
+		Hash               string     `json:"hash"`
+	} `json:"vectors"`
+}
+
+// TestHashVectors reproduces an independent implementation's vectors
+// (testdata/hash-chain.json, copied from the project's shared vectors).
+func TestHashVectors(t *testing.T) {
+	b, err := os.ReadFile("testdata/hash-chain.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vf vectorFile
+	if err := json.Unmarshal(b, &vf); err != nil {
+		t.Fatal(err)
+	}
+	if len(vf.Vectors) < 13 || len(vf.PayloadHashes) < 2 {
+		t.Fatalf("testdata has %d vectors and %d payload hashes; want at least 13 and 2", len(vf.Vectors), len(vf.PayloadHashes))
+	}
+	for _, v := range vf.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			ts, err := time.Parse(time.RFC3339Nano, v.Entry.Timestamp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := Entry{SagaID: v.Entry.SagaID, Seq: v.Entry.Seq, ToolName: v.Entry.ToolName, Phase: v.Entry.Phase,
+				Input: v.Entry.Input, Payload: v.Entry.Payload, Timestamp: ts}
+			if got := CanonicalTime(ts); got != v.CanonicalTimestamp {
+				t.Errorf("CanonicalTime(%s) = %q, want %q", v.Entry.Timestamp, got, v.CanonicalTimestamp)
+			}
+			if got := hex.EncodeToString(preimage(v.PrevHash, e)); got != v.PreimageHex {
+				t.Errorf("preimage of %+v =\n%s\nwant\n%s", e, got, v.PreimageHex)
+			}
+			if got := Hash(v.PrevHash, e); got != v.Hash {
+				t.Errorf("Hash(%s, %+v) = %s, want %s", v.PrevHash, e, got, v.Hash)
+			}
+		})
+	}
+	for _, p := range vf.PayloadHashes {
+		if got := PayloadHash(p.Payload); got != p.SHA256 {
+			t.Errorf("PayloadHash(%q) = %s, want %s", p.Payload, got, p.SHA256)
+		}
+	}
+}
+
+// preimage rebuilds the bytes Hash feeds SHA-256, to compare with the
+// vectors' preimageHex.
+func preimage(prev string, e Entry) []byte {
+	var b []byte
+	for _, f := range []string{prev, e.SagaID, strconv.FormatInt(e.Seq, 10), e.ToolName, string(e.Phase), e.Input, e.Payload, CanonicalTime(e.Timestamp)} {
+		b = strconv.AppendInt(b, int64(len(f)), 10)
+		b = append(b, ':')
+		b = append(b, f...)
+	}
+	return b
+}
+
+var t0 = time.Date(2026, 7, 21, 10, 0, 0, 0, time.UTC)
+
+// TestHashSpecVectors pins the vectors written in SPEC §3.
+func TestHashSpecVectors(t *testing.T) {
+	e1 := Entry{SagaID: "s1", Seq: 1, ToolName: "reserveInventory", Phase: PhaseIntent, Input: "{}", Timestamp: t0}
+	h1 := Hash(ZeroHash, e1)
+	if want := "2b8f009dcde4115339f77250ec69761e299c66809b569f77fe75033c04f80a4b"; h1 != want {
+		t.Errorf("Hash(zero, seq 1 INTENT) = %s, want %s", h1, want)
+	}
+	e2 := Entry{SagaID: "s1", Seq: 2, ToolName: "reserveInventory", Phase: PhaseExecuted, Input: "{}", Payload: "ok", Timestamp: t0.Add(time.Second)}
+	if got, want := Hash(h1, e2), "9058ec436f5710616413c86679ae40f6e6d6cb1828ada8584dfdf4c99020feea"; got != want {
+		t.Errorf("Hash(h1, seq 2 EXECUTED) = %s, want %s", got, want)
+	}
+	if got, want := PayloadHash(`{"amount":"100","to":"alice"}`), "79c2a2413a3be71034f0a649bde0d50c5c3e32d5482db1d21549e82c59653e9b"; got != want {
+		t.Errorf("PayloadHash = %s, want %s", got, want)
+	}
+	if got, want := CanonicalTime(t0), "1784628000.000000"; got != want {
+		t.Errorf("CanonicalTime(%v) = %s, want %s", t0, got, want)
+	}
+}
+
+func TestHashBoundaries(t *testing.T) {
+	base := Entry{SagaID: "s1", Seq: 1, ToolName: "reserveInventory", Phase: PhaseIntent, Timestamp: t0}
+	with := func(f func(*Entry)) string { e := base; f(&e); return Hash(ZeroHash, e) }
+	differ := []struct {
+		name string
+		a, b func(*Entry)
+	}{
+		{"a|b+c vs a+b|c", func(e *Entry) { e.Input, e.Payload = "a|b", "c" }, func(e *Entry) { e.Input, e.Payload = "a", "b|c" }},
+		{"transferFunds vs transfer+Funds", func(e *Entry) { e.ToolName, e.Input = "transferFunds", "" }, func(e *Entry) { e.ToolName, e.Input = "transfer", "Funds" }},
+		{"€uro vs €+uro", func(e *Entry) { e.Input = "€uro" }, func(e *Entry) { e.Input, e.Payload = "€", "uro" }},
+		{"1µs apart", func(e *Entry) {}, func(e *Entry) { e.Timestamp = t0.Add(time.Microsecond) }},
+		{"phase", func(e *Entry) {}, func(e *Entry) { e.Phase = PhaseExecuted }},
+		{"seq", func(e *Entry) {}, func(e *Entry) { e.Seq = 2 }},
+		{"saga", func(e *Entry) {}, func(e *Entry) { e.SagaID = "s2" }},
+	}
+	for _, c := range differ {
+		if with(c.a) == with(c.b) {
+			t.Errorf("%s: hashes are equal, want different", c.name)
+		}
+	}
+	if a, b := with(func(*Entry) {}), with(func(e *Entry) { e.Timestamp = t0.Add(999 * time.Nanosecond) }); a != b {
+		t.Errorf("sub-microsecond difference changed the hash: %s vs %s", a, b)
+	}
+	if a, b := with(func(*Entry) {}), with(func(e *Entry) { e.Timestamp = t0.In(time.FixedZone("x", 7200)) }); a != b {
+		t.Errorf("time zone changed the hash: %s vs %s", a, b)
+	}
+	if got, want := CanonicalTime(t0.Add(123*time.Microsecond)), "1784628000.000123"; got != want {
+		t.Errorf("CanonicalTime = %s, want %s", got, want)
+	}
+}
+
+// chain builds a valid journal of n entries.
+func chain(n int) []Entry {
+	var es []Entry
+	prev := ZeroHash
+	for i := 1; i <= n; i++ {
+		e := Entry{SagaID: "s1", Seq: int64(i), ToolName: "t", Phase: PhaseIntent, Input: "{}", Timestamp: t0.Add(time.Duration(i) * time.Second)}
+		e.Hash = Hash(prev, e)
+		prev = e.Hash
+		es = append(es, e)
+	}
+	return es
+}
+
+func TestVerify(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func([]Entry) []Entry
+		want   Verification
+	}{
+		{"empty", func([]Entry) []Entry { return nil }, Verification{true, 0, -1, "empty journal"}},
+		{"intact", func(es []Entry) []Entry { return es }, Verification{true, 4, -1, "all 4 entries verified"}},
+		{"payload changed", func(es []Entry) []Entry { es[1].Payload = "x"; return es },
+			Verification{false, 4, 1, "hash mismatch at seq=2 (entry 1)"}},
+		{"hash replaced", func(es []Entry) []Entry { es[2].Hash = Hash(ZeroHash, es[2]); return es },
+			Verification{false, 4, 2, "hash mismatch at seq=3 (entry 2)"}},
+		{"middle deleted", func(es []Entry) []Entry { return append(es[:1], es[2:]...) },
+			Verification{false, 3, 1, "hash mismatch at seq=3 (entry 1)"}},
+		{"reordered", func(es []Entry) []Entry { es[0], es[1] = es[1], es[0]; return es },
+			Verification{false, 4, 0, "hash mismatch at seq=2 (entry 0)"}},
+		{"rehashed with a gap", func(es []Entry) []Entry {
+			es = append(es[:1], es[2:]...)
+			prev := es[0].Hash
+			for i := 1; i < len(es); i++ {
+				es[i].Hash = Hash(prev, es[i])
+				prev = es[i].Hash
+			}
+			return es
+		}, Verification{false, 3, 1, "sequence break at seq=3 (entry 1): expected seq=2 of saga \"s1\""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Verify(tt.mutate(chain(4))); got != tt.want {
+				t.Errorf("Verify() = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestVerifyHead(t *testing.T) {
+	es := chain(4)
+	if got := VerifyHead(es, 4, es[3].Hash); !got.Valid {
+		t.Errorf("VerifyHead(intact) = %+v, want valid", got)
+	}
+	got := VerifyHead(es[:3], 4, es[3].Hash)
+	want := Verification{false, 3, 3, "journal truncated: it ends at seq=3 but the saga's head is seq=4"}
+	if got != want {
+		t.Errorf("VerifyHead(tail deleted) = %+v, want %+v", got, want)
+	}
+	if got := VerifyHead(nil, 2, es[1].Hash); got.Valid || got.BreakAtIndex != 0 {
+		t.Errorf("VerifyHead(all deleted) = %+v, want broken at 0", got)
+	}
+	if got := VerifyHead(es, 4, es[2].Hash); got.Valid || got.BreakAtIndex != 3 {
+		t.Errorf("VerifyHead(head hash differs) = %+v, want broken at 3", got)
+	}
+}

@@ -1,0 +1,39 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
+)
+
+func TestPostgres(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(storetest.PostgresURL(t)) })
+}
+
+func TestSQLite(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(storetest.SQLiteURL(t)) })
+}
+
+func harness(url string) storetest.Harness {
+	open := func(t *testing.T) storetest.DB {
+		db, err := Open(context.Background(), url)
+		if err != nil {
+			t.Fatalf("Open(%s): %v", url, err)
+		}
+		return db
+	}
+	return storetest.Harness{
+		Open: open,
+		Exec: func(t *testing.T, sql string, args ...any) {
+			t.Helper()
+			db := open(t)
+			defer db.Close()
+			if _, err := db.(interface{ raw() conn }).raw().exec(context.Background(), sql, args...); err != nil {
+				t.Fatalf("Exec(%s): %v", sql, err)
+			}
+		},
+	}
+}

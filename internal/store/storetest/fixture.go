@@ -1,0 +1,245 @@
+// Package storetest is the conformance suite every store must pass. It
+// drives the real engine over the store under test, so it checks the
+// engine's rules (the approval gate, compensation, exactly-once resume,
+// tamper evidence) on each database, not a mock.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+// DB is a store handle the suite can close.
+type DB interface {
+	engine.Store
+	Close()
+}
+
+// Harness is one fresh, empty database.
+type Harness struct {
+	// Open opens another handle on the database, as a second process or
+	// a restart would. The suite closes the handles it opens.
+	Open func(t *testing.T) DB
+	// Exec runs raw SQL on the database ($1-style parameters), for
+	// tampering with what the engine wrote.
+	Exec func(t *testing.T, sql string, args ...any)
+}
+
+// Principals used across the suite.
+var (
+	agent    = engine.Principal{ID: "agent-1", Auth: "token", Roles: []engine.Role{engine.RoleAgent}}
+	approver = engine.Principal{ID: "manager@company.com", Auth: "oidc", Roles: []engine.Role{engine.RoleApprover}}
+	auditor  = engine.Principal{ID: "auditor@company.com", Auth: "oidc", Roles: []engine.Role{engine.RoleAuditor}}
+)
+
+const wire = `{"amount":"100","to":"alice"}`
+
+// effects records what the fixture's tools did, in order.
+type effects struct {
+	mu   sync.Mutex
+	log  []string
+	wire atomic.Int64 // executions of sendWireTransfer
+}
+
+func (f *effects) add(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.log = append(f.log, s)
+}
+
+// Log returns what happened so far.
+func (f *effects) Log() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.log)
+}
+
+// count counts log lines equal to s.
+func (f *effects) count(s string) int {
+	n := 0
+	for _, l := range f.Log() {
+		if l == s {
+			n++
+		}
+	}
+	return n
+}
+
+// tools returns the fixture's tools: the seed's reserveInventory and
+// sendWireTransfer, an order and a shipment step (the shipment fails), a
+// step whose undo fails, a tool that panics, and a wire transfer whose
+// gateway is down.
+func (f *effects) tools() []engine.Tool {
+	ok := func(result string) func(context.Context, engine.Invocation) (string, error) {
+		return func(_ context.Context, inv engine.Invocation) (string, error) {
+			f.add("exec " + inv.Tool + " " + inv.Input)
+			return result, nil
+		}
+	}
+	undo := func(_ context.Context, inv engine.Invocation, result string) error {
+		f.add("undo " + inv.Tool + " " + result)
+		return nil
+	}
+	fail := func(msg string) func(context.Context, engine.Invocation) (string, error) {
+		return func(_ context.Context, inv engine.Invocation) (string, error) {
+			f.add("exec " + inv.Tool + " " + inv.Input)
+			return "", errors.New(msg)
+		}
+	}
+	return []engine.Tool{
+		{Name: "reserveInventory", Executor: engine.Funcs{Exec: ok("reserved"), Undo: undo}},
+		{Name: "createOrder", Reversibility: engine.Reversible, Executor: engine.Funcs{Exec: ok("order-1"), Undo: undo}},
+		{Name: "scheduleShipment", Executor: engine.Funcs{Exec: fail("no carrier available"), Undo: undo}},
+		{Name: "chargeCard", Executor: engine.Funcs{Exec: ok("charged"), Undo: func(_ context.Context, inv engine.Invocation, _ string) error {
+			f.add("undo " + inv.Tool + " failed")
+			return errors.New("card processor down")
+		}}},
+		{Name: "explode", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { panic("boom") }, Undo: undo}},
+		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: engine.Funcs{
+			Exec: func(_ context.Context, inv engine.Invocation) (string, error) {
+				f.wire.Add(1)
+				f.add("exec " + inv.Tool + " " + inv.Input)
+				return "transfer-ok", nil
+			}}},
+		{Name: "wireViaDownGateway", Reversibility: engine.Irreversible, Executor: engine.Funcs{Exec: fail("payment gateway unreachable")}},
+	}
+}
+
+// clock is a deterministic clock that moves 1ms at every reading.
+type clock struct{ n atomic.Int64 }
+
+var epoch = time.Date(2026, 8, 7, 9, 33, 15, 686364000, time.UTC)
+
+func (c *clock) now() time.Time { return epoch.Add(time.Duration(c.n.Add(1)) * time.Millisecond) }
+
+// env is one test's engine over a fresh database.
+type env struct {
+	t  *testing.T
+	h  Harness
+	db DB
+	e  *engine.Engine
+	fx *effects
+}
+
+func newEnv(t *testing.T, newHarness func(t *testing.T) Harness) *env {
+	h := newHarness(t)
+	v := &env{t: t, h: h, fx: &effects{}}
+	v.db = v.open()
+	v.e = v.engine(v.db)
+	return v
+}
+
+// open opens a handle closed at the end of the test.
+func (v *env) open() DB {
+	db := v.h.Open(v.t)
+	v.t.Cleanup(db.Close)
+	return db
+}
+
+var clk clock
+
+func (v *env) engine(db DB, tools ...engine.Tool) *engine.Engine {
+	if tools == nil {
+		tools = v.fx.tools()
+	}
+	e, err := engine.New(db, tools, engine.WithClock(clk.now))
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	return e
+}
+
+func (v *env) call(saga, tool, input string) engine.CallResult {
+	v.t.Helper()
+	r, err := v.e.Call(context.Background(), agent, saga, tool, input)
+	if err != nil {
+		v.t.Fatalf("Call(%s, %s, %s): %v", saga, tool, input, err)
+	}
+	return r
+}
+
+// gate runs the seed's scenario up to the gate: reserveInventory executed,
+// sendWireTransfer gated. It returns the seq to approve.
+func (v *env) gate(saga string) int64 {
+	v.t.Helper()
+	v.call(saga, "reserveInventory", `{"item":"laptop"}`)
+	r := v.call(saga, "sendWireTransfer", wire)
+	if r.Outcome != engine.OutcomeAwaitingApproval {
+		v.t.Fatalf("Call(sendWireTransfer) outcome = %s, want AWAITING_APPROVAL", r.Outcome)
+	}
+	return r.Seq
+}
+
+func (v *env) approve(saga string, seq int64) {
+	v.t.Helper()
+	if _, err := v.e.Approve(context.Background(), approver, saga, seq, ""); err != nil {
+		v.t.Fatalf("Approve(%s, %d): %v", saga, seq, err)
+	}
+}
+
+func (v *env) journal(saga string) []engine.Entry {
+	v.t.Helper()
+	es, err := v.e.Journal(context.Background(), auditor, saga)
+	if err != nil {
+		v.t.Fatalf("Journal(%s): %v", saga, err)
+	}
+	return es
+}
+
+// phases renders a journal as "tool PHASE" lines.
+func (v *env) phases(saga string) []string {
+	var out []string
+	for _, e := range v.journal(saga) {
+		out = append(out, e.ToolName+" "+string(e.Phase))
+	}
+	return out
+}
+
+func (v *env) status(saga string) engine.Status {
+	v.t.Helper()
+	s, err := v.e.Lookup(context.Background(), auditor, saga)
+	if err != nil {
+		v.t.Fatalf("Lookup(%s): %v", saga, err)
+	}
+	return s.Status
+}
+
+func (v *env) pending(saga string) int {
+	v.t.Helper()
+	rs, err := v.e.Approvals(context.Background(), approver, saga)
+	if err != nil {
+		v.t.Fatalf("Approvals(%s): %v", saga, err)
+	}
+	return len(rs)
+}
+
+func (v *env) verify(saga string) engine.Verification {
+	v.t.Helper()
+	r, err := v.e.Verify(context.Background(), auditor, saga)
+	if err != nil {
+		v.t.Fatalf("Verify(%s): %v", saga, err)
+	}
+	return r
+}
+
+// wantKind fails unless err is an engine error of kind k.
+func wantKind(t *testing.T, what string, err error, k engine.Kind) {
+	t.Helper()
+	if !engine.IsKind(err, k) {
+		t.Errorf("%s: error = %v (kind %v), want kind %v", what, err, kindOf(err), k)
+	}
+}
+
+func kindOf(err error) string {
+	if err == nil {
+		return "none"
+	}
+	return engine.KindOf(err).String()
+}
