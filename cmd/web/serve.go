@@ -10,8 +10,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sagacity-go/sagacity/internal/api"
+	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/config"
+	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/httptool"
+	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 )
 
@@ -31,23 +36,44 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return fmt.Errorf("SAGACITY_DATABASE_URL: %w", err)
 	}
 	defer db.Close()
-	eng, err := engine.New(db, nil, engine.WithLogger(log))
+	eng, err := newEngine(cfg, db, log)
 	if err != nil {
 		return err
+	}
+	if cfg.Demo {
+		if err := demo.Seed(ctx, db, eng); err != nil {
+			return err
+		}
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("SAGACITY_ADDR: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           routes(log, db, eng),
+		Handler: server.New(server.Options{
+			Log:               log,
+			Ready:             db.Ping,
+			API:               &api.Handlers{Engine: eng},
+			Authenticate:      auth.Dev,
+			ApprovalEndpoints: cfg.ApprovalEndpoints,
+			MaxBody:           cfg.File.Policy.MaxBodyBytes,
+		}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      2 * time.Minute, // a gateway call waits for its tool
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("serving", "url", "http://"+ln.Addr().String(), "database", store.Redact(cfg.DatabaseURL))
+	url := "http://" + ln.Addr().String()
+	log.Info("serving", "url", url, "database", store.Redact(cfg.DatabaseURL), "auth", cfg.Auth,
+		"tools", len(eng.Tools()), "demo", cfg.Demo)
+	if cfg.Demo {
+		log.Info("demo: saga " + demo.Seeded + " awaits approval; try the API with curl:\n" +
+			"  curl -s " + url + "/sagacity/approvals\n" +
+			"  curl -s -X POST " + url + "/sagacity/approve/" + demo.Seeded + "/3 -H 'Content-Type: application/json' -d '{\"approver\":\"manager@company.com\"}'\n" +
+			"  curl -s -X POST " + url + "/sagacity/resume/" + demo.Seeded + "/3 -H 'Content-Type: application/json' -d '{\"payload\":\"{\\\"amount\\\":\\\"100\\\",\\\"to\\\":\\\"alice\\\"}\"}'\n" +
+			"  curl -s " + url + "/sagacity/audit/" + demo.Seeded + "/verify")
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -65,4 +91,30 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return err
 	}
 	return nil
+}
+
+// newEngine registers the configured HTTP tools and, in demo mode, the
+// built-in ones.
+func newEngine(cfg config.Config, db *store.DB, log *slog.Logger) (*engine.Engine, error) {
+	var tools []engine.Tool
+	for _, t := range cfg.File.Tools {
+		ht := &httptool.Tool{Name: t.Name, Exec: httptool.Endpoint(t.Execute), Secret: cfg.ToolSigningSecret,
+			MaxResult: cfg.File.Policy.MaxResultBytes}
+		if t.Compensate != nil {
+			c := httptool.Endpoint(*t.Compensate)
+			ht.Undo = &c
+		}
+		tools = append(tools, engine.Tool{Name: t.Name, Reversibility: t.Reversibility, Executor: ht})
+	}
+	if cfg.Demo {
+		for _, t := range demo.Tools(db, time.Now) {
+			for _, c := range cfg.File.Tools {
+				if c.Name == t.Name {
+					return nil, fmt.Errorf("SAGACITY_CONFIG: tool %q is also a built-in demo tool; rename it or unset SAGACITY_DEMO", t.Name)
+				}
+			}
+			tools = append(tools, t)
+		}
+	}
+	return engine.New(db, tools, engine.WithLogger(log), engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)))
 }

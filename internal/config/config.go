@@ -1,16 +1,34 @@
-// Package config reads the server's settings from SAGACITY_* environment
-// variables. A wrong setting stops start-up with an error naming it.
+// Package config reads the server's settings: SAGACITY_* environment
+// variables and, when SAGACITY_CONFIG names one, a YAML file declaring tools,
+// API tokens, role mapping and size limits. A wrong setting stops start-up
+// with a one-line error naming it; secret values never appear in errors.
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"strconv"
+	"strings"
 )
 
 // Config is the server's settings.
 type Config struct {
-	Addr        string // SAGACITY_ADDR, host:port to listen on
-	DatabaseURL string // SAGACITY_DATABASE_URL, postgres://… or sqlite:<path>
+	Addr              string // SAGACITY_ADDR, host:port to listen on
+	DatabaseURL       string // SAGACITY_DATABASE_URL, postgres://… or sqlite:<path>
+	ConfigPath        string // SAGACITY_CONFIG, the YAML file, if any
+	PublicURL         string // SAGACITY_PUBLIC_URL, absolute http(s) URL without a trailing slash
+	OIDCIssuer        string // SAGACITY_OIDC_ISSUER, https (http only on loopback)
+	OIDCClientID      string // SAGACITY_OIDC_CLIENT_ID
+	OIDCClientSecret  string // SAGACITY_OIDC_CLIENT_SECRET, empty for a public client with PKCE
+	APIAudience       string // SAGACITY_API_AUDIENCE
+	SessionKey        []byte // SAGACITY_SESSION_KEY, at least 32 bytes when set
+	ToolSigningSecret []byte // SAGACITY_TOOL_SIGNING_SECRET, at least 32 bytes; required when File declares tools
+	Auth              string // "oidc", "tokens" or "dev", resolved from SAGACITY_AUTH
+	ApprovalEndpoints bool   // SAGACITY_APPROVAL_ENDPOINTS_ENABLED, default true
+	Demo              bool   // SAGACITY_DEMO, default false
+	File              File   // the YAML file; defaults only when SAGACITY_CONFIG is unset
 }
 
 // Defaults for a local run: loopback, the embedded store.
@@ -19,13 +37,237 @@ const (
 	DefaultDatabaseURL = "sqlite:sagacity.db"
 )
 
-// Load reads the settings through getenv.
+// The values of Config.Auth.
+const (
+	authOIDC   = "oidc"   // console through OIDC login, API through OIDC bearer tokens
+	authTokens = "tokens" // API only, through the tokens declared in the file
+	authDev    = "dev"    // everyone is let in; loopback only
+)
+
+// minKeyLen is the shortest session key or tool signing secret, in bytes.
+const minKeyLen = 32
+
+// Load reads the SAGACITY_* variables through getenv and, when
+// SAGACITY_CONFIG names a file, that file (read with os.ReadFile). It
+// returns the first problem found as a one-line error that starts with the
+// variable's name, or with "SAGACITY_CONFIG (<path>): " and the place in the
+// file. The errors are start-up errors, not engine kinds, and never contain
+// the session key, the signing secret, the client secret or the database URL.
 func Load(getenv func(string) string) (Config, error) {
-	c := Config{Addr: or(getenv("SAGACITY_ADDR"), DefaultAddr), DatabaseURL: or(getenv("SAGACITY_DATABASE_URL"), DefaultDatabaseURL)}
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		return Config{}, fmt.Errorf("SAGACITY_ADDR: %q is not host:port: %w", c.Addr, err)
+	c, err := load(getenv)
+	if err != nil {
+		return Config{}, err
 	}
 	return c, nil
+}
+
+func load(getenv func(string) string) (Config, error) {
+	c := Config{
+		Addr:             or(getenv("SAGACITY_ADDR"), DefaultAddr),
+		DatabaseURL:      or(getenv("SAGACITY_DATABASE_URL"), DefaultDatabaseURL),
+		ConfigPath:       getenv("SAGACITY_CONFIG"),
+		OIDCIssuer:       getenv("SAGACITY_OIDC_ISSUER"),
+		OIDCClientID:     getenv("SAGACITY_OIDC_CLIENT_ID"),
+		OIDCClientSecret: getenv("SAGACITY_OIDC_CLIENT_SECRET"),
+		APIAudience:      getenv("SAGACITY_API_AUDIENCE"),
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return c, fmt.Errorf("SAGACITY_ADDR: %q is not host:port (%s)", c.Addr, addrProblem(err))
+	}
+	if !hasAnyPrefix(c.DatabaseURL, "postgres://", "postgresql://", "sqlite:") {
+		// The URL may hold a password, so it is not repeated.
+		return c, errors.New("SAGACITY_DATABASE_URL: must start with postgres://, postgresql:// or sqlite:")
+	}
+	if v := getenv("SAGACITY_PUBLIC_URL"); v != "" {
+		if _, err := parseBaseURL(v); err != nil {
+			return c, fmt.Errorf("SAGACITY_PUBLIC_URL: %w", err)
+		}
+		// Paths are appended to it, so "https://x/" must not give "https://x//login".
+		c.PublicURL = strings.TrimRight(v, "/")
+	}
+	if c.OIDCIssuer != "" {
+		if err := checkIssuer(c.OIDCIssuer); err != nil {
+			return c, fmt.Errorf("SAGACITY_OIDC_ISSUER: %w", err)
+		}
+	}
+	var err error
+	if c.SessionKey, err = key(getenv, "SAGACITY_SESSION_KEY"); err != nil {
+		return c, err
+	}
+	if c.ToolSigningSecret, err = key(getenv, "SAGACITY_TOOL_SIGNING_SECRET"); err != nil {
+		return c, err
+	}
+	if c.ApprovalEndpoints, err = boolVar(getenv, "SAGACITY_APPROVAL_ENDPOINTS_ENABLED", true); err != nil {
+		return c, err
+	}
+	if c.Demo, err = boolVar(getenv, "SAGACITY_DEMO", false); err != nil {
+		return c, err
+	}
+	auth := getenv("SAGACITY_AUTH")
+	switch auth {
+	case "", authOIDC, authTokens, authDev:
+	default:
+		return c, fmt.Errorf("SAGACITY_AUTH: %q is not one of oidc, tokens, dev", auth)
+	}
+
+	c.File = defaultFile()
+	if c.ConfigPath != "" {
+		if c.File, err = readFile(c.ConfigPath); err != nil {
+			return c, err
+		}
+	}
+	if len(c.File.Tools) > 0 && c.ToolSigningSecret == nil {
+		return c, fmt.Errorf("SAGACITY_TOOL_SIGNING_SECRET: required when SAGACITY_CONFIG declares tools (at least %d bytes)", minKeyLen)
+	}
+	if c.Auth, err = c.resolveAuth(auth); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// resolveAuth applies the auth mode rules once everything else has parsed.
+// An unset mode defaults to dev only where dev cannot expose anything.
+func (c Config) resolveAuth(auth string) (string, error) {
+	switch auth {
+	case "":
+		if c.Loopback() && c.OIDCIssuer == "" {
+			return authDev, nil
+		}
+		return "", errors.New("SAGACITY_AUTH: not set; set oidc (console and API) or tokens (API only); dev is only for a loopback address without an issuer")
+	case authDev:
+		if !c.Loopback() {
+			return "", fmt.Errorf("SAGACITY_AUTH: dev mode refuses to listen on %s: it accepts anyone; bind to 127.0.0.1 or use oidc or tokens", c.Addr)
+		}
+	case authOIDC:
+		for _, req := range []struct {
+			name string
+			set  bool
+			hint string
+		}{
+			{"SAGACITY_OIDC_ISSUER", c.OIDCIssuer != "", ""},
+			{"SAGACITY_OIDC_CLIENT_ID", c.OIDCClientID != "", ""},
+			{"SAGACITY_PUBLIC_URL", c.PublicURL != "", " (where browsers reach this server, for the login redirect)"},
+			{"SAGACITY_SESSION_KEY", c.SessionKey != nil, fmt.Sprintf(" (at least %d bytes)", minKeyLen)},
+		} {
+			if !req.set {
+				return "", fmt.Errorf("%s: required when SAGACITY_AUTH=oidc%s", req.name, req.hint)
+			}
+		}
+	case authTokens:
+		if len(c.File.Tokens) == 0 {
+			return "", errors.New("SAGACITY_AUTH: tokens mode needs at least one entry under tokens: in SAGACITY_CONFIG")
+		}
+	}
+	return auth, nil
+}
+
+// Loopback reports whether Addr's host is a loopback address (any 127.x,
+// ::1) or localhost. An empty host listens on every interface.
+func (c Config) Loopback() bool {
+	host, _, err := net.SplitHostPort(c.Addr)
+	return err == nil && loopbackHost(host)
+}
+
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// addrProblem is net.SplitHostPort's complaint without the address, which
+// the caller already quotes.
+func addrProblem(err error) string {
+	var ae *net.AddrError
+	if errors.As(err, &ae) {
+		return ae.Err
+	}
+	return err.Error()
+}
+
+// key reads a secret. Its value never goes into an error.
+func key(getenv func(string) string, name string) ([]byte, error) {
+	v := getenv(name)
+	if v == "" {
+		return nil, nil
+	}
+	if len(v) < minKeyLen {
+		return nil, fmt.Errorf("%s: must be at least %d bytes (got %d)", name, minKeyLen, len(v))
+	}
+	return []byte(v), nil
+}
+
+func boolVar(getenv func(string) string, name string, def bool) (bool, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s: %q is not a boolean; use true or false", name, v)
+	}
+	return b, nil
+}
+
+// parseBaseURL checks a URL that other URLs are built on: absolute http or
+// https with a host, and nothing that would not survive appending a path.
+func parseBaseURL(s string) (*url.URL, error) {
+	u, err := parseHTTPURL(s)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case u.User != nil:
+		return nil, fmt.Errorf("%s must not contain user information", u.Redacted())
+	case u.RawQuery != "" || u.ForceQuery:
+		return nil, fmt.Errorf("%s must not have a query", u.Redacted())
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		return nil, fmt.Errorf("%s must not have a fragment", u.Redacted())
+	}
+	return u, nil
+}
+
+// parseHTTPURL checks for an absolute http or https URL with a host.
+func parseHTTPURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		// url.Error quotes the whole value; its cause is enough.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("not a valid URL: %w", err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("%s is not an http or https URL", u.Redacted())
+	case u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("%s has no host", u.Redacted())
+	}
+	return u, nil
+}
+
+// checkIssuer accepts http only on loopback, where a test or local provider
+// runs; anywhere else the discovery document and keys must come over TLS.
+func checkIssuer(s string) error {
+	u, err := parseBaseURL(s)
+	if err != nil {
+		return err
+	}
+	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		return fmt.Errorf("%s must use https (http is allowed only on 127.0.0.1, ::1 or localhost)", u.Redacted())
+	}
+	return nil
+}
+
+func hasAnyPrefix(s string, prefixes ...string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func or(v, def string) string {

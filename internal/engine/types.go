@@ -163,6 +163,35 @@ type Principal struct {
 	ID    string
 	Auth  string // "oidc", "token" or "dev"
 	Roles []Role
+	// Anonymous marks a dev-mode caller who did not sign in: as in the
+	// reference library, the approver it names is recorded as given.
+	Anonymous bool
+}
+
+// Unknown is the approver recorded for an anonymous dev-mode decision that
+// names nobody.
+const Unknown = "unknown"
+
+// Claiming returns the principal a decision is recorded under when the
+// request also names an approver. An anonymous dev-mode caller becomes
+// the named approver (Unknown when none is named). Anyone else must be the
+// approver they name: Forbidden otherwise, so a caller can never journal
+// somebody else's name. Invalid for a name that could not be journaled.
+func (p Principal) Claiming(approver string) (Principal, error) {
+	if p.Anonymous {
+		if approver == "" {
+			approver = Unknown
+		}
+		if err := validName("approver", approver); err != nil {
+			return Principal{}, err
+		}
+		p.ID = approver
+		return p, nil
+	}
+	if approver != "" && approver != p.ID {
+		return Principal{}, Errorf(Forbidden, "approver %q is not the authenticated principal %q", approver, p.ID)
+	}
+	return p, nil
 }
 
 // Has reports whether p holds any of the roles.

@@ -9,17 +9,11 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
-// Postgres is the store for production and for several replicas sharing
-// one database. A saga is locked with SELECT … FOR UPDATE on its row.
-type Postgres struct {
-	sqlStore
-	pool *pgxpool.Pool
-}
-
 // OpenPostgres connects to url, applies pending migrations and returns the
-// store. Errors: Invalid for a url pgx cannot parse; Unavailable when the
+// store for production and for several replicas sharing one database. A
+// saga is locked with SELECT … FOR UPDATE on its row. Errors: Invalid for a url pgx cannot parse; Unavailable when the
 // database cannot be reached.
-func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
+func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's message may quote the url, password included.
@@ -33,22 +27,16 @@ func OpenPostgres(ctx context.Context, url string) (*Postgres, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	p := &Postgres{pool: pool, sqlStore: sqlStore{db: pgConn{pool}, lock: " FOR UPDATE"}}
-	p.begin = func(ctx context.Context, fn func(conn) error) error {
-		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
-	}
-	if err := migrate(ctx, p.sqlStore, "postgres", "SELECT pg_advisory_xact_lock(7261001)"); err != nil {
+	db := &DB{ping: pool.Ping, close: pool.Close, sqlStore: sqlStore{db: pgConn{pool}, lock: " FOR UPDATE",
+		begin: func(ctx context.Context, fn func(conn) error) error {
+			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
+		}}}
+	if err := migrate(ctx, db.sqlStore, "postgres", "SELECT pg_advisory_xact_lock(7261001)"); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return p, nil
+	return db, nil
 }
-
-// Ping reports whether the database answers.
-func (p *Postgres) Ping(ctx context.Context) error { return mapErr(p.pool.Ping(ctx)) }
-
-// Close closes the pool.
-func (p *Postgres) Close() { p.pool.Close() }
 
 // pgConn adapts a pool or transaction to conn.
 type pgConn struct {

@@ -9,19 +9,13 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
-// SQLite is the embedded default store: one file in WAL mode, pure Go.
-// Writes take SQLite's single write lock up front (BEGIN IMMEDIATE), which
-// serialises every saga, also across processes sharing the file.
-type SQLite struct {
-	sqlStore
-	sql    *sql.DB
-	writer chan struct{} // writers in this process queue here instead of busy-waiting
-}
-
 // OpenSQLite opens (creating it if needed) the database file at path,
-// applies pending migrations and returns the store. Errors: Invalid for an
+// applies pending migrations and returns the embedded default store: one
+// file in WAL mode, pure Go. Writes take SQLite's single write lock up
+// front (BEGIN IMMEDIATE), which serialises every saga, also across
+// processes sharing the file. Errors: Invalid for an
 // empty path; Unavailable when the file cannot be opened.
-func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	if path == "" {
 		return nil, engine.Errorf(engine.Invalid, "sqlite database url needs a path, as in sqlite:sagacity.db")
 	}
@@ -37,11 +31,12 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	s := &SQLite{sql: db, sqlStore: sqlStore{db: sqlConn{db}}, writer: make(chan struct{}, 1)}
+	writer := make(chan struct{}, 1) // writers in this process queue here instead of busy-waiting
+	s := &DB{ping: db.PingContext, close: func() { db.Close() }, sqlStore: sqlStore{db: sqlConn{db}}}
 	s.begin = func(ctx context.Context, fn func(conn) error) error {
 		select {
-		case s.writer <- struct{}{}:
-			defer func() { <-s.writer }()
+		case writer <- struct{}{}:
+			defer func() { <-writer }()
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -61,12 +56,6 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	}
 	return s, nil
 }
-
-// Ping reports whether the database file answers.
-func (s *SQLite) Ping(ctx context.Context) error { return mapErr(s.sql.PingContext(ctx)) }
-
-// Close closes the database.
-func (s *SQLite) Close() { s.sql.Close() }
 
 // sqlConn adapts a *sql.DB or *sql.Tx to conn.
 type sqlConn struct {

@@ -13,19 +13,28 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
-// DB is an open store.
-type DB interface {
-	engine.Store
-	// Ping reports whether the database answers; Unavailable when not.
-	Ping(ctx context.Context) error
-	Close()
+// DB is an open store: an engine.Store, plus the demo tools' state.
+type DB struct {
+	sqlStore
+	ping  func(context.Context) error
+	close func()
 }
+
+// Ping reports whether the database answers; Unavailable when not.
+func (d *DB) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return mapErr(d.ping(ctx))
+}
+
+// Close releases the database.
+func (d *DB) Close() { d.close() }
 
 // Open opens the store named by url: "postgres://…" (or "postgresql://…")
 // or "sqlite:<path>". It applies pending migrations before returning.
 // Errors are Invalid for a url it cannot use and Unavailable for a
 // database it cannot reach.
-func Open(ctx context.Context, url string) (DB, error) {
+func Open(ctx context.Context, url string) (*DB, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
 		return OpenPostgres(ctx, url)
@@ -284,6 +293,3 @@ func (t *tx) Calls(sagaID string, states ...engine.CallState) ([]engine.Call, er
 	}
 	return collect(t.ctx, t.c, scanCall, q+" ORDER BY seq", args...)
 }
-
-// raw gives tests the connection, to tamper with what the engine wrote.
-func (s *sqlStore) raw() conn { return s.db }

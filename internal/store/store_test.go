@@ -18,22 +18,14 @@ func TestSQLite(t *testing.T) {
 }
 
 func harness(url string) storetest.Harness {
-	open := func(t *testing.T) storetest.DB {
-		db, err := Open(context.Background(), url)
-		if err != nil {
-			t.Fatalf("Open(%s): %v", url, err)
-		}
-		return db
-	}
 	return storetest.Harness{
-		Open: open,
-		Exec: func(t *testing.T, sql string, args ...any) {
-			t.Helper()
-			db := open(t)
-			defer db.Close()
-			if _, err := db.(interface{ raw() conn }).raw().exec(context.Background(), sql, args...); err != nil {
-				t.Fatalf("Exec(%s): %v", sql, err)
+		Open: func(t *testing.T) storetest.DB {
+			db, err := Open(context.Background(), url)
+			if err != nil {
+				t.Fatalf("Open(%s): %v", url, err)
 			}
+			return db
 		},
+		Exec: func(t *testing.T, sql string, args ...any) { storetest.Exec(t, url, sql, args...) },
 	}
 }

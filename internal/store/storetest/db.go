@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"crypto/rand"
+	stdsql "database/sql"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite" // the sqlite driver, for Exec
 )
 
 // DefaultPostgresURL is where tests find PostgreSQL unless
@@ -55,8 +57,8 @@ func PostgresURL(t testing.TB) string {
 		t.Skip(pgErr)
 	}
 	schema := "t_" + strings.ToLower(rand.Text()[:16])
-	exec(t, base, `CREATE SCHEMA "`+schema+`"`)
-	t.Cleanup(func() { exec(t, base, `DROP SCHEMA "`+schema+`" CASCADE`) })
+	Exec(t, base, `CREATE SCHEMA "`+schema+`"`)
+	t.Cleanup(func() { Exec(t, base, `DROP SCHEMA "`+schema+`" CASCADE`) })
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
@@ -67,21 +69,36 @@ func PostgresURL(t testing.TB) string {
 	return u.String()
 }
 
-func exec(t testing.TB, dsn, sql string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, sql); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // SQLiteURL returns the url of a new database file in the test's temporary
 // directory.
 func SQLiteURL(t testing.TB) string {
 	return "sqlite:" + filepath.Join(t.TempDir(), "sagacity.db")
+}
+
+// Exec runs raw SQL ($1-style parameters) on the database at url, behind
+// the back of any store open on it: for tampering with what the engine
+// wrote.
+func Exec(t testing.TB, dbURL, sql string, args ...any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if path, ok := strings.CutPrefix(dbURL, "sqlite:"); ok {
+		db, err := stdsql.Open("sqlite", "file:"+path+"?_time_integer_format=unix_micro&_pragma=busy_timeout(10000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, sql, args...); err != nil {
+			t.Fatalf("Exec(%s): %v", sql, err)
+		}
+		return
+	}
+	c, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("Exec(%s): %v", sql, err)
+	}
 }

@@ -1,0 +1,285 @@
+// Package api is the JSON shell around the engine: the seed's approval
+// endpoints and the agent gateway under /sagacity. Handlers decode, call
+// the engine with the request's principal and encode; they return errors
+// for the server's one error adapter to write.
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+// Handlers serves the API from one engine.
+type Handlers struct {
+	Engine *engine.Engine
+}
+
+// ErrMediaType marks a body that is not application/json; the server
+// answers it with 415.
+var ErrMediaType = errors.New("unsupported media type")
+
+// approvalJSON is a pending request, as the seed lists it.
+type approvalJSON struct {
+	SagaID     string `json:"sagaId"`
+	JournalSeq int64  `json:"journalSeq"`
+	ToolName   string `json:"toolName"`
+	Input      string `json:"input"`
+	InputHash  string `json:"inputHash"`
+}
+
+// Approvals lists pending requests: GET /sagacity/approvals[/{sagaId}].
+func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
+	sagaID := ""
+	if chi.URLParam(r, "sagaId") != "" {
+		var err error
+		if sagaID, err = param(r, "sagaId"); err != nil {
+			return err
+		}
+	}
+	reqs, err := h.Engine.Approvals(r.Context(), auth.From(r.Context()), sagaID)
+	if err != nil {
+		return err
+	}
+	out := make([]approvalJSON, 0, len(reqs))
+	for _, q := range reqs {
+		out = append(out, approvalJSON{q.SagaID, q.JournalSeq, q.ToolName, q.Input, q.InputHash})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+type decisionBody struct {
+	Approver string `json:"approver"`
+	Reason   string `json:"reason"`
+}
+
+type decisionJSON struct {
+	SagaID           string        `json:"sagaId"`
+	JournalSeq       int64         `json:"journalSeq"`
+	Approved         bool          `json:"approved"`
+	ApproverIdentity string        `json:"approverIdentity"`
+	DecidedAt        time.Time     `json:"decidedAt"`
+	Status           engine.Status `json:"status"`
+}
+
+// Approve records a decision: POST /sagacity/approve/{sagaId}/{seq}.
+func (h *Handlers) Approve(w http.ResponseWriter, r *http.Request) error {
+	return h.decide(w, r, h.Engine.Approve)
+}
+
+// Reject records a rejection and compensates: POST /sagacity/reject/{sagaId}/{seq}.
+func (h *Handlers) Reject(w http.ResponseWriter, r *http.Request) error {
+	return h.decide(w, r, h.Engine.Reject)
+}
+
+type decideFunc = func(ctx context.Context, p engine.Principal, sagaID string, seq int64, reason string) (engine.Decision, error)
+
+func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideFunc) error {
+	sagaID, seq, err := sagaSeq(r)
+	if err != nil {
+		return err
+	}
+	var body decisionBody
+	if err := decode(r, &body, true); err != nil {
+		return err
+	}
+	p, err := auth.From(r.Context()).Claiming(body.Approver)
+	if err != nil {
+		return err
+	}
+	d, err := decide(r.Context(), p, sagaID, seq, body.Reason)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, decisionJSON{d.SagaID, d.JournalSeq, d.Approved, d.Approver, d.DecidedAt, d.Status})
+}
+
+type resumeBody struct {
+	Payload *string `json:"payload"`
+}
+
+type resumeJSON struct {
+	SagaID string        `json:"sagaId"`
+	Status engine.Status `json:"status"`
+	Result *string       `json:"result,omitempty"`
+	Reason string        `json:"reason,omitempty"`
+}
+
+// Resume executes an approved request bound to its payload:
+// POST /sagacity/resume/{sagaId}/{seq} with {"payload": "..."}. A refusal,
+// or a tool that failed, is a completed action: 409 with the saga's status
+// and the reason.
+func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
+	sagaID, seq, err := sagaSeq(r)
+	if err != nil {
+		return err
+	}
+	var body resumeBody
+	if err := decode(r, &body, true); err != nil {
+		return err
+	}
+	if body.Payload == nil {
+		return engine.Errorf(engine.Invalid, "body must contain a 'payload' field")
+	}
+	res, err := h.Engine.Resume(r.Context(), auth.From(r.Context()), sagaID, seq, *body.Payload)
+	if err != nil {
+		return err
+	}
+	if res.Refused || res.Call.Outcome != engine.OutcomeExecuted {
+		return writeJSON(w, http.StatusConflict, resumeJSON{SagaID: sagaID, Status: res.Status, Reason: res.Reason})
+	}
+	return writeJSON(w, http.StatusOK, resumeJSON{SagaID: sagaID, Status: res.Status, Result: &res.Result})
+}
+
+// Audit exports a saga's journal as NDJSON: GET /sagacity/audit/{sagaId}.
+func (h *Handlers) Audit(w http.ResponseWriter, r *http.Request) error {
+	sagaID, err := param(r, "sagaId")
+	if err != nil {
+		return err
+	}
+	entries, err := h.Engine.Journal(r.Context(), auth.From(r.Context()), sagaID)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	return engine.WriteNDJSON(w, entries)
+}
+
+// Verify checks a saga's hash chain: GET /sagacity/audit/{sagaId}/verify.
+func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) error {
+	sagaID, err := param(r, "sagaId")
+	if err != nil {
+		return err
+	}
+	v, err := h.Engine.Verify(r.Context(), auth.From(r.Context()), sagaID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, v)
+}
+
+// param returns a path parameter, unescaped when the router matched the
+// escaped path (a saga id may hold any printable character, "/" included).
+func param(r *http.Request, name string) (string, error) {
+	v := chi.URLParam(r, name)
+	if r.URL.RawPath == "" {
+		return v, nil
+	}
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", engine.Errorf(engine.Invalid, "%s is not a valid path segment", name)
+	}
+	return u, nil
+}
+
+func sagaSeq(r *http.Request) (string, int64, error) {
+	sagaID, err := param(r, "sagaId")
+	if err != nil {
+		return "", 0, err
+	}
+	seq, err := strconv.ParseInt(chi.URLParam(r, "seq"), 10, 64)
+	if err != nil || seq <= 0 {
+		return "", 0, engine.Errorf(engine.Invalid, "seq must be a positive integer")
+	}
+	return sagaID, seq, nil
+}
+
+// decode reads one JSON object into v: the body must be application/json,
+// name no unknown field and hold nothing after the object. An empty body
+// is allowed when allowEmpty is set. The server caps the body's size.
+func decode(r *http.Request, v any, allowEmpty bool) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err // *http.MaxBytesError: the server answers 413
+	}
+	if len(body) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return engine.Errorf(engine.Invalid, "request body is empty; send a JSON object")
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return &engine.Error{Kind: engine.Invalid, Msg: "Content-Type must be application/json", Err: ErrMediaType}
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return engine.Errorf(engine.Invalid, "invalid JSON body: %s", jsonProblem(err))
+	}
+	if dec.More() {
+		return engine.Errorf(engine.Invalid, "invalid JSON body: more than one JSON value")
+	}
+	return nil
+}
+
+// jsonProblem describes a decoding error without echoing the body.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("malformed at byte %d", se.Offset)
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Sprintf("field %q must be %s", te.Field, jsonKind(te.Type.Kind().String()))
+	case errors.As(err, &te):
+		return "the body must be a JSON object"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "truncated"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	}
+	return "not a JSON object"
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string", "ptr":
+		return "a string"
+	case "int", "int64":
+		return "an integer"
+	case "bool":
+		return "true or false"
+	}
+	return k
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// cursor encodes a listing position opaquely.
+func cursor(c engine.SagaCursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(c.CreatedAt.UTC().Format(time.RFC3339Nano) + "\n" + c.ID))
+}
+
+func parseCursor(s string) (*engine.SagaCursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		if ts, id, ok := strings.Cut(string(b), "\n"); ok {
+			if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+				return &engine.SagaCursor{CreatedAt: t, ID: id}, nil
+			}
+		}
+	}
+	return nil, engine.Errorf(engine.Invalid, "cursor is not one this server returned")
+}

@@ -1,0 +1,194 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+type callBody struct {
+	Tool  string  `json:"tool"`
+	Input *string `json:"input"`
+}
+
+type callJSON struct {
+	SagaID    string         `json:"sagaId"`
+	Seq       int64          `json:"seq"`
+	ToolName  string         `json:"toolName"`
+	Status    engine.Outcome `json:"status"`
+	Result    *string        `json:"result,omitempty"`
+	Message   string         `json:"message,omitempty"`
+	InputHash string         `json:"inputHash,omitempty"`
+	Error     string         `json:"error,omitempty"`
+}
+
+// Call runs a tool in a saga: POST /sagacity/sagas/{sagaId}/calls with
+// {"tool": "...", "input": "<exact input>"}. 200 executed, 202 gated (seq
+// is the one to approve and resume), 422 the tool failed and the saga was
+// compensated.
+func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
+	sagaID, err := param(r, "sagaId")
+	if err != nil {
+		return err
+	}
+	var body callBody
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	if body.Tool == "" || body.Input == nil {
+		return engine.Errorf(engine.Invalid, `body must contain "tool" and "input"`)
+	}
+	res, err := h.Engine.Call(r.Context(), auth.From(r.Context()), sagaID, body.Tool, *body.Input)
+	if err != nil {
+		return err
+	}
+	out := callJSON{SagaID: res.SagaID, Seq: res.Seq, ToolName: res.ToolName, Status: res.Outcome}
+	switch res.Outcome {
+	case engine.OutcomeExecuted:
+		out.Result = &res.Result
+		return writeJSON(w, http.StatusOK, out)
+	case engine.OutcomeAwaitingApproval:
+		out.Message, out.InputHash = res.Message, res.InputHash
+		return writeJSON(w, http.StatusAccepted, out)
+	}
+	out.Error = res.Error
+	return writeJSON(w, http.StatusUnprocessableEntity, out)
+}
+
+type sagaJSON struct {
+	SagaID    string        `json:"sagaId"`
+	Status    engine.Status `json:"status"`
+	Initiator string        `json:"initiator"`
+	Ended     bool          `json:"ended"`
+	Reason    string        `json:"reason,omitempty"`
+	HeadSeq   int64         `json:"headSeq"`
+	HeadHash  string        `json:"headHash"`
+	CreatedAt time.Time     `json:"createdAt"`
+	UpdatedAt time.Time     `json:"updatedAt"`
+}
+
+func toSagaJSON(s engine.Saga) sagaJSON {
+	return sagaJSON{s.ID, s.Status, s.Initiator, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.CreatedAt, s.UpdatedAt}
+}
+
+// End says the agent's run is over: POST /sagacity/sagas/{sagaId}/end.
+func (h *Handlers) End(w http.ResponseWriter, r *http.Request) error {
+	sagaID, err := param(r, "sagaId")
+	if err != nil {
+		return err
+	}
+	if err := decode(r, &struct{}{}, true); err != nil {
+		return err
+	}
+	s, err := h.Engine.End(r.Context(), auth.From(r.Context()), sagaID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, toSagaJSON(s))
+}
+
+// Abort compensates the saga and drops its pending requests:
+// POST /sagacity/sagas/{sagaId}/abort with an optional {"reason": "..."}.
+func (h *Handlers) Abort(w http.ResponseWriter, r *http.Request) error {
+	sagaID, err := param(r, "sagaId")
+	if err != nil {
+		return err
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if err := decode(r, &body, true); err != nil {
+		return err
+	}
+	s, err := h.Engine.Abort(r.Context(), auth.From(r.Context()), sagaID, body.Reason)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, toSagaJSON(s))
+}
+
+// Saga reads one saga: GET /sagacity/sagas/{sagaId}.
+func (h *Handlers) Saga(w http.ResponseWriter, r *http.Request) error {
+	sagaID, err := param(r, "sagaId")
+	if err != nil {
+		return err
+	}
+	s, err := h.Engine.Lookup(r.Context(), auth.From(r.Context()), sagaID)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, toSagaJSON(s))
+}
+
+type sagaListJSON struct {
+	Sagas      []sagaJSON `json:"sagas"`
+	NextCursor string     `json:"nextCursor,omitempty"`
+}
+
+// Sagas lists sagas, newest first: GET /sagacity/sagas?status=&limit=&cursor=.
+// limit defaults to 50 and is at most 500; nextCursor continues the listing.
+func (h *Handlers) Sagas(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := engine.SagaFilter{Status: engine.Status(q.Get("status")), Limit: 50}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > engine.MaxList {
+			return engine.Errorf(engine.Invalid, "limit must be an integer from 1 to %d", engine.MaxList)
+		}
+		f.Limit = n
+	}
+	if c := q.Get("cursor"); c != "" {
+		var err error
+		if f.After, err = parseCursor(c); err != nil {
+			return err
+		}
+	}
+	sagas, err := h.Engine.Sagas(r.Context(), auth.From(r.Context()), f)
+	if err != nil {
+		return err
+	}
+	out := sagaListJSON{Sagas: make([]sagaJSON, 0, len(sagas))}
+	for _, s := range sagas {
+		out.Sagas = append(out.Sagas, toSagaJSON(s))
+	}
+	if len(sagas) == f.Limit {
+		last := sagas[len(sagas)-1]
+		out.NextCursor = cursor(engine.SagaCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+type inDoubtJSON struct {
+	SagaID    string           `json:"sagaId"`
+	Seq       int64            `json:"seq"`
+	ToolName  string           `json:"toolName"`
+	Input     string           `json:"input"`
+	State     engine.CallState `json:"state"`
+	StartedAt time.Time        `json:"startedAt"`
+	UpdatedAt time.Time        `json:"updatedAt"`
+}
+
+// InDoubt lists calls whose outcome is unknown:
+// GET /sagacity/in-doubt?olderThan=10m (default 1m).
+func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
+	age := time.Minute
+	if s := r.URL.Query().Get("olderThan"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return engine.Errorf(engine.Invalid, "olderThan must be a duration such as 10m")
+		}
+		age = d
+	}
+	calls, err := h.Engine.InDoubt(r.Context(), auth.From(r.Context()), age)
+	if err != nil {
+		return err
+	}
+	out := make([]inDoubtJSON, 0, len(calls))
+	for _, c := range calls {
+		out = append(out, inDoubtJSON{c.SagaID, c.Seq, c.ToolName, c.Input, c.State, c.StartedAt, c.UpdatedAt})
+	}
+	return writeJSON(w, http.StatusOK, out)
+}

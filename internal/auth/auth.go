@@ -1,0 +1,37 @@
+// Package auth establishes who is calling: the principal whose identity is
+// journaled with every decision. Handlers read it from the request context;
+// it is never taken from a request body.
+package auth
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p engine.Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// From returns the principal in ctx, or the zero Principal, which the
+// engine refuses as unauthenticated.
+func From(ctx context.Context) engine.Principal {
+	p, _ := ctx.Value(principalKey{}).(engine.Principal)
+	return p
+}
+
+// Anonymous is a dev-mode caller without a sign-in: every role, and a
+// decision is recorded under the approver it names.
+var Anonymous = engine.Principal{ID: "anonymous", Auth: "dev", Roles: engine.Roles, Anonymous: true}
+
+// Dev accepts every request as Anonymous. Only for dev mode, which the
+// configuration allows on loopback addresses alone.
+func Dev(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), Anonymous)))
+	})
+}

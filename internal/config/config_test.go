@@ -1,0 +1,503 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+// Secret values used throughout; no error message may contain them.
+const (
+	sessionKey    = "session-key-0123456789abcdefghijklmnop"
+	signingSecret = "signing-secret-0123456789abcdefghijklm"
+	clientSecret  = "client-secret-do-not-print"
+	dbPassword    = "db-pass-s3cret"
+	databaseURL   = "postgres://sagacity:" + dbPassword + "@db.internal:5432/sagacity"
+)
+
+func TestLoadFull(t *testing.T) {
+	vars := map[string]string{
+		"SAGACITY_ADDR":                       "0.0.0.0:8443",
+		"SAGACITY_DATABASE_URL":               databaseURL,
+		"SAGACITY_CONFIG":                     filepath.Join("testdata", "full.yaml"),
+		"SAGACITY_PUBLIC_URL":                 "https://sagacity.example.com/",
+		"SAGACITY_OIDC_ISSUER":                "https://idp.example.com/realms/main",
+		"SAGACITY_OIDC_CLIENT_ID":             "sagacity-console",
+		"SAGACITY_OIDC_CLIENT_SECRET":         clientSecret,
+		"SAGACITY_API_AUDIENCE":               "sagacity-api",
+		"SAGACITY_SESSION_KEY":                sessionKey,
+		"SAGACITY_TOOL_SIGNING_SECRET":        signingSecret,
+		"SAGACITY_AUTH":                       "oidc",
+		"SAGACITY_APPROVAL_ENDPOINTS_ENABLED": "false",
+		"SAGACITY_DEMO":                       "true",
+	}
+	got, err := Load(env(vars))
+	if err != nil {
+		t.Fatalf("Load(%v): %v", vars, err)
+	}
+	want := Config{
+		Addr:              "0.0.0.0:8443",
+		DatabaseURL:       databaseURL,
+		ConfigPath:        filepath.Join("testdata", "full.yaml"),
+		PublicURL:         "https://sagacity.example.com",
+		OIDCIssuer:        "https://idp.example.com/realms/main",
+		OIDCClientID:      "sagacity-console",
+		OIDCClientSecret:  clientSecret,
+		APIAudience:       "sagacity-api",
+		SessionKey:        []byte(sessionKey),
+		ToolSigningSecret: []byte(signingSecret),
+		Auth:              "oidc",
+		ApprovalEndpoints: false,
+		Demo:              true,
+		File: File{
+			Tools: []Tool{
+				{
+					Name:          "reserveInventory",
+					Reversibility: engine.Compensatable,
+					Execute:       Endpoint{URL: "http://127.0.0.1:9000/reserve", Timeout: 10 * time.Second},
+					Compensate:    &Endpoint{URL: "http://127.0.0.1:9000/release", Timeout: 90 * time.Second},
+				},
+				{
+					Name:          "refundPayment",
+					Reversibility: engine.Reversible,
+					Execute:       Endpoint{URL: "https://payments.internal/refund?mode=full", Timeout: 5 * time.Minute},
+					Compensate:    &Endpoint{URL: "https://payments.internal/charge", Timeout: 10 * time.Second},
+				},
+				{
+					Name:          "notifyTeam",
+					Reversibility: engine.Compensatable,
+					Execute:       Endpoint{URL: "http://127.0.0.1:9000/notify", Timeout: 250 * time.Millisecond},
+					Compensate:    &Endpoint{URL: "http://127.0.0.1:9000/unnotify", Timeout: 10 * time.Second},
+				},
+				{
+					Name:          "sendWireTransfer",
+					Reversibility: engine.Irreversible,
+					Execute:       Endpoint{URL: "http://127.0.0.1:9000/wire", Timeout: 10 * time.Second},
+				},
+			},
+			Tokens: []Token{
+				{Name: "ci-bot", SHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", Roles: []engine.Role{engine.RoleAgent}},
+				{Name: "audit-export", SHA256: "60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752", Roles: []engine.Role{engine.RoleAuditor, engine.RoleApprover}},
+			},
+			Roles: Roles{
+				Claim: "groups",
+				Map: map[string][]engine.Role{
+					"payments-approvers": {engine.RoleApprover},
+					"auditors":           {engine.RoleAuditor},
+					"agents":             {engine.RoleAgent, engine.RoleAuditor},
+				},
+			},
+			Policy: Policy{MaxBodyBytes: 512 << 10, MaxResultBytes: 2 << 20},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load(%v) mismatch (-want +got):\n%s", vars, diff)
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	got, err := Load(env(nil))
+	if err != nil {
+		t.Fatalf("Load(no variables): %v", err)
+	}
+	want := Config{
+		Addr:              DefaultAddr,
+		DatabaseURL:       DefaultDatabaseURL,
+		Auth:              "dev",
+		ApprovalEndpoints: true,
+		File: File{
+			Roles:  Roles{Claim: "groups"},
+			Policy: Policy{MaxBodyBytes: 1 << 20, MaxResultBytes: 1 << 20},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load(no variables) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// writeConfig writes a YAML file into a fresh directory and returns its path.
+func writeConfig(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sagacity.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestLoadValid checks one aspect of Config per accepted setting.
+func TestLoadValid(t *testing.T) {
+	const oneTool = `
+tools:
+  - name: t
+    execute: {url: "http://127.0.0.1:9000/t", timeout: %s}
+    compensate: {url: "http://127.0.0.1:9000/u"}
+`
+	const oneToken = "tokens: [{name: a, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, roles: [agent]}]\n"
+	file := func(c Config) any { return c.File }
+	policy := func(c Config) any { return c.File.Policy }
+	timeout := func(c Config) any { return c.File.Tools[0].Execute.Timeout }
+	tests := []struct {
+		name string
+		vars map[string]string
+		yaml string // when set, written to a file named by SAGACITY_CONFIG
+		got  func(Config) any
+		want any
+	}{
+		{"empty file", nil, "\n", file, defaultFile()},
+		{"comments only", nil, "# nothing yet\n", file, defaultFile()},
+		{"empty lists and mappings", nil, "tools: []\ntokens: []\nroles: {}\npolicy: {}\n", file, defaultFile()},
+		{"public url slash trimmed", map[string]string{"SAGACITY_PUBLIC_URL": "https://s.example/sagacity/"}, "",
+			func(c Config) any { return c.PublicURL }, "https://s.example/sagacity"},
+		{"public url plain http", map[string]string{"SAGACITY_PUBLIC_URL": "http://127.0.0.1:8080"}, "",
+			func(c Config) any { return c.PublicURL }, "http://127.0.0.1:8080"},
+		{"issuer kept as given", map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_OIDC_ISSUER": "https://idp.example/"}, oneToken,
+			func(c Config) any { return c.OIDCIssuer }, "https://idp.example/"},
+		{"issuer http on 127.0.0.1", map[string]string{"SAGACITY_AUTH": "dev", "SAGACITY_OIDC_ISSUER": "http://127.0.0.1:5556/dex"}, "",
+			func(c Config) any { return c.OIDCIssuer }, "http://127.0.0.1:5556/dex"},
+		{"issuer http on localhost", map[string]string{"SAGACITY_AUTH": "dev", "SAGACITY_OIDC_ISSUER": "http://localhost:5556"}, "",
+			func(c Config) any { return c.OIDCIssuer }, "http://localhost:5556"},
+		{"issuer http on ::1", map[string]string{"SAGACITY_AUTH": "dev", "SAGACITY_OIDC_ISSUER": "http://[::1]:5556"}, "",
+			func(c Config) any { return c.OIDCIssuer }, "http://[::1]:5556"},
+		{"postgresql scheme", map[string]string{"SAGACITY_DATABASE_URL": "postgresql://db/s"}, "",
+			func(c Config) any { return c.DatabaseURL }, "postgresql://db/s"},
+		{"dev default on localhost", map[string]string{"SAGACITY_ADDR": "localhost:8080"}, "",
+			func(c Config) any { return c.Auth }, "dev"},
+		{"dev default on ::1", map[string]string{"SAGACITY_ADDR": "[::1]:8080"}, "",
+			func(c Config) any { return c.Auth }, "dev"},
+		{"dev default on 127.0.0.2", map[string]string{"SAGACITY_ADDR": "127.0.0.2:0"}, "",
+			func(c Config) any { return c.Auth }, "dev"},
+		{"dev explicit", map[string]string{"SAGACITY_AUTH": "dev"}, "",
+			func(c Config) any { return c.Auth }, "dev"},
+		{"tokens on every interface", map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_ADDR": ":8080"}, oneToken,
+			func(c Config) any { return c.Auth }, "tokens"},
+		{"oidc without client secret", map[string]string{
+			"SAGACITY_AUTH": "oidc", "SAGACITY_ADDR": "0.0.0.0:8080", "SAGACITY_OIDC_ISSUER": "https://idp.example",
+			"SAGACITY_OIDC_CLIENT_ID": "c", "SAGACITY_PUBLIC_URL": "https://s.example", "SAGACITY_SESSION_KEY": sessionKey}, "",
+			func(c Config) any { return c.Auth }, "oidc"},
+		{"approval endpoints off", map[string]string{"SAGACITY_APPROVAL_ENDPOINTS_ENABLED": "0"}, "",
+			func(c Config) any { return c.ApprovalEndpoints }, false},
+		{"demo on", map[string]string{"SAGACITY_DEMO": "1"}, "",
+			func(c Config) any { return c.Demo }, true},
+		{"keys of exactly 32 bytes", map[string]string{"SAGACITY_SESSION_KEY": strings.Repeat("k", 32), "SAGACITY_TOOL_SIGNING_SECRET": strings.Repeat("s", 32)}, "",
+			func(c Config) any { return [][]byte{c.SessionKey, c.ToolSigningSecret} }, [][]byte{[]byte(strings.Repeat("k", 32)), []byte(strings.Repeat("s", 32))}},
+		{"sizes in bytes", nil, "policy: {maxBody: 1024, maxResult: 67108864}\n", policy, Policy{MaxBodyBytes: 1 << 10, MaxResultBytes: 64 << 20}},
+		{"sizes with units", nil, "policy: {maxBody: 1KiB, maxResult: 64MiB}\n", policy, Policy{MaxBodyBytes: 1 << 10, MaxResultBytes: 64 << 20}},
+		{"size with a space", nil, "policy: {maxBody: 3 MiB}\n", policy, Policy{MaxBodyBytes: 3 << 20, MaxResultBytes: 1 << 20}},
+		{"timeout at most", map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": signingSecret}, strings.Replace(oneTool, "%s", "5m", 1), timeout, 5 * time.Minute},
+		{"timeout tiny", map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": signingSecret}, strings.Replace(oneTool, "%s", "1ns", 1), timeout, time.Nanosecond},
+		{"timeout null", map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": signingSecret}, strings.Replace(oneTool, "%s", "~", 1), timeout, 10 * time.Second},
+		{"reversibility default", map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": signingSecret}, strings.Replace(oneTool, "%s", "1s", 1),
+			func(c Config) any { return c.File.Tools[0].Reversibility }, engine.Compensatable},
+		{"irreversible with null compensate", map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": signingSecret},
+			"tools: [{name: w, reversibility: IRREVERSIBLE, execute: {url: \"https://w.example\"}, compensate: ~}]\n",
+			func(c Config) any { return c.File.Tools[0].Compensate }, (*Endpoint)(nil)},
+		{"claim default with a map", nil, "roles: {map: {ops: [approver, auditor]}}\n",
+			func(c Config) any { return c.File.Roles }, Roles{Claim: "groups", Map: map[string][]engine.Role{"ops": {engine.RoleApprover, engine.RoleAuditor}}}},
+		{"claim set", nil, "roles: {claim: roles}\n",
+			func(c Config) any { return c.File.Roles }, Roles{Claim: "roles"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vars := map[string]string{}
+			for k, v := range tt.vars {
+				vars[k] = v
+			}
+			if tt.yaml != "" {
+				vars["SAGACITY_CONFIG"] = writeConfig(t, tt.yaml)
+			}
+			c, err := Load(env(vars))
+			if err != nil {
+				t.Fatalf("Load(%v) with file %q: %v", vars, tt.yaml, err)
+			}
+			if diff := cmp.Diff(tt.want, tt.got(c)); diff != "" {
+				t.Errorf("Load(%v) with file %q mismatch (-want +got):\n%s", vars, tt.yaml, diff)
+			}
+		})
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1:8080", true},
+		{"127.1.2.3:8080", true},
+		{"localhost:8080", true},
+		{"LOCALHOST:8080", true},
+		{"[::1]:8080", true},
+		{":8080", false},
+		{"0.0.0.0:8080", false},
+		{"[::]:8080", false},
+		{"192.168.1.10:8080", false},
+		{"sagacity.example.com:8080", false},
+		{"localhost.example.com:8080", false},
+		{"nonsense", false},
+	}
+	for _, tt := range tests {
+		if got := (Config{Addr: tt.addr}).Loopback(); got != tt.want {
+			t.Errorf("Config{Addr: %q}.Loopback() = %v, want %v", tt.addr, got, tt.want)
+		}
+	}
+}
+
+// errorCase is a setting Load must refuse. Its vars go on top of
+// secretVars, where "" unsets a variable. A yaml file, when given, is
+// written to a fresh directory and named by SAGACITY_CONFIG; {dir} and
+// {path} in vars and want stand for that directory and file.
+type errorCase struct {
+	name    string
+	vars    map[string]string
+	yaml    string
+	want    string   // a substring of the error
+	secrets []string // values besides secretVars' that must not be printed
+}
+
+// secretVars is a valid dev environment holding every secret.
+var secretVars = map[string]string{
+	"SAGACITY_DATABASE_URL":        databaseURL,
+	"SAGACITY_SESSION_KEY":         sessionKey,
+	"SAGACITY_TOOL_SIGNING_SECRET": signingSecret,
+	"SAGACITY_OIDC_CLIENT_SECRET":  clientSecret,
+}
+
+// secretNames are the variables whose values must never be printed.
+var secretNames = []string{"SAGACITY_DATABASE_URL", "SAGACITY_SESSION_KEY", "SAGACITY_TOOL_SIGNING_SECRET", "SAGACITY_OIDC_CLIENT_SECRET"}
+
+const wire = `
+  - name: sendWireTransfer
+    reversibility: IRREVERSIBLE
+    execute: {url: "http://127.0.0.1:9000/wire"}
+`
+
+const reserve = `
+  - name: reserveInventory
+    execute: {url: "http://127.0.0.1:9000/reserve"}
+    compensate: {url: "http://127.0.0.1:9000/release"}
+`
+
+const hashA = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+func errorCases() []errorCase {
+	oidc := map[string]string{
+		"SAGACITY_AUTH": "oidc", "SAGACITY_OIDC_ISSUER": "https://idp.example", "SAGACITY_OIDC_CLIENT_ID": "c",
+		"SAGACITY_PUBLIC_URL": "https://s.example", "SAGACITY_SESSION_KEY": sessionKey,
+	}
+	without := func(m map[string]string, key string) map[string]string {
+		c := map[string]string{}
+		for k, v := range m {
+			c[k] = v
+		}
+		c[key] = ""
+		return c
+	}
+	const f = "SAGACITY_CONFIG ({path}): "
+	return []errorCase{
+		// Variables.
+		{name: "addr not host:port", vars: map[string]string{"SAGACITY_ADDR": "nonsense"}, want: `SAGACITY_ADDR: "nonsense" is not host:port (missing port in address)`},
+		{name: "addr too many colons", vars: map[string]string{"SAGACITY_ADDR": "::1:8080"}, want: `SAGACITY_ADDR: "::1:8080" is not host:port`},
+		{name: "database scheme", vars: map[string]string{"SAGACITY_DATABASE_URL": "mysql://root:" + dbPassword + "@db/x"},
+			want: "SAGACITY_DATABASE_URL: must start with postgres://, postgresql:// or sqlite:", secrets: []string{dbPassword}},
+		{name: "database bare path", vars: map[string]string{"SAGACITY_DATABASE_URL": "sagacity.db"}, want: "SAGACITY_DATABASE_URL: must start with"},
+		{name: "public url relative", vars: map[string]string{"SAGACITY_PUBLIC_URL": "s.example/app"}, want: "SAGACITY_PUBLIC_URL: s.example/app is not an http or https URL"},
+		{name: "public url scheme", vars: map[string]string{"SAGACITY_PUBLIC_URL": "ftp://s.example"}, want: "SAGACITY_PUBLIC_URL: ftp://s.example is not an http or https URL"},
+		{name: "public url no host", vars: map[string]string{"SAGACITY_PUBLIC_URL": "https:///app"}, want: "SAGACITY_PUBLIC_URL: https:///app has no host"},
+		{name: "public url query", vars: map[string]string{"SAGACITY_PUBLIC_URL": "https://s.example/?a=1"}, want: "SAGACITY_PUBLIC_URL: https://s.example/?a=1 must not have a query"},
+		{name: "public url fragment", vars: map[string]string{"SAGACITY_PUBLIC_URL": "https://s.example/#top"}, want: "SAGACITY_PUBLIC_URL: https://s.example/#top must not have a fragment"},
+		{name: "public url user info", vars: map[string]string{"SAGACITY_PUBLIC_URL": "https://u:pw-in-url@s.example"},
+			want: "SAGACITY_PUBLIC_URL: https://u:xxxxx@s.example must not contain user information", secrets: []string{"pw-in-url"}},
+		{name: "public url unparsable", vars: map[string]string{"SAGACITY_PUBLIC_URL": "https://s.example/%zz"}, want: "SAGACITY_PUBLIC_URL: not a valid URL"},
+		{name: "issuer http elsewhere", vars: map[string]string{"SAGACITY_OIDC_ISSUER": "http://idp.example"},
+			want: "SAGACITY_OIDC_ISSUER: http://idp.example must use https (http is allowed only on 127.0.0.1, ::1 or localhost)"},
+		{name: "issuer not a url", vars: map[string]string{"SAGACITY_OIDC_ISSUER": "idp.example"}, want: "SAGACITY_OIDC_ISSUER: idp.example is not an http or https URL"},
+		{name: "issuer query", vars: map[string]string{"SAGACITY_OIDC_ISSUER": "https://idp.example?realm=x"}, want: "SAGACITY_OIDC_ISSUER: https://idp.example?realm=x must not have a query"},
+		{name: "session key short", vars: map[string]string{"SAGACITY_SESSION_KEY": "short-session-key"}, want: "SAGACITY_SESSION_KEY: must be at least 32 bytes"},
+		{name: "signing secret short", vars: map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": "short-signing-secret"}, want: "SAGACITY_TOOL_SIGNING_SECRET: must be at least 32 bytes"},
+		{name: "approval endpoints not a bool", vars: map[string]string{"SAGACITY_APPROVAL_ENDPOINTS_ENABLED": "yes"}, want: `SAGACITY_APPROVAL_ENDPOINTS_ENABLED: "yes" is not a boolean`},
+		{name: "demo not a bool", vars: map[string]string{"SAGACITY_DEMO": "maybe"}, want: `SAGACITY_DEMO: "maybe" is not a boolean`},
+		{name: "auth unknown", vars: map[string]string{"SAGACITY_AUTH": "basic"}, want: `SAGACITY_AUTH: "basic" is not one of oidc, tokens, dev`},
+		{name: "auth upper case", vars: map[string]string{"SAGACITY_AUTH": "OIDC"}, want: `SAGACITY_AUTH: "OIDC" is not one of oidc, tokens, dev`},
+
+		// Auth mode.
+		{name: "auth unset on every interface", vars: map[string]string{"SAGACITY_ADDR": "0.0.0.0:8080"},
+			want: "SAGACITY_AUTH: not set; set oidc (console and API) or tokens (API only); dev is only for a loopback address without an issuer"},
+		{name: "auth unset with an issuer", vars: map[string]string{"SAGACITY_OIDC_ISSUER": "https://idp.example"}, want: "SAGACITY_AUTH: not set;"},
+		{name: "dev on 0.0.0.0", vars: map[string]string{"SAGACITY_AUTH": "dev", "SAGACITY_ADDR": "0.0.0.0:8080"},
+			want: "SAGACITY_AUTH: dev mode refuses to listen on 0.0.0.0:8080: it accepts anyone; bind to 127.0.0.1 or use oidc or tokens"},
+		{name: "dev on empty host", vars: map[string]string{"SAGACITY_AUTH": "dev", "SAGACITY_ADDR": ":8080"}, want: "SAGACITY_AUTH: dev mode refuses to listen on :8080:"},
+		{name: "dev on a lan address", vars: map[string]string{"SAGACITY_AUTH": "dev", "SAGACITY_ADDR": "192.168.1.10:8080"}, want: "SAGACITY_AUTH: dev mode refuses to listen on 192.168.1.10:8080:"},
+		{name: "oidc without issuer", vars: without(oidc, "SAGACITY_OIDC_ISSUER"), want: "SAGACITY_OIDC_ISSUER: required when SAGACITY_AUTH=oidc"},
+		{name: "oidc without client id", vars: without(oidc, "SAGACITY_OIDC_CLIENT_ID"), want: "SAGACITY_OIDC_CLIENT_ID: required when SAGACITY_AUTH=oidc"},
+		{name: "oidc without public url", vars: without(oidc, "SAGACITY_PUBLIC_URL"), want: "SAGACITY_PUBLIC_URL: required when SAGACITY_AUTH=oidc"},
+		{name: "oidc without session key", vars: without(oidc, "SAGACITY_SESSION_KEY"), want: "SAGACITY_SESSION_KEY: required when SAGACITY_AUTH=oidc (at least 32 bytes)"},
+		{name: "oidc missing several names the first", vars: without(without(oidc, "SAGACITY_OIDC_CLIENT_ID"), "SAGACITY_SESSION_KEY"), want: "SAGACITY_OIDC_CLIENT_ID: required"},
+		{name: "tokens without a file", vars: map[string]string{"SAGACITY_AUTH": "tokens"},
+			want: "SAGACITY_AUTH: tokens mode needs at least one entry under tokens: in SAGACITY_CONFIG"},
+		{name: "tokens with none in the file", vars: map[string]string{"SAGACITY_AUTH": "tokens"}, yaml: "tokens: []\n", want: "SAGACITY_AUTH: tokens mode needs at least one entry"},
+
+		// Reading the file.
+		{name: "file missing", vars: map[string]string{"SAGACITY_CONFIG": "{dir}/missing.yaml"}, want: "SAGACITY_CONFIG ({dir}/missing.yaml): cannot read: no such file or directory"},
+		{name: "file is a directory", vars: map[string]string{"SAGACITY_CONFIG": "{dir}"}, want: "SAGACITY_CONFIG ({dir}): cannot read:"},
+		{name: "yaml syntax", yaml: "tools:\n  - name: a\n    execute: url: x\n", want: f + "line 3: mapping values are not allowed in this context"},
+		{name: "yaml duplicate key", yaml: "policy:\n  maxBody: 1MiB\n  maxBody: 2MiB\n", want: f + `line 3: mapping key "maxBody" already defined at line 2`},
+		{name: "unknown top-level key", yaml: "tools: []\nretries: 3\n", want: f + `line 2: unknown key "retries"`},
+		{name: "unknown key in a tool", yaml: "tools:\n  - name: reserveInventory\n    execute: {url: \"http://x/reserve\"}\n    compensate: {url: \"http://x/release\"}\n" +
+			"  - name: sendWireTransfer\n    reversibility: IRREVERSIBLE\n    retries: 3\n", want: f + `line 7: unknown key "retries"`},
+		{name: "unknown key in an endpoint", yaml: "tools:\n  - name: a\n    execute: {url: \"http://x\", method: POST}\n", want: f + `line 3: unknown key "method"`},
+		{name: "unknown key in a token", yaml: "tokens:\n  - name: a\n    token: hunter2\n", want: f + `line 3: unknown key "token"`},
+		{name: "unknown key in roles", yaml: "roles:\n  claims: groups\n", want: f + `line 2: unknown key "claims"`},
+		{name: "unknown key in policy", yaml: "policy:\n  maxBodyBytes: 1024\n", want: f + `line 2: unknown key "maxBodyBytes"`},
+		{name: "two unknown keys on one line", yaml: "a: 1\nb: 2\n", want: f + `line 1: unknown key "a"; line 2: unknown key "b"`},
+		{name: "tools not a list", yaml: "tools: reserveInventory\n", want: f + "line 1: expected a list, found a single value"},
+		{name: "tool not a mapping", yaml: "tools:\n  - reserveInventory\n", want: f + "line 2: expected a mapping, found a single value"},
+		{name: "roles map value not a list", yaml: "roles:\n  map:\n    ops: approver\n", want: f + "line 3: expected a list, found a single value"},
+		{name: "two documents", yaml: "tools: []\n---\ntokens: []\n", want: f + "holds more than one YAML document"},
+
+		// Tools.
+		{name: "tool without name", yaml: "tools:" + reserve + "  - execute: {url: \"http://x\"}\n", want: f + "tools[1]: name is missing"},
+		{name: "tool name too long", yaml: "tools:\n  - name: " + strings.Repeat("n", 201) + "\n", want: f + "tools[0]: name is longer than 200 bytes"},
+		{name: "tool name control character", yaml: "tools:\n  - name: \"bad\\tname\"\n", want: f + "tools[0]: name contains control characters"},
+		{name: "tool name reserved", yaml: "tools:\n  - name: approval-gate\n", want: f + `tools[0] "approval-gate": name is reserved`},
+		{name: "tool name twice", yaml: "tools:" + reserve + wire + reserve, want: f + `tools[2] "reserveInventory": name is already used by tools[0]`},
+		{name: "reversibility unknown", yaml: "tools:\n  - name: a\n    reversibility: irreversible\n",
+			want: f + `tools[0] "a": reversibility "irreversible" is not one of REVERSIBLE, COMPENSATABLE, IRREVERSIBLE`},
+		{name: "execute url missing", yaml: "tools:" + reserve + "  - name: sendWireTransfer\n    reversibility: IRREVERSIBLE\n",
+			want: f + `tools[1] "sendWireTransfer": execute.url is missing`},
+		{name: "execute block without url", yaml: "tools:\n  - name: a\n    execute: {timeout: 5s}\n", want: f + `tools[0] "a": execute.url is missing`},
+		{name: "execute url scheme", yaml: "tools:\n  - name: a\n    execute: {url: \"ftp://x/a\"}\n", want: f + `tools[0] "a": execute.url: ftp://x/a is not an http or https URL`},
+		{name: "execute url relative", yaml: "tools:\n  - name: a\n    execute: {url: /reserve}\n", want: f + `tools[0] "a": execute.url: /reserve is not an http or https URL`},
+		{name: "execute url no host", yaml: "tools:\n  - name: a\n    execute: {url: \"http:///a\"}\n", want: f + `tools[0] "a": execute.url: http:///a has no host`},
+		{name: "execute url unparsable", yaml: "tools:\n  - name: a\n    execute: {url: \"http://x/%zz\"}\n", want: f + `tools[0] "a": execute.url: not a valid URL`},
+		{name: "timeout without unit", yaml: "tools:\n  - name: a\n    execute: {url: \"http://x\", timeout: 10}\n",
+			want: f + `tools[0] "a": execute.timeout: "10" is not a duration like 10s`},
+		{name: "timeout zero", yaml: "tools:\n  - name: a\n    execute: {url: \"http://x\", timeout: 0s}\n",
+			want: f + `tools[0] "a": execute.timeout: 0s must be more than 0 and at most 5m0s`},
+		{name: "timeout negative", yaml: "tools:\n  - name: a\n    execute: {url: \"http://x\", timeout: -1s}\n", want: f + `tools[0] "a": execute.timeout: -1s must be more than 0`},
+		{name: "timeout too long", yaml: "tools:\n  - name: a\n    execute: {url: \"http://x\", timeout: 5m1s}\n", want: f + `tools[0] "a": execute.timeout: 5m1s must be more than 0 and at most 5m0s`},
+		{name: "compensate url bad", yaml: "tools:\n  - name: a\n    execute: {url: \"http://x\"}\n    compensate: {url: \"x/undo\"}\n",
+			want: f + `tools[0] "a": compensate.url: x/undo is not an http or https URL`},
+		{name: "compensate timeout bad", yaml: "tools:\n  - name: a\n    execute: {url: \"http://x\"}\n    compensate: {url: \"http://x/undo\", timeout: 1h}\n",
+			want: f + `tools[0] "a": compensate.timeout: 1h must be more than 0 and at most 5m0s`},
+		{name: "compensatable without compensate", yaml: "tools:\n  - name: a\n    reversibility: COMPENSATABLE\n    execute: {url: \"http://x\"}\n",
+			want: f + `tools[0] "a": compensate.url is missing: a COMPENSATABLE tool is undone by calling it`},
+		{name: "reversible without compensate", yaml: "tools:\n  - name: a\n    reversibility: REVERSIBLE\n    execute: {url: \"http://x\"}\n",
+			want: f + `tools[0] "a": compensate.url is missing: a REVERSIBLE tool`},
+		{name: "default reversibility without compensate", yaml: "tools:\n  - name: a\n    execute: {url: \"http://x\"}\n",
+			want: f + `tools[0] "a": compensate.url is missing: a COMPENSATABLE tool`},
+		{name: "compensate block without url", yaml: "tools:\n  - name: a\n    execute: {url: \"http://x\"}\n    compensate: {timeout: 5s}\n",
+			want: f + `tools[0] "a": compensate.url is missing`},
+		{name: "irreversible with compensate", yaml: "tools:" + wire + "    compensate: {url: \"http://127.0.0.1:9000/unwire\"}\n",
+			want: f + `tools[0] "sendWireTransfer": an IRREVERSIBLE tool has no undo, so it cannot have a compensate block`},
+		{name: "irreversible with empty compensate", yaml: "tools:" + wire + "    compensate: {}\n", want: f + `tools[0] "sendWireTransfer": an IRREVERSIBLE tool has no undo`},
+		{name: "tools without signing secret", vars: map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": ""}, yaml: "tools:" + wire,
+			want: "SAGACITY_TOOL_SIGNING_SECRET: required when SAGACITY_CONFIG declares tools (at least 32 bytes)"},
+
+		// Tokens.
+		{name: "token without name", yaml: "tokens:\n  - sha256: " + hashA + "\n    roles: [agent]\n", want: f + "tokens[0]: name is missing"},
+		{name: "token name control character", yaml: "tokens:\n  - name: \"a\\nb\"\n", want: f + "tokens[0]: name contains control characters"},
+		{name: "token name twice", yaml: "tokens:\n  - {name: a, sha256: " + hashA + ", roles: [agent]}\n  - {name: a, sha256: " + strings.Repeat("0", 64) + ", roles: [agent]}\n",
+			want: f + `tokens[1] "a": name is already used by tokens[0]`},
+		{name: "token without sha256", yaml: "tokens:\n  - {name: a, roles: [agent]}\n", want: f + `tokens[0] "a": sha256 is missing`},
+		{name: "token sha256 short", yaml: "tokens:\n  - {name: a, sha256: " + hashA[:63] + ", roles: [agent]}\n",
+			want: f + `tokens[0] "a": sha256 must be 64 hex characters, the SHA-256 of the token (not the token itself)`},
+		{name: "token sha256 not hex", yaml: "tokens:\n  - {name: a, sha256: " + strings.Repeat("g", 64) + ", roles: [agent]}\n", want: f + `tokens[0] "a": sha256 must be 64 hex characters`},
+		{name: "token itself in sha256", yaml: "tokens:\n  - {name: a, sha256: raw-api-token-pasted, roles: [agent]}\n",
+			want: f + `tokens[0] "a": sha256 must be 64 hex characters`, secrets: []string{"raw-api-token-pasted"}},
+		{name: "token sha256 twice", yaml: "tokens:\n  - {name: a, sha256: " + hashA + ", roles: [agent]}\n  - {name: b, sha256: " + strings.ToUpper(hashA) + ", roles: [agent]}\n",
+			want: f + `tokens[1] "b": sha256 is the same as tokens[0] "a"'s`},
+		{name: "token without roles", yaml: "tokens:\n  - {name: a, sha256: " + hashA + "}\n", want: f + `tokens[0] "a": roles is missing; give at least one of agent, approver, auditor`},
+		{name: "token empty roles", yaml: "tokens:\n  - {name: a, sha256: " + hashA + ", roles: []}\n", want: f + `tokens[0] "a": roles is missing`},
+		{name: "token unknown role", yaml: "tokens:\n  - {name: a, sha256: " + hashA + ", roles: [agent, admin]}\n",
+			want: f + `tokens[0] "a": role "admin" is not one of agent, approver, auditor`},
+
+		// Roles.
+		{name: "roles map unknown role", yaml: "roles:\n  map:\n    auditors: [auditor]\n    ops: [superuser]\n",
+			want: f + `roles.map["ops"]: role "superuser" is not one of agent, approver, auditor`},
+		{name: "roles map no roles", yaml: "roles:\n  map:\n    ops: []\n", want: f + `roles.map["ops"]: roles is missing`},
+		{name: "roles map empty claim value", yaml: "roles:\n  map:\n    \"\": [agent]\n", want: f + "roles.map: a claim value is empty"},
+
+		// Policy.
+		{name: "max body too small", yaml: "policy: {maxBody: 1023}\n", want: f + "policy.maxBody: 1023 is out of range: must be between 1KiB and 64MiB"},
+		{name: "max body too big", yaml: "policy: {maxBody: 65MiB}\n", want: f + "policy.maxBody: 65MiB is out of range"},
+		{name: "max body zero", yaml: "policy: {maxBody: 0}\n", want: f + "policy.maxBody: 0 is out of range"},
+		{name: "max body negative", yaml: "policy: {maxBody: -1KiB}\n", want: f + "policy.maxBody: -1KiB is out of range"},
+		{name: "max body would overflow", yaml: "policy: {maxBody: 9223372036854775807MiB}\n", want: f + "policy.maxBody: 9223372036854775807MiB is out of range"},
+		{name: "max body decimal unit", yaml: "policy: {maxBody: 2MB}\n",
+			want: f + `policy.maxBody: "2MB" is not a size; give a number of bytes, or a number with KiB or MiB like 512KiB`},
+		{name: "max body fraction", yaml: "policy: {maxBody: 1.5MiB}\n", want: f + `policy.maxBody: "1.5MiB" is not a size`},
+		{name: "max result unparsable", yaml: "policy: {maxResult: lots}\n", want: f + `policy.maxResult: "lots" is not a size`},
+		{name: "max result too big", yaml: "policy: {maxResult: 67108865}\n", want: f + "policy.maxResult: 67108865 is out of range"},
+	}
+}
+
+// loadCase runs Load for tc and returns its error, with {dir} and {path}
+// expanded in the returned want, and the environment it used.
+func loadCase(t *testing.T, tc errorCase) (err error, want string, vars map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sagacity.yaml")
+	expand := strings.NewReplacer("{dir}", dir, "{path}", path).Replace
+	vars = map[string]string{}
+	for k, v := range secretVars {
+		vars[k] = v
+	}
+	if tc.yaml != "" {
+		if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		vars["SAGACITY_CONFIG"] = path
+	}
+	for k, v := range tc.vars {
+		vars[k] = expand(v)
+	}
+	c, err := Load(env(vars))
+	if err == nil {
+		t.Fatalf("Load(%v) with file %q = %+v, nil; want an error containing %q", vars, tc.yaml, c, expand(tc.want))
+	}
+	if diff := cmp.Diff(Config{}, c); diff != "" {
+		t.Errorf("Load(%v) with file %q returned a Config with its error (-want +got):\n%s", vars, tc.yaml, diff)
+	}
+	return err, expand(tc.want), vars
+}
+
+func TestLoadErrors(t *testing.T) {
+	for _, tc := range errorCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			err, want, vars := loadCase(t, tc)
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Load(%v) with file %q:\n got error %q\nwant it to contain %q", vars, tc.yaml, err, want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("Load(%v) with file %q: error %q has more than one line", vars, tc.yaml, err)
+			}
+		})
+	}
+}
+
+func TestLoadErrorsHideSecrets(t *testing.T) {
+	for _, tc := range errorCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			err, _, vars := loadCase(t, tc)
+			secrets := append([]string{dbPassword}, tc.secrets...)
+			for _, name := range secretNames {
+				if v := vars[name]; v != "" {
+					secrets = append(secrets, v)
+				}
+			}
+			for _, s := range secrets {
+				if strings.Contains(err.Error(), s) {
+					t.Errorf("Load(%v) with file %q: error %q contains the secret %q", vars, tc.yaml, err, s)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,403 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+// File is what the YAML file named by SAGACITY_CONFIG declares.
+type File struct {
+	Tools  []Tool  // HTTP tools, in file order
+	Tokens []Token // API bearer tokens
+	Roles  Roles   // how OIDC claims map to roles
+	Policy Policy  // size limits
+}
+
+// Tool is an HTTP tool: Execute runs it, Compensate undoes it.
+type Tool struct {
+	Name          string
+	Reversibility engine.Reversibility // COMPENSATABLE when the file says nothing
+	Execute       Endpoint
+	Compensate    *Endpoint // nil for an IRREVERSIBLE tool, set for every other
+}
+
+// Endpoint is where an HTTP tool is called.
+type Endpoint struct {
+	URL     string        // absolute http or https URL with a host
+	Timeout time.Duration // default 10s, at most 5m
+}
+
+// Token is an API bearer token. Only its hash is configured, so the file
+// holds nothing that would let its reader call the API.
+type Token struct {
+	Name   string        // unique; names the principal
+	SHA256 string        // hex SHA-256 of the token, lowercase
+	Roles  []engine.Role // at least one
+}
+
+// Roles maps the values of an OIDC claim to roles.
+type Roles struct {
+	Claim string                   // the claim holding group names, default "groups"
+	Map   map[string][]engine.Role // claim value → roles
+}
+
+// Policy holds size limits, in bytes.
+type Policy struct {
+	MaxBodyBytes   int64 // largest request body accepted, default 1 MiB
+	MaxResultBytes int64 // largest HTTP tool response body read, default 1 MiB
+}
+
+// Limits for the file's values.
+const (
+	defaultTimeout = 10 * time.Second
+	maxTimeout     = 5 * time.Minute
+	defaultSize    = 1 << 20
+	minSize        = 1 << 10
+	maxSize        = 64 << 20
+	defaultClaim   = "groups"
+)
+
+func defaultFile() File {
+	return File{
+		Roles:  Roles{Claim: defaultClaim},
+		Policy: Policy{MaxBodyBytes: defaultSize, MaxResultBytes: defaultSize},
+	}
+}
+
+// The file's shape. Durations and sizes are read as text and parsed here,
+// so that 0s can be told from an absent value and a bad value is reported
+// with its place in the file.
+type yamlFile struct {
+	Tools  []yamlTool  `yaml:"tools"`
+	Tokens []yamlToken `yaml:"tokens"`
+	Roles  yamlRoles   `yaml:"roles"`
+	Policy yamlPolicy  `yaml:"policy"`
+}
+
+type yamlTool struct {
+	Name          string        `yaml:"name"`
+	Reversibility string        `yaml:"reversibility"`
+	Execute       yamlEndpoint  `yaml:"execute"`
+	Compensate    *yamlEndpoint `yaml:"compensate"`
+}
+
+type yamlEndpoint struct {
+	URL     string `yaml:"url"`
+	Timeout string `yaml:"timeout"`
+}
+
+type yamlToken struct {
+	Name   string   `yaml:"name"`
+	SHA256 string   `yaml:"sha256"`
+	Roles  []string `yaml:"roles"`
+}
+
+type yamlRoles struct {
+	Claim string              `yaml:"claim"`
+	Map   map[string][]string `yaml:"map"`
+}
+
+type yamlPolicy struct {
+	MaxBody   string `yaml:"maxBody"`
+	MaxResult string `yaml:"maxResult"`
+}
+
+// readFile reads and checks the file at path. Every error starts with
+// "SAGACITY_CONFIG (<path>): ".
+func readFile(path string) (File, error) {
+	prefix := "SAGACITY_CONFIG (" + path + "): "
+	data, err := os.ReadFile(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is in the prefix already
+		}
+		return File{}, fmt.Errorf("%scannot read: %w", prefix, err)
+	}
+	var y yamlFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&y); err != nil && err != io.EOF {
+		return File{}, errors.New(prefix + yamlProblem(err))
+	}
+	// A second document would be silently ignored; say so instead.
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err != io.EOF {
+		return File{}, errors.New(prefix + "holds more than one YAML document; remove the second ---")
+	}
+	f, err := y.check()
+	if err != nil {
+		return File{}, errors.New(prefix + err.Error())
+	}
+	return f, nil
+}
+
+var (
+	unknownField = regexp.MustCompile(`^line (\d+): field (.+) not found in type \S+$`)
+	wrongType    = regexp.MustCompile(`^line (\d+): cannot unmarshal !!(\w+)(?: .*)? into (\S+)$`)
+)
+
+// yamlProblem rewrites yaml's errors, which name Go types, in the file's
+// terms, on one line.
+func yamlProblem(err error) string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return strings.TrimPrefix(err.Error(), "yaml: ")
+	}
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		if s := unknownField.FindStringSubmatch(m); s != nil {
+			m = fmt.Sprintf("line %s: unknown key %q", s[1], s[2])
+		} else if s := wrongType.FindStringSubmatch(m); s != nil {
+			m = fmt.Sprintf("line %s: expected %s, found %s", s[1], goKind(s[3]), yamlKind(s[2]))
+		}
+		msgs[i] = m
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func goKind(typ string) string {
+	switch {
+	case strings.HasPrefix(typ, "[]"):
+		return "a list"
+	case strings.HasPrefix(typ, "map["), strings.HasPrefix(typ, "config."), strings.HasPrefix(typ, "*config."):
+		return "a mapping"
+	}
+	return "a single value"
+}
+
+func yamlKind(tag string) string {
+	switch tag {
+	case "seq":
+		return "a list"
+	case "map":
+		return "a mapping"
+	}
+	return "a single value"
+}
+
+func (y yamlFile) check() (File, error) {
+	f := defaultFile()
+	var err error
+	if f.Tools, err = checkTools(y.Tools); err != nil {
+		return File{}, err
+	}
+	if f.Tokens, err = checkTokens(y.Tokens); err != nil {
+		return File{}, err
+	}
+	if f.Roles, err = checkRoles(y.Roles); err != nil {
+		return File{}, err
+	}
+	if f.Policy.MaxBodyBytes, err = size("policy.maxBody", y.Policy.MaxBody); err != nil {
+		return File{}, err
+	}
+	if f.Policy.MaxResultBytes, err = size("policy.maxResult", y.Policy.MaxResult); err != nil {
+		return File{}, err
+	}
+	return f, nil
+}
+
+func checkTools(ys []yamlTool) ([]Tool, error) {
+	var tools []Tool
+	seen := map[string]int{}
+	for i, y := range ys {
+		where := fmt.Sprintf("tools[%d]", i)
+		if err := checkName(y.Name); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		where += fmt.Sprintf(" %q", y.Name)
+		if y.Name == engine.GateTool {
+			return nil, fmt.Errorf("%s: name is reserved for approval decisions in the journal", where)
+		}
+		if j, dup := seen[y.Name]; dup {
+			return nil, fmt.Errorf("%s: name is already used by tools[%d]", where, j)
+		}
+		seen[y.Name] = i
+		r, err := engine.ParseReversibility(y.Reversibility)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		t := Tool{Name: y.Name, Reversibility: r}
+		if t.Execute, err = checkEndpoint("execute", y.Execute); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		switch {
+		case r == engine.Irreversible && y.Compensate != nil:
+			return nil, fmt.Errorf("%s: an IRREVERSIBLE tool has no undo, so it cannot have a compensate block; remove it or change the reversibility", where)
+		case r != engine.Irreversible && (y.Compensate == nil || y.Compensate.URL == ""):
+			return nil, fmt.Errorf("%s: compensate.url is missing: a %s tool is undone by calling it when the saga fails", where, r)
+		case y.Compensate != nil:
+			c, err := checkEndpoint("compensate", *y.Compensate)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			t.Compensate = &c
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+func checkEndpoint(field string, y yamlEndpoint) (Endpoint, error) {
+	if y.URL == "" {
+		return Endpoint{}, fmt.Errorf("%s.url is missing", field)
+	}
+	if _, err := parseHTTPURL(y.URL); err != nil {
+		return Endpoint{}, fmt.Errorf("%s.url: %w", field, err)
+	}
+	e := Endpoint{URL: y.URL, Timeout: defaultTimeout}
+	if y.Timeout != "" {
+		d, err := time.ParseDuration(y.Timeout)
+		if err != nil {
+			return Endpoint{}, fmt.Errorf("%s.timeout: %q is not a duration like 10s or 1m30s", field, y.Timeout)
+		}
+		if d <= 0 || d > maxTimeout {
+			return Endpoint{}, fmt.Errorf("%s.timeout: %s must be more than 0 and at most %s", field, y.Timeout, maxTimeout)
+		}
+		e.Timeout = d
+	}
+	return e, nil
+}
+
+func checkTokens(ys []yamlToken) ([]Token, error) {
+	var tokens []Token
+	names, hashes := map[string]int{}, map[string]int{}
+	for i, y := range ys {
+		where := fmt.Sprintf("tokens[%d]", i)
+		if err := checkName(y.Name); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		where += fmt.Sprintf(" %q", y.Name)
+		if j, dup := names[y.Name]; dup {
+			return nil, fmt.Errorf("%s: name is already used by tokens[%d]", where, j)
+		}
+		names[y.Name] = i
+		// The value is not repeated: it may be a token pasted in by mistake.
+		h := strings.ToLower(y.SHA256)
+		switch {
+		case h == "":
+			return nil, fmt.Errorf("%s: sha256 is missing", where)
+		case !isHex(h, 64):
+			return nil, fmt.Errorf("%s: sha256 must be 64 hex characters, the SHA-256 of the token (not the token itself)", where)
+		}
+		if j, dup := hashes[h]; dup {
+			return nil, fmt.Errorf("%s: sha256 is the same as tokens[%d] %q's", where, j, ys[j].Name)
+		}
+		hashes[h] = i
+		roles, err := checkRoleList(y.Roles)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		tokens = append(tokens, Token{Name: y.Name, SHA256: h, Roles: roles})
+	}
+	return tokens, nil
+}
+
+func checkRoles(y yamlRoles) (Roles, error) {
+	r := Roles{Claim: or(y.Claim, defaultClaim)}
+	if y.Map == nil {
+		return r, nil
+	}
+	r.Map = make(map[string][]engine.Role, len(y.Map))
+	// Sorted, so that the same file always reports the same problem.
+	for _, k := range slices.Sorted(maps.Keys(y.Map)) {
+		if k == "" {
+			return Roles{}, errors.New(`roles.map: a claim value is empty`)
+		}
+		roles, err := checkRoleList(y.Map[k])
+		if err != nil {
+			return Roles{}, fmt.Errorf("roles.map[%q]: %w", k, err)
+		}
+		r.Map[k] = roles
+	}
+	return r, nil
+}
+
+func checkRoleList(ss []string) ([]engine.Role, error) {
+	if len(ss) == 0 {
+		return nil, fmt.Errorf("roles is missing; give at least one of %s", roleNames())
+	}
+	roles := make([]engine.Role, len(ss))
+	for i, s := range ss {
+		if !slices.Contains(engine.Roles, engine.Role(s)) {
+			return nil, fmt.Errorf("role %q is not one of %s", s, roleNames())
+		}
+		roles[i] = engine.Role(s)
+	}
+	return roles, nil
+}
+
+func roleNames() string {
+	names := make([]string, len(engine.Roles))
+	for i, r := range engine.Roles {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
+
+// checkName applies the engine's rules for tool names and principal ids,
+// so that a file the config accepts does not fail later at start-up.
+func checkName(s string) error {
+	switch {
+	case s == "":
+		return errors.New("name is missing")
+	case len(s) > engine.MaxIDLen:
+		return fmt.Errorf("name is longer than %d bytes", engine.MaxIDLen)
+	case !utf8.ValidString(s):
+		return errors.New("name is not valid UTF-8")
+	case strings.ContainsFunc(s, unicode.IsControl):
+		return errors.New("name contains control characters")
+	}
+	return nil
+}
+
+func isHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// size reads a byte count: a plain number of bytes, or a number followed by
+// KiB or MiB. "" gives the default.
+func size(field, s string) (int64, error) {
+	if s == "" {
+		return defaultSize, nil
+	}
+	num, unit := s, int64(1)
+	for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20} {
+		if n, ok := strings.CutSuffix(s, suffix); ok {
+			num, unit = strings.TrimSpace(n), u
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a size; give a number of bytes, or a number with KiB or MiB like 512KiB", field, s)
+	}
+	// Compare before multiplying, so a huge number cannot wrap around.
+	if n < 1 || n > maxSize/unit || n*unit < minSize {
+		return 0, fmt.Errorf("%s: %s is out of range: must be between 1KiB and 64MiB", field, s)
+	}
+	return n * unit, nil
+}

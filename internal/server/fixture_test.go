@@ -1,0 +1,247 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/api"
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/httptool"
+	"github.com/sagacity-go/sagacity/internal/server"
+	"github.com/sagacity-go/sagacity/internal/store"
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/toolsig"
+)
+
+var secret = []byte("test-signing-secret-0123456789-abcdef")
+
+// toolRequest is what the tool server received.
+type toolRequest struct {
+	Path   string
+	Header http.Header
+	Body   string
+}
+
+// toolServer is a real tool server over HTTP. It refuses requests that are
+// not signed with the shared secret, and records the rest.
+type toolServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	reqs []toolRequest
+}
+
+func newToolServer(t *testing.T) *toolServer {
+	ts := &toolServer{}
+	mux := http.NewServeMux()
+	ok := func(result string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, result) }
+	}
+	mux.Handle("POST /reserve", ok(`{"reserved":1}`))
+	mux.Handle("POST /release", ok("released"))
+	mux.Handle("POST /order", ok("order-1"))
+	mux.Handle("POST /cancel", ok("cancelled"))
+	mux.Handle("POST /wire", ok("transfer-ok"))
+	mux.HandleFunc("POST /ship", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no carrier available", http.StatusServiceUnavailable)
+	})
+	mux.HandleFunc("POST /slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+	})
+	mux.HandleFunc("POST /huge", func(w http.ResponseWriter, r *http.Request) {
+		chunk := bytes.Repeat([]byte("x"), 64<<10)
+		for range 100 << 20 / len(chunk) { // 100 MiB, unless the client hangs up first
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	})
+	record := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		ts.mu.Lock()
+		ts.reqs = append(ts.reqs, toolRequest{Path: r.URL.Path, Header: r.Header.Clone(), Body: string(b)})
+		ts.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		mux.ServeHTTP(w, r)
+	})
+	ts.Server = httptest.NewServer(toolsig.Handler(secret, 1<<20, record))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func (ts *toolServer) requests() []toolRequest {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return append([]toolRequest(nil), ts.reqs...)
+}
+
+// paths lists the paths the tool server was asked for, in order.
+func (ts *toolServer) paths() []string {
+	var out []string
+	for _, r := range ts.requests() {
+		out = append(out, r.Path)
+	}
+	return out
+}
+
+// api is a running server with its tool server, over one store.
+type apiEnv struct {
+	t     *testing.T
+	url   string
+	tools *toolServer
+	db    *store.DB
+	logs  *bytes.Buffer
+}
+
+type envOptions struct {
+	noApprovalEndpoints bool
+	maxBody             int64
+	maxResult           int64
+}
+
+func newAPI(t *testing.T, dbURL string, o envOptions) *apiEnv {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newToolServer(t)
+	if o.maxBody == 0 {
+		o.maxBody = 1 << 20
+	}
+	if o.maxResult == 0 {
+		o.maxResult = 1 << 20
+	}
+	tool := func(name string, rev engine.Reversibility, exec, undo string, timeout time.Duration) engine.Tool {
+		ht := &httptool.Tool{Name: name, Exec: httptool.Endpoint{URL: ts.URL + exec, Timeout: timeout},
+			Secret: secret, MaxResult: o.maxResult}
+		if undo != "" {
+			ht.Undo = &httptool.Endpoint{URL: ts.URL + undo, Timeout: timeout}
+		}
+		return engine.Tool{Name: name, Reversibility: rev, Executor: ht}
+	}
+	tools := []engine.Tool{
+		tool("reserveInventory", engine.Compensatable, "/reserve", "/release", time.Second),
+		tool("createOrder", engine.Reversible, "/order", "/cancel", time.Second),
+		tool("scheduleShipment", engine.Compensatable, "/ship", "/release", time.Second),
+		tool("sendWireTransfer", engine.Irreversible, "/wire", "", time.Second),
+		tool("slowTool", engine.Compensatable, "/slow", "/release", 200*time.Millisecond),
+		tool("hugeTool", engine.Compensatable, "/huge", "/release", 5*time.Second),
+		{Name: "unreachable", Executor: &httptool.Tool{Name: "unreachable", Secret: secret, MaxResult: o.maxResult,
+			Exec: httptool.Endpoint{URL: closedURL(t), Timeout: time.Second}, Undo: &httptool.Endpoint{URL: ts.URL + "/release"}}},
+	}
+	eng, err := engine.New(db, tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &bytes.Buffer{}
+	h := server.New(server.Options{
+		Log:               slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil)),
+		Ready:             db.Ping,
+		API:               &api.Handlers{Engine: eng},
+		Authenticate:      auth.Dev,
+		ApprovalEndpoints: !o.noApprovalEndpoints,
+		MaxBody:           o.maxBody,
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); db.Close() })
+	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// closedURL is the address of a listener that no longer listens.
+func closedURL(t *testing.T) string {
+	s := httptest.NewServer(http.NotFoundHandler())
+	u := s.URL
+	s.Close()
+	return u
+}
+
+// response is a decoded HTTP answer.
+type response struct {
+	code   int
+	header http.Header
+	body   string
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.body), &m); err != nil {
+		t.Fatalf("body %q is not a JSON object: %v", r.body, err)
+	}
+	return m
+}
+
+func (e *apiEnv) do(method, path, contentType, body string) response {
+	e.t.Helper()
+	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{resp.StatusCode, resp.Header, string(b)}
+}
+
+func (e *apiEnv) get(path string) response { return e.do("GET", path, "", "") }
+
+func (e *apiEnv) post(path, body string) response {
+	return e.do("POST", path, "application/json", body)
+}
+
+// call is the agent gateway.
+func (e *apiEnv) call(saga, tool, input string) response {
+	e.t.Helper()
+	b, _ := json.Marshal(map[string]string{"tool": tool, "input": input})
+	return e.post("/sagacity/sagas/"+saga+"/calls", string(b))
+}
+
+func (e *apiEnv) payload(p string) string {
+	b, _ := json.Marshal(map[string]string{"payload": p})
+	return string(b)
+}
+
+// want fails the test unless r has the status code.
+func want(t *testing.T, what string, r response, code int) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("%s: status %d %s, want %d", what, r.code, r.body, code)
+	}
+}
+
+// stores runs fn against PostgreSQL and SQLite.
+func stores(t *testing.T, fn func(t *testing.T, dbURL string)) {
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, storetest.SQLiteURL(t)) })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, storetest.PostgresURL(t)) })
+}

@@ -1,0 +1,407 @@
+package server_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/toolsig"
+)
+
+const wire = `{"amount":"100","to":"alice"}`
+
+// seedScenario is the seed's saga: reserveInventory executed,
+// sendWireTransfer gated at seq 3.
+func (e *apiEnv) seedScenario(saga string) {
+	e.t.Helper()
+	want(e.t, "reserve", e.call(saga, "reserveInventory", `{"item":"laptop"}`), 200)
+	want(e.t, "wire", e.call(saga, "sendWireTransfer", wire), 202)
+}
+
+func TestSeedEndpoints(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		e := newAPI(t, dbURL, envOptions{})
+		e.seedScenario("transfer-77")
+		e.seedScenario("other")
+
+		r := e.get("/sagacity/approvals")
+		want(t, "GET approvals", r, 200)
+		var list []map[string]any
+		if err := json.Unmarshal([]byte(r.body), &list); err != nil || len(list) != 2 {
+			t.Fatalf("GET approvals = %s, want a list of 2", r.body)
+		}
+		wantItem := map[string]any{"sagaId": "transfer-77", "journalSeq": 3.0, "toolName": "sendWireTransfer",
+			"input": wire, "inputHash": engine.PayloadHash(wire)}
+		if diff := cmp.Diff(wantItem, list[0]); diff != "" {
+			t.Errorf("first pending approval (-want +got):\n%s", diff)
+		}
+		if r := e.get("/sagacity/approvals/other"); r.code != 200 || strings.Count(r.body, `"sagaId"`) != 1 {
+			t.Errorf("GET approvals/other = %d %s, want one item", r.code, r.body)
+		}
+		if r := e.get("/sagacity/approvals/no-such-saga"); r.code != 200 || r.body != "[]\n" {
+			t.Errorf("GET approvals/no-such-saga = %d %q, want 200 []", r.code, r.body)
+		}
+
+		r = e.post("/sagacity/approve/transfer-77/3", `{"approver":"manager@company.com"}`)
+		want(t, "approve with approver", r, 200)
+		if m := r.json(t); m["approved"] != true || m["approverIdentity"] != "manager@company.com" ||
+			m["sagaId"] != "transfer-77" || m["journalSeq"] != 3.0 || m["decidedAt"] == nil {
+			t.Errorf("approve = %s, want approved by manager@company.com", r.body)
+		}
+		if slices.Contains(e.tools.paths(), "/wire") {
+			t.Errorf("approve executed the tool: %v", e.tools.paths())
+		}
+		r = e.do("POST", "/sagacity/approve/other/3", "", "")
+		want(t, "approve without a body", r, 200)
+		if m := r.json(t); m["approverIdentity"] != "unknown" {
+			t.Errorf("approve without approver = %s, want approverIdentity unknown", r.body)
+		}
+
+		want(t, "resume without payload", e.post("/sagacity/resume/transfer-77/3", `{}`), 400)
+		if r := e.post("/sagacity/resume/transfer-77/3", `{}`); !strings.Contains(r.body, "must contain a 'payload' field") {
+			t.Errorf("resume without payload = %s, want the seed's message", r.body)
+		}
+		r = e.post("/sagacity/resume/no-such-saga/99", e.payload(wire))
+		want(t, "resume with nothing pending", r, 404)
+		if m := r.json(t); m["sagaId"] != "no-such-saga" || m["journalSeq"] != 99.0 || !strings.Contains(m["error"].(string), "No pending approval found") {
+			t.Errorf("resume 404 body = %s, want sagaId, journalSeq and the error", r.body)
+		}
+		want(t, "end", e.post("/sagacity/sagas/transfer-77/end", ""), 200)
+		r = e.post("/sagacity/resume/transfer-77/3", e.payload(wire))
+		want(t, "resume", r, 200)
+		if r.body != `{"sagaId":"transfer-77","status":"COMPLETED","result":"transfer-ok"}`+"\n" {
+			t.Errorf("resume body = %s, want the seed's shape with result transfer-ok", r.body)
+		}
+		want(t, "second resume", e.post("/sagacity/resume/transfer-77/3", e.payload(wire)), 404)
+		if n := strings.Count(strings.Join(e.tools.paths(), " "), "/wire"); n != 1 {
+			t.Errorf("tool server saw %d wire requests, want 1", n)
+		}
+
+		r = e.get("/sagacity/audit/transfer-77")
+		want(t, "audit", r, 200)
+		if ct := r.header.Get("Content-Type"); ct != "application/x-ndjson" {
+			t.Errorf("audit Content-Type = %q, want application/x-ndjson", ct)
+		}
+		sc := bufio.NewScanner(strings.NewReader(r.body))
+		n := 0
+		for sc.Scan() {
+			n++
+			var line map[string]json.RawMessage
+			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+				t.Fatalf("audit line %d is not JSON: %s", n, sc.Text())
+			}
+			var keys []string
+			for k := range line {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			if want := []string{"hash", "input", "payload", "phase", "sagaId", "seq", "timestamp", "toolName"}; !slices.Equal(keys, want) {
+				t.Errorf("audit line %d keys = %v, want %v", n, keys, want)
+			}
+			var ts string
+			json.Unmarshal(line["timestamp"], &ts)
+			if _, err := time.Parse(time.RFC3339, ts); err != nil || !strings.HasSuffix(ts, "Z") {
+				t.Errorf("audit line %d timestamp %q is not RFC 3339 UTC", n, ts)
+			}
+		}
+		if n != 6 {
+			t.Errorf("audit has %d lines, want 6", n)
+		}
+		if r := e.get("/sagacity/audit/no-such-saga"); r.code != 200 || r.body != "" {
+			t.Errorf("audit of an unknown saga = %d %q, want 200 and nothing", r.code, r.body)
+		}
+
+		r = e.get("/sagacity/audit/transfer-77/verify")
+		if r.code != 200 || r.body != `{"valid":true,"entryCount":6,"breakAtIndex":-1,"message":"all 6 entries verified"}`+"\n" {
+			t.Errorf("verify = %d %s, want all 6 entries verified", r.code, r.body)
+		}
+		storetest.Exec(t, dbURL, "UPDATE journal SET payload = 'approver=mallory' WHERE saga_id = 'transfer-77' AND seq = 4")
+		r = e.get("/sagacity/audit/transfer-77/verify")
+		if r.code != 200 || r.body != `{"valid":false,"entryCount":6,"breakAtIndex":3,"message":"hash mismatch at seq=4 (entry 3)"}`+"\n" {
+			t.Errorf("verify after tampering = %d %s, want broken at entry 3", r.code, r.body)
+		}
+	})
+}
+
+func TestRefusedResumes(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		tests := []struct {
+			name, payload, reason string
+			approve               bool
+		}{
+			{"stale payload", `{"amount":"999999","to":"mallory"}`, "payload changed", true},
+			{"whitespace only", `{ "amount": "100", "to": "alice" }`, "payload changed", true},
+			{"no approval", wire, "no human approval recorded", false},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				e := newAPI(t, dbURL, envOptions{})
+				saga := "r-" + strings.ReplaceAll(tt.name, " ", "-")
+				want(t, "order", e.call(saga, "createOrder", `{"sku":"SKU-9"}`), 200)
+				e.seedScenario(saga)
+				if tt.approve {
+					want(t, "approve", e.post("/sagacity/approve/"+saga+"/5", `{"approver":"manager@company.com"}`), 200)
+				}
+				r := e.post("/sagacity/resume/"+saga+"/5", e.payload(tt.payload))
+				want(t, "resume", r, 409)
+				if m := r.json(t); m["sagaId"] != saga || m["status"] != "COMPENSATED" || !strings.Contains(m["reason"].(string), tt.reason) {
+					t.Errorf("resume = %s, want COMPENSATED with a reason containing %q", r.body, tt.reason)
+				}
+				wantUndo(t, e, saga, "/wire")
+				want(t, "resume again", e.post("/sagacity/resume/"+saga+"/5", e.payload(wire)), 404)
+			})
+		}
+		t.Run("reject", func(t *testing.T) {
+			e := newAPI(t, dbURL, envOptions{})
+			want(t, "order", e.call("rj", "createOrder", `{"sku":"SKU-9"}`), 200)
+			e.seedScenario("rj")
+			r := e.post("/sagacity/reject/rj/5", `{"approver":"manager@company.com","reason":"wrong vendor"}`)
+			want(t, "reject", r, 200)
+			if m := r.json(t); m["approved"] != false || m["status"] != "COMPENSATED" {
+				t.Errorf("reject = %s, want approved false and COMPENSATED", r.body)
+			}
+			wantUndo(t, e, "rj", "/wire")
+			want(t, "reject again", e.post("/sagacity/reject/rj/5", `{}`), 404)
+			want(t, "resume after reject", e.post("/sagacity/resume/rj/5", e.payload(wire)), 404)
+		})
+	})
+}
+
+// wantUndo checks the tool server got one compensate request per executed
+// step, newest first, with the compensation idempotency keys, and never
+// the forbidden path.
+func wantUndo(t *testing.T, e *apiEnv, saga, never string) {
+	t.Helper()
+	var undo []string
+	for _, r := range e.tools.requests() {
+		if r.Path == never {
+			t.Errorf("tool server was called at %s", never)
+		}
+		if r.Path == "/cancel" || r.Path == "/release" {
+			undo = append(undo, r.Path+" "+r.Header.Get("Idempotency-Key"))
+		}
+	}
+	// createOrder ran at seq 1, reserveInventory at seq 3.
+	wantUndo := []string{"/release " + saga + "/3/compensate", "/cancel " + saga + "/1/compensate"}
+	if diff := cmp.Diff(wantUndo, undo); diff != "" {
+		t.Errorf("compensate requests (-want +got):\n%s", diff)
+	}
+}
+
+// TestGatewayScenario runs the seed's scenario end to end through the
+// agent gateway against a real tool server.
+func TestGatewayScenario(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		e := newAPI(t, dbURL, envOptions{})
+		r := e.call("transfer-77", "reserveInventory", `{"item":"laptop"}`)
+		if want := `{"sagaId":"transfer-77","seq":1,"toolName":"reserveInventory","status":"EXECUTED","result":"{\"reserved\":1}"}` + "\n"; r.code != 200 || r.body != want {
+			t.Errorf("reserve = %d %s, want 200 %s", r.code, r.body, want)
+		}
+		r = e.call("transfer-77", "sendWireTransfer", wire)
+		want(t, "gated call", r, 202)
+		m := r.json(t)
+		if m["status"] != "AWAITING_APPROVAL" || m["seq"] != 3.0 || m["inputHash"] != engine.PayloadHash(wire) ||
+			m["message"] != "[AWAITING_APPROVAL] Tool 'sendWireTransfer' requires human approval before execution." {
+			t.Errorf("gated call = %s, want AWAITING_APPROVAL at seq 3 with the model-facing message", r.body)
+		}
+		if r := e.get("/sagacity/sagas/transfer-77"); r.code != 200 || r.json(t)["status"] != "AWAITING_APPROVAL" {
+			t.Errorf("GET saga = %d %s, want AWAITING_APPROVAL", r.code, r.body)
+		}
+		want(t, "end", e.post("/sagacity/sagas/transfer-77/end", ""), 200)
+		want(t, "approve", e.post("/sagacity/approve/transfer-77/3", `{"approver":"manager@company.com"}`), 200)
+		want(t, "resume", e.post("/sagacity/resume/transfer-77/3", e.payload(wire)), 200)
+
+		var wires []toolRequest
+		for _, q := range e.tools.requests() {
+			if q.Path == "/wire" {
+				wires = append(wires, q)
+			}
+		}
+		if len(wires) != 1 {
+			t.Fatalf("tool server saw %d wire requests, want exactly 1", len(wires))
+		}
+		q := wires[0]
+		if q.Body != wire || q.Header.Get("Idempotency-Key") != "transfer-77/5" || q.Header.Get("Sagacity-Saga-Id") != "transfer-77" ||
+			q.Header.Get("Sagacity-Seq") != "5" || q.Header.Get("Sagacity-Tool") != "sendWireTransfer" {
+			t.Errorf("wire request = %+v, want the approved bytes, Idempotency-Key transfer-77/5 and the Sagacity headers", q)
+		}
+		if err := toolsig.Verify(secret, q.Header.Get(toolsig.Header), []byte(q.Body), time.Now(), time.Minute); err != nil {
+			t.Errorf("wire request signature: %v", err)
+		}
+		if r := e.get("/sagacity/sagas/transfer-77"); r.json(t)["status"] != "COMPLETED" {
+			t.Errorf("saga after resume = %s, want COMPLETED", r.body)
+		}
+		if r := e.call("transfer-77", "reserveInventory", "{}"); r.code != 409 {
+			t.Errorf("call on a completed saga = %d %s, want 409", r.code, r.body)
+		}
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		e := newAPI(t, dbURL, envOptions{maxBody: 4 << 10, maxResult: 1 << 20})
+		e.seedScenario("s")
+		long := strings.Repeat("x", engine.MaxIDLen+1)
+		tests := []struct {
+			name, method, path, contentType, body string
+			code                                  int
+			msg                                   string
+		}{
+			{"malformed JSON", "POST", "/sagacity/sagas/s/calls", "application/json", `{"tool":`, 400, "invalid JSON body"},
+			{"wrong type", "POST", "/sagacity/sagas/s/calls", "application/json", `{"tool":"reserveInventory","input":7}`, 400, `field "input" must be a string`},
+			{"unknown field", "POST", "/sagacity/approve/s/3", "application/json", `{"approver":"a","extra":1}`, 400, `unknown field "extra"`},
+			{"two JSON values", "POST", "/sagacity/approve/s/3", "application/json", `{} {}`, 400, "more than one JSON value"},
+			{"array body", "POST", "/sagacity/resume/s/3", "application/json", `[]`, 400, "must be a JSON object"},
+			{"seq zero", "POST", "/sagacity/approve/s/0", "application/json", `{}`, 400, "seq must be a positive integer"},
+			{"seq negative", "POST", "/sagacity/resume/s/-3", "application/json", `{"payload":""}`, 400, "seq must be a positive integer"},
+			{"seq not a number", "POST", "/sagacity/reject/s/three", "application/json", `{}`, 400, "seq must be a positive integer"},
+			{"seq too large", "POST", "/sagacity/approve/s/99999999999999999999", "application/json", `{}`, 400, "seq must be a positive integer"},
+			{"over-long saga id", "POST", "/sagacity/sagas/" + long + "/calls", "application/json", `{"tool":"reserveInventory","input":"{}"}`, 400, "longer than 200 bytes"},
+			{"control character in saga id", "POST", "/sagacity/sagas/a%0Ab/calls", "application/json", `{"tool":"reserveInventory","input":"{}"}`, 400, "control characters"},
+			{"body over the cap", "POST", "/sagacity/sagas/s/calls", "application/json", `{"tool":"reserveInventory","input":"` + strings.Repeat("x", 8<<10) + `"}`, 413, "larger than 4096 bytes"},
+			{"text/plain body", "POST", "/sagacity/sagas/s/calls", "text/plain", `{"tool":"reserveInventory","input":"{}"}`, 415, "Content-Type must be application/json"},
+			{"missing tool", "POST", "/sagacity/sagas/s/calls", "application/json", `{"input":"{}"}`, 400, `must contain "tool" and "input"`},
+			{"unknown tool", "POST", "/sagacity/sagas/s/calls", "application/json", `{"tool":"launchMissiles","input":"{}"}`, 404, `unknown tool "launchMissiles"`},
+			{"GET on a POST route", "GET", "/sagacity/approve/s/3", "", "", 400, "method GET is not allowed"},
+			{"unknown endpoint", "GET", "/sagacity/nope", "", "", 404, "no such endpoint"},
+			{"bad limit", "GET", "/sagacity/sagas?limit=501", "", "", 400, "limit must be an integer from 1 to 500"},
+			{"bad cursor", "GET", "/sagacity/sagas?cursor=zzz", "", "", 400, "cursor is not one this server returned"},
+			{"bad status", "GET", "/sagacity/sagas?status=DONE", "", "", 400, `unknown status "DONE"`},
+			{"bad olderThan", "GET", "/sagacity/in-doubt?olderThan=soon", "", "", 400, "olderThan must be a duration"},
+			{"reason with a newline", "POST", "/sagacity/reject/s/3", "application/json", `{"reason":"ok\nauth=oidc"}`, 400, "control characters"},
+		}
+		for _, tt := range tests {
+			r := e.do(tt.method, tt.path, tt.contentType, tt.body)
+			if r.code != tt.code || r.header.Get("Content-Type") != "application/json" || !strings.Contains(r.json(t)["error"].(string), tt.msg) {
+				t.Errorf("%s: %s %s = %d %s, want %d with an error containing %q", tt.name, tt.method, tt.path, r.code, r.body, tt.code, tt.msg)
+			}
+		}
+		// None of that touched the saga.
+		if r := e.get("/sagacity/audit/s/verify"); !strings.Contains(r.body, `"entryCount":3`) {
+			t.Errorf("after bad input the journal changed: %s", r.body)
+		}
+		if r := e.get("/sagacity/approvals/s"); strings.Count(r.body, "sagaId") != 1 {
+			t.Errorf("after bad input the pending request changed: %s", r.body)
+		}
+	})
+}
+
+// TestFailingTools covers tool servers that fail in the ways networks do:
+// each call fails, is journaled FAILED, compensates and answers 422.
+func TestFailingTools(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		tests := []struct{ tool, errText string }{
+			{"scheduleShipment", "tool scheduleShipment answered 503: no carrier available"},
+			{"unreachable", "tool unreachable unreachable: connection refused"},
+			{"slowTool", "tool slowTool timed out after 200ms"},
+			{"hugeTool", "tool hugeTool result exceeds 1048576 bytes"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.tool, func(t *testing.T) {
+				e := newAPI(t, dbURL, envOptions{})
+				saga := "f-" + tt.tool
+				want(t, "reserve", e.call(saga, "reserveInventory", "{}"), 200)
+				start := time.Now()
+				r := e.call(saga, tt.tool, `{"n":1}`)
+				want(t, tt.tool, r, 422)
+				m := r.json(t)
+				if m["status"] != "COMPENSATED" || !strings.Contains(m["error"].(string), tt.errText) {
+					t.Errorf("call %s = %s, want COMPENSATED with an error like %q", tt.tool, r.body, tt.errText)
+				}
+				if d := time.Since(start); d > 4*time.Second {
+					t.Errorf("call %s took %s", tt.tool, d)
+				}
+				var phases []string
+				for _, l := range strings.Split(strings.TrimSpace(e.get("/sagacity/audit/"+saga).body), "\n") {
+					var en struct{ ToolName, Phase string }
+					json.Unmarshal([]byte(l), &en)
+					phases = append(phases, en.ToolName+" "+en.Phase)
+				}
+				wantPhases := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", tt.tool + " INTENT", tt.tool + " FAILED", "reserveInventory COMPENSATED"}
+				if diff := cmp.Diff(wantPhases, phases); diff != "" {
+					t.Errorf("journal (-want +got):\n%s", diff)
+				}
+				if v := e.get("/sagacity/audit/" + saga + "/verify"); !strings.Contains(v.body, `"valid":true`) {
+					t.Errorf("verify = %s", v.body)
+				}
+			})
+		}
+	})
+}
+
+func TestApprovalEndpointsDisabled(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{noApprovalEndpoints: true})
+	e.seedScenario("s")
+	for _, path := range []string{"/sagacity/approve/s/3", "/sagacity/reject/s/3", "/sagacity/resume/s/3"} {
+		want(t, path, e.post(path, e.payload(wire)), 404)
+	}
+	want(t, "approvals still listed", e.get("/sagacity/approvals"), 200)
+}
+
+func TestSagaListing(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		e := newAPI(t, dbURL, envOptions{})
+		for i := range 5 {
+			want(t, "call", e.call(fmt.Sprintf("s%d", i), "createOrder", "{}"), 200)
+		}
+		e.seedScenario("w")
+		var ids []string
+		next := "/sagacity/sagas?limit=2"
+		for next != "" {
+			r := e.get(next)
+			want(t, "list", r, 200)
+			var page struct {
+				Sagas []struct {
+					SagaID string `json:"sagaId"`
+				}
+				NextCursor string `json:"nextCursor"`
+			}
+			json.Unmarshal([]byte(r.body), &page)
+			for _, s := range page.Sagas {
+				ids = append(ids, s.SagaID)
+			}
+			next = ""
+			if page.NextCursor != "" {
+				next = "/sagacity/sagas?limit=2&cursor=" + page.NextCursor
+			}
+		}
+		if want := []string{"w", "s4", "s3", "s2", "s1", "s0"}; !slices.Equal(ids, want) {
+			t.Errorf("paged sagas = %v, want %v", ids, want)
+		}
+		r := e.get("/sagacity/sagas?status=AWAITING_APPROVAL")
+		if strings.Count(r.body, `"sagaId"`) != 1 || !strings.Contains(r.body, `"sagaId":"w"`) {
+			t.Errorf("sagas awaiting approval = %s, want only w", r.body)
+		}
+		want(t, "abort", e.post("/sagacity/sagas/w/abort", `{"reason":"user cancelled"}`), 200)
+		if r := e.get("/sagacity/sagas/w"); r.json(t)["status"] != "COMPENSATED" {
+			t.Errorf("after abort = %s, want COMPENSATED", r.body)
+		}
+		want(t, "unknown saga", e.get("/sagacity/sagas/nope"), 404)
+		want(t, "in doubt", e.get("/sagacity/in-doubt?olderThan=0s"), 200)
+	})
+}
+
+// TestStorageDown: a database that is gone answers 503, never 404, and
+// says nothing of SQL.
+func TestStorageDown(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e.seedScenario("s")
+	e.db.Close()
+	for _, r := range []response{
+		e.post("/sagacity/resume/s/3", e.payload(wire)),
+		e.get("/sagacity/approvals"),
+		e.call("s", "reserveInventory", "{}"),
+		e.get("/readyz"),
+	} {
+		if r.code != 503 || strings.Contains(strings.ToLower(r.body), "sql") {
+			t.Errorf("with the database closed: %d %q, want 503 without SQL detail", r.code, r.body)
+		}
+	}
+}
