@@ -8,7 +8,7 @@ PKGS    ?= ./...
 
 ## run: serve the console on 127.0.0.1:8080 with the embedded store
 run:
-	$(GO) run ./cmd/web serve
+	SAGACITY_DEMO=$${SAGACITY_DEMO:-true} $(GO) run ./cmd/web serve
 
 ## test: check formatting and vet, then run every test with the race detector
 test: check

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/toolsig"
 )
 
 // syncBuffer is a bytes.Buffer safe for a server goroutine and a test.
@@ -39,34 +41,49 @@ func (s *syncBuffer) String() string {
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-// start runs the server with the given environment on a free port and
-// returns its base url; the server stops when the test ends.
-func start(t *testing.T, vars map[string]string) (string, *syncBuffer) {
+// proc is a server started by run in the test process.
+type proc struct {
+	base   string
+	out    *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// launch runs the server with the given environment on a free port.
+func launch(t *testing.T, vars map[string]string) *proc {
 	t.Helper()
 	vars["SAGACITY_ADDR"] = "127.0.0.1:0"
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve"}, env(vars), out) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("run returned %v after shutdown, want nil", err)
-		}
-	})
+	p := &proc{out: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	go func() { p.done <- run(ctx, []string{"serve"}, env(vars), p.out) }()
 	re := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
-	for range 200 {
-		if m := re.FindStringSubmatch(out.String()); m != nil {
-			return m[1], out
+	for range 400 {
+		if m := re.FindStringSubmatch(p.out.String()); m != nil {
+			p.base = m[1]
+			return p
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("run exited early: %v\n%s", err, out)
+		case err := <-p.done:
+			t.Fatalf("run exited early: %v\n%s", err, p.out)
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
-	t.Fatalf("server did not start:\n%s", out)
-	return "", nil
+	cancel()
+	t.Fatalf("server did not start:\n%s", p.out)
+	return nil
+}
+
+// start launches the server and stops it when the test ends.
+func start(t *testing.T, vars map[string]string) (string, *syncBuffer) {
+	t.Helper()
+	p := launch(t, vars)
+	t.Cleanup(func() {
+		p.cancel()
+		if err := <-p.done; err != nil {
+			t.Errorf("run returned %v after shutdown, want nil", err)
+		}
+	})
+	return p.base, p.out
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -94,16 +111,34 @@ func TestServeHealth(t *testing.T) {
 }
 
 func TestServeBadConfig(t *testing.T) {
-	tests := []struct{ name, key, value, want string }{
-		{"address", "SAGACITY_ADDR", "nonsense", "SAGACITY_ADDR"},
-		{"database scheme", "SAGACITY_DATABASE_URL", "mysql://x", "SAGACITY_DATABASE_URL"},
-		{"database dir", "SAGACITY_DATABASE_URL", "sqlite:/nonexistent/dir/x.db", "SAGACITY_DATABASE_URL"},
+	dir := t.TempDir()
+	badYAML := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(badYAML, []byte("tools:\n  - name: x\n    retries: 3\n"), 0o644)
+	tools := filepath.Join(dir, "tools.yaml")
+	os.WriteFile(tools, []byte("tools:\n  - name: x\n    execute: {url: \"http://127.0.0.1:9/x\"}\n    compensate: {url: \"http://127.0.0.1:9/y\"}\n"), 0o644)
+	demoClash := filepath.Join(dir, "clash.yaml")
+	os.WriteFile(demoClash, []byte("tools:\n  - name: sendWireTransfer\n    reversibility: IRREVERSIBLE\n    execute: {url: \"http://127.0.0.1:9/x\"}\n"), 0o644)
+	secret := "0123456789abcdef0123456789abcdef"
+	tests := []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"address", map[string]string{"SAGACITY_ADDR": "nonsense"}, "SAGACITY_ADDR"},
+		{"database scheme", map[string]string{"SAGACITY_DATABASE_URL": "mysql://x"}, "SAGACITY_DATABASE_URL"},
+		{"database dir", map[string]string{"SAGACITY_DATABASE_URL": "sqlite:/nonexistent/dir/x.db"}, "SAGACITY_DATABASE_URL"},
+		{"unknown YAML key", map[string]string{"SAGACITY_CONFIG": badYAML}, `unknown key "retries"`},
+		{"tools without a signing secret", map[string]string{"SAGACITY_CONFIG": tools}, "SAGACITY_TOOL_SIGNING_SECRET: required"},
+		{"dev mode on every interface", map[string]string{"SAGACITY_ADDR": "0.0.0.0:0", "SAGACITY_AUTH": "dev"}, "SAGACITY_AUTH: dev mode refuses to listen on 0.0.0.0:0"},
+		{"no mode off loopback", map[string]string{"SAGACITY_ADDR": "0.0.0.0:0"}, "SAGACITY_AUTH: not set"},
+		{"demo tool clash", map[string]string{"SAGACITY_CONFIG": demoClash, "SAGACITY_TOOL_SIGNING_SECRET": secret, "SAGACITY_DEMO": "true",
+			"SAGACITY_DATABASE_URL": "sqlite:" + filepath.Join(dir, "c.db")}, `tool "sendWireTransfer" is also a built-in demo tool`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := run(context.Background(), nil, env(map[string]string{tt.key: tt.value}), io.Discard)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("run with %s=%s: %v, want an error naming %s", tt.key, tt.value, err, tt.want)
+			err := run(context.Background(), nil, env(tt.vars), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), secret) {
+				t.Errorf("run with %v: %v, want an error containing %q", tt.vars, err, tt.want)
 			}
 		})
 	}
@@ -187,5 +222,60 @@ func TestVerifyCommand(t *testing.T) {
 	err := run(context.Background(), []string{"verify", "/nonexistent/export.ndjson"}, env(nil), io.Discard)
 	if ee, ok := err.(exitError); !ok || ee.code != 2 {
 		t.Errorf("verify(missing file) = %v, want exit 2", err)
+	}
+}
+
+// TestGracefulShutdown stops the server (as SIGTERM does) while a signed
+// HTTP tool call is in flight: the call finishes, is journaled and answered.
+func TestGracefulShutdown(t *testing.T) {
+	secret := "shutdown-test-signing-secret-0123456789"
+	started, release := make(chan struct{}), make(chan struct{})
+	tools := httptest.NewServer(toolsig.Handler([]byte(secret), 1<<20, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		io.WriteString(w, "written")
+	})))
+	defer tools.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sagacity.yaml")
+	os.WriteFile(cfg, []byte("tools:\n  - name: writeLedger\n    execute: {url: \""+tools.URL+"/w\", timeout: 30s}\n"+
+		"    compensate: {url: \""+tools.URL+"/undo\"}\n"), 0o644)
+	dbURL := "sqlite:" + filepath.Join(dir, "s.db")
+	p := launch(t, map[string]string{"SAGACITY_DATABASE_URL": dbURL, "SAGACITY_CONFIG": cfg, "SAGACITY_TOOL_SIGNING_SECRET": secret})
+
+	answer := make(chan string, 1)
+	go func() {
+		resp, err := http.Post(p.base+"/sagacity/sagas/g/calls", "application/json", strings.NewReader(`{"tool":"writeLedger","input":"{}"}`))
+		if err != nil {
+			answer <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answer <- fmt.Sprint(resp.StatusCode, " ", string(b))
+	}()
+	<-started
+	p.cancel() // SIGTERM
+	for !strings.Contains(p.out.String(), "shutting down") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := http.Get(p.base + "/healthz"); err == nil {
+		t.Errorf("server accepted a new request while shutting down")
+	}
+	close(release)
+	if got := <-answer; !strings.HasPrefix(got, `200 {"sagaId":"g","seq":1,"toolName":"writeLedger","status":"EXECUTED","result":"written"}`) {
+		t.Errorf("in-flight call answered %s, want 200 EXECUTED", got)
+	}
+	if err := <-p.done; err != nil {
+		t.Errorf("run = %v after a graceful shutdown, want nil", err)
+	}
+	db, err := store.Open(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	es, _ := db.Entries(context.Background(), "g")
+	if len(es) != 2 || es[1].Phase != engine.PhaseExecuted || es[1].Payload != "written" {
+		t.Errorf("journal after shutdown = %+v, want INTENT then EXECUTED", es)
 	}
 }

@@ -109,8 +109,11 @@ func Tools(s Store, now func() time.Time) []engine.Tool {
 func strict(input string, v any) error {
 	dec := json.NewDecoder(bytes.NewReader([]byte(input)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil || dec.More() {
-		return fmt.Errorf("input is not the expected JSON object: %v", err)
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("input is not the expected JSON object: %w", err)
+	}
+	if dec.More() {
+		return errors.New("input is not the expected JSON object: more than one JSON value")
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ type toolServer struct {
 	reqs []toolRequest
 }
 
-func newToolServer(t *testing.T) *toolServer {
+func newToolServer(t testing.TB) *toolServer {
 	ts := &toolServer{}
 	mux := http.NewServeMux()
 	ok := func(result string) http.HandlerFunc {
@@ -98,7 +98,7 @@ func (ts *toolServer) paths() []string {
 
 // api is a running server with its tool server, over one store.
 type apiEnv struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	tools *toolServer
 	db    *store.DB
@@ -111,7 +111,7 @@ type envOptions struct {
 	maxResult           int64
 }
 
-func newAPI(t *testing.T, dbURL string, o envOptions) *apiEnv {
+func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbURL)
@@ -173,7 +173,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 }
 
 // closedURL is the address of a listener that no longer listens.
-func closedURL(t *testing.T) string {
+func closedURL(t testing.TB) string {
 	s := httptest.NewServer(http.NotFoundHandler())
 	u := s.URL
 	s.Close()
@@ -187,7 +187,7 @@ type response struct {
 	body   string
 }
 
-func (r response) json(t *testing.T) map[string]any {
+func (r response) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal([]byte(r.body), &m); err != nil {
@@ -233,7 +233,7 @@ func (e *apiEnv) payload(p string) string {
 }
 
 // want fails the test unless r has the status code.
-func want(t *testing.T, what string, r response, code int) {
+func want(t testing.TB, what string, r response, code int) {
 	t.Helper()
 	if r.code != code {
 		t.Errorf("%s: status %d %s, want %d", what, r.code, r.body, code)
