@@ -27,6 +27,8 @@ commands:
   serve          serve the console, the JSON API and the agent gateway (the default)
   verify FILE    verify a journal export (NDJSON); - reads standard input
                  exit status 0: valid, 1: broken, 2: unreadable
+  token [-name NAME] [-roles agent,approver,auditor]
+                 print a new API token and the lines that declare it in SAGACITY_CONFIG
 
 configuration is read from SAGACITY_* environment variables; see the README.
 `
@@ -45,6 +47,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return serve(ctx, getenv, stdout)
 	case "verify":
 		return verify(args, stdout)
+	case "token":
+		return token(args, stdout)
 	case "help", "-h", "-help", "--help":
 		_, err := io.WriteString(stdout, usage)
 		return err

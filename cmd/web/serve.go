@@ -2,17 +2,20 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/config"
+	"github.com/sagacity-go/sagacity/internal/console"
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
@@ -45,19 +48,20 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 			return err
 		}
 	}
+	opts, err := authOptions(ctx, cfg, db)
+	if err != nil {
+		return err
+	}
+	opts.Log, opts.Ready = log, db.Ping
+	opts.API = &api.Handlers{Engine: eng}
+	opts.Console.Engine = eng
+	opts.ApprovalEndpoints, opts.MaxBody = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("SAGACITY_ADDR: %w", err)
 	}
 	srv := &http.Server{
-		Handler: server.New(server.Options{
-			Log:               log,
-			Ready:             db.Ping,
-			API:               &api.Handlers{Engine: eng},
-			Authenticate:      auth.Dev,
-			ApprovalEndpoints: cfg.ApprovalEndpoints,
-			MaxBody:           cfg.File.Policy.MaxBodyBytes,
-		}),
+		Handler:           server.New(opts),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      2 * time.Minute, // a gateway call waits for its tool
@@ -117,4 +121,36 @@ func newEngine(cfg config.Config, db *store.DB, log *slog.Logger) (*engine.Engin
 		}
 	}
 	return engine.New(db, tools, engine.WithLogger(log), engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)))
+}
+
+// authOptions builds who-is-calling for the configured mode: sessions for
+// the console, bearer tokens (and in oidc mode JWTs) for the API, and the
+// OIDC sign-in.
+func authOptions(ctx context.Context, cfg config.Config, db *store.DB) (server.Options, error) {
+	key := cfg.SessionKey
+	if key == nil {
+		// Dev and tokens modes may go without: sessions then end with the process.
+		key = []byte(rand.Text() + rand.Text())
+	}
+	sessions := &auth.Sessions{Store: db, Key: key, Now: time.Now,
+		Secure: !cfg.Loopback() || strings.HasPrefix(cfg.PublicURL, "https://")}
+	roles := auth.RoleMap{Claim: cfg.File.Roles.Claim, Map: cfg.File.Roles.Map}
+	bearer := &auth.Bearer{Roles: roles, Anonymous: cfg.Auth == "dev"}
+	for _, t := range cfg.File.Tokens {
+		bearer.Tokens = append(bearer.Tokens, auth.Token{Name: t.Name, SHA256: t.SHA256, Roles: t.Roles})
+	}
+	o := server.Options{APIAuth: bearer.Principal, Console: &console.Handlers{Sessions: sessions, Mode: cfg.Auth}}
+	if cfg.Auth != "oidc" {
+		return o, nil
+	}
+	var err error
+	o.OIDC, err = auth.NewOIDC(ctx, auth.OIDCConfig{Issuer: cfg.OIDCIssuer, ClientID: cfg.OIDCClientID,
+		ClientSecret: cfg.OIDCClientSecret, PublicURL: cfg.PublicURL, Roles: roles, Sessions: sessions})
+	if err != nil {
+		return o, fmt.Errorf("SAGACITY_OIDC_ISSUER: %w", err)
+	}
+	if cfg.APIAudience != "" {
+		bearer.JWT, bearer.Issuer = o.OIDC.APIVerifier(cfg.APIAudience), cfg.OIDCIssuer
+	}
+	return o, nil
 }

@@ -161,6 +161,7 @@ var Roles = []Role{RoleAgent, RoleApprover, RoleAuditor}
 // journaled and compared for four-eyes; Auth says how it was established.
 type Principal struct {
 	ID    string
+	Name  string // for display: an email or user name; ID is what counts
 	Auth  string // "oidc", "token" or "dev"
 	Roles []Role
 	// Anonymous marks a dev-mode caller who did not sign in: as in the

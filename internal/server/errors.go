@@ -5,9 +5,19 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/sagacity-go/sagacity/internal/api"
+	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/web/templates"
+)
+
+// Errors of the HTTP layer itself.
+var (
+	errTooMany     = &engine.Error{Kind: engine.Unavailable, Msg: "too many requests; wait and try again"}
+	errCrossOrigin = &engine.Error{Kind: engine.Forbidden, Msg: "cross-origin request refused"}
 )
 
 // status is the one place an error becomes an HTTP status.
@@ -18,6 +28,8 @@ func status(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, api.ErrMediaType):
 		return http.StatusUnsupportedMediaType
+	case err == errTooMany:
+		return http.StatusTooManyRequests
 	}
 	switch engine.KindOf(err) {
 	case engine.NotFound:
@@ -43,7 +55,7 @@ func message(err error, code int, reqID string) string {
 	if errors.As(err, &tooBig) {
 		return fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit)
 	}
-	if e, ok := errors.AsType[*engine.Error](err); ok && code < 500 {
+	if e, ok := errors.AsType[*engine.Error](err); ok && (code < 500 || err == errTooMany) {
 		return e.Msg
 	}
 	if code == http.StatusServiceUnavailable {
@@ -59,25 +71,62 @@ type errorJSON struct {
 }
 
 // handler is how every route is written: it returns an error instead of
-// writing one, and this adapter writes it.
+// writing one, and fail writes it.
 type handler func(w http.ResponseWriter, r *http.Request) error
 
-// jsonErrors adapts h for the JSON API: errors are {"error": ...} plus
-// sagaId and journalSeq when known.
-func (s *server) jsonErrors(h handler) http.HandlerFunc {
+// h adapts a handler to net/http.
+func (s *server) h(fn handler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		err := h(w, r)
-		if err == nil {
-			return
+		if err := fn(w, r); err != nil {
+			s.fail(w, r, err)
 		}
-		code := status(err)
-		s.logError(r, err, code)
-		body := errorJSON{Error: message(err, code, requestID(r.Context()))}
+	}
+}
+
+// fail is the one adapter that writes every error response: JSON under
+// /sagacity/, an htmx fragment for htmx requests, an HTML page otherwise.
+// The caller sees the kind's message; the cause goes to the log.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := status(err)
+	s.logError(r, err, code)
+	msg := message(err, code, requestID(r.Context()))
+	if strings.HasPrefix(r.URL.Path, "/sagacity/") {
+		if code == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sagacity"`)
+		}
+		body := errorJSON{Error: msg}
 		if e, ok := errors.AsType[*engine.Error](err); ok {
 			body.SagaID, body.JournalSeq = e.SagaID, e.Seq
 		}
 		writeJSON(w, code, body)
+		return
 	}
+	signIn := "/login?return_to=" + url.QueryEscape(r.URL.RequestURI())
+	htmx := r.Header.Get("HX-Request") == "true"
+	switch {
+	case code == http.StatusUnauthorized && htmx:
+		w.Header().Set("HX-Redirect", "/login")
+		w.WriteHeader(code)
+		return
+	case code == http.StatusUnauthorized && r.Method == http.MethodGet:
+		http.Redirect(w, r, signIn, http.StatusSeeOther)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if htmx {
+		// Show the error above the page and leave the card that was acted on.
+		w.Header().Set("HX-Retarget", "#flash")
+		w.Header().Set("HX-Reswap", "innerHTML")
+		w.WriteHeader(code)
+		templates.ErrorBox(msg).Render(r.Context(), w)
+		return
+	}
+	w.WriteHeader(code)
+	var me *engine.Principal
+	if p := auth.From(r.Context()); p.ID != "" {
+		me = &p
+	}
+	templates.Error(templates.ErrorPage{Me: me, Status: code, Message: msg}).Render(r.Context(), w)
 }
 
 func (s *server) logError(r *http.Request, err error, code int) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/console"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/server"
@@ -148,11 +149,13 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		t.Fatal(err)
 	}
 	logs := &bytes.Buffer{}
+	sessions := &auth.Sessions{Store: db, Key: []byte("test-session-key-0123456789abcdef"), Now: time.Now}
 	h := server.New(server.Options{
 		Log:               slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil)),
 		Ready:             db.Ping,
 		API:               &api.Handlers{Engine: eng},
-		Authenticate:      auth.Dev,
+		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: "dev"},
+		APIAuth:           (&auth.Bearer{Anonymous: true}).Principal,
 		ApprovalEndpoints: !o.noApprovalEndpoints,
 		MaxBody:           o.maxBody,
 	})

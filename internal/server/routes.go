@@ -1,26 +1,35 @@
 // Package server is the HTTP server's one route table and the plumbing
 // every route shares: request ids and logs, body limits, security headers,
-// authentication boundaries and the adapter that writes errors.
+// cross-origin protection, rate limits, authentication boundaries and the
+// adapter that writes errors.
 package server
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/sagacity-go/sagacity/internal/api"
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/console"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/web"
 )
 
 // Options is what the server is built from.
 type Options struct {
 	Log *slog.Logger
 	// Ready reports whether the database answers, for /readyz.
-	Ready func(ctx context.Context) error
-	API   *api.Handlers
-	// Authenticate establishes the principal of API requests, or rejects them.
-	Authenticate func(http.Handler) http.Handler
+	Ready   func(ctx context.Context) error
+	API     *api.Handlers
+	Console *console.Handlers
+	// APIAuth names the caller of a JSON request (bearer token, or
+	// anonymous in dev mode), or refuses it.
+	APIAuth func(*http.Request) (engine.Principal, error)
+	// OIDC signs people in to the console; nil unless the mode is oidc.
+	OIDC *auth.OIDC
 	// ApprovalEndpoints registers approve, reject and resume.
 	ApprovalEndpoints bool
 	// MaxBody caps request bodies, in bytes.
@@ -29,19 +38,29 @@ type Options struct {
 
 type server struct{ Options }
 
+// Rate limits, per client IP and per principal, a minute.
+const (
+	signInPerMinute   = 20
+	decidePerMinuteIP = 120
+	decidePerMinute   = 60
+)
+
 // New returns the server's handler.
 func New(o Options) http.Handler {
 	s := &server{o}
+	signIn := newLimiter(signInPerMinute, signInPerMinute)
+	decideIP, decideWho := newLimiter(decidePerMinuteIP, decidePerMinuteIP), newLimiter(decidePerMinute, decidePerMinute)
+
 	r := chi.NewRouter()
-	r.Use(s.observe, secureHeaders, s.limitBody)
-	r.NotFound(s.jsonErrors(func(http.ResponseWriter, *http.Request) error {
-		return engine.Errorf(engine.NotFound, "no such endpoint")
+	r.Use(s.limitBody)
+	r.NotFound(s.h(func(http.ResponseWriter, *http.Request) error {
+		return engine.Errorf(engine.NotFound, "no such page")
 	}))
-	r.MethodNotAllowed(s.jsonErrors(func(w http.ResponseWriter, r *http.Request) error {
+	r.MethodNotAllowed(s.h(func(w http.ResponseWriter, r *http.Request) error {
 		return engine.Errorf(engine.Invalid, "method %s is not allowed here", r.Method)
 	}))
 
-	// Public: liveness and readiness.
+	// Public: liveness, readiness, static files and signing in.
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { text(w, http.StatusOK, "ok") })
 	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := s.Ready(r.Context()); err != nil {
@@ -51,28 +70,65 @@ func New(o Options) http.Handler {
 		}
 		text(w, http.StatusOK, "ok")
 	})
+	static, _ := fs.Sub(web.Static, "static")
+	r.Handle("/static/*", http.StripPrefix("/static/", cacheable(http.FileServerFS(static))))
+	r.Group(func(r chi.Router) {
+		r.Use(s.limit(signIn, nil))
+		if s.OIDC != nil {
+			r.Get("/login", s.h(s.OIDC.Start))
+			r.Get(auth.CallbackPath, s.h(s.OIDC.Callback))
+			return
+		}
+		r.Get("/login", s.h(s.Console.Login))
+		if s.Console.Mode == "dev" {
+			r.Post("/login", s.h(s.Console.DevSignIn))
+		}
+	})
+
+	// Session (HTML): the console. Cross-origin protection wraps it all.
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate(s.Console.Sessions.Principal))
+		r.Get("/", s.h(s.Console.Approvals))
+		r.With(s.limit(decideIP, decideWho)).Post("/approvals/decide", s.h(s.Console.Decide))
+		r.Post("/logout", s.h(s.Console.Logout))
+	})
 
 	// Bearer token (JSON): the approval endpoints and the agent gateway.
 	r.Route("/sagacity", func(r chi.Router) {
-		r.Use(s.Authenticate)
-		j := s.jsonErrors
-		r.Get("/approvals", j(s.API.Approvals))
-		r.Get("/approvals/{sagaId}", j(s.API.Approvals))
+		r.Use(s.authenticate(s.APIAuth))
+		r.Get("/approvals", s.h(s.API.Approvals))
+		r.Get("/approvals/{sagaId}", s.h(s.API.Approvals))
 		if s.ApprovalEndpoints {
-			r.Post("/approve/{sagaId}/{seq}", j(s.API.Approve))
-			r.Post("/reject/{sagaId}/{seq}", j(s.API.Reject))
-			r.Post("/resume/{sagaId}/{seq}", j(s.API.Resume))
+			r.Group(func(r chi.Router) {
+				r.Use(s.limit(decideIP, decideWho))
+				r.Post("/approve/{sagaId}/{seq}", s.h(s.API.Approve))
+				r.Post("/reject/{sagaId}/{seq}", s.h(s.API.Reject))
+				r.Post("/resume/{sagaId}/{seq}", s.h(s.API.Resume))
+			})
 		}
-		r.Get("/audit/{sagaId}", j(s.API.Audit))
-		r.Get("/audit/{sagaId}/verify", j(s.API.Verify))
-		r.Get("/in-doubt", j(s.API.InDoubt))
-		r.Get("/sagas", j(s.API.Sagas))
-		r.Get("/sagas/{sagaId}", j(s.API.Saga))
-		r.Post("/sagas/{sagaId}/calls", j(s.API.Call))
-		r.Post("/sagas/{sagaId}/end", j(s.API.End))
-		r.Post("/sagas/{sagaId}/abort", j(s.API.Abort))
+		r.Get("/audit/{sagaId}", s.h(s.API.Audit))
+		r.Get("/audit/{sagaId}/verify", s.h(s.API.Verify))
+		r.Get("/in-doubt", s.h(s.API.InDoubt))
+		r.Get("/sagas", s.h(s.API.Sagas))
+		r.Get("/sagas/{sagaId}", s.h(s.API.Saga))
+		r.Post("/sagas/{sagaId}/calls", s.h(s.API.Call))
+		r.Post("/sagas/{sagaId}/end", s.h(s.API.End))
+		r.Post("/sagas/{sagaId}/abort", s.h(s.API.Abort))
 	})
-	return r
+
+	// Every state-changing request, everywhere, must come from this
+	// origin (or from no browser at all). No bypass patterns.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errCrossOrigin) }))
+	return s.observe(secureHeaders(cop.Handler(r)))
+}
+
+// cacheable lets browsers keep static files for an hour.
+func cacheable(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		next.ServeHTTP(w, r)
+	})
 }
 
 func text(w http.ResponseWriter, code int, msg string) {

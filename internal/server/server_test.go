@@ -270,7 +270,7 @@ func TestBadInput(t *testing.T) {
 			{"missing tool", "POST", "/sagacity/sagas/s/calls", "application/json", `{"input":"{}"}`, 400, `must contain "tool" and "input"`},
 			{"unknown tool", "POST", "/sagacity/sagas/s/calls", "application/json", `{"tool":"launchMissiles","input":"{}"}`, 404, `unknown tool "launchMissiles"`},
 			{"GET on a POST route", "GET", "/sagacity/approve/s/3", "", "", 400, "method GET is not allowed"},
-			{"unknown endpoint", "GET", "/sagacity/nope", "", "", 404, "no such endpoint"},
+			{"unknown endpoint", "GET", "/sagacity/nope", "", "", 404, "no such page"},
 			{"bad limit", "GET", "/sagacity/sagas?limit=501", "", "", 400, "limit must be an integer from 1 to 500"},
 			{"bad cursor", "GET", "/sagacity/sagas?cursor=zzz", "", "", 400, "cursor is not one this server returned"},
 			{"bad status", "GET", "/sagacity/sagas?status=DONE", "", "", 400, `unknown status "DONE"`},

@@ -20,7 +20,7 @@ type DemoItem struct {
 
 // StockDemo adds the items that are not in the inventory yet.
 func (s *sqlStore) StockDemo(ctx context.Context, items []DemoItem) error {
-	return s.demoTx(ctx, func(c conn) error {
+	return s.small(ctx, func(c conn) error {
 		for _, it := range items {
 			if _, err := c.exec(ctx, "INSERT INTO demo_inventory (sku, name, on_hand) VALUES ($1, $2, $3)"+
 				" ON CONFLICT (sku) DO NOTHING", it.SKU, it.Name, it.OnHand); err != nil {
@@ -46,7 +46,7 @@ func (s *sqlStore) Inventory(ctx context.Context) ([]DemoItem, error) {
 // NotFound for an unknown SKU; Conflict when not enough is available.
 func (s *sqlStore) Reserve(ctx context.Context, key, sku string, qty int64, at time.Time) (int64, error) {
 	var left int64
-	err := s.demoTx(ctx, func(c conn) error {
+	err := s.small(ctx, func(c conn) error {
 		item, err := one(ctx, c, func(r rows) (n int64, err error) { return n, r.Scan(&n) },
 			"SKU "+sku, "SELECT on_hand FROM demo_inventory WHERE sku = $1"+s.lock, sku)
 		if err != nil {
@@ -70,7 +70,7 @@ func (s *sqlStore) Reserve(ctx context.Context, key, sku string, qty int64, at t
 // Release returns a reservation to the inventory; releasing twice, or
 // something never reserved, changes nothing.
 func (s *sqlStore) Release(ctx context.Context, key string) error {
-	return s.demoTx(ctx, func(c conn) error {
+	return s.small(ctx, func(c conn) error {
 		_, err := c.exec(ctx, "UPDATE demo_reservations SET released = true WHERE idempotency_key = $1", key)
 		return err
 	})
@@ -78,14 +78,16 @@ func (s *sqlStore) Release(ctx context.Context, key string) error {
 
 // Transfer books a payment to beneficiary in the demo ledger.
 func (s *sqlStore) Transfer(ctx context.Context, key, beneficiary, amount string, at time.Time) error {
-	return s.demoTx(ctx, func(c conn) error {
+	return s.small(ctx, func(c conn) error {
 		_, err := c.exec(ctx, "INSERT INTO demo_ledger (idempotency_key, beneficiary, amount, created_at) VALUES ($1, $2, $3, $4)"+
 			" ON CONFLICT (idempotency_key) DO NOTHING", key, beneficiary, amount, at)
 		return err
 	})
 }
 
-func (s *sqlStore) demoTx(ctx context.Context, fn func(conn) error) error {
+// small runs fn in a short transaction of its own, for state outside the
+// engine's sagas.
+func (s *sqlStore) small(ctx context.Context, fn func(conn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	return mapErr(s.begin(ctx, fn))

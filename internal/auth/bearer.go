@@ -1,0 +1,133 @@
+package auth
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+// Token is a static API token, known by the SHA-256 of its value.
+type Token struct {
+	Name   string
+	SHA256 string // lowercase hex
+	Roles  []engine.Role
+}
+
+// Bearer authenticates API requests: a static token from the
+// configuration, or a JWT from the OIDC issuer for the API audience.
+type Bearer struct {
+	Tokens []Token
+	// JWT verifies tokens from the issuer (issuer, audience, expiry,
+	// signature, pinned algorithms); nil accepts no JWT.
+	JWT   *oidc.IDTokenVerifier
+	Roles RoleMap
+	// Issuer prefixes the subject of JWT principals.
+	Issuer string
+	// Anonymous lets requests without a token in as the Anonymous
+	// principal, as in dev mode.
+	Anonymous bool
+}
+
+func unauthenticated(msg string) error {
+	return &engine.Error{Kind: engine.Unauthenticated, Msg: msg}
+}
+
+// Principal returns who is calling. Unauthenticated for a missing,
+// malformed, unknown or expired token.
+func (b *Bearer) Principal(r *http.Request) (engine.Principal, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		if b.Anonymous {
+			return Anonymous, nil
+		}
+		return engine.Principal{}, unauthenticated("send Authorization: Bearer <token>")
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return engine.Principal{}, unauthenticated("the Authorization header must be Bearer <token>")
+	}
+	if t, ok := b.static(tok); ok {
+		return engine.Principal{ID: "token:" + t.Name, Name: t.Name, Auth: "token", Roles: t.Roles}, nil
+	}
+	if b.JWT != nil && strings.Count(tok, ".") == 2 {
+		idt, err := b.JWT.Verify(r.Context(), tok)
+		if err != nil {
+			return engine.Principal{}, &engine.Error{Kind: engine.Unauthenticated, Msg: "invalid or expired token", Err: err}
+		}
+		var claims map[string]any
+		if err := idt.Claims(&claims); err != nil {
+			return engine.Principal{}, unauthenticated("invalid token claims")
+		}
+		return engine.Principal{ID: Identity(b.Issuer, idt.Subject), Name: displayName(claims, idt.Subject),
+			Auth: "oidc", Roles: b.Roles.Of(claims)}, nil
+	}
+	return engine.Principal{}, unauthenticated("invalid or expired token")
+}
+
+// static finds a configured token in time that does not depend on which
+// token, if any, matches.
+func (b *Bearer) static(tok string) (Token, bool) {
+	sum := sha256.Sum256([]byte(tok))
+	var found Token
+	ok := 0
+	for _, t := range b.Tokens {
+		want, err := hex.DecodeString(t.SHA256)
+		if err != nil || len(want) != len(sum) {
+			continue
+		}
+		if subtle.ConstantTimeCompare(sum[:], want) == 1 {
+			found, ok = t, 1
+		}
+	}
+	return found, ok == 1
+}
+
+// Identity is the journaled identity of an OIDC subject: issuer and
+// subject, never a reassignable claim such as an email.
+func Identity(issuer, subject string) string { return strings.TrimSuffix(issuer, "/") + "#" + subject }
+
+// RoleMap turns the values of one claim into roles.
+type RoleMap struct {
+	Claim string
+	Map   map[string][]engine.Role
+}
+
+// Of returns the roles the claims map to, each once.
+func (m RoleMap) Of(claims map[string]any) []engine.Role {
+	var values []string
+	switch v := claims[m.Claim].(type) {
+	case string:
+		values = []string{v}
+	case []any:
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				values = append(values, s)
+			}
+		}
+	}
+	var roles []engine.Role
+	for _, v := range values {
+		for _, r := range m.Map[v] {
+			if !slices.Contains(roles, r) {
+				roles = append(roles, r)
+			}
+		}
+	}
+	return roles
+}
+
+// displayName picks a name to show: email, preferred_username or name.
+func displayName(claims map[string]any, fallback string) string {
+	for _, k := range []string{"email", "preferred_username", "name"} {
+		if s, ok := claims[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return fallback
+}

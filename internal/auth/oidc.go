@@ -1,0 +1,197 @@
+package auth
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/store"
+	"golang.org/x/oauth2"
+)
+
+// SigningAlgs are the only ID token algorithms accepted; "none" and HMAC
+// never are.
+var SigningAlgs = []string{oidc.RS256, oidc.ES256, oidc.PS256, oidc.EdDSA}
+
+// loginTTL is how long a sign-in may take at the provider.
+const loginTTL = 10 * time.Minute
+
+// CallbackPath is where the provider sends the browser back.
+const CallbackPath = "/auth/callback"
+
+// OIDC signs people in to the console with the authorisation code flow,
+// PKCE (S256), state and nonce, all kept server-side and bound to the
+// browser that started the sign-in.
+type OIDC struct {
+	Provider *oidc.Provider
+	OAuth    oauth2.Config
+	Verifier *oidc.IDTokenVerifier
+	Issuer   string
+	Roles    RoleMap
+	Sessions *Sessions
+}
+
+// OIDCConfig is what NewOIDC needs.
+type OIDCConfig struct {
+	Issuer, ClientID, ClientSecret string
+	PublicURL                      string // the console's external base URL
+	APIAudience                    string
+	Roles                          RoleMap
+	Sessions                       *Sessions
+}
+
+// NewOIDC discovers the provider. The issuer must match exactly.
+func NewOIDC(ctx context.Context, c OIDCConfig) (*OIDC, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	p, err := oidc.NewProvider(ctx, c.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("discovering the OIDC provider: %w", err)
+	}
+	return &OIDC{
+		Provider: p,
+		Issuer:   c.Issuer,
+		OAuth: oauth2.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, Endpoint: p.Endpoint(),
+			RedirectURL: c.PublicURL + CallbackPath, Scopes: []string{oidc.ScopeOpenID, "profile", "email"}},
+		Verifier: p.Verifier(&oidc.Config{ClientID: c.ClientID, SupportedSigningAlgs: SigningAlgs}),
+		Roles:    c.Roles,
+		Sessions: c.Sessions,
+	}, nil
+}
+
+// APIVerifier verifies JWT bearer tokens issued for audience.
+func (o *OIDC) APIVerifier(audience string) *oidc.IDTokenVerifier {
+	return o.Provider.Verifier(&oidc.Config{ClientID: audience, SupportedSigningAlgs: SigningAlgs})
+}
+
+func invalid(format string, args ...any) error { return engine.Errorf(engine.Invalid, format, args...) }
+
+// ReturnTo checks where to send the browser after sign-in: a path on this
+// site, never another origin. Invalid otherwise.
+func ReturnTo(s string) (string, error) {
+	if s == "" {
+		return "/", nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || !strings.HasPrefix(s, "/") ||
+		strings.HasPrefix(s, "//") || strings.HasPrefix(s, `/\`) || strings.ContainsAny(s, "\r\n\t\\") {
+		return "", invalid("return_to must be a path on this site")
+	}
+	return s, nil
+}
+
+// Start begins a sign-in: GET /login?return_to=/path redirects to the
+// provider with a fresh state, nonce and PKCE challenge.
+func (o *OIDC) Start(w http.ResponseWriter, r *http.Request) error {
+	returnTo, err := ReturnTo(r.URL.Query().Get("return_to"))
+	if err != nil {
+		return err
+	}
+	s := o.Sessions
+	id := newID()
+	l := store.Login{IDHash: s.hash(id), State: newID(), Nonce: newID(), Verifier: oauth2.GenerateVerifier(),
+		ReturnTo: returnTo, CreatedAt: s.Now()}
+	if err := s.Store.PutLogin(r.Context(), l, s.Now().Add(-loginTTL)); err != nil {
+		return err
+	}
+	s.set(w, "sagacity-login", id, int(loginTTL.Seconds()))
+	http.Redirect(w, r, o.OAuth.AuthCodeURL(l.State, oidc.Nonce(l.Nonce), oauth2.S256ChallengeOption(l.Verifier)), http.StatusFound)
+	return nil
+}
+
+// Callback completes a sign-in: GET /auth/callback?code&state. It checks
+// the state against the one this browser's sign-in stored, redeems the code
+// with the PKCE verifier, verifies the ID token (issuer, audience, expiry,
+// signature, algorithm) and its nonce, then starts a session. Every
+// failure is Invalid and starts nothing.
+func (o *OIDC) Callback(w http.ResponseWriter, r *http.Request) error {
+	s := o.Sessions
+	c, err := r.Cookie(s.cookie("sagacity-login"))
+	s.set(w, "sagacity-login", "", -1)
+	if err != nil || c.Value == "" {
+		return invalid("this sign-in was not started in this browser, or took too long; sign in again")
+	}
+	l, err := s.Store.TakeLogin(r.Context(), s.hash(c.Value))
+	if engine.IsKind(err, engine.NotFound) {
+		return invalid("this sign-in was already used or has expired; sign in again")
+	}
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if e := q.Get("error"); e != "" {
+		return invalid("the identity provider refused the sign-in (%s)", clean(e))
+	}
+	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(l.State)) != 1 {
+		return invalid("the sign-in's state does not match; sign in again")
+	}
+	if s.Now().Sub(l.CreatedAt) > loginTTL {
+		return invalid("the sign-in took too long; sign in again")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+	defer cancel()
+	tok, err := o.OAuth.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(l.Verifier))
+	if err != nil {
+		return &engine.Error{Kind: engine.Invalid, Msg: "the identity provider did not redeem the sign-in code", Err: err}
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return invalid("the identity provider sent no ID token")
+	}
+	idt, err := o.Verifier.Verify(ctx, raw)
+	if err != nil {
+		return &engine.Error{Kind: engine.Invalid, Msg: "the ID token is not valid", Err: err}
+	}
+	// go-oidc checks issuer, audience, expiry and signature, not the nonce.
+	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(l.Nonce)) != 1 {
+		return invalid("the ID token's nonce does not match this sign-in")
+	}
+	claims := map[string]any{}
+	if err := idt.Claims(&claims); err != nil {
+		return invalid("the ID token's claims are unreadable")
+	}
+	if _, hasRoles := claims[o.Roles.Claim]; !hasRoles || displayName(claims, "") == "" {
+		// Some providers put email and groups in userinfo only.
+		ui, err := o.Provider.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+		if err != nil {
+			return &engine.Error{Kind: engine.Unavailable, Msg: "the identity provider's userinfo endpoint failed", Err: err}
+		}
+		if ui.Subject != idt.Subject {
+			return invalid("userinfo is for another subject")
+		}
+		extra := map[string]any{}
+		if err := ui.Claims(&extra); err == nil {
+			for k, v := range extra {
+				if _, ok := claims[k]; !ok {
+					claims[k] = v
+				}
+			}
+		}
+	}
+	p := engine.Principal{ID: Identity(o.Issuer, idt.Subject), Name: displayName(claims, idt.Subject),
+		Auth: "oidc", Roles: o.Roles.Of(claims)}
+	if err := s.SignIn(w, r, p); err != nil {
+		return err
+	}
+	http.Redirect(w, r, l.ReturnTo, http.StatusFound)
+	return nil
+}
+
+// clean keeps provider-supplied text short and printable.
+func clean(s string) string {
+	if len(s) > 100 {
+		s = s[:100]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+// Session is a signed-in console user. IDHash is a keyed hash of the
+// cookie's random id; the id itself is never stored.
+type Session struct {
+	IDHash    string
+	Principal engine.Principal
+	CreatedAt time.Time
+	SeenAt    time.Time
+	ExpiresAt time.Time // the absolute end, whatever the activity
+}
+
+// Login is an OIDC sign-in in progress.
+type Login struct {
+	IDHash    string
+	State     string
+	Nonce     string
+	Verifier  string
+	ReturnTo  string
+	CreatedAt time.Time
+}
+
+// PutSession stores a new session, first dropping expired ones.
+func (s *sqlStore) PutSession(ctx context.Context, ss Session) error {
+	return s.small(ctx, func(c conn) error {
+		if _, err := c.exec(ctx, "DELETE FROM sessions WHERE expires_at < $1", ss.CreatedAt); err != nil {
+			return err
+		}
+		roles := make([]string, len(ss.Principal.Roles))
+		for i, r := range ss.Principal.Roles {
+			roles[i] = string(r)
+		}
+		_, err := c.exec(ctx, "INSERT INTO sessions (id_hash, principal, name, auth, roles, created_at, seen_at, expires_at)"+
+			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", ss.IDHash, ss.Principal.ID, ss.Principal.Name, ss.Principal.Auth,
+			strings.Join(roles, ","), ss.CreatedAt, ss.SeenAt, ss.ExpiresAt)
+		return err
+	})
+}
+
+// Session returns a session; NotFound when absent.
+func (s *sqlStore) Session(ctx context.Context, idHash string) (Session, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return one(ctx, s.db, func(r rows) (ss Session, err error) {
+		var roles string
+		err = r.Scan(&ss.IDHash, &ss.Principal.ID, &ss.Principal.Name, &ss.Principal.Auth, &roles, &ss.CreatedAt, &ss.SeenAt, &ss.ExpiresAt)
+		for _, role := range strings.Split(roles, ",") {
+			if role != "" {
+				ss.Principal.Roles = append(ss.Principal.Roles, engine.Role(role))
+			}
+		}
+		ss.CreatedAt, ss.SeenAt, ss.ExpiresAt = ss.CreatedAt.UTC(), ss.SeenAt.UTC(), ss.ExpiresAt.UTC()
+		return ss, err
+	}, "session", "SELECT id_hash, principal, name, auth, roles, created_at, seen_at, expires_at FROM sessions WHERE id_hash = $1", idHash)
+}
+
+// TouchSession records activity on a session.
+func (s *sqlStore) TouchSession(ctx context.Context, idHash string, at time.Time) error {
+	return s.small(ctx, func(c conn) error {
+		_, err := c.exec(ctx, "UPDATE sessions SET seen_at = $2 WHERE id_hash = $1", idHash, at)
+		return err
+	})
+}
+
+// DeleteSession ends a session; ending one that is gone is fine.
+func (s *sqlStore) DeleteSession(ctx context.Context, idHash string) error {
+	return s.small(ctx, func(c conn) error {
+		_, err := c.exec(ctx, "DELETE FROM sessions WHERE id_hash = $1", idHash)
+		return err
+	})
+}
+
+// PutLogin stores a sign-in in progress, first dropping stale ones.
+func (s *sqlStore) PutLogin(ctx context.Context, l Login, staleBefore time.Time) error {
+	return s.small(ctx, func(c conn) error {
+		if _, err := c.exec(ctx, "DELETE FROM logins WHERE created_at < $1", staleBefore); err != nil {
+			return err
+		}
+		_, err := c.exec(ctx, "INSERT INTO logins (id_hash, state, nonce, verifier, return_to, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+			l.IDHash, l.State, l.Nonce, l.Verifier, l.ReturnTo, l.CreatedAt)
+		return err
+	})
+}
+
+// TakeLogin returns a sign-in in progress and deletes it, so it can be
+// completed once; NotFound when absent.
+func (s *sqlStore) TakeLogin(ctx context.Context, idHash string) (Login, error) {
+	var l Login
+	err := s.small(ctx, func(c conn) error {
+		var err error
+		l, err = one(ctx, c, func(r rows) (l Login, err error) {
+			err = r.Scan(&l.IDHash, &l.State, &l.Nonce, &l.Verifier, &l.ReturnTo, &l.CreatedAt)
+			l.CreatedAt = l.CreatedAt.UTC()
+			return l, err
+		}, "sign-in", "DELETE FROM logins WHERE id_hash = $1 RETURNING id_hash, state, nonce, verifier, return_to, created_at", idHash)
+		return err
+	})
+	return l, err
+}
