@@ -107,6 +107,8 @@ type apiEnv struct {
 }
 
 type envOptions struct {
+	tokens              []auth.Token // set: tokens mode, no anonymous API calls
+	now                 func() time.Time
 	noApprovalEndpoints bool
 	maxBody             int64
 	maxResult           int64
@@ -149,13 +151,20 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		t.Fatal(err)
 	}
 	logs := &bytes.Buffer{}
-	sessions := &auth.Sessions{Store: db, Key: []byte("test-session-key-0123456789abcdef"), Now: time.Now}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	mode := "dev"
+	if o.tokens != nil {
+		mode = "tokens"
+	}
+	sessions := &auth.Sessions{Store: db, Key: []byte("test-session-key-0123456789abcdef"), Now: o.now}
 	h := server.New(server.Options{
-		Log:               slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil)),
+		Log:               slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil)),
 		Ready:             db.Ping,
 		API:               &api.Handlers{Engine: eng},
-		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: "dev"},
-		APIAuth:           (&auth.Bearer{Anonymous: true}).Principal,
+		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: mode},
+		APIAuth:           (&auth.Bearer{Anonymous: o.tokens == nil, Tokens: o.tokens}).Principal,
 		ApprovalEndpoints: !o.noApprovalEndpoints,
 		MaxBody:           o.maxBody,
 	})
@@ -163,6 +172,9 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	t.Cleanup(func() { srv.Close(); db.Close() })
 	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs}
 }
+
+// noRedirects shows redirects to the test instead of following them.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 type lockedWriter struct {
 	mu sync.Mutex
@@ -199,7 +211,7 @@ func (r response) json(t testing.TB) map[string]any {
 	return m
 }
 
-func (e *apiEnv) do(method, path, contentType, body string) response {
+func (e *apiEnv) do(method, path, contentType, body string, headers ...string) response {
 	e.t.Helper()
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
 	if err != nil {
@@ -208,7 +220,10 @@ func (e *apiEnv) do(method, path, contentType, body string) response {
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := noRedirects.Do(req)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}

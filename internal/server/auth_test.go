@@ -1,0 +1,266 @@
+package server_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
+)
+
+// token makes a static API token with roles, as `sagacity token` does.
+func token(name string, roles ...engine.Role) (auth.Token, string) {
+	value := "sgc_test_" + name + "_0123456789abcdefghij"
+	credential(value)
+	return auth.Token{Name: name, SHA256: engine.PayloadHash(value), Roles: roles}, value
+}
+
+func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
+
+// TestTokensMode runs the seed's flow with bearer tokens, and refuses
+// everything the roles and four-eyes forbid.
+func TestTokensMode(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		agentT, agentTok := token("agent", engine.RoleAgent)
+		apprT, apprTok := token("approver", engine.RoleApprover)
+		audT, audTok := token("auditor", engine.RoleAuditor)
+		bothT, bothTok := token("both", engine.RoleAgent, engine.RoleApprover)
+		e := newAPI(t, dbURL, envOptions{tokens: []auth.Token{agentT, apprT, audT, bothT}})
+		js := "application/json"
+		callBody := `{"tool":"sendWireTransfer","input":"{\"amount\":\"100\",\"to\":\"alice\"}"}`
+
+		r := e.do("POST", "/sagacity/sagas/s/calls", js, callBody)
+		want(t, "no token", r, 401)
+		if r.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("401 without WWW-Authenticate")
+		}
+		want(t, "wrong token", e.do("POST", "/sagacity/sagas/s/calls", js, callBody, bearer("sgc_not_a_token_at_all_000")...), 401)
+		want(t, "basic auth", e.do("GET", "/sagacity/approvals", "", "", "Authorization", "Basic YWxpY2U6c2VjcmV0"), 401)
+		want(t, "no anonymous reads", e.get("/sagacity/approvals"), 401)
+
+		want(t, "agent reserves", e.do("POST", "/sagacity/sagas/s/calls", js, `{"tool":"reserveInventory","input":"{}"}`, bearer(agentTok)...), 200)
+		want(t, "agent gates", e.do("POST", "/sagacity/sagas/s/calls", js, callBody, bearer(agentTok)...), 202)
+		want(t, "agent approves", e.do("POST", "/sagacity/approve/s/3", js, `{}`, bearer(agentTok)...), 403)
+		want(t, "auditor approves", e.do("POST", "/sagacity/approve/s/3", js, `{}`, bearer(audTok)...), 403)
+		want(t, "auditor calls", e.do("POST", "/sagacity/sagas/s/calls", js, callBody, bearer(audTok)...), 403)
+		r = e.do("POST", "/sagacity/approve/s/3", js, `{"approver":"manager@company.com"}`, bearer(apprTok)...)
+		want(t, "approver names someone else", r, 403)
+		if !strings.Contains(r.body, "is not the authenticated principal") {
+			t.Errorf("naming someone else = %s", r.body)
+		}
+
+		want(t, "both starts a saga", e.do("POST", "/sagacity/sagas/own/calls", js, callBody, bearer(bothTok)...), 202)
+		r = e.do("POST", "/sagacity/approve/own/1", js, `{}`, bearer(bothTok)...)
+		want(t, "initiator approves own saga", r, 403)
+		want(t, "initiator rejects own saga", e.do("POST", "/sagacity/reject/own/1", js, `{}`, bearer(bothTok)...), 403)
+
+		r = e.do("POST", "/sagacity/approve/s/3", js, `{"approver":"token:approver"}`, bearer(apprTok)...)
+		want(t, "approver approves", r, 200)
+		if m := r.json(t); m["approverIdentity"] != "token:approver" {
+			t.Errorf("approve = %s, want approverIdentity token:approver", r.body)
+		}
+		want(t, "agent ends", e.do("POST", "/sagacity/sagas/s/end", "", "", bearer(agentTok)...), 200)
+		r = e.do("POST", "/sagacity/resume/s/3", js, e.payload(wire), bearer(agentTok)...)
+		if r.code != 200 || !strings.Contains(r.body, `"status":"COMPLETED"`) {
+			t.Errorf("agent resumes = %d %s, want 200 COMPLETED", r.code, r.body)
+		}
+		r = e.do("GET", "/sagacity/audit/s", "", "", bearer(audTok)...)
+		if r.code != 200 || !strings.Contains(r.body, `"payload":"approver=token:approver\nauth=token"`) {
+			t.Errorf("audit = %d %s, want the APPROVED entry naming token:approver with auth=token", r.code, r.body)
+		}
+		if r := e.do("GET", "/sagacity/audit/s/verify", "", "", bearer(audTok)...); !strings.Contains(r.body, `"valid":true`) {
+			t.Errorf("verify = %s", r.body)
+		}
+		want(t, "agent verifies", e.do("GET", "/sagacity/audit/s/verify", "", "", bearer(agentTok)...), 403)
+
+		r = e.get("/")
+		if r.code != 303 || !strings.HasPrefix(r.header.Get("Location"), "/login") {
+			t.Errorf("GET / in tokens mode = %d %s, want a redirect to /login", r.code, r.header.Get("Location"))
+		}
+		if r := e.get("/login"); r.code != 200 || !strings.Contains(r.body, "needs sign-in through OpenID Connect") {
+			t.Errorf("GET /login in tokens mode = %d, want the page that says sign-in needs OIDC", r.code)
+		}
+		want(t, "no dev sign-in in tokens mode", e.do("POST", "/login", "application/x-www-form-urlencoded", "name=mallory"), 400)
+	})
+}
+
+// session signs name in through the dev sign-in page and returns the
+// session cookie.
+func (e *apiEnv) session(t *testing.T, name string) *http.Cookie {
+	t.Helper()
+	r := e.do("POST", "/login", "application/x-www-form-urlencoded", "name="+url.QueryEscape(name)+"&return_to=%2F")
+	if r.code != 303 || r.header.Get("Location") != "/" {
+		t.Fatalf("dev sign-in = %d %s, want 303 to /", r.code, r.body)
+	}
+	c := cookie(r, "sagacity")
+	if c == nil {
+		t.Fatalf("dev sign-in set no session cookie: %v", r.header["Set-Cookie"])
+	}
+	credential(c.Value)
+	return c
+}
+
+func cookie(r response, name string) *http.Cookie {
+	for _, c := range (&http.Response{Header: r.header}).Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func form(vals ...string) string {
+	v := url.Values{}
+	for i := 0; i+1 < len(vals); i += 2 {
+		v.Set(vals[i], vals[i+1])
+	}
+	return v.Encode()
+}
+
+const formType = "application/x-www-form-urlencoded"
+
+func TestConsoleDevSession(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		e := newAPI(t, dbURL, envOptions{})
+		e.seedScenario("transfer-77")
+		e.seedScenario("other")
+
+		r := e.get("/")
+		if r.code != 303 || r.header.Get("Location") != "/login?return_to=%2F" {
+			t.Fatalf("GET / signed out = %d %q, want 303 to the sign-in page", r.code, r.header.Get("Location"))
+		}
+		planted := &http.Cookie{Name: "sagacity", Value: "planted-by-an-attacker-0123456789"}
+		r = e.do("POST", "/login", formType, form("name", "alice@example.com", "return_to", "/"), "Cookie", planted.String())
+		c := cookie(r, "sagacity")
+		if r.code != 303 || c == nil || c.Value == planted.Value || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" {
+			t.Fatalf("sign-in = %d, cookie %+v; want a new HttpOnly, SameSite=Lax session cookie", r.code, c)
+		}
+		credential(c.Value)
+		page := e.do("GET", "/", "", "", "Cookie", c.String())
+		if page.code != 200 || !strings.Contains(page.body, "alice@example.com") || !strings.Contains(page.body, "transfer-77") {
+			t.Fatalf("console = %d, want the pending requests and who is signed in", page.code)
+		}
+		h := page.header
+		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+			!strings.Contains(csp, "base-uri 'none'") || !strings.Contains(csp, "form-action 'self'") || strings.Contains(csp, "unsafe") {
+			t.Errorf("CSP = %q", csp)
+		}
+		if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "same-origin" || h.Get("Cache-Control") != "no-store" {
+			t.Errorf("headers = %v, want nosniff, same-origin referrer and no-store", h)
+		}
+
+		decide := form("saga", "transfer-77", "seq", "3", "decision", "approve", "reason", "looks right")
+		for _, attack := range [][]string{
+			{"Sec-Fetch-Site", "cross-site"},
+			{"Sec-Fetch-Site", "same-site"},
+			{"Origin", "https://evil.example"},
+		} {
+			r = e.do("POST", "/approvals/decide", formType, decide, "Cookie", c.String(), attack[0], attack[1])
+			want(t, "cross-origin decision "+attack[1], r, 403)
+		}
+		if strings.Contains(e.get("/sagacity/audit/transfer-77").body, "APPROVED") {
+			t.Fatalf("a cross-origin POST was journaled")
+		}
+
+		r = e.do("POST", "/approvals/decide", formType, decide, "Cookie", c.String(), "Sec-Fetch-Site", "same-origin")
+		if r.code != 303 || !strings.HasPrefix(r.header.Get("Location"), "/?decided=approved") {
+			t.Fatalf("decide = %d %s, want 303 back to the console", r.code, r.body)
+		}
+		if audit := e.get("/sagacity/audit/transfer-77").body; !strings.Contains(audit, `"payload":"approver=alice@example.com\nreason=looks right\nauth=dev"`) {
+			t.Errorf("journal = %s, want APPROVED by alice@example.com with auth=dev", audit)
+		}
+		r = e.do("POST", "/approvals/decide", formType, form("saga", "other", "seq", "3", "decision", "reject"), "Cookie", c.String(), "HX-Request", "true")
+		if r.code != 200 || !strings.Contains(r.body, "Rejected other seq 3 as alice@example.com; the saga is COMPENSATED") {
+			t.Errorf("htmx reject = %d %s, want the decided fragment", r.code, r.body)
+		}
+		r = e.do("POST", "/approvals/decide", formType, form("saga", "other", "seq", "3", "decision", "approve"), "Cookie", c.String(), "HX-Request", "true")
+		if r.code != 404 || r.header.Get("HX-Retarget") != "#flash" || !strings.Contains(r.body, "No pending approval found") {
+			t.Errorf("htmx decision on nothing pending = %d %v %s, want a 404 fragment retargeted to #flash", r.code, r.header, r.body)
+		}
+
+		r = e.do("POST", "/logout", "", "", "Cookie", c.String())
+		if r.code != 303 || cookie(r, "sagacity") == nil || cookie(r, "sagacity").MaxAge >= 0 {
+			t.Errorf("logout = %d, want a redirect that deletes the cookie", r.code)
+		}
+		if r := e.do("GET", "/", "", "", "Cookie", c.String()); r.code != 303 {
+			t.Errorf("GET / with the signed-out cookie = %d, want a redirect to sign in", r.code)
+		}
+		r = e.do("POST", "/approvals/decide", formType, decide, "Cookie", c.String())
+		want(t, "decision with the signed-out cookie", r, 401)
+	})
+}
+
+func TestSessionTimeouts(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC).UnixNano())
+	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
+	advance := func(d time.Duration) { now.Add(int64(d)) }
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{now: clock})
+	c := e.session(t, "alice")
+	page := func() int { return e.do("GET", "/", "", "", "Cookie", c.String()).code }
+	for range 30 { // active every 25 minutes for 12.5 hours
+		if page() != 200 {
+			break
+		}
+		advance(25 * time.Minute)
+	}
+	if code := page(); code != 303 {
+		t.Errorf("after 12.5 hours of activity GET / = %d, want a redirect: the absolute timeout is 12h", code)
+	}
+	c = e.session(t, "bob")
+	advance(29 * time.Minute)
+	if code := page(); code != 200 {
+		t.Errorf("after 29 idle minutes GET / = %d, want 200", code)
+	}
+	advance(31 * time.Minute)
+	if code := page(); code != 303 {
+		t.Errorf("after 31 idle minutes GET / = %d, want a redirect: the idle timeout is 30m", code)
+	}
+}
+
+func TestReturnTo(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	for _, to := range []string{"https://evil.example/", "//evil.example/x", `/\evil.example`, "javascript:alert(1)", "evil"} {
+		r := e.get("/login?return_to=" + url.QueryEscape(to))
+		want(t, "return_to="+to, r, 400)
+		r = e.do("POST", "/login", formType, form("name", "alice", "return_to", to))
+		want(t, "sign-in with return_to="+to, r, 400)
+	}
+	if r := e.get("/login?return_to=%2F%3Fdecided%3Dapproved"); r.code != 200 || !strings.Contains(r.body, `value="/?decided=approved"`) {
+		t.Errorf("a local return_to = %d, want the page to carry it", r.code)
+	}
+}
+
+func TestRateLimits(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	var last response
+	for i := range 25 {
+		last = e.do("POST", "/login", formType, form("name", fmt.Sprint("user", i)))
+		if last.code == 429 {
+			break
+		}
+	}
+	if last.code != 429 || last.header.Get("Retry-After") == "" {
+		t.Errorf("25 sign-ins in a row: last = %d %v, want 429 with Retry-After", last.code, last.header)
+	}
+	apprT, apprTok := token("hasty", engine.RoleApprover)
+	e = newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{apprT}})
+	for i := range 70 {
+		last = e.do("POST", "/sagacity/approve/s/1", "application/json", "{}", bearer(apprTok)...)
+		if last.code == 429 {
+			if i < 60 {
+				t.Errorf("rate limited after %d decisions, want 60 a minute", i)
+			}
+			break
+		}
+	}
+	if last.code != 429 || last.header.Get("Retry-After") == "" || !strings.Contains(last.body, "too many requests") {
+		t.Errorf("70 decisions in a row: last = %d %s, want 429 with Retry-After", last.code, last.body)
+	}
+}
