@@ -103,11 +103,18 @@ type apiEnv struct {
 	url   string
 	tools *toolServer
 	db    *store.DB
+	dbURL string
 	logs  *bytes.Buffer
 }
 
 type envOptions struct {
-	tokens              []auth.Token // set: tokens mode, no anonymous API calls
+	tokens []auth.Token // set: tokens mode, no anonymous API calls
+	// oidc, when set, registers a client for the server's callback URL and
+	// returns the provider's issuer and the client: oidc mode.
+	oidc func(redirectURL string) (issuer, clientID, clientSecret string)
+	// roles maps the groups claim in oidc mode.
+	roles               map[string][]engine.Role
+	apiAudience         string
 	now                 func() time.Time
 	noApprovalEndpoints bool
 	maxBody             int64
@@ -158,19 +165,37 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	if o.tokens != nil {
 		mode = "tokens"
 	}
+	srv := httptest.NewUnstartedServer(nil)
+	base := "http://" + srv.Listener.Addr().String()
 	sessions := &auth.Sessions{Store: db, Key: []byte("test-session-key-0123456789abcdef"), Now: o.now}
-	h := server.New(server.Options{
+	bearer := &auth.Bearer{Anonymous: o.tokens == nil && o.oidc == nil, Tokens: o.tokens}
+	var rp *auth.OIDC
+	if o.oidc != nil {
+		mode = "oidc"
+		issuer, id, sec := o.oidc(base + auth.CallbackPath)
+		roles := auth.RoleMap{Claim: "groups", Map: o.roles}
+		rp, err = auth.NewOIDC(ctx, auth.OIDCConfig{Issuer: issuer, ClientID: id, ClientSecret: sec, PublicURL: base,
+			Roles: roles, Sessions: sessions})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.apiAudience != "" {
+			bearer.JWT, bearer.Issuer, bearer.Roles = rp.APIVerifier(o.apiAudience), issuer, roles
+		}
+	}
+	srv.Config.Handler = server.New(server.Options{
 		Log:               slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil)),
 		Ready:             db.Ping,
 		API:               &api.Handlers{Engine: eng},
 		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: mode},
-		APIAuth:           (&auth.Bearer{Anonymous: o.tokens == nil, Tokens: o.tokens}).Principal,
+		APIAuth:           bearer.Principal,
+		OIDC:              rp,
 		ApprovalEndpoints: !o.noApprovalEndpoints,
 		MaxBody:           o.maxBody,
 	})
-	srv := httptest.NewServer(h)
+	srv.Start()
 	t.Cleanup(func() { srv.Close(); db.Close() })
-	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs}
+	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL}
 }
 
 // noRedirects shows redirects to the test instead of following them.

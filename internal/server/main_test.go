@@ -2,7 +2,10 @@ package server_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -29,7 +32,31 @@ func credential(s string) {
 	secrets = append(secrets, s)
 }
 
+// tokenRecorder notes the tokens an OpenID provider hands out to the
+// server under test (oauth2 and go-oidc use http.DefaultTransport).
+type tokenRecorder struct{ base http.RoundTripper }
+
+func (t tokenRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || !strings.HasSuffix(r.URL.Path, "token") {
+		return resp, err
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(b))
+	var tok map[string]any
+	if json.Unmarshal(b, &tok) == nil {
+		for _, k := range []string{"id_token", "access_token", "refresh_token"} {
+			if s, ok := tok[k].(string); ok {
+				credential(s)
+			}
+		}
+	}
+	return resp, err
+}
+
 func TestMain(m *testing.M) {
+	http.DefaultTransport = tokenRecorder{http.DefaultTransport}
 	credential(string(secret))
 	code := m.Run()
 	logs := suiteLog.w.(*bytes.Buffer).String()
