@@ -4,7 +4,9 @@ GO      ?= go
 BIN     ?= bin/sagacity
 PKGS    ?= ./...
 
-.PHONY: run test build generate check bench clean
+HTMX_VERSION ?= 2.0.11
+
+.PHONY: run test build generate check bench htmx clean
 
 ## run: serve the console on 127.0.0.1:8080 with the embedded store
 run:
@@ -31,6 +33,13 @@ check: generate
 ## bench: benchmarks (throughput and latency on SQLite and PostgreSQL)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+## htmx: re-vendor htmx from the npm package htmx.org (commit the result)
+htmx:
+	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent htmx.org@$(HTMX_VERSION) >/dev/null && \
+	  tar xzf htmx.org-$(HTMX_VERSION).tgz && cp package/dist/htmx.min.js $(CURDIR)/web/static/htmx.min.js && \
+	  echo "htmx.min.js  npm htmx.org@$(HTMX_VERSION)  sha256 $$(sha256sum package/dist/htmx.min.js | cut -d' ' -f1)  (make htmx)" > $(CURDIR)/web/static/VERSIONS && \
+	  rm -rf $$tmp
 
 clean:
 	rm -rf bin

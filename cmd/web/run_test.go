@@ -52,7 +52,9 @@ type proc struct {
 // launch runs the server with the given environment on a free port.
 func launch(t *testing.T, vars map[string]string) *proc {
 	t.Helper()
-	vars["SAGACITY_ADDR"] = "127.0.0.1:0"
+	if vars["SAGACITY_ADDR"] == "" {
+		vars["SAGACITY_ADDR"] = "127.0.0.1:0"
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &proc{out: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() { p.done <- run(ctx, []string{"serve"}, env(vars), p.out) }()
