@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -28,11 +29,7 @@ func token(args []string, stdout io.Writer) error {
 	var list []string
 	for _, r := range strings.Split(*roles, ",") {
 		r = strings.TrimSpace(r)
-		ok := false
-		for _, known := range engine.Roles {
-			ok = ok || r == string(known)
-		}
-		if !ok {
+		if !slices.Contains(engine.Roles, engine.Role(r)) {
 			return exitError{2, fmt.Errorf("token: unknown role %q (roles are agent, approver, auditor)", r)}
 		}
 		list = append(list, r)

@@ -5,7 +5,6 @@ package auth
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
@@ -24,14 +23,7 @@ func From(ctx context.Context) engine.Principal {
 	return p
 }
 
-// Anonymous is a dev-mode caller without a sign-in: every role, and a
-// decision is recorded under the approver it names.
+// Anonymous is a dev-mode API caller without a token: every role, and a
+// decision is recorded under the approver it names. Dev mode is allowed on
+// loopback addresses alone.
 var Anonymous = engine.Principal{ID: "anonymous", Auth: "dev", Roles: engine.Roles, Anonymous: true}
-
-// Dev accepts every request as Anonymous. Only for dev mode, which the
-// configuration allows on loopback addresses alone.
-func Dev(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), Anonymous)))
-	})
-}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 )
 
@@ -88,18 +89,9 @@ func parseLine(line []byte) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("timestamp: %w", err)
 	}
-	if !validPhase(l.Phase) {
+	if !slices.Contains(Phases, l.Phase) {
 		return Entry{}, fmt.Errorf("unknown phase %q", l.Phase)
 	}
 	return Entry{SagaID: l.SagaID, Seq: l.Seq, ToolName: l.ToolName, Phase: l.Phase, Input: l.Input,
 		Payload: l.Payload, Timestamp: t.UTC(), Hash: l.Hash}, nil
-}
-
-func validPhase(p Phase) bool {
-	for _, v := range Phases {
-		if p == v {
-			return true
-		}
-	}
-	return false
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -363,19 +364,10 @@ func (e *Engine) Sagas(ctx context.Context, p Principal, f SagaFilter) ([]Saga, 
 	case f.Limit > MaxList:
 		f.Limit = MaxList
 	}
-	if f.Status != "" && !validStatus(f.Status) {
+	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
 		return nil, Errorf(Invalid, "unknown status %q", f.Status)
 	}
 	return e.store.Sagas(ctx, f)
-}
-
-func validStatus(s Status) bool {
-	for _, v := range Statuses {
-		if s == v {
-			return true
-		}
-	}
-	return false
 }
 
 // Journal returns a saga's entries ordered by seq; empty for an unknown saga.
