@@ -5,6 +5,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -214,7 +215,7 @@ func decode(r *http.Request, v any, allowEmpty bool) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return &engine.Error{Kind: engine.Invalid, Msg: "Content-Type must be application/json", Err: ErrMediaType}
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return engine.Errorf(engine.Invalid, "invalid JSON body: %s", jsonProblem(err))

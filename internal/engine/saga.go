@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Outcome is what a tool call came to.
@@ -332,11 +335,7 @@ func (e *Engine) Saga(ctx context.Context, p Principal, id string, fn func(*Run)
 		return s, nil // a failed call already compensated the saga
 	}
 	if fnErr != nil {
-		reason := fnErr.Error()
-		if len(reason) > MaxReasonLen || validReason(reason) != nil {
-			reason = "saga function failed"
-		}
-		return e.Abort(ctx, p, id, reason)
+		return e.Abort(ctx, p, id, cleanReason(fnErr.Error()))
 	}
 	return e.End(ctx, p, id)
 }
@@ -434,4 +433,20 @@ func (e *Engine) InDoubt(ctx context.Context, p Principal, olderThan time.Durati
 		return nil, err
 	}
 	return e.store.InDoubt(ctx, e.now().Add(-olderThan))
+}
+
+// cleanReason makes any text a valid reason: control characters become
+// spaces, invalid UTF-8 is replaced and the length is capped.
+func cleanReason(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	for len(s) > MaxReasonLen {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }

@@ -492,9 +492,9 @@ func testSagaFunc(t *testing.T, v *env) {
 		if _, err := r.Call("createOrder", "{}"); err != nil {
 			return err
 		}
-		return fmt.Errorf("model refused to continue")
+		return fmt.Errorf("model refused to continue:\nline two")
 	})
-	if err != nil || s.Status != engine.Compensated || !strings.Contains(s.Reason, "model refused to continue") {
+	if err != nil || s.Status != engine.Compensated || !strings.Contains(s.Reason, "model refused to continue: line two") {
 		t.Errorf("Saga(fn error) = %+v, %v; want COMPENSATED with the error as reason", s, err)
 	}
 	if s, err := v.e.Saga(ctx, agent, "done", func(r *engine.Run) error { _, err := r.Call("createOrder", "{}"); return err }); err != nil || s.Status != engine.Completed {
