@@ -254,6 +254,11 @@ func TestBrowserApproval(t *testing.T) {
 	if err != nil {
 		t.Fatalf("signing in through the provider: %v", err)
 	}
+	// The console must have finished loading, htmx included, before we type:
+	// nodes found while the redirects settle can go stale.
+	if _, err := chromedp.Run(tctx, chromedp.Poll[bool](`document.readyState === "complete" && typeof htmx !== "undefined"`)); err != nil {
+		t.Fatalf("waiting for the console to load: %v", err)
+	}
 	who, err := chromedp.Run(tctx, chromedp.Text(chromedp.ID("who")))
 	if err != nil || !strings.Contains(who, "alice@example.test") || !strings.Contains(who, "approver") {
 		t.Errorf("header = %q, %v; want alice@example.test with the approver role", who, err)
