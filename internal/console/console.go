@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/sagacity-go/sagacity/internal/auth"
@@ -33,6 +34,10 @@ func render(w http.ResponseWriter, r *http.Request, status int, c templ.Componen
 // htmx reports whether the request comes from htmx and wants a fragment.
 func htmx(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
 
+// inDoubtAfter is how long a call may run before the console calls it in
+// doubt; tools time out well before.
+const inDoubtAfter = 10 * time.Minute
+
 // Approvals is the pending approvals page: GET /.
 func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
@@ -40,7 +45,11 @@ func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return render(w, r, http.StatusOK, templates.Approvals(templates.ApprovalsPage{Me: me, Requests: reqs, Flash: flash(r)}))
+	doubt, err := h.Engine.InDoubt(r.Context(), me, inDoubtAfter)
+	if err != nil {
+		return err
+	}
+	return render(w, r, http.StatusOK, templates.Approvals(templates.ApprovalsPage{Me: me, Requests: reqs, InDoubt: doubt, Flash: flash(r)}))
 }
 
 // flash reads the notice a redirect after a decision left in the query.

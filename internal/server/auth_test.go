@@ -142,7 +142,13 @@ func TestConsoleDevSession(t *testing.T) {
 			t.Fatalf("sign-in = %d, cookie %+v; want a new HttpOnly, SameSite=Lax session cookie", r.code, c)
 		}
 		credential(c.Value)
+		// A call a crash left between INTENT and its outcome is shown, not re-run.
+		storetest.Exec(t, dbURL, "INSERT INTO calls (saga_id, seq, tool_name, input, state, started_at, updated_at)"+
+			" VALUES ('transfer-77', 99, 'chargeCard', '{}', 'RUNNING', $1, $1)", time.Now().Add(-time.Hour))
 		page := e.do("GET", "/", "", "", "Cookie", c.String())
+		if !strings.Contains(page.body, "In doubt: 1 call(s)") || !strings.Contains(page.body, "<code>chargeCard</code> in saga <code>transfer-77</code> · seq 99") {
+			t.Errorf("console does not show the call in doubt:\n%s", page.body)
+		}
 		if page.code != 200 || !strings.Contains(page.body, "alice@example.com") || !strings.Contains(page.body, "transfer-77") {
 			t.Fatalf("console = %d, want the pending requests and who is signed in", page.code)
 		}

@@ -8,11 +8,13 @@ type Flash struct {
 	Text string
 }
 
-// ApprovalsPage lists pending approval requests.
+// ApprovalsPage lists pending approval requests, and the calls whose
+// outcome the journal does not know.
 type ApprovalsPage struct {
 	Me       engine.Principal
 	Flash    Flash
 	Requests []engine.ApprovalRequest
+	InDoubt  []engine.Call
 }
 
 // Decided is what replaces a request's card once it is decided.
