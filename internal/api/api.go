@@ -59,7 +59,7 @@ func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 	for _, q := range reqs {
 		out = append(out, approvalJSON{q.SagaID, q.JournalSeq, q.ToolName, q.Input, q.InputHash})
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return WriteJSON(w, http.StatusOK, out)
 }
 
 type decisionBody struct {
@@ -105,7 +105,7 @@ func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideF
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, decisionJSON{d.SagaID, d.JournalSeq, d.Approved, d.Approver, d.DecidedAt, d.Status})
+	return WriteJSON(w, http.StatusOK, decisionJSON{d.SagaID, d.JournalSeq, d.Approved, d.Approver, d.DecidedAt, d.Status})
 }
 
 type resumeBody struct {
@@ -140,9 +140,9 @@ func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if res.Refused || res.Call.Outcome != engine.OutcomeExecuted {
-		return writeJSON(w, http.StatusConflict, resumeJSON{SagaID: sagaID, Status: res.Status, Reason: res.Reason})
+		return WriteJSON(w, http.StatusConflict, resumeJSON{SagaID: sagaID, Status: res.Status, Reason: res.Reason})
 	}
-	return writeJSON(w, http.StatusOK, resumeJSON{SagaID: sagaID, Status: res.Status, Result: &res.Result})
+	return WriteJSON(w, http.StatusOK, resumeJSON{SagaID: sagaID, Status: res.Status, Result: &res.Result})
 }
 
 // Audit exports a saga's journal as NDJSON: GET /sagacity/audit/{sagaId}.
@@ -169,7 +169,7 @@ func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, v)
+	return WriteJSON(w, http.StatusOK, v)
 }
 
 // param returns a path parameter, unescaped when the router matched the
@@ -257,7 +257,9 @@ func jsonKind(k string) string {
 	return k
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) error {
+// WriteJSON writes v as a JSON response with the given status. The
+// server's error adapter writes error bodies with it too.
+func WriteJSON(w http.ResponseWriter, status int, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

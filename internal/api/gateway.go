@@ -49,13 +49,13 @@ func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 	switch res.Outcome {
 	case engine.OutcomeExecuted:
 		out.Result = &res.Result
-		return writeJSON(w, http.StatusOK, out)
+		return WriteJSON(w, http.StatusOK, out)
 	case engine.OutcomeAwaitingApproval:
 		out.Message, out.InputHash = res.Message, res.InputHash
-		return writeJSON(w, http.StatusAccepted, out)
+		return WriteJSON(w, http.StatusAccepted, out)
 	}
 	out.Error = res.Error
-	return writeJSON(w, http.StatusUnprocessableEntity, out)
+	return WriteJSON(w, http.StatusUnprocessableEntity, out)
 }
 
 type sagaJSON struct {
@@ -87,7 +87,7 @@ func (h *Handlers) End(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, toSagaJSON(s))
+	return WriteJSON(w, http.StatusOK, toSagaJSON(s))
 }
 
 // Abort compensates the saga and drops its pending requests:
@@ -107,7 +107,7 @@ func (h *Handlers) Abort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, toSagaJSON(s))
+	return WriteJSON(w, http.StatusOK, toSagaJSON(s))
 }
 
 // Saga reads one saga: GET /sagacity/sagas/{sagaId}.
@@ -120,7 +120,7 @@ func (h *Handlers) Saga(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, toSagaJSON(s))
+	return WriteJSON(w, http.StatusOK, toSagaJSON(s))
 }
 
 type sagaListJSON struct {
@@ -158,7 +158,7 @@ func (h *Handlers) Sagas(w http.ResponseWriter, r *http.Request) error {
 		last := sagas[len(sagas)-1]
 		out.NextCursor = cursor(engine.SagaCursor{CreatedAt: last.CreatedAt, ID: last.ID})
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return WriteJSON(w, http.StatusOK, out)
 }
 
 type inDoubtJSON struct {
@@ -190,5 +190,5 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 	for _, c := range calls {
 		out = append(out, inDoubtJSON{c.SagaID, c.Seq, c.ToolName, c.Input, c.State, c.StartedAt, c.UpdatedAt})
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return WriteJSON(w, http.StatusOK, out)
 }

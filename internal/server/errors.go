@@ -98,7 +98,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		if e, ok := errors.AsType[*engine.Error](err); ok {
 			body.SagaID, body.JournalSeq = e.SagaID, e.Seq
 		}
-		writeJSON(w, code, body)
+		api.WriteJSON(w, code, body)
 		return
 	}
 	signIn := "/login?return_to=" + url.QueryEscape(r.URL.RequestURI())

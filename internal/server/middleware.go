@@ -3,12 +3,12 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"runtime/debug"
 	"time"
 
+	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
@@ -59,7 +59,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 			if p := recover(); p != nil {
 				s.Log.Error("panic", "request", id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				if sw.code == 0 {
-					writeJSON(sw, http.StatusInternalServerError, errorJSON{Error: "internal error (request " + id + ")"})
+					api.WriteJSON(sw, http.StatusInternalServerError, errorJSON{Error: "internal error (request " + id + ")"})
 				}
 			}
 			s.Log.Info("request", "request", id, "method", r.Method, "path", r.URL.Path, "status", sw.code,
@@ -110,10 +110,4 @@ func (s *server) authenticate(who func(*http.Request) (engine.Principal, error))
 			next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 		})
 	}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(v)
 }
