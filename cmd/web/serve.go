@@ -55,7 +55,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	opts.Log, opts.Ready = log, db.Ping
 	opts.API = &api.Handlers{Engine: eng}
 	opts.Console.Engine = eng
-	opts.ApprovalEndpoints, opts.MaxBody = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes
+	opts.ApprovalEndpoints, opts.MaxBody, opts.Hosts = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes, cfg.Hosts
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("SAGACITY_ADDR: %w", err)
@@ -80,6 +80,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	go recoverLoop(ctx, eng, log)
 	select {
 	case err := <-errc:
 		return err
@@ -95,6 +96,27 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return err
 	}
 	return nil
+}
+
+// recoverEvery is how often compensations that a crash or an outage
+// interrupted are looked for and continued.
+const recoverEvery = time.Minute
+
+// recoverLoop continues interrupted compensations at start and then every
+// recoverEvery, until ctx ends.
+func recoverLoop(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
+	t := time.NewTicker(recoverEvery)
+	defer t.Stop()
+	for {
+		if err := eng.Recover(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("continuing interrupted compensations failed; trying again later", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // newEngine registers the configured HTTP tools and, in demo mode, the
@@ -120,7 +142,8 @@ func newEngine(cfg config.Config, db *store.DB, log *slog.Logger) (*engine.Engin
 			tools = append(tools, t)
 		}
 	}
-	return engine.New(db, tools, engine.WithLogger(log), engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)))
+	return engine.New(db, tools, engine.WithLogger(log), engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
+		engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas}))
 }
 
 // authOptions builds who-is-calling for the configured mode: sessions for

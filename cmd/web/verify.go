@@ -28,6 +28,9 @@ func verify(args []string, stdout io.Writer) error {
 	if err != nil {
 		return exitError{2, fmt.Errorf("%s: %w", args[0], err)}
 	}
+	if len(entries) == 0 {
+		return exitError{2, fmt.Errorf("%s: holds no journal entries; export a saga with GET /sagacity/audit/{sagaId}", args[0])}
+	}
 	for _, e := range entries {
 		if e.SagaID != entries[0].SagaID {
 			return exitError{2, fmt.Errorf("%s: the export holds entries of sagas %q and %q; verify one saga at a time",

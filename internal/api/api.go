@@ -5,7 +5,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -20,6 +19,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
@@ -40,6 +41,7 @@ type approvalJSON struct {
 	ToolName   string `json:"toolName"`
 	Input      string `json:"input"`
 	InputHash  string `json:"inputHash"`
+	Requester  string `json:"requester"`
 }
 
 // Approvals lists pending requests: GET /sagacity/approvals[/{sagaId}].
@@ -57,7 +59,7 @@ func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]approvalJSON, 0, len(reqs))
 	for _, q := range reqs {
-		out = append(out, approvalJSON{q.SagaID, q.JournalSeq, q.ToolName, q.Input, q.InputHash})
+		out = append(out, approvalJSON{q.SagaID, q.JournalSeq, q.ToolName, q.Input, q.InputHash, q.Requester})
 	}
 	return WriteJSON(w, http.StatusOK, out)
 }
@@ -113,16 +115,17 @@ type resumeBody struct {
 }
 
 type resumeJSON struct {
-	SagaID string        `json:"sagaId"`
-	Status engine.Status `json:"status"`
-	Result *string       `json:"result,omitempty"`
-	Reason string        `json:"reason,omitempty"`
+	SagaID string  `json:"sagaId"`
+	Status string  `json:"status"` // the saga's status, or IN_DOUBT
+	Result *string `json:"result,omitempty"`
+	Reason string  `json:"reason,omitempty"`
 }
 
 // Resume executes an approved request bound to its payload:
 // POST /sagacity/resume/{sagaId}/{seq} with {"payload": "..."}. A refusal,
 // or a tool that failed, is a completed action: 409 with the saga's status
-// and the reason.
+// and the reason. A tool that ran but whose outcome could not be journaled
+// is 202 with status IN_DOUBT: it must not be retried.
 func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 	sagaID, seq, err := sagaSeq(r)
 	if err != nil {
@@ -139,10 +142,13 @@ func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if res.Refused || res.Call.Outcome != engine.OutcomeExecuted {
-		return WriteJSON(w, http.StatusConflict, resumeJSON{SagaID: sagaID, Status: res.Status, Reason: res.Reason})
+	switch {
+	case res.Call.Outcome == engine.OutcomeInDoubt:
+		return WriteJSON(w, http.StatusAccepted, resumeJSON{SagaID: sagaID, Status: string(engine.OutcomeInDoubt), Reason: res.Reason})
+	case res.Refused || res.Call.Outcome != engine.OutcomeExecuted:
+		return WriteJSON(w, http.StatusConflict, resumeJSON{SagaID: sagaID, Status: string(res.Status), Reason: res.Reason})
 	}
-	return WriteJSON(w, http.StatusOK, resumeJSON{SagaID: sagaID, Status: res.Status, Result: &res.Result})
+	return WriteJSON(w, http.StatusOK, resumeJSON{SagaID: sagaID, Status: string(res.Status), Result: &res.Result})
 }
 
 // Audit exports a saga's journal as NDJSON: GET /sagacity/audit/{sagaId}.
@@ -198,13 +204,16 @@ func sagaSeq(r *http.Request) (string, int64, error) {
 	return sagaID, seq, nil
 }
 
-// decode reads one JSON object into v: the body must be application/json,
-// name no unknown field and hold nothing after the object. An empty body
-// is allowed when allowEmpty is set. The server caps the body's size.
+// decode reads one JSON object into v, strictly: the body must be
+// application/json and valid UTF-8 JSON, and its keys must be v's field
+// names exactly, each once (a duplicate or case-variant key could make the
+// engine and a reviewer read different values), with nothing after the
+// object. An empty body is allowed when allowEmpty is set. The server caps
+// the body's size.
 func decode(r *http.Request, v any, allowEmpty bool) error {
-	body, err := io.ReadAll(r.Body)
+	body, err := ReadBody(r)
 	if err != nil {
-		return err // *http.MaxBytesError: the server answers 413
+		return err
 	}
 	if len(body) == 0 {
 		if allowEmpty {
@@ -215,32 +224,52 @@ func decode(r *http.Request, v any, allowEmpty bool) error {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return &engine.Error{Kind: engine.Invalid, Msg: "Content-Type must be application/json", Err: ErrMediaType}
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return engine.Errorf(engine.Invalid, "invalid JSON body: %s", jsonProblem(err))
+	return Unmarshal(body, v)
+}
+
+// ReadBody reads a request body whole; errors as BodyError.
+func ReadBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	return body, BodyError(err)
+}
+
+// BodyError classifies an error reading a request body (or parsing a form
+// from it): a body over the server's cap keeps its *http.MaxBytesError
+// (413); one that cannot be read, as from a client that stalls or hangs
+// up, is Invalid: the client's problem, not the server's.
+func BodyError(err error) error {
+	if _, tooBig := errors.AsType[*http.MaxBytesError](err); err != nil && !tooBig {
+		return &engine.Error{Kind: engine.Invalid, Msg: "the request body could not be read", Err: err}
 	}
-	if dec.More() {
-		return engine.Errorf(engine.Invalid, "invalid JSON body: more than one JSON value")
+	return err
+}
+
+// Unmarshal decodes one JSON object into v with decode's rules. Errors are
+// Invalid and describe the problem without echoing the body.
+func Unmarshal(body []byte, v any) error {
+	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return engine.Errorf(engine.Invalid, "invalid JSON body: %s", jsonProblem(err))
 	}
 	return nil
 }
 
-// jsonProblem describes a decoding error without echoing the body.
+// jsonProblem describes a decoding error: where, and what, in words.
 func jsonProblem(err error) string {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
+	if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
+		// The cause may quote the offending bytes between backquotes.
+		what, _, _ := strings.Cut(strings.TrimPrefix(se.Err.Error(), "jsontext: "), " `")
+		return fmt.Sprintf("%s at byte %d", what, se.ByteOffset)
+	}
+	se, ok := errors.AsType[*jsonv2.SemanticError](err)
 	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("malformed at byte %d", se.Offset)
-	case errors.As(err, &te) && te.Field != "":
-		return fmt.Sprintf("field %q must be %s", te.Field, jsonKind(te.Type.Kind().String()))
-	case errors.As(err, &te):
+	case ok && errors.Is(err, jsonv2.ErrUnknownName):
+		return fmt.Sprintf("unknown field %s", strconv.Quote(string(se.JSONPointer.LastToken())))
+	case ok && se.JSONPointer != "" && se.GoType != nil:
+		return fmt.Sprintf("field %s must be %s", strconv.Quote(string(se.JSONPointer.LastToken())), jsonKind(se.GoType.Kind().String()))
+	case ok:
 		return "the body must be a JSON object"
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return "truncated"
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
 	}
 	return "not a JSON object"
 }

@@ -27,8 +27,9 @@ type callJSON struct {
 
 // Call runs a tool in a saga: POST /sagacity/sagas/{sagaId}/calls with
 // {"tool": "...", "input": "<exact input>"}. 200 executed, 202 gated (seq
-// is the one to approve and resume), 422 the tool failed and the saga was
-// compensated.
+// is the one to approve and resume) or in doubt (the tool ran but its
+// outcome could not be journaled: not to be retried), 422 the tool failed
+// and the saga was compensated.
 func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 	sagaID, err := param(r, "sagaId")
 	if err != nil {
@@ -52,6 +53,9 @@ func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 		return WriteJSON(w, http.StatusOK, out)
 	case engine.OutcomeAwaitingApproval:
 		out.Message, out.InputHash = res.Message, res.InputHash
+		return WriteJSON(w, http.StatusAccepted, out)
+	case engine.OutcomeInDoubt:
+		out.Error = res.Error
 		return WriteJSON(w, http.StatusAccepted, out)
 	}
 	out.Error = res.Error

@@ -29,6 +29,9 @@ type Config struct {
 	ApprovalEndpoints bool   // SAGACITY_APPROVAL_ENDPOINTS_ENABLED, default true
 	Demo              bool   // SAGACITY_DEMO, default false
 	File              File   // the YAML file; defaults only when SAGACITY_CONFIG is unset
+	// Hosts are the host names requests may be addressed to, besides the
+	// loopback names: SAGACITY_PUBLIC_URL's, then SAGACITY_ALLOWED_HOSTS.
+	Hosts []string
 }
 
 // Defaults for a local run: loopback, the embedded store.
@@ -84,7 +87,19 @@ func load(getenv func(string) string) (Config, error) {
 		}
 		// Paths are appended to it, so "https://x/" must not give "https://x//login".
 		c.PublicURL = strings.TrimRight(v, "/")
+		u, _ := url.Parse(c.PublicURL)
+		c.Hosts = append(c.Hosts, strings.ToLower(u.Hostname()))
 	}
+	for h := range strings.SplitSeq(getenv("SAGACITY_ALLOWED_HOSTS"), ",") {
+		if h = strings.ToLower(strings.TrimSpace(h)); h == "" {
+			continue
+		}
+		if strings.ContainsAny(h, ":/ ") {
+			return c, fmt.Errorf("SAGACITY_ALLOWED_HOSTS: %q is not a host name; list names such as sagacity.internal, without scheme or port", h)
+		}
+		c.Hosts = append(c.Hosts, h)
+	}
+
 	if c.OIDCIssuer != "" {
 		if err := checkIssuer(c.OIDCIssuer); err != nil {
 			return c, fmt.Errorf("SAGACITY_OIDC_ISSUER: %w", err)
@@ -121,6 +136,10 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	if c.Auth, err = c.resolveAuth(auth); err != nil {
 		return c, err
+	}
+	if len(c.Hosts) == 0 && !c.Loopback() {
+		// Requests for any other host name are refused (DNS rebinding).
+		return c, fmt.Errorf("SAGACITY_PUBLIC_URL: required when listening on %s: the server answers only to the host names it is configured for (list more in SAGACITY_ALLOWED_HOSTS)", c.Addr)
 	}
 	return c, nil
 }

@@ -57,6 +57,7 @@ func TestLoadFull(t *testing.T) {
 		Auth:              "oidc",
 		ApprovalEndpoints: false,
 		Demo:              true,
+		Hosts:             []string{"sagacity.example.com"},
 		File: File{
 			Tools: []Tool{
 				{
@@ -95,7 +96,7 @@ func TestLoadFull(t *testing.T) {
 					"agents":             {engine.RoleAgent, engine.RoleAuditor},
 				},
 			},
-			Policy: Policy{MaxBodyBytes: 512 << 10, MaxResultBytes: 2 << 20},
+			Policy: Policy{MaxBodyBytes: 512 << 10, MaxResultBytes: 2 << 20, ShareSagas: true},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -177,8 +178,13 @@ tools:
 			func(c Config) any { return c.Auth }, "dev"},
 		{"dev explicit", map[string]string{"SAGACITY_AUTH": "dev"}, "",
 			func(c Config) any { return c.Auth }, "dev"},
-		{"tokens on every interface", map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_ADDR": ":8080"}, oneToken,
+		{"tokens on every interface", map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_ADDR": ":8080", "SAGACITY_ALLOWED_HOSTS": "sagacity.internal"}, oneToken,
 			func(c Config) any { return c.Auth }, "tokens"},
+		{"hosts from the public url and the allowed list", map[string]string{"SAGACITY_PUBLIC_URL": "https://Console.Example:8443/base",
+			"SAGACITY_ALLOWED_HOSTS": " sagacity.svc.cluster.local ,, API.internal"}, "",
+			func(c Config) any { return c.Hosts }, []string{"console.example", "sagacity.svc.cluster.local", "api.internal"}},
+		{"no hosts needed on loopback", nil, "", func(c Config) any { return c.Hosts }, []string(nil)},
+		{"sagas shared", nil, "policy: {shareSagas: true}\n", policy, Policy{MaxBodyBytes: 1 << 20, MaxResultBytes: 1 << 20, ShareSagas: true}},
 		{"oidc without client secret", map[string]string{
 			"SAGACITY_AUTH": "oidc", "SAGACITY_ADDR": "0.0.0.0:8080", "SAGACITY_OIDC_ISSUER": "https://idp.example",
 			"SAGACITY_OIDC_CLIENT_ID": "c", "SAGACITY_PUBLIC_URL": "https://s.example", "SAGACITY_SESSION_KEY": sessionKey}, "",
@@ -335,6 +341,10 @@ func errorCases() []errorCase {
 			want: "SAGACITY_AUTH: dev mode refuses to listen on 0.0.0.0:8080: it accepts anyone; bind to 127.0.0.1 or use oidc or tokens"},
 		{name: "dev on empty host", vars: map[string]string{"SAGACITY_AUTH": "dev", "SAGACITY_ADDR": ":8080"}, want: "SAGACITY_AUTH: dev mode refuses to listen on :8080:"},
 		{name: "dev on a lan address", vars: map[string]string{"SAGACITY_AUTH": "dev", "SAGACITY_ADDR": "192.168.1.10:8080"}, want: "SAGACITY_AUTH: dev mode refuses to listen on 192.168.1.10:8080:"},
+		{name: "no host names beyond loopback", vars: map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_ADDR": "0.0.0.0:8080", "SAGACITY_CONFIG": "testdata/full.yaml"},
+			want: "SAGACITY_PUBLIC_URL: required when listening on 0.0.0.0:8080: the server answers only to the host names it is configured for (list more in SAGACITY_ALLOWED_HOSTS)"},
+		{name: "allowed host with a port", vars: map[string]string{"SAGACITY_ALLOWED_HOSTS": "a.example,b.example:8080"},
+			want: `SAGACITY_ALLOWED_HOSTS: "b.example:8080" is not a host name; list names such as sagacity.internal, without scheme or port`},
 		{name: "oidc without issuer", vars: without(oidc, "SAGACITY_OIDC_ISSUER"), want: "SAGACITY_OIDC_ISSUER: required when SAGACITY_AUTH=oidc"},
 		{name: "oidc without client id", vars: without(oidc, "SAGACITY_OIDC_CLIENT_ID"), want: "SAGACITY_OIDC_CLIENT_ID: required when SAGACITY_AUTH=oidc"},
 		{name: "oidc without public url", vars: without(oidc, "SAGACITY_PUBLIC_URL"), want: "SAGACITY_PUBLIC_URL: required when SAGACITY_AUTH=oidc"},

@@ -57,10 +57,13 @@ type Roles struct {
 	Map   map[string][]engine.Role // claim value → roles
 }
 
-// Policy holds size limits, in bytes.
+// Policy holds size limits, in bytes, and who may act on whose sagas.
 type Policy struct {
 	MaxBodyBytes   int64 // largest request body accepted, default 1 MiB
 	MaxResultBytes int64 // largest HTTP tool response body read, default 1 MiB
+	// ShareSagas lets every agent call tools in, end, abort and resume
+	// every saga; by default only the saga's initiator may.
+	ShareSagas bool
 }
 
 // Limits for the file's values.
@@ -114,8 +117,9 @@ type yamlRoles struct {
 }
 
 type yamlPolicy struct {
-	MaxBody   string `yaml:"maxBody"`
-	MaxResult string `yaml:"maxResult"`
+	MaxBody    string `yaml:"maxBody"`
+	MaxResult  string `yaml:"maxResult"`
+	ShareSagas bool   `yaml:"shareSagas"`
 }
 
 // readFile reads and checks the file at path. Every error starts with
@@ -210,6 +214,7 @@ func (y yamlFile) check() (File, error) {
 	if f.Policy.MaxResultBytes, err = size("policy.maxResult", y.Policy.MaxResult); err != nil {
 		return File{}, err
 	}
+	f.Policy.ShareSagas = y.Policy.ShareSagas
 	return f, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
+	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/web/templates"
@@ -49,20 +50,42 @@ func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return render(w, r, http.StatusOK, templates.Approvals(templates.ApprovalsPage{Me: me, Requests: reqs, InDoubt: doubt, Flash: flash(r)}))
+	f, err := h.decided(r, me)
+	if err != nil {
+		return err
+	}
+	return render(w, r, http.StatusOK, templates.Approvals(templates.ApprovalsPage{Me: me, Requests: reqs, InDoubt: doubt, Flash: f}))
 }
 
-// flash reads the notice a redirect after a decision left in the query.
-// Only the fixed words are trusted; the saga id is shown escaped.
-func flash(r *http.Request) templates.Flash {
+// decided is the notice shown after a decision made without JavaScript:
+// the redirect names the request (?decided=<saga>&seq=<n>) and the notice
+// says what the journal records for it, so a crafted link cannot show a
+// decision that was never made.
+func (h *Handlers) decided(r *http.Request, me engine.Principal) (templates.Flash, error) {
 	q := r.URL.Query()
-	switch q.Get("decided") {
-	case "approved":
-		return templates.Flash{Kind: "ok", Text: fmt.Sprintf("Approved %s seq %s. It runs when resumed with exactly these bytes.", q.Get("saga"), q.Get("seq"))}
-	case "rejected":
-		return templates.Flash{Kind: "ok", Text: fmt.Sprintf("Rejected %s seq %s; its executed steps were compensated.", q.Get("saga"), q.Get("seq"))}
+	if q.Get("decided") == "" {
+		return templates.Flash{}, nil
 	}
-	return templates.Flash{}
+	seq, err := strconv.ParseInt(q.Get("seq"), 10, 64)
+	if err != nil || seq <= 0 {
+		return templates.Flash{}, nil
+	}
+	d, err := h.Engine.Decision(r.Context(), me, q.Get("decided"), seq)
+	switch {
+	case engine.IsKind(err, engine.NotFound), engine.IsKind(err, engine.Invalid):
+		return templates.Flash{}, nil
+	case err != nil:
+		return templates.Flash{}, err
+	}
+	return templates.Flash{Kind: "ok", Text: decisionText(d)}, nil
+}
+
+// decisionText says what was decided, as the journal records it.
+func decisionText(d engine.Decision) string {
+	if d.Approved {
+		return fmt.Sprintf("Approved %s seq %d as %s. It runs when resumed with exactly these bytes.", d.SagaID, d.JournalSeq, d.Approver)
+	}
+	return fmt.Sprintf("Rejected %s seq %d as %s; the saga is %s.", d.SagaID, d.JournalSeq, d.Approver, d.Status)
 }
 
 // Decide approves or rejects a pending request: POST /approvals/decide
@@ -70,7 +93,7 @@ func flash(r *http.Request) templates.Flash {
 // engine decides who may; the principal is the session's, never a form value.
 func (h *Handlers) Decide(w http.ResponseWriter, r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
-		return err
+		return api.BodyError(err)
 	}
 	saga := r.PostForm.Get("saga")
 	seq, err := strconv.ParseInt(r.PostForm.Get("seq"), 10, 64)
@@ -90,19 +113,11 @@ func (h *Handlers) Decide(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	word := "rejected"
-	if d.Approved {
-		word = "approved"
-	}
 	if !htmx(r) {
-		http.Redirect(w, r, fmt.Sprintf("/?decided=%s&saga=%s&seq=%d", word, url.QueryEscape(saga), seq), http.StatusSeeOther)
+		http.Redirect(w, r, fmt.Sprintf("/?decided=%s&seq=%d", url.QueryEscape(saga), seq), http.StatusSeeOther)
 		return nil
 	}
-	text := fmt.Sprintf("Approved %s seq %d as %s. It runs when resumed with exactly these bytes.", saga, seq, d.Approver)
-	if !d.Approved {
-		text = fmt.Sprintf("Rejected %s seq %d as %s; the saga is %s.", saga, seq, d.Approver, d.Status)
-	}
-	return render(w, r, http.StatusOK, templates.DecidedCard(templates.Decided{Decision: d, Flash: templates.Flash{Kind: "ok", Text: text}}))
+	return render(w, r, http.StatusOK, templates.DecidedCard(templates.Decided{Decision: d, Flash: templates.Flash{Kind: "ok", Text: decisionText(d)}}))
 }
 
 // Login is the sign-in page of dev and tokens modes: GET /login.
@@ -118,7 +133,7 @@ func (h *Handlers) Login(w http.ResponseWriter, r *http.Request) error {
 // decisions they make are journaled with auth=dev.
 func (h *Handlers) DevSignIn(w http.ResponseWriter, r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
-		return err
+		return api.BodyError(err)
 	}
 	returnTo, err := auth.ReturnTo(r.PostForm.Get("return_to"))
 	if err != nil {

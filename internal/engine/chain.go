@@ -74,6 +74,9 @@ func Verify(entries []Entry) Verification {
 	}
 	prev := ZeroHash
 	for i, e := range entries {
+		if e.Unreadable != "" {
+			return broken(n, i, fmt.Sprintf("unreadable entry at seq=%d (entry %d): %s", e.Seq, i, e.Unreadable))
+		}
 		if Hash(prev, e) != e.Hash {
 			return broken(n, i, fmt.Sprintf("hash mismatch at seq=%d (entry %d)", e.Seq, i))
 		}
@@ -85,23 +88,41 @@ func Verify(entries []Entry) Verification {
 	return Verification{Valid: true, EntryCount: n, BreakAtIndex: -1, Message: fmt.Sprintf("all %d entries verified", n)}
 }
 
-// VerifyHead verifies entries like Verify and also checks them against the
-// saga's recorded head, which catches rows deleted from the journal's tail.
-func VerifyHead(entries []Entry, headSeq int64, headHash string) Verification {
+// VerifySaga verifies a saga's journal like Verify, then against what the
+// saga's row and its pending requests record: the journal must end at the
+// head the row records, which catches rows deleted from the tail, and each
+// pending request must stand for an AWAITING_APPROVAL entry of the same
+// tool and input with that input's hash, which catches a request row
+// rewritten behind the journal's back. VerifySaga is pure.
+func VerifySaga(entries []Entry, s Saga, reqs []ApprovalRequest) Verification {
+	n := len(entries)
+	if s.Unreadable != "" {
+		return broken(n, n, fmt.Sprintf("saga record unreadable: %s", s.Unreadable))
+	}
 	v := Verify(entries)
 	if !v.Valid {
 		return v
 	}
 	var lastSeq int64
 	lastHash := ZeroHash
-	if n := len(entries); n > 0 {
+	if n > 0 {
 		lastSeq, lastHash = entries[n-1].Seq, entries[n-1].Hash
 	}
 	switch {
-	case lastSeq < headSeq:
-		return broken(len(entries), len(entries), fmt.Sprintf("journal truncated: it ends at seq=%d but the saga's head is seq=%d", lastSeq, headSeq))
-	case lastSeq > headSeq || lastHash != headHash:
-		return broken(len(entries), len(entries)-1, fmt.Sprintf("head mismatch at seq=%d (entry %d): the saga records head seq=%d hash=%s", lastSeq, len(entries)-1, headSeq, headHash))
+	case lastSeq < s.HeadSeq:
+		return broken(n, n, fmt.Sprintf("journal truncated: it ends at seq=%d but the saga's head is seq=%d", lastSeq, s.HeadSeq))
+	case lastSeq > s.HeadSeq || lastHash != s.HeadHash:
+		return broken(n, n-1, fmt.Sprintf("head mismatch at seq=%d (entry %d): the saga records head seq=%d hash=%s", lastSeq, n-1, s.HeadSeq, s.HeadHash))
+	}
+	for _, r := range reqs {
+		i := r.JournalSeq - 1
+		if i < 0 || i >= int64(n) {
+			return broken(n, n, fmt.Sprintf("approval request at seq=%d has no journal entry", r.JournalSeq))
+		}
+		if g := entries[i]; r.SagaID != s.ID || g.Phase != PhaseAwaitingApproval || g.ToolName != r.ToolName ||
+			g.Input != r.Input || r.InputHash != PayloadHash(g.Input) {
+			return broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i))
+		}
 	}
 	return v
 }

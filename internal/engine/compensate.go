@@ -66,15 +66,34 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 			return s, nil // a call or undo in flight elsewhere will settle the saga
 		}
 		inv := Invocation{SagaID: sagaID, Seq: claimed.Seq, Tool: claimed.ToolName, Input: claimed.Input}
-		_, undoErr := e.safely(inv, func() (string, error) {
-			return "", tool.Executor.Compensate(ctx, inv, claimed.Result)
-		})
-		if _, err := e.update(ctx, sagaID, nil, func(tx Tx, s *Saga) error {
+		result, undoErr := DecodeText(claimed.Result)
+		if undoErr == nil {
+			_, undoErr = e.safely(inv, func() (string, error) {
+				return "", tool.Executor.Compensate(ctx, inv, result)
+			})
+		}
+		if _, err := e.record(ctx, sagaID, func(tx Tx, s *Saga) error {
+			if cur, err := tx.Call(sagaID, claimed.Seq); err != nil || cur.State != CallCompensating {
+				return err // nil: an earlier attempt committed, only its answer was lost
+			}
 			return e.undone(tx, s, claimed, undoErr)
 		}); err != nil {
 			return Saga{}, err
 		}
 	}
+}
+
+// compensateNow compensates s, which a committed transaction has just
+// made COMPENSATING, and returns it as compensation left it. When the store
+// fails part way, s stays COMPENSATING for Recover to finish: what was
+// decided is committed, so the caller is told the saga's state, not an error.
+func (e *Engine) compensateNow(ctx context.Context, s Saga) Saga {
+	out, err := e.compensate(context.WithoutCancel(ctx), s.ID)
+	if err != nil {
+		e.log.Error("compensation interrupted; it continues when the store is back", "saga", s.ID, "err", err)
+		return s
+	}
+	return out
 }
 
 // undone journals the end of a step's compensation.

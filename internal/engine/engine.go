@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -66,6 +68,10 @@ type Engine struct {
 	now      func() time.Time
 	log      *slog.Logger
 	maxInput int
+	policy   Policy
+	// retryFor bounds how long an outcome that happened keeps being
+	// written while the store is unavailable.
+	retryFor time.Duration
 }
 
 // Option configures an Engine.
@@ -80,12 +86,20 @@ func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 // WithMaxInput caps tool input and resume payload sizes in bytes (default 1 MiB).
 func WithMaxInput(n int) Option { return func(e *Engine) { e.maxInput = n } }
 
+// WithPolicy sets the configurable rules of who may do what.
+func WithPolicy(p Policy) Option { return func(e *Engine) { e.policy = p } }
+
+// WithOutcomeRetry sets how long the engine keeps trying to journal the
+// outcome of a tool that ran while the store is unavailable (default one
+// minute). After that the call is left in doubt.
+func WithOutcomeRetry(d time.Duration) Option { return func(e *Engine) { e.retryFor = d } }
+
 // New returns an engine over s with the given tools. It returns an Invalid
 // error for a tool with a bad name, reversibility or no executor, and for a
 // duplicate name.
 func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 	e := &Engine{store: s, tools: make(map[string]Tool, len(tools)), now: time.Now,
-		log: slog.New(slog.DiscardHandler), maxInput: 1 << 20}
+		log: slog.New(slog.DiscardHandler), maxInput: 1 << 20, retryFor: time.Minute}
 	for _, o := range opts {
 		o(e)
 	}
@@ -112,8 +126,21 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 	return e, nil
 }
 
-// Tools returns the registered tools.
-func (e *Engine) Tools() map[string]Tool { return e.tools }
+// ToolInfo describes a registered tool, without the means to run it.
+type ToolInfo struct {
+	Name          string
+	Reversibility Reversibility
+}
+
+// Tools lists the registered tools by name.
+func (e *Engine) Tools() []ToolInfo {
+	out := make([]ToolInfo, 0, len(e.tools))
+	for _, t := range e.tools {
+		out = append(out, ToolInfo{t.Name, t.Reversibility})
+	}
+	slices.SortFunc(out, func(a, b ToolInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
 
 // MaxIDLen is the longest saga id or tool name, in bytes.
 const MaxIDLen = 200
@@ -142,12 +169,17 @@ func hasControl(s string) bool {
 	return false
 }
 
+// validInput checks a tool input: it must fit, and be text that both
+// stores keep byte for byte (UTF-8 without NUL), since its exact bytes are
+// what gets hashed, approved and executed.
 func (e *Engine) validInput(what, s string) error {
 	switch {
 	case len(s) > e.maxInput:
 		return Errorf(Invalid, "%s is larger than %d bytes", what, e.maxInput)
 	case !utf8.ValidString(s):
 		return Errorf(Invalid, "%s is not valid UTF-8", what)
+	case strings.IndexByte(s, 0) >= 0:
+		return Errorf(Invalid, "%s contains a NUL character, which cannot be journaled faithfully", what)
 	}
 	return nil
 }
@@ -168,30 +200,13 @@ func validReason(s string) error {
 	return nil
 }
 
-// authorize returns Forbidden unless p holds one of the roles.
-func authorize(p Principal, what string, roles ...Role) error {
-	if err := validName("principal", p.ID); err != nil {
-		return &Error{Kind: Unauthenticated, Msg: "no authenticated principal", Err: err}
-	}
-	if !p.Has(roles...) {
-		return Errorf(Forbidden, "%s needs the %s role", what, roleList(roles))
-	}
-	return nil
-}
-
-func roleList(roles []Role) string {
-	s := string(roles[0])
-	for _, r := range roles[1:] {
-		s += " or " + string(r)
-	}
-	return s
-}
-
 // append adds an entry to s's journal, chained on s's head, and advances
-// the head. The caller holds s locked and saves it before committing.
+// the head. The caller holds s locked and saves it before committing. The
+// payload is journaled as EncodeText keeps it: a tool's result or error
+// may hold bytes no store keeps as they are.
 func (e *Engine) append(tx Tx, s *Saga, tool string, phase Phase, input, payload string) (Entry, error) {
 	en := Entry{SagaID: s.ID, Seq: s.HeadSeq + 1, ToolName: tool, Phase: phase,
-		Input: input, Payload: payload, Timestamp: Truncate(e.now())}
+		Input: input, Payload: EncodeText(payload), Timestamp: Truncate(e.now())}
 	en.Hash = Hash(s.HeadHash, en)
 	if err := tx.Append(en); err != nil {
 		return Entry{}, err

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // Refusal details journaled when a resume fails closed (SPEC §4).
 const (
 	RefusedNoApproval = "no human approval recorded"
-	RefusedNoHash     = "no recorded payload hash"
 	RefusedStale      = "stale-approval: payload changed since approval was granted"
 )
 
@@ -20,6 +20,7 @@ type Decision struct {
 	JournalSeq int64
 	Approved   bool
 	Approver   string
+	Reason     string
 	DecidedAt  time.Time
 	Status     Status // the saga's status afterwards
 }
@@ -39,16 +40,46 @@ func decisionPayload(p Principal, reason string) string {
 	return s
 }
 
+// line returns the value of the first "key=value" line of a payload the
+// engine wrote (a request's requester, a decision's approver or reason).
+func line(payload, key string) string {
+	for line := range strings.SplitSeq(payload, "\n") {
+		if v, ok := strings.CutPrefix(line, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 func noPending(sagaID string, seq int64) *Error {
 	return &Error{Kind: NotFound, Msg: fmt.Sprintf("No pending approval found for saga=%s seq=%d", sagaID, seq),
 		SagaID: sagaID, Seq: seq}
 }
 
-// decide opens a decision on a pending request: it checks the caller,
-// locks the saga and finds the request.
-func (e *Engine) decide(ctx context.Context, p Principal, what, sagaID string, seq int64, reason string,
-	fn func(tx Tx, s *Saga, r ApprovalRequest) error) (Saga, error) {
-	if err := authorize(p, what, RoleApprover); err != nil {
+// bind reads a locked saga's journal, verifies it against the saga's head
+// and the pending request r (see VerifySaga), and returns it with the
+// AWAITING_APPROVAL entry r stands for. Decisions and resumes act on that
+// verified entry, never on the request row, which is only the index of
+// what is pending. Conflict when the journal or r does not verify:
+// nothing may be decided or executed on evidence that does not hold.
+func bind(tx Tx, s *Saga, r ApprovalRequest) ([]Entry, Entry, error) {
+	entries, err := tx.Entries(s.ID)
+	if err != nil {
+		return nil, Entry{}, err
+	}
+	if v := VerifySaga(entries, *s, []ApprovalRequest{r}); !v.Valid {
+		return nil, Entry{}, &Error{Kind: Conflict,
+			Msg: fmt.Sprintf("journal of saga %s does not verify (%s): refusing to act on it", s.ID, v.Message)}
+	}
+	return entries, entries[r.JournalSeq-1], nil
+}
+
+// decide opens a decision on a pending request: it locks the saga, finds
+// the request and its verified journal entry, and checks that p may take
+// action a on it.
+func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string,
+	fn func(tx Tx, s *Saga, entries []Entry, gated Entry) error) (Saga, error) {
+	if err := e.Can(p, a, Subject{}); err != nil {
 		return Saga{}, err
 	}
 	if err := validName("saga id", sagaID); err != nil {
@@ -65,32 +96,44 @@ func (e *Engine) decide(ctx context.Context, p Principal, what, sagaID string, s
 		if err != nil {
 			return err
 		}
-		if s.Initiator == p.ID {
-			return &Error{Kind: Forbidden, Msg: fmt.Sprintf("%s started saga %s and cannot decide its own requests", p.ID, sagaID)}
+		entries, gated, err := bind(tx, s, r)
+		if err != nil {
+			return err
 		}
-		return fn(tx, s, r)
+		if err := e.Can(p, a, Subject{Saga: s, Requester: line(gated.Payload, "requester")}); err != nil {
+			return err
+		}
+		return fn(tx, s, entries, gated)
 	})
 	return s, at(err, sagaID, seq)
+}
+
+// approval returns the APPROVED entry of the request at seq, if any.
+func approval(entries []Entry, seq int64) (Entry, bool) {
+	ref := gateRef(seq)
+	for _, en := range entries[seq:] {
+		if en.Phase == PhaseApproved && en.ToolName == GateTool && en.Input == ref {
+			return en, true
+		}
+	}
+	return Entry{}, false
 }
 
 // Approve records p's approval of the request at seq: an APPROVED entry.
 // It executes nothing and leaves the request pending for Resume.
 //
 // Errors: NotFound when no request is pending at seq; Conflict when it is
-// already approved; Forbidden without the approver role or when p started
-// the saga (four-eyes); Invalid for a bad reason.
+// already approved, or when the saga's journal or the request does not
+// verify; Forbidden without the approver role, or when p started the saga
+// or made the request (four-eyes); Invalid for a bad reason.
 func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
 	var d Decision
-	s, err := e.decide(ctx, p, "approving", sagaID, seq, reason, func(tx Tx, s *Saga, r ApprovalRequest) error {
-		_, err := tx.FindEntry(sagaID, PhaseApproved, gateRef(seq))
-		switch {
-		case err == nil:
+	s, err := e.decide(ctx, p, ActApprove, sagaID, seq, reason, func(tx Tx, s *Saga, entries []Entry, _ Entry) error {
+		if _, ok := approval(entries, seq); ok {
 			return &Error{Kind: Conflict, Msg: fmt.Sprintf("saga=%s seq=%d is already approved", sagaID, seq)}
-		case !IsKind(err, NotFound):
-			return err
 		}
 		en, err := e.append(tx, s, GateTool, PhaseApproved, gateRef(seq), decisionPayload(p, reason))
-		d = Decision{SagaID: sagaID, JournalSeq: seq, Approved: true, Approver: p.ID, DecidedAt: en.Timestamp}
+		d = Decision{SagaID: sagaID, JournalSeq: seq, Approved: true, Approver: p.ID, Reason: reason, DecidedAt: en.Timestamp}
 		return err
 	})
 	d.Status = s.Status
@@ -101,23 +144,47 @@ func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq in
 // Every pending request of the saga is dropped and every executed step is
 // compensated once, newest first.
 //
-// Errors: as Approve, without the Conflict.
+// Errors: as Approve, without the Conflict for an approved request.
 func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
 	var d Decision
-	_, err := e.decide(ctx, p, "rejecting", sagaID, seq, reason, func(tx Tx, s *Saga, r ApprovalRequest) error {
+	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, func(tx Tx, s *Saga, _ []Entry, gated Entry) error {
 		en, err := e.append(tx, s, GateTool, PhaseRejected, gateRef(seq), decisionPayload(p, reason))
 		if err != nil {
 			return err
 		}
-		d = Decision{SagaID: sagaID, JournalSeq: seq, Approved: false, Approver: p.ID, DecidedAt: en.Timestamp}
-		return e.fail(tx, s, fmt.Sprintf("%s at seq=%d rejected by %s", r.ToolName, seq, p.ID))
+		d = Decision{SagaID: sagaID, JournalSeq: seq, Approved: false, Approver: p.ID, Reason: reason, DecidedAt: en.Timestamp}
+		return e.fail(tx, s, fmt.Sprintf("%s at seq=%d rejected by %s", gated.ToolName, seq, p.ID))
 	})
 	if err != nil {
 		return Decision{}, err
 	}
-	s, err := e.compensate(context.WithoutCancel(ctx), sagaID)
-	d.Status = s.Status
-	return d, err
+	d.Status = e.compensateNow(ctx, s).Status
+	return d, nil
+}
+
+// Decision returns the last decision a person recorded on the request at
+// seq (it may no longer be pending). NotFound when there is none; other
+// errors as Journal.
+func (e *Engine) Decision(ctx context.Context, p Principal, sagaID string, seq int64) (Decision, error) {
+	entries, err := e.Journal(ctx, p, sagaID)
+	if err != nil {
+		return Decision{}, err
+	}
+	s, err := e.store.Saga(ctx, sagaID)
+	if err != nil {
+		return Decision{}, at(err, sagaID, seq)
+	}
+	ref := gateRef(seq)
+	for i := len(entries) - 1; i >= 0; i-- {
+		en := entries[i]
+		if en.ToolName == GateTool && en.Input == ref && (en.Phase == PhaseApproved || en.Phase == PhaseRejected) {
+			return Decision{SagaID: sagaID, JournalSeq: seq, Approved: en.Phase == PhaseApproved,
+				Approver: line(en.Payload, "approver"), Reason: line(en.Payload, "reason"),
+				DecidedAt: en.Timestamp, Status: s.Status}, nil
+		}
+	}
+	return Decision{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("no decision is recorded for saga=%s seq=%d", sagaID, seq),
+		SagaID: sagaID, Seq: seq}
 }
 
 // ResumeResult reports a resume. A refused resume is a completed action,
@@ -135,31 +202,32 @@ type ResumeResult struct {
 
 // Resume executes an approved request, bound to the payload that was
 // approved. It fails closed, in this order: no pending request → NotFound,
-// nothing journaled; a journal that does not verify → Conflict, nothing
-// journaled; no APPROVED entry for exactly this seq, no recorded payload
-// hash, or sha256(payload) ≠ the recorded hash (byte-exact) → refused:
-// REJECTED is journaled, the saga's pending requests are dropped and its
-// executed steps compensated. Otherwise the request is claimed and dropped
-// in the transaction that journals INTENT, so however many resumes race,
-// across processes, the tool runs at most once; the others get NotFound.
+// nothing journaled; a journal that does not verify, or a request that
+// does not match its AWAITING_APPROVAL entry → Conflict, nothing
+// journaled; no APPROVED entry for exactly this seq, or sha256(payload) ≠
+// the hash of the input that entry journaled (byte-exact, whatever the
+// bytes) → refused: REJECTED is journaled (with the attempted bytes, see
+// EncodeText), the saga's pending requests are dropped and its executed
+// steps compensated. Otherwise the request is claimed and dropped in the
+// transaction that journals INTENT, so however many resumes race, across
+// processes, the tool runs at most once; the others get NotFound.
 //
 // Other errors: NotFound when the request's tool is not registered;
-// Forbidden without the agent or approver role; Invalid for a payload that
-// is not UTF-8 or too large.
+// Forbidden as Can says; Invalid for a payload larger than the input limit.
 func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int64, payload string) (ResumeResult, error) {
-	if err := authorize(p, "resuming", RoleAgent, RoleApprover); err != nil {
+	if err := e.Can(p, ActResume, Subject{}); err != nil {
 		return ResumeResult{}, err
 	}
 	if err := validName("saga id", sagaID); err != nil {
 		return ResumeResult{}, err
 	}
-	if err := e.validInput("payload", payload); err != nil {
-		return ResumeResult{}, err
+	if len(payload) > e.maxInput {
+		return ResumeResult{}, Errorf(Invalid, "payload is larger than %d bytes", e.maxInput)
 	}
 	var refusal string
 	var tool Tool
 	var call Call
-	_, err := e.update(ctx, sagaID, noPending(sagaID, seq), func(tx Tx, s *Saga) error {
+	s, err := e.update(ctx, sagaID, noPending(sagaID, seq), func(tx Tx, s *Saga) error {
 		refusal, call = "", Call{}
 		r, err := tx.Approval(sagaID, seq)
 		if IsKind(err, NotFound) {
@@ -168,36 +236,36 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		if err != nil {
 			return err
 		}
-		var ok bool
-		if tool, ok = e.tools[r.ToolName]; !ok {
-			return &Error{Kind: NotFound, Msg: fmt.Sprintf("tool %q is not registered", r.ToolName)}
-		}
-		entries, err := tx.Entries(sagaID)
+		entries, gated, err := bind(tx, s, r)
 		if err != nil {
 			return err
 		}
-		if v := VerifyHead(entries, s.HeadSeq, s.HeadHash); !v.Valid {
-			return &Error{Kind: Conflict, Msg: fmt.Sprintf("journal of saga %s does not verify (%s): refusing to execute", sagaID, v.Message)}
+		if err := e.Can(p, ActResume, Subject{Saga: s}); err != nil {
+			return err
 		}
-		refusal = refuse(entries, r, payload)
+		var ok bool
+		if tool, ok = e.tools[gated.ToolName]; !ok {
+			return &Error{Kind: NotFound, Msg: fmt.Sprintf("tool %q is not registered", gated.ToolName)}
+		}
+		refusal = refuse(entries, gated, payload)
 		if refusal != "" {
 			detail := refusal
 			if refusal == RefusedStale {
-				detail += "\nattempted=" + payload
+				detail += "\nattempted=" + EncodeText(payload)
 			}
-			if _, err := e.append(tx, s, r.ToolName, PhaseRejected, gateRef(seq), detail); err != nil {
+			if _, err := e.append(tx, s, gated.ToolName, PhaseRejected, gateRef(seq), detail); err != nil {
 				return err
 			}
-			return e.fail(tx, s, fmt.Sprintf("resume of %s at seq=%d refused: %s", r.ToolName, seq, refusal))
+			return e.fail(tx, s, fmt.Sprintf("resume of %s at seq=%d refused: %s", gated.ToolName, seq, refusal))
 		}
 		if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
 			return err
 		}
-		en, err := e.append(tx, s, r.ToolName, PhaseIntent, payload, "")
+		en, err := e.append(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p))
 		if err != nil {
 			return err
 		}
-		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: r.ToolName, Input: payload,
+		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: gated.ToolName, Input: gated.Input,
 			State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp}
 		if err := tx.PutCall(call); err != nil {
 			return err
@@ -208,8 +276,7 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		return ResumeResult{}, at(err, sagaID, seq)
 	}
 	if refusal != "" {
-		s, err := e.compensate(context.WithoutCancel(ctx), sagaID)
-		return ResumeResult{SagaID: sagaID, Seq: seq, Status: s.Status, Refused: true, Reason: refusal}, err
+		return ResumeResult{SagaID: sagaID, Seq: seq, Status: e.compensateNow(ctx, s).Status, Refused: true, Reason: refusal}, nil
 	}
 	cr, err := e.execute(ctx, tool, call)
 	if err != nil {
@@ -218,22 +285,12 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 	return ResumeResult{SagaID: sagaID, Seq: seq, Status: cr.Status, Result: cr.Result, Reason: cr.Error, Call: cr}, nil
 }
 
-// refuse returns why payload may not run under request r, or "".
-func refuse(entries []Entry, r ApprovalRequest, payload string) string {
-	ref := gateRef(r.JournalSeq)
-	approved := false
-	for _, en := range entries {
-		if en.Phase == PhaseApproved && en.ToolName == GateTool && en.Input == ref {
-			approved = true
-			break
-		}
-	}
-	switch {
-	case !approved:
+// refuse returns why payload may not run as the verified gated entry, or "".
+func refuse(entries []Entry, gated Entry, payload string) string {
+	if _, ok := approval(entries, gated.Seq); !ok {
 		return RefusedNoApproval
-	case r.InputHash == "":
-		return RefusedNoHash
-	case PayloadHash(payload) != r.InputHash:
+	}
+	if PayloadHash(payload) != PayloadHash(gated.Input) {
 		return RefusedStale
 	}
 	return ""

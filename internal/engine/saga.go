@@ -14,13 +14,15 @@ import (
 type Outcome string
 
 // Call outcomes. A failed call compensates the saga, so its outcome is the
-// saga's status after compensation.
+// saga's status after compensation. IN_DOUBT: the tool ran, or may have,
+// but its outcome could not be journaled; a person must find out.
 const (
 	OutcomeExecuted           Outcome = "EXECUTED"
 	OutcomeAwaitingApproval   Outcome = "AWAITING_APPROVAL"
 	OutcomeCompensating       Outcome = "COMPENSATING"
 	OutcomeCompensated        Outcome = "COMPENSATED"
 	OutcomeCompensationFailed Outcome = "COMPENSATION_FAILED"
+	OutcomeInDoubt            Outcome = "IN_DOUBT"
 )
 
 // AwaitingMessage is what the model is told about a gated call.
@@ -39,21 +41,24 @@ type CallResult struct {
 	Result    string // EXECUTED: the tool's result
 	Message   string // AWAITING_APPROVAL: the model-facing message
 	InputHash string // AWAITING_APPROVAL: sha256 of the input
-	Error     string // failed: the tool's error text
-	Status    Status // the saga's status afterwards
+	Error     string // failed or in doubt: what went wrong
+	Status    Status // the saga's status afterwards; "" when in doubt
 }
 
 // Call runs a tool inside a saga, creating the saga (with p as its
 // initiator) on its first call. A REVERSIBLE or COMPENSATABLE tool executes
 // between an INTENT and an EXECUTED entry; when it fails, FAILED is
 // journaled and the saga is compensated. An IRREVERSIBLE tool does not run:
-// the call is parked as a pending approval request.
+// the call is parked as a pending approval request. Either way the first
+// entry records p as the call's requester.
 //
 // Errors: Invalid for a bad id, tool name or input; NotFound for an unknown
 // tool (nothing is journaled); Conflict when the saga is final, compensating
-// or ended; Forbidden without the agent role; Unavailable when the store is.
+// or ended; Forbidden without the agent role or on another principal's saga
+// (see Can); Unavailable when the store is. A tool that ran but whose
+// outcome could not be journaled is not an error: its outcome is IN_DOUBT.
 func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input string) (CallResult, error) {
-	if err := authorize(p, "calling a tool", RoleAgent); err != nil {
+	if err := e.Can(p, ActCall, Subject{}); err != nil {
 		return CallResult{}, err
 	}
 	if err := validName("saga id", sagaID); err != nil {
@@ -73,7 +78,7 @@ func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input 
 	var call Call
 	err := e.store.Update(ctx, func(tx Tx) error {
 		res, call = CallResult{}, Call{}
-		s, err := e.begin(tx, p, sagaID)
+		s, err := e.begin(tx, p, ActCall, sagaID)
 		if err != nil {
 			return err
 		}
@@ -81,12 +86,12 @@ func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input 
 			return Errorf(Conflict, "saga %s has ended; start a new saga", sagaID)
 		}
 		if tool.Reversibility == Irreversible {
-			en, err := e.append(tx, &s, toolName, PhaseAwaitingApproval, input, "")
+			en, err := e.append(tx, &s, toolName, PhaseAwaitingApproval, input, requested(p))
 			if err != nil {
 				return err
 			}
 			r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
-				Input: input, InputHash: PayloadHash(input), CreatedAt: en.Timestamp}
+				Input: input, InputHash: PayloadHash(input), Requester: p.ID, CreatedAt: en.Timestamp}
 			if err := tx.PutApproval(r); err != nil {
 				return err
 			}
@@ -95,7 +100,7 @@ func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input 
 				Message: AwaitingMessage(toolName), InputHash: r.InputHash, Status: s.Status}
 			return tx.PutSaga(s)
 		}
-		en, err := e.append(tx, &s, toolName, PhaseIntent, input, "")
+		en, err := e.append(tx, &s, toolName, PhaseIntent, input, requested(p))
 		if err != nil {
 			return err
 		}
@@ -115,13 +120,26 @@ func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input 
 	return e.execute(ctx, tool, call)
 }
 
+// requested is the payload of the entry that opens a call: who asked for
+// it, and how they signed in.
+func requested(p Principal) string {
+	s := "requester=" + p.ID
+	if p.Auth != "" {
+		s += "\nauth=" + p.Auth
+	}
+	return s
+}
+
 // begin creates saga id with p as its initiator, or locks the existing
-// one, and checks that it accepts work.
-func (e *Engine) begin(tx Tx, p Principal, id string) (Saga, error) {
+// one, and checks that p may take action a on it and that it accepts work.
+func (e *Engine) begin(tx Tx, p Principal, a Action, id string) (Saga, error) {
 	now := Truncate(e.now())
 	s, err := tx.CreateSaga(Saga{ID: id, Status: Running, Initiator: p.ID,
 		HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
 	if err != nil {
+		return Saga{}, err
+	}
+	if err := e.Can(p, a, Subject{Saga: &s}); err != nil {
 		return Saga{}, err
 	}
 	return s, accepting(s)
@@ -140,18 +158,21 @@ func accepting(s Saga) error {
 
 // execute runs a call whose INTENT is committed, journals its outcome and,
 // when it failed, compensates the saga. The journal is written even when
-// the caller has gone away: an effect that happened must be recorded.
+// the caller has gone away, and retried while the store is unavailable:
+// an effect that happened must be recorded. When it still cannot be, the
+// call is left in doubt and the outcome says so.
 func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, error) {
 	ctx = context.WithoutCancel(ctx)
 	inv := Invocation{SagaID: c.SagaID, Seq: c.Seq, Tool: c.ToolName, Input: c.Input}
 	result, runErr := e.safely(inv, func() (string, error) { return tool.Executor.Execute(ctx, inv) })
-	if runErr == nil {
-		if err := e.validInput("result", result); err != nil {
-			runErr, result = err, ""
-		}
+	if runErr == nil && len(result) > e.maxInput {
+		runErr, result = fmt.Errorf("result is larger than %d bytes", e.maxInput), ""
 	}
 	res := CallResult{SagaID: c.SagaID, Seq: c.Seq, ToolName: c.ToolName}
-	s, err := e.update(ctx, c.SagaID, nil, func(tx Tx, s *Saga) error {
+	s, err := e.record(ctx, c.SagaID, func(tx Tx, s *Saga) error {
+		if cur, err := tx.Call(c.SagaID, c.Seq); err != nil || cur.State != CallRunning {
+			return err // nil: an earlier attempt committed, only its answer was lost
+		}
 		phase, payload := PhaseExecuted, result
 		if runErr != nil {
 			phase, payload = PhaseFailed, runErr.Error()
@@ -169,31 +190,60 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 			if accepting(*s) != nil {
 				return nil // already compensating: the compensation in progress settles the saga
 			}
-			return e.fail(tx, s, fmt.Sprintf("tool %s failed: %s", c.ToolName, payload))
+			return e.fail(tx, s, fmt.Sprintf("tool %s failed: %s", c.ToolName, en.Payload))
 		}
-		c.State, c.Result = CallExecuted, result
+		c.State, c.Result = CallExecuted, en.Payload
 		if err := tx.PutCall(c); err != nil {
 			return err
 		}
 		return e.settle(tx, s)
 	})
 	if err != nil {
-		return CallResult{}, err
+		e.log.Error("a tool ran but its outcome could not be journaled; the call is in doubt",
+			"saga", c.SagaID, "seq", c.Seq, "tool", c.ToolName, "err", err)
+		res.Outcome = OutcomeInDoubt
+		res.Error = fmt.Sprintf("tool %s was called but its outcome could not be journaled, so it may have taken effect; "+
+			"the call is in doubt until a person resolves it: do not retry it", c.ToolName)
+		return res, nil
 	}
 	if s.Status == Compensating {
 		// Also reached by a call that executed while another failed: its
 		// effect is undone with the rest.
-		if s, err = e.compensate(ctx, c.SagaID); err != nil {
-			return CallResult{}, err
-		}
+		s = e.compensateNow(ctx, s)
 	}
 	res.Status = s.Status
 	if runErr != nil {
-		res.Outcome, res.Error = Outcome(s.Status), runErr.Error()
+		res.Outcome, res.Error = Outcome(s.Status), EncodeText(runErr.Error())
 		return res, nil
 	}
-	res.Outcome, res.Result = OutcomeExecuted, result
+	res.Outcome, res.Result = OutcomeExecuted, EncodeText(result)
 	return res, nil
+}
+
+// record journals what happened after a tool ran, its outcome or an
+// undo's, in one transaction like update, and retries with backoff while
+// the store is unavailable, for up to the engine's retry bound. fn must
+// check that its work is still to do: a commit whose answer was lost may
+// have done it. The backoff runs on real time, not the injected clock,
+// which only stamps entries.
+func (e *Engine) record(ctx context.Context, sagaID string, fn func(tx Tx, s *Saga) error) (Saga, error) {
+	start := time.Now()
+	wait := 50 * time.Millisecond
+	for {
+		s, err := e.update(ctx, sagaID, nil, fn)
+		if err == nil || !(IsKind(err, Unavailable) || IsKind(err, Conflict)) || time.Since(start)+wait > e.retryFor {
+			return s, err
+		}
+		e.log.Warn("store unavailable while journaling what a tool did; retrying", "saga", sagaID, "err", err, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return s, err
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // settle derives a live saga's status: AWAITING_APPROVAL while requests
@@ -234,15 +284,19 @@ func (e *Engine) fail(tx Tx, s *Saga, reason string) error {
 
 // End records that the agent's run is over. The saga is COMPLETED, or
 // AWAITING_APPROVAL until its pending requests are resolved. NotFound for
-// an unknown saga, Conflict when it is final or compensating.
+// an unknown saga, Conflict when it is final or compensating, Forbidden
+// as Can says.
 func (e *Engine) End(ctx context.Context, p Principal, sagaID string) (Saga, error) {
-	if err := authorize(p, "ending a saga", RoleAgent); err != nil {
+	if err := e.Can(p, ActEnd, Subject{}); err != nil {
 		return Saga{}, err
 	}
 	if err := validName("saga id", sagaID); err != nil {
 		return Saga{}, err
 	}
 	return e.update(ctx, sagaID, nil, func(tx Tx, s *Saga) error {
+		if err := e.Can(p, ActEnd, Subject{Saga: s}); err != nil {
+			return err
+		}
 		if err := accepting(*s); err != nil {
 			return err
 		}
@@ -253,9 +307,9 @@ func (e *Engine) End(ctx context.Context, p Principal, sagaID string) (Saga, err
 
 // Abort ends the saga as failed: pending requests are dropped and every
 // executed step is compensated, newest first. NotFound for an unknown
-// saga, Conflict when it is final or compensating.
+// saga, Conflict when it is final or compensating, Forbidden as Can says.
 func (e *Engine) Abort(ctx context.Context, p Principal, sagaID, reason string) (Saga, error) {
-	if err := authorize(p, "aborting a saga", RoleAgent, RoleApprover); err != nil {
+	if err := e.Can(p, ActAbort, Subject{}); err != nil {
 		return Saga{}, err
 	}
 	if err := validName("saga id", sagaID); err != nil {
@@ -264,7 +318,10 @@ func (e *Engine) Abort(ctx context.Context, p Principal, sagaID, reason string) 
 	if err := validReason(reason); err != nil {
 		return Saga{}, err
 	}
-	_, err := e.update(ctx, sagaID, nil, func(tx Tx, s *Saga) error {
+	s, err := e.update(ctx, sagaID, nil, func(tx Tx, s *Saga) error {
+		if err := e.Can(p, ActAbort, Subject{Saga: s}); err != nil {
+			return err
+		}
 		if err := accepting(*s); err != nil {
 			return err
 		}
@@ -278,7 +335,7 @@ func (e *Engine) Abort(ctx context.Context, p Principal, sagaID, reason string) 
 	if err != nil {
 		return Saga{}, err
 	}
-	return e.compensate(context.WithoutCancel(ctx), sagaID)
+	return e.compensateNow(ctx, s), nil
 }
 
 // Run is a saga in progress, handed to the function given to Engine.Saga.
@@ -314,14 +371,14 @@ func (r *Run) Call(tool, input string) (string, error) {
 // AWAITING_APPROVAL, COMPENSATED or COMPENSATION_FAILED. The error is the
 // engine's, not fn's; fn's error is the saga's Reason.
 func (e *Engine) Saga(ctx context.Context, p Principal, id string, fn func(*Run) error) (Saga, error) {
-	if err := authorize(p, "running a saga", RoleAgent); err != nil {
+	if err := e.Can(p, ActCall, Subject{}); err != nil {
 		return Saga{}, err
 	}
 	if err := validName("saga id", id); err != nil {
 		return Saga{}, err
 	}
 	if err := e.store.Update(ctx, func(tx Tx) error {
-		_, err := e.begin(tx, p, id)
+		_, err := e.begin(tx, p, ActCall, id)
 		return err
 	}); err != nil {
 		return Saga{}, at(err, id, 0)
@@ -354,7 +411,7 @@ const MaxList = 500
 
 // Sagas lists sagas, newest first; Limit is clamped to 1..MaxList (0 means 50).
 func (e *Engine) Sagas(ctx context.Context, p Principal, f SagaFilter) ([]Saga, error) {
-	if err := authorize(p, "listing sagas", Roles...); err != nil {
+	if err := e.Can(p, ActRead, Subject{}); err != nil {
 		return nil, err
 	}
 	switch {
@@ -379,41 +436,41 @@ func (e *Engine) Journal(ctx context.Context, p Principal, id string) ([]Entry, 
 
 // reader checks that p may read saga id.
 func (e *Engine) reader(p Principal, id string) error {
-	if err := authorize(p, "reading sagas", Roles...); err != nil {
+	if err := e.Can(p, ActRead, Subject{}); err != nil {
 		return err
 	}
 	return validName("saga id", id)
 }
 
-// Verify checks a saga's hash chain and that the journal reaches the head
-// the saga row records, so rows deleted from the tail are caught too.
+// Verify checks a saga's journal (see VerifySaga): its hash chain, the
+// head its row records, so rows deleted from the tail are caught too, and
+// its pending requests. Row, journal and requests are read as of one
+// moment, so a saga being written verifies. Errors: Forbidden as Can
+// says, Invalid for a bad id, Unavailable when the store is.
 func (e *Engine) Verify(ctx context.Context, p Principal, id string) (Verification, error) {
-	if err := authorize(p, "verifying a journal", RoleAuditor, RoleApprover); err != nil {
+	if err := e.Can(p, ActVerify, Subject{}); err != nil {
 		return Verification{}, err
 	}
 	if err := validName("saga id", id); err != nil {
 		return Verification{}, err
 	}
-	entries, err := e.store.Entries(ctx, id)
+	snap, err := e.store.Snapshot(ctx, id)
 	if err != nil {
 		return Verification{}, err
 	}
-	s, err := e.store.Saga(ctx, id)
 	switch {
-	case IsKind(err, NotFound) && len(entries) == 0:
+	case snap.Saga == nil && len(snap.Entries) == 0:
 		return Verify(nil), nil
-	case IsKind(err, NotFound):
-		return broken(len(entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(entries))), nil
-	case err != nil:
-		return Verification{}, err
+	case snap.Saga == nil:
+		return broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries))), nil
 	}
-	return VerifyHead(entries, s.HeadSeq, s.HeadHash), nil
+	return VerifySaga(snap.Entries, *snap.Saga, snap.Requests), nil
 }
 
 // Approvals lists pending approval requests: all of them when sagaID is "",
 // else one saga's (empty for an unknown saga).
 func (e *Engine) Approvals(ctx context.Context, p Principal, sagaID string) ([]ApprovalRequest, error) {
-	if err := authorize(p, "listing approvals", RoleApprover, RoleAuditor); err != nil {
+	if err := e.Can(p, ActReview, Subject{}); err != nil {
 		return nil, err
 	}
 	if sagaID != "" {
@@ -429,10 +486,34 @@ func (e *Engine) Approvals(ctx context.Context, p Principal, sagaID string) ([]A
 // them between INTENT and EXECUTED/FAILED, or mid-compensation. Nothing
 // re-executes them; a person must find out what happened.
 func (e *Engine) InDoubt(ctx context.Context, p Principal, olderThan time.Duration) ([]Call, error) {
-	if err := authorize(p, "listing calls in doubt", RoleApprover, RoleAuditor); err != nil {
+	if err := e.Can(p, ActInDoubt, Subject{}); err != nil {
 		return nil, err
 	}
 	return e.store.InDoubt(ctx, e.now().Add(-olderThan))
+}
+
+// Recover continues the compensation of every saga left COMPENSATING, as
+// a crash or an outage in the middle of one leaves it: steps that are
+// undone, or whose undo is in doubt, are not undone again. The server runs
+// it at start and then periodically. Errors: Unavailable when the store is.
+func (e *Engine) Recover(ctx context.Context) error {
+	f := SagaFilter{Status: Compensating, Limit: MaxList}
+	for {
+		sagas, err := e.store.Sagas(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, s := range sagas {
+			if _, err := e.compensate(ctx, s.ID); err != nil {
+				return err
+			}
+		}
+		if len(sagas) < f.Limit {
+			return nil
+		}
+		last := sagas[len(sagas)-1]
+		f.After = &SagaCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
 }
 
 // cleanReason makes any text a valid reason: control characters become

@@ -21,12 +21,22 @@ type Store interface {
 	Sagas(ctx context.Context, f SagaFilter) ([]Saga, error)
 	// Entries returns a saga's journal ordered by seq; empty for an unknown saga.
 	Entries(ctx context.Context, sagaID string) ([]Entry, error)
+	// Snapshot reads a saga's row, journal and pending requests in one
+	// read transaction, so a saga being written is never seen half-way.
+	Snapshot(ctx context.Context, sagaID string) (Snapshot, error)
 	// Approvals lists pending requests: every saga's ordered by creation
 	// when sagaID is "", else one saga's ordered by seq.
 	Approvals(ctx context.Context, sagaID string) ([]ApprovalRequest, error)
 	// InDoubt lists calls that are running or compensating and were last
 	// touched before the given time, oldest first.
 	InDoubt(ctx context.Context, before time.Time) ([]Call, error)
+}
+
+// Snapshot is one saga as of one moment.
+type Snapshot struct {
+	Saga     *Saga // nil when the saga has no row
+	Entries  []Entry
+	Requests []ApprovalRequest // pending, ordered by seq
 }
 
 // SagaFilter selects sagas for Store.Sagas. Sagas come newest first
@@ -59,9 +69,6 @@ type Tx interface {
 	Append(e Entry) error
 	// Entries returns a saga's journal ordered by seq.
 	Entries(sagaID string) ([]Entry, error)
-	// FindEntry returns the first entry of a saga with the given phase and
-	// exact input; NotFound when there is none.
-	FindEntry(sagaID string, phase Phase, input string) (Entry, error)
 
 	// Approval returns one pending request; NotFound when absent.
 	Approval(sagaID string, seq int64) (ApprovalRequest, error)
@@ -73,6 +80,8 @@ type Tx interface {
 	// CountApprovals counts a saga's pending requests.
 	CountApprovals(sagaID string) (int, error)
 
+	// Call returns one call; NotFound when absent.
+	Call(sagaID string, seq int64) (Call, error)
 	// PutCall inserts or updates a call.
 	PutCall(c Call) error
 	// Calls returns a saga's calls in any of the given states, ordered by seq.

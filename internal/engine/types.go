@@ -85,6 +85,10 @@ type Entry struct {
 	Payload   string
 	Timestamp time.Time
 	Hash      string
+	// Unreadable is set by a store when a column of the row could not be
+	// read as its type, which only tampering does; it says which. Verify
+	// reports such an entry as a break.
+	Unreadable string
 }
 
 // Saga is the working state of one saga. The journal is the evidence; this
@@ -99,16 +103,22 @@ type Saga struct {
 	HeadHash  string // hash of the newest journal entry
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Unreadable is set by a store when a column of the row could not be
+	// read as its type; it says which.
+	Unreadable string
 }
 
 // ApprovalRequest is a gated call waiting for a decision. InputHash is
-// sha256(Input), recorded when the gate fired.
+// sha256(Input), recorded when the gate fired; Requester is the principal
+// that made the call. The request's AWAITING_APPROVAL journal entry holds
+// the same facts and is what decisions and resumes rely on.
 type ApprovalRequest struct {
 	SagaID     string
 	JournalSeq int64
 	ToolName   string
 	Input      string
 	InputHash  string
+	Requester  string
 	CreatedAt  time.Time
 }
 

@@ -86,7 +86,7 @@ func TestTokensMode(t *testing.T) {
 		if r := e.get("/login"); r.code != 200 || !strings.Contains(r.body, "needs sign-in through OpenID Connect") {
 			t.Errorf("GET /login in tokens mode = %d, want the page that says sign-in needs OIDC", r.code)
 		}
-		want(t, "no dev sign-in in tokens mode", e.do("POST", "/login", "application/x-www-form-urlencoded", "name=mallory"), 400)
+		want(t, "no dev sign-in in tokens mode", e.do("POST", "/login", "application/x-www-form-urlencoded", "name=mallory"), 405)
 	})
 }
 
@@ -175,8 +175,12 @@ func TestConsoleDevSession(t *testing.T) {
 		}
 
 		r = e.do("POST", "/approvals/decide", formType, decide, "Cookie", c.String(), "Sec-Fetch-Site", "same-origin")
-		if r.code != 303 || !strings.HasPrefix(r.header.Get("Location"), "/?decided=approved") {
-			t.Fatalf("decide = %d %s, want 303 back to the console", r.code, r.body)
+		if r.code != 303 || r.header.Get("Location") != "/?decided=transfer-77&seq=3" {
+			t.Fatalf("decide = %d %s (Location %q), want 303 back to the console", r.code, r.body, r.header.Get("Location"))
+		}
+		if page := e.do("GET", "/?decided=transfer-77&seq=3", "", "", "Cookie", c.String()).body; !strings.Contains(page,
+			"Approved transfer-77 seq 3 as alice@example.com.") {
+			t.Errorf("console after the decision = %s, want the notice the journal backs", page)
 		}
 		if audit := e.get("/sagacity/audit/transfer-77").body; !strings.Contains(audit, `"payload":"approver=alice@example.com\nreason=looks right\nauth=dev"`) {
 			t.Errorf("journal = %s, want APPROVED by alice@example.com with auth=dev", audit)

@@ -18,6 +18,8 @@ import (
 var (
 	errTooMany     = &engine.Error{Kind: engine.Unavailable, Msg: "too many requests; wait and try again"}
 	errCrossOrigin = &engine.Error{Kind: engine.Forbidden, Msg: "cross-origin request refused"}
+	errHost        = &engine.Error{Kind: engine.Forbidden, Msg: "this server does not answer to that host name"}
+	errMethod      = &engine.Error{Kind: engine.Invalid, Msg: "method not allowed here"}
 )
 
 // status is the one place an error becomes an HTTP status.
@@ -30,6 +32,10 @@ func status(err error) int {
 		return http.StatusUnsupportedMediaType
 	case err == errTooMany:
 		return http.StatusTooManyRequests
+	case err == errHost:
+		return http.StatusMisdirectedRequest
+	case err == errMethod:
+		return http.StatusMethodNotAllowed
 	}
 	switch engine.KindOf(err) {
 	case engine.NotFound:

@@ -4,8 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"net"
 	"net/http"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/api"
@@ -66,6 +69,26 @@ func (s *server) observe(next http.Handler) http.Handler {
 				"bytes", sw.bytes, "ms", time.Since(start).Milliseconds())
 		}()
 		next.ServeHTTP(sw, r)
+	})
+}
+
+// hosts refuses requests addressed to a host name the server is not
+// configured for: a page on another site whose name an attacker pointed at
+// this server (DNS rebinding) would otherwise be same-origin with it.
+// Loopback names are always served; they cannot be another site's.
+func (s *server) hosts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		host = strings.ToLower(strings.TrimSuffix(host, "."))
+		if ip := net.ParseIP(strings.Trim(host, "[]")); host == "localhost" || (ip != nil && ip.IsLoopback()) ||
+			slices.Contains(s.Hosts, host) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		s.fail(w, r, errHost)
 	})
 }
 

@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/console"
@@ -34,6 +36,9 @@ type Options struct {
 	ApprovalEndpoints bool
 	// MaxBody caps request bodies, in bytes.
 	MaxBody int64
+	// Hosts are the host names requests may be addressed to, besides the
+	// loopback names; requests for any other are refused.
+	Hosts []string
 }
 
 type server struct{ Options }
@@ -52,12 +57,19 @@ func New(o Options) http.Handler {
 	decideIP, decideWho := newLimiter(decidePerMinuteIP, decidePerMinuteIP), newLimiter(decidePerMinute, decidePerMinute)
 
 	r := chi.NewRouter()
-	r.Use(s.limitBody)
+	r.Use(s.limitBody, middleware.GetHead)
 	r.NotFound(s.h(func(http.ResponseWriter, *http.Request) error {
 		return engine.Errorf(engine.NotFound, "no such page")
 	}))
-	r.MethodNotAllowed(s.h(func(w http.ResponseWriter, r *http.Request) error {
-		return engine.Errorf(engine.Invalid, "method %s is not allowed here", r.Method)
+	r.MethodNotAllowed(s.h(func(w http.ResponseWriter, req *http.Request) error {
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
+			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+				allow = append(allow, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		return errMethod
 	}))
 
 	// Public: liveness, readiness, static files and signing in.
@@ -120,7 +132,7 @@ func New(o Options) http.Handler {
 	// origin (or from no browser at all). No bypass patterns.
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errCrossOrigin) }))
-	return s.observe(secureHeaders(cop.Handler(r)))
+	return s.observe(s.hosts(secureHeaders(cop.Handler(r))))
 }
 
 // cacheable lets browsers keep static files for an hour.

@@ -38,7 +38,7 @@ func TestSeedEndpoints(t *testing.T) {
 			t.Fatalf("GET approvals = %s, want a list of 2", r.body)
 		}
 		wantItem := map[string]any{"sagaId": "transfer-77", "journalSeq": 3.0, "toolName": "sendWireTransfer",
-			"input": wire, "inputHash": engine.PayloadHash(wire)}
+			"input": wire, "inputHash": engine.PayloadHash(wire), "requester": "anonymous"}
 		if diff := cmp.Diff(wantItem, list[0]); diff != "" {
 			t.Errorf("first pending approval (-want +got):\n%s", diff)
 		}
@@ -257,7 +257,21 @@ func TestBadInput(t *testing.T) {
 			{"malformed JSON", "POST", "/sagacity/sagas/s/calls", "application/json", `{"tool":`, 400, "invalid JSON body"},
 			{"wrong type", "POST", "/sagacity/sagas/s/calls", "application/json", `{"tool":"reserveInventory","input":7}`, 400, `field "input" must be a string`},
 			{"unknown field", "POST", "/sagacity/approve/s/3", "application/json", `{"approver":"a","extra":1}`, 400, `unknown field "extra"`},
-			{"two JSON values", "POST", "/sagacity/approve/s/3", "application/json", `{} {}`, 400, "more than one JSON value"},
+			{"two JSON values", "POST", "/sagacity/approve/s/3", "application/json", `{} {}`, 400, "after top-level value"},
+			// The engine and a reviewer must read the same bytes: no key twice,
+			// no key in another case, no bytes JSON cannot carry as they are.
+			{"duplicate key", "POST", "/sagacity/sagas/s/calls", "application/json",
+				`{"tool":"reserveInventory","tool":"sendWireTransfer","input":"{}"}`, 400, "duplicate object member name"},
+			{"case-variant key", "POST", "/sagacity/sagas/s/calls", "application/json",
+				`{"tool":"reserveInventory","Tool":"sendWireTransfer","input":"{}"}`, 400, `unknown field "Tool"`},
+			{"invalid UTF-8", "POST", "/sagacity/sagas/s/calls", "application/json",
+				"{\"tool\":\"reserveInventory\",\"input\":\"\xff\"}", 400, "invalid UTF-8"},
+			{"lone surrogate", "POST", "/sagacity/sagas/s/calls", "application/json",
+				`{"tool":"reserveInventory","input":"\ud800"}`, 400, "invalid surrogate pair"},
+			{"NUL in the input", "POST", "/sagacity/sagas/s/calls", "application/json",
+				`{"tool":"reserveInventory","input":"{\"sku\":\"a\u0000\"}"}`, 400, "contains a NUL character"},
+			{"NUL in a gated input", "POST", "/sagacity/sagas/s/calls", "application/json",
+				`{"tool":"sendWireTransfer","input":"\u0000"}`, 400, "contains a NUL character"},
 			{"array body", "POST", "/sagacity/resume/s/3", "application/json", `[]`, 400, "must be a JSON object"},
 			{"seq zero", "POST", "/sagacity/approve/s/0", "application/json", `{}`, 400, "seq must be a positive integer"},
 			{"seq negative", "POST", "/sagacity/resume/s/-3", "application/json", `{"payload":""}`, 400, "seq must be a positive integer"},
@@ -269,7 +283,7 @@ func TestBadInput(t *testing.T) {
 			{"text/plain body", "POST", "/sagacity/sagas/s/calls", "text/plain", `{"tool":"reserveInventory","input":"{}"}`, 415, "Content-Type must be application/json"},
 			{"missing tool", "POST", "/sagacity/sagas/s/calls", "application/json", `{"input":"{}"}`, 400, `must contain "tool" and "input"`},
 			{"unknown tool", "POST", "/sagacity/sagas/s/calls", "application/json", `{"tool":"launchMissiles","input":"{}"}`, 404, `unknown tool "launchMissiles"`},
-			{"GET on a POST route", "GET", "/sagacity/approve/s/3", "", "", 400, "method GET is not allowed"},
+			{"GET on a POST route", "GET", "/sagacity/approve/s/3", "", "", 405, "method not allowed here"},
 			{"unknown endpoint", "GET", "/sagacity/nope", "", "", 404, "no such page"},
 			{"bad limit", "GET", "/sagacity/sagas?limit=501", "", "", 400, "limit must be an integer from 1 to 500"},
 			{"bad cursor", "GET", "/sagacity/sagas?cursor=zzz", "", "", 400, "cursor is not one this server returned"},

@@ -24,7 +24,12 @@ func mapErr(err error) error {
 		return err
 	}
 	kind := engine.Internal
-	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
+		// Whatever the server said while connecting (no such database,
+		// no such role, too many clients, starting up), there is no
+		// database to work with.
+		kind = engine.Unavailable
+	} else if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
 		kind = pgKind(pe.Code)
 	} else if se, ok := errors.AsType[*sqlite.Error](err); ok {
 		kind = sqliteKind(se.Code())
@@ -62,8 +67,13 @@ func pgKind(code string) engine.Kind {
 	switch {
 	case code == "23505" || code == "40001" || code == "40P01": // unique violation, serialization, deadlock
 		return engine.Conflict
-	case len(code) == 5 && (code[:2] == "08" || code[:2] == "53" || code[:2] == "57"):
-		// connection exception, insufficient resources, operator intervention
+	case len(code) == 5 && (code[:2] == "08" || code[:2] == "53" || code[:2] == "57" || code[:2] == "28" || code[:2] == "3D"):
+		// connection exception, insufficient resources, operator
+		// intervention, invalid authorization, no such database
+		return engine.Unavailable
+	case code == "42P01" || code == "3F000":
+		// no such table or schema: the database was dropped or is not
+		// Sagacity's; nothing can be served from it
 		return engine.Unavailable
 	}
 	return engine.Internal

@@ -5,8 +5,11 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -77,57 +80,50 @@ func (c *cutter) restore() {
 	c.down = false
 }
 
-// TestPostgresOutage cuts the database off in the middle of a call: the
-// call returns Unavailable, nothing half-written is left, and the call is
-// in doubt rather than lost.
-func TestPostgresOutage(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
+// outage is an engine over PostgreSQL reached through a cutter, with a
+// tool that cuts the line as soon as it has done its work: the effect has
+// happened and the database is gone before the outcome can be journaled.
+type outage struct {
+	px       *cutter
+	db       *DB
+	e        *engine.Engine
+	executed atomic.Int64
+}
+
+func newOutage(t *testing.T, retry time.Duration) *outage {
 	direct := storetest.PostgresURL(t)
 	u, err := url.Parse(direct)
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := newCutter(t, u.Host)
-	u.Host = px.ln.Addr().String()
-	db, err := Open(ctx, u.String())
-	if err != nil {
+	o := &outage{px: newCutter(t, u.Host)}
+	u.Host = o.px.ln.Addr().String()
+	if o.db, err = Open(context.Background(), u.String()); err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	var executed int
+	t.Cleanup(o.db.Close)
 	tools := []engine.Tool{
 		{Name: "ok", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "fine", nil }}},
 		{Name: "cutsTheLine", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
-			executed++
-			px.cut()
+			o.executed.Add(1)
+			o.px.cut()
 			return "done", nil
 		}}},
 	}
-	e, err := engine.New(db, tools)
-	if err != nil {
+	if o.e, err = engine.New(o.db, tools, engine.WithOutcomeRetry(retry)); err != nil {
 		t.Fatal(err)
 	}
-	p := engine.Principal{ID: "agent", Roles: engine.Roles}
-	if _, err := e.Call(ctx, p, "s", "ok", "{}"); err != nil {
+	if _, err := o.e.Call(context.Background(), outageAgent, "s", "ok", "{}"); err != nil {
 		t.Fatal(err)
 	}
+	return o
+}
 
-	_, err = e.Call(ctx, p, "s", "cutsTheLine", `{"n":1}`)
-	if !engine.IsKind(err, engine.Unavailable) || executed != 1 {
-		t.Fatalf("Call losing the database after the tool ran: err %v (kind %v), executed %d; want Unavailable after one execution",
-			err, engine.KindOf(err), executed)
-	}
-	_, err = e.Call(ctx, p, "s", "ok", "{}")
-	if !engine.IsKind(err, engine.Unavailable) {
-		t.Errorf("Call while the database is down: %v, want Unavailable", err)
-	}
-	if err := db.Ping(ctx); !engine.IsKind(err, engine.Unavailable) {
-		t.Errorf("Ping while the database is down: %v, want Unavailable", err)
-	}
+var outageAgent = engine.Principal{ID: "agent", Roles: engine.Roles}
 
-	px.restore()
-	es, err := e.Journal(ctx, p, "s")
+func (o *outage) phases(t *testing.T) []string {
+	t.Helper()
+	es, err := o.e.Journal(context.Background(), outageAgent, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,18 +131,70 @@ func TestPostgresOutage(t *testing.T) {
 	for _, en := range es {
 		got = append(got, en.ToolName+" "+string(en.Phase))
 	}
-	want := []string{"ok INTENT", "ok EXECUTED", "cutsTheLine INTENT"}
-	if diff := cmp.Diff(want, got); diff != "" {
+	return got
+}
+
+// TestPostgresOutageShort cuts the database off right after a tool ran and
+// brings it back a second later: the engine keeps trying to journal the
+// outcome, and records it once the database is back. Nobody is told to
+// retry a call that happened.
+func TestPostgresOutageShort(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOutage(t, 30*time.Second)
+	back := time.AfterFunc(time.Second, o.px.restore)
+	defer back.Stop()
+	r, err := o.e.Call(ctx, outageAgent, "s", "cutsTheLine", `{"n":1}`)
+	if err != nil || r.Outcome != engine.OutcomeExecuted || r.Result != "done" || o.executed.Load() != 1 {
+		t.Fatalf("Call across a short outage = %+v, %v, executed %d; want EXECUTED once", r, err, o.executed.Load())
+	}
+	want := []string{"ok INTENT", "ok EXECUTED", "cutsTheLine INTENT", "cutsTheLine EXECUTED"}
+	if diff := cmp.Diff(want, o.phases(t)); diff != "" {
 		t.Errorf("journal after the outage (-want +got):\n%s", diff)
 	}
-	if v, _ := e.Verify(ctx, p, "s"); !v.Valid {
+	if v, _ := o.e.Verify(ctx, outageAgent, "s"); !v.Valid {
+		t.Errorf("Verify after the outage = %+v, want valid", v)
+	}
+	if doubt, err := o.e.InDoubt(ctx, outageAgent, 0); err != nil || len(doubt) != 0 {
+		t.Errorf("InDoubt = %+v, %v; want none: the outcome was written", doubt, err)
+	}
+}
+
+// TestPostgresOutageLong cuts the database off in the middle of a call for
+// longer than the engine keeps trying: the call is reported IN_DOUBT (not
+// "unavailable, try again"), nothing half-written is left, the call is
+// listed in doubt rather than lost, and the engine works again once the
+// database is back.
+func TestPostgresOutageLong(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOutage(t, 300*time.Millisecond)
+	r, err := o.e.Call(ctx, outageAgent, "s", "cutsTheLine", `{"n":1}`)
+	if err != nil || r.Outcome != engine.OutcomeInDoubt || !strings.Contains(r.Error, "do not retry") || o.executed.Load() != 1 {
+		t.Fatalf("Call losing the database after the tool ran = %+v, %v, executed %d; want IN_DOUBT after one execution",
+			r, err, o.executed.Load())
+	}
+	_, err = o.e.Call(ctx, outageAgent, "s", "ok", "{}")
+	if !engine.IsKind(err, engine.Unavailable) {
+		t.Errorf("Call while the database is down: %v, want Unavailable", err)
+	}
+	if err := o.db.Ping(ctx); !engine.IsKind(err, engine.Unavailable) {
+		t.Errorf("Ping while the database is down: %v, want Unavailable", err)
+	}
+
+	o.px.restore()
+	want := []string{"ok INTENT", "ok EXECUTED", "cutsTheLine INTENT"}
+	if diff := cmp.Diff(want, o.phases(t)); diff != "" {
+		t.Errorf("journal after the outage (-want +got):\n%s", diff)
+	}
+	if v, _ := o.e.Verify(ctx, outageAgent, "s"); !v.Valid {
 		t.Errorf("Verify after the outage = %+v, want valid: no half-written step", v)
 	}
-	doubt, err := e.InDoubt(ctx, p, 0)
+	doubt, err := o.e.InDoubt(ctx, outageAgent, 0)
 	if err != nil || len(doubt) != 1 || doubt[0].ToolName != "cutsTheLine" {
 		t.Errorf("InDoubt = %+v, %v; want the cut call", doubt, err)
 	}
-	if r, err := e.Call(ctx, p, "s", "ok", "{}"); err != nil || r.Seq != 4 {
+	if r, err := o.e.Call(ctx, outageAgent, "s", "ok", "{}"); err != nil || r.Seq != 4 {
 		t.Errorf("Call after the database came back = %+v, %v; want executed at seq 4", r, err)
 	}
 }

@@ -27,9 +27,13 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
+	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	db := &DB{ping: pool.Ping, close: pool.Close, sqlStore: sqlStore{db: pgConn{pool}, lock: " FOR UPDATE",
 		begin: func(ctx context.Context, fn func(conn) error) error {
 			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
+		},
+		view: func(ctx context.Context, fn func(conn) error) error {
+			return pgx.BeginTxFunc(ctx, pool, snapshot, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
 		}}}
 	if err := migrate(ctx, db.sqlStore, "postgres", "SELECT pg_advisory_xact_lock(7261001)"); err != nil {
 		pool.Close()

@@ -50,6 +50,16 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		}
 		return tx.Commit()
 	}
+	s.view = func(ctx context.Context, fn func(conn) error) error {
+		// A read-only transaction is a deferred BEGIN: in WAL mode it
+		// reads one snapshot and takes no write lock.
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		return fn(sqlConn{tx})
+	}
 	if err := migrate(ctx, s.sqlStore, "sqlite", ""); err != nil {
 		db.Close()
 		return nil, err

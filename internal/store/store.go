@@ -80,31 +80,37 @@ type rows interface {
 // sqlStore is the engine.Store both databases share.
 type sqlStore struct {
 	db    conn
-	begin func(ctx context.Context, fn func(conn) error) error
-	lock  string // appended to the query that locks a saga
+	begin func(ctx context.Context, fn func(conn) error) error // a write transaction
+	view  func(ctx context.Context, fn func(conn) error) error // a read-only snapshot
+	lock  string                                               // appended to the query that locks a saga
 }
 
 const (
 	sagaCols     = "id, status, initiator, ended, reason, head_seq, head_hash, created_at, updated_at"
 	entryCols    = "saga_id, seq, tool_name, phase, input, payload, timestamp, hash"
-	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, created_at"
+	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, requester, created_at"
 	callCols     = "saga_id, seq, tool_name, input, state, outcome_seq, result, started_at, updated_at"
 )
 
 func scanSaga(r rows) (s engine.Saga, err error) {
-	err = r.Scan(&s.ID, &s.Status, &s.Initiator, &s.Ended, &s.Reason, &s.HeadSeq, &s.HeadHash, &s.CreatedAt, &s.UpdatedAt)
-	s.CreatedAt, s.UpdatedAt = s.CreatedAt.UTC(), s.UpdatedAt.UTC()
+	ended, head := boolCol{col: col{name: "ended"}}, intCol{col: col{name: "head_seq"}}
+	created, updated := timeCol{col: col{name: "created_at"}}, timeCol{col: col{name: "updated_at"}}
+	err = r.Scan(&s.ID, &s.Status, &s.Initiator, &ended, &s.Reason, &head, &s.HeadHash, &created, &updated)
+	s.Ended, s.HeadSeq, s.CreatedAt, s.UpdatedAt = ended.v, head.v, created.v, updated.v
+	s.Unreadable = unreadable(&ended.col, &head.col, &created.col, &updated.col)
 	return s, err
 }
 
 func scanEntry(r rows) (e engine.Entry, err error) {
-	err = r.Scan(&e.SagaID, &e.Seq, &e.ToolName, &e.Phase, &e.Input, &e.Payload, &e.Timestamp, &e.Hash)
-	e.Timestamp = e.Timestamp.UTC()
+	seq, ts := intCol{col: col{name: "seq"}}, timeCol{col: col{name: "timestamp"}}
+	err = r.Scan(&e.SagaID, &seq, &e.ToolName, &e.Phase, &e.Input, &e.Payload, &ts, &e.Hash)
+	e.Seq, e.Timestamp = seq.v, ts.v
+	e.Unreadable = unreadable(&seq.col, &ts.col)
 	return e, err
 }
 
 func scanApproval(r rows) (a engine.ApprovalRequest, err error) {
-	err = r.Scan(&a.SagaID, &a.JournalSeq, &a.ToolName, &a.Input, &a.InputHash, &a.CreatedAt)
+	err = r.Scan(&a.SagaID, &a.JournalSeq, &a.ToolName, &a.Input, &a.InputHash, &a.Requester, &a.CreatedAt)
 	a.CreatedAt = a.CreatedAt.UTC()
 	return a, err
 }
@@ -192,6 +198,29 @@ func entries(ctx context.Context, c conn, sagaID string) ([]engine.Entry, error)
 	return collect(ctx, c, scanEntry, "SELECT "+entryCols+" FROM journal WHERE saga_id = $1 ORDER BY seq", sagaID)
 }
 
+func (s *sqlStore) Snapshot(ctx context.Context, sagaID string) (engine.Snapshot, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	var snap engine.Snapshot
+	err := s.view(ctx, func(c conn) error {
+		snap = engine.Snapshot{}
+		sagas, err := collect(ctx, c, scanSaga, "SELECT "+sagaCols+" FROM sagas WHERE id = $1", sagaID)
+		if err != nil {
+			return err
+		}
+		if len(sagas) > 0 {
+			snap.Saga = &sagas[0]
+		}
+		if snap.Entries, err = entries(ctx, c, sagaID); err != nil {
+			return err
+		}
+		snap.Requests, err = collect(ctx, c, scanApproval, "SELECT "+approvalCols+
+			" FROM approval_requests WHERE saga_id = $1 ORDER BY journal_seq LIMIT $2", sagaID, maxApprovals)
+		return err
+	})
+	return snap, mapErr(err)
+}
+
 func (s *sqlStore) Approvals(ctx context.Context, sagaID string) ([]engine.ApprovalRequest, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
@@ -245,19 +274,14 @@ func (t *tx) Append(e engine.Entry) error {
 
 func (t *tx) Entries(sagaID string) ([]engine.Entry, error) { return entries(t.ctx, t.c, sagaID) }
 
-func (t *tx) FindEntry(sagaID string, phase engine.Phase, input string) (engine.Entry, error) {
-	return one(t.ctx, t.c, scanEntry, "entry", "SELECT "+entryCols+
-		" FROM journal WHERE saga_id = $1 AND phase = $2 AND input = $3 ORDER BY seq LIMIT 1", sagaID, phase, input)
-}
-
 func (t *tx) Approval(sagaID string, seq int64) (engine.ApprovalRequest, error) {
 	return one(t.ctx, t.c, scanApproval, "approval request", "SELECT "+approvalCols+
 		" FROM approval_requests WHERE saga_id = $1 AND journal_seq = $2", sagaID, seq)
 }
 
 func (t *tx) PutApproval(r engine.ApprovalRequest) error {
-	_, err := t.c.exec(t.ctx, "INSERT INTO approval_requests ("+approvalCols+") VALUES ($1, $2, $3, $4, $5, $6)",
-		r.SagaID, r.JournalSeq, r.ToolName, r.Input, r.InputHash, r.CreatedAt)
+	_, err := t.c.exec(t.ctx, "INSERT INTO approval_requests ("+approvalCols+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
+		r.SagaID, r.JournalSeq, r.ToolName, r.Input, r.InputHash, r.Requester, r.CreatedAt)
 	return mapErr(err)
 }
 
@@ -270,6 +294,10 @@ func (t *tx) CountApprovals(sagaID string) (int, error) {
 	n, err := one(t.ctx, t.c, func(r rows) (n int, err error) { return n, r.Scan(&n) },
 		"count", "SELECT count(*) FROM approval_requests WHERE saga_id = $1", sagaID)
 	return n, err
+}
+
+func (t *tx) Call(sagaID string, seq int64) (engine.Call, error) {
+	return one(t.ctx, t.c, scanCall, "call", "SELECT "+callCols+" FROM calls WHERE saga_id = $1 AND seq = $2", sagaID, seq)
 }
 
 func (t *tx) PutCall(c engine.Call) error {

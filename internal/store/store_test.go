@@ -9,16 +9,17 @@ import (
 
 func TestPostgres(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(storetest.PostgresURL(t)) })
+	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(storetest.PostgresURL(t), "postgres") })
 }
 
 func TestSQLite(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(storetest.SQLiteURL(t)) })
+	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(storetest.SQLiteURL(t), "sqlite") })
 }
 
-func harness(url string) storetest.Harness {
+func harness(url, dialect string) storetest.Harness {
 	return storetest.Harness{
+		Dialect: dialect,
 		Open: func(t *testing.T) storetest.DB {
 			db, err := Open(context.Background(), url)
 			if err != nil {

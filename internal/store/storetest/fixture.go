@@ -30,13 +30,17 @@ type Harness struct {
 	// Exec runs raw SQL on the database ($1-style parameters), for
 	// tampering with what the engine wrote.
 	Exec func(t *testing.T, sql string, args ...any)
+	// Dialect is "postgres" or "sqlite", for tampering only one of them
+	// allows (SQLite keeps text in an integer column).
+	Dialect string
 }
 
 // Principals used across the suite.
 var (
-	agent    = engine.Principal{ID: "agent-1", Auth: "token", Roles: []engine.Role{engine.RoleAgent}}
-	approver = engine.Principal{ID: "manager@company.com", Auth: "oidc", Roles: []engine.Role{engine.RoleApprover}}
-	auditor  = engine.Principal{ID: "auditor@company.com", Auth: "oidc", Roles: []engine.Role{engine.RoleAuditor}}
+	agent      = engine.Principal{ID: "agent-1", Auth: "token", Roles: []engine.Role{engine.RoleAgent}}
+	otherAgent = engine.Principal{ID: "agent-2", Auth: "token", Roles: []engine.Role{engine.RoleAgent}}
+	approver   = engine.Principal{ID: "manager@company.com", Auth: "oidc", Roles: []engine.Role{engine.RoleApprover}}
+	auditor    = engine.Principal{ID: "auditor@company.com", Auth: "oidc", Roles: []engine.Role{engine.RoleAuditor}}
 )
 
 const wire = `{"amount":"100","to":"alice"}`

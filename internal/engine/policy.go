@@ -1,0 +1,108 @@
+package engine
+
+import "fmt"
+
+// This file is the one place that says who may do what. Every command of
+// the engine asks allow before it changes anything, and views ask Can, so
+// the console never offers what the engine would refuse.
+
+// Action is something a principal asks of the engine.
+type Action string
+
+// Actions.
+const (
+	ActCall    Action = "call"     // call a tool in a saga, creating it on the first call
+	ActEnd     Action = "end"      // say the agent's run is over
+	ActAbort   Action = "abort"    // fail the saga and compensate it
+	ActApprove Action = "approve"  // approve a pending request
+	ActReject  Action = "reject"   // reject a pending request
+	ActResume  Action = "resume"   // execute an approved request
+	ActRead    Action = "read"     // read sagas and their journals
+	ActVerify  Action = "verify"   // verify a journal
+	ActReview  Action = "review"   // list pending requests
+	ActInDoubt Action = "in-doubt" // list calls in doubt
+)
+
+// Policy is the configurable part of who may do what.
+type Policy struct {
+	// ShareSagas lets every agent act as an agent on every saga (call
+	// tools, end, abort, resume). By default only a saga's initiator may.
+	ShareSagas bool
+}
+
+// Subject is what an action is about: nothing, a saga, or a pending
+// request of a saga (for decisions).
+type Subject struct {
+	Saga *Saga
+	// Requester is the principal that made the request being decided, as
+	// its journal entry records it.
+	Requester string
+}
+
+// roles lists who may ask for each action at all.
+var roles = map[Action][]Role{
+	ActCall:    {RoleAgent},
+	ActEnd:     {RoleAgent},
+	ActAbort:   {RoleAgent, RoleApprover},
+	ActApprove: {RoleApprover},
+	ActReject:  {RoleApprover},
+	ActResume:  {RoleAgent, RoleApprover},
+	ActRead:    Roles,
+	ActVerify:  {RoleAuditor, RoleApprover},
+	ActReview:  {RoleApprover, RoleAuditor},
+	ActInDoubt: {RoleApprover, RoleAuditor},
+}
+
+var doing = map[Action]string{
+	ActCall: "calling a tool", ActEnd: "ending a saga", ActAbort: "aborting a saga", ActApprove: "approving",
+	ActReject: "rejecting", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
+	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt",
+}
+
+// Can reports whether p may take action a on subject: nil when it may, a
+// Forbidden error saying why not (a missing role, four-eyes, another
+// principal's saga) otherwise, or Unauthenticated without a principal.
+// A subject without a saga asks about the roles alone.
+func (e *Engine) Can(p Principal, a Action, sub Subject) error {
+	if err := validName("principal", p.ID); err != nil {
+		return &Error{Kind: Unauthenticated, Msg: "no authenticated principal", Err: err}
+	}
+	want, ok := roles[a]
+	if !ok {
+		return Errorf(Forbidden, "unknown action %q", a)
+	}
+	if !p.Has(want...) {
+		return Errorf(Forbidden, "%s needs the %s role", doing[a], roleList(want))
+	}
+	s := sub.Saga
+	if s == nil {
+		return nil
+	}
+	switch a {
+	case ActApprove, ActReject:
+		// Four-eyes: a request is decided by somebody other than whoever
+		// started the saga and whoever made the request.
+		if p.ID == s.Initiator {
+			return &Error{Kind: Forbidden, Msg: fmt.Sprintf("%s started saga %s and cannot decide its requests", p.ID, s.ID), SagaID: s.ID}
+		}
+		if sub.Requester != "" && p.ID == sub.Requester {
+			return &Error{Kind: Forbidden, Msg: fmt.Sprintf("%s made this request and cannot decide it", p.ID), SagaID: s.ID}
+		}
+	case ActCall, ActEnd, ActAbort, ActResume:
+		// An agent acts on its own sagas; an approver may abort or
+		// resume any, as a person deciding.
+		if e.policy.ShareSagas || p.ID == s.Initiator || (a != ActCall && a != ActEnd && p.Has(RoleApprover)) {
+			return nil
+		}
+		return &Error{Kind: Forbidden, Msg: fmt.Sprintf("saga %s belongs to %s; only its initiator may act on it as an agent", s.ID, s.Initiator), SagaID: s.ID}
+	}
+	return nil
+}
+
+func roleList(roles []Role) string {
+	s := string(roles[0])
+	for _, r := range roles[1:] {
+		s += " or " + string(r)
+	}
+	return s
+}

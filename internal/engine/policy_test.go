@@ -1,0 +1,66 @@
+package engine
+
+import "testing"
+
+func TestCan(t *testing.T) {
+	agent := Principal{ID: "agent-1", Roles: []Role{RoleAgent}}
+	other := Principal{ID: "agent-2", Roles: []Role{RoleAgent}}
+	approver := Principal{ID: "alice", Roles: []Role{RoleApprover}}
+	auditor := Principal{ID: "audrey", Roles: []Role{RoleAuditor}}
+	// A principal holding two roles: it may ask for both kinds of action,
+	// but never decide what it started or requested.
+	both := Principal{ID: "bot", Roles: []Role{RoleAgent, RoleApprover}}
+	mine := &Saga{ID: "s1", Initiator: "agent-1"}
+	bots := &Saga{ID: "s2", Initiator: "bot"}
+
+	tests := []struct {
+		name   string
+		shared bool
+		p      Principal
+		a      Action
+		sub    Subject
+		want   string // "" allowed, else the error
+	}{
+		{"no principal", false, Principal{}, ActRead, Subject{}, "no authenticated principal"},
+		{"agent calls", false, agent, ActCall, Subject{}, ""},
+		{"approver cannot call", false, approver, ActCall, Subject{}, "calling a tool needs the agent role"},
+		{"auditor cannot approve", false, auditor, ActApprove, Subject{}, "approving needs the approver role"},
+		{"agent cannot verify", false, agent, ActVerify, Subject{}, "verifying a journal needs the auditor or approver role"},
+		{"auditor verifies", false, auditor, ActVerify, Subject{}, ""},
+		{"anyone with a role reads", false, agent, ActRead, Subject{Saga: bots}, ""},
+		{"unknown action", false, agent, Action("launch"), Subject{}, `unknown action "launch"`},
+
+		{"initiator calls in its saga", false, agent, ActCall, Subject{Saga: mine}, ""},
+		{"another agent cannot call in it", false, other, ActCall, Subject{Saga: mine}, "saga s1 belongs to agent-1; only its initiator may act on it as an agent"},
+		{"another agent cannot end it", false, other, ActEnd, Subject{Saga: mine}, "saga s1 belongs to agent-1; only its initiator may act on it as an agent"},
+		{"another agent cannot abort it", false, other, ActAbort, Subject{Saga: mine}, "saga s1 belongs to agent-1; only its initiator may act on it as an agent"},
+		{"another agent cannot resume in it", false, other, ActResume, Subject{Saga: mine}, "saga s1 belongs to agent-1; only its initiator may act on it as an agent"},
+		{"shared: another agent calls", true, other, ActCall, Subject{Saga: mine}, ""},
+		{"shared: another agent ends", true, other, ActEnd, Subject{Saga: mine}, ""},
+		{"an approver aborts any saga", false, approver, ActAbort, Subject{Saga: mine}, ""},
+		{"an approver resumes any saga", false, approver, ActResume, Subject{Saga: mine}, ""},
+		{"an agent+approver cannot call in another's saga", false, both, ActCall, Subject{Saga: mine}, "saga s1 belongs to agent-1; only its initiator may act on it as an agent"},
+
+		{"approver approves", false, approver, ActApprove, Subject{Saga: mine, Requester: "agent-1"}, ""},
+		{"initiator cannot approve", false, both, ActApprove, Subject{Saga: bots, Requester: "agent-1"}, "bot started saga s2 and cannot decide its requests"},
+		{"initiator cannot reject", false, both, ActReject, Subject{Saga: bots}, "bot started saga s2 and cannot decide its requests"},
+		{"requester cannot approve", false, both, ActApprove, Subject{Saga: mine, Requester: "bot"}, "bot made this request and cannot decide it"},
+		{"requester cannot reject", true, both, ActReject, Subject{Saga: mine, Requester: "bot"}, "bot made this request and cannot decide it"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &Engine{policy: Policy{ShareSagas: tt.shared}}
+			err := e.Can(tt.p, tt.a, tt.sub)
+			got := ""
+			if err != nil {
+				got = err.(*Error).Msg
+			}
+			if got != tt.want {
+				t.Errorf("Can(%s, %s, %+v) = %q, want %q", tt.p.ID, tt.a, tt.sub, got, tt.want)
+			}
+			if err != nil && tt.p.ID != "" && KindOf(err) != Forbidden {
+				t.Errorf("Can(%s, %s) kind = %v, want forbidden", tt.p.ID, tt.a, KindOf(err))
+			}
+		})
+	}
+}
