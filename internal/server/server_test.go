@@ -229,10 +229,11 @@ func TestGatewayScenario(t *testing.T) {
 		}
 		q := wires[0]
 		if q.Body != wire || q.Header.Get("Idempotency-Key") != "transfer-77/5" || q.Header.Get("Sagacity-Saga-Id") != "transfer-77" ||
-			q.Header.Get("Sagacity-Seq") != "5" || q.Header.Get("Sagacity-Tool") != "sendWireTransfer" {
+			q.Header.Get("Sagacity-Seq") != "5" || q.Header.Get("Sagacity-Tool") != "sendWireTransfer" || q.Header.Get("Sagacity-Phase") != "execute" {
 			t.Errorf("wire request = %+v, want the approved bytes, Idempotency-Key transfer-77/5 and the Sagacity headers", q)
 		}
-		if err := toolsig.Verify(secret, q.Header.Get(toolsig.Header), []byte(q.Body), time.Now(), time.Minute); err != nil {
+		signed := toolsig.Request{Method: "POST", Path: "/wire", Tool: "sendWireTransfer", Key: "transfer-77/5", Phase: toolsig.Execute}
+		if err := toolsig.Verify(secret, q.Header.Get(toolsig.Header), signed, []byte(q.Body), time.Now(), time.Minute); err != nil {
 			t.Errorf("wire request signature: %v", err)
 		}
 		if r := e.get("/sagacity/sagas/transfer-77"); r.json(t)["status"] != "COMPLETED" {
