@@ -11,8 +11,10 @@ import (
 	"github.com/sagacity-go/sagacity/toolsig"
 )
 
-// A tool server wraps its handler so that only calls signed by Sagacity
-// reach it. The handler reads the body as usual.
+// Each tool server wraps its endpoint with the tool and phase it serves, so
+// that only calls Sagacity signed for that tool reach it. Here two tools,
+// each on its own server, use the same path: a request signed for the
+// harmless one is refused by the other.
 func ExampleHandler() {
 	secret := []byte("the secret shared with Sagacity, at least 32 bytes") // in practice, from the environment
 
@@ -20,39 +22,56 @@ func ExampleHandler() {
 		body, _ := io.ReadAll(r.Body)
 		// Sagacity sends the same key on a retry, so a tool that
 		// remembers it performs the transfer once.
-		key := r.Header.Get("Idempotency-Key")
-		fmt.Fprintf(w, `{"transferred":%s,"key":%q}`, body, key)
+		fmt.Fprintf(w, `{"transferred":%s,"key":%q}`, body, r.Header.Get(toolsig.HeaderKey))
 	})
-	mux := http.NewServeMux()
-	mux.Handle("POST /transfer", toolsig.Handler(secret, 1<<20, transfer))
+	wire := httptest.NewServer(toolsig.Handler(secret, toolsig.Expect{Tool: "sendWireTransfer", Phase: toolsig.Execute}, 1<<20, transfer))
+	defer wire.Close()
 
-	srv := httptest.NewServer(mux)
-	defer srv.Close()
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) })
+	notes := httptest.NewServer(toolsig.Handler(secret, toolsig.Expect{Tool: "saveNote", Phase: toolsig.Execute}, 1<<20, echo))
+	defer notes.Close()
 
-	// What Sagacity sends.
+	// sagacity builds a request as Sagacity sends it: the execute call of
+	// tool at saga-1/3.
+	sagacity := func(url, tool string, body []byte) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set(toolsig.HeaderSaga, "saga-1")
+		req.Header.Set(toolsig.HeaderSeq, "3")
+		req.Header.Set(toolsig.HeaderTool, toolsig.HeaderValue(tool))
+		req.Header.Set(toolsig.HeaderPhase, string(toolsig.Execute))
+		req.Header.Set(toolsig.HeaderKey, "saga-1/3")
+		req.Header.Set(toolsig.Header, toolsig.Sign(secret, time.Now(), toolsig.RequestOf(req), body))
+		return req
+	}
+	show := func(req *http.Request) {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Println(resp.StatusCode, string(bytes.TrimSpace(answer)))
+	}
+
 	body := []byte(`{"amount":100}`)
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/transfer", bytes.NewReader(body))
-	req.Header.Set(toolsig.Header, toolsig.Sign(secret, time.Now(), body))
-	req.Header.Set("Idempotency-Key", "saga-1/3")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	answer, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	fmt.Println(resp.StatusCode, string(answer))
+	show(sagacity(wire.URL+"/execute", "sendWireTransfer", body))
 
-	// An unsigned request never reaches the handler.
-	resp, err = http.Post(srv.URL+"/transfer", "application/json", bytes.NewReader(body))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	answer, _ = io.ReadAll(resp.Body)
-	resp.Body.Close()
-	fmt.Print(resp.StatusCode, " ", string(answer))
+	// A call to the harmless tool, which needs no approval.
+	note := sagacity(notes.URL+"/execute", "saveNote", body)
+	show(note)
+
+	// The same signed bytes, replayed to the transfer tool.
+	replay, _ := http.NewRequest(http.MethodPost, wire.URL+"/execute", bytes.NewReader(body))
+	replay.Header = note.Header.Clone()
+	show(replay)
+
+	// An unsigned request never reaches the handler either.
+	unsigned, _ := http.NewRequest(http.MethodPost, wire.URL+"/execute", bytes.NewReader(body))
+	show(unsigned)
 	// Output:
 	// 200 {"transferred":{"amount":100},"key":"saga-1/3"}
+	// 200 {"amount":100}
+	// 401 signature not for this endpoint: Sagacity-Tool is not this endpoint's tool
 	// 401 missing signature
 }

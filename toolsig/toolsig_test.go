@@ -2,6 +2,9 @@ package toolsig_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -17,22 +20,66 @@ import (
 var (
 	secret = []byte("test-secret")
 	t0     = time.Unix(1700000000, 0)
+
+	// wire is a call to an IRREVERSIBLE tool, as Sagacity signs it.
+	wire     = toolsig.Request{Method: "POST", Path: "/wire?region=eu", Tool: "sendWireTransfer", Key: "transfer-77/5", Phase: toolsig.Execute}
+	wireBody = `{"amount":100}`
 )
 
-// TestSign pins the wire format against values computed independently with
-// `openssl dgst -sha256 -hmac test-secret`.
+// v1 is a genuine v1 header for wireBody at t0: the old scheme, which
+// signed only "<t>.<body>".
+const v1 = "t=1700000000,v1=dc9ec957622f8d1f7f7e1a5e17ce747c58a4fd577544848668b6d2010808fea1"
+
+// TestSign pins the wire format. Each message is written out by hand from
+// the layout in the package comment, and each MAC was computed from it
+// independently with `printf '%s' M | openssl dgst -sha256 -hmac test-secret`.
 func TestSign(t *testing.T) {
 	tests := []struct {
-		at   time.Time
-		body string
-		want string
+		at      time.Time
+		req     toolsig.Request
+		body    string
+		message string
+		mac     string
 	}{
-		{t0, `{"amount":100}`, "t=1700000000,v1=dc9ec957622f8d1f7f7e1a5e17ce747c58a4fd577544848668b6d2010808fea1"},
-		{t0.Add(999 * time.Millisecond), "", "t=1700000000,v1=02135fb92b9e5ac01b6ffb10fb1ce695acf10403dc760ecd132a9fd9d96d71d1"},
+		{
+			t0, wire, wireBody,
+			`11:sagacity-v210:17000000004:POST15:/wire?region=eu16:sendWireTransfer13:transfer-77/57:execute14:{"amount":100}`,
+			"a27a916f08391df488b2a89378a760ffc8cbecf76b5dc7f1a9618e9aca03730e",
+		},
+		{
+			t0.Add(999 * time.Millisecond),
+			toolsig.Request{Method: "POST", Path: "/release", Tool: "%C3%BCberweisung", Key: "commande-%C3%A9/12/compensate", Phase: toolsig.Compensate},
+			"",
+			`11:sagacity-v210:17000000004:POST8:/release16:%C3%BCberweisung29:commande-%C3%A9/12/compensate10:compensate0:`,
+			"d56cf2b3bfe9ad518b993f7033c78ab44916845846afc5a8216493868b130e53",
+		},
 	}
 	for _, tt := range tests {
-		if got := toolsig.Sign(secret, tt.at, []byte(tt.body)); got != tt.want {
-			t.Errorf("Sign(%q, %v, %q) = %q, want %q", secret, tt.at, tt.body, got, tt.want)
+		h := hmac.New(sha256.New, secret)
+		h.Write([]byte(tt.message))
+		if got := hex.EncodeToString(h.Sum(nil)); got != tt.mac {
+			t.Errorf("HMAC-SHA256(%q, %q) = %s, want the pinned %s", secret, tt.message, got, tt.mac)
+		}
+		want := "t=1700000000,v2=" + tt.mac
+		if got := toolsig.Sign(secret, tt.at, tt.req, []byte(tt.body)); got != want {
+			t.Errorf("Sign(%q, %v, %+v, %q) = %q, want %q", secret, tt.at, tt.req, tt.body, got, want)
+		}
+	}
+}
+
+func TestHeaderValue(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"sendWireTransfer", "sendWireTransfer"},
+		{"tenant/42", "tenant/42"},
+		{"", ""},
+		{"überweisung", "%C3%BCberweisung"},
+		{" saga 1", "%20saga%201"},
+		{"commande-%C3%A9", "commande-%25C3%25A9"},
+		{"tab\there", "tab%09here"},
+	}
+	for _, tt := range tests {
+		if got := toolsig.HeaderValue(tt.in); got != tt.want {
+			t.Errorf("HeaderValue(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -42,37 +89,74 @@ func TestRoundTrip(t *testing.T) {
 		"empty":   "",
 		"json":    `{"to":"acct-1","amount":100}`,
 		"unicode": "{\"name\": \"Zoë 😀\"}\r\n\t ",
-		"binary":  "\x00\xff\xfe,t=1,v1=",
+		"binary":  "\x00\xff\xfe,t=1,v2=",
 	}
 	for name, body := range bodies {
 		t.Run(name, func(t *testing.T) {
-			h := toolsig.Sign(secret, t0, []byte(body))
-			if err := toolsig.Verify(secret, h, []byte(body), t0.Add(time.Minute), toolsig.DefaultTolerance); err != nil {
-				t.Errorf("Verify(Sign(%q)) = %v, want nil", body, err)
+			h := toolsig.Sign(secret, t0, wire, []byte(body))
+			if err := toolsig.Verify(secret, h, wire, []byte(body), t0.Add(time.Minute), toolsig.DefaultTolerance); err != nil {
+				t.Errorf("Verify(Sign(%+v, %q)) = %v, want nil", wire, body, err)
+			}
+		})
+	}
+}
+
+// TestVerifyBindsEveryField changes one signed field at a time: each
+// change must break the signature.
+func TestVerifyBindsEveryField(t *testing.T) {
+	header := toolsig.Sign(secret, t0, wire, []byte(wireBody))
+	v2 := header[strings.Index(header, "v2="):]
+	changed := func(f func(*toolsig.Request)) toolsig.Request {
+		r := wire
+		f(&r)
+		return r
+	}
+	tests := []struct {
+		name   string
+		header string
+		req    toolsig.Request
+		body   string
+	}{
+		{"method", header, changed(func(r *toolsig.Request) { r.Method = "PUT" }), wireBody},
+		{"path", header, changed(func(r *toolsig.Request) { r.Path = "/balance?region=eu" }), wireBody},
+		{"query", header, changed(func(r *toolsig.Request) { r.Path = "/wire?region=us" }), wireBody},
+		{"query dropped", header, changed(func(r *toolsig.Request) { r.Path = "/wire" }), wireBody},
+		{"tool", header, changed(func(r *toolsig.Request) { r.Tool = "getBalance" }), wireBody},
+		{"key", header, changed(func(r *toolsig.Request) { r.Key = "transfer-77/6" }), wireBody},
+		{"phase", header, changed(func(r *toolsig.Request) { r.Phase = toolsig.Compensate }), wireBody},
+		{"body", header, wire, `{"amount":1000}`},
+		{"t", "t=1700000001," + v2, wire, wireBody},
+		// The same bytes split differently: only the length prefixes
+		// tell these apart.
+		{"boundary between tool and key", header, changed(func(r *toolsig.Request) { r.Tool, r.Key = "sendWireTransfert", "ransfer-77/5" }), wireBody},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := toolsig.Verify(secret, tt.header, tt.req, []byte(tt.body), t0, toolsig.DefaultTolerance)
+			if !errors.Is(err, toolsig.ErrMismatch) {
+				t.Errorf("Verify(%q, %+v, %q) = %v, want %v", tt.header, tt.req, tt.body, err, toolsig.ErrMismatch)
 			}
 		})
 	}
 }
 
 func TestVerify(t *testing.T) {
-	const body = `{"amount":100}`
-	valid := toolsig.Sign(secret, t0, []byte(body))
-	other := toolsig.Sign([]byte("other-secret"), t0, []byte(body))
-	otherV1 := other[strings.Index(other, "v1="):]
-	validV1 := valid[strings.Index(valid, "v1="):]
+	valid := toolsig.Sign(secret, t0, wire, []byte(wireBody))
+	other := toolsig.Sign([]byte("other-secret"), t0, wire, []byte(wireBody))
+	otherV2 := other[strings.Index(other, "v2="):]
+	validV2 := valid[strings.Index(valid, "v2="):]
 	hex64 := strings.Repeat("ab", 32)
 
 	type verifyCase struct {
 		name      string
 		header    string
-		body      string // the signed body when empty
+		body      string // wireBody when empty
 		now       time.Time
 		tolerance time.Duration
 		want      error // a sentinel, or nil
 	}
 	tests := []verifyCase{
 		{name: "valid", header: valid, now: t0},
-		{name: "tampered body", header: valid, body: `{"amount":1000}`, now: t0, want: toolsig.ErrMismatch},
 		{name: "other secret", header: other, now: t0, want: toolsig.ErrMismatch},
 		{name: "4m59s old", header: valid, now: t0.Add(4*time.Minute + 59*time.Second), want: nil},
 		{name: "exactly at tolerance", header: valid, now: t0.Add(5 * time.Minute), want: nil},
@@ -84,49 +168,53 @@ func TestVerify(t *testing.T) {
 		{name: "stale and wrong secret", header: other, now: t0.Add(time.Hour), want: toolsig.ErrMismatch},
 		{name: "missing", header: "", now: t0, want: toolsig.ErrMissing},
 		{name: "blank", header: "  ", now: t0, want: toolsig.ErrMissing},
-		{name: "second v1 matches", header: "t=1700000000," + otherV1 + "," + validV1, now: t0},
-		{name: "first v1 matches", header: valid + "," + otherV1, now: t0},
-		{name: "no v1 matches", header: other + ",v1=" + hex64, now: t0, want: toolsig.ErrMismatch},
-		{name: "unknown fields ignored", header: "v0=zzz," + valid + ",v2=whatever,x=", now: t0},
-		{name: "spaces around fields", header: " t=1700000000 , " + validV1 + " ", now: t0},
-		{name: "fields in any order", header: validV1 + ",t=1700000000", now: t0},
-		{name: "uppercase hex digits", header: "t=1700000000,v1=" + strings.ToUpper(validV1[3:]), now: t0},
+		{name: "rotation: second v2 matches", header: "t=1700000000," + otherV2 + "," + validV2, now: t0},
+		{name: "rotation: first v2 matches", header: valid + "," + otherV2, now: t0},
+		{name: "rotation: no v2 matches", header: other + ",v2=" + hex64, now: t0, want: toolsig.ErrMismatch},
+		{name: "v1 only", header: v1, now: t0, want: toolsig.ErrMalformed},
+		{name: "v1 beside a wrong v2", header: v1 + ",v2=" + hex64, now: t0, want: toolsig.ErrMismatch},
+		{name: "v1 beside a valid v2 is ignored", header: v1 + "," + validV2, now: t0},
+		{name: "unknown fields ignored", header: "v0=zzz," + valid + ",v3=whatever,x=", now: t0},
+		{name: "spaces around fields", header: " t=1700000000 , " + validV2 + " ", now: t0},
+		{name: "fields in any order", header: validV2 + ",t=1700000000", now: t0},
+		{name: "uppercase hex digits", header: "t=1700000000,v2=" + strings.ToUpper(validV2[3:]), now: t0},
 	}
 	// The empty header is missing rather than malformed (see above).
 	malformed := []string{
 		"t=",
-		"v1=ab",
-		"v1=" + hex64,
-		"t=abc,v1=" + hex64,
-		"t=1,v1=zz",
-		"t=1,v1=" + hex64[:62],
-		"t=1,v1=" + hex64 + "ab",
+		"v2=ab",
+		"v2=" + hex64,
+		"t=abc,v2=" + hex64,
+		"t=1,v2=zz",
+		"t=1,v2=" + hex64[:62],
+		"t=1,v2=" + hex64 + "ab",
 		"t=1",
-		"t=1,v1=",
-		"t=-1,v1=" + hex64,
-		"t=+1,v1=" + hex64,
-		"t=1.5,v1=" + hex64,
-		"t=99999999999999999999,v1=" + hex64,
-		"t=1,t=1,v1=" + hex64,
-		"t=1,v1=" + hex64 + ",",
-		"t=1,,v1=" + hex64,
+		"t=1,v2=",
+		"t=1,v1=" + hex64,
+		"t=-1,v2=" + hex64,
+		"t=+1,v2=" + hex64,
+		"t=1.5,v2=" + hex64,
+		"t=99999999999999999999,v2=" + hex64,
+		"t=1,t=1,v2=" + hex64,
+		"t=1,v2=" + hex64 + ",",
+		"t=1,,v2=" + hex64,
 		"garbage",
 		",",
-		"t:1;v1:" + hex64,
-		"T=1,V1=" + hex64,
+		"t:1;v2:" + hex64,
+		"T=1,V2=" + hex64,
 	}
 	for _, h := range malformed {
 		tests = append(tests, verifyCase{name: "malformed " + h, header: h, now: t0, want: toolsig.ErrMalformed})
 	}
 
-	sentinels := []error{toolsig.ErrMissing, toolsig.ErrMalformed, toolsig.ErrExpired, toolsig.ErrMismatch}
+	sentinels := []error{toolsig.ErrMissing, toolsig.ErrMalformed, toolsig.ErrExpired, toolsig.ErrMismatch, toolsig.ErrWrongTool}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := body
+			b := wireBody
 			if tt.body != "" {
 				b = tt.body
 			}
-			err := toolsig.Verify(secret, tt.header, []byte(b), tt.now, tt.tolerance)
+			err := toolsig.Verify(secret, tt.header, wire, []byte(b), tt.now, tt.tolerance)
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("Verify(%q, body %q, now %v, tolerance %v) = %v, want nil", tt.header, b, tt.now.Unix(), tt.tolerance, err)
@@ -142,28 +230,30 @@ func TestVerify(t *testing.T) {
 				}
 			}
 			msg := err.Error()
-			if strings.Contains(msg, string(secret)) || strings.Contains(msg, validV1[3:]) {
+			if strings.Contains(msg, string(secret)) || strings.Contains(msg, validV2[3:]) {
 				t.Errorf("Verify(%q) = %q, which contains the secret or the expected signature", tt.header, msg)
 			}
 		})
 	}
 }
 
-// TestVerifyExpiredDetail checks that an expired error says which way the
-// clock is off, which is what an operator needs to fix it.
-func TestVerifyExpiredDetail(t *testing.T) {
-	h := toolsig.Sign(secret, t0, nil)
+// TestVerifyDetail checks the messages an operator sees: which way the
+// clock is off, and that a v1 header is refused for want of v2.
+func TestVerifyDetail(t *testing.T) {
+	h := toolsig.Sign(secret, t0, wire, nil)
 	tests := []struct {
-		now  time.Time
-		want string
+		header string
+		now    time.Time
+		want   string
 	}{
-		{t0.Add(10 * time.Minute), "signature expired: timestamp is 10m0s old, more than 5m0s"},
-		{t0.Add(-10*time.Minute - 500*time.Millisecond), "signature expired: timestamp is 10m0s in the future, more than 5m0s"},
+		{h, t0.Add(10 * time.Minute), "signature expired: timestamp is 10m0s old, more than 5m0s"},
+		{h, t0.Add(-10*time.Minute - 500*time.Millisecond), "signature expired: timestamp is 10m0s in the future, more than 5m0s"},
+		{v1, t0, "malformed signature: no v2 signature"},
 	}
 	for _, tt := range tests {
-		err := toolsig.Verify(secret, h, nil, tt.now, 0)
+		err := toolsig.Verify(secret, tt.header, wire, nil, tt.now, 0)
 		if err == nil || err.Error() != tt.want {
-			t.Errorf("Verify(%q, now %v) = %v, want %q", h, tt.now, err, tt.want)
+			t.Errorf("Verify(%q, now %v) = %v, want %q", tt.header, tt.now, err, tt.want)
 		}
 	}
 }
@@ -175,7 +265,7 @@ type server struct {
 	got   atomic.Value // []byte: the body next read
 }
 
-func newServer(t *testing.T, maxBody int64) *server {
+func newServer(t *testing.T, want toolsig.Expect, maxBody int64) *server {
 	s := &server{}
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.calls.Add(1)
@@ -186,20 +276,48 @@ func newServer(t *testing.T, maxBody int64) *server {
 		s.got.Store(b)
 		io.WriteString(w, "done")
 	})
-	s.Server = httptest.NewServer(toolsig.Handler(secret, maxBody, next))
+	s.Server = httptest.NewServer(toolsig.Handler(secret, want, maxBody, next))
 	t.Cleanup(s.Close)
 	return s
 }
 
-func post(t *testing.T, url, header string, body []byte) (int, string) {
+// call is a request as Sagacity would send it: its headers, all signed
+// unless sign says otherwise.
+type call struct {
+	tool, phase, saga, seq, key string
+	body                        string
+	// sign returns the Header value for the request as built; nil signs it
+	// with secret now.
+	sign func(req toolsig.Request, body []byte) string
+}
+
+// wireCall is Sagacity's call to the wire endpoint at saga-1/7.
+var wireCall = call{tool: "sendWireTransfer", phase: "execute", saga: "saga-1", seq: "7", key: "saga-1/7", body: wireBody}
+
+func (c call) request(t *testing.T, url string) *http.Request {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(c.body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if header != "" {
-		req.Header.Set(toolsig.Header, header)
+	for k, v := range map[string]string{toolsig.HeaderTool: c.tool, toolsig.HeaderPhase: c.phase,
+		toolsig.HeaderSaga: c.saga, toolsig.HeaderSeq: c.seq, toolsig.HeaderKey: c.key} {
+		if v != "" {
+			req.Header.Set(k, v)
+		}
 	}
+	sign := c.sign
+	if sign == nil {
+		sign = func(r toolsig.Request, b []byte) string { return toolsig.Sign(secret, time.Now(), r, b) }
+	}
+	if h := sign(toolsig.RequestOf(req), []byte(c.body)); h != "" {
+		req.Header.Set(toolsig.Header, h)
+	}
+	return req
+}
+
+func do(t *testing.T, req *http.Request) (int, http.Header, string) {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -209,42 +327,99 @@ func post(t *testing.T, url, header string, body []byte) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
-func TestHandlerValid(t *testing.T) {
-	s := newServer(t, 1<<10)
-	body := []byte("{\"note\": \"Zoë  😀\"}\r\n\t\x00 ")
-	code, resp := post(t, s.URL, toolsig.Sign(secret, time.Now(), body), body)
-	if code != http.StatusOK || resp != "done" {
-		t.Fatalf("POST with a valid signature: got %d %q, want 200 \"done\"", code, resp)
+func TestHandlerAccepts(t *testing.T) {
+	tests := []struct {
+		name string
+		want toolsig.Expect
+		path string
+		call call
+	}{
+		{"execute", toolsig.Expect{Tool: "sendWireTransfer", Phase: toolsig.Execute}, "/wire?region=eu", wireCall},
+		{"compensate", toolsig.Expect{Tool: "reserveInventory", Phase: toolsig.Compensate}, "/release",
+			call{tool: "reserveInventory", phase: "compensate", saga: "saga-1", seq: "3", key: "saga-1/3/compensate", body: `{"sagaId":"saga-1"}`}},
+		{"encoded tool and saga id", toolsig.Expect{Tool: "überweisung", Phase: toolsig.Execute}, "/%C3%BCberweisung",
+			call{tool: "%C3%BCberweisung", phase: "execute", saga: "tenant/commande-%C3%A9", seq: "12", key: "tenant/commande-%C3%A9/12", body: "{\"note\": \"Zoë  😀\"}\r\n\t\x00 "}},
+		{"rotation: the old secret's v2, then ours", toolsig.Expect{Tool: "sendWireTransfer", Phase: toolsig.Execute}, "/wire",
+			call{tool: "sendWireTransfer", phase: "execute", saga: "saga-1", seq: "7", key: "saga-1/7", body: wireBody,
+				sign: func(r toolsig.Request, b []byte) string {
+					now := time.Now()
+					ours := toolsig.Sign(secret, now, r, b)
+					return toolsig.Sign([]byte("old-secret"), now, r, b) + "," + ours[strings.Index(ours, "v2="):]
+				}}},
 	}
-	if got, _ := s.got.Load().([]byte); !bytes.Equal(got, body) {
-		t.Errorf("next read body %q, want %q", got, body)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newServer(t, tt.want, 1<<10)
+			req := tt.call.request(t, s.URL+tt.path)
+			code, _, resp := do(t, req)
+			if code != http.StatusOK || resp != "done" {
+				t.Fatalf("POST %s with %+v to Handler(%+v) = %d %q, want 200 \"done\"", tt.path, tt.call, tt.want, code, resp)
+			}
+			if got, _ := s.got.Load().([]byte); string(got) != tt.call.body {
+				t.Errorf("next read body %q, want %q", got, tt.call.body)
+			}
+		})
 	}
 }
 
 func TestHandlerRejects(t *testing.T) {
-	s := newServer(t, 1<<10)
-	body := []byte(`{"amount":100}`)
+	endpoint := toolsig.Expect{Tool: "sendWireTransfer", Phase: toolsig.Execute}
+	s := newServer(t, endpoint, 1<<10)
+	// with returns wireCall changed by f, signed as changed.
+	with := func(f func(*call)) call {
+		c := wireCall
+		f(&c)
+		return c
+	}
+	signWith := func(key []byte, at time.Time) func(toolsig.Request, []byte) string {
+		return func(r toolsig.Request, b []byte) string { return toolsig.Sign(key, at, r, b) }
+	}
 	tests := []struct {
-		name   string
-		header string
-		body   []byte
-		want   string // start of the response body
+		name string
+		call call
+		want error
 	}{
-		{"missing", "", body, "missing signature"},
-		{"garbage", "t=1,v1=zz", body, "malformed signature"},
-		{"other secret", toolsig.Sign([]byte("other"), time.Now(), body), body, "signature mismatch"},
-		{"tampered body", toolsig.Sign(secret, time.Now(), body), []byte(`{"amount":999}`), "signature mismatch"},
-		{"stale", toolsig.Sign(secret, time.Now().Add(-time.Hour), body), body, "signature expired"},
-		{"future", toolsig.Sign(secret, time.Now().Add(time.Hour), body), body, "signature expired"},
+		{"missing", with(func(c *call) { c.sign = func(toolsig.Request, []byte) string { return "" } }), toolsig.ErrMissing},
+		{"garbage", with(func(c *call) { c.sign = func(toolsig.Request, []byte) string { return "t=1,v2=zz" } }), toolsig.ErrMalformed},
+		{"v1 only", with(func(c *call) { c.sign = func(toolsig.Request, []byte) string { return v1 } }), toolsig.ErrMalformed},
+		{"other secret", with(func(c *call) { c.sign = signWith([]byte("other"), time.Now()) }), toolsig.ErrMismatch},
+		{"tampered body", with(func(c *call) {
+			c.sign = func(r toolsig.Request, _ []byte) string {
+				return toolsig.Sign(secret, time.Now(), r, []byte(`{"amount":1}`))
+			}
+		}), toolsig.ErrMismatch},
+		{"tool header changed after signing", with(func(c *call) {
+			c.sign = func(r toolsig.Request, b []byte) string {
+				r.Tool = "getBalance"
+				return toolsig.Sign(secret, time.Now(), r, b)
+			}
+		}), toolsig.ErrMismatch},
+		{"stale", with(func(c *call) { c.sign = signWith(secret, time.Now().Add(-time.Hour)) }), toolsig.ErrExpired},
+		{"future", with(func(c *call) { c.sign = signWith(secret, time.Now().Add(time.Hour)) }), toolsig.ErrExpired},
+		{"signed for another tool", with(func(c *call) { c.tool = "getBalance" }), toolsig.ErrWrongTool},
+		{"no phase", with(func(c *call) { c.phase = "" }), toolsig.ErrWrongTool},
+		{"signed for compensate", with(func(c *call) { c.phase, c.key = "compensate", "saga-1/7/compensate" }), toolsig.ErrWrongTool},
+		{"compensate key on execute endpoint", with(func(c *call) { c.key = "saga-1/7/compensate" }), toolsig.ErrWrongTool},
+		{"saga id not the key's", with(func(c *call) { c.saga = "saga-2" }), toolsig.ErrWrongTool},
+		{"seq not the key's", with(func(c *call) { c.seq = "8" }), toolsig.ErrWrongTool},
+		{"seq not decimal", with(func(c *call) { c.saga, c.seq, c.key = "saga", "1/7", "saga/1/7" }), toolsig.ErrWrongTool},
+		{"no saga id or seq", with(func(c *call) { c.saga, c.seq, c.key = "", "", "/" }), toolsig.ErrWrongTool},
+		{"no key", with(func(c *call) { c.key = "" }), toolsig.ErrWrongTool},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, resp := post(t, s.URL, tt.header, tt.body)
-			if code != http.StatusUnauthorized || !strings.HasPrefix(resp, tt.want) {
-				t.Errorf("POST %q with %s = %d %q, want 401 %q…", tt.body, tt.header, code, resp, tt.want)
+			req := tt.call.request(t, s.URL+"/wire")
+			err := toolsig.VerifyRequest(secret, endpoint, req, []byte(tt.call.body), time.Now(), 0)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("VerifyRequest(%+v, %+v) = %v, want %v", endpoint, tt.call, err, tt.want)
+			}
+			code, header, resp := do(t, req)
+			if code != http.StatusUnauthorized || !strings.HasPrefix(resp, tt.want.Error()) || header.Get("WWW-Authenticate") != toolsig.Header {
+				t.Errorf("POST %+v to Handler(%+v) = %d %q (WWW-Authenticate %q), want 401 %q… (%s)",
+					tt.call, endpoint, code, resp, header.Get("WWW-Authenticate"), tt.want, toolsig.Header)
 			}
 		})
 	}
@@ -255,10 +430,11 @@ func TestHandlerRejects(t *testing.T) {
 
 func TestHandlerTooLarge(t *testing.T) {
 	const max = 1 << 10
-	s := newServer(t, max)
+	s := newServer(t, toolsig.Expect{Tool: "sendWireTransfer", Phase: toolsig.Execute}, max)
 	for _, n := range []int{max, max + 1, 1 << 20} {
-		body := bytes.Repeat([]byte("x"), n)
-		code, _ := post(t, s.URL, toolsig.Sign(secret, time.Now(), body), body)
+		c := wireCall
+		c.body = strings.Repeat("x", n)
+		code, _, _ := do(t, c.request(t, s.URL))
 		want := http.StatusOK
 		if n > max {
 			want = http.StatusRequestEntityTooLarge
@@ -275,22 +451,37 @@ func TestHandlerTooLarge(t *testing.T) {
 // FuzzVerify checks that Verify never panics, always fails with one of its
 // sentinels, and that a signature made by Sign always verifies.
 func FuzzVerify(f *testing.F) {
-	f.Add("", []byte(nil))
-	f.Add("t=", []byte("x"))
-	f.Add("v1=ab", []byte("x"))
-	f.Add("t=abc,v1=ab", []byte("x"))
-	f.Add("t=1,v1=zz", []byte("x"))
-	f.Add("t=1700000000,v1=dc9ec957622f8d1f7f7e1a5e17ce747c58a4fd577544848668b6d2010808fea1", []byte(`{"amount":100}`))
-	f.Add("t=99999999999999999999,v1="+strings.Repeat("0", 64), []byte{0xff})
-	f.Add(",,=,t==,v1==", []byte("\x00"))
-	f.Fuzz(func(t *testing.T, header string, body []byte) {
-		err := toolsig.Verify(secret, header, body, t0, toolsig.DefaultTolerance)
+	f.Add("", "/wire", []byte(nil))
+	f.Add("t=", "/", []byte("x"))
+	f.Add("v2=ab", "/", []byte("x"))
+	f.Add("t=abc,v2=ab", "/", []byte("x"))
+	f.Add("t=1,v2=zz", "/", []byte("x"))
+	f.Add(v1, "/wire", []byte(wireBody))
+	f.Add("t=1700000000,v2=a27a916f08391df488b2a89378a760ffc8cbecf76b5dc7f1a9618e9aca03730e", "/wire?region=eu", []byte(wireBody))
+	f.Add("t=99999999999999999999,v2="+strings.Repeat("0", 64), "/", []byte{0xff})
+	f.Add(",,=,t==,v2==", "", []byte("\x00"))
+	f.Fuzz(func(t *testing.T, header, path string, body []byte) {
+		req := wire
+		req.Path = path
+		err := toolsig.Verify(secret, header, req, body, t0, toolsig.DefaultTolerance)
 		if err != nil && !errors.Is(err, toolsig.ErrMissing) && !errors.Is(err, toolsig.ErrMalformed) &&
 			!errors.Is(err, toolsig.ErrExpired) && !errors.Is(err, toolsig.ErrMismatch) {
-			t.Errorf("Verify(%q, %q) = %v, which wraps none of the sentinels", header, body, err)
+			t.Errorf("Verify(%q, %+v, %q) = %v, which wraps none of the sentinels", header, req, body, err)
 		}
-		if err := toolsig.Verify(secret, toolsig.Sign(secret, t0, body), body, t0, toolsig.DefaultTolerance); err != nil {
-			t.Errorf("Verify(Sign(%q)) = %v, want nil", body, err)
+		if err := toolsig.Verify(secret, toolsig.Sign(secret, t0, req, body), req, body, t0, toolsig.DefaultTolerance); err != nil {
+			t.Errorf("Verify(Sign(%+v, %q)) = %v, want nil", req, body, err)
 		}
 	})
+}
+
+// TestRequestOf reads what a server received.
+func TestRequestOf(t *testing.T) {
+	r := httptest.NewRequest(http.MethodPost, "/tools/a%20b/wire?region=eu&x=%2F", bytes.NewReader(nil))
+	r.Header.Set(toolsig.HeaderTool, "sendWireTransfer")
+	r.Header.Set(toolsig.HeaderKey, "saga-1/7")
+	r.Header.Set(toolsig.HeaderPhase, "execute")
+	want := toolsig.Request{Method: "POST", Path: "/tools/a%20b/wire?region=eu&x=%2F", Tool: "sendWireTransfer", Key: "saga-1/7", Phase: toolsig.Execute}
+	if got := toolsig.RequestOf(r); got != want {
+		t.Errorf("RequestOf(%s %s) = %+v, want %+v", r.Method, r.RequestURI, got, want)
+	}
 }

@@ -232,7 +232,8 @@ func TestVerifyCommand(t *testing.T) {
 func TestGracefulShutdown(t *testing.T) {
 	secret := "shutdown-test-signing-secret-0123456789"
 	started, release := make(chan struct{}), make(chan struct{})
-	tools := httptest.NewServer(toolsig.Handler([]byte(secret), 1<<20, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	writeLedger := toolsig.Expect{Tool: "writeLedger", Phase: toolsig.Execute}
+	tools := httptest.NewServer(toolsig.Handler([]byte(secret), writeLedger, 1<<20, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
 		<-release
 		io.WriteString(w, "written")

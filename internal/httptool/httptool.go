@@ -9,17 +9,24 @@
 //	Sagacity-Saga-Id:   <saga id>
 //	Sagacity-Seq:       <seq>
 //	Sagacity-Tool:      <tool name>
+//	Sagacity-Phase:     execute, or compensate
 //	Idempotency-Key:    <saga id>/<seq>, or <saga id>/<seq>/compensate
-//	Sagacity-Signature: toolsig.Sign(secret, now, body)
+//	Sagacity-Signature: toolsig.Sign(secret, now, request, body)
+//
+// The signature binds the method (POST), the request target (the URL's
+// escaped path and query), the tool, the idempotency key and the phase as
+// well as the body, so a tool server that checks its own tool and phase
+// (toolsig.Handler) refuses a request signed for another tool.
 //
 // Saga ids and tool names are UTF-8 and may hold what a header value should
-// not (non-ASCII, or spaces a server would trim). A saga id or tool name made
-// only of visible ASCII other than '%' is sent as it is; any other is
-// percent-encoded as by url.PathEscape. So a header value that contains '%'
-// is encoded and a tool server decodes it (url.PathUnescape in Go,
-// decodeURIComponent in JavaScript), and two ids never share a value. The
-// seq is always the last '/'-separated part of an Idempotency-Key before
-// "/compensate", so a '/' left in a saga id is not ambiguous.
+// not (non-ASCII, or spaces a server would trim). They are sent as
+// toolsig.HeaderValue makes them: as they are when made only of visible
+// ASCII other than '%', percent-encoded as by url.PathEscape otherwise. So a
+// header value that contains '%' is encoded and a tool server decodes it
+// (url.PathUnescape in Go, decodeURIComponent in JavaScript), and two ids
+// never share a value. The seq is always the last '/'-separated part of an
+// Idempotency-Key before "/compensate", so a '/' left in a saga id is not
+// ambiguous.
 //
 // Errors are journaled and shown to API callers, so their messages name the
 // tool but never its URL, credentials or the signing secret.
@@ -98,8 +105,8 @@ func (e *callError) Unwrap() error { return e.err }
 // unreachable server, a body larger than MaxResult or one that is not
 // valid UTF-8 is an error.
 func (t *Tool) Execute(ctx context.Context, inv engine.Invocation) (string, error) {
-	key := headerValue(inv.SagaID) + "/" + strconv.FormatInt(inv.Seq, 10)
-	return t.post(ctx, false, t.Exec, inv, key, []byte(inv.Input))
+	key := toolsig.HeaderValue(inv.SagaID) + "/" + strconv.FormatInt(inv.Seq, 10)
+	return t.post(ctx, toolsig.Execute, t.Exec, inv, key, []byte(inv.Input))
 }
 
 // compensation is the body of an undo request.
@@ -125,8 +132,8 @@ func (t *Tool) Compensate(ctx context.Context, inv engine.Invocation, result str
 		// Cannot happen with strings and an integer.
 		return &callError{msg: fmt.Sprintf("tool %s compensation: encoding the request failed", name), err: err}
 	}
-	key := headerValue(inv.SagaID) + "/" + strconv.FormatInt(inv.Seq, 10) + "/compensate"
-	_, err = t.post(ctx, true, *t.Undo, inv, key, body)
+	key := toolsig.HeaderValue(inv.SagaID) + "/" + strconv.FormatInt(inv.Seq, 10) + "/compensate"
+	_, err = t.post(ctx, toolsig.Compensate, *t.Undo, inv, key, body)
 	return err
 }
 
@@ -137,13 +144,14 @@ func (t *Tool) name(inv engine.Invocation) string {
 	return inv.Tool
 }
 
-// post sends one signed request, for Compensate when undo is set, and
-// returns the result of an execution.
-func (t *Tool) post(ctx context.Context, undo bool, ep Endpoint, inv engine.Invocation, key string, body []byte) (string, error) {
+// post sends one signed request for phase and returns the result of an
+// execution.
+func (t *Tool) post(ctx context.Context, phase toolsig.Phase, ep Endpoint, inv engine.Invocation, key string, body []byte) (string, error) {
 	name := t.name(inv)
-	prefix, kind := "tool "+name, "execute"
+	undo := phase == toolsig.Compensate
+	prefix := "tool " + name
 	if undo {
-		prefix, kind = prefix+" compensation", "compensate"
+		prefix += " compensation"
 	}
 	fail := func(err error, format string, args ...any) (string, error) {
 		return "", &callError{msg: prefix + " " + fmt.Sprintf(format, args...), err: err}
@@ -152,7 +160,7 @@ func (t *Tool) post(ctx context.Context, undo bool, ep Endpoint, inv engine.Invo
 	u, err := url.Parse(ep.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		// The parse error quotes the URL, which may hold a password.
-		return fail(nil, "has an invalid %s URL", kind)
+		return fail(nil, "has an invalid %s URL", phase)
 	}
 	red := redactor(u, t.Secret)
 
@@ -182,13 +190,16 @@ func (t *Tool) post(ctx context.Context, undo bool, ep Endpoint, inv engine.Invo
 	if t.Now != nil {
 		now = t.Now
 	}
+	tool := toolsig.HeaderValue(name)
 	h := req.Header
 	h.Set("Content-Type", "application/json")
-	h.Set("Sagacity-Saga-Id", headerValue(inv.SagaID))
-	h.Set("Sagacity-Seq", strconv.FormatInt(inv.Seq, 10))
-	h.Set("Sagacity-Tool", headerValue(name))
-	h.Set("Idempotency-Key", key)
-	h.Set(toolsig.Header, toolsig.Sign(t.Secret, now(), body))
+	h.Set(toolsig.HeaderSaga, toolsig.HeaderValue(inv.SagaID))
+	h.Set(toolsig.HeaderSeq, strconv.FormatInt(inv.Seq, 10))
+	h.Set(toolsig.HeaderTool, tool)
+	h.Set(toolsig.HeaderPhase, string(phase))
+	h.Set(toolsig.HeaderKey, key)
+	signed := toolsig.Request{Method: http.MethodPost, Path: req.URL.RequestURI(), Tool: tool, Key: key, Phase: phase}
+	h.Set(toolsig.Header, toolsig.Sign(t.Secret, now(), signed, body))
 
 	client := *defaultClient
 	if t.Client != nil {
@@ -234,17 +245,6 @@ func (t *Tool) post(ctx context.Context, undo bool, ep Endpoint, inv engine.Invo
 		return fail(nil, "result is not valid UTF-8")
 	}
 	return string(b), nil
-}
-
-// headerValue returns s as it is if it is visible ASCII without '%', and
-// percent-encoded otherwise; see the package comment.
-func headerValue(s string) string {
-	for i := range len(s) {
-		if c := s[i]; c <= ' ' || c >= 0x7f || c == '%' {
-			return url.PathEscape(s)
-		}
-	}
-	return s
 }
 
 // reason describes a transport error in a few words, without the URL or

@@ -36,16 +36,23 @@ type request struct {
 	Body   string
 }
 
-// toolServer is a real tool server behind toolsig.Handler, so every request
-// that reaches respond was signed with secret over its exact body. It
-// records those requests.
+// toolServer is a real tool server for one tool: /execute and /compensate,
+// each behind toolsig.Handler with its own phase, so every request that
+// reaches respond was signed with secret over its exact body, for that tool
+// and phase. It records those requests.
 type toolServer struct {
 	*httptest.Server
 	mu   sync.Mutex
 	reqs []request
 }
 
+// newToolServer serves the tool newTool calls, "transfer".
 func newToolServer(t *testing.T, respond http.HandlerFunc) *toolServer {
+	t.Helper()
+	return newToolServerFor(t, "transfer", respond)
+}
+
+func newToolServerFor(t *testing.T, tool string, respond http.HandlerFunc) *toolServer {
 	t.Helper()
 	s := &toolServer{}
 	record := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -59,7 +66,11 @@ func newToolServer(t *testing.T, respond http.HandlerFunc) *toolServer {
 		r.Body = io.NopCloser(strings.NewReader(string(b)))
 		respond(w, r)
 	})
-	s.Server = httptest.NewServer(toolsig.Handler([]byte(secret), 16<<20, record))
+	mux := http.NewServeMux()
+	for path, phase := range map[string]toolsig.Phase{"/execute": toolsig.Execute, "/compensate": toolsig.Compensate} {
+		mux.Handle("POST "+path, toolsig.Handler([]byte(secret), toolsig.Expect{Tool: tool, Phase: phase}, 16<<20, record))
+	}
+	s.Server = httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 	return s
 }
@@ -113,13 +124,126 @@ func TestExecuteSendsExactBody(t *testing.T) {
 			if last.Body != input {
 				t.Errorf("Execute(input %q): server received body %q", input, last.Body)
 			}
-			if got, want := last.Header.Get(toolsig.Header), toolsig.Sign([]byte(secret), now, []byte(input)); got != want {
+			signed := toolsig.Request{Method: "POST", Path: "/execute", Tool: "transfer", Key: "saga-1/7", Phase: toolsig.Execute}
+			if got, want := last.Header.Get(toolsig.Header), toolsig.Sign([]byte(secret), now, signed, []byte(input)); got != want {
 				t.Errorf("Execute(input %q): %s = %q, want %q", input, toolsig.Header, got, want)
 			}
 			if last.Path != "/execute" {
 				t.Errorf("Execute(input %q) posted to %q, want /execute", input, last.Path)
 			}
 		})
+	}
+}
+
+// TestSignedTarget checks that the signature binds the request target as
+// sent, escaped path and query, and that a tool server agrees.
+func TestSignedTarget(t *testing.T) {
+	var got atomic.Value // string: the request target the server read
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got.Store(r.URL.RequestURI()) })
+	srv := httptest.NewServer(toolsig.Handler([]byte(secret), toolsig.Expect{Tool: "transfer", Phase: toolsig.Execute}, 1<<20, next))
+	defer srv.Close()
+	tests := []struct{ url, target string }{
+		{"", "/"},
+		{"/execute", "/execute"},
+		{"/execute?region=eu&v=2", "/execute?region=eu&v=2"},
+		{"/tools/a%20b/execute?q=%2F#fragment", "/tools/a%20b/execute?q=%2F"},
+		{"/tools/a b/exécute", "/tools/a%20b/ex%C3%A9cute"},
+	}
+	for _, tt := range tests {
+		now := time.Now()
+		tool := newTool(srv.URL, now)
+		tool.Exec.URL = srv.URL + tt.url
+		if _, err := tool.Execute(context.Background(), inv); err != nil {
+			t.Errorf("Execute to %q = %v, want nil", tt.url, err)
+			continue
+		}
+		if got := got.Load(); got != tt.target {
+			t.Errorf("Execute to %q: server read target %q, want %q", tt.url, got, tt.target)
+		}
+	}
+}
+
+// TestReplayToAnotherTool captures requests Sagacity really sent to a
+// harmless tool and replays them, headers and body, to an IRREVERSIBLE wire
+// transfer's endpoints: each is refused and the transfer never runs.
+func TestReplayToAnotherTool(t *testing.T) {
+	// The harmless tool is served at the same paths as the wire transfer,
+	// on another host, so only the signed tool name tells them apart.
+	notes := newToolServerFor(t, "saveNote", echo)
+	tool := newTool(notes.URL, time.Now())
+	tool.Name = "saveNote"
+	in := engine.Invocation{SagaID: "saga-1", Seq: 7, Tool: "saveNote", Input: `{"amount":1000000,"to":"mallory"}`}
+	if _, err := tool.Execute(context.Background(), in); err != nil {
+		t.Fatalf("Execute(%+v) = %v", in, err)
+	}
+	if err := tool.Compensate(context.Background(), in, in.Input); err != nil {
+		t.Fatalf("Compensate(%+v) = %v", in, err)
+	}
+	captured := notes.requests()
+	if len(captured) != 2 {
+		t.Fatalf("the harmless tool received %d requests, want 2", len(captured))
+	}
+	execute, compensate := captured[0], captured[1]
+
+	var wired atomic.Int32
+	wire := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wired.Add(1)
+		io.WriteString(w, "transfer sent")
+	})
+	mux := http.NewServeMux()
+	for _, path := range []string{"/execute", "/wire"} {
+		mux.Handle("POST "+path, toolsig.Handler([]byte(secret), toolsig.Expect{Tool: "sendWireTransfer", Phase: toolsig.Execute}, 1<<20, wire))
+	}
+	bank := httptest.NewServer(mux)
+	defer bank.Close()
+
+	set := func(kv ...string) func(http.Header) {
+		return func(h http.Header) {
+			for i := 0; i+1 < len(kv); i += 2 {
+				h.Set(kv[i], kv[i+1])
+			}
+		}
+	}
+	tests := []struct {
+		name string
+		req  request
+		to   string
+		edit func(http.Header)
+		code int
+		want string // start of the answer
+	}{
+		{"execute, as captured, same path", execute, bank.URL + "/execute", nil, 401, "signature not for this endpoint"},
+		{"execute, as captured, another path", execute, bank.URL + "/wire", nil, 401, "signature mismatch"},
+		{"execute, tool header rewritten", execute, bank.URL + "/execute", set(toolsig.HeaderTool, "sendWireTransfer"), 401, "signature mismatch"},
+		{"compensate, as captured", compensate, bank.URL + "/execute", nil, 401, "signature mismatch"},
+		{"compensate, phase and key rewritten", compensate, bank.URL + "/execute",
+			set(toolsig.HeaderPhase, "execute", toolsig.HeaderKey, "saga-1/7"), 401, "signature mismatch"},
+		// The capture is a valid request: back at its own tool, it passes.
+		{"execute, back to its own tool", execute, notes.URL + "/execute", nil, 200, in.Input},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, tt.to, strings.NewReader(tt.req.Body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = tt.req.Header.Clone()
+			if tt.edit != nil {
+				tt.edit(req.Header)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.code || !strings.HasPrefix(string(b), tt.want) {
+				t.Errorf("replay of the %s request to %s = %d %q, want %d %q…", tt.req.Path, tt.to, resp.StatusCode, b, tt.code, tt.want)
+			}
+		})
+	}
+	if n := wired.Load(); n != 0 {
+		t.Errorf("the wire transfer ran %d times, want 0", n)
 	}
 }
 
@@ -139,29 +263,34 @@ func TestHeaders(t *testing.T) {
 		{"non-ascii tool", "überweisung", engine.Invocation{SagaID: "s", Seq: 1, Tool: "überweisung"}, "s", "%C3%BCberweisung"},
 		{"name from invocation", "", engine.Invocation{SagaID: "s", Seq: 1, Tool: "refund"}, "s", "refund"},
 	}
-	srv := newToolServer(t, echo)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Every case's tool is named tt.inv.Tool.
+			srv := newToolServerFor(t, tt.inv.Tool, echo)
 			tool := newTool(srv.URL, time.Now())
 			tool.Name = tt.toolName
-			before := len(srv.requests())
 			if _, err := tool.Execute(context.Background(), tt.inv); err != nil {
 				t.Fatalf("Execute(%+v) = %v", tt.inv, err)
 			}
 			if err := tool.Compensate(context.Background(), tt.inv, "result"); err != nil {
 				t.Fatalf("Compensate(%+v) = %v", tt.inv, err)
 			}
-			reqs := srv.requests()[before:]
+			reqs := srv.requests()
 			if len(reqs) != 2 {
 				t.Fatalf("server received %d requests, want 2", len(reqs))
 			}
 			seq := strconv.FormatInt(tt.inv.Seq, 10)
-			for i, key := range []string{tt.saga + "/" + seq, tt.saga + "/" + seq + "/compensate"} {
+			for i, phase := range []toolsig.Phase{toolsig.Execute, toolsig.Compensate} {
+				key := tt.saga + "/" + seq
+				if phase == toolsig.Compensate {
+					key += "/compensate"
+				}
 				want := map[string]string{
 					"Content-Type":     "application/json",
 					"Sagacity-Saga-Id": tt.saga,
 					"Sagacity-Seq":     seq,
 					"Sagacity-Tool":    tt.tool,
+					"Sagacity-Phase":   string(phase),
 					"Idempotency-Key":  key,
 				}
 				got := map[string]string{}
@@ -194,7 +323,8 @@ func TestCompensateBody(t *testing.T) {
 		t.Fatalf("server received %+v, want one request to /compensate", reqs)
 	}
 	body := reqs[0].Body
-	if got, want := reqs[0].Header.Get(toolsig.Header), toolsig.Sign([]byte(secret), now, []byte(body)); got != want {
+	signed := toolsig.Request{Method: "POST", Path: "/compensate", Tool: "transfer", Key: "saga-%C3%A9/42/compensate", Phase: toolsig.Compensate}
+	if got, want := reqs[0].Header.Get(toolsig.Header), toolsig.Sign([]byte(secret), now, signed, []byte(body)); got != want {
 		t.Errorf("Compensate: %s = %q, want %q", toolsig.Header, got, want)
 	}
 	var raw map[string]json.RawMessage

@@ -33,8 +33,9 @@ type toolRequest struct {
 	Body   string
 }
 
-// toolServer is a real tool server over HTTP. It refuses requests that are
-// not signed with the shared secret, and records the rest.
+// toolServer is a real tool server over HTTP. Each endpoint refuses
+// requests that are not signed with the shared secret for its own tool and
+// phase, and records the rest.
 type toolServer struct {
 	*httptest.Server
 	mu   sync.Mutex
@@ -77,7 +78,22 @@ func newToolServer(t testing.TB) *toolServer {
 		r.Body = io.NopCloser(bytes.NewReader(b))
 		mux.ServeHTTP(w, r)
 	})
-	ts.Server = httptest.NewServer(toolsig.Handler(secret, 1<<20, record))
+	// The tool and phase each endpoint serves (see newAPI's tools).
+	expect := map[string]toolsig.Expect{
+		"/reserve": {Tool: "reserveInventory", Phase: toolsig.Execute},
+		"/release": {Tool: "reserveInventory", Phase: toolsig.Compensate},
+		"/order":   {Tool: "createOrder", Phase: toolsig.Execute},
+		"/cancel":  {Tool: "createOrder", Phase: toolsig.Compensate},
+		"/ship":    {Tool: "scheduleShipment", Phase: toolsig.Execute},
+		"/wire":    {Tool: "sendWireTransfer", Phase: toolsig.Execute},
+		"/slow":    {Tool: "slowTool", Phase: toolsig.Execute},
+		"/huge":    {Tool: "hugeTool", Phase: toolsig.Execute},
+	}
+	guarded := http.NewServeMux()
+	for path, want := range expect {
+		guarded.Handle("POST "+path, toolsig.Handler(secret, want, 1<<20, record))
+	}
+	ts.Server = httptest.NewServer(guarded)
 	t.Cleanup(ts.Close)
 	return ts
 }
@@ -143,15 +159,17 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		}
 		return engine.Tool{Name: name, Reversibility: rev, Executor: ht}
 	}
+	// scheduleShipment, slowTool, hugeTool and unreachable always fail, so
+	// they are never compensated and need no compensate endpoint.
 	tools := []engine.Tool{
 		tool("reserveInventory", engine.Compensatable, "/reserve", "/release", time.Second),
 		tool("createOrder", engine.Reversible, "/order", "/cancel", time.Second),
-		tool("scheduleShipment", engine.Compensatable, "/ship", "/release", time.Second),
+		tool("scheduleShipment", engine.Compensatable, "/ship", "", time.Second),
 		tool("sendWireTransfer", engine.Irreversible, "/wire", "", time.Second),
-		tool("slowTool", engine.Compensatable, "/slow", "/release", 200*time.Millisecond),
-		tool("hugeTool", engine.Compensatable, "/huge", "/release", 5*time.Second),
+		tool("slowTool", engine.Compensatable, "/slow", "", 200*time.Millisecond),
+		tool("hugeTool", engine.Compensatable, "/huge", "", 5*time.Second),
 		{Name: "unreachable", Executor: &httptool.Tool{Name: "unreachable", Secret: secret, MaxResult: o.maxResult,
-			Exec: httptool.Endpoint{URL: closedURL(t), Timeout: time.Second}, Undo: &httptool.Endpoint{URL: ts.URL + "/release"}}},
+			Exec: httptool.Endpoint{URL: closedURL(t), Timeout: time.Second}}},
 	}
 	eng, err := engine.New(db, tools)
 	if err != nil {

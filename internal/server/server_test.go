@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -229,10 +231,11 @@ func TestGatewayScenario(t *testing.T) {
 		}
 		q := wires[0]
 		if q.Body != wire || q.Header.Get("Idempotency-Key") != "transfer-77/5" || q.Header.Get("Sagacity-Saga-Id") != "transfer-77" ||
-			q.Header.Get("Sagacity-Seq") != "5" || q.Header.Get("Sagacity-Tool") != "sendWireTransfer" {
+			q.Header.Get("Sagacity-Seq") != "5" || q.Header.Get("Sagacity-Tool") != "sendWireTransfer" || q.Header.Get("Sagacity-Phase") != "execute" {
 			t.Errorf("wire request = %+v, want the approved bytes, Idempotency-Key transfer-77/5 and the Sagacity headers", q)
 		}
-		if err := toolsig.Verify(secret, q.Header.Get(toolsig.Header), []byte(q.Body), time.Now(), time.Minute); err != nil {
+		signed := toolsig.Request{Method: "POST", Path: "/wire", Tool: "sendWireTransfer", Key: "transfer-77/5", Phase: toolsig.Execute}
+		if err := toolsig.Verify(secret, q.Header.Get(toolsig.Header), signed, []byte(q.Body), time.Now(), time.Minute); err != nil {
 			t.Errorf("wire request signature: %v", err)
 		}
 		if r := e.get("/sagacity/sagas/transfer-77"); r.json(t)["status"] != "COMPLETED" {
@@ -242,6 +245,51 @@ func TestGatewayScenario(t *testing.T) {
 			t.Errorf("call on a completed saga = %d %s, want 409", r.code, r.body)
 		}
 	})
+}
+
+// TestReplayToWire replays the exact request Sagacity sent for an
+// ungated reserveInventory call to the IRREVERSIBLE wire transfer's
+// endpoint: the tool server refuses it, so the gate cannot be bypassed with
+// bytes signed for another tool.
+func TestReplayToWire(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	// An agent can be talked into sending any input to an ungated tool,
+	// such as a wire transfer's.
+	want(t, "reserve", e.call("r", "reserveInventory", wire), 200)
+	reqs := e.tools.requests()
+	if len(reqs) != 1 || reqs[0].Path != "/reserve" {
+		t.Fatalf("tool server received %+v, want one request to /reserve", reqs)
+	}
+	captured := reqs[0]
+	tests := []struct {
+		path string
+		code int
+	}{
+		{"/wire", http.StatusUnauthorized},
+		// The capture is a valid request: back at its own endpoint it
+		// passes, and a real tool would deduplicate it by its
+		// Idempotency-Key.
+		{"/reserve", http.StatusOK},
+	}
+	for _, tt := range tests {
+		req, err := http.NewRequest(http.MethodPost, e.tools.URL+tt.path, strings.NewReader(captured.Body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = captured.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.code {
+			t.Errorf("replay of the reserveInventory request to %s = %d %q, want %d", tt.path, resp.StatusCode, b, tt.code)
+		}
+	}
+	if got, wantPaths := e.tools.paths(), []string{"/reserve", "/reserve"}; !slices.Equal(got, wantPaths) {
+		t.Errorf("tool server ran %v, want %v and no /wire", got, wantPaths)
+	}
 }
 
 func TestBadInput(t *testing.T) {
