@@ -216,6 +216,9 @@ func TestVerifyCommand(t *testing.T) {
 		"cut short":   good[:len(good)-10],
 		"two sagas":   append(bytes.Clone(good), bytes.ReplaceAll(lines[0], []byte(`"s1"`), []byte(`"s2"`))...),
 		"wrong types": bytes.Replace(good, []byte(`"seq":1`), []byte(`"seq":"1"`), 1),
+		// An empty file proves nothing: it is not a valid journal.
+		"empty":       nil,
+		"blank lines": []byte("\n\n"),
 	} {
 		if code, _ := verifyFile(t, content); code != 2 {
 			t.Errorf("verify(%s) exit = %d, want 2", name, code)

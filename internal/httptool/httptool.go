@@ -101,9 +101,10 @@ func (e *callError) Error() string { return e.msg }
 func (e *callError) Unwrap() error { return e.err }
 
 // Execute POSTs inv.Input, byte for byte, to the execute endpoint and
-// returns the body of a 2xx answer. Any other answer, a timeout, an
-// unreachable server, a body larger than MaxResult or one that is not
-// valid UTF-8 is an error.
+// returns the body of a 2xx answer, whatever its bytes: the call happened,
+// and the engine journals a result that is not text in a reversible
+// encoding. Any other answer, a timeout, an unreachable server or a body
+// larger than MaxResult is an error.
 func (t *Tool) Execute(ctx context.Context, inv engine.Invocation) (string, error) {
 	key := toolsig.HeaderValue(inv.SagaID) + "/" + strconv.FormatInt(inv.Seq, 10)
 	return t.post(ctx, toolsig.Execute, t.Exec, inv, key, []byte(inv.Input))
@@ -120,14 +121,16 @@ type compensation struct {
 
 // Compensate POSTs the call and its result as JSON,
 // {"sagaId","seq","toolName","input","result"}, to the compensate endpoint.
-// A 2xx answer means the call is undone; its body is ignored. A tool
-// without a compensate endpoint returns an error.
+// A result that JSON cannot carry byte for byte (invalid UTF-8) is sent as
+// the journal keeps it, engine.EncodeText's "sagacity-base64:…". A 2xx
+// answer means the call is undone; its body is ignored. A tool without a
+// compensate endpoint returns an error.
 func (t *Tool) Compensate(ctx context.Context, inv engine.Invocation, result string) error {
 	name := t.name(inv)
 	if t.Undo == nil {
 		return &callError{msg: fmt.Sprintf("tool %s has no compensate endpoint", name)}
 	}
-	body, err := json.Marshal(compensation{SagaID: inv.SagaID, Seq: inv.Seq, ToolName: name, Input: inv.Input, Result: result})
+	body, err := json.Marshal(compensation{SagaID: inv.SagaID, Seq: inv.Seq, ToolName: name, Input: inv.Input, Result: engine.EncodeText(result)})
 	if err != nil {
 		// Cannot happen with strings and an integer.
 		return &callError{msg: fmt.Sprintf("tool %s compensation: encoding the request failed", name), err: err}
@@ -238,11 +241,8 @@ func (t *Tool) post(ctx context.Context, phase toolsig.Phase, ep Endpoint, inv e
 	if err != nil {
 		return classify(err, "answer was cut short")
 	}
-	switch {
-	case int64(len(b)) > limit:
+	if int64(len(b)) > limit {
 		return fail(nil, "result exceeds %d bytes", limit)
-	case !utf8.Valid(b):
-		return fail(nil, "result is not valid UTF-8")
 	}
 	return string(b), nil
 }

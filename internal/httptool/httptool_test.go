@@ -431,8 +431,10 @@ func TestResultChecks(t *testing.T) {
 	}{
 		{"exactly the cap", strings.Repeat("a", limit), ""},
 		{"one byte over the cap", strings.Repeat("a", limit+1), "tool transfer result exceeds 1024 bytes"},
-		{"invalid UTF-8", "{\"name\":\"\xff\xfe\"}", "tool transfer result is not valid UTF-8"},
-		{"truncated rune", "caf\xc3", "tool transfer result is not valid UTF-8"},
+		// Bytes that are not text are still the result: the tool ran.
+		{"invalid UTF-8", "{\"name\":\"\xff\xfe\"}", ""},
+		{"truncated rune", "caf\xc3", ""},
+		{"NUL", "ok\x00done", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,6 +53,8 @@ func newToolServer(t testing.TB) *toolServer {
 	mux.Handle("POST /order", ok("order-1"))
 	mux.Handle("POST /cancel", ok("cancelled"))
 	mux.Handle("POST /wire", ok("transfer-ok"))
+	mux.Handle("POST /binary", ok("\xff\x00ok")) // a result that is not text
+	mux.Handle("POST /unbinary", ok("undone"))
 	mux.HandleFunc("POST /ship", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no carrier available", http.StatusServiceUnavailable)
 	})
@@ -80,14 +82,16 @@ func newToolServer(t testing.TB) *toolServer {
 	})
 	// The tool and phase each endpoint serves (see newAPI's tools).
 	expect := map[string]toolsig.Expect{
-		"/reserve": {Tool: "reserveInventory", Phase: toolsig.Execute},
-		"/release": {Tool: "reserveInventory", Phase: toolsig.Compensate},
-		"/order":   {Tool: "createOrder", Phase: toolsig.Execute},
-		"/cancel":  {Tool: "createOrder", Phase: toolsig.Compensate},
-		"/ship":    {Tool: "scheduleShipment", Phase: toolsig.Execute},
-		"/wire":    {Tool: "sendWireTransfer", Phase: toolsig.Execute},
-		"/slow":    {Tool: "slowTool", Phase: toolsig.Execute},
-		"/huge":    {Tool: "hugeTool", Phase: toolsig.Execute},
+		"/reserve":  {Tool: "reserveInventory", Phase: toolsig.Execute},
+		"/release":  {Tool: "reserveInventory", Phase: toolsig.Compensate},
+		"/order":    {Tool: "createOrder", Phase: toolsig.Execute},
+		"/cancel":   {Tool: "createOrder", Phase: toolsig.Compensate},
+		"/ship":     {Tool: "scheduleShipment", Phase: toolsig.Execute},
+		"/wire":     {Tool: "sendWireTransfer", Phase: toolsig.Execute},
+		"/slow":     {Tool: "slowTool", Phase: toolsig.Execute},
+		"/huge":     {Tool: "hugeTool", Phase: toolsig.Execute},
+		"/binary":   {Tool: "binaryTool", Phase: toolsig.Execute},
+		"/unbinary": {Tool: "binaryTool", Phase: toolsig.Compensate},
 	}
 	guarded := http.NewServeMux()
 	for path, want := range expect {
@@ -135,6 +139,9 @@ type envOptions struct {
 	noApprovalEndpoints bool
 	maxBody             int64
 	maxResult           int64
+	shareSagas          bool
+	hosts               []string      // host names served besides loopback
+	readTimeout         time.Duration // the server's, when set
 }
 
 func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
@@ -168,10 +175,11 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		tool("sendWireTransfer", engine.Irreversible, "/wire", "", time.Second),
 		tool("slowTool", engine.Compensatable, "/slow", "", 200*time.Millisecond),
 		tool("hugeTool", engine.Compensatable, "/huge", "", 5*time.Second),
+		tool("binaryTool", engine.Compensatable, "/binary", "/unbinary", time.Second),
 		{Name: "unreachable", Executor: &httptool.Tool{Name: "unreachable", Secret: secret, MaxResult: o.maxResult,
 			Exec: httptool.Endpoint{URL: closedURL(t), Timeout: time.Second}}},
 	}
-	eng, err := engine.New(db, tools)
+	eng, err := engine.New(db, tools, engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +218,9 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		OIDC:              rp,
 		ApprovalEndpoints: !o.noApprovalEndpoints,
 		MaxBody:           o.maxBody,
+		Hosts:             o.hosts,
 	})
+	srv.Config.ReadTimeout = o.readTimeout
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); db.Close() })
 	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL}

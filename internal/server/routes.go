@@ -63,10 +63,11 @@ func New(o Options) http.Handler {
 	}))
 	r.MethodNotAllowed(s.h(func(w http.ResponseWriter, req *http.Request) error {
 		var allow []string
-		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost} {
-			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
-				allow = append(allow, m)
-			}
+		if r.Match(chi.NewRouteContext(), http.MethodGet, req.URL.Path) {
+			allow = append(allow, http.MethodGet, http.MethodHead) // GetHead serves HEAD as GET
+		}
+		if r.Match(chi.NewRouteContext(), http.MethodPost, req.URL.Path) {
+			allow = append(allow, http.MethodPost)
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 		return errMethod

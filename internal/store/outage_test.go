@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"io"
 	"net"
 	"net/url"
@@ -196,5 +197,46 @@ func TestPostgresOutageLong(t *testing.T) {
 	}
 	if r, err := o.e.Call(ctx, outageAgent, "s", "ok", "{}"); err != nil || r.Seq != 4 {
 		t.Errorf("Call after the database came back = %+v, %v; want executed at seq 4", r, err)
+	}
+}
+
+// TestPostgresDropped drops the database under a running store, and then
+// points a store at a role that does not exist: whatever PostgreSQL says
+// while connecting, the store reports it Unavailable (503), never an
+// internal error (500).
+func TestPostgresDropped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	base := storetest.PostgresURL(t)
+	name := "sgc_dropped_" + strings.ToLower(rand.Text()[:12])
+	storetest.Exec(t, base, "CREATE DATABASE "+name)
+	t.Cleanup(func() { storetest.Exec(t, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path, u.RawQuery = "/"+name, ""
+	db, err := Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Sagas(ctx, engine.SagaFilter{Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Exec(t, base, "DROP DATABASE "+name+" WITH (FORCE)")
+	for range 2 { // the first call may meet a connection the drop cut
+		_, err = db.Sagas(ctx, engine.SagaFilter{Limit: 1})
+	}
+	if !engine.IsKind(err, engine.Unavailable) {
+		t.Errorf("Sagas on a dropped database: %v (kind %v), want Unavailable", err, engine.KindOf(err))
+	}
+	if err := db.Ping(ctx); !engine.IsKind(err, engine.Unavailable) {
+		t.Errorf("Ping on a dropped database: %v, want Unavailable", err)
+	}
+
+	u.Path, u.User = "/test", url.User("no_such_role_"+name)
+	if _, err := Open(ctx, u.String()); !engine.IsKind(err, engine.Unavailable) {
+		t.Errorf("Open as a role that does not exist: %v (kind %v), want Unavailable", err, engine.KindOf(err))
 	}
 }

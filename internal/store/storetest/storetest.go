@@ -39,6 +39,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"ConcurrentAppends", withEnv(testConcurrentAppends)},
 		{"ConcurrentResumes", testConcurrentResumes},
 		{"Tampering", withEnv(testTampering)},
+		{"VerifyWhileWriting", withEnv(testVerifyWhileWriting)},
 		{"Restart", testRestart},
 		{"Listing", withEnv(testListing)},
 		{"InDoubt", testInDoubt},
@@ -693,6 +694,43 @@ func testTampering(t *testing.T, v *env) {
 			}
 		})
 	}
+}
+
+// testVerifyWhileWriting verifies a saga over and over while calls,
+// requests and decisions are written to it: verification reads one
+// snapshot, so a journal being written is never reported broken.
+func testVerifyWhileWriting(t *testing.T, v *env) {
+	ctx := context.Background()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 60 {
+			v.call("w", "reserveInventory", fmt.Sprintf(`{"n":%d}`, i))
+			if i%10 == 0 {
+				v.approve("w", v.call("w", "sendWireTransfer", wire).Seq)
+			}
+		}
+	}()
+	checks, broken := 0, 0
+	for running := true; running; checks++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		got, err := v.e.Verify(ctx, auditor, "w")
+		if err != nil {
+			t.Fatalf("Verify while writing: %v", err)
+		}
+		if !got.Valid {
+			broken++
+			t.Errorf("Verify while writing = %+v, want valid", got)
+		}
+	}
+	if got := v.verify("w"); !got.Valid || got.EntryCount != 132 {
+		t.Errorf("Verify after writing = %+v, want all 132 entries verified", got)
+	}
+	t.Logf("%d verifications while writing, %d false alarms", checks, broken)
 }
 
 // testRestart closes the store and opens it again: sagas, journals and

@@ -1,0 +1,297 @@
+package server_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
+)
+
+// The gate's integrity, attacked from outside through the real server: each
+// test here is a way an insider got an unapproved payload executed, or the
+// evidence to lie, before it was closed.
+
+const js = "application/json"
+
+// callJSON is a gateway request body.
+func callJSON(tool, input string) string {
+	b, _ := json.Marshal(map[string]string{"tool": tool, "input": input})
+	return string(b)
+}
+
+// TestFourEyesPerRequest: a principal holding the agent and approver roles
+// adds its own IRREVERSIBLE call to somebody else's (shared) saga. It may
+// not approve or reject what it requested, even though it did not start the
+// saga; the journal names it as the requester.
+func TestFourEyesPerRequest(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		agentT, agentTok := token("agent1", engine.RoleAgent)
+		botT, botTok := token("bot", engine.RoleAgent, engine.RoleApprover)
+		apprT, apprTok := token("alice", engine.RoleApprover)
+		e := newAPI(t, dbURL, envOptions{tokens: []auth.Token{agentT, botT, apprT}, shareSagas: true})
+
+		want(t, "agent1 starts the saga", e.do("POST", "/sagacity/sagas/s/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
+		want(t, "bot adds a wire", e.do("POST", "/sagacity/sagas/s/calls", js, callJSON("sendWireTransfer", wire), bearer(botTok)...), 202)
+		r := e.do("POST", "/sagacity/approve/s/3", js, `{}`, bearer(botTok)...)
+		want(t, "bot approves its own request", r, 403)
+		if !strings.Contains(r.body, "token:bot made this request and cannot decide it") {
+			t.Errorf("refusal = %s, want it to say the requester cannot decide", r.body)
+		}
+		want(t, "bot rejects its own request", e.do("POST", "/sagacity/reject/s/3", js, `{}`, bearer(botTok)...), 403)
+		want(t, "bot resumes unapproved", e.do("POST", "/sagacity/resume/s/3", js, e.payload(wire), bearer(botTok)...), 409)
+		if paths := e.tools.paths(); strings.Contains(strings.Join(paths, " "), "/wire") {
+			t.Fatalf("the wire ran without a second person's approval: %v", paths)
+		}
+
+		// The requester is evidence: in the journal, and on the request.
+		want(t, "bot adds another wire", e.do("POST", "/sagacity/sagas/t/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
+		want(t, "bot gates again", e.do("POST", "/sagacity/sagas/t/calls", js, callJSON("sendWireTransfer", wire), bearer(botTok)...), 202)
+		audit := e.do("GET", "/sagacity/audit/t", "", "", bearer(apprTok)...).body
+		if !strings.Contains(audit, `"phase":"AWAITING_APPROVAL","input":"{\"amount\":\"100\",\"to\":\"alice\"}","payload":"requester=token:bot\nauth=token"`) ||
+			!strings.Contains(audit, `"phase":"INTENT","input":"{}","payload":"requester=token:agent1\nauth=token"`) {
+			t.Errorf("journal = %s, want each call's first entry to name its requester", audit)
+		}
+		if r := e.do("GET", "/sagacity/approvals/t", "", "", bearer(apprTok)...); !strings.Contains(r.body, `"requester":"token:bot"`) {
+			t.Errorf("approvals = %s, want the requester on the request", r.body)
+		}
+		want(t, "a second person approves", e.do("POST", "/sagacity/approve/t/3", js, `{}`, bearer(apprTok)...), 200)
+		want(t, "resume", e.do("POST", "/sagacity/resume/t/3", js, e.payload(wire), bearer(botTok)...), 200)
+	})
+}
+
+// TestSagaOwnership: by default only a saga's initiator acts on it as an
+// agent; sharing is a configured choice.
+func TestSagaOwnership(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		agentT, agentTok := token("agent1", engine.RoleAgent)
+		otherT, otherTok := token("agent2", engine.RoleAgent)
+		botT, botTok := token("bot", engine.RoleAgent, engine.RoleApprover)
+		apprT, apprTok := token("alice", engine.RoleApprover)
+		e := newAPI(t, dbURL, envOptions{tokens: []auth.Token{agentT, otherT, botT, apprT}})
+
+		want(t, "agent1 starts", e.do("POST", "/sagacity/sagas/s/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
+		want(t, "agent1 gates", e.do("POST", "/sagacity/sagas/s/calls", js, callJSON("sendWireTransfer", wire), bearer(agentTok)...), 202)
+		want(t, "alice approves", e.do("POST", "/sagacity/approve/s/3", js, `{}`, bearer(apprTok)...), 200)
+		// A principal that is also an approver may still abort or resume
+		// (as a person would), but not act as an agent in the saga.
+		for _, tt := range []struct{ who, tok, what, path, body string }{
+			{"agent2", otherTok, "calls", "/sagacity/sagas/s/calls", callJSON("sendWireTransfer", wire)},
+			{"agent2", otherTok, "ends", "/sagacity/sagas/s/end", ""},
+			{"agent2", otherTok, "aborts", "/sagacity/sagas/s/abort", ""},
+			{"agent2", otherTok, "resumes", "/sagacity/resume/s/3", e.payload(wire)},
+			{"bot", botTok, "calls", "/sagacity/sagas/s/calls", callJSON("sendWireTransfer", wire)},
+			{"bot", botTok, "ends", "/sagacity/sagas/s/end", ""},
+		} {
+			r := e.do("POST", tt.path, js, tt.body, bearer(tt.tok)...)
+			if r.code != 403 || !strings.Contains(r.body, "saga s belongs to token:agent1") {
+				t.Errorf("%s %s in agent1's saga = %d %s, want 403", tt.who, tt.what, r.code, r.body)
+			}
+		}
+		if got := e.do("GET", "/sagacity/audit/s/verify", "", "", bearer(apprTok)...).body; !strings.Contains(got, `"entryCount":4`) {
+			t.Errorf("refused requests changed the journal: %s", got)
+		}
+		want(t, "the initiator resumes", e.do("POST", "/sagacity/resume/s/3", js, e.payload(wire), bearer(agentTok)...), 200)
+		// A person may stop any saga.
+		want(t, "agent1 starts another", e.do("POST", "/sagacity/sagas/u/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
+		want(t, "an approver aborts it", e.do("POST", "/sagacity/sagas/u/abort", js, `{"reason":"runaway"}`, bearer(apprTok)...), 200)
+
+		shared := newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, otherT}, shareSagas: true})
+		want(t, "shared: agent1 starts", shared.do("POST", "/sagacity/sagas/s/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
+		want(t, "shared: agent2 calls", shared.do("POST", "/sagacity/sagas/s/calls", js, callJSON("reserveInventory", "{}"), bearer(otherTok)...), 200)
+		want(t, "shared: agent2 ends", shared.do("POST", "/sagacity/sagas/s/end", js, "", bearer(otherTok)...), 200)
+	})
+}
+
+// TestRequestRowSubstitution: with write access to the database, an
+// insider rewrites the approved request's input and hash (not the
+// journal). Resume executes nothing, and verify says why.
+func TestRequestRowSubstitution(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		e := newAPI(t, dbURL, envOptions{})
+		e.seedScenario("s")
+		want(t, "approve", e.post("/sagacity/approve/s/3", `{"approver":"manager@company.com"}`), 200)
+		evil := `{"amount":"100000","to":"mallory"}`
+		storetest.Exec(t, dbURL, "UPDATE approval_requests SET input = $1, input_hash = $2 WHERE saga_id = 's'", evil, engine.PayloadHash(evil))
+		for _, p := range []string{evil, wire} {
+			r := e.post("/sagacity/resume/s/3", e.payload(p))
+			if r.code != 409 || !strings.Contains(r.body, "approval request at seq=3 does not match the journal") {
+				t.Errorf("resume with %s after the request row was rewritten = %d %s, want 409 naming the mismatch", p, r.code, r.body)
+			}
+		}
+		if paths := strings.Join(e.tools.paths(), " "); strings.Contains(paths, "/wire") {
+			t.Fatalf("the wire ran after the request row was rewritten: %s", paths)
+		}
+		r := e.get("/sagacity/audit/s/verify")
+		if want := `{"valid":false,"entryCount":4,"breakAtIndex":2,"message":"approval request at seq=3 does not match the journal (entry 2)"}`; r.body != want+"\n" {
+			t.Errorf("verify = %s, want %s", r.body, want)
+		}
+	})
+}
+
+// TestHostAllowlist: a page on another site whose name resolves to this
+// server (DNS rebinding) is same-origin with it as far as the browser
+// knows. Only the configured host names, and loopback, are served.
+func TestHostAllowlist(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{hosts: []string{"sagacity.example"}})
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.url, "http://"))
+	do := func(method, path, host, body string) response {
+		req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Origin", "http://"+host)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return response{code: resp.StatusCode, header: resp.Header}
+	}
+	evil := "evil.example:" + port
+	for _, tt := range []struct{ method, path, body string }{
+		{"GET", "/", ""}, {"POST", "/login", "name=mallory"}, {"GET", "/sagacity/approvals", ""},
+		{"POST", "/sagacity/approve/transfer-77/3", ""}, {"GET", "/healthz", ""}, {"GET", "/static/app.css", ""},
+	} {
+		if r := do(tt.method, tt.path, evil, tt.body); r.code != http.StatusMisdirectedRequest {
+			t.Errorf("%s %s for host %s = %d, want 421", tt.method, tt.path, evil, r.code)
+		}
+	}
+	if r := do("POST", "/login", evil, "name=mallory"); r.header.Get("Set-Cookie") != "" {
+		t.Errorf("a rebinding page was handed a session cookie")
+	}
+	for _, host := range []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port, "sagacity.example", "SAGACITY.example.", "sagacity.example:443"} {
+		if r := do("GET", "/healthz", host, ""); r.code != 200 {
+			t.Errorf("GET /healthz for host %s = %d, want 200", host, r.code)
+		}
+	}
+}
+
+// TestMethods: a wrong method is 405 with Allow, and HEAD works where GET does.
+func TestMethods(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	for _, tt := range []struct{ method, path, allow string }{
+		{"GET", "/sagacity/approve/s/3", "POST"},
+		{"POST", "/healthz", "GET, HEAD"},
+		{"DELETE", "/sagacity/sagas/s", "GET, HEAD"},
+	} {
+		r := e.do(tt.method, tt.path, "", "")
+		if r.code != 405 || r.header.Get("Allow") != tt.allow {
+			t.Errorf("%s %s = %d, Allow %q; want 405, Allow %q", tt.method, tt.path, r.code, r.header.Get("Allow"), tt.allow)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz", "/static/app.css"} {
+		if r := e.do("HEAD", path, "", ""); r.code != 200 || r.body != "" {
+			t.Errorf("HEAD %s = %d %q, want 200 with no body", path, r.code, r.body)
+		}
+	}
+}
+
+// TestStalledBody: a client that stops sending half-way through its body
+// is answered 400 when the server's read timeout fires, and logged as the
+// client's problem, not as a server error.
+func TestStalledBody(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{readTimeout: 300 * time.Millisecond})
+	for _, path := range []string{"/sagacity/sagas/s/calls", "/login"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"tool\":", path)
+		conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("POST %s with a stalled body: %v", path, err)
+		}
+		resp.Body.Close()
+		conn.Close()
+		if resp.StatusCode != 400 {
+			t.Errorf("POST %s with a stalled body = %d, want 400", path, resp.StatusCode)
+		}
+	}
+	if logs := e.logs.String(); strings.Contains(logs, "level=ERROR") {
+		t.Errorf("a stalled client was logged as a server error:\n%s", logs)
+	}
+}
+
+// TestUnstorableBytes: bytes no store keeps as they are never make the two
+// stores disagree, never leave an effect unjournaled, and never let a
+// resume off the hook.
+func TestUnstorableBytes(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		e := newAPI(t, dbURL, envOptions{})
+		// A result that is not text: the call happened and is journaled,
+		// encoded.
+		r := e.call("b", "binaryTool", "{}")
+		enc := engine.EncodeText("\xff\x00ok")
+		if r.code != 200 || r.json(t)["result"] != enc {
+			t.Errorf("call whose result is not text = %d %s, want 200 with the result as %q", r.code, r.body, enc)
+		}
+		if doubt := e.get("/sagacity/in-doubt?olderThan=0s").body; doubt != "[]\n" {
+			t.Errorf("in doubt after a binary result: %s, want none", doubt)
+		}
+		// Its undo gets the result back as the journal keeps it.
+		want(t, "a failing step", e.call("b", "scheduleShipment", "{}"), 422)
+		var undo toolRequest
+		for _, q := range e.tools.requests() {
+			if q.Path == "/unbinary" {
+				undo = q
+			}
+		}
+		if !strings.Contains(undo.Body, `"result":"`+enc+`"`) {
+			t.Errorf("compensation body = %q, want the encoded result", undo.Body)
+		}
+		if v := e.get("/sagacity/audit/b/verify").body; !strings.Contains(v, `"valid":true`) {
+			t.Errorf("verify = %s", v)
+		}
+
+		// A stale resume presenting a NUL is refused, journaled and compensated.
+		e.seedScenario("n")
+		want(t, "approve", e.post("/sagacity/approve/n/3", `{"approver":"manager@company.com"}`), 200)
+		r = e.post("/sagacity/resume/n/3", `{"payload":"{\"amount\":\"100\",\"to\":\"alice\"}\u0000"}`)
+		if r.code != 409 || !strings.Contains(r.body, `"status":"COMPENSATED"`) {
+			t.Errorf("resume with a NUL = %d %s, want 409 COMPENSATED", r.code, r.body)
+		}
+		audit := e.get("/sagacity/audit/n").body
+		if attempted := engine.EncodeText(wire + "\x00"); !strings.Contains(audit, `attempted=`+attempted) {
+			t.Errorf("journal = %s, want the refusal with attempted=%s", audit, attempted)
+		}
+	})
+}
+
+// TestVerifyUnreadableRow: a row holding a value that is not of its
+// column's type is a break in the chain, not a server error.
+func TestVerifyUnreadableRow(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		e := newAPI(t, dbURL, envOptions{})
+		e.seedScenario("s")
+		storetest.Exec(t, dbURL, "UPDATE journal SET timestamp = 'infinity' WHERE saga_id = 's' AND seq = 2")
+		r := e.get("/sagacity/audit/s/verify")
+		if r.code != 200 || !strings.Contains(r.body, `"valid":false,"entryCount":3,"breakAtIndex":1,"message":"unreadable entry at seq=2 (entry 1)`) {
+			t.Errorf("verify with a garbage timestamp = %d %s, want 200 broken at entry 1", r.code, r.body)
+		}
+		want(t, "approve on it", e.post("/sagacity/approve/s/3", `{"approver":"manager@company.com"}`), 409)
+	})
+}
+
+// TestForgedNotice: the notice after a decision is what the journal says,
+// so a link cannot paint a decision that never happened.
+func TestForgedNotice(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e.seedScenario("s")
+	c := e.session(t, "alice@example.com")
+	for _, path := range []string{"/?decided=s&seq=3", "/?decided=approved&saga=s&seq=3", "/?decided=%3Cb%3Eyes&seq=9"} {
+		if page := e.do("GET", path, "", "", "Cookie", c.String()).body; strings.Contains(page, "Approved") || strings.Contains(page, "Rejected") {
+			t.Errorf("GET %s painted a decision nobody made", path)
+		}
+	}
+}
