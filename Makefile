@@ -6,7 +6,7 @@ PKGS    ?= ./...
 
 HTMX_VERSION ?= 2.0.11
 
-.PHONY: run test build generate check bench htmx clean
+.PHONY: run test fuzz build generate check bench htmx clean
 
 ## run: serve the console on 127.0.0.1:8080 with the embedded store
 run:
@@ -15,6 +15,17 @@ run:
 ## test: check formatting and vet, then run every test with the race detector
 test: check
 	$(GO) test -race -count=1 $(PKGS)
+
+## fuzz: run every fuzz target for FUZZTIME on its committed corpus (testdata/fuzz) and new inputs
+FUZZTIME ?= 10s
+fuzz:
+	@for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
+	  for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    echo "fuzz $$(dirname $$f) $$fn for $(FUZZTIME)"; \
+	    $(GO) test $$(dirname $$f) -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) >/dev/null || \
+	      { echo "$$fn failed: rerun the line above without >/dev/null; a crasher is in $$(dirname $$f)/testdata/fuzz/$$fn" >&2; exit 1; }; \
+	  done; \
+	done
 
 ## build: a static binary in bin/
 build: generate

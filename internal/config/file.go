@@ -134,6 +134,12 @@ func readFile(path string) (File, error) {
 		}
 		return File{}, fmt.Errorf("%scannot read: %w", prefix, err)
 	}
+	return parseFile(prefix, data)
+}
+
+// parseFile reads and checks a file's contents; every error starts with
+// prefix.
+func parseFile(prefix string, data []byte) (File, error) {
 	var y yamlFile
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
