@@ -280,8 +280,15 @@ type Expect struct {
 // HeaderTool value is not HeaderValue(want.Tool), the HeaderPhase value is
 // not want.Phase, or the HeaderKey value is not
 // <HeaderSaga>/<HeaderSeq>, plus "/compensate" for Compensate, with a
-// non-empty saga id and a decimal seq.
+// non-empty saga id and a decimal seq. Any of those headers sent twice is
+// ErrMalformed: a handler reading the other copy would act on something
+// that was not verified.
 func VerifyRequest(secret []byte, want Expect, r *http.Request, body []byte, now time.Time, tolerance time.Duration) error {
+	for _, h := range []string{HeaderTool, HeaderPhase, HeaderKey, HeaderSaga, HeaderSeq} {
+		if len(r.Header.Values(h)) > 1 {
+			return fmt.Errorf("%w: %s is sent more than once", ErrMalformed, h)
+		}
+	}
 	header := strings.Join(r.Header.Values(Header), ",")
 	req := RequestOf(r)
 	if err := Verify(secret, header, req, body, now, tolerance); err != nil {

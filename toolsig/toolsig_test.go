@@ -289,6 +289,9 @@ type call struct {
 	// sign returns the Header value for the request as built; nil signs it
 	// with secret now.
 	sign func(req toolsig.Request, body []byte) string
+	// dup names a header sent a second time, with another value, after
+	// signing.
+	dup string
 }
 
 // wireCall is Sagacity's call to the wire endpoint at saga-1/7.
@@ -312,6 +315,9 @@ func (c call) request(t *testing.T, url string) *http.Request {
 	}
 	if h := sign(toolsig.RequestOf(req), []byte(c.body)); h != "" {
 		req.Header.Set(toolsig.Header, h)
+	}
+	if c.dup != "" {
+		req.Header.Add(c.dup, "getBalance")
 	}
 	return req
 }
@@ -406,6 +412,9 @@ func TestHandlerRejects(t *testing.T) {
 		{"saga id not the key's", with(func(c *call) { c.saga = "saga-2" }), toolsig.ErrWrongTool},
 		{"seq not the key's", with(func(c *call) { c.seq = "8" }), toolsig.ErrWrongTool},
 		{"seq not decimal", with(func(c *call) { c.saga, c.seq, c.key = "saga", "1/7", "saga/1/7" }), toolsig.ErrWrongTool},
+		{"tool header twice", with(func(c *call) { c.dup = toolsig.HeaderTool }), toolsig.ErrMalformed},
+		{"saga header twice", with(func(c *call) { c.dup = toolsig.HeaderSaga }), toolsig.ErrMalformed},
+		{"key header twice", with(func(c *call) { c.dup = toolsig.HeaderKey }), toolsig.ErrMalformed},
 		{"no saga id or seq", with(func(c *call) { c.saga, c.seq, c.key = "", "", "/" }), toolsig.ErrWrongTool},
 		{"no key", with(func(c *call) { c.key = "" }), toolsig.ErrWrongTool},
 	}
