@@ -102,7 +102,13 @@ func (e *Engine) undone(tx Tx, s *Saga, c Call, undoErr error) error {
 	if undoErr != nil {
 		phase, payload, state = PhaseCompensationFailed, undoErr.Error(), CallCompensationFailed
 	}
-	en, err := e.append(tx, s, c.ToolName, phase, c.Input, payload)
+	return e.undoneAs(tx, s, c, c.ToolName, phase, c.Input, payload, state)
+}
+
+// undoneAs journals the end of c's compensation as an entry of tool with
+// phase, input and payload, and leaves c in state.
+func (e *Engine) undoneAs(tx Tx, s *Saga, c Call, tool string, phase Phase, input, payload string, state CallState) error {
+	en, err := e.append(tx, s, tool, phase, input, payload)
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,8 @@ type Engine struct {
 	// retryFor bounds how long an outcome that happened keeps being
 	// written while the store is unavailable.
 	retryFor time.Duration
+	// inDoubtAfter is how long a call must stand still to be resolved.
+	inDoubtAfter time.Duration
 }
 
 // Option configures an Engine.
@@ -89,6 +91,10 @@ func WithMaxInput(n int) Option { return func(e *Engine) { e.maxInput = n } }
 // WithPolicy sets the configurable rules of who may do what.
 func WithPolicy(p Policy) Option { return func(e *Engine) { e.policy = p } }
 
+// WithInDoubtAfter sets how long a call must have stood still before a
+// person may resolve it (default DefaultInDoubtAfter).
+func WithInDoubtAfter(d time.Duration) Option { return func(e *Engine) { e.inDoubtAfter = d } }
+
 // WithOutcomeRetry sets how long the engine keeps trying to journal the
 // outcome of a tool that ran while the store is unavailable (default one
 // minute). After that the call is left in doubt.
@@ -99,7 +105,8 @@ func WithOutcomeRetry(d time.Duration) Option { return func(e *Engine) { e.retry
 // duplicate name.
 func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 	e := &Engine{store: s, tools: make(map[string]Tool, len(tools)), now: time.Now,
-		log: slog.New(slog.DiscardHandler), maxInput: 1 << 20, retryFor: time.Minute}
+		log: slog.New(slog.DiscardHandler), maxInput: 1 << 20, retryFor: time.Minute,
+		inDoubtAfter: DefaultInDoubtAfter}
 	for _, o := range opts {
 		o(e)
 	}

@@ -178,9 +178,7 @@ func (e *Engine) Decision(ctx context.Context, p Principal, sagaID string, seq i
 	for i := len(entries) - 1; i >= 0; i-- {
 		en := entries[i]
 		if en.ToolName == GateTool && en.Input == ref && (en.Phase == PhaseApproved || en.Phase == PhaseRejected) {
-			return Decision{SagaID: sagaID, JournalSeq: seq, Approved: en.Phase == PhaseApproved,
-				Approver: line(en.Payload, "approver"), Reason: line(en.Payload, "reason"),
-				DecidedAt: en.Timestamp, Status: s.Status}, nil
+			return decisionOf(s, seq, en), nil
 		}
 	}
 	return Decision{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("no decision is recorded for saga=%s seq=%d", sagaID, seq),
@@ -261,7 +259,7 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
 			return err
 		}
-		en, err := e.append(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p))
+		en, err := e.append(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p)+"\nresumes="+gateRef(seq))
 		if err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ const (
 	ActVerify  Action = "verify"   // verify a journal
 	ActReview  Action = "review"   // list pending requests
 	ActInDoubt Action = "in-doubt" // list calls in doubt
+	ActResolve Action = "resolve"  // record what a call in doubt came to
 )
 
 // Policy is the configurable part of who may do what.
@@ -51,12 +52,13 @@ var roles = map[Action][]Role{
 	ActVerify:  {RoleAuditor, RoleApprover},
 	ActReview:  {RoleApprover, RoleAuditor},
 	ActInDoubt: {RoleApprover, RoleAuditor},
+	ActResolve: {RoleApprover},
 }
 
 var doing = map[Action]string{
 	ActCall: "calling a tool", ActEnd: "ending a saga", ActAbort: "aborting a saga", ActApprove: "approving",
 	ActReject: "rejecting", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
-	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt",
+	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt", ActResolve: "resolving a call in doubt",
 }
 
 // Can reports whether p may take action a on subject: nil when it may, a
@@ -79,9 +81,10 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 		return nil
 	}
 	switch a {
-	case ActApprove, ActReject:
-		// Four-eyes: a request is decided by somebody other than whoever
-		// started the saga and whoever made the request.
+	case ActApprove, ActReject, ActResolve:
+		// Four-eyes: a request, or what a call in doubt came to, is
+		// decided by somebody other than whoever started the saga and
+		// whoever asked for the call.
 		if p.ID == s.Initiator {
 			return &Error{Kind: Forbidden, Msg: fmt.Sprintf("%s started saga %s and cannot decide its requests", p.ID, s.ID), SagaID: s.ID}
 		}

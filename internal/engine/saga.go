@@ -173,30 +173,10 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 		if cur, err := tx.Call(c.SagaID, c.Seq); err != nil || cur.State != CallRunning {
 			return err // nil: an earlier attempt committed, only its answer was lost
 		}
-		phase, payload := PhaseExecuted, result
 		if runErr != nil {
-			phase, payload = PhaseFailed, runErr.Error()
+			return e.close(tx, s, c, c.ToolName, PhaseFailed, c.Input, runErr.Error(), "")
 		}
-		en, err := e.append(tx, s, c.ToolName, phase, c.Input, payload)
-		if err != nil {
-			return err
-		}
-		c.OutcomeSeq, c.UpdatedAt = en.Seq, en.Timestamp
-		if runErr != nil {
-			c.State = CallFailed
-			if err := tx.PutCall(c); err != nil {
-				return err
-			}
-			if accepting(*s) != nil {
-				return nil // already compensating: the compensation in progress settles the saga
-			}
-			return e.fail(tx, s, fmt.Sprintf("tool %s failed: %s", c.ToolName, en.Payload))
-		}
-		c.State, c.Result = CallExecuted, en.Payload
-		if err := tx.PutCall(c); err != nil {
-			return err
-		}
-		return e.settle(tx, s)
+		return e.close(tx, s, c, c.ToolName, PhaseExecuted, c.Input, result, result)
 	})
 	if err != nil {
 		e.log.Error("a tool ran but its outcome could not be journaled; the call is in doubt",
@@ -218,6 +198,34 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 	}
 	res.Outcome, res.Result = OutcomeExecuted, EncodeText(result)
 	return res, nil
+}
+
+// close journals the outcome of running call c as an entry of tool with
+// phase (EXECUTED or FAILED), input and payload, and settles the saga: a
+// failure starts compensating it, unless it is compensating already (the
+// compensation in progress settles it). result is what the call's undo is
+// handed.
+func (e *Engine) close(tx Tx, s *Saga, c Call, tool string, phase Phase, input, payload, result string) error {
+	en, err := e.append(tx, s, tool, phase, input, payload)
+	if err != nil {
+		return err
+	}
+	c.OutcomeSeq, c.UpdatedAt = en.Seq, en.Timestamp
+	if phase == PhaseFailed {
+		c.State = CallFailed
+		if err := tx.PutCall(c); err != nil {
+			return err
+		}
+		if accepting(*s) != nil {
+			return nil
+		}
+		return e.fail(tx, s, fmt.Sprintf("tool %s failed: %s", c.ToolName, en.Payload))
+	}
+	c.State, c.Result = CallExecuted, EncodeText(result)
+	if err := tx.PutCall(c); err != nil {
+		return err
+	}
+	return e.settle(tx, s)
 }
 
 // record journals what happened after a tool ran, its outcome or an
@@ -515,6 +523,10 @@ func (e *Engine) Recover(ctx context.Context) error {
 		f.After = &SagaCursor{CreatedAt: last.CreatedAt, ID: last.ID}
 	}
 }
+
+// InDoubtAfter is how long a call must have stood still before Resolve
+// takes it (see WithInDoubtAfter).
+func (e *Engine) InDoubtAfter() time.Duration { return e.inDoubtAfter }
 
 // cleanReason makes any text a valid reason: control characters become
 // spaces, invalid UTF-8 is replaced and the length is capped.

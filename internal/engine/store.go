@@ -21,8 +21,8 @@ type Store interface {
 	Sagas(ctx context.Context, f SagaFilter) ([]Saga, error)
 	// Entries returns a saga's journal ordered by seq; empty for an unknown saga.
 	Entries(ctx context.Context, sagaID string) ([]Entry, error)
-	// Snapshot reads a saga's row, journal and pending requests in one
-	// read transaction, so a saga being written is never seen half-way.
+	// Snapshot reads a saga's row, journal, pending requests and calls in
+	// one read transaction, so a saga being written is never seen half-way.
 	Snapshot(ctx context.Context, sagaID string) (Snapshot, error)
 	// Approvals lists pending requests: every saga's ordered by creation
 	// when sagaID is "", else one saga's ordered by seq.
@@ -30,6 +30,13 @@ type Store interface {
 	// InDoubt lists calls that are running or compensating and were last
 	// touched before the given time, oldest first.
 	InDoubt(ctx context.Context, before time.Time) ([]Call, error)
+	// Pending lists pending requests with what a list shows of each,
+	// oldest first; CountPending counts them, ignoring After and Limit.
+	Pending(ctx context.Context, f PendingFilter) ([]Pending, error)
+	CountPending(ctx context.Context, f PendingFilter) (int, error)
+	// LastExecuted returns the newest EXECUTED entry of a tool, in any
+	// saga, from before the given time; NotFound when there is none.
+	LastExecuted(ctx context.Context, tool string, before time.Time) (Entry, error)
 }
 
 // Snapshot is one saga as of one moment.
@@ -37,15 +44,53 @@ type Snapshot struct {
 	Saga     *Saga // nil when the saga has no row
 	Entries  []Entry
 	Requests []ApprovalRequest // pending, ordered by seq
+	Calls    []Call            // ordered by seq
 }
 
 // SagaFilter selects sagas for Store.Sagas. Sagas come newest first
 // (CreatedAt, then ID, descending); After continues a listing after the
-// given saga.
+// given saga. Empty fields select everything.
 type SagaFilter struct {
-	Status Status // "" for all
-	Limit  int
-	After  *SagaCursor
+	Status    Status
+	IDPrefix  string // the id starts with it
+	Initiator string
+	Tool      string // the journal has an entry of this tool
+	// InDoubtBefore, when set, selects sagas with a call running or
+	// compensating since before it.
+	InDoubtBefore time.Time
+	Limit         int
+	After         *SagaCursor
+}
+
+// PendingFilter selects pending requests for Store.Pending. Empty fields
+// select everything; requests come oldest first (CreatedAt, SagaID,
+// JournalSeq) and After continues a listing after the given one.
+type PendingFilter struct {
+	Tool      string
+	SagaID    string
+	Initiator string
+	Approved  *bool // true: approved, awaiting execution; false: undecided
+	Limit     int
+	After     *PendingCursor
+}
+
+// PendingCursor is the position of one request in a listing.
+type PendingCursor struct {
+	CreatedAt  time.Time
+	SagaID     string
+	JournalSeq int64
+}
+
+// Pending is a pending request as a list shows it.
+type Pending struct {
+	ApprovalRequest
+	Initiator string // who started the saga
+	// Approval is the payload of its APPROVED entry when it is approved
+	// and awaits execution ("" when undecided), and ApprovedAt its time.
+	Approval   string
+	ApprovedAt time.Time
+	Replanned  bool // the saga proposed the same tool at an earlier seq
+	Refused    bool // a resume of the same tool in the saga was refused before
 }
 
 // SagaCursor is the position of one saga in a listing.

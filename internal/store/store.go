@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
@@ -166,26 +167,128 @@ func (s *sqlStore) Saga(ctx context.Context, id string) (engine.Saga, error) {
 	return one(ctx, s.db, scanSaga, "saga "+id, "SELECT "+sagaCols+" FROM sagas WHERE id = $1", id)
 }
 
+// where builds a WHERE clause from conditions, each with one %s where its
+// argument's placeholder goes.
+type where struct {
+	conds []string
+	args  []any
+}
+
+// add appends a condition; each %s in it takes the next of args.
+func (w *where) add(cond string, args ...any) {
+	ph := make([]any, len(args))
+	for i, a := range args {
+		w.args = append(w.args, a)
+		ph[i] = fmt.Sprintf("$%d", len(w.args))
+	}
+	w.conds = append(w.conds, fmt.Sprintf(cond, ph...))
+}
+
+func (w *where) String() string {
+	if len(w.conds) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// limit appends a LIMIT with its argument.
+func (w *where) limit(n int) string {
+	w.args = append(w.args, n)
+	return fmt.Sprintf(" LIMIT $%d", len(w.args))
+}
+
 func (s *sqlStore) Sagas(ctx context.Context, f engine.SagaFilter) ([]engine.Saga, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	var where []string
-	var args []any
+	var w where
 	if f.Status != "" {
-		args = append(args, f.Status)
-		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+		w.add("status = %s", f.Status)
+	}
+	if f.IDPrefix != "" {
+		// substr and its length count characters in both databases, and
+		// need no collation that a LIKE pattern or a range would.
+		w.add("substr(id, 1, %s) = %s", utf8.RuneCountInString(f.IDPrefix), f.IDPrefix)
+	}
+	if f.Initiator != "" {
+		w.add("initiator = %s", f.Initiator)
+	}
+	if f.Tool != "" {
+		w.add("EXISTS (SELECT 1 FROM journal j WHERE j.saga_id = sagas.id AND j.tool_name = %s)", f.Tool)
+	}
+	if !f.InDoubtBefore.IsZero() {
+		w.add("EXISTS (SELECT 1 FROM calls c WHERE c.saga_id = sagas.id AND c.state IN ('RUNNING', 'COMPENSATING') AND c.updated_at < %s)", f.InDoubtBefore)
 	}
 	if f.After != nil {
-		args = append(args, f.After.CreatedAt, f.After.ID)
-		where = append(where, fmt.Sprintf("(created_at < $%d OR (created_at = $%[1]d AND id < $%d))", len(args)-1, len(args)))
+		w.add("(created_at < %s OR (created_at = %[1]s AND id < %s))", f.After.CreatedAt, f.After.ID)
 	}
-	q := "SELECT " + sagaCols + " FROM sagas"
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+	q := "SELECT " + sagaCols + " FROM sagas" + w.String() + " ORDER BY created_at DESC, id DESC"
+	return collect(ctx, s.db, scanSaga, q+w.limit(f.Limit), w.args...)
+}
+
+// pendingFrom is what Pending and CountPending select from: each pending
+// request with its saga and, when approved, its APPROVED entry.
+const pendingFrom = " FROM approval_requests r JOIN sagas s ON s.id = r.saga_id" +
+	" LEFT JOIN journal a ON a.saga_id = r.saga_id AND a.phase = 'APPROVED' AND a.tool_name = 'approval-gate'" +
+	" AND a.input = 'seq=' || r.journal_seq"
+
+func pendingWhere(f engine.PendingFilter) *where {
+	w := &where{}
+	if f.Tool != "" {
+		w.add("r.tool_name = %s", f.Tool)
 	}
-	args = append(args, f.Limit)
-	q += fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT $%d", len(args))
-	return collect(ctx, s.db, scanSaga, q, args...)
+	if f.SagaID != "" {
+		w.add("r.saga_id = %s", f.SagaID)
+	}
+	if f.Initiator != "" {
+		w.add("s.initiator = %s", f.Initiator)
+	}
+	switch {
+	case f.Approved == nil:
+	case *f.Approved:
+		w.add("a.saga_id IS NOT NULL")
+	default:
+		w.add("a.saga_id IS NULL")
+	}
+	return w
+}
+
+func (s *sqlStore) Pending(ctx context.Context, f engine.PendingFilter) ([]engine.Pending, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	w := pendingWhere(f)
+	if c := f.After; c != nil {
+		w.add("(r.created_at > %s OR (r.created_at = %[1]s AND (r.saga_id > %s OR (r.saga_id = %[2]s AND r.journal_seq > %s))))",
+			c.CreatedAt, c.SagaID, c.JournalSeq)
+	}
+	q := "SELECT r.saga_id, r.journal_seq, r.tool_name, r.input, r.input_hash, r.requester, r.created_at, s.initiator," +
+		" COALESCE(a.payload, ''), COALESCE(a.timestamp, r.created_at)," +
+		" EXISTS (SELECT 1 FROM journal p WHERE p.saga_id = r.saga_id AND p.phase = 'AWAITING_APPROVAL'" +
+		" AND p.tool_name = r.tool_name AND p.seq < r.journal_seq)," +
+		" EXISTS (SELECT 1 FROM journal x WHERE x.saga_id = r.saga_id AND x.phase = 'REJECTED' AND x.tool_name = r.tool_name)" +
+		pendingFrom + w.String() + " ORDER BY r.created_at, r.saga_id, r.journal_seq"
+	return collect(ctx, s.db, func(r rows) (p engine.Pending, err error) {
+		created, approved := timeCol{col: col{name: "created_at"}}, timeCol{col: col{name: "approved_at"}}
+		replanned, refused := boolCol{col: col{name: "replanned"}}, boolCol{col: col{name: "refused"}}
+		err = r.Scan(&p.SagaID, &p.JournalSeq, &p.ToolName, &p.Input, &p.InputHash, &p.Requester, &created, &p.Initiator,
+			&p.Approval, &approved, &replanned, &refused)
+		p.CreatedAt, p.ApprovedAt, p.Replanned, p.Refused = created.v, approved.v, replanned.v, refused.v
+		return p, err
+	}, q+w.limit(min(f.Limit, maxApprovals)), w.args...)
+}
+
+func (s *sqlStore) CountPending(ctx context.Context, f engine.PendingFilter) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	w := pendingWhere(f)
+	return one(ctx, s.db, func(r rows) (n int, err error) { return n, r.Scan(&n) }, "count",
+		"SELECT count(*)"+pendingFrom+w.String(), w.args...)
+}
+
+func (s *sqlStore) LastExecuted(ctx context.Context, tool string, before time.Time) (engine.Entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return one(ctx, s.db, scanEntry, "executed call of "+tool, "SELECT "+entryCols+" FROM journal"+
+		" WHERE tool_name = $1 AND phase = 'EXECUTED' AND timestamp < $2 ORDER BY timestamp DESC LIMIT 1", tool, before)
 }
 
 func (s *sqlStore) Entries(ctx context.Context, sagaID string) ([]engine.Entry, error) {
@@ -216,6 +319,10 @@ func (s *sqlStore) Snapshot(ctx context.Context, sagaID string) (engine.Snapshot
 		}
 		snap.Requests, err = collect(ctx, c, scanApproval, "SELECT "+approvalCols+
 			" FROM approval_requests WHERE saga_id = $1 ORDER BY journal_seq LIMIT $2", sagaID, maxApprovals)
+		if err != nil {
+			return err
+		}
+		snap.Calls, err = collect(ctx, c, scanCall, "SELECT "+callCols+" FROM calls WHERE saga_id = $1 ORDER BY seq", sagaID)
 		return err
 	})
 	return snap, mapErr(err)

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// DefaultInDoubtAfter is how long a call must have stood still before a
+// person may resolve it as in doubt: longer than any tool may take (tool
+// timeouts are at most five minutes).
+const DefaultInDoubtAfter = 10 * time.Minute
+
+// Resolve records what a person found out about a call in doubt, from the
+// tool's owner or its own records: whether its effect happened, the
+// result the owner reports when it did, and why the person is sure.
+// Nothing re-executes the tool. A call that was running is closed as
+// EXECUTED (its undo will be handed result) or as FAILED, which
+// compensates the saga; an undo that was in flight is closed as
+// COMPENSATED or COMPENSATION_FAILED. The entry is the approval gate's,
+// with input seq=<the call's INTENT> and a payload naming the person
+// (resolved-by=, reason=, auth=, and result= last), so no tool can write
+// one.
+//
+// Errors: NotFound for no such call; Conflict when it is not in doubt
+// (settled, or touched within the in-doubt window); Forbidden as Can says
+// for ActResolve (four-eyes: not the saga's initiator, not whoever asked
+// for the call); Invalid for a bad result or reason; Unavailable when the
+// store is.
+func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq int64, happened bool, result, reason string) (Saga, error) {
+	if err := e.Can(p, ActResolve, Subject{}); err != nil {
+		return Saga{}, err
+	}
+	if err := validName("saga id", sagaID); err != nil {
+		return Saga{}, err
+	}
+	if err := validReason(reason); err != nil {
+		return Saga{}, err
+	}
+	if err := e.validInput("result", result); err != nil {
+		return Saga{}, err
+	}
+	missing := &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no call at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
+	s, err := e.update(ctx, sagaID, missing, func(tx Tx, s *Saga) error {
+		c, err := tx.Call(sagaID, seq)
+		if IsKind(err, NotFound) {
+			return missing
+		}
+		if err != nil {
+			return err
+		}
+		if !c.InDoubt() || e.now().Sub(c.UpdatedAt) < e.inDoubtAfter {
+			return &Error{Kind: Conflict, Msg: fmt.Sprintf("the call at seq=%d is %s, not in doubt", seq, c.State)}
+		}
+		entries, err := tx.Entries(sagaID)
+		if err != nil {
+			return err
+		}
+		if v := VerifySaga(entries, *s, nil); !v.Valid || seq > int64(len(entries)) {
+			return &Error{Kind: Conflict, Msg: fmt.Sprintf("journal of saga %s does not verify (%s): refusing to act on it", sagaID, v.Message)}
+		}
+		if err := e.Can(p, ActResolve, Subject{Saga: s, Requester: line(entries[seq-1].Payload, "requester")}); err != nil {
+			return err
+		}
+		note := "resolved-by=" + p.ID
+		if reason != "" {
+			note += "\nreason=" + reason
+		}
+		if p.Auth != "" {
+			note += "\nauth=" + p.Auth
+		}
+		ref := gateRef(seq)
+		switch {
+		case c.State == CallRunning && happened:
+			return e.close(tx, s, c, GateTool, PhaseExecuted, ref, note+"\nresult="+result, result)
+		case c.State == CallRunning:
+			return e.close(tx, s, c, GateTool, PhaseFailed, ref, note, "")
+		case happened:
+			return e.undoneAs(tx, s, c, GateTool, PhaseCompensated, ref, note, CallCompensated)
+		}
+		return e.undoneAs(tx, s, c, GateTool, PhaseCompensationFailed, ref, note, CallCompensationFailed)
+	})
+	if err != nil {
+		return Saga{}, at(err, sagaID, seq)
+	}
+	if s.Status == Compensating {
+		s = e.compensateNow(ctx, s)
+	}
+	return s, nil
+}

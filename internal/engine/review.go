@@ -1,0 +1,180 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+)
+
+// What a reviewer reads: requests as a list shows them, one request with
+// everything needed to decide it, and what happened to a request since.
+
+// Approver is who approved a pending request, "" while it is undecided.
+func (p Pending) Approver() string { return line(p.Approval, "approver") }
+
+// MaxPage caps a page of requests or sagas.
+const MaxPage = 200
+
+// Pending lists pending requests, oldest first, a page of at most
+// f.Limit (1..MaxPage, 0 means 50), and counts all that f selects.
+// Errors: Forbidden as Can says for ActReview, Unavailable when the store is.
+func (e *Engine) Pending(ctx context.Context, p Principal, f PendingFilter) ([]Pending, int, error) {
+	if err := e.Can(p, ActReview, Subject{}); err != nil {
+		return nil, 0, err
+	}
+	f.Limit = clamp(f.Limit, 50, MaxPage)
+	page, err := e.store.Pending(ctx, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	n, err := e.store.CountPending(ctx, f)
+	return page, n, err
+}
+
+func clamp(n, def, hi int) int {
+	switch {
+	case n <= 0:
+		return def
+	case n > hi:
+		return hi
+	}
+	return n
+}
+
+// RequestState is what became of a gated call.
+type RequestState string
+
+// Request states.
+const (
+	StateUndecided RequestState = "undecided" // pending, nobody has decided
+	StateApproved  RequestState = "approved"  // pending, approved, awaiting execution
+	StateExecuting RequestState = "executing" // resumed; its outcome is not journaled yet
+	StateExecuted  RequestState = "executed"  // resumed and executed
+	StateFailed    RequestState = "failed"    // resumed, and the tool failed
+	StateRejected  RequestState = "rejected"  // a person rejected it
+	StateRefused   RequestState = "refused"   // a resume was refused
+	StateDropped   RequestState = "dropped"   // the saga failed before it was decided or resumed
+)
+
+// Review is everything a person needs to decide one request, read from
+// one snapshot of its saga.
+type Review struct {
+	Saga    Saga
+	Gated   Entry // the AWAITING_APPROVAL entry: the bytes, their tool, who asked
+	State   RequestState
+	Pending bool
+	// Approval and Rejection are the decisions recorded on it, if any.
+	Approval, Rejection *Decision
+	// Refusal is the refused resume's entry, if any (State refused); its
+	// payload holds what was attempted.
+	Refusal *Entry
+	// Outcome is the EXECUTED or FAILED entry of its execution, if any.
+	Outcome *Entry
+	Journal []Entry // the whole journal, by seq
+	// WouldUndo is what rejecting it compensates: the saga's executed
+	// steps that have an undo, newest first. Siblings are the saga's
+	// other pending requests, which a rejection drops.
+	WouldUndo []Call
+	Siblings  []ApprovalRequest
+	// Previous is the saga's earlier proposal of the same tool (it
+	// re-planned), and LastExecuted the newest executed call of the tool
+	// before this request, in any saga.
+	Previous, LastExecuted *Entry
+	Verification           Verification
+}
+
+// Review reads one request, pending or not, with its saga. NotFound when
+// the saga has no AWAITING_APPROVAL entry at seq. Errors: Forbidden as
+// Can says for ActRead, Unavailable when the store is.
+func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int64) (Review, error) {
+	if err := e.Can(p, ActRead, Subject{}); err != nil {
+		return Review{}, err
+	}
+	if err := validName("saga id", sagaID); err != nil {
+		return Review{}, err
+	}
+	snap, err := e.store.Snapshot(ctx, sagaID)
+	if err != nil {
+		return Review{}, err
+	}
+	es := snap.Entries
+	if snap.Saga == nil || seq < 1 || seq > int64(len(es)) || es[seq-1].Seq != seq || es[seq-1].Phase != PhaseAwaitingApproval {
+		return Review{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no request at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
+	}
+	r := Review{Saga: *snap.Saga, Gated: es[seq-1], Journal: es, Verification: VerifySaga(es, *snap.Saga, snap.Requests)}
+	for _, q := range snap.Requests {
+		if q.JournalSeq == seq {
+			r.Pending = true
+		} else {
+			r.Siblings = append(r.Siblings, q)
+		}
+	}
+	r.settle(seq, snap.Calls)
+	if r.Pending {
+		for i := len(snap.Calls) - 1; i >= 0; i-- {
+			c := snap.Calls[i]
+			if t, ok := e.tools[c.ToolName]; c.State == CallExecuted && (!ok || t.Reversibility != Irreversible) {
+				r.WouldUndo = append(r.WouldUndo, c)
+			}
+		}
+	}
+	for i := seq - 2; i >= 0; i-- {
+		if es[i].Phase == PhaseAwaitingApproval && es[i].ToolName == r.Gated.ToolName {
+			r.Previous = &es[i]
+			break
+		}
+	}
+	last, err := e.store.LastExecuted(ctx, r.Gated.ToolName, r.Gated.Timestamp)
+	switch {
+	case err == nil:
+		r.LastExecuted = &last
+	case !IsKind(err, NotFound):
+		return Review{}, err
+	}
+	return r, nil
+}
+
+// settle derives what became of the request at seq from the journal, and
+// from the calls table for which entry closed its execution.
+func (r *Review) settle(seq int64, calls []Call) {
+	ref := gateRef(seq)
+	tool := r.Gated.ToolName
+	r.State = StateDropped
+	if r.Pending {
+		r.State = StateUndecided
+	}
+	for i := seq; i < int64(len(r.Journal)); i++ {
+		en := &r.Journal[i]
+		switch {
+		case en.ToolName == GateTool && en.Input == ref && (en.Phase == PhaseApproved || en.Phase == PhaseRejected):
+			d := decisionOf(r.Saga, seq, *en)
+			if d.Approved {
+				r.Approval = &d
+				if r.Pending {
+					r.State = StateApproved
+				}
+			} else {
+				r.Rejection, r.State = &d, StateRejected
+			}
+		case en.ToolName == tool && en.Phase == PhaseRejected && en.Input == ref:
+			r.Refusal, r.State = en, StateRefused
+		case en.ToolName == tool && en.Phase == PhaseIntent && line(en.Payload, "resumes") == ref:
+			r.State = StateExecuting
+			for _, c := range calls {
+				if c.Seq == en.Seq && c.OutcomeSeq > 0 && c.OutcomeSeq <= int64(len(r.Journal)) {
+					out := r.Journal[c.OutcomeSeq-1]
+					r.Outcome, r.State = &out, StateExecuted
+					if out.Phase == PhaseFailed {
+						r.State = StateFailed
+					}
+				}
+			}
+			return
+		}
+	}
+}
+
+// decisionOf reads a decision entry.
+func decisionOf(s Saga, seq int64, en Entry) Decision {
+	return Decision{SagaID: s.ID, JournalSeq: seq, Approved: en.Phase == PhaseApproved, Approver: line(en.Payload, "approver"),
+		Reason: line(en.Payload, "reason"), DecidedAt: en.Timestamp, Status: s.Status}
+}

@@ -1,0 +1,252 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+// What reviewers read and record, on both stores: the pending list with
+// its filters and paging, one request with everything needed to decide
+// it, and what a person found out about a call in doubt.
+
+var yes, no = true, false
+
+func testPending(t *testing.T, v *env) {
+	ctx := context.Background()
+	other := engine.Principal{ID: "agent-2", Auth: "token", Roles: []engine.Role{engine.RoleAgent}}
+	v.gate("a")                                                        // undecided, seq 3
+	v.approve("b", v.gate("b"))                                        // approved, seq 3
+	v.call("c", "sendWireTransfer", `{"amount":"250.00","to":"bob"}`)  // seq 1
+	v.call("c", "sendWireTransfer", `{"amount":"2500.00","to":"bob"}`) // seq 2, re-planned
+	if _, err := v.e.Call(ctx, other, "d", "sendWireTransfer", wire); err != nil {
+		t.Fatal(err)
+	}
+	key := func(p engine.Pending) string { return p.SagaID + "/" + string(rune('0'+p.JournalSeq)) }
+	keys := func(ps []engine.Pending) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, key(p))
+		}
+		return out
+	}
+	tests := []struct {
+		name  string
+		f     engine.PendingFilter
+		want  []string
+		total int
+	}{
+		{"all", engine.PendingFilter{}, []string{"a/3", "b/3", "c/1", "c/2", "d/1"}, 5},
+		{"approved", engine.PendingFilter{Approved: &yes}, []string{"b/3"}, 1},
+		{"undecided", engine.PendingFilter{Approved: &no}, []string{"a/3", "c/1", "c/2", "d/1"}, 4},
+		{"one saga", engine.PendingFilter{SagaID: "c"}, []string{"c/1", "c/2"}, 2},
+		{"initiator", engine.PendingFilter{Initiator: "agent-2"}, []string{"d/1"}, 1},
+		{"tool", engine.PendingFilter{Tool: "reserveInventory"}, nil, 0},
+		{"a page", engine.PendingFilter{Limit: 2}, []string{"a/3", "b/3"}, 5},
+	}
+	for _, tt := range tests {
+		got, n, err := v.e.Pending(ctx, approver, tt.f)
+		if err != nil || !cmp.Equal(keys(got), tt.want) || n != tt.total {
+			t.Errorf("Pending(%s) = %v of %d, %v; want %v of %d", tt.name, keys(got), n, err, tt.want, tt.total)
+		}
+	}
+	// The next page continues after the last one seen.
+	page, _, _ := v.e.Pending(ctx, approver, engine.PendingFilter{Limit: 2})
+	last := page[len(page)-1]
+	rest, _, err := v.e.Pending(ctx, approver, engine.PendingFilter{Limit: 10,
+		After: &engine.PendingCursor{CreatedAt: last.CreatedAt, SagaID: last.SagaID, JournalSeq: last.JournalSeq}})
+	if want := []string{"c/1", "c/2", "d/1"}; err != nil || !cmp.Equal(keys(rest), want) {
+		t.Errorf("Pending(after %s) = %v, %v; want %v", key(last), keys(rest), err, want)
+	}
+	all, _, _ := v.e.Pending(ctx, auditor, engine.PendingFilter{})
+	byKey := map[string]engine.Pending{}
+	for _, p := range all {
+		byKey[key(p)] = p
+	}
+	if p := byKey["b/3"]; p.Approver() != approver.ID || p.ApprovedAt.IsZero() || p.Initiator != agent.ID || p.Requester != agent.ID {
+		t.Errorf("approved request = %+v, want approved by %s, started and requested by %s", p, approver.ID, agent.ID)
+	}
+	if p := byKey["a/3"]; p.Approver() != "" || p.Replanned || p.Refused {
+		t.Errorf("undecided request = %+v, want no approver and no badges", p)
+	}
+	if p := byKey["c/2"]; !p.Replanned || byKey["c/1"].Replanned {
+		t.Errorf("re-planned: c/1 %v, c/2 %v; want only c/2", byKey["c/1"].Replanned, p.Replanned)
+	}
+	_, _, err = v.e.Pending(ctx, agent, engine.PendingFilter{})
+	wantKind(t, "Pending as an agent", err, engine.Forbidden)
+}
+
+func testReview(t *testing.T, v *env) {
+	ctx := context.Background()
+	review := func(saga string, seq int64) engine.Review {
+		t.Helper()
+		r, err := v.e.Review(ctx, auditor, saga, seq)
+		if err != nil {
+			t.Fatalf("Review(%s, %d): %v", saga, seq, err)
+		}
+		return r
+	}
+	// An earlier saga executed the wire: the nearest prior approved call.
+	v.approve("paid", v.gate("paid"))
+	if _, err := v.e.Resume(ctx, approver, "paid", 3, wire); err != nil {
+		t.Fatal(err)
+	}
+	v.call("s", "reserveInventory", `{"item":"laptop"}`)
+	v.call("s", "sendWireTransfer", `{"amount":"250.00","to":"bob"}`)
+	v.call("s", "sendWireTransfer", `{"amount":"2500.00","to":"bob"}`)
+	r := review("s", 4)
+	if r.State != engine.StateUndecided || !r.Pending || r.Gated.Input != `{"amount":"2500.00","to":"bob"}` ||
+		line(r.Gated.Payload) != "requester=agent-1" || !r.Verification.Valid {
+		t.Errorf("Review(s, 4) = state %s, pending %v, gated %+v, %+v; want the undecided request", r.State, r.Pending, r.Gated, r.Verification)
+	}
+	if r.Previous == nil || r.Previous.Seq != 3 || r.LastExecuted == nil || r.LastExecuted.SagaID != "paid" || r.LastExecuted.Input != wire {
+		t.Errorf("Review(s, 4): previous %+v, last executed %+v; want seq 3 of s and the wire of saga paid", r.Previous, r.LastExecuted)
+	}
+	if len(r.WouldUndo) != 1 || r.WouldUndo[0].ToolName != "reserveInventory" || len(r.Siblings) != 1 || r.Siblings[0].JournalSeq != 3 {
+		t.Errorf("Review(s, 4): would undo %+v, siblings %+v; want the reservation and seq 3", r.WouldUndo, r.Siblings)
+	}
+	_, err := v.e.Review(ctx, auditor, "s", 1)
+	wantKind(t, "Review of an entry that is not a request", err, engine.NotFound)
+	_, err = v.e.Review(ctx, auditor, "nope", 1)
+	wantKind(t, "Review of an unknown saga", err, engine.NotFound)
+
+	v.approve("s", 4)
+	if r := review("s", 4); r.State != engine.StateApproved || r.Approval == nil || r.Approval.Approver != approver.ID {
+		t.Errorf("after Approve: state %s, approval %+v; want approved by %s", r.State, r.Approval, approver.ID)
+	}
+	if _, err := v.e.Reject(ctx, approver, "s", 3, "wrong amount"); err != nil {
+		t.Fatal(err)
+	}
+	if r := review("s", 3); r.State != engine.StateRejected || r.Pending || r.Rejection == nil || r.Rejection.Reason != "wrong amount" {
+		t.Errorf("rejected request: state %s, rejection %+v", r.State, r.Rejection)
+	}
+	if r := review("s", 4); r.State != engine.StateDropped || r.Pending || r.Approval == nil {
+		t.Errorf("sibling of a rejected request: state %s, pending %v; want dropped, still showing its approval", r.State, r.Pending)
+	}
+	if r := review("paid", 3); r.State != engine.StateExecuted || r.Outcome == nil || r.Outcome.Payload != "transfer-ok" {
+		t.Errorf("resumed request: state %s, outcome %+v; want executed with its result", r.State, r.Outcome)
+	}
+
+	v.approve("stale", v.gate("stale"))
+	if _, err := v.e.Resume(ctx, approver, "stale", 3, `{"amount":"1"}`); err != nil {
+		t.Fatal(err)
+	}
+	if r := review("stale", 3); r.State != engine.StateRefused || r.Refusal == nil || r.Refusal.Phase != engine.PhaseRejected {
+		t.Errorf("refused request: state %s, refusal %+v", r.State, r.Refusal)
+	}
+}
+
+// line returns a payload's first line.
+func line(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+// inDoubt leaves a call of tool hang in saga in doubt, as a crash between
+// its INTENT and its outcome would, and returns an engine that may resolve
+// it at once.
+func (v *env) inDoubt(saga string) *engine.Engine {
+	v.t.Helper()
+	started, release := make(chan struct{}), make(chan struct{})
+	doomed := v.h.Open(v.t)
+	hang := engine.Tool{Name: "hang", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
+		close(started)
+		<-release
+		return "too late", nil
+	}, Undo: func(context.Context, engine.Invocation, string) error { return nil }}}
+	tools := append(v.fx.tools(), hang)
+	crashing, err := engine.New(doomed, tools, engine.WithClock(clk.now), engine.WithOutcomeRetry(50*time.Millisecond))
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		crashing.Call(context.Background(), agent, saga, "hang", `{"n":1}`)
+	}()
+	<-started
+	doomed.Close()
+	close(release)
+	<-done
+	e, err := engine.New(v.db, tools, engine.WithClock(clk.now), engine.WithInDoubtAfter(0))
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	return e
+}
+
+func testResolve(t *testing.T, v *env) {
+	ctx := context.Background()
+	both := engine.Principal{ID: agent.ID, Auth: "token", Roles: []engine.Role{engine.RoleAgent, engine.RoleApprover}}
+
+	// It happened: the outcome is journaled by the approval gate, naming
+	// the person, and the call's undo gets the reported result.
+	v.call("ok", "reserveInventory", `{"item":"laptop"}`)
+	e := v.inDoubt("ok")
+	for _, tt := range []struct {
+		name string
+		p    engine.Principal
+		want engine.Kind
+	}{
+		{"an agent", agent, engine.Forbidden},
+		{"the initiator, also an approver", both, engine.Forbidden},
+		{"an auditor", auditor, engine.Forbidden},
+	} {
+		_, err := e.Resolve(ctx, tt.p, "ok", 3, true, "", "")
+		wantKind(t, "Resolve by "+tt.name, err, tt.want)
+	}
+	_, err := e.Resolve(ctx, approver, "ok", 9, true, "", "")
+	wantKind(t, "Resolve of no call", err, engine.NotFound)
+	_, err = e.Resolve(ctx, approver, "ok", 1, true, "", "")
+	wantKind(t, "Resolve of a settled call", err, engine.Conflict)
+	_, err = e.Resolve(ctx, approver, "ok", 3, true, "a\x00b", "")
+	wantKind(t, "Resolve with a NUL in the result", err, engine.Invalid)
+	_, err = v.e.Resolve(ctx, approver, "ok", 3, true, "", "")
+	wantKind(t, "Resolve within the in-doubt window", err, engine.Conflict)
+
+	s, err := e.Resolve(ctx, approver, "ok", 3, true, "booked H-7", "hotel confirmed by phone")
+	if err != nil || s.Status != engine.Running {
+		t.Fatalf("Resolve(happened) = %+v, %v; want the saga RUNNING", s, err)
+	}
+	es := v.journal("ok")
+	last := es[len(es)-1]
+	want := engine.Entry{SagaID: "ok", Seq: 4, ToolName: engine.GateTool, Phase: engine.PhaseExecuted, Input: "seq=3",
+		Payload:   "resolved-by=manager@company.com\nreason=hotel confirmed by phone\nauth=oidc\nresult=booked H-7",
+		Timestamp: last.Timestamp, Hash: last.Hash}
+	if diff := cmp.Diff(want, last); diff != "" {
+		t.Errorf("resolution entry (-want +got):\n%s", diff)
+	}
+	if doubt, _ := v.e.InDoubt(ctx, auditor, 0); len(doubt) != 0 {
+		t.Errorf("InDoubt after resolving = %+v, want none", doubt)
+	}
+	_, err = e.Resolve(ctx, approver, "ok", 3, false, "", "")
+	wantKind(t, "Resolve twice", err, engine.Conflict)
+	if _, err := e.Abort(ctx, agent, "ok", "done"); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.phases("ok")[4:]; !cmp.Equal(got, []string{"hang COMPENSATED", "reserveInventory COMPENSATED"}) {
+		t.Errorf("after aborting: %v, want the resolved call and the reservation compensated", got)
+	}
+
+	// It did not happen: FAILED, and the saga compensates.
+	v.call("no", "reserveInventory", `{"item":"laptop"}`)
+	e = v.inDoubt("no")
+	s, err = e.Resolve(ctx, approver, "no", 3, false, "", "the hotel has no booking")
+	if err != nil || s.Status != engine.Compensated {
+		t.Fatalf("Resolve(did not happen) = %+v, %v; want COMPENSATED", s, err)
+	}
+	want2 := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "hang INTENT", "approval-gate FAILED", "reserveInventory COMPENSATED"}
+	if got := v.phases("no"); !cmp.Equal(got, want2) {
+		t.Errorf("journal = %v, want %v", got, want2)
+	}
+	if got := v.verify("no"); !got.Valid {
+		t.Errorf("Verify = %+v", got)
+	}
+}

@@ -1,0 +1,2 @@
+-- The console's review pages: the last executed call of a tool, in any saga.
+CREATE INDEX journal_tool ON journal (tool_name, phase, timestamp);
