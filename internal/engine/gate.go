@@ -263,7 +263,7 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		if err != nil {
 			return err
 		}
-		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: gated.ToolName, Input: gated.Input,
+		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: gated.ToolName, Input: gated.Input, Requester: p.ID,
 			State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp}
 		if err := tx.PutCall(call); err != nil {
 			return err

@@ -104,7 +104,7 @@ func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input 
 		if err != nil {
 			return err
 		}
-		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Input: input,
+		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Input: input, Requester: p.ID,
 			State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp}
 		if err := tx.PutCall(call); err != nil {
 			return err

@@ -17,8 +17,10 @@ type Store interface {
 
 	// Saga returns one saga; NotFound when absent.
 	Saga(ctx context.Context, id string) (Saga, error)
-	// Sagas lists sagas, newest first.
+	// Sagas lists sagas, newest first; CountSagas counts them, ignoring
+	// After and Limit.
 	Sagas(ctx context.Context, f SagaFilter) ([]Saga, error)
+	CountSagas(ctx context.Context, f SagaFilter) (int, error)
 	// Entries returns a saga's journal ordered by seq; empty for an unknown saga.
 	Entries(ctx context.Context, sagaID string) ([]Entry, error)
 	// Snapshot reads a saga's row, journal, pending requests and calls in

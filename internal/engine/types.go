@@ -144,6 +144,7 @@ type Call struct {
 	Seq        int64 // the INTENT entry
 	ToolName   string
 	Input      string
+	Requester  string // who asked for it, as its INTENT entry records
 	State      CallState
 	OutcomeSeq int64 // the EXECUTED or FAILED entry, 0 while running
 	Result     string

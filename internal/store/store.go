@@ -90,7 +90,7 @@ const (
 	sagaCols     = "id, status, initiator, ended, reason, head_seq, head_hash, created_at, updated_at"
 	entryCols    = "saga_id, seq, tool_name, phase, input, payload, timestamp, hash"
 	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, requester, created_at"
-	callCols     = "saga_id, seq, tool_name, input, state, outcome_seq, result, started_at, updated_at"
+	callCols     = "saga_id, seq, tool_name, input, requester, state, outcome_seq, result, started_at, updated_at"
 )
 
 func scanSaga(r rows) (s engine.Saga, err error) {
@@ -117,7 +117,7 @@ func scanApproval(r rows) (a engine.ApprovalRequest, err error) {
 }
 
 func scanCall(r rows) (c engine.Call, err error) {
-	err = r.Scan(&c.SagaID, &c.Seq, &c.ToolName, &c.Input, &c.State, &c.OutcomeSeq, &c.Result, &c.StartedAt, &c.UpdatedAt)
+	err = r.Scan(&c.SagaID, &c.Seq, &c.ToolName, &c.Input, &c.Requester, &c.State, &c.OutcomeSeq, &c.Result, &c.StartedAt, &c.UpdatedAt)
 	c.StartedAt, c.UpdatedAt = c.StartedAt.UTC(), c.UpdatedAt.UTC()
 	return c, err
 }
@@ -200,7 +200,23 @@ func (w *where) limit(n int) string {
 func (s *sqlStore) Sagas(ctx context.Context, f engine.SagaFilter) ([]engine.Saga, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	var w where
+	w := sagaWhere(f)
+	if f.After != nil {
+		w.add("(created_at < %s OR (created_at = %[1]s AND id < %s))", f.After.CreatedAt, f.After.ID)
+	}
+	q := "SELECT " + sagaCols + " FROM sagas" + w.String() + " ORDER BY created_at DESC, id DESC"
+	return collect(ctx, s.db, scanSaga, q+w.limit(f.Limit), w.args...)
+}
+
+func (s *sqlStore) CountSagas(ctx context.Context, f engine.SagaFilter) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	w := sagaWhere(f)
+	return one(ctx, s.db, func(r rows) (n int, err error) { return n, r.Scan(&n) }, "count", "SELECT count(*) FROM sagas"+w.String(), w.args...)
+}
+
+func sagaWhere(f engine.SagaFilter) *where {
+	w := &where{}
 	if f.Status != "" {
 		w.add("status = %s", f.Status)
 	}
@@ -218,11 +234,7 @@ func (s *sqlStore) Sagas(ctx context.Context, f engine.SagaFilter) ([]engine.Sag
 	if !f.InDoubtBefore.IsZero() {
 		w.add("EXISTS (SELECT 1 FROM calls c WHERE c.saga_id = sagas.id AND c.state IN ('RUNNING', 'COMPENSATING') AND c.updated_at < %s)", f.InDoubtBefore)
 	}
-	if f.After != nil {
-		w.add("(created_at < %s OR (created_at = %[1]s AND id < %s))", f.After.CreatedAt, f.After.ID)
-	}
-	q := "SELECT " + sagaCols + " FROM sagas" + w.String() + " ORDER BY created_at DESC, id DESC"
-	return collect(ctx, s.db, scanSaga, q+w.limit(f.Limit), w.args...)
+	return w
 }
 
 // pendingFrom is what Pending and CountPending select from: each pending
@@ -408,10 +420,10 @@ func (t *tx) Call(sagaID string, seq int64) (engine.Call, error) {
 }
 
 func (t *tx) PutCall(c engine.Call) error {
-	_, err := t.c.exec(t.ctx, "INSERT INTO calls ("+callCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"+
+	_, err := t.c.exec(t.ctx, "INSERT INTO calls ("+callCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"+
 		" ON CONFLICT (saga_id, seq) DO UPDATE SET state = excluded.state, outcome_seq = excluded.outcome_seq,"+
 		" result = excluded.result, updated_at = excluded.updated_at",
-		c.SagaID, c.Seq, c.ToolName, c.Input, c.State, c.OutcomeSeq, c.Result, c.StartedAt, c.UpdatedAt)
+		c.SagaID, c.Seq, c.ToolName, c.Input, c.Requester, c.State, c.OutcomeSeq, c.Result, c.StartedAt, c.UpdatedAt)
 	return mapErr(err)
 }
 
