@@ -72,6 +72,10 @@ func newFixture(t *testing.T, timeout time.Duration) *fixture {
     reversibility: COMPENSATABLE
     execute: {url: "%s/ship", timeout: 30s}
     compensate: {url: "%s/unship", timeout: 30s}
+policy:
+  # Many tokens share the work on each saga to stay under the decision
+  # rate limits; who may act on whose saga is tested in internal/server.
+  shareSagas: true
 tokens:
 `, toolReserve, u, u, toolWire, u, toolShip, u, u)
 	declare := func(c *client, role string) {

@@ -45,12 +45,26 @@ type toolServer struct {
 func newToolServer(t testing.TB, secret []byte) *toolServer {
 	ts := &toolServer{execs: map[string]int{}, comps: map[string]int{}, inputs: map[string]string{}, arrived: map[string]int{}}
 	mux := http.NewServeMux()
-	mux.Handle("POST /reserve", ts.effect(false, http.StatusOK))
-	mux.Handle("POST /release", ts.effect(true, http.StatusOK))
-	mux.Handle("POST /wire", ts.effect(false, http.StatusOK))
-	mux.Handle("POST /ship", ts.effect(false, http.StatusServiceUnavailable))
-	mux.Handle("POST /unship", ts.effect(true, http.StatusOK))
-	ts.Server = httptest.NewUnstartedServer(toolsig.Handler(secret, 1<<20, mux))
+	// Each endpoint checks the signature is for its own tool and phase.
+	for _, ep := range []struct {
+		path       string
+		tool       string
+		compensate bool
+		status     int
+	}{
+		{"/reserve", toolReserve, false, http.StatusOK},
+		{"/release", toolReserve, true, http.StatusOK},
+		{"/wire", toolWire, false, http.StatusOK},
+		{"/ship", toolShip, false, http.StatusServiceUnavailable},
+		{"/unship", toolShip, true, http.StatusOK},
+	} {
+		want := toolsig.Expect{Tool: ep.tool, Phase: toolsig.Execute}
+		if ep.compensate {
+			want.Phase = toolsig.Compensate
+		}
+		mux.Handle("POST "+ep.path, toolsig.Handler(secret, want, 1<<20, ts.effect(ep.compensate, ep.status)))
+	}
+	ts.Server = httptest.NewUnstartedServer(mux)
 	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		ts.mu.Lock()
 		defer ts.mu.Unlock()

@@ -18,7 +18,9 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 		var claimed Call
 		var tool Tool
 		var again bool
-		s, err := e.update(ctx, sagaID, nil, func(tx Tx, s *Saga) error {
+		// Retried like an outcome: a saga must not stay half compensated
+		// because the database blinked between two steps.
+		s, err := e.record(ctx, sagaID, func(tx Tx, s *Saga) error {
 			claimed, again = Call{}, false
 			if s.Status != Compensating {
 				return nil

@@ -30,7 +30,7 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	db := &DB{ping: pool.Ping, close: pool.Close, sqlStore: sqlStore{db: pgConn{pool}, lock: " FOR UPDATE",
 		begin: func(ctx context.Context, fn func(conn) error) error {
-			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
+			return pgx.BeginFunc(ctx, beginner{pool}, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
 		},
 		view: func(ctx context.Context, fn func(conn) error) error {
 			return pgx.BeginTxFunc(ctx, pool, snapshot, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
@@ -40,6 +40,20 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// beginner begins transactions on the pool, and begins again, once, on a
+// fresh connection when BEGIN itself fails because the pooled connection
+// had died (a restarted or terminated backend): nothing had started, so
+// trying again is safe, and one dead connection does not fail a request.
+type beginner struct{ pool *pgxpool.Pool }
+
+func (b beginner) Begin(ctx context.Context) (pgx.Tx, error) {
+	tx, err := b.pool.Begin(ctx)
+	if err != nil && ctx.Err() == nil && engine.IsKind(mapErr(err), engine.Unavailable) {
+		tx, err = b.pool.Begin(ctx)
+	}
+	return tx, err
 }
 
 // pgConn adapts a pool or transaction to conn.
