@@ -160,7 +160,7 @@ func parseFile(prefix string, data []byte) (File, error) {
 
 var (
 	unknownField = regexp.MustCompile(`^line (\d+): field (.+) not found in type \S+$`)
-	wrongType    = regexp.MustCompile(`^line (\d+): cannot unmarshal !!(\w+)(?: .*)? into (\S+)$`)
+	wrongType    = regexp.MustCompile(`(?s)^line (\d+): cannot unmarshal !!(\w+)(?: .*)? into (\S+)$`)
 )
 
 // yamlProblem rewrites yaml's errors, which name Go types, in the file's
@@ -168,7 +168,7 @@ var (
 func yamlProblem(err error) string {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return strings.TrimPrefix(err.Error(), "yaml: ")
+		return oneLine(strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	msgs := make([]string, len(te.Errors))
 	for i, m := range te.Errors {
@@ -177,10 +177,14 @@ func yamlProblem(err error) string {
 		} else if s := wrongType.FindStringSubmatch(m); s != nil {
 			m = fmt.Sprintf("line %s: expected %s, found %s", s[1], goKind(s[3]), yamlKind(s[2]))
 		}
-		msgs[i] = m
+		msgs[i] = oneLine(m)
 	}
 	return strings.Join(msgs, "; ")
 }
+
+// oneLine keeps a message on one line: the file's text it may quote can
+// hold line breaks.
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", `\n`) }
 
 func goKind(typ string) string {
 	switch {
