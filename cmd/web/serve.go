@@ -162,7 +162,7 @@ func authOptions(ctx context.Context, cfg config.Config, db *store.DB) (server.O
 	for _, t := range cfg.File.Tokens {
 		bearer.Tokens = append(bearer.Tokens, auth.Token{Name: t.Name, SHA256: t.SHA256, Roles: t.Roles})
 	}
-	o := server.Options{APIAuth: bearer.Principal, Console: &console.Handlers{Sessions: sessions, Mode: cfg.Auth}}
+	o := server.Options{APIAuth: bearer.Principal, Console: &console.Handlers{Sessions: sessions, Mode: cfg.Auth, Now: time.Now}}
 	if cfg.Auth != "oidc" {
 		return o, nil
 	}

@@ -1,13 +1,16 @@
 // Package console is the HTML shell around the engine: server-rendered
-// pages (web/templates) enhanced with htmx. Like the JSON API, its handlers
-// only decode, call the engine with the session's principal and render;
-// they return errors for the server's error adapter.
+// pages (web/templates) enhanced with htmx, one file per page. Like the JSON
+// API, its handlers only decode, call the engine with the session's
+// principal, shape what it returns for the templates and render; who may do
+// what is the engine's to say (engine.Can). Handlers return errors for the
+// server's error adapter.
 package console
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/payload"
 	"github.com/sagacity-go/sagacity/web/templates"
 )
 
@@ -23,6 +27,7 @@ type Handlers struct {
 	Engine   *engine.Engine
 	Sessions *auth.Sessions
 	Mode     string // "oidc", "tokens" or "dev"
+	Now      func() time.Time
 }
 
 // render writes a page or fragment.
@@ -35,130 +40,95 @@ func render(w http.ResponseWriter, r *http.Request, status int, c templ.Componen
 // htmx reports whether the request comes from htmx and wants a fragment.
 func htmx(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
 
-// inDoubtAfter is how long a call may run before the console calls it in
-// doubt; tools time out well before.
-const inDoubtAfter = 10 * time.Minute
+// parseForm parses a posted form; errors as api.BodyError.
+func parseForm(r *http.Request) error { return api.BodyError(r.ParseForm()) }
 
-// Approvals is the pending approvals page: GET /.
-func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
-	me := auth.From(r.Context())
-	reqs, err := h.Engine.Approvals(r.Context(), me, "")
-	if err != nil {
-		return err
-	}
-	doubt, err := h.Engine.InDoubt(r.Context(), me, inDoubtAfter)
-	if err != nil {
-		return err
-	}
-	f, err := h.decided(r, me)
-	if err != nil {
-		return err
-	}
-	return render(w, r, http.StatusOK, templates.Approvals(templates.ApprovalsPage{Me: me, Requests: reqs, InDoubt: doubt, Flash: f}))
+// places are the console's pages in the header, each shown to those the
+// engine lets take its action.
+var places = []struct {
+	href, label string
+	action      engine.Action
+}{
+	{"/", "Pending approvals", engine.ActReview},
+	{"/sagas", "Sagas", engine.ActRead},
+	{"/audit", "Audit", engine.ActVerify},
+	{"/in-doubt", "In doubt", engine.ActInDoubt},
 }
 
-// decided is the notice shown after a decision made without JavaScript:
-// the redirect names the request (?decided=<saga>&seq=<n>) and the notice
-// says what the journal records for it, so a crafted link cannot show a
-// decision that was never made.
-func (h *Handlers) decided(r *http.Request, me engine.Principal) (templates.Flash, error) {
-	q := r.URL.Query()
-	if q.Get("decided") == "" {
-		return templates.Flash{}, nil
+// chrome is the shared part of a page for the request's principal.
+func (h *Handlers) chrome(r *http.Request, title, href string) templates.Chrome {
+	c := templates.Chrome{Title: title}
+	me := auth.From(r.Context())
+	if me.ID == "" {
+		return c
 	}
-	seq, err := strconv.ParseInt(q.Get("seq"), 10, 64)
-	if err != nil || seq <= 0 {
-		return templates.Flash{}, nil
+	c.Me = &me
+	for _, p := range places {
+		if h.Engine.Can(me, p.action, engine.Subject{}) == nil {
+			c.Nav = append(c.Nav, templates.NavItem{Href: p.href, Label: p.label, Current: p.href == href})
+		}
 	}
-	d, err := h.Engine.Decision(r.Context(), me, q.Get("decided"), seq)
+	return c
+}
+
+// ErrorPage renders a failed request as a page that keeps the signed-in
+// header; the server's error adapter calls it.
+func (h *Handlers) ErrorPage(w http.ResponseWriter, r *http.Request, status int, msg string) error {
+	title := http.StatusText(status)
+	return render(w, r, status, templates.Error(templates.ErrorPage{Chrome: h.chrome(r, title, ""), Status: status, Message: msg}))
+}
+
+// when shows t to people.
+func (h *Handlers) when(t time.Time) templates.Time {
+	t = t.UTC()
+	return templates.Time{UTC: t.Format("2006-01-02 15:04:05 UTC"), ISO: t.Format(time.RFC3339), Ago: ago(h.Now().Sub(t))}
+}
+
+// ago says how long ago in one unit.
+func ago(d time.Duration) string {
 	switch {
-	case engine.IsKind(err, engine.NotFound), engine.IsKind(err, engine.Invalid):
-		return templates.Flash{}, nil
-	case err != nil:
-		return templates.Flash{}, err
+	case d < 5*time.Second:
+		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
-	return templates.Flash{Kind: "ok", Text: decisionText(d)}, nil
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
-// decisionText says what was decided, as the journal records it.
-func decisionText(d engine.Decision) string {
-	if d.Approved {
-		return fmt.Sprintf("Approved %s seq %d as %s. It runs when resumed with exactly these bytes.", d.SagaID, d.JournalSeq, d.Approver)
+// prepare readies an exact payload for display.
+func prepare(s string) templates.Payload {
+	p := templates.Payload{Bytes: payload.Reveal(s), Size: len(s), SHA256: engine.PayloadHash(s), Findings: payload.Inspect(s)}
+	if pretty, ok := payload.Pretty(s); ok {
+		p.Pretty = payload.Reveal(pretty)
 	}
-	return fmt.Sprintf("Rejected %s seq %d as %s; the saga is %s.", d.SagaID, d.JournalSeq, d.Approver, d.Status)
+	return p
 }
 
-// Decide approves or rejects a pending request: POST /approvals/decide
-// with saga, seq, decision (approve or reject) and an optional reason. The
-// engine decides who may; the principal is the session's, never a form value.
-func (h *Handlers) Decide(w http.ResponseWriter, r *http.Request) error {
-	if err := r.ParseForm(); err != nil {
-		return api.BodyError(err)
+// digest identifies what a page shows, for its update loop.
+func digest(parts ...any) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%v\x00", p)
 	}
-	saga := r.PostForm.Get("saga")
-	seq, err := strconv.ParseInt(r.PostForm.Get("seq"), 10, 64)
-	if err != nil || seq <= 0 {
-		return engine.Errorf(engine.Invalid, "seq must be a positive integer")
-	}
-	me := auth.From(r.Context())
-	var d engine.Decision
-	switch r.PostForm.Get("decision") {
-	case "approve":
-		d, err = h.Engine.Approve(r.Context(), me, saga, seq, r.PostForm.Get("reason"))
-	case "reject":
-		d, err = h.Engine.Reject(r.Context(), me, saga, seq, r.PostForm.Get("reason"))
-	default:
-		return engine.Errorf(engine.Invalid, "decision must be approve or reject")
-	}
-	if err != nil {
-		return err
-	}
-	if !htmx(r) {
-		http.Redirect(w, r, fmt.Sprintf("/?decided=%s&seq=%d", url.QueryEscape(saga), seq), http.StatusSeeOther)
-		return nil
-	}
-	return render(w, r, http.StatusOK, templates.DecidedCard(templates.Decided{Decision: d, Flash: templates.Flash{Kind: "ok", Text: decisionText(d)}}))
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// Login is the sign-in page of dev and tokens modes: GET /login.
-func (h *Handlers) Login(w http.ResponseWriter, r *http.Request) error {
-	returnTo, err := auth.ReturnTo(r.URL.Query().Get("return_to"))
-	if err != nil {
-		return err
+// seqParam reads a positive seq; Invalid otherwise.
+func seqParam(s string) (int64, error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, engine.Errorf(engine.Invalid, "seq must be a positive integer")
 	}
-	return render(w, r, http.StatusOK, templates.Login(templates.LoginPage{Mode: h.Mode, ReturnTo: returnTo}))
+	return n, nil
 }
 
-// DevSignIn signs in whoever is named: POST /login in dev mode only. The
-// decisions they make are journaled with auth=dev.
-func (h *Handlers) DevSignIn(w http.ResponseWriter, r *http.Request) error {
-	if err := r.ParseForm(); err != nil {
-		return api.BodyError(err)
-	}
-	returnTo, err := auth.ReturnTo(r.PostForm.Get("return_to"))
-	if err != nil {
-		return err
-	}
-	p, err := auth.Anonymous.Claiming(r.PostForm.Get("name"))
-	if err != nil {
-		return err
-	}
-	p.Name, p.Anonymous = p.ID, false
-	if p.ID == engine.Unknown {
-		return engine.Errorf(engine.Invalid, "type a name to sign in")
-	}
-	if err := h.Sessions.SignIn(w, r, p); err != nil {
-		return err
-	}
-	http.Redirect(w, r, returnTo, http.StatusSeeOther)
-	return nil
-}
-
-// Logout ends the session: POST /logout.
-func (h *Handlers) Logout(w http.ResponseWriter, r *http.Request) error {
-	if err := h.Sessions.SignOut(w, r); err != nil {
-		return err
-	}
-	http.Redirect(w, r, "/login", http.StatusSeeOther)
+// unchanged answers an update loop that already shows the latest state:
+// 204, which htmx does not swap.
+func unchanged(w http.ResponseWriter) error {
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -8,6 +8,7 @@ package payload
 import (
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -127,4 +128,37 @@ func Pretty(s string) (out string, ok bool) {
 		return s, false
 	}
 	return string(n.pretty(nil, 0)), true
+}
+
+// Field is one member of a payload's summary.
+type Field struct {
+	Key   string // "" for a payload that is not a JSON object
+	Value string // a string's text, or any other value as compact JSON
+}
+
+// Summary is a one-line view of a payload: the first n scalar members of
+// a JSON object, in order, and how many members it leaves out; or, for
+// anything else, the first 80 bytes (cut at a character) and how many
+// bytes it leaves out. What it leaves out is always counted, never hidden.
+func Summary(s string, n int) (fields []Field, more int) {
+	root, ok := parse(s)
+	if !ok || root.kind != '{' {
+		cut := min(len(s), 80)
+		for cut < len(s) && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return []Field{{Value: s[:cut]}}, len(s) - cut
+	}
+	for i, v := range root.vals {
+		if len(fields) == n || v.kind == '{' || v.kind == '[' {
+			more++
+			continue
+		}
+		val := v.text
+		if v.kind != '"' {
+			val = string(v.compact(nil))
+		}
+		fields = append(fields, Field{Key: root.keys[i], Value: val})
+	}
+	return fields, more
 }

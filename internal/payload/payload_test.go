@@ -136,3 +136,23 @@ func FuzzPayload(f *testing.F) {
 		}
 	})
 }
+
+func TestSummary(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want []Field
+		more int
+	}{
+		{`{"amount":"2500.00","to":"bob"}`, 4, []Field{{"amount", "2500.00"}, {"to", "bob"}}, 0},
+		{`{"a":1,"b":{"c":2},"d":true,"e":null,"f":"x"}`, 2, []Field{{"a", "1"}, {"d", "true"}}, 3},
+		{`[1,2]`, 4, []Field{{"", "[1,2]"}}, 0},
+		{strings.Repeat("é", 50), 4, []Field{{"", strings.Repeat("é", 40)}}, 20},
+	}
+	for _, tt := range tests {
+		got, more := Summary(tt.in, tt.n)
+		if !cmp.Equal(got, tt.want) || more != tt.more {
+			t.Errorf("Summary(%q, %d) = %v, %d more; want %v, %d more", tt.in, tt.n, got, more, tt.want, tt.more)
+		}
+	}
+}

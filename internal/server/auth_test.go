@@ -146,8 +146,8 @@ func TestConsoleDevSession(t *testing.T) {
 		storetest.Exec(t, dbURL, "INSERT INTO calls (saga_id, seq, tool_name, input, state, started_at, updated_at)"+
 			" VALUES ('transfer-77', 99, 'chargeCard', '{}', 'RUNNING', $1, $1)", time.Now().Add(-time.Hour))
 		page := e.do("GET", "/", "", "", "Cookie", c.String())
-		if !strings.Contains(page.body, "In doubt: 1 call(s)") || !strings.Contains(page.body, "<code>chargeCard</code> in saga <code>transfer-77</code> · seq 99") {
-			t.Errorf("console does not show the call in doubt:\n%s", page.body)
+		if !strings.Contains(page.body, `<a href="/in-doubt">1 call(s) in doubt</a>`) {
+			t.Errorf("console does not point to the call in doubt:\n%s", page.body)
 		}
 		if page.code != 200 || !strings.Contains(page.body, "alice@example.com") || !strings.Contains(page.body, "transfer-77") {
 			t.Fatalf("console = %d, want the pending requests and who is signed in", page.code)
@@ -161,37 +161,47 @@ func TestConsoleDevSession(t *testing.T) {
 			t.Errorf("headers = %v, want nosniff, same-origin referrer and no-store", h)
 		}
 
-		decide := form("saga", "transfer-77", "seq", "3", "decision", "approve", "reason", "looks right")
+		hash := engine.PayloadHash(wire)
+		ask := form("saga", "transfer-77", "seq", "3", "hash", hash, "decision", "approve", "reason", "looks right")
+		decide := ask + "&confirm=yes"
 		for _, attack := range [][]string{
 			{"Sec-Fetch-Site", "cross-site"},
 			{"Sec-Fetch-Site", "same-site"},
 			{"Origin", "https://evil.example"},
 		} {
-			r = e.do("POST", "/approvals/decide", formType, decide, "Cookie", c.String(), attack[0], attack[1])
+			r = e.do("POST", "/request/decide", formType, decide, "Cookie", c.String(), attack[0], attack[1])
 			want(t, "cross-origin decision "+attack[1], r, 403)
 		}
 		if strings.Contains(e.get("/sagacity/audit/transfer-77").body, "APPROVED") {
 			t.Fatalf("a cross-origin POST was journaled")
 		}
 
-		r = e.do("POST", "/approvals/decide", formType, decide, "Cookie", c.String(), "Sec-Fetch-Site", "same-origin")
-		if r.code != 303 || r.header.Get("Location") != "/?decided=transfer-77&seq=3" {
-			t.Fatalf("decide = %d %s (Location %q), want 303 back to the console", r.code, r.body, r.header.Get("Location"))
+		// Without confirm=yes the first step only asks for confirmation.
+		r = e.do("POST", "/request/decide", formType, ask, "Cookie", c.String(), "Sec-Fetch-Site", "same-origin")
+		if r.code != 200 || !strings.Contains(r.body, "Approve <code>sendWireTransfer</code> in saga <code>transfer-77</code>, seq 3?") ||
+			strings.Contains(e.get("/sagacity/audit/transfer-77").body, "APPROVED") {
+			t.Fatalf("decide without confirming = %d, want a confirmation that repeats the tool, and nothing journaled:\n%s", r.code, r.body)
 		}
-		if page := e.do("GET", "/?decided=transfer-77&seq=3", "", "", "Cookie", c.String()).body; !strings.Contains(page,
-			"Approved transfer-77 seq 3 as alice@example.com.") {
-			t.Errorf("console after the decision = %s, want the notice the journal backs", page)
+		r = e.do("POST", "/request/decide", formType, decide, "Cookie", c.String(), "Sec-Fetch-Site", "same-origin")
+		if r.code != 303 || r.header.Get("Location") != "/request?saga=transfer-77&seq=3" {
+			t.Fatalf("decide = %d %s (Location %q), want 303 back to the request", r.code, r.body, r.header.Get("Location"))
+		}
+		if page := e.do("GET", "/request?saga=transfer-77&seq=3", "", "", "Cookie", c.String()).body; !strings.Contains(page,
+			"Approved by alice@example.com, awaiting execution") {
+			t.Errorf("request page after the decision = %s, want its status from the journal", page)
 		}
 		if audit := e.get("/sagacity/audit/transfer-77").body; !strings.Contains(audit, `"payload":"approver=alice@example.com\nreason=looks right\nauth=dev"`) {
 			t.Errorf("journal = %s, want APPROVED by alice@example.com with auth=dev", audit)
 		}
-		r = e.do("POST", "/approvals/decide", formType, form("saga", "other", "seq", "3", "decision", "reject"), "Cookie", c.String(), "HX-Request", "true")
-		if r.code != 200 || !strings.Contains(r.body, "Rejected other seq 3 as alice@example.com; the saga is COMPENSATED") {
-			t.Errorf("htmx reject = %d %s, want the decided fragment", r.code, r.body)
+		reject := form("saga", "other", "seq", "3", "hash", hash, "decision", "reject", "confirm", "yes")
+		r = e.do("POST", "/request/decide", formType, reject, "Cookie", c.String(), "HX-Request", "true")
+		if r.code != 200 || !strings.Contains(r.body, "Rejected by alice@example.com") {
+			t.Errorf("htmx reject = %d %s, want the request's new status", r.code, r.body)
 		}
-		r = e.do("POST", "/approvals/decide", formType, form("saga", "other", "seq", "3", "decision", "approve"), "Cookie", c.String(), "HX-Request", "true")
-		if r.code != 404 || r.header.Get("HX-Retarget") != "#flash" || !strings.Contains(r.body, "No pending approval found") {
-			t.Errorf("htmx decision on nothing pending = %d %v %s, want a 404 fragment retargeted to #flash", r.code, r.header, r.body)
+		// A stale form gets the request as it is now, not a bare error.
+		r = e.do("POST", "/request/decide", formType, strings.Replace(reject, "reject", "approve", 1), "Cookie", c.String(), "HX-Request", "true")
+		if r.code != 409 || !strings.Contains(r.body, "Your form was out of date") || !strings.Contains(r.body, "Rejected by alice@example.com") {
+			t.Errorf("htmx decision on a decided request = %d %s, want 409 with its current state", r.code, r.body)
 		}
 
 		r = e.do("POST", "/logout", "", "", "Cookie", c.String())
@@ -201,7 +211,7 @@ func TestConsoleDevSession(t *testing.T) {
 		if r := e.do("GET", "/", "", "", "Cookie", c.String()); r.code != 303 {
 			t.Errorf("GET / with the signed-out cookie = %d, want a redirect to sign in", r.code)
 		}
-		r = e.do("POST", "/approvals/decide", formType, decide, "Cookie", c.String())
+		r = e.do("POST", "/request/decide", formType, decide, "Cookie", c.String())
 		want(t, "decision with the signed-out cookie", r, 401)
 	})
 }

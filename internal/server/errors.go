@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/sagacity-go/sagacity/internal/api"
-	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/web/templates"
 )
@@ -118,8 +117,8 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		http.Redirect(w, r, signIn, http.StatusSeeOther)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if htmx {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		// Show the error above the page and leave the card that was acted on.
 		w.Header().Set("HX-Retarget", "#flash")
 		w.Header().Set("HX-Reswap", "innerHTML")
@@ -127,12 +126,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		templates.ErrorBox(msg).Render(r.Context(), w)
 		return
 	}
-	w.WriteHeader(code)
-	var me *engine.Principal
-	if p := auth.From(r.Context()); p.ID != "" {
-		me = &p
-	}
-	templates.Error(templates.ErrorPage{Me: me, Status: code, Message: msg}).Render(r.Context(), w)
+	s.Console.ErrorPage(w, r, code, msg)
 }
 
 func (s *server) logError(r *http.Request, err error, code int) {

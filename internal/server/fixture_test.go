@@ -213,7 +213,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		Log:               slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil)),
 		Ready:             db.Ping,
 		API:               &api.Handlers{Engine: eng},
-		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: mode},
+		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: mode, Now: o.now},
 		APIAuth:           bearer.Principal,
 		OIDC:              rp,
 		ApprovalEndpoints: !o.noApprovalEndpoints,

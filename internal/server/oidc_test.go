@@ -249,7 +249,7 @@ func TestBrowserApproval(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("username"), "alice"),
 		chromedp.SendKeys(chromedp.ID("password"), "alice-password-1"),
 		chromedp.Click(chromedp.CSS(`button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS("article.request")),
+		chromedp.WaitVisible(chromedp.CSS("table.list")),
 	)
 	if err != nil {
 		t.Fatalf("signing in through the provider: %v", err)
@@ -264,9 +264,21 @@ func TestBrowserApproval(t *testing.T) {
 		t.Errorf("header = %q, %v; want alice@example.test with the approver role", who, err)
 	}
 	err = chromedp.Do(tctx,
-		chromedp.SendKeys(chromedp.CSS(`article.request input[name="reason"]`), "matches the invoice"),
-		chromedp.Click(chromedp.CSS(`article.request button.approve`)),
-		chromedp.WaitVisible(chromedp.CSS("article.decided")),
+		chromedp.Click(chromedp.CSS(`table.list a[href^="/request"]`)),
+		chromedp.WaitVisible(chromedp.ID("reason")),
+	)
+	if err == nil {
+		_, err = chromedp.Run(tctx, chromedp.Poll[bool](`document.readyState === "complete" && typeof htmx !== "undefined"`))
+	}
+	if err != nil {
+		t.Fatalf("opening the request: %v", err)
+	}
+	err = chromedp.Do(tctx,
+		chromedp.SendKeys(chromedp.ID("reason"), "matches the invoice"),
+		chromedp.Click(chromedp.CSS(`#actions button.approve`)),
+		chromedp.WaitVisible(chromedp.CSS(`#actions button[type="submit"][autofocus]`)), // the confirmation
+		chromedp.Click(chromedp.CSS(`#actions button[type="submit"][autofocus]`)),
+		chromedp.WaitVisible(chromedp.CSS("section.status.ok")),
 	)
 	if err != nil {
 		t.Fatalf("approving in the console: %v", err)

@@ -102,7 +102,14 @@ func New(o Options) http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate(s.Console.Sessions.Principal))
 		r.Get("/", s.h(s.Console.Approvals))
-		r.With(s.limit(decideIP, decideWho)).Post("/approvals/decide", s.h(s.Console.Decide))
+		r.Get("/approvals/rows", s.h(s.Console.ApprovalRows))
+		r.Get("/request", s.h(s.Console.Request))
+		r.Get("/request/status", s.h(s.Console.RequestStatus))
+		r.Group(func(r chi.Router) {
+			r.Use(s.limit(decideIP, decideWho))
+			r.Post("/request/decide", s.h(s.Console.Decide))
+			r.Post("/request/execute", s.h(s.Console.Execute))
+		})
 		r.Post("/logout", s.h(s.Console.Logout))
 	})
 

@@ -1,38 +1,76 @@
 package templates
 
-import "github.com/sagacity-go/sagacity/internal/engine"
+import (
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/payload"
+)
 
-// Flash is a one-line notice at the top of a page.
+// Flash is a one-line notice at the top of a page. Its text always comes
+// from the server's state, never from a link.
 type Flash struct {
-	Kind string // "ok" or "bad"
+	Kind string // "ok", "bad" or "warn"
 	Text string
 }
 
-// ApprovalsPage lists pending approval requests, and the calls whose
-// outcome the journal does not know.
-type ApprovalsPage struct {
-	Me       engine.Principal
-	Flash    Flash
-	Requests []engine.ApprovalRequest
-	InDoubt  []engine.Call
+// Chrome is what every page shares: its title, who is signed in and the
+// places they may go.
+type Chrome struct {
+	Title string
+	Me    *engine.Principal // nil when nobody is signed in
+	Nav   []NavItem
+	Flash Flash
 }
 
-// Decided is what replaces a request's card once it is decided.
-type Decided struct {
-	Decision engine.Decision
-	Flash    Flash
+// NavItem is a link in the header.
+type NavItem struct {
+	Href, Label string
+	Current     bool
+	Count       int // shown beside the label when positive (pending, in doubt)
 }
 
-// LoginPage is the sign-in page of dev and tokens modes.
-type LoginPage struct {
-	Mode     string // "dev" or "tokens"
-	ReturnTo string
-	Flash    Flash
+// Time is a moment shown to people: UTC, and how long ago.
+type Time struct {
+	UTC string // 2026-11-30 09:15:03 UTC
+	ISO string // for <time datetime>
+	Ago string // 3m ago
+}
+
+// Payload is an exact payload prepared for display: its bytes with every
+// character a reader cannot see made visible, pretty JSON the same way,
+// its hash, and what to warn the reader about.
+type Payload struct {
+	Bytes    []payload.Segment
+	Pretty   []payload.Segment // nil when it is not JSON
+	Size     int
+	SHA256   string
+	Findings []payload.Finding
+}
+
+// Diff is a comparison shown to a reviewer.
+type Diff struct {
+	Title    string // what is compared with what
+	OldLabel string // "seq 1 of order-1002"
+	OldHref  string
+	D        payload.Diff
 }
 
 // ErrorPage is a failed request.
 type ErrorPage struct {
-	Me      *engine.Principal
+	Chrome
 	Status  int
 	Message string
+}
+
+// LoginPage is the sign-in page of dev and tokens modes.
+type LoginPage struct {
+	Chrome
+	Mode     string // "dev" or "tokens"
+	ReturnTo string
+}
+
+// MePage says who is signed in and what they may do.
+type MePage struct {
+	Chrome
+	May    []string // what the engine lets them do, in words
+	MayNot []string // and what it does not, with why
 }

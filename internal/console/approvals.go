@@ -1,0 +1,130 @@
+package console
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/payload"
+	"github.com/sagacity-go/sagacity/web/templates"
+)
+
+// pageSize is how many rows a list page shows.
+const pageSize = 50
+
+// Approvals is the pending approvals page, the home of those who review:
+// GET /?tool=&saga=&initiator=&state=&after=. Anyone else is sent to the
+// sagas.
+func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
+	me := auth.From(r.Context())
+	if h.Engine.Can(me, engine.ActReview, engine.Subject{}) != nil {
+		http.Redirect(w, r, "/sagas", http.StatusSeeOther)
+		return nil
+	}
+	rows, err := h.rows(r, me)
+	if err != nil {
+		return err
+	}
+	doubt, err := h.Engine.InDoubt(r.Context(), me, h.Engine.InDoubtAfter())
+	if err != nil {
+		return err
+	}
+	v := templates.ApprovalsPage{Chrome: h.chrome(r, "Pending approvals ("+strconv.Itoa(rows.Total)+")", "/"),
+		Filter: rows.Filter, Rows: rows, InDoubt: len(doubt)}
+	for _, t := range h.Engine.Tools() {
+		if t.Reversibility == engine.Irreversible {
+			v.Tools = append(v.Tools, t.Name)
+		}
+	}
+	return render(w, r, http.StatusOK, templates.Approvals(v))
+}
+
+// ApprovalRows is the list's update loop: GET /approvals/rows with the
+// page's filter, cursor and digest. 204 while nothing changed, so the
+// reader keeps their scroll and focus; the rows otherwise.
+func (h *Handlers) ApprovalRows(w http.ResponseWriter, r *http.Request) error {
+	rows, err := h.rows(r, auth.From(r.Context()))
+	if err != nil {
+		return err
+	}
+	if rows.Digest == r.URL.Query().Get("digest") {
+		return unchanged(w)
+	}
+	return render(w, r, http.StatusOK, templates.ApprovalRowsUpdate(rows))
+}
+
+// rows reads one page of the list the query asks for.
+func (h *Handlers) rows(r *http.Request, me engine.Principal) (templates.Rows, error) {
+	q := r.URL.Query()
+	fv := templates.PendingFilter{Tool: q.Get("tool"), Saga: q.Get("saga"), Initiator: q.Get("initiator"), State: q.Get("state")}
+	f := engine.PendingFilter{Tool: fv.Tool, SagaID: fv.Saga, Initiator: fv.Initiator, Limit: pageSize}
+	switch fv.State {
+	case "":
+	case "approved", "undecided":
+		approved := fv.State == "approved"
+		f.Approved = &approved
+	default:
+		return templates.Rows{}, engine.Errorf(engine.Invalid, "state must be approved or undecided")
+	}
+	out := templates.Rows{Filter: fv, After: q.Get("after"), Paged: q.Get("after") != ""}
+	if out.After != "" {
+		c, err := parsePendingCursor(out.After)
+		if err != nil {
+			return out, err
+		}
+		f.After = &c
+	}
+	page, total, err := h.Engine.Pending(r.Context(), me, f)
+	if err != nil {
+		return out, err
+	}
+	out.Total = total
+	parts := []any{total}
+	for _, p := range page {
+		fields, more := payload.Summary(p.Input, 4)
+		row := templates.PendingRow{Href: templates.RequestHref(p.SagaID, p.JournalSeq), SagaHref: templates.SagaHref(p.SagaID),
+			SagaID: p.SagaID, Seq: p.JournalSeq, Tool: p.ToolName, Initiator: p.Initiator, Requester: p.Requester,
+			Requested: h.when(p.CreatedAt), Summary: fields, More: more, Approver: p.Approver(),
+			Replanned: p.Replanned, Refused: p.Refused, Flags: len(payload.Inspect(p.Input))}
+		if row.Approver != "" {
+			row.Approved = h.when(p.ApprovedAt)
+		}
+		out.Items = append(out.Items, row)
+		parts = append(parts, p.SagaID, p.JournalSeq, row.Approver)
+	}
+	if len(page) == f.Limit {
+		last := page[len(page)-1]
+		next := url.Values{"after": {pendingCursor(last)}}
+		for k, v := range map[string]string{"tool": fv.Tool, "saga": fv.Saga, "initiator": fv.Initiator, "state": fv.State} {
+			if v != "" {
+				next.Set(k, v)
+			}
+		}
+		out.Next = "/?" + next.Encode()
+	}
+	out.Digest = digest(parts...)
+	return out, nil
+}
+
+// pendingCursor writes a listing position opaquely.
+func pendingCursor(p engine.Pending) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(p.CreatedAt.UTC().Format(time.RFC3339Nano) + "\n" +
+		strconv.FormatInt(p.JournalSeq, 10) + "\n" + p.SagaID))
+}
+
+func parsePendingCursor(s string) (engine.PendingCursor, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if parts := strings.SplitN(string(b), "\n", 3); err == nil && len(parts) == 3 {
+		t, terr := time.Parse(time.RFC3339Nano, parts[0])
+		seq, serr := strconv.ParseInt(parts[1], 10, 64)
+		if terr == nil && serr == nil {
+			return engine.PendingCursor{CreatedAt: t, JournalSeq: seq, SagaID: parts[2]}, nil
+		}
+	}
+	return engine.PendingCursor{}, engine.Errorf(engine.Invalid, "the page link is not one this server made")
+}

@@ -1,0 +1,52 @@
+package console
+
+import (
+	"net/http"
+
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/web/templates"
+)
+
+// Login is the sign-in page of dev and tokens modes: GET /login.
+func (h *Handlers) Login(w http.ResponseWriter, r *http.Request) error {
+	returnTo, err := auth.ReturnTo(r.URL.Query().Get("return_to"))
+	if err != nil {
+		return err
+	}
+	return render(w, r, http.StatusOK, templates.Login(templates.LoginPage{Chrome: templates.Chrome{Title: "Sign in"}, Mode: h.Mode, ReturnTo: returnTo}))
+}
+
+// DevSignIn signs in whoever is named: POST /login in dev mode only. The
+// decisions they make are journaled with auth=dev.
+func (h *Handlers) DevSignIn(w http.ResponseWriter, r *http.Request) error {
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	returnTo, err := auth.ReturnTo(r.PostForm.Get("return_to"))
+	if err != nil {
+		return err
+	}
+	p, err := auth.Anonymous.Claiming(r.PostForm.Get("name"))
+	if err != nil {
+		return err
+	}
+	p.Name, p.Anonymous = p.ID, false
+	if p.ID == engine.Unknown {
+		return engine.Errorf(engine.Invalid, "type a name to sign in")
+	}
+	if err := h.Sessions.SignIn(w, r, p); err != nil {
+		return err
+	}
+	http.Redirect(w, r, returnTo, http.StatusSeeOther)
+	return nil
+}
+
+// Logout ends the session: POST /logout.
+func (h *Handlers) Logout(w http.ResponseWriter, r *http.Request) error {
+	if err := h.Sessions.SignOut(w, r); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+	return nil
+}

@@ -1,0 +1,25 @@
+package templates
+
+import (
+	"net/url"
+	"strconv"
+)
+
+// The console's addresses. Saga ids may hold any printable character, so
+// they travel in the query, escaped, never in a path or an hx-* attribute.
+
+// RequestHref is the page of the request at seq of saga.
+func RequestHref(saga string, seq int64) string {
+	return "/request?" + url.Values{"saga": {saga}, "seq": {strconv.FormatInt(seq, 10)}}.Encode()
+}
+
+// SagaHref is a saga's timeline.
+func SagaHref(saga string) string { return "/saga?" + url.Values{"id": {saga}}.Encode() }
+
+// EntryHref is one entry in a saga's timeline.
+func EntryHref(saga string, seq int64) string {
+	return "/saga?" + url.Values{"id": {saga}, "at": {strconv.FormatInt(seq, 10)}}.Encode() + "#e" + strconv.FormatInt(seq, 10)
+}
+
+// ExportHref downloads a saga's journal as NDJSON.
+func ExportHref(saga string) string { return "/audit/export?" + url.Values{"id": {saga}}.Encode() }

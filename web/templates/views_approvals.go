@@ -1,0 +1,145 @@
+package templates
+
+import (
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/payload"
+)
+
+// ApprovalsPage lists pending requests: the approver's home.
+type ApprovalsPage struct {
+	Chrome
+	Filter  PendingFilter
+	Tools   []string // the registered tools, for the filter
+	Rows    Rows
+	InDoubt int // calls in doubt, which block their sagas
+}
+
+// PendingFilter is the list's filter form, as submitted.
+type PendingFilter struct {
+	Tool, Saga, Initiator, State string
+}
+
+// Rows is a page of the list: the part that updates itself.
+type Rows struct {
+	Filter PendingFilter
+	After  string // this page's cursor, "" for the first
+	Items  []PendingRow
+	Total int    // requests the filter selects, on every page
+	Next  string // the next page's URL, "" on the last page
+	Paged bool   // not the first page
+	// Digest identifies what the page shows; the update loop sends it
+	// back and gets nothing new until it changes.
+	Digest string
+}
+
+// PendingRow is one pending request in the list.
+type PendingRow struct {
+	Href, SagaHref       string
+	SagaID               string
+	Seq                  int64
+	Tool                 string
+	Initiator, Requester string
+	Requested            Time
+	Summary              []payload.Field
+	More                 int    // fields or bytes the summary leaves out
+	Approver             string // set when approved, awaiting execution
+	Approved             Time
+	Replanned, Refused   bool
+	Flags                int // characters a reader cannot see or could misread
+}
+
+// RequestPage is one request with everything needed to decide it.
+type RequestPage struct {
+	Chrome
+	Ref       RequestRef
+	SagaHref  string
+	Saga      engine.Saga
+	Tool      string
+	Requester string
+	Requested Time
+	Status    RequestStatus
+	Input     string // the exact bytes, for a confirmation's summary
+	Payload   Payload
+	Diffs     []Diff
+	// WouldUndo is what a rejection compensates, newest first; Siblings
+	// are the other pending requests of the saga a rejection drops.
+	WouldUndo []Step
+	Siblings  []Sibling
+	// Steps are the saga's entries before the request, newest first.
+	Steps        []Step
+	MoreSteps    int
+	TimelineHref string
+	Verification engine.Verification
+	Actions      Actions
+	Confirm      *Confirm // set while a decision waits for confirmation
+}
+
+// RequestRef names a request in forms and in the update loop.
+type RequestRef struct {
+	Saga   string
+	Seq    int64
+	Hash   string // of the bytes shown: a decision is about these bytes
+	Digest string // of the status shown
+}
+
+// RequestStatus is what became of a request, in words, with its evidence.
+type RequestStatus struct {
+	State     engine.RequestState
+	Headline  string // "Approved by alice@example.com, awaiting execution"
+	Kind      string // "ok", "bad", "warn" or "" (undecided)
+	Decisions []Decision
+	Outcome   *Step   // the execution's EXECUTED or FAILED entry
+	Refusal   *Step   // a refused resume's entry
+	Attempted *Diff   // for a refused stale resume: approved against attempted
+	Changed   bool    // the status changed since the page was loaded
+	Notice    string  // why the person sees this (a stale form, a decision made elsewhere)
+	Request   *Sibling // for the update loop's out-of-band refresh
+}
+
+// Decision is a person's recorded decision.
+type Decision struct {
+	Approved bool
+	Who      string
+	At       Time
+	Reason   string
+}
+
+// Actions are what the signed-in person may do with the request now.
+type Actions struct {
+	Approve, Reject bool
+	Execute         bool   // resume with the approved bytes
+	Why             string // why not, when there is nothing they may do
+	Reason          string // a reason typed before a confirmation
+	Notice          string // why the form was answered this way (a stale form)
+}
+
+// Confirm asks the person to confirm a decision, repeating what it is
+// about.
+type Confirm struct {
+	Tool     string
+	Decision string // "approve", "reject" or "execute"
+	Verb     string // "Approve", "Reject", "Execute"
+	Summary  []payload.Field
+	More     int
+	Reason   string
+}
+
+// Step is one journal entry as the request page and timeline show it.
+type Step struct {
+	Seq    int64
+	Tool   string
+	Phase  engine.Phase
+	Input  string
+	Detail string // the payload
+	At     Time
+	Href   string // to the entry in the timeline
+}
+
+// Sibling is another request of the same saga.
+type Sibling struct {
+	Seq     int64
+	Tool    string
+	Href    string
+	Summary []payload.Field
+	More    int
+}
