@@ -70,15 +70,15 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 	}
 	g := rv.Gated
 	v := templates.RequestPage{
-		Chrome:    h.chrome(r, fmt.Sprintf("%s in %s · seq %d", g.ToolName, saga, seq), "/"),
-		Ref:       templates.RequestRef{Saga: saga, Seq: seq, Hash: engine.PayloadHash(g.Input)},
-		SagaHref:  templates.SagaHref(saga),
-		Saga:      rv.Saga,
-		Tool:      g.ToolName,
-		Requester: g.Field("requester"),
-		Requested: h.when(g.Timestamp),
-		Input:     g.Input,
-		Payload:   prepare(g.Input),
+		Chrome:       h.chrome(r, fmt.Sprintf("%s in %s · seq %d", g.ToolName, saga, seq), "/"),
+		Ref:          templates.RequestRef{Saga: saga, Seq: seq, Hash: engine.PayloadHash(g.Input)},
+		SagaHref:     templates.SagaHref(saga),
+		Saga:         rv.Saga,
+		Tool:         g.ToolName,
+		Requester:    g.Field("requester"),
+		Requested:    h.when(g.Timestamp),
+		Input:        g.Input,
+		Payload:      prepare(g.Input),
 		Verification: rv.Verification,
 		TimelineHref: templates.EntryHref(saga, seq),
 	}

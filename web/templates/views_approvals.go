@@ -24,9 +24,9 @@ type Rows struct {
 	Filter PendingFilter
 	After  string // this page's cursor, "" for the first
 	Items  []PendingRow
-	Total int    // requests the filter selects, on every page
-	Next  string // the next page's URL, "" on the last page
-	Paged bool   // not the first page
+	Total  int    // requests the filter selects, on every page
+	Next   string // the next page's URL, "" on the last page
+	Paged  bool   // not the first page
 	// Digest identifies what the page shows; the update loop sends it
 	// back and gets nothing new until it changes.
 	Digest string
@@ -88,11 +88,11 @@ type RequestStatus struct {
 	Headline  string // "Approved by alice@example.com, awaiting execution"
 	Kind      string // "ok", "bad", "warn" or "" (undecided)
 	Decisions []Decision
-	Outcome   *Step   // the execution's EXECUTED or FAILED entry
-	Refusal   *Step   // a refused resume's entry
-	Attempted *Diff   // for a refused stale resume: approved against attempted
-	Changed   bool    // the status changed since the page was loaded
-	Notice    string  // why the person sees this (a stale form, a decision made elsewhere)
+	Outcome   *Step    // the execution's EXECUTED or FAILED entry
+	Refusal   *Step    // a refused resume's entry
+	Attempted *Diff    // for a refused stale resume: approved against attempted
+	Changed   bool     // the status changed since the page was loaded
+	Notice    string   // why the person sees this (a stale form, a decision made elsewhere)
 	Request   *Sibling // for the update loop's out-of-band refresh
 }
 
