@@ -5,8 +5,9 @@ BIN     ?= bin/sagacity
 PKGS    ?= ./...
 
 HTMX_VERSION ?= 2.0.11
+AXE_VERSION  ?= 4.14.1
 
-.PHONY: run test fuzz build generate check bench htmx clean
+.PHONY: run test fuzz build generate check bench htmx axe screenshots clean
 
 ## run: serve the console on 127.0.0.1:8080 with the embedded store
 run:
@@ -51,6 +52,17 @@ htmx:
 	  tar xzf htmx.org-$(HTMX_VERSION).tgz && cp package/dist/htmx.min.js $(CURDIR)/web/static/htmx.min.js && \
 	  echo "htmx.min.js  npm htmx.org@$(HTMX_VERSION)  sha256 $$(sha256sum package/dist/htmx.min.js | cut -d' ' -f1)  (make htmx)" > $(CURDIR)/web/static/VERSIONS && \
 	  rm -rf $$tmp
+
+## axe: re-vendor axe-core (the browser tests' accessibility check) from npm (commit the result)
+axe:
+	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && \
+	  tar xzf axe-core-$(AXE_VERSION).tgz && cp package/axe.min.js $(CURDIR)/internal/server/testdata/axe.min.js && \
+	  echo "axe.min.js  npm axe-core@$(AXE_VERSION)  sha256 $$(sha256sum package/axe.min.js | cut -d' ' -f1)  (make axe; used by the browser tests only, never served)" > $(CURDIR)/internal/server/testdata/VERSIONS && \
+	  rm -rf $$tmp
+
+## screenshots: PNGs of the console's main pages, from the demo data, into docs/
+screenshots:
+	$(GO) test -count=1 -run '^TestScreenshots$$' ./internal/server -screenshots=$(CURDIR)/docs
 
 clean:
 	rm -rf bin

@@ -6,7 +6,6 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -297,21 +296,4 @@ func WriteJSON(w http.ResponseWriter, status int, v any) error {
 	w.WriteHeader(status)
 	_, err = w.Write(append(b, '\n'))
 	return err
-}
-
-// cursor encodes a listing position opaquely.
-func cursor(c engine.SagaCursor) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(c.CreatedAt.UTC().Format(time.RFC3339Nano) + "\n" + c.ID))
-}
-
-func parseCursor(s string) (*engine.SagaCursor, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err == nil {
-		if ts, id, ok := strings.Cut(string(b), "\n"); ok {
-			if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
-				return &engine.SagaCursor{CreatedAt: t, ID: id}, nil
-			}
-		}
-	}
-	return nil, engine.Errorf(engine.Invalid, "cursor is not one this server returned")
 }

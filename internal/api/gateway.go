@@ -146,9 +146,11 @@ func (h *Handlers) Sagas(w http.ResponseWriter, r *http.Request) error {
 	}
 	if c := q.Get("cursor"); c != "" {
 		var err error
-		if f.After, err = parseCursor(c); err != nil {
+		after, err := engine.ParseSagaCursor(c)
+		if err != nil {
 			return err
 		}
+		f.After = &after
 	}
 	sagas, err := h.Engine.Sagas(r.Context(), auth.From(r.Context()), f)
 	if err != nil {
@@ -160,7 +162,7 @@ func (h *Handlers) Sagas(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(sagas) == f.Limit {
 		last := sagas[len(sagas)-1]
-		out.NextCursor = cursor(engine.SagaCursor{CreatedAt: last.CreatedAt, ID: last.ID})
+		out.NextCursor = engine.SagaCursor{CreatedAt: last.CreatedAt, ID: last.ID}.String()
 	}
 	return WriteJSON(w, http.StatusOK, out)
 }

@@ -1,12 +1,9 @@
 package console
 
 import (
-	"encoding/base64"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -73,7 +70,7 @@ func (h *Handlers) rows(r *http.Request, me engine.Principal) (templates.Rows, e
 	}
 	out := templates.Rows{Filter: fv, After: q.Get("after"), Paged: q.Get("after") != ""}
 	if out.After != "" {
-		c, err := parsePendingCursor(out.After)
+		c, err := engine.ParsePendingCursor(out.After)
 		if err != nil {
 			return out, err
 		}
@@ -99,7 +96,7 @@ func (h *Handlers) rows(r *http.Request, me engine.Principal) (templates.Rows, e
 	}
 	if len(page) == f.Limit {
 		last := page[len(page)-1]
-		next := url.Values{"after": {pendingCursor(last)}}
+		next := url.Values{"after": {engine.PendingCursor{CreatedAt: last.CreatedAt, SagaID: last.SagaID, JournalSeq: last.JournalSeq}.String()}}
 		for k, v := range map[string]string{"tool": fv.Tool, "saga": fv.Saga, "initiator": fv.Initiator, "state": fv.State} {
 			if v != "" {
 				next.Set(k, v)
@@ -109,22 +106,4 @@ func (h *Handlers) rows(r *http.Request, me engine.Principal) (templates.Rows, e
 	}
 	out.Digest = digest(parts...)
 	return out, nil
-}
-
-// pendingCursor writes a listing position opaquely.
-func pendingCursor(p engine.Pending) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(p.CreatedAt.UTC().Format(time.RFC3339Nano) + "\n" +
-		strconv.FormatInt(p.JournalSeq, 10) + "\n" + p.SagaID))
-}
-
-func parsePendingCursor(s string) (engine.PendingCursor, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if parts := strings.SplitN(string(b), "\n", 3); err == nil && len(parts) == 3 {
-		t, terr := time.Parse(time.RFC3339Nano, parts[0])
-		seq, serr := strconv.ParseInt(parts[1], 10, 64)
-		if terr == nil && serr == nil {
-			return engine.PendingCursor{CreatedAt: t, JournalSeq: seq, SagaID: parts[2]}, nil
-		}
-	}
-	return engine.PendingCursor{}, engine.Errorf(engine.Invalid, "the page link is not one this server made")
 }

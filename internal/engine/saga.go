@@ -434,6 +434,54 @@ func (e *Engine) Sagas(ctx context.Context, p Principal, f SagaFilter) ([]Saga, 
 	return e.store.Sagas(ctx, f)
 }
 
+// CountSagas counts the sagas f selects, ignoring its paging. Errors as
+// Sagas.
+func (e *Engine) CountSagas(ctx context.Context, p Principal, f SagaFilter) (int, error) {
+	if err := e.Can(p, ActRead, Subject{}); err != nil {
+		return 0, err
+	}
+	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
+		return 0, Errorf(Invalid, "unknown status %q", f.Status)
+	}
+	return e.store.CountSagas(ctx, f)
+}
+
+// History is a saga as an auditor reads it, from one snapshot: its row,
+// whole journal, pending requests and calls, and what verifying them says.
+type History struct {
+	Snapshot
+	Verification Verification
+}
+
+// History reads saga id. NotFound ("no such saga") when it has neither a
+// row nor a journal; a journal without a row is returned, and reported
+// broken. Errors: Forbidden as Can says for ActRead, Invalid for a bad id,
+// Unavailable when the store is.
+func (e *Engine) History(ctx context.Context, p Principal, id string) (History, error) {
+	if err := e.reader(p, id); err != nil {
+		return History{}, err
+	}
+	snap, err := e.store.Snapshot(ctx, id)
+	if err != nil {
+		return History{}, err
+	}
+	if snap.Saga == nil && len(snap.Entries) == 0 {
+		return History{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("no such saga: %s", id), SagaID: id}
+	}
+	return History{Snapshot: snap, Verification: verify(snap)}, nil
+}
+
+// verify checks a snapshot: VerifySaga, or a journal whose saga row is gone.
+func verify(snap Snapshot) Verification {
+	switch {
+	case snap.Saga == nil && len(snap.Entries) == 0:
+		return Verify(nil)
+	case snap.Saga == nil:
+		return broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries)))
+	}
+	return VerifySaga(snap.Entries, *snap.Saga, snap.Requests)
+}
+
 // Journal returns a saga's entries ordered by seq; empty for an unknown saga.
 func (e *Engine) Journal(ctx context.Context, p Principal, id string) ([]Entry, error) {
 	if err := e.reader(p, id); err != nil {
@@ -466,13 +514,7 @@ func (e *Engine) Verify(ctx context.Context, p Principal, id string) (Verificati
 	if err != nil {
 		return Verification{}, err
 	}
-	switch {
-	case snap.Saga == nil && len(snap.Entries) == 0:
-		return Verify(nil), nil
-	case snap.Saga == nil:
-		return broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries))), nil
-	}
-	return VerifySaga(snap.Entries, *snap.Saga, snap.Requests), nil
+	return verify(snap), nil
 }
 
 // Approvals lists pending approval requests: all of them when sagaID is "",

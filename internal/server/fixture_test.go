@@ -16,6 +16,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/console"
+	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/server"
@@ -140,6 +141,8 @@ type envOptions struct {
 	maxBody             int64
 	maxResult           int64
 	shareSagas          bool
+	demo                bool          // the demo's tools and sagas instead of the HTTP tools
+	inDoubtAfter        time.Duration // how long a call stands still before it may be resolved (0: at once)
 	hosts               []string      // host names served besides loopback
 	readTimeout         time.Duration // the server's, when set
 }
@@ -179,9 +182,18 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		{Name: "unreachable", Executor: &httptool.Tool{Name: "unreachable", Secret: secret, MaxResult: o.maxResult,
 			Exec: httptool.Endpoint{URL: closedURL(t), Timeout: time.Second}}},
 	}
-	eng, err := engine.New(db, tools, engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}))
+	if o.demo {
+		tools = demo.Tools(db, time.Now)
+	}
+	eng, err := engine.New(db, tools, engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}),
+		engine.WithInDoubtAfter(o.inDoubtAfter))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.demo {
+		if err := demo.Seed(ctx, db, eng); err != nil {
+			t.Fatal(err)
+		}
 	}
 	logs := &bytes.Buffer{}
 	if o.now == nil {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -60,7 +61,10 @@ func TestMain(m *testing.M) {
 	credential(string(secret))
 	code := m.Run()
 	logs := suiteLog.w.(*bytes.Buffer).String()
-	if code == 0 && len(secrets) < 3 {
+	// A run of some tests only (-run, as make screenshots does) need not
+	// handle credentials; the whole package must.
+	whole := flag.Lookup("test.run").Value.String() == ""
+	if code == 0 && whole && len(secrets) < 3 {
 		fmt.Fprintln(os.Stderr, "log check: no credentials were recorded; the check proves nothing")
 		code = 1
 	}
@@ -70,7 +74,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	if code == 0 && !strings.Contains(logs, "request") {
+	if code == 0 && whole && !strings.Contains(logs, "request") {
 		fmt.Fprintln(os.Stderr, "log check: the servers logged nothing; the check proves nothing")
 		code = 1
 	}

@@ -1,0 +1,76 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/payload"
+	"github.com/sagacity-go/sagacity/web/templates"
+)
+
+// InDoubt lists calls whose outcome the journal does not know, with their
+// evidence and, for those who may, the forms to record what happened:
+// GET /in-doubt.
+func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
+	me := auth.From(r.Context())
+	calls, err := h.Engine.InDoubt(r.Context(), me, h.Engine.InDoubtAfter())
+	if err != nil {
+		return err
+	}
+	v := templates.InDoubtPage{Chrome: h.chrome(r, fmt.Sprintf("In doubt (%d)", len(calls)), "/in-doubt"),
+		After: h.Engine.InDoubtAfter().String()}
+	sagas := map[string]*engine.Saga{}
+	for _, c := range calls {
+		s, ok := sagas[c.SagaID]
+		if !ok {
+			found, err := h.Engine.Lookup(r.Context(), me, c.SagaID)
+			if err != nil {
+				return err
+			}
+			s = &found
+			sagas[c.SagaID] = s
+		}
+		key := fmt.Sprintf("%s/%d", c.SagaID, c.Seq)
+		if c.State == engine.CallCompensating {
+			key += "/compensate"
+		}
+		ic := templates.InDoubtCall{SagaID: c.SagaID, SagaHref: templates.SagaHref(c.SagaID), Seq: c.Seq, Tool: c.ToolName,
+			Input: payload.Reveal(c.Input), Key: key, Undo: c.State == engine.CallCompensating, Requester: c.Requester,
+			Started: h.when(c.StartedAt), Updated: h.when(c.UpdatedAt), EntryHref: templates.EntryHref(c.SagaID, c.Seq)}
+		if err := h.Engine.Can(me, engine.ActResolve, engine.Subject{Saga: s, Requester: c.Requester}); err != nil {
+			ic.Why = "You cannot record what happened: " + message(err) + "."
+		}
+		v.Calls = append(v.Calls, ic)
+	}
+	return render(w, r, http.StatusOK, templates.InDoubt(v))
+}
+
+// Resolve records what a person found out about a call in doubt: POST
+// /in-doubt/resolve with saga, seq, happened (yes or no), result, reason
+// and confirm=yes. The engine journals it under the person's identity.
+func (h *Handlers) Resolve(w http.ResponseWriter, r *http.Request) error {
+	if err := parseForm(r); err != nil {
+		return err
+	}
+	f := r.PostForm
+	saga, seq, err := requestRef(f.Get("saga"), f.Get("seq"))
+	if err != nil {
+		return err
+	}
+	happened := f.Get("happened")
+	switch {
+	case happened != "yes" && happened != "no":
+		return engine.Errorf(engine.Invalid, "say whether it happened")
+	case f.Get("confirm") != "yes":
+		return engine.Errorf(engine.Invalid, "confirm that you checked with the tool's owner")
+	case f.Get("reason") == "":
+		return engine.Errorf(engine.Invalid, "say how you know: the reason is journaled")
+	}
+	if _, err := h.Engine.Resolve(r.Context(), auth.From(r.Context()), saga, seq, happened == "yes", f.Get("result"), f.Get("reason")); err != nil {
+		return err
+	}
+	http.Redirect(w, r, templates.EntryHref(saga, seq), http.StatusSeeOther)
+	return nil
+}

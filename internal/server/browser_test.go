@@ -1,0 +1,522 @@
+package server_test
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"flag"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/auth/authtest"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/store"
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
+)
+
+// The console in a real headless Chromium: what reviewers and auditors do,
+// checked where they do it, with an accessibility check (axe-core, vendored
+// in testdata with its version in testdata/VERSIONS) on every page opened.
+
+//go:embed testdata/axe.min.js
+var axeSource string
+
+var screenshots = flag.String("screenshots", "", "also write PNGs of the console's main pages into this directory (make screenshots)")
+
+// tab is a browser tab on a running server.
+type tab struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+}
+
+// newTab starts a browser for the test.
+func newTab(t *testing.T, e *apiEnv) *tab {
+	b := authtest.Browser(t)
+	ctx, cancel := context.WithTimeout(b, 2*time.Minute)
+	t.Cleanup(cancel)
+	return &tab{t: t, ctx: ctx, base: e.url}
+}
+
+// another opens a tab with cookies of its own, as a second person would.
+func (p *tab) another() *tab {
+	ctx, cancel := chromedp.NewContext(p.ctx, chromedp.WithNewBrowserContext())
+	p.t.Cleanup(cancel)
+	return &tab{t: p.t, ctx: ctx, base: p.base}
+}
+
+func (p *tab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.ctx, actions...); err != nil {
+		p.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// ready waits until the page has loaded, htmx included: nodes found while
+// it settles can go stale.
+func (p *tab) ready() {
+	p.t.Helper()
+	var err error
+	for range 20 {
+		// A click that loads a page destroys the document being polled;
+		// poll the new one.
+		if _, err = chromedp.Run(p.ctx, chromedp.Poll[bool](`document.readyState === "complete" && typeof htmx !== "undefined"`)); err == nil ||
+			!strings.Contains(err.Error(), "context") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		p.t.Fatalf("waiting for the page to load: %v", err)
+	}
+}
+
+// open loads a page and checks it for accessibility.
+func (p *tab) open(path string) {
+	p.t.Helper()
+	p.do("opening "+path, chromedp.Navigate(p.base+path))
+	p.ready()
+	p.accessible(path)
+}
+
+// click clicks and, when the click loads a page, waits for it.
+func (p *tab) click(sel string) {
+	p.t.Helper()
+	p.do("clicking "+sel, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+}
+
+// signIn signs name in on the dev sign-in page.
+func (p *tab) signIn(name string) {
+	p.t.Helper()
+	p.open("/login")
+	p.do("signing in as "+name, chromedp.SendKeys(chromedp.ID("name"), name),
+		chromedp.Click(chromedp.CSS(`form.signin button[type="submit"]`)), chromedp.WaitVisible(chromedp.ID("who")))
+	p.ready()
+}
+
+// text is the text of the first element sel finds.
+func (p *tab) text(sel string) string {
+	p.t.Helper()
+	s, err := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		p.t.Fatalf("reading %s: %v", sel, err)
+	}
+	return s
+}
+
+// eval evaluates a JavaScript expression to a bool.
+func (p *tab) eval(expr string) bool {
+	p.t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](expr))
+	if err != nil {
+		p.t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitText waits until the text of sel holds want.
+func (p *tab) waitText(sel, want string, within time.Duration) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, within)
+	defer cancel()
+	b, _ := json.Marshal(sel)
+	w, _ := json.Marshal(want)
+	var err error
+	for ctx.Err() == nil {
+		// Without scripts yet, a form posts and loads a page: poll the new one.
+		if _, err = chromedp.Run(ctx, chromedp.Poll[bool](`(document.querySelector(`+string(b)+`)?.textContent || "").includes(`+string(w)+`)`)); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	got, _ := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS(sel)))
+	p.t.Fatalf("waiting for %s to say %q: %v; it says %q", sel, want, err, got)
+}
+
+// accessible runs axe-core on the page and fails on any serious or
+// critical violation.
+func (p *tab) accessible(what string) {
+	p.t.Helper()
+	if _, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](axeSource+";true")); err != nil {
+		p.t.Fatalf("loading axe-core into %s: %v", what, err)
+	}
+	found, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`axe.run(document, {resultTypes: ["violations"]}).then(r =>
+		JSON.stringify(r.violations.filter(v => v.impact === "serious" || v.impact === "critical")
+			.map(v => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.slice(0, 3).map(n => n.target.join(" "))}))))`,
+		chromedp.EvalAwaitPromise))
+	if err != nil {
+		p.t.Fatalf("running axe-core on %s: %v", what, err)
+	}
+	if found != "[]" {
+		p.t.Errorf("accessibility of %s: serious or critical violations: %s", what, found)
+	}
+}
+
+// noErrors fails when the browser reported an error: a script that ran, a
+// CSP violation, a failed load.
+func (p *tab) noErrors() {
+	p.t.Helper()
+	if errs := authtest.ConsoleErrors(p.ctx); len(errs) > 0 {
+		p.t.Errorf("the browser reported errors: %q", errs)
+	}
+}
+
+// TestConsoleApproveExecute: a reviewer approves a pending request in the
+// console, confirming what it is about, then executes it; the tool server
+// receives the exact approved bytes once.
+func TestConsoleApproveExecute(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e.seedScenario("pay-1")
+	p := newTab(t, e)
+	p.signIn("reviewer@example.com")
+	p.open("/")
+	p.click(`table.list a[href^="/request"]`)
+	p.ready()
+	p.accessible("the request page")
+	p.do("typing a reason", chromedp.SendKeys(chromedp.ID("reason"), "matches invoice 7"))
+	p.click(`#actions button.approve`)
+	p.waitText("#actions", "Approve sendWireTransfer in saga pay-1, seq 3?", 10*time.Second)
+	if got := p.text("#actions"); !strings.Contains(got, "amount: 100") || !strings.Contains(got, "to: alice") {
+		t.Errorf("confirmation = %q, want it to repeat the payload's key fields", got)
+	}
+	p.accessible("the confirmation")
+	p.click(`#actions button.approve[autofocus]`)
+	p.waitText("#status", "Approved by reviewer@example.com, awaiting execution", 10*time.Second)
+	if strings.Contains(strings.Join(e.tools.paths(), " "), "/wire") {
+		t.Fatalf("approving executed the wire")
+	}
+	p.click(`#actions button.primary`)
+	p.waitText("#actions", "Execute sendWireTransfer in saga pay-1, seq 3?", 10*time.Second)
+	p.click(`#actions button.primary[autofocus]`)
+	p.waitText("#status", "Executed with the approved bytes", 10*time.Second)
+	var wires []toolRequest
+	for _, r := range e.tools.requests() {
+		if r.Path == "/wire" {
+			wires = append(wires, r)
+		}
+	}
+	if len(wires) != 1 || wires[0].Body != wire {
+		t.Errorf("the tool server got %d wire calls %+v, want one with %s", len(wires), wires, wire)
+	}
+	p.noErrors()
+}
+
+// TestConsoleRejectCompensates: a rejection with a reason compensates the
+// saga, and the timeline shows it.
+func TestConsoleRejectCompensates(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e.seedScenario("pay-2")
+	p := newTab(t, e)
+	p.signIn("reviewer@example.com")
+	p.open("/request?saga=pay-2&seq=3")
+	p.do("typing a reason", chromedp.SendKeys(chromedp.ID("reason"), "unknown beneficiary"))
+	if got := p.text("main"); !strings.Contains(got, "What rejecting it does") || !strings.Contains(got, "reserveInventory seq 1") {
+		t.Errorf("request page = %q, want what a rejection compensates", got)
+	}
+	p.click(`#actions button.reject`)
+	p.waitText("#actions", "Reject sendWireTransfer in saga pay-2, seq 3?", 10*time.Second)
+	p.click(`#actions button.reject[autofocus]`)
+	p.waitText("#status", "Rejected by reviewer@example.com", 10*time.Second)
+	p.open("/saga?id=pay-2")
+	got := p.text("ol.timeline")
+	for _, want := range []string{"REJECTED", "reason=unknown beneficiary", "COMPENSATED", "compensated effect seq=2"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("timeline = %q, want %q", got, want)
+		}
+	}
+	p.noErrors()
+}
+
+// TestConsoleSecondReviewer: two reviewers have the same request open. The
+// second one's page shows the first one's decision on its own, and their
+// form, now stale, gets the current state instead of deciding again.
+func TestConsoleSecondReviewer(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e.seedScenario("pay-3")
+	alice := newTab(t, e)
+	bob := alice.another()
+	alice.signIn("alice@example.com")
+	bob.signIn("bob@example.com")
+	alice.open("/request?saga=pay-3&seq=3")
+	bob.open("/request?saga=pay-3&seq=3")
+	bob.do("typing a reason", chromedp.SendKeys(chromedp.ID("reason"), "half-typed"))
+
+	alice.click(`#actions button.approve`)
+	alice.click(`#actions button.approve[autofocus]`)
+	alice.waitText("#status", "Approved by alice@example.com", 10*time.Second)
+
+	bob.waitText("#status", "Approved by alice@example.com", 15*time.Second)
+	if got := bob.text("#status"); !strings.Contains(got, "This changed while the page was open") {
+		t.Errorf("bob's status = %q, want it marked as changed", got)
+	}
+	if !bob.eval(`document.getElementById("reason").value === "half-typed"`) {
+		t.Errorf("the update lost bob's half-typed reason")
+	}
+	bob.click(`#actions button.approve`)
+	bob.waitText("#actions", "Your form was out of date; nothing was done.", 10*time.Second)
+	if got := e.get("/sagacity/audit/pay-3").body; strings.Count(got, `"phase":"APPROVED"`) != 1 {
+		t.Errorf("journal = %s, want one approval", got)
+	}
+}
+
+// TestConsoleDemo drives the demo data: the re-planned transfer's diff,
+// the refused stale resume, the initiator told why they cannot decide,
+// and every main page accessible.
+func TestConsoleDemo(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{demo: true})
+	p := newTab(t, e)
+	p.signIn("reviewer2@example.com")
+	for _, path := range []string{"/", "/sagas", "/sagas?status=COMPENSATION_FAILED", "/saga?id=order-1002", "/audit",
+		"/audit/saga?id=order-0999", "/in-doubt", "/me"} {
+		p.open(path)
+	}
+	p.open("/request?saga=order-1002&seq=2")
+	row := p.text(`section.diff tr.change`)
+	if !strings.Contains(row, "amount") || !strings.Contains(row, `"250.00"`) || !strings.Contains(row, `"2500.00"`) || !strings.Contains(row, "changed") {
+		t.Errorf("re-planned transfer's diff row = %q, want amount changed from 250.00 to 2500.00", row)
+	}
+	p.open("/request?saga=order-0999&seq=3")
+	if got := p.text("main"); !strings.Contains(got, "Resume refused: stale-approval") || !strings.Contains(got, `"640.00"`) || !strings.Contains(got, `"6400.00"`) {
+		t.Errorf("refused request page = %q, want the refusal and the attempted amount", got)
+	}
+
+	agent := p.another()
+	agent.signIn("demo-agent")
+	agent.open("/request?saga=order-1002&seq=2")
+	if got := agent.text("#actions"); !strings.Contains(got, "You cannot decide this request: demo-agent started saga order-1002 and cannot decide its requests") {
+		t.Errorf("the initiator's actions = %q, want why they cannot decide", got)
+	}
+	if agent.eval(`document.querySelector("#actions button.approve") !== null`) {
+		t.Errorf("the initiator is offered Approve")
+	}
+	p.noErrors()
+}
+
+// TestConsoleFormattingOnly: a resume whose bytes differ from the approved
+// ones only in whitespace is refused, and the console says only the
+// formatting differs.
+func TestConsoleFormattingOnly(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e.seedScenario("pay-4")
+	want(t, "approve", e.post("/sagacity/approve/pay-4/3", `{"approver":"manager@company.com"}`), 200)
+	want(t, "resume with spaces", e.post("/sagacity/resume/pay-4/3", e.payload(`{ "amount": "100", "to": "alice" }`)), 409)
+	p := newTab(t, e)
+	p.signIn("auditor@example.com")
+	p.open("/request?saga=pay-4&seq=3")
+	if got := p.text("main"); !strings.Contains(got, "Only formatting differs") {
+		t.Errorf("refused request page = %q, want it to say only the formatting differs", got)
+	}
+	p.open("/saga?id=pay-4")
+	if got := p.text("ol.timeline"); !strings.Contains(got, "Only formatting differs") {
+		t.Errorf("timeline = %q, want the refusal's diff", got)
+	}
+}
+
+// TestConsoleTampered: a row edited in the database is shown broken at the
+// right entry on the audit page and in the timeline.
+func TestConsoleTampered(t *testing.T) {
+	dbURL := storetest.SQLiteURL(t)
+	e := newAPI(t, dbURL, envOptions{})
+	e.seedScenario("pay-5")
+	e.seedScenario("fine")
+	storetest.Exec(t, dbURL, `UPDATE journal SET payload = '{"reserved":99}' WHERE saga_id = 'pay-5' AND seq = 2`)
+	p := newTab(t, e)
+	p.signIn("auditor@example.com")
+	p.open("/audit")
+	if got := p.text("main"); !strings.Contains(got, "✗ broken hash mismatch at seq=2 (entry 1)") || !strings.Contains(got, "✓ verified") {
+		t.Errorf("audit page = %q, want pay-5 broken at seq 2 and the other saga verified", got)
+	}
+	p.open("/audit/saga?id=pay-5")
+	if got := p.text("main"); !strings.Contains(got, "Broken: hash mismatch at seq=2 (entry 1)") || !strings.Contains(got, "sagacity verify sagacity-pay-5.ndjson") {
+		t.Errorf("verification page = %q, want the break in words and the offline command", got)
+	}
+	p.click(`a[href*="at=2"]`)
+	p.ready()
+	p.accessible("the broken timeline")
+	if !p.eval(`document.getElementById("e2").classList.contains("broken") && document.getElementById("e2").classList.contains("target")`) {
+		t.Errorf("timeline entry 2 is not marked broken and pointed at")
+	}
+	if got := p.text("#e2"); !strings.Contains(got, "Verification stops here: hash mismatch at seq=2 (entry 1)") {
+		t.Errorf("entry 2 = %q, want where verification stops", got)
+	}
+	p.open("/audit/saga?id=no-such-saga")
+	if got := p.text("main"); !strings.Contains(got, "no such saga: no-such-saga") {
+		t.Errorf("an unknown saga's verification = %q, want no such saga", got)
+	}
+	// Verifying every saga runs in the background and shows its progress.
+	p.open("/audit")
+	p.click(`#job button.primary`)
+	p.waitText("#job", "1 of 2 sagas do not verify", 15*time.Second)
+}
+
+// TestConsoleInert: untrusted payloads are shown, never run: a script, an
+// image with an onerror, a javascript: link, htmx attributes, a
+// </textarea>, and a right-to-left override are shown as text and
+// flagged.
+func TestConsoleInert(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	xss := `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"></textarea><a href="javascript:window.__pwned=3">x</a>` +
+		`<div hx-get="/sagacity/approve/x/1" hx-trigger="load">`
+	bidi := "{\"amount\":\"100\",\"to\":\"alice\u202Eeilla\"}"
+	for saga, input := range map[string]string{"xss": xss, "bidi": bidi} {
+		want(t, "reserve", e.call(saga, "reserveInventory", "{}"), 200)
+		want(t, "gate", e.call(saga, "sendWireTransfer", input), 202)
+	}
+	want(t, "an odd saga id", e.call(url.PathEscape(`"><img src=x onerror=window.__pwned=4>`), "sendWireTransfer", "{}"), 202)
+	p := newTab(t, e)
+	p.signIn("reviewer@example.com")
+	for _, path := range []string{"/", "/request?saga=xss&seq=3", "/saga?id=xss", "/sagas"} {
+		p.open(path)
+		if !p.eval(`window.__pwned === undefined && document.scripts.length === 1 && document.querySelectorAll("main img, main [hx-trigger=load]").length === 0`) {
+			t.Errorf("%s: a payload became markup or ran", path)
+		}
+	}
+	p.open("/request?saga=xss&seq=3")
+	if got := p.text("pre.payload.exact"); got != xss {
+		t.Errorf("exact bytes shown = %q, want %q", got, xss)
+	}
+	p.open("/request?saga=bidi&seq=3")
+	if got := p.text(".findings"); !strings.Contains(got, "bidi control") || !strings.Contains(got, "U+202E RIGHT-TO-LEFT OVERRIDE") {
+		t.Errorf("findings = %q, want the override flagged", got)
+	}
+	if !p.eval(`[...document.querySelectorAll("pre.payload.exact mark.hidden-char")].some(m => m.textContent === "U+202E")`) {
+		t.Errorf("the override is not shown in place")
+	}
+	if got := p.text("pre.payload.exact"); strings.ContainsRune(got, '\u202E') {
+		t.Errorf("the exact bytes view still holds the override itself: %q", got)
+	}
+	time.Sleep(6 * time.Second) // let the update loops run once
+	if p.eval(`window.__pwned !== undefined`) {
+		t.Errorf("a payload ran after the page updated")
+	}
+	p.noErrors()
+}
+
+// TestConsoleInDoubt: a call left between its INTENT and its outcome is
+// shown with its evidence, and a person records that it did not happen:
+// journaled under their name, and the saga compensates.
+func TestConsoleInDoubt(t *testing.T) {
+	dbURL := storetest.SQLiteURL(t)
+	e := newAPI(t, dbURL, envOptions{})
+	want(t, "reserve", e.call("lost", "reserveInventory", "{}"), 200)
+	strand(t, dbURL, "lost", "createOrder", `{"sku":"SKU-1"}`)
+	p := newTab(t, e)
+	p.signIn("reviewer@example.com")
+	p.open("/in-doubt")
+	if got := p.text("main"); !strings.Contains(got, "createOrder in saga lost · seq 3") || !strings.Contains(got, "lost/3") {
+		t.Errorf("in-doubt page = %q, want the call and its idempotency key", got)
+	}
+	p.do("recording that it did not happen",
+		chromedp.Click(chromedp.CSS(`input[name="happened"][value="no"]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name="reason"]`), "the order service has no such order"),
+		chromedp.Click(chromedp.CSS(`input[name="confirm"]`)),
+		chromedp.Click(chromedp.CSS(`form.resolve button.primary`)),
+		chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
+	)
+	p.ready()
+	got := e.get("/sagacity/audit/lost").body
+	for _, want := range []string{`"toolName":"approval-gate","phase":"FAILED","input":"seq=3","payload":"resolved-by=reviewer@example.com\nreason=the order service has no such order\nauth=dev"`,
+		`"toolName":"reserveInventory","phase":"COMPENSATED"`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("journal = %s\nwant %s", got, want)
+		}
+	}
+}
+
+// TestConsoleRoles: an auditor reads everything and is offered no
+// decision, and told why.
+func TestConsoleRoles(t *testing.T) {
+	pr := authtest.NewProvider(t, people...)
+	agentT, agentTok := token("agent", engine.RoleAgent)
+	e := oidcAPI(t, storetest.SQLiteURL(t), pr, agentT)
+	want(t, "reserve", e.do("POST", "/sagacity/sagas/r/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
+	want(t, "gate", e.do("POST", "/sagacity/sagas/r/calls", js, callJSON("sendWireTransfer", wire), bearer(agentTok)...), 202)
+	p := newTab(t, e)
+	p.do("signing in as carol", chromedp.Navigate(e.url+"/"), chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SendKeys(chromedp.ID("username"), "carol"), chromedp.SendKeys(chromedp.ID("password"), "carol-password-1"),
+		chromedp.Click(chromedp.CSS(`button[type="submit"]`)), chromedp.WaitVisible(chromedp.ID("who")))
+	p.ready()
+	p.open("/request?saga=r&seq=3")
+	if p.eval(`document.querySelector("#actions button") !== null`) {
+		t.Errorf("an auditor is offered a decision")
+	}
+	if got := p.text("#actions"); !strings.Contains(got, "approving needs the approver role") {
+		t.Errorf("auditor's actions = %q, want why not", got)
+	}
+	p.open("/me")
+	if got := p.text("main"); !strings.Contains(got, "verify journals") || !strings.Contains(got, "approve requests") {
+		t.Errorf("who-am-I = %q, want what carol may and may not do", got)
+	}
+}
+
+// TestScreenshots renders the console's main pages from the demo data at
+// a desktop and a phone width: each page is accessible and, at 400 px, no
+// wider than the screen. With -screenshots DIR it also writes them as PNGs
+// (make screenshots, for the README).
+func TestScreenshots(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{demo: true})
+	p := newTab(t, e)
+	p.signIn("reviewer@example.com")
+	pages := []struct{ name, path string }{
+		{"approvals", "/"},
+		{"request", "/request?saga=order-1002&seq=2"},
+		{"sagas", "/sagas"},
+		{"timeline", "/saga?id=order-0999"},
+		{"audit", "/audit"},
+	}
+	for _, width := range []int64{1280, 400} {
+		p.do("resizing", chromedp.EmulateViewport(width, 900))
+		for _, pg := range pages {
+			p.open(pg.path)
+			if width == 400 && !p.eval(`document.documentElement.scrollWidth <= window.innerWidth + 1`) {
+				t.Errorf("%s is wider than a 400 px screen", pg.path)
+			}
+			if *screenshots == "" || width != 1280 {
+				continue
+			}
+			png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(*screenshots, "console-"+pg.name+".png"), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// strand leaves a call of tool in saga in doubt, as a crash between its
+// INTENT and its outcome would: another process's engine starts it and
+// loses its database before the tool returns.
+func strand(t *testing.T, dbURL, saga, tool, input string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	e, err := engine.New(db, []engine.Tool{{Name: tool, Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
+		close(started)
+		<-release
+		return "too late", nil
+	}}}}, engine.WithOutcomeRetry(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Call(ctx, auth.Anonymous, saga, tool, input)
+	}()
+	<-started
+	db.Close()
+	close(release)
+	<-done
+}

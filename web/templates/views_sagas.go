@@ -1,0 +1,126 @@
+package templates
+
+import (
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/payload"
+)
+
+// SagasPage lists sagas with filters.
+type SagasPage struct {
+	Chrome
+	Filter   SagaFilter
+	Statuses []engine.Status
+	Items    []SagaRow
+	Total    int
+	Next     string // the next page's URL, "" on the last
+	Paged    bool
+}
+
+// SagaFilter is the saga list's filter form, as submitted.
+type SagaFilter struct {
+	Status, ID, Tool, Initiator string
+	InDoubt                     bool
+}
+
+// SagaRow is one saga in a list.
+type SagaRow struct {
+	ID, Href  string
+	Status    engine.Status
+	Initiator string
+	Reason    string
+	Entries   int64
+	Created   Time
+	Updated   Time
+	// Chain is what verifying the journal says, on the audit list.
+	Chain      *engine.Verification
+	AuditHref  string
+	ExportHref string
+}
+
+// TimelinePage is a saga's journal as a person reads it, a page of
+// entries at a time.
+type TimelinePage struct {
+	Chrome
+	Saga         engine.Saga
+	Verification engine.Verification
+	Entries      []TimelineEntry
+	Total        int
+	Earlier      string // URL of the entries before, "" at the start
+	Later        string // URL of the entries after, "" at the end
+	ExportHref   string
+	AuditHref    string
+	Pending      []Sibling
+}
+
+// TimelineEntry is one journal entry with its chain link.
+type TimelineEntry struct {
+	ID       string // the anchor, e<seq>
+	Seq      int64
+	Tool     string
+	Phase    engine.Phase
+	Input    []payload.Segment
+	Payload  []payload.Segment
+	Actor    string // who asked for, decided or resolved it
+	At       Time
+	Hash     string
+	Prev     string
+	Target   bool   // the entry the link pointed at
+	Broken   string // why verification stops here, if it does
+	Request  string // the request page, for an AWAITING_APPROVAL entry
+	Attempted *Diff // for a refused stale resume: approved against attempted
+}
+
+// AuditPage lists sagas with the state of their chains, and the job that
+// verifies them all.
+type AuditPage struct {
+	Chrome
+	Items []SagaRow
+	Next  string
+	Paged bool
+	Job   Job
+}
+
+// Job is the verification of every saga, running or done.
+type Job struct {
+	Running   bool
+	Started   Time
+	Done      int
+	Total     int
+	Broken    []SagaRow // sagas whose chain does not verify
+	Finished  *Time
+	Error     string
+	CanStart  bool
+}
+
+// VerifyPage is one saga's verification, in words.
+type VerifyPage struct {
+	Chrome
+	Saga         engine.Saga
+	Verification engine.Verification
+	BrokenHref   string // the broken entry in the timeline
+	ExportHref   string
+	FileName     string // what the export downloads as
+	TimelineHref string
+}
+
+// InDoubtPage lists calls whose outcome the journal does not know.
+type InDoubtPage struct {
+	Chrome
+	After string // how long a call must stand still to be listed
+	Calls []InDoubtCall
+}
+
+// InDoubtCall is one call in doubt with its evidence and what the person
+// may record.
+type InDoubtCall struct {
+	SagaID, SagaHref string
+	Seq              int64
+	Tool             string
+	Input            []payload.Segment
+	Key              string // the Idempotency-Key its tool received
+	Undo             bool   // the undo is in doubt, not the call
+	Requester        string
+	Started, Updated Time
+	EntryHref        string
+	Why              string // why the person may not resolve it; "" when they may
+}
