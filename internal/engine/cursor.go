@@ -27,7 +27,9 @@ func decodeCursor(s string, n int) ([]string, time.Time, bool) {
 var errCursor = Errorf(Invalid, "cursor is not one this server returned")
 
 // String writes the cursor for a client to send back.
-func (c SagaCursor) String() string { return encodeCursor(c.CreatedAt.UTC().Format(time.RFC3339Nano), c.ID) }
+func (c SagaCursor) String() string {
+	return encodeCursor(c.CreatedAt.UTC().Format(time.RFC3339Nano), c.ID)
+}
 
 // ParseSagaCursor reads what SagaCursor.String wrote; Invalid otherwise.
 func ParseSagaCursor(s string) (SagaCursor, error) {

@@ -54,20 +54,20 @@ type TimelinePage struct {
 
 // TimelineEntry is one journal entry with its chain link.
 type TimelineEntry struct {
-	ID       string // the anchor, e<seq>
-	Seq      int64
-	Tool     string
-	Phase    engine.Phase
-	Input    []payload.Segment
-	Payload  []payload.Segment
-	Actor    string // who asked for, decided or resolved it
-	At       Time
-	Hash     string
-	Prev     string
-	Target   bool   // the entry the link pointed at
-	Broken   string // why verification stops here, if it does
-	Request  string // the request page, for an AWAITING_APPROVAL entry
-	Attempted *Diff // for a refused stale resume: approved against attempted
+	ID        string // the anchor, e<seq>
+	Seq       int64
+	Tool      string
+	Phase     engine.Phase
+	Input     []payload.Segment
+	Payload   []payload.Segment
+	Actor     string // who asked for, decided or resolved it
+	At        Time
+	Hash      string
+	Prev      string
+	Target    bool   // the entry the link pointed at
+	Broken    string // why verification stops here, if it does
+	Request   string // the request page, for an AWAITING_APPROVAL entry
+	Attempted *Diff  // for a refused stale resume: approved against attempted
 }
 
 // AuditPage lists sagas with the state of their chains, and the job that
@@ -82,14 +82,14 @@ type AuditPage struct {
 
 // Job is the verification of every saga, running or done.
 type Job struct {
-	Running   bool
-	Started   Time
-	Done      int
-	Total     int
-	Broken    []SagaRow // sagas whose chain does not verify
-	Finished  *Time
-	Error     string
-	CanStart  bool
+	Running  bool
+	Started  Time
+	Done     int
+	Total    int
+	Broken   []SagaRow // sagas whose chain does not verify
+	Finished *Time
+	Error    string
+	CanStart bool
 }
 
 // VerifyPage is one saga's verification, in words.
