@@ -11,7 +11,6 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store"
 	"golang.org/x/oauth2"
 )
 
@@ -95,7 +94,7 @@ func (o *OIDC) Start(w http.ResponseWriter, r *http.Request) error {
 	}
 	s := o.Sessions
 	id := newID()
-	l := store.Login{IDHash: s.hash(id), State: newID(), Nonce: newID(), Verifier: oauth2.GenerateVerifier(),
+	l := Login{IDHash: s.hash(id), State: newID(), Nonce: newID(), Verifier: oauth2.GenerateVerifier(),
 		ReturnTo: returnTo, CreatedAt: s.Now()}
 	if err := s.Store.PutLogin(r.Context(), l, s.Now().Add(-loginTTL)); err != nil {
 		return err

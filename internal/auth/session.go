@@ -10,17 +10,46 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store"
 )
 
-// SessionStore keeps sessions and sign-ins in progress.
+// Session is a signed-in console user. IDHash is a keyed hash of the
+// cookie's random id; the id itself is never stored.
+type Session struct {
+	IDHash    string
+	Principal engine.Principal
+	CreatedAt time.Time
+	SeenAt    time.Time
+	ExpiresAt time.Time // the absolute end, whatever the activity
+}
+
+// Login is an OIDC sign-in in progress.
+type Login struct {
+	IDHash    string
+	State     string
+	Nonce     string
+	Verifier  string
+	ReturnTo  string
+	CreatedAt time.Time
+}
+
+// SessionStore keeps sessions and sign-ins in progress. Implementations
+// map their errors to engine kinds.
 type SessionStore interface {
-	PutSession(ctx context.Context, s store.Session) error
-	Session(ctx context.Context, idHash string) (store.Session, error)
+	// PutSession stores a new session, first dropping those that expired
+	// before s.CreatedAt. Conflict when its IDHash is taken.
+	PutSession(ctx context.Context, s Session) error
+	// Session returns a session; NotFound when absent.
+	Session(ctx context.Context, idHash string) (Session, error)
+	// TouchSession records activity on a session.
 	TouchSession(ctx context.Context, idHash string, at time.Time) error
+	// DeleteSession ends a session; ending one that is gone is fine.
 	DeleteSession(ctx context.Context, idHash string) error
-	PutLogin(ctx context.Context, l store.Login, staleBefore time.Time) error
-	TakeLogin(ctx context.Context, idHash string) (store.Login, error)
+	// PutLogin stores a sign-in in progress, first dropping those created
+	// before staleBefore. Conflict when its IDHash is taken.
+	PutLogin(ctx context.Context, l Login, staleBefore time.Time) error
+	// TakeLogin returns a sign-in in progress and deletes it, so it can be
+	// completed once; NotFound when absent.
+	TakeLogin(ctx context.Context, idHash string) (Login, error)
 }
 
 // Session lifetimes: a session ends after IdleTimeout without a request,
@@ -75,7 +104,7 @@ func (s *Sessions) SignIn(w http.ResponseWriter, r *http.Request, p engine.Princ
 	}
 	now := s.Now()
 	id := newID()
-	if err := s.Store.PutSession(r.Context(), store.Session{IDHash: s.hash(id), Principal: p,
+	if err := s.Store.PutSession(r.Context(), Session{IDHash: s.hash(id), Principal: p,
 		CreatedAt: now, SeenAt: now, ExpiresAt: now.Add(AbsoluteTimeout)}); err != nil {
 		return err
 	}

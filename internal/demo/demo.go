@@ -13,19 +13,35 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store"
 )
 
-// Store is the demo tools' state.
+// Item is a line of the demo inventory.
+type Item struct {
+	SKU       string
+	Name      string
+	OnHand    int64
+	Available int64 // on hand minus unreleased reservations
+}
+
+// Store is the demo tools' state: an inventory and a bank ledger. Every
+// effect is keyed by the call's idempotency key, so a repeated call changes
+// nothing twice. Implementations map their errors to engine kinds.
 type Store interface {
-	StockDemo(ctx context.Context, items []store.DemoItem) error
+	// StockDemo adds the items that are not in the inventory yet.
+	StockDemo(ctx context.Context, items []Item) error
+	// Reserve holds qty of sku under key and returns what is left
+	// available. NotFound for an unknown SKU; Conflict when not enough is
+	// available.
 	Reserve(ctx context.Context, key, sku string, qty int64, at time.Time) (int64, error)
+	// Release returns a reservation to the inventory; releasing twice, or
+	// something never reserved, changes nothing.
 	Release(ctx context.Context, key string) error
+	// Transfer books a payment to beneficiary in the ledger.
 	Transfer(ctx context.Context, key, beneficiary, amount string, at time.Time) error
 }
 
 // Stock is the inventory the demo starts with.
-var Stock = []store.DemoItem{
+var Stock = []Item{
 	{SKU: "LAPTOP-13", Name: "13-inch laptop", OnHand: 12},
 	{SKU: "MONITOR-27", Name: "27-inch monitor", OnHand: 30},
 	{SKU: "DOCK-USB4", Name: "USB4 dock", OnHand: 8},

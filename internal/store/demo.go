@@ -4,22 +4,16 @@ import (
 	"context"
 	"time"
 
+	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
-// The demo tools' state. Every effect is keyed by the call's idempotency
-// key, so a repeated call changes nothing twice.
-
-// DemoItem is a line of the demo inventory.
-type DemoItem struct {
-	SKU       string
-	Name      string
-	OnHand    int64
-	Available int64 // on hand minus unreleased reservations
-}
+// The demo inventory, reservations and ledger belong to demo: the store
+// keeps them for it, in its types. Every effect is keyed by the call's
+// idempotency key, so a repeated call changes nothing twice.
 
 // StockDemo adds the items that are not in the inventory yet.
-func (s *sqlStore) StockDemo(ctx context.Context, items []DemoItem) error {
+func (s *sqlStore) StockDemo(ctx context.Context, items []demo.Item) error {
 	return s.small(ctx, func(c conn) error {
 		for _, it := range items {
 			if _, err := c.exec(ctx, "INSERT INTO demo_inventory (sku, name, on_hand) VALUES ($1, $2, $3)"+
@@ -32,10 +26,10 @@ func (s *sqlStore) StockDemo(ctx context.Context, items []DemoItem) error {
 }
 
 // Inventory lists the demo inventory by SKU.
-func (s *sqlStore) Inventory(ctx context.Context) ([]DemoItem, error) {
+func (s *sqlStore) Inventory(ctx context.Context) ([]demo.Item, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return collect(ctx, s.db, func(r rows) (it DemoItem, err error) {
+	return collect(ctx, s.db, func(r rows) (it demo.Item, err error) {
 		return it, r.Scan(&it.SKU, &it.Name, &it.OnHand, &it.Available)
 	}, "SELECT i.sku, i.name, i.on_hand, i.on_hand - COALESCE(SUM(r.qty), 0) FROM demo_inventory i"+
 		" LEFT JOIN demo_reservations r ON r.sku = i.sku AND NOT r.released"+

@@ -5,31 +5,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
-// Session is a signed-in console user. IDHash is a keyed hash of the
-// cookie's random id; the id itself is never stored.
-type Session struct {
-	IDHash    string
-	Principal engine.Principal
-	CreatedAt time.Time
-	SeenAt    time.Time
-	ExpiresAt time.Time // the absolute end, whatever the activity
-}
-
-// Login is an OIDC sign-in in progress.
-type Login struct {
-	IDHash    string
-	State     string
-	Nonce     string
-	Verifier  string
-	ReturnTo  string
-	CreatedAt time.Time
-}
+// The sessions and logins tables belong to auth: the store keeps them
+// for it, in its types.
 
 // PutSession stores a new session, first dropping expired ones.
-func (s *sqlStore) PutSession(ctx context.Context, ss Session) error {
+func (s *sqlStore) PutSession(ctx context.Context, ss auth.Session) error {
 	return s.small(ctx, func(c conn) error {
 		if _, err := c.exec(ctx, "DELETE FROM sessions WHERE expires_at < $1", ss.CreatedAt); err != nil {
 			return err
@@ -46,10 +30,10 @@ func (s *sqlStore) PutSession(ctx context.Context, ss Session) error {
 }
 
 // Session returns a session; NotFound when absent.
-func (s *sqlStore) Session(ctx context.Context, idHash string) (Session, error) {
+func (s *sqlStore) Session(ctx context.Context, idHash string) (auth.Session, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return one(ctx, s.db, func(r rows) (ss Session, err error) {
+	return one(ctx, s.db, func(r rows) (ss auth.Session, err error) {
 		var roles string
 		err = r.Scan(&ss.IDHash, &ss.Principal.ID, &ss.Principal.Name, &ss.Principal.Auth, &roles, &ss.CreatedAt, &ss.SeenAt, &ss.ExpiresAt)
 		for _, role := range strings.Split(roles, ",") {
@@ -79,7 +63,7 @@ func (s *sqlStore) DeleteSession(ctx context.Context, idHash string) error {
 }
 
 // PutLogin stores a sign-in in progress, first dropping stale ones.
-func (s *sqlStore) PutLogin(ctx context.Context, l Login, staleBefore time.Time) error {
+func (s *sqlStore) PutLogin(ctx context.Context, l auth.Login, staleBefore time.Time) error {
 	return s.small(ctx, func(c conn) error {
 		if _, err := c.exec(ctx, "DELETE FROM logins WHERE created_at < $1", staleBefore); err != nil {
 			return err
@@ -92,11 +76,11 @@ func (s *sqlStore) PutLogin(ctx context.Context, l Login, staleBefore time.Time)
 
 // TakeLogin returns a sign-in in progress and deletes it, so it can be
 // completed once; NotFound when absent.
-func (s *sqlStore) TakeLogin(ctx context.Context, idHash string) (Login, error) {
-	var l Login
+func (s *sqlStore) TakeLogin(ctx context.Context, idHash string) (auth.Login, error) {
+	var l auth.Login
 	err := s.small(ctx, func(c conn) error {
 		var err error
-		l, err = one(ctx, c, func(r rows) (l Login, err error) {
+		l, err = one(ctx, c, func(r rows) (l auth.Login, err error) {
 			err = r.Scan(&l.IDHash, &l.State, &l.Nonce, &l.Verifier, &l.ReturnTo, &l.CreatedAt)
 			l.CreatedAt = l.CreatedAt.UTC()
 			return l, err

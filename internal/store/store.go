@@ -1,7 +1,9 @@
 // Package store persists sagas, their journals, pending approvals and calls
 // in PostgreSQL (through pgx) or in an embedded SQLite file. Both run the
 // same SQL through a thin adapter each, and both pass the conformance suite
-// in storetest, so the embedded default cannot drift from PostgreSQL.
+// in storetest, so the embedded default cannot drift from PostgreSQL. It
+// also keeps auth's sessions and demo's ledger, in their packages' types:
+// it adapts them, it does not own them.
 package store
 
 import (
@@ -11,15 +13,24 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
-// DB is an open store: an engine.Store, plus the demo tools' state.
+// DB is an open store: an engine.Store, an auth.SessionStore and a
+// demo.Store.
 type DB struct {
 	sqlStore
 	ping  func(context.Context) error
 	close func()
 }
+
+var (
+	_ engine.Store      = (*DB)(nil)
+	_ auth.SessionStore = (*DB)(nil)
+	_ demo.Store        = (*DB)(nil)
+)
 
 // Ping reports whether the database answers; Unavailable when not.
 func (d *DB) Ping(ctx context.Context) error {

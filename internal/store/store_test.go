@@ -27,6 +27,7 @@ func harness(url, dialect string) storetest.Harness {
 			}
 			return db
 		},
-		Exec: func(t *testing.T, sql string, args ...any) { storetest.Exec(t, url, sql, args...) },
+		Exec:  func(t *testing.T, sql string, args ...any) { storetest.Exec(t, url, sql, args...) },
+		Count: func(t *testing.T, sql string, args ...any) int64 { return storetest.Count(t, url, sql, args...) },
 	}
 }

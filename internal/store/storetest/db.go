@@ -82,23 +82,66 @@ func Exec(t testing.TB, dbURL, sql string, args ...any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	db := openRaw(ctx, t, dbURL)
+	defer db.close()
+	if err := db.exec(ctx, sql, args...); err != nil {
+		t.Fatalf("Exec(%s): %v", sql, err)
+	}
+}
+
+// Count runs a query returning one integer, such as SELECT count(*), on
+// the database at url, behind the back of any store open on it: for
+// checking rows no store method reads.
+func Count(t testing.TB, dbURL, sql string, args ...any) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	db := openRaw(ctx, t, dbURL)
+	defer db.close()
+	var n int64
+	if err := db.queryRow(ctx, sql, args...).Scan(&n); err != nil {
+		t.Fatalf("Count(%s): %v", sql, err)
+	}
+	return n
+}
+
+// raw is a connection of its own to a test database.
+type raw struct {
+	exec     func(ctx context.Context, sql string, args ...any) error
+	queryRow func(ctx context.Context, sql string, args ...any) interface{ Scan(...any) error }
+	close    func()
+}
+
+func openRaw(ctx context.Context, t testing.TB, dbURL string) raw {
+	t.Helper()
 	if path, ok := strings.CutPrefix(dbURL, "sqlite:"); ok {
 		db, err := stdsql.Open("sqlite", "file:"+path+"?_time_integer_format=unix_micro&_pragma=busy_timeout(10000)")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer db.Close()
-		if _, err := db.ExecContext(ctx, sql, args...); err != nil {
-			t.Fatalf("Exec(%s): %v", sql, err)
+		return raw{
+			exec: func(ctx context.Context, sql string, args ...any) error {
+				_, err := db.ExecContext(ctx, sql, args...)
+				return err
+			},
+			queryRow: func(ctx context.Context, sql string, args ...any) interface{ Scan(...any) error } {
+				return db.QueryRowContext(ctx, sql, args...)
+			},
+			close: func() { db.Close() },
 		}
-		return
 	}
 	c, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(ctx)
-	if _, err := c.Exec(ctx, sql, args...); err != nil {
-		t.Fatalf("Exec(%s): %v", sql, err)
+	return raw{
+		exec: func(ctx context.Context, sql string, args ...any) error {
+			_, err := c.Exec(ctx, sql, args...)
+			return err
+		},
+		queryRow: func(ctx context.Context, sql string, args ...any) interface{ Scan(...any) error } {
+			return c.QueryRow(ctx, sql, args...)
+		},
+		close: func() { c.Close(ctx) },
 	}
 }

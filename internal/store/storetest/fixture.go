@@ -1,7 +1,8 @@
 // Package storetest is the conformance suite every store must pass. It
 // drives the real engine over the store under test, so it checks the
 // engine's rules (the approval gate, compensation, exactly-once resume,
-// tamper evidence) on each database, not a mock.
+// tamper evidence) on each database, not a mock; and beside those
+// scenarios it exercises each store method directly (driver.go).
 package storetest
 
 import (
@@ -13,12 +14,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
-// DB is a store handle the suite can close.
+// DB is a store handle the suite can close: the engine's store, and the
+// tables it keeps for auth and for demo.
 type DB interface {
 	engine.Store
+	auth.SessionStore
+	demo.Store
+	// Inventory lists the demo inventory by SKU.
+	Inventory(ctx context.Context) ([]demo.Item, error)
 	Close()
 }
 
@@ -30,6 +38,9 @@ type Harness struct {
 	// Exec runs raw SQL on the database ($1-style parameters), for
 	// tampering with what the engine wrote.
 	Exec func(t *testing.T, sql string, args ...any)
+	// Count runs a query returning one integer on the database, for rows
+	// no store method reads (the demo ledger and reservations).
+	Count func(t *testing.T, sql string, args ...any) int64
 	// Dialect is "postgres" or "sqlite", for tampering only one of them
 	// allows (SQLite keeps text in an integer column).
 	Dialect string

@@ -53,6 +53,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 			tt.fn(t, newHarness)
 		})
 	}
+	t.Run("Driver", func(t *testing.T) {
+		t.Parallel()
+		runDriver(t, newHarness)
+	})
 }
 
 func testJournal(t *testing.T, v *env) {
