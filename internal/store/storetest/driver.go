@@ -215,7 +215,7 @@ func testUpdate(t *testing.T, d *drv) {
 			return errors.Join(err, tx.Append(e), tx.PutApproval(r), tx.PutCall(c))
 		})
 		snap, err := d.db.Snapshot(ctx, kept)
-		want := engine.Snapshot{Saga: new(storedSaga(keptSaga)), Entries: storedEntries(e), Requests: storedRequests(r)}
+		want := engine.Snapshot{Saga: new(storedSaga(keptSaga)), Entries: storedEntries(e), Requests: storedRequests(r), Calls: storedCalls(c)}
 		if diff := cmp.Diff(want, snap, exact...); err != nil || diff != "" {
 			t.Errorf("Snapshot(%s) after Update = %v; (-want +got):\n%s", kept, err, diff)
 		}
@@ -252,7 +252,7 @@ func testUpdate(t *testing.T, d *drv) {
 		got, err := d.db.Saga(ctx, lost)
 		wantKind(t, fmt.Sprintf("Saga(%s) = %+v after a failed Update", lost, got), err, engine.NotFound)
 		for id, want := range map[string]engine.Snapshot{
-			kept: {Saga: new(storedSaga(keptSaga)), Entries: storedEntries(e), Requests: storedRequests(r)},
+			kept: {Saga: new(storedSaga(keptSaga)), Entries: storedEntries(e), Requests: storedRequests(r), Calls: storedCalls(c)},
 			lost: {},
 		} {
 			snap, err := d.db.Snapshot(ctx, id)
