@@ -172,6 +172,7 @@ type inDoubtJSON struct {
 	Seq       int64            `json:"seq"`
 	ToolName  string           `json:"toolName"`
 	Input     string           `json:"input"`
+	Requester string           `json:"requester"`
 	State     engine.CallState `json:"state"`
 	StartedAt time.Time        `json:"startedAt"`
 	UpdatedAt time.Time        `json:"updatedAt"`
@@ -194,7 +195,35 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]inDoubtJSON, 0, len(calls))
 	for _, c := range calls {
-		out = append(out, inDoubtJSON{c.SagaID, c.Seq, c.ToolName, c.Input, c.State, c.StartedAt, c.UpdatedAt})
+		out = append(out, inDoubtJSON{c.SagaID, c.Seq, c.ToolName, c.Input, c.Requester, c.State, c.StartedAt, c.UpdatedAt})
 	}
 	return WriteJSON(w, http.StatusOK, out)
+}
+
+type resolveBody struct {
+	Happened *bool  `json:"happened"`
+	Result   string `json:"result"`
+	Reason   string `json:"reason"`
+}
+
+// Resolve records what a person found out about a call in doubt:
+// POST /sagacity/in-doubt/{sagaId}/{seq}/resolve with {"happened": true|false,
+// "result": "...", "reason": "..."}. It answers with the saga.
+func (h *Handlers) Resolve(w http.ResponseWriter, r *http.Request) error {
+	sagaID, seq, err := sagaSeq(r)
+	if err != nil {
+		return err
+	}
+	var body resolveBody
+	if err := decode(r, &body, false); err != nil {
+		return err
+	}
+	if body.Happened == nil {
+		return engine.Errorf(engine.Invalid, `body must say "happened": true or false`)
+	}
+	s, err := h.Engine.Resolve(r.Context(), auth.From(r.Context()), sagaID, seq, *body.Happened, body.Result, body.Reason)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, toSagaJSON(s))
 }

@@ -3,6 +3,7 @@ package payload
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
 )
@@ -187,7 +188,10 @@ func number(raw string) string {
 // edits is the change within a text, cleaned up to read as words.
 func edits(a, b string) []Edit {
 	dmp := diffmatchpatch.New()
-	ds := dmp.DiffCleanupSemantic(dmp.DiffMain(a, b, false))
+	// Bounded, so a pair of 1 MiB texts cannot hold up a page: past the
+	// bound the diff is coarser, never wrong.
+	dmp.DiffTimeout = 200 * time.Millisecond
+	ds := dmp.DiffCleanupSemantic(dmp.DiffMain(a, b, len(a)+len(b) > 64<<10))
 	out := make([]Edit, 0, len(ds))
 	for _, d := range ds {
 		op := Same

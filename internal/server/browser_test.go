@@ -496,6 +496,12 @@ func TestScreenshots(t *testing.T) {
 // loses its database before the tool returns.
 func strand(t *testing.T, dbURL, saga, tool, input string) {
 	t.Helper()
+	strandAs(t, dbURL, auth.Anonymous, saga, tool, input)
+}
+
+// strandAs is strand with the call asked for by p.
+func strandAs(t *testing.T, dbURL string, p engine.Principal, saga, tool, input string) {
+	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbURL)
 	if err != nil {
@@ -513,7 +519,7 @@ func strand(t *testing.T, dbURL, saga, tool, input string) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.Call(ctx, auth.Anonymous, saga, tool, input)
+		e.Call(ctx, p, saga, tool, input)
 	}()
 	<-started
 	db.Close()

@@ -295,3 +295,28 @@ func TestForgedNotice(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveAPI: what a call in doubt came to is recorded by a person who
+// neither started the saga nor asked for the call; the journal names them.
+func TestResolveAPI(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		agentT, agentTok := token("agent1", engine.RoleAgent, engine.RoleApprover)
+		apprT, apprTok := token("alice", engine.RoleApprover)
+		e := newAPI(t, dbURL, envOptions{tokens: []auth.Token{agentT, apprT}})
+		want(t, "reserve", e.do("POST", "/sagacity/sagas/lost/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
+		strandAs(t, dbURL, engine.Principal{ID: "token:agent1", Auth: "token", Roles: engine.Roles}, "lost", "createOrder", `{"sku":"A"}`)
+		r := e.do("GET", "/sagacity/in-doubt?olderThan=0s", "", "", bearer(apprTok)...)
+		if !strings.Contains(r.body, `"seq":3,"toolName":"createOrder","input":"{\"sku\":\"A\"}","requester":"token:agent1","state":"RUNNING"`) {
+			t.Fatalf("in-doubt = %s, want the stranded call with its requester", r.body)
+		}
+		body := `{"happened":true,"result":"order-7","reason":"the order service has it"}`
+		want(t, "the initiator resolves", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(agentTok)...), 403)
+		want(t, "no happened", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, `{"reason":"x"}`, bearer(apprTok)...), 400)
+		want(t, "a person resolves", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(apprTok)...), 200)
+		want(t, "twice", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(apprTok)...), 409)
+		audit := e.do("GET", "/sagacity/audit/lost", "", "", bearer(apprTok)...).body
+		if !strings.Contains(audit, `"toolName":"approval-gate","phase":"EXECUTED","input":"seq=3","payload":"resolved-by=token:alice\nreason=the order service has it\nauth=token\nresult=order-7"`) {
+			t.Errorf("journal = %s, want the resolution under alice's name", audit)
+		}
+	})
+}

@@ -139,6 +139,7 @@ func New(o Options) http.Handler {
 		r.Get("/audit/{sagaId}", s.h(s.API.Audit))
 		r.Get("/audit/{sagaId}/verify", s.h(s.API.Verify))
 		r.Get("/in-doubt", s.h(s.API.InDoubt))
+		r.With(s.limit(decideIP, decideWho)).Post("/in-doubt/{sagaId}/{seq}/resolve", s.h(s.API.Resolve))
 		r.Get("/sagas", s.h(s.API.Sagas))
 		r.Get("/sagas/{sagaId}", s.h(s.API.Saga))
 		r.Post("/sagas/{sagaId}/calls", s.h(s.API.Call))
