@@ -176,7 +176,16 @@ func TestConsoleApproveExecute(t *testing.T) {
 	p := newTab(t, e)
 	p.signIn("reviewer@example.com")
 	p.open("/")
-	p.click(`table.list a[href^="/request"]`)
+	// The list shows a request that arrives while it is open, by itself,
+	// and keeps what the reader typed in the filter.
+	p.do("typing in the filter", chromedp.SendKeys(chromedp.CSS(`#filters input[name="initiator"]`), "half-typed"))
+	e.seedScenario("pay-0")
+	p.waitText("#rows", "pay-0", 15*time.Second)
+	p.waitText("#total", "2", 5*time.Second)
+	if !p.eval(`document.querySelector('#filters input[name="initiator"]').value === "half-typed"`) {
+		t.Errorf("the update lost what the reader typed")
+	}
+	p.click(`table.list a[href="/request?saga=pay-1&seq=3"]`)
 	p.ready()
 	p.accessible("the request page")
 	p.do("typing a reason", chromedp.SendKeys(chromedp.ID("reason"), "matches invoice 7"))
