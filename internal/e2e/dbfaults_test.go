@@ -27,14 +27,14 @@ func TestDatabaseFaults(t *testing.T) {
 
 // behindProxy starts the server on a fresh schema reached through a
 // cutter.
-func behindProxy(t *testing.T, f *fixture) (*server, *cutter) {
+func behindProxy(t *testing.T, f *fixture) (*server, *storetest.Cutter) {
 	t.Helper()
 	u, err := url.Parse(storetest.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := newCutter(t, u.Host)
-	u.Host = px.addr()
+	px := storetest.NewCutter(t, u.Host)
+	u.Host = px.Addr()
 	return f.server("sagacity", u.String()), px
 }
 
@@ -71,7 +71,7 @@ func testRefused(t *testing.T) {
 	}
 	before := f.tools.snapshot()
 
-	px.cut()
+	px.Cut()
 	burst := []struct {
 		name string
 		do   func() answer
@@ -109,7 +109,7 @@ func testRefused(t *testing.T) {
 			before.arrived, after.arrived, before.comps, after.comps)
 	}
 
-	px.restore()
+	px.Restore()
 	if !eventually(ctx, 10*time.Second, func() bool { return readyz(f, srv).is(200) }) {
 		t.Fatalf("%s 10s after the database came back; want 200", readyz(f, srv))
 	}
@@ -266,12 +266,12 @@ func testCutDuringWire(t *testing.T) {
 	if !eventually(ctx, 10*time.Second, running) {
 		t.Fatalf("the tool server did not receive the %d wires and %d calls within 10s: %v", resumes, calls, f.tools.snapshot().arrived)
 	}
-	px.cut()
+	px.Cut()
 	if a, _ := f.initiator(0).call(ctx, srv, "cut-fresh", toolReserve, `{"sku":"fresh","qty":1}`); !a.is(503) {
 		t.Errorf("a new call while the database is cut: %s; want 503 (it did nothing)", a)
 	}
 	time.Sleep(2 * time.Second) // the outage
-	px.restore()
+	px.Restore()
 	wg.Wait()
 	f.tools.slow.Store(0)
 

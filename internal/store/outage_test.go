@@ -3,11 +3,8 @@ package store
 import (
 	"context"
 	"crypto/rand"
-	"io"
-	"net"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,75 +14,11 @@ import (
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
 )
 
-// cutter is a TCP proxy to PostgreSQL whose connections the test can cut,
-// as a failed network or a database restart would.
-type cutter struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	down   bool
-}
-
-func newCutter(t *testing.T, target string) *cutter {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &cutter{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close(); c.cut() })
-	go c.serve()
-	return c
-}
-
-func (c *cutter) serve() {
-	for {
-		in, err := c.ln.Accept()
-		if err != nil {
-			return
-		}
-		c.mu.Lock()
-		down := c.down
-		c.mu.Unlock()
-		if down {
-			in.Close()
-			continue
-		}
-		out, err := net.Dial("tcp", c.target)
-		if err != nil {
-			in.Close()
-			continue
-		}
-		c.mu.Lock()
-		c.conns = append(c.conns, in, out)
-		c.mu.Unlock()
-		go func() { io.Copy(out, in); out.Close() }()
-		go func() { io.Copy(in, out); in.Close() }()
-	}
-}
-
-// cut closes every connection and refuses new ones until restore.
-func (c *cutter) cut() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.down = true
-	for _, conn := range c.conns {
-		conn.Close()
-	}
-	c.conns = nil
-}
-
-func (c *cutter) restore() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.down = false
-}
-
 // outage is an engine over PostgreSQL reached through a cutter, with a
 // tool that cuts the line as soon as it has done its work: the effect has
 // happened and the database is gone before the outcome can be journaled.
 type outage struct {
-	px       *cutter
+	px       *storetest.Cutter
 	db       *DB
 	e        *engine.Engine
 	executed atomic.Int64
@@ -97,8 +30,8 @@ func newOutage(t *testing.T, retry time.Duration) *outage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &outage{px: newCutter(t, u.Host)}
-	u.Host = o.px.ln.Addr().String()
+	o := &outage{px: storetest.NewCutter(t, u.Host)}
+	u.Host = o.px.Addr()
 	if o.db, err = Open(context.Background(), u.String()); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +40,7 @@ func newOutage(t *testing.T, retry time.Duration) *outage {
 		{Name: "ok", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "fine", nil }}},
 		{Name: "cutsTheLine", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
 			o.executed.Add(1)
-			o.px.cut()
+			o.px.Cut()
 			return "done", nil
 		}}},
 	}
@@ -143,7 +76,7 @@ func TestPostgresOutageShort(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	o := newOutage(t, 30*time.Second)
-	back := time.AfterFunc(time.Second, o.px.restore)
+	back := time.AfterFunc(time.Second, o.px.Restore)
 	defer back.Stop()
 	r, err := o.e.Call(ctx, outageAgent, "s", "cutsTheLine", `{"n":1}`)
 	if err != nil || r.Outcome != engine.OutcomeExecuted || r.Result != "done" || o.executed.Load() != 1 {
@@ -183,7 +116,7 @@ func TestPostgresOutageLong(t *testing.T) {
 		t.Errorf("Ping while the database is down: %v, want Unavailable", err)
 	}
 
-	o.px.restore()
+	o.px.Restore()
 	want := []string{"ok INTENT", "ok EXECUTED", "cutsTheLine INTENT"}
 	if diff := cmp.Diff(want, o.phases(t)); diff != "" {
 		t.Errorf("journal after the outage (-want +got):\n%s", diff)

@@ -1,4 +1,4 @@
-package e2e
+package storetest
 
 import (
 	"io"
@@ -7,10 +7,9 @@ import (
 	"testing"
 )
 
-// cutter is a TCP proxy to PostgreSQL whose connections the test can cut,
-// as a failed network or a database restart would (the same design as the
-// store package's outage test).
-type cutter struct {
+// Cutter is a TCP proxy to PostgreSQL whose connections a test can cut,
+// as a failed network or a database restart would.
+type Cutter struct {
 	ln     net.Listener
 	target string
 	mu     sync.Mutex
@@ -18,21 +17,24 @@ type cutter struct {
 	down   bool
 }
 
-func newCutter(t testing.TB, target string) *cutter {
+// NewCutter listens on a free loopback port and forwards to target
+// (host:port) until the test ends.
+func NewCutter(t testing.TB, target string) *Cutter {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cutter{ln: ln, target: target}
-	t.Cleanup(func() { ln.Close(); c.cut() })
+	c := &Cutter{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close(); c.Cut() })
 	go c.serve()
 	return c
 }
 
-func (c *cutter) addr() string { return c.ln.Addr().String() }
+// Addr is the proxy's host:port.
+func (c *Cutter) Addr() string { return c.ln.Addr().String() }
 
-func (c *cutter) serve() {
+func (c *Cutter) serve() {
 	for {
 		in, err := c.ln.Accept()
 		if err != nil {
@@ -64,8 +66,8 @@ func (c *cutter) serve() {
 	}
 }
 
-// cut closes every connection and refuses new ones until restore.
-func (c *cutter) cut() {
+// Cut closes every connection and refuses new ones until Restore.
+func (c *Cutter) Cut() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.down = true
@@ -75,7 +77,8 @@ func (c *cutter) cut() {
 	c.conns = nil
 }
 
-func (c *cutter) restore() {
+// Restore lets connections through again.
+func (c *Cutter) Restore() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.down = false
