@@ -29,6 +29,8 @@ commands:
                  exit status 0: valid, 1: broken, 2: unreadable
   token [-name NAME] [-roles agent,approver,auditor]
                  print a new API token and the lines that declare it in SAGACITY_CONFIG
+  keygen [-name NAME]
+                 print a new signing key (for SAGACITY_SIGNING_KEY) and its public key
 
 configuration is read from SAGACITY_* environment variables; see the README.
 `
@@ -49,6 +51,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return verify(args, stdout)
 	case "token":
 		return token(args, stdout)
+	case "keygen":
+		return keygen(args, stdout)
 	case "help", "-h", "-help", "--help":
 		_, err := io.WriteString(stdout, usage)
 		return err

@@ -156,7 +156,7 @@ func export(t *testing.T) []byte {
 	defer db.Close()
 	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "ok\nwith a newline", nil }}
 	e, err := engine.New(db, []engine.Tool{{Name: "reserveInventory", Executor: ok},
-		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok}})
+		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok}}, engine.WithKeys(storetest.Keys(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,4 +284,13 @@ func TestGracefulShutdown(t *testing.T) {
 	if len(es) != 2 || es[1].Phase != engine.PhaseExecuted || es[1].Payload != "written" {
 		t.Errorf("journal after shutdown = %+v, want INTENT then EXECUTED", es)
 	}
+}
+
+// testSigningKey is a signing key as sagacity keygen prints it.
+func testSigningKey(t *testing.T) string {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"keygen", "-name", "sagacity.test"}, env(nil), &out); err != nil {
+		t.Fatal(err)
+	}
+	return strings.SplitN(out.String(), "\n", 2)[0]
 }

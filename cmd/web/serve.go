@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -39,7 +41,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		return fmt.Errorf("SAGACITY_DATABASE_URL: %w", err)
 	}
 	defer db.Close()
-	eng, err := newEngine(cfg, db, log)
+	keys, err := signingKeys(cfg, log)
+	if err != nil {
+		return err
+	}
+	eng, err := newEngine(cfg, db, keys, log)
 	if err != nil {
 		return err
 	}
@@ -119,9 +125,45 @@ func recoverLoop(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
 	}
 }
 
+// signingKeys reads the configured signing key. In dev mode without one,
+// it uses the key in a file beside the SQLite database (sagacity.signing-key
+// in the working directory for PostgreSQL), making it the first time.
+func signingKeys(cfg config.Config, log *slog.Logger) (*engine.Keys, error) {
+	if cfg.SigningKey != "" {
+		k, err := engine.NewKeys(cfg.SigningKey)
+		if err != nil {
+			return nil, fmt.Errorf("SAGACITY_SIGNING_KEY: %w", err)
+		}
+		return k, nil
+	}
+	path := "sagacity.signing-key"
+	if p, ok := strings.CutPrefix(cfg.DatabaseURL, "sqlite:"); ok {
+		path = p + ".signing-key"
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		skey, _, gerr := engine.GenerateKeys("sagacity-dev")
+		if gerr != nil {
+			return nil, gerr
+		}
+		if err := os.WriteFile(path, []byte(skey+"\n"), 0o600); err != nil {
+			return nil, fmt.Errorf("dev mode: writing a new signing key to %s: %w", path, err)
+		}
+		log.Warn("dev mode: made a signing key for receipts and checkpoints; production needs SAGACITY_SIGNING_KEY", "file", path)
+		b = []byte(skey)
+	} else if err != nil {
+		return nil, fmt.Errorf("dev mode: reading the signing key in %s: %w", path, err)
+	}
+	k, err := engine.NewKeys(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("dev mode: the signing key in %s: %w", path, err)
+	}
+	return k, nil
+}
+
 // newEngine registers the configured HTTP tools and, in demo mode, the
 // built-in ones.
-func newEngine(cfg config.Config, db *store.DB, log *slog.Logger) (*engine.Engine, error) {
+func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, log *slog.Logger) (*engine.Engine, error) {
 	var tools []engine.Tool
 	for _, t := range cfg.File.Tools {
 		ht := &httptool.Tool{Name: t.Name, Exec: httptool.Endpoint(t.Execute), Secret: cfg.ToolSigningSecret,
@@ -142,7 +184,7 @@ func newEngine(cfg config.Config, db *store.DB, log *slog.Logger) (*engine.Engin
 			tools = append(tools, t)
 		}
 	}
-	return engine.New(db, tools, engine.WithLogger(log), engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
+	return engine.New(db, tools, engine.WithKeys(keys), engine.WithLogger(log), engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
 		engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas}))
 }
 

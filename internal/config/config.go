@@ -7,8 +7,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -25,6 +27,10 @@ type Config struct {
 	APIAudience       string // SAGACITY_API_AUDIENCE
 	SessionKey        []byte // SAGACITY_SESSION_KEY, at least 32 bytes when set
 	ToolSigningSecret []byte // SAGACITY_TOOL_SIGNING_SECRET, at least 32 bytes; required when File declares tools
+	// SigningKey signs decision receipts and checkpoints: SAGACITY_SIGNING_KEY,
+	// or the file SAGACITY_SIGNING_KEY_FILE names ("" in dev mode without
+	// either: the server makes one).
+	SigningKey string
 	Auth              string // "oidc", "tokens" or "dev", resolved from SAGACITY_AUTH
 	ApprovalEndpoints bool   // SAGACITY_APPROVAL_ENDPOINTS_ENABLED, default true
 	Demo              bool   // SAGACITY_DEMO, default false
@@ -112,6 +118,9 @@ func load(getenv func(string) string) (Config, error) {
 	if c.ToolSigningSecret, err = key(getenv, "SAGACITY_TOOL_SIGNING_SECRET"); err != nil {
 		return c, err
 	}
+	if c.SigningKey, err = signingKey(getenv); err != nil {
+		return c, err
+	}
 	if c.ApprovalEndpoints, err = boolVar(getenv, "SAGACITY_APPROVAL_ENDPOINTS_ENABLED", true); err != nil {
 		return c, err
 	}
@@ -136,6 +145,9 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	if c.Auth, err = c.resolveAuth(auth); err != nil {
 		return c, err
+	}
+	if c.SigningKey == "" && c.Auth != authDev {
+		return c, errors.New("SAGACITY_SIGNING_KEY: required unless SAGACITY_AUTH=dev: it signs the receipt of every decision and the log's checkpoints (sagacity keygen makes one; or set SAGACITY_SIGNING_KEY_FILE)")
 	}
 	if len(c.Hosts) == 0 && !c.Loopback() {
 		// Requests for any other host name are refused (DNS rebinding).
@@ -215,6 +227,33 @@ func key(getenv func(string) string, name string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: must be at least %d bytes (got %d)", name, minKeyLen, len(v))
 	}
 	return []byte(v), nil
+}
+
+// signingKey reads the signing key from SAGACITY_SIGNING_KEY or the file
+// SAGACITY_SIGNING_KEY_FILE names, checking only its shape here (the
+// engine parses it); its value never goes into an error.
+func signingKey(getenv func(string) string) (string, error) {
+	v, path := strings.TrimSpace(getenv("SAGACITY_SIGNING_KEY")), getenv("SAGACITY_SIGNING_KEY_FILE")
+	name := "SAGACITY_SIGNING_KEY"
+	switch {
+	case v != "" && path != "":
+		return "", errors.New("SAGACITY_SIGNING_KEY: set it or SAGACITY_SIGNING_KEY_FILE, not both")
+	case path != "":
+		name = "SAGACITY_SIGNING_KEY_FILE"
+		b, err := os.ReadFile(path)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return "", fmt.Errorf("SAGACITY_SIGNING_KEY_FILE: cannot read %s: %w", path, err)
+		}
+		v = strings.TrimSpace(string(b))
+	}
+	if v != "" && !strings.HasPrefix(v, "PRIVATE+KEY+") {
+		return "", fmt.Errorf("%s: not a signing key: want PRIVATE+KEY+<name>+<hash>+<key>, as sagacity keygen prints", name)
+	}
+	return v, nil
 }
 
 func boolVar(getenv func(string) string, name string, def bool) (bool, error) {

@@ -18,6 +18,8 @@ func env(m map[string]string) func(string) string { return func(k string) string
 const (
 	sessionKey    = "session-key-0123456789abcdefghijklmnop"
 	signingSecret = "signing-secret-0123456789abcdefghijklm"
+	// receiptKey is a signing key made for these tests by sagacity keygen.
+	receiptKey = "PRIVATE+KEY+sagacity.test+0ac935d1+AU3NVAlT3pyzHaFV+snyiE6Quwj1snkIcuvyA9StxjF2"
 	clientSecret  = "client-secret-do-not-print"
 	dbPassword    = "db-pass-s3cret"
 	databaseURL   = "postgres://sagacity:" + dbPassword + "@db.internal:5432/sagacity"
@@ -35,6 +37,7 @@ func TestLoadFull(t *testing.T) {
 		"SAGACITY_API_AUDIENCE":               "sagacity-api",
 		"SAGACITY_SESSION_KEY":                sessionKey,
 		"SAGACITY_TOOL_SIGNING_SECRET":        signingSecret,
+		"SAGACITY_SIGNING_KEY":                receiptKey,
 		"SAGACITY_AUTH":                       "oidc",
 		"SAGACITY_APPROVAL_ENDPOINTS_ENABLED": "false",
 		"SAGACITY_DEMO":                       "true",
@@ -54,6 +57,7 @@ func TestLoadFull(t *testing.T) {
 		APIAudience:       "sagacity-api",
 		SessionKey:        []byte(sessionKey),
 		ToolSigningSecret: []byte(signingSecret),
+		SigningKey:        receiptKey,
 		Auth:              "oidc",
 		ApprovalEndpoints: false,
 		Demo:              true,
@@ -160,7 +164,7 @@ tools:
 			func(c Config) any { return c.PublicURL }, "https://s.example/sagacity"},
 		{"public url plain http", map[string]string{"SAGACITY_PUBLIC_URL": "http://127.0.0.1:8080"}, "",
 			func(c Config) any { return c.PublicURL }, "http://127.0.0.1:8080"},
-		{"issuer kept as given", map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_OIDC_ISSUER": "https://idp.example/"}, oneToken,
+		{"issuer kept as given", map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_OIDC_ISSUER": "https://idp.example/", "SAGACITY_SIGNING_KEY": receiptKey}, oneToken,
 			func(c Config) any { return c.OIDCIssuer }, "https://idp.example/"},
 		{"issuer http on 127.0.0.1", map[string]string{"SAGACITY_AUTH": "dev", "SAGACITY_OIDC_ISSUER": "http://127.0.0.1:5556/dex"}, "",
 			func(c Config) any { return c.OIDCIssuer }, "http://127.0.0.1:5556/dex"},
@@ -178,14 +182,17 @@ tools:
 			func(c Config) any { return c.Auth }, "dev"},
 		{"dev explicit", map[string]string{"SAGACITY_AUTH": "dev"}, "",
 			func(c Config) any { return c.Auth }, "dev"},
-		{"tokens on every interface", map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_ADDR": ":8080", "SAGACITY_ALLOWED_HOSTS": "sagacity.internal"}, oneToken,
+		{"tokens on every interface", map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_ADDR": ":8080", "SAGACITY_ALLOWED_HOSTS": "sagacity.internal",
+			"SAGACITY_SIGNING_KEY": receiptKey}, oneToken,
 			func(c Config) any { return c.Auth }, "tokens"},
 		{"hosts from the public url and the allowed list", map[string]string{"SAGACITY_PUBLIC_URL": "https://Console.Example:8443/base",
 			"SAGACITY_ALLOWED_HOSTS": " sagacity.svc.cluster.local ,, API.internal"}, "",
 			func(c Config) any { return c.Hosts }, []string{"console.example", "sagacity.svc.cluster.local", "api.internal"}},
 		{"no hosts needed on loopback", nil, "", func(c Config) any { return c.Hosts }, []string(nil)},
+		{"no signing key needed in dev mode", nil, "", func(c Config) any { return c.SigningKey }, ""},
+		{"signing key with spaces around", map[string]string{"SAGACITY_SIGNING_KEY": " " + receiptKey + "\n"}, "", func(c Config) any { return c.SigningKey }, receiptKey},
 		{"sagas shared", nil, "policy: {shareSagas: true}\n", policy, Policy{MaxBodyBytes: 1 << 20, MaxResultBytes: 1 << 20, ShareSagas: true}},
-		{"oidc without client secret", map[string]string{
+		{"oidc without client secret", map[string]string{ "SAGACITY_SIGNING_KEY": receiptKey,
 			"SAGACITY_AUTH": "oidc", "SAGACITY_ADDR": "0.0.0.0:8080", "SAGACITY_OIDC_ISSUER": "https://idp.example",
 			"SAGACITY_OIDC_CLIENT_ID": "c", "SAGACITY_PUBLIC_URL": "https://s.example", "SAGACITY_SESSION_KEY": sessionKey}, "",
 			func(c Config) any { return c.Auth }, "oidc"},
@@ -270,6 +277,7 @@ type errorCase struct {
 
 // secretVars is a valid dev environment holding every secret.
 var secretVars = map[string]string{
+	"SAGACITY_SIGNING_KEY":         receiptKey,
 	"SAGACITY_DATABASE_URL":        databaseURL,
 	"SAGACITY_SESSION_KEY":         sessionKey,
 	"SAGACITY_TOOL_SIGNING_SECRET": signingSecret,
@@ -277,7 +285,7 @@ var secretVars = map[string]string{
 }
 
 // secretNames are the variables whose values must never be printed.
-var secretNames = []string{"SAGACITY_DATABASE_URL", "SAGACITY_SESSION_KEY", "SAGACITY_TOOL_SIGNING_SECRET", "SAGACITY_OIDC_CLIENT_SECRET"}
+var secretNames = []string{"SAGACITY_DATABASE_URL", "SAGACITY_SESSION_KEY", "SAGACITY_TOOL_SIGNING_SECRET", "SAGACITY_OIDC_CLIENT_SECRET", "SAGACITY_SIGNING_KEY"}
 
 const wire = `
   - name: sendWireTransfer
@@ -343,6 +351,14 @@ func errorCases() []errorCase {
 		{name: "dev on a lan address", vars: map[string]string{"SAGACITY_AUTH": "dev", "SAGACITY_ADDR": "192.168.1.10:8080"}, want: "SAGACITY_AUTH: dev mode refuses to listen on 192.168.1.10:8080:"},
 		{name: "no host names beyond loopback", vars: map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_ADDR": "0.0.0.0:8080", "SAGACITY_CONFIG": "testdata/full.yaml"},
 			want: "SAGACITY_PUBLIC_URL: required when listening on 0.0.0.0:8080: the server answers only to the host names it is configured for (list more in SAGACITY_ALLOWED_HOSTS)"},
+		{name: "no signing key beyond dev", vars: map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_CONFIG": "testdata/full.yaml", "SAGACITY_SIGNING_KEY": ""},
+			want: "SAGACITY_SIGNING_KEY: required unless SAGACITY_AUTH=dev"},
+		{name: "a verifier key given as the signing key", vars: map[string]string{"SAGACITY_SIGNING_KEY": "sagacity.test+0ac935d1+AdKiK3O/PLawPqlsHMQqYEF4kxMdCZBsYA/WsTU00r1J"},
+			want: "SAGACITY_SIGNING_KEY: not a signing key: want PRIVATE+KEY+<name>+<hash>+<key>, as sagacity keygen prints"},
+		{name: "signing key and file", vars: map[string]string{"SAGACITY_SIGNING_KEY_FILE": "{dir}/key"},
+			want: "SAGACITY_SIGNING_KEY: set it or SAGACITY_SIGNING_KEY_FILE, not both"},
+		{name: "signing key file missing", vars: map[string]string{"SAGACITY_SIGNING_KEY": "", "SAGACITY_SIGNING_KEY_FILE": "{dir}/nope"},
+			want: "SAGACITY_SIGNING_KEY_FILE: cannot read {dir}/nope: no such file or directory"},
 		{name: "allowed host with a port", vars: map[string]string{"SAGACITY_ALLOWED_HOSTS": "a.example,b.example:8080"},
 			want: `SAGACITY_ALLOWED_HOSTS: "b.example:8080" is not a host name; list names such as sagacity.internal, without scheme or port`},
 		{name: "oidc without issuer", vars: without(oidc, "SAGACITY_OIDC_ISSUER"), want: "SAGACITY_OIDC_ISSUER: required when SAGACITY_AUTH=oidc"},
@@ -509,5 +525,16 @@ func TestLoadErrorsHideSecrets(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSigningKeyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "signing.key")
+	if err := os.WriteFile(path, []byte(receiptKey+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(env(map[string]string{"SAGACITY_SIGNING_KEY_FILE": path}))
+	if err != nil || c.SigningKey != receiptKey {
+		t.Errorf("Load(SAGACITY_SIGNING_KEY_FILE=%s) = %q, %v; want the key in the file", path, c.SigningKey, err)
 	}
 }

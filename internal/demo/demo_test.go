@@ -22,7 +22,7 @@ func TestSeed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := engine.New(db, demo.Tools(db, time.Now))
+		e, err := engine.New(db, demo.Tools(db, time.Now), engine.WithKeys(storetest.Keys(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestTools(t *testing.T) {
 	if err := db.StockDemo(ctx, demo.Stock); err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(db, demo.Tools(db, time.Now))
+	e, err := engine.New(db, demo.Tools(db, time.Now), engine.WithKeys(storetest.Keys(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/sagacity-go/sagacity/internal/engine"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,9 +21,11 @@ type fixture struct {
 	t      *testing.T
 	ctx    context.Context // ends at the suite's deadline
 	secret string
-	tools  *toolServer
-	tr     *transcript
-	config string // the SAGACITY_CONFIG file
+	// signingKey signs receipts, the same for every server of the suite.
+	signingKey string
+	tools      *toolServer
+	tr         *transcript
+	config     string // the SAGACITY_CONFIG file
 
 	agents     *pool // role agent: they start sagas (one saga, one initiator) and resume
 	approvers  *pool // role approver
@@ -51,6 +54,12 @@ func newFixture(t *testing.T, timeout time.Duration) *fixture {
 		}
 	})
 	f := &fixture{t: t, ctx: ctx, tr: tr, secret: "e2e-tool-signing-secret-" + rand.Text()}
+	// Every server of a suite signs receipts with one key, as replicas do.
+	skey, _, err := engine.GenerateKeys("sagacity.e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.signingKey = skey
 	f.tools = newToolServer(t, []byte(f.secret))
 
 	ip := 1
@@ -118,6 +127,7 @@ func (f *fixture) server(name, dbURL string) *server {
 		"SAGACITY_AUTH":                "tokens",
 		"SAGACITY_CONFIG":              f.config,
 		"SAGACITY_TOOL_SIGNING_SECRET": f.secret,
+		"SAGACITY_SIGNING_KEY":         f.signingKey,
 	})
 }
 

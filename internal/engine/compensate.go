@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // compensate undoes a COMPENSATING saga's executed steps, newest first, and
@@ -104,13 +105,13 @@ func (e *Engine) undone(tx Tx, s *Saga, c Call, undoErr error) error {
 	if undoErr != nil {
 		phase, payload, state = PhaseCompensationFailed, undoErr.Error(), CallCompensationFailed
 	}
-	return e.undoneAs(tx, s, c, c.ToolName, phase, c.Input, payload, state)
+	return e.undoneAs(tx, s, c, c.ToolName, phase, c.Input, payload, state, Truncate(e.now()))
 }
 
-// undoneAs journals the end of c's compensation as an entry of tool with
-// phase, input and payload, and leaves c in state.
-func (e *Engine) undoneAs(tx Tx, s *Saga, c Call, tool string, phase Phase, input, payload string, state CallState) error {
-	en, err := e.append(tx, s, tool, phase, input, payload)
+// undoneAs journals the end of c's compensation, at at, as an entry of
+// tool with phase, input and payload, and leaves c in state.
+func (e *Engine) undoneAs(tx Tx, s *Saga, c Call, tool string, phase Phase, input, payload string, state CallState, at time.Time) error {
+	en, err := e.appendAt(tx, s, tool, phase, input, payload, at)
 	if err != nil {
 		return err
 	}

@@ -74,6 +74,8 @@ type Engine struct {
 	retryFor time.Duration
 	// inDoubtAfter is how long a call must stand still to be resolved.
 	inDoubtAfter time.Duration
+	// keys sign the receipts of people's decisions, and verify them.
+	keys *Keys
 }
 
 // Option configures an Engine.
@@ -90,6 +92,10 @@ func WithMaxInput(n int) Option { return func(e *Engine) { e.maxInput = n } }
 
 // WithPolicy sets the configurable rules of who may do what.
 func WithPolicy(p Policy) Option { return func(e *Engine) { e.policy = p } }
+
+// WithKeys sets the key that signs receipts; New refuses to make an
+// engine without one.
+func WithKeys(k *Keys) Option { return func(e *Engine) { e.keys = k } }
 
 // WithInDoubtAfter sets how long a call must have stood still before a
 // person may resolve it (default DefaultInDoubtAfter).
@@ -109,6 +115,9 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 		inDoubtAfter: DefaultInDoubtAfter}
 	for _, o := range opts {
 		o(e)
+	}
+	if e.keys == nil {
+		return nil, Errorf(Invalid, "no signing key: decisions could not be given receipts")
 	}
 	for _, t := range tools {
 		if err := validName("tool name", t.Name); err != nil {
@@ -212,8 +221,13 @@ func validReason(s string) error {
 // payload is journaled as EncodeText keeps it: a tool's result or error
 // may hold bytes no store keeps as they are.
 func (e *Engine) append(tx Tx, s *Saga, tool string, phase Phase, input, payload string) (Entry, error) {
+	return e.appendAt(tx, s, tool, phase, input, payload, Truncate(e.now()))
+}
+
+// appendAt is append at a time the caller read already (a receipt names it).
+func (e *Engine) appendAt(tx Tx, s *Saga, tool string, phase Phase, input, payload string, at time.Time) (Entry, error) {
 	en := Entry{SagaID: s.ID, Seq: s.HeadSeq + 1, ToolName: tool, Phase: phase,
-		Input: input, Payload: EncodeText(payload), Timestamp: Truncate(e.now())}
+		Input: input, Payload: EncodeText(payload), Timestamp: at}
 	en.Hash = Hash(s.HeadHash, en)
 	if err := tx.Append(en); err != nil {
 		return Entry{}, err

@@ -28,16 +28,20 @@ type Decision struct {
 // gateRef is the input of decision and refusal entries: the gated entry's seq.
 func gateRef(seq int64) string { return "seq=" + strconv.FormatInt(seq, 10) }
 
-// decisionPayload is the payload of APPROVED and person-made REJECTED entries.
-func decisionPayload(p Principal, reason string) string {
-	s := "approver=" + p.ID
+// personalPayload is the payload of an entry that records a person's
+// decision on entry g, made at at: who (key=<identity>), why, how they
+// signed in, the signed receipt, and extra last (a reported result, which
+// may hold line breaks).
+func (e *Engine) personalPayload(p Principal, g Entry, decision, key, reason, extra string, at time.Time) (string, error) {
+	s := key + "=" + p.ID
 	if reason != "" {
 		s += "\nreason=" + reason
 	}
 	if p.Auth != "" {
 		s += "\nauth=" + p.Auth
 	}
-	return s
+	receipt, err := e.signed(p, g, decision, at)
+	return s + receipt + extra, err
 }
 
 // line returns the value of the first "key=value" line of a payload the
@@ -62,12 +66,12 @@ func noPending(sagaID string, seq int64) *Error {
 // verified entry, never on the request row, which is only the index of
 // what is pending. Conflict when the journal or r does not verify:
 // nothing may be decided or executed on evidence that does not hold.
-func bind(tx Tx, s *Saga, r ApprovalRequest) ([]Entry, Entry, error) {
+func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) ([]Entry, Entry, error) {
 	entries, err := tx.Entries(s.ID)
 	if err != nil {
 		return nil, Entry{}, err
 	}
-	if v := VerifySaga(entries, *s, []ApprovalRequest{r}); !v.Valid {
+	if v := e.check(entries, *s, []ApprovalRequest{r}); !v.Valid {
 		return nil, Entry{}, &Error{Kind: Conflict,
 			Msg: fmt.Sprintf("journal of saga %s does not verify (%s): refusing to act on it", s.ID, v.Message)}
 	}
@@ -96,7 +100,7 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 		if err != nil {
 			return err
 		}
-		entries, gated, err := bind(tx, s, r)
+		entries, gated, err := e.bind(tx, s, r)
 		if err != nil {
 			return err
 		}
@@ -128,11 +132,16 @@ func approval(entries []Entry, seq int64) (Entry, bool) {
 // or made the request (four-eyes); Invalid for a bad reason.
 func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
 	var d Decision
-	s, err := e.decide(ctx, p, ActApprove, sagaID, seq, reason, func(tx Tx, s *Saga, entries []Entry, _ Entry) error {
+	s, err := e.decide(ctx, p, ActApprove, sagaID, seq, reason, func(tx Tx, s *Saga, entries []Entry, gated Entry) error {
 		if _, ok := approval(entries, seq); ok {
 			return &Error{Kind: Conflict, Msg: fmt.Sprintf("saga=%s seq=%d is already approved", sagaID, seq)}
 		}
-		en, err := e.append(tx, s, GateTool, PhaseApproved, gateRef(seq), decisionPayload(p, reason))
+		at := Truncate(e.now())
+		payload, err := e.personalPayload(p, gated, DecidedApproved, "approver", reason, "", at)
+		if err != nil {
+			return err
+		}
+		en, err := e.appendAt(tx, s, GateTool, PhaseApproved, gateRef(seq), payload, at)
 		d = Decision{SagaID: sagaID, JournalSeq: seq, Approved: true, Approver: p.ID, Reason: reason, DecidedAt: en.Timestamp}
 		return err
 	})
@@ -148,7 +157,12 @@ func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq in
 func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
 	var d Decision
 	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, func(tx Tx, s *Saga, _ []Entry, gated Entry) error {
-		en, err := e.append(tx, s, GateTool, PhaseRejected, gateRef(seq), decisionPayload(p, reason))
+		at := Truncate(e.now())
+		payload, err := e.personalPayload(p, gated, DecidedRejected, "approver", reason, "", at)
+		if err != nil {
+			return err
+		}
+		en, err := e.appendAt(tx, s, GateTool, PhaseRejected, gateRef(seq), payload, at)
 		if err != nil {
 			return err
 		}
@@ -234,7 +248,7 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		if err != nil {
 			return err
 		}
-		entries, gated, err := bind(tx, s, r)
+		entries, gated, err := e.bind(tx, s, r)
 		if err != nil {
 			return err
 		}

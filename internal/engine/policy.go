@@ -31,6 +31,11 @@ type Policy struct {
 	ShareSagas bool
 }
 
+// String names the policy in force, as receipts record it.
+func (p Policy) String() string {
+	return fmt.Sprintf("sagacity-policy/1 four-eyes=initiator,requester share-sagas=%t", p.ShareSagas)
+}
+
 // Subject is what an action is about: nothing, a saga, or a pending
 // request of a saga (for decisions).
 type Subject struct {

@@ -56,29 +56,36 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		if err != nil {
 			return err
 		}
-		if v := VerifySaga(entries, *s, nil); !v.Valid || seq > int64(len(entries)) {
+		if v := e.check(entries, *s, nil); !v.Valid || seq > int64(len(entries)) {
 			return &Error{Kind: Conflict, Msg: fmt.Sprintf("journal of saga %s does not verify (%s): refusing to act on it", sagaID, v.Message)}
 		}
 		if err := e.Can(p, ActResolve, Subject{Saga: s, Requester: line(entries[seq-1].Payload, "requester")}); err != nil {
 			return err
 		}
-		note := "resolved-by=" + p.ID
-		if reason != "" {
-			note += "\nreason=" + reason
-		}
-		if p.Auth != "" {
-			note += "\nauth=" + p.Auth
-		}
-		ref := gateRef(seq)
+		decision, extra := DecidedNotUndone, ""
 		switch {
 		case c.State == CallRunning && happened:
-			return e.close(tx, s, c, GateTool, PhaseExecuted, ref, note+"\nresult="+result, result)
+			decision, extra = DecidedHappened, "\nresult="+result
 		case c.State == CallRunning:
-			return e.close(tx, s, c, GateTool, PhaseFailed, ref, note, "")
+			decision = DecidedNotHappened
 		case happened:
-			return e.undoneAs(tx, s, c, GateTool, PhaseCompensated, ref, note, CallCompensated)
+			decision = DecidedUndone
 		}
-		return e.undoneAs(tx, s, c, GateTool, PhaseCompensationFailed, ref, note, CallCompensationFailed)
+		at := Truncate(e.now())
+		payload, err := e.personalPayload(p, entries[seq-1], decision, "resolved-by", reason, extra, at)
+		if err != nil {
+			return err
+		}
+		ref := gateRef(seq)
+		switch decision {
+		case DecidedHappened:
+			return e.close(tx, s, c, GateTool, PhaseExecuted, ref, payload, result, at)
+		case DecidedNotHappened:
+			return e.close(tx, s, c, GateTool, PhaseFailed, ref, payload, "", at)
+		case DecidedUndone:
+			return e.undoneAs(tx, s, c, GateTool, PhaseCompensated, ref, payload, CallCompensated, at)
+		}
+		return e.undoneAs(tx, s, c, GateTool, PhaseCompensationFailed, ref, payload, CallCompensationFailed, at)
 	})
 	if err != nil {
 		return Saga{}, at(err, sagaID, seq)

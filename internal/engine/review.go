@@ -100,7 +100,7 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 	if snap.Saga == nil || seq < 1 || seq > int64(len(es)) || es[seq-1].Seq != seq || es[seq-1].Phase != PhaseAwaitingApproval {
 		return Review{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no request at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
 	}
-	r := Review{Saga: *snap.Saga, Gated: es[seq-1], Journal: es, Verification: verify(snap)}
+	r := Review{Saga: *snap.Saga, Gated: es[seq-1], Journal: es, Verification: e.verify(snap)}
 	for _, q := range snap.Requests {
 		if q.JournalSeq == seq {
 			r.Pending = true

@@ -174,9 +174,9 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 			return err // nil: an earlier attempt committed, only its answer was lost
 		}
 		if runErr != nil {
-			return e.close(tx, s, c, c.ToolName, PhaseFailed, c.Input, runErr.Error(), "")
+			return e.close(tx, s, c, c.ToolName, PhaseFailed, c.Input, runErr.Error(), "", Truncate(e.now()))
 		}
-		return e.close(tx, s, c, c.ToolName, PhaseExecuted, c.Input, result, result)
+		return e.close(tx, s, c, c.ToolName, PhaseExecuted, c.Input, result, result, Truncate(e.now()))
 	})
 	if err != nil {
 		e.log.Error("a tool ran but its outcome could not be journaled; the call is in doubt",
@@ -200,13 +200,13 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 	return res, nil
 }
 
-// close journals the outcome of running call c as an entry of tool with
-// phase (EXECUTED or FAILED), input and payload, and settles the saga: a
-// failure starts compensating it, unless it is compensating already (the
-// compensation in progress settles it). result is what the call's undo is
-// handed.
-func (e *Engine) close(tx Tx, s *Saga, c Call, tool string, phase Phase, input, payload, result string) error {
-	en, err := e.append(tx, s, tool, phase, input, payload)
+// close journals the outcome of running call c, at at, as an entry of tool
+// with phase (EXECUTED or FAILED), input and payload, and settles the
+// saga: a failure starts compensating it, unless it is compensating
+// already (the compensation in progress settles it). result is what the
+// call's undo is handed.
+func (e *Engine) close(tx Tx, s *Saga, c Call, tool string, phase Phase, input, payload, result string, at time.Time) error {
+	en, err := e.appendAt(tx, s, tool, phase, input, payload, at)
 	if err != nil {
 		return err
 	}
@@ -468,18 +468,29 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 	if snap.Saga == nil && len(snap.Entries) == 0 {
 		return History{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("no such saga: %s", id), SagaID: id}
 	}
-	return History{Snapshot: snap, Verification: verify(snap)}, nil
+	return History{Snapshot: snap, Verification: e.verify(snap)}, nil
 }
 
-// verify checks a snapshot: VerifySaga, or a journal whose saga row is gone.
-func verify(snap Snapshot) Verification {
+// verify checks a snapshot (see check), or reports a journal whose saga
+// row is gone.
+func (e *Engine) verify(snap Snapshot) Verification {
 	switch {
 	case snap.Saga == nil && len(snap.Entries) == 0:
 		return Verify(nil)
 	case snap.Saga == nil:
 		return broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries)))
 	}
-	return VerifySaga(snap.Entries, *snap.Saga, snap.Requests)
+	return e.check(snap.Entries, *snap.Saga, snap.Requests)
+}
+
+// check verifies a saga's journal against its row and pending requests
+// (VerifySaga), then every person's decision against its receipt
+// (VerifyReceipts) with the engine's key.
+func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest) Verification {
+	if v := VerifySaga(entries, s, reqs); !v.Valid {
+		return v
+	}
+	return VerifyReceipts(entries, e.keys.Verifier())
 }
 
 // Journal returns a saga's entries ordered by seq; empty for an unknown saga.
@@ -514,7 +525,7 @@ func (e *Engine) Verify(ctx context.Context, p Principal, id string) (Verificati
 	if err != nil {
 		return Verification{}, err
 	}
-	return verify(snap), nil
+	return e.verify(snap), nil
 }
 
 // Approvals lists pending approval requests: all of them when sagaID is "",

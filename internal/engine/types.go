@@ -181,6 +181,11 @@ type Principal struct {
 	Name  string // for display: an email or user name; ID is what counts
 	Auth  string // "oidc", "token" or "dev"
 	Roles []Role
+	// Issuer and Subject are an OIDC identity's parts (ID is made of
+	// them), and AuthTime when the person last signed in at the provider,
+	// when it says: receipts record them.
+	Issuer, Subject string
+	AuthTime        time.Time
 	// Anonymous marks a dev-mode caller who did not sign in: as in the
 	// reference library, the approver it names is recorded as given.
 	Anonymous bool

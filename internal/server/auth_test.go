@@ -71,7 +71,7 @@ func TestTokensMode(t *testing.T) {
 			t.Errorf("agent resumes = %d %s, want 200 COMPLETED", r.code, r.body)
 		}
 		r = e.do("GET", "/sagacity/audit/s", "", "", bearer(audTok)...)
-		if r.code != 200 || !strings.Contains(r.body, `"payload":"approver=token:approver\nauth=token"`) {
+		if r.code != 200 || !strings.Contains(r.body, `"payload":"approver=token:approver\nauth=token\nreceipt=`) {
 			t.Errorf("audit = %d %s, want the APPROVED entry naming token:approver with auth=token", r.code, r.body)
 		}
 		if r := e.do("GET", "/sagacity/audit/s/verify", "", "", bearer(audTok)...); !strings.Contains(r.body, `"valid":true`) {
@@ -190,7 +190,7 @@ func TestConsoleDevSession(t *testing.T) {
 			"Approved by alice@example.com, awaiting execution") {
 			t.Errorf("request page after the decision = %s, want its status from the journal", page)
 		}
-		if audit := e.get("/sagacity/audit/transfer-77").body; !strings.Contains(audit, `"payload":"approver=alice@example.com\nreason=looks right\nauth=dev"`) {
+		if audit := e.get("/sagacity/audit/transfer-77").body; !strings.Contains(audit, `"payload":"approver=alice@example.com\nreason=looks right\nauth=dev\nreceipt=`) {
 			t.Errorf("journal = %s, want APPROVED by alice@example.com with auth=dev", audit)
 		}
 		reject := form("saga", "other", "seq", "3", "hash", hash, "decision", "reject", "confirm", "yes")

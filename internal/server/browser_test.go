@@ -430,7 +430,7 @@ func TestConsoleInDoubt(t *testing.T) {
 	)
 	p.ready()
 	got := e.get("/sagacity/audit/lost").body
-	for _, want := range []string{`"toolName":"approval-gate","phase":"FAILED","input":"seq=3","payload":"resolved-by=reviewer@example.com\nreason=the order service has no such order\nauth=dev"`,
+	for _, want := range []string{`"toolName":"approval-gate","phase":"FAILED","input":"seq=3","payload":"resolved-by=reviewer@example.com\nreason=the order service has no such order\nauth=dev\nreceipt=`,
 		`"toolName":"reserveInventory","phase":"COMPENSATED"`} {
 		if !strings.Contains(got, want) {
 			t.Errorf("journal = %s\nwant %s", got, want)
@@ -521,7 +521,7 @@ func strandAs(t *testing.T, dbURL string, p engine.Principal, saga, tool, input 
 		close(started)
 		<-release
 		return "too late", nil
-	}}}}, engine.WithOutcomeRetry(50*time.Millisecond))
+	}}}}, engine.WithKeys(storetest.Keys(t)), engine.WithOutcomeRetry(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,7 +185,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	if o.demo {
 		tools = demo.Tools(db, time.Now)
 	}
-	eng, err := engine.New(db, tools, engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}),
+	eng, err := engine.New(db, tools, engine.WithKeys(storetest.Keys(t)), engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}),
 		engine.WithInDoubtAfter(o.inDoubtAfter))
 	if err != nil {
 		t.Fatal(err)

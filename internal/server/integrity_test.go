@@ -315,7 +315,8 @@ func TestResolveAPI(t *testing.T) {
 		want(t, "a person resolves", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(apprTok)...), 200)
 		want(t, "twice", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(apprTok)...), 409)
 		audit := e.do("GET", "/sagacity/audit/lost", "", "", bearer(apprTok)...).body
-		if !strings.Contains(audit, `"toolName":"approval-gate","phase":"EXECUTED","input":"seq=3","payload":"resolved-by=token:alice\nreason=the order service has it\nauth=token\nresult=order-7"`) {
+		if !strings.Contains(audit, `"toolName":"approval-gate","phase":"EXECUTED","input":"seq=3","payload":"resolved-by=token:alice\nreason=the order service has it\nauth=token\nreceipt=`) ||
+			!strings.Contains(audit, `\nresult=order-7"`) {
 			t.Errorf("journal = %s, want the resolution under alice's name", audit)
 		}
 	})

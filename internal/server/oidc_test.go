@@ -287,7 +287,7 @@ func TestBrowserApproval(t *testing.T) {
 		t.Errorf("the browser reported errors: %q", errs)
 	}
 	audit := e.do("GET", "/sagacity/audit/b", "", "", bearer(audTok)...)
-	wantPayload := `"payload":"approver=` + auth.Identity(p.Issuer, "alice-id") + `\nreason=matches the invoice\nauth=oidc"`
+	wantPayload := `"payload":"approver=` + auth.Identity(p.Issuer, "alice-id") + `\nreason=matches the invoice\nauth=oidc\nreceipt=`
 	if !strings.Contains(audit.body, wantPayload) {
 		t.Errorf("journal = %s\nwant an APPROVED entry with %s", audit.body, wantPayload)
 	}

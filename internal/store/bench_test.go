@@ -27,7 +27,7 @@ func BenchmarkEngineCall(b *testing.B) {
 				defer db.Close()
 				ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "ok", nil }}
 				e, err := engine.New(db, []engine.Tool{{Name: "reserveInventory", Executor: ok},
-					{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok}})
+					{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok}}, engine.WithKeys(storetest.Keys(b)))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -44,7 +44,7 @@ func newOutage(t *testing.T, retry time.Duration) *outage {
 			return "done", nil
 		}}},
 	}
-	if o.e, err = engine.New(o.db, tools, engine.WithOutcomeRetry(retry)); err != nil {
+	if o.e, err = engine.New(o.db, tools, engine.WithKeys(storetest.Keys(t)), engine.WithOutcomeRetry(retry)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.e.Call(context.Background(), outageAgent, "s", "ok", "{}"); err != nil {

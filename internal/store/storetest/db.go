@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/sagacity-go/sagacity/internal/engine"
 	_ "modernc.org/sqlite" // the sqlite driver, for Exec
 )
 
@@ -144,4 +145,23 @@ func openRaw(ctx context.Context, t testing.TB, dbURL string) raw {
 		},
 		close: func() { c.Close(ctx) },
 	}
+}
+
+var (
+	keysOnce sync.Once
+	keys     *engine.Keys
+)
+
+// Keys is a signing key for tests' engines, made once per test binary.
+func Keys(t testing.TB) *engine.Keys {
+	keysOnce.Do(func() {
+		skey, _, err := engine.GenerateKeys("sagacity.test")
+		if err == nil {
+			keys, err = engine.NewKeys(skey)
+		}
+		if err != nil {
+			panic(err)
+		}
+	})
+	return keys
 }

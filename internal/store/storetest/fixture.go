@@ -164,7 +164,7 @@ func (v *env) engine(db DB, tools ...engine.Tool) *engine.Engine {
 	if tools == nil {
 		tools = v.fx.tools()
 	}
-	e, err := engine.New(db, tools, engine.WithClock(clk.now))
+	e, err := engine.New(db, tools, engine.WithKeys(Keys(v.t)), engine.WithClock(clk.now))
 	if err != nil {
 		v.t.Fatal(err)
 	}

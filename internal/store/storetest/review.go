@@ -2,11 +2,14 @@ package storetest
 
 import (
 	"context"
+	"encoding/base64"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // What reviewers read and record, on both stores: the pending list with
@@ -162,7 +165,7 @@ func (v *env) inDoubt(saga string) *engine.Engine {
 		return "too late", nil
 	}, Undo: func(context.Context, engine.Invocation, string) error { return nil }}}
 	tools := append(v.fx.tools(), hang)
-	crashing, err := engine.New(doomed, tools, engine.WithClock(clk.now), engine.WithOutcomeRetry(50*time.Millisecond))
+	crashing, err := engine.New(doomed, tools, engine.WithKeys(Keys(v.t)), engine.WithClock(clk.now), engine.WithOutcomeRetry(50*time.Millisecond))
 	if err != nil {
 		v.t.Fatal(err)
 	}
@@ -175,7 +178,7 @@ func (v *env) inDoubt(saga string) *engine.Engine {
 	doomed.Close()
 	close(release)
 	<-done
-	e, err := engine.New(v.db, tools, engine.WithClock(clk.now), engine.WithInDoubtAfter(0))
+	e, err := engine.New(v.db, tools, engine.WithKeys(Keys(v.t)), engine.WithClock(clk.now), engine.WithInDoubtAfter(0))
 	if err != nil {
 		v.t.Fatal(err)
 	}
@@ -218,10 +221,14 @@ func testResolve(t *testing.T, v *env) {
 	es := v.journal("ok")
 	last := es[len(es)-1]
 	want := engine.Entry{SagaID: "ok", Seq: 4, ToolName: engine.GateTool, Phase: engine.PhaseExecuted, Input: "seq=3",
-		Payload:   "resolved-by=manager@company.com\nreason=hotel confirmed by phone\nauth=oidc\nresult=booked H-7",
+		Payload:   last.Payload,
 		Timestamp: last.Timestamp, Hash: last.Hash}
 	if diff := cmp.Diff(want, last); diff != "" {
 		t.Errorf("resolution entry (-want +got):\n%s", diff)
+	}
+	if p := last.Payload; !strings.HasPrefix(p, "resolved-by=manager@company.com\nreason=hotel confirmed by phone\nauth=oidc\nreceipt=") ||
+		!strings.HasSuffix(p, "\nresult=booked H-7") {
+		t.Errorf("resolution payload = %q, want who, why, how, the receipt and the result last", p)
 	}
 	if doubt, _ := v.e.InDoubt(ctx, auditor, 0); len(doubt) != 0 {
 		t.Errorf("InDoubt after resolving = %+v, want none", doubt)
@@ -248,5 +255,81 @@ func testResolve(t *testing.T, v *env) {
 	}
 	if got := v.verify("no"); !got.Valid {
 		t.Errorf("Verify = %+v", got)
+	}
+}
+
+// testReceipts: every decision carries a receipt that the standard note
+// verifier accepts with the public key alone; a decision written into the
+// database by hand, even with its chain hashes right, has no valid receipt,
+// so verification reports it and resume executes nothing.
+func testReceipts(t *testing.T, v *env) {
+	ctx := context.Background()
+	seq := v.gate("ok")
+	v.approve("ok", seq)
+	approved := v.journal("ok")[3]
+	b, err := base64.StdEncoding.DecodeString(approved.Field("receipt"))
+	if err != nil {
+		t.Fatalf("APPROVED payload %q: no base64 receipt: %v", approved.Payload, err)
+	}
+	verifier, err := note.NewVerifier(Keys(t).VerifierKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := note.Open(b, note.VerifierList(verifier))
+	if err != nil {
+		t.Fatalf("note.Open(receipt) with the public key: %v", err)
+	}
+	gated := v.journal("ok")[2]
+	for _, want := range []string{"saga: ok\n", "seq: 3\n", "entry: " + gated.Hash + "\n", "payload-sha256: " + engine.PayloadHash(wire) + "\n",
+		"decision: approved\n", "decider: manager@company.com\n", "auth: oidc\n"} {
+		if !strings.Contains(n.Text, want) {
+			t.Errorf("receipt text %q lacks %q", n.Text, want)
+		}
+	}
+
+	// An insider appends a decision with the right chain hash and head.
+	otherKey, _, err := engine.GenerateKeys("sagacity.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := engine.NewKeys(otherKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forgedBy := func(k *engine.Keys) string {
+		signed, err := k.Sign(strings.Replace(n.Text, "saga: ok\n", "saga: SAGA\n", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "approver=mallory\nauth=oidc\nreceipt=" + base64.StdEncoding.EncodeToString([]byte(signed))
+	}
+	for _, tt := range []struct{ name, payload, why string }{
+		{"no receipt", "approver=mallory\nauth=oidc", "the decision carries no receipt"},
+		{"receipt of another key", forgedBy(other), "the receipt's signature does not verify"},
+		{"receipt of another decision", approved.Payload, `it was signed for saga "ok" seq=3`},
+	} {
+		saga := "forged-" + strings.ReplaceAll(tt.name, " ", "-")
+		v.gate(saga)
+		es := v.journal(saga)
+		payload := strings.ReplaceAll(tt.payload, "SAGA", saga)
+		if tt.name == "receipt of another decision" {
+			payload = strings.Replace(approved.Payload, "approver=manager@company.com", "approver=mallory", 1)
+		}
+		f := engine.Entry{SagaID: saga, Seq: 4, ToolName: engine.GateTool, Phase: engine.PhaseApproved, Input: "seq=3",
+			Payload: payload, Timestamp: es[2].Timestamp.Add(time.Second)}
+		f.Hash = engine.Hash(es[2].Hash, f)
+		v.h.Exec(t, "INSERT INTO journal (saga_id, seq, tool_name, phase, input, payload, timestamp, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+			f.SagaID, f.Seq, f.ToolName, f.Phase, f.Input, f.Payload, f.Timestamp, f.Hash)
+		v.h.Exec(t, "UPDATE sagas SET head_seq = 4, head_hash = $2 WHERE id = $1", saga, f.Hash)
+		got := v.verify(saga)
+		if got.Valid || got.BreakAtIndex != 3 || !strings.Contains(got.Message, tt.why) {
+			t.Errorf("%s: Verify = %+v, want broken at the forged decision: %s", tt.name, got, tt.why)
+		}
+		wires := v.fx.wire.Load()
+		_, err := v.e.Resume(ctx, approver, saga, 3, wire)
+		wantKind(t, tt.name+": Resume on a forged approval", err, engine.Conflict)
+		if v.fx.wire.Load() != wires {
+			t.Errorf("%s: the wire ran on a forged approval", tt.name)
+		}
 	}
 }

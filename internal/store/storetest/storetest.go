@@ -43,6 +43,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Pending", withEnv(testPending)},
 		{"Review", withEnv(testReview)},
 		{"Resolve", withEnv(testResolve)},
+		{"Receipts", withEnv(testReceipts)},
 		{"Restart", testRestart},
 		{"Listing", withEnv(testListing)},
 		{"InDoubt", testInDoubt},
@@ -134,7 +135,7 @@ func testGateApproveResume(t *testing.T, v *env) {
 	wantKind(t, "second Approve", err, engine.Conflict)
 	es := v.journal("transfer-77")
 	if last := es[len(es)-1]; last.ToolName != engine.GateTool || last.Phase != engine.PhaseApproved ||
-		last.Input != "seq=3" || last.Payload != "approver=manager@company.com\nauth=oidc" {
+		last.Input != "seq=3" || !strings.HasPrefix(last.Payload, "approver=manager@company.com\nauth=oidc\nreceipt=") {
 		t.Errorf("APPROVED entry = %+v, want approval-gate, seq=3, approver=manager@company.com and auth=oidc", last)
 	}
 	if _, err := v.e.End(ctx, agent, "transfer-77"); err != nil {
@@ -245,7 +246,7 @@ func testReject(t *testing.T, v *env) {
 		t.Errorf("journal (-want +got):\n%s", diff)
 	}
 	es := v.journal("s")
-	if got := es[5].Payload; got != "approver=manager@company.com\nreason=amount looks wrong\nauth=oidc" {
+	if got := es[5].Payload; !strings.HasPrefix(got, "approver=manager@company.com\nreason=amount looks wrong\nauth=oidc\nreceipt=") {
 		t.Errorf("REJECTED payload = %q, want approver, reason and auth lines", got)
 	}
 	if es[6].Payload != "compensated effect seq=4" || es[7].Payload != "compensated effect seq=2" {
@@ -836,7 +837,7 @@ func testInDoubt(t *testing.T, newHarness func(*testing.T) Harness) {
 		<-release
 		return "too late", nil
 	}}}
-	e2, err := engine.New(doomed, []engine.Tool{hang}, engine.WithClock(clk.now), engine.WithOutcomeRetry(200*time.Millisecond))
+	e2, err := engine.New(doomed, []engine.Tool{hang}, engine.WithKeys(Keys(t)), engine.WithClock(clk.now), engine.WithOutcomeRetry(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

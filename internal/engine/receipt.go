@@ -1,0 +1,292 @@
+package engine
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// A person's decision (approve, reject, what a call in doubt came to) is
+// journaled with a receipt: a signed note (golang.org/x/mod/sumdb/note)
+// over what was decided, by whom, about which bytes, signed with a key the
+// database never sees. A row written into the database by hand has no
+// valid receipt, so it never makes anything execute, and verification
+// reports it.
+
+// Keys sign receipts and verify them. The signer key is a secret kept out
+// of the database; the verifier key is public.
+type Keys struct {
+	signer   note.Signer
+	verifier note.Verifier
+	vkey     string
+}
+
+// GenerateKeys makes a new Ed25519 key pair named name (a host or
+// host/path, without spaces or '+'), encoded as note signer and verifier
+// keys.
+func GenerateKeys(name string) (skey, vkey string, err error) {
+	return note.GenerateKey(rand.Reader, name)
+}
+
+// NewKeys reads an encoded signer key ("PRIVATE+KEY+<name>+<hash>+<key>")
+// and derives its verifier key. Invalid for anything else; the message
+// never repeats the key.
+func NewKeys(skey string) (*Keys, error) {
+	skey = strings.TrimSpace(skey)
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		return nil, Errorf(Invalid, "not a signing key: want PRIVATE+KEY+<name>+<hash>+<key>, as sagacity keygen prints")
+	}
+	parts := strings.SplitN(skey, "+", 5) // the key data is base64 and may hold '+'
+	data, err := base64.StdEncoding.DecodeString(parts[len(parts)-1])
+	if err != nil || len(data) != 1+ed25519.SeedSize || data[0] != 1 {
+		return nil, Errorf(Invalid, "not an Ed25519 signing key")
+	}
+	pub := ed25519.NewKeyFromSeed(data[1:]).Public().(ed25519.PublicKey)
+	vkey := signer.Name() + "+" + parts[len(parts)-2] + "+" + base64.StdEncoding.EncodeToString(append([]byte{1}, pub...))
+	verifier, err := note.NewVerifier(vkey)
+	if err != nil {
+		return nil, &Error{Kind: Invalid, Msg: "signing key does not derive a verifier key", Err: err}
+	}
+	return &Keys{signer: signer, verifier: verifier, vkey: vkey}, nil
+}
+
+// VerifierKey is the public key receipts and checkpoints verify with, in
+// note's "<name>+<hash>+<key>" form.
+func (k *Keys) VerifierKey() string { return k.vkey }
+
+// Name is the key's name: the origin of the log it signs.
+func (k *Keys) Name() string { return k.signer.Name() }
+
+// Verifier is the public half, for checking what the key signed.
+func (k *Keys) Verifier() note.Verifier { return k.verifier }
+
+// Sign signs text as a note and returns the signed note.
+func (k *Keys) Sign(text string) (string, error) {
+	b, err := note.Sign(&note.Note{Text: text}, k.signer)
+	return string(b), err
+}
+
+// Decisions a receipt records.
+const (
+	DecidedApproved    = "approved"
+	DecidedRejected    = "rejected"
+	DecidedHappened    = "happened"     // a call in doubt had taken effect
+	DecidedNotHappened = "not-happened" // it had not
+	DecidedUndone      = "undone"       // an undo in doubt had taken effect
+	DecidedNotUndone   = "not-undone"   // it had not
+)
+
+// Receipt is what a person decided, as signed.
+type Receipt struct {
+	SagaID string
+	Seq    int64  // the request's AWAITING_APPROVAL entry, or the call's INTENT
+	Entry  string // that entry's hash
+	// PayloadSHA256 is the hash of that entry's input: the bytes decided on.
+	PayloadSHA256 string
+	Decision      string
+	Decider       string    // the identity journaled
+	Issuer        string    // for an OIDC identity, its issuer
+	Subject       string    // and subject
+	AuthTime      time.Time // when they last signed in at the provider, when it says
+	Auth          string    // how they signed in here: oidc, token or dev
+	Time          time.Time
+	Policy        string // the policy in force
+}
+
+// receiptHeader opens every receipt's text.
+const receiptHeader = "sagacity decision receipt v1"
+
+// Text is the receipt as a note's text: a header line, then one
+// "key: value" line a field. No value holds a line break (ids and names
+// never hold control characters).
+func (r Receipt) Text() string {
+	var b strings.Builder
+	b.WriteString(receiptHeader + "\n")
+	line := func(k, v string) { b.WriteString(k + ": " + v + "\n") }
+	line("saga", r.SagaID)
+	line("seq", strconv.FormatInt(r.Seq, 10))
+	line("entry", r.Entry)
+	line("payload-sha256", r.PayloadSHA256)
+	line("decision", r.Decision)
+	line("decider", r.Decider)
+	if r.Issuer != "" {
+		line("issuer", r.Issuer)
+		line("subject", r.Subject)
+	}
+	if !r.AuthTime.IsZero() {
+		line("auth-time", r.AuthTime.UTC().Format(time.RFC3339))
+	}
+	line("auth", r.Auth)
+	line("time", r.Time.UTC().Format(TimeLayout))
+	line("policy", r.Policy)
+	return b.String()
+}
+
+// ParseReceipt reads a receipt's text. Invalid for anything Text would
+// not write.
+func ParseReceipt(text string) (Receipt, error) {
+	bad := func(why string) (Receipt, error) { return Receipt{}, Errorf(Invalid, "not a receipt: %s", why) }
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) == 0 || lines[0] != receiptHeader {
+		return bad("no " + receiptHeader + " header")
+	}
+	var r Receipt
+	seen := map[string]bool{}
+	for _, l := range lines[1:] {
+		k, v, ok := strings.Cut(l, ": ")
+		if !ok || seen[k] {
+			return bad("line " + strconv.Quote(l))
+		}
+		seen[k] = true
+		var err error
+		switch k {
+		case "saga":
+			r.SagaID = v
+		case "seq":
+			r.Seq, err = strconv.ParseInt(v, 10, 64)
+		case "entry":
+			r.Entry = v
+		case "payload-sha256":
+			r.PayloadSHA256 = v
+		case "decision":
+			r.Decision = v
+		case "decider":
+			r.Decider = v
+		case "issuer":
+			r.Issuer = v
+		case "subject":
+			r.Subject = v
+		case "auth-time":
+			r.AuthTime, err = time.Parse(time.RFC3339, v)
+		case "auth":
+			r.Auth = v
+		case "time":
+			r.Time, err = time.Parse(time.RFC3339Nano, v)
+		case "policy":
+			r.Policy = v
+		default:
+			return bad("unknown field " + strconv.Quote(k))
+		}
+		if err != nil {
+			return bad("field " + k)
+		}
+	}
+	for _, k := range []string{"saga", "seq", "entry", "payload-sha256", "decision", "decider", "auth", "time", "policy"} {
+		if !seen[k] {
+			return bad("no " + k)
+		}
+	}
+	return r, nil
+}
+
+// OpenReceipt checks a signed receipt against the verifier and reads it.
+// Invalid when it is not a note the key signed, or not a receipt.
+func OpenReceipt(signed string, v note.Verifier) (Receipt, error) {
+	n, err := note.Open([]byte(signed), note.VerifierList(v))
+	if err != nil {
+		return Receipt{}, &Error{Kind: Invalid, Msg: "the receipt's signature does not verify with " + v.Name(), Err: err}
+	}
+	return ParseReceipt(n.Text)
+}
+
+// receiptLine is the payload line that carries a decision's receipt: the
+// signed note, base64 so that it stays one line.
+const receiptLine = "receipt"
+
+// signed makes the receipt line of a decision on entry g (a request's
+// AWAITING_APPROVAL entry or a call's INTENT), decided by p.
+func (e *Engine) signed(p Principal, g Entry, decision string, at time.Time) (string, error) {
+	r := Receipt{SagaID: g.SagaID, Seq: g.Seq, Entry: g.Hash, PayloadSHA256: PayloadHash(g.Input), Decision: decision,
+		Decider: p.ID, Issuer: p.Issuer, Subject: p.Subject, AuthTime: p.AuthTime, Auth: p.Auth, Time: at,
+		Policy: e.policy.String()}
+	n, err := e.keys.Sign(r.Text())
+	if err != nil {
+		return "", fmt.Errorf("signing a receipt: %w", err)
+	}
+	return "\n" + receiptLine + "=" + base64.StdEncoding.EncodeToString([]byte(n)), nil
+}
+
+// ReceiptOf returns the signed receipt a decision entry carries, "" when
+// it carries none.
+func ReceiptOf(e Entry) string {
+	b, err := base64.StdEncoding.DecodeString(e.Field(receiptLine))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// personal reads the decision a person's entry records, and who made it;
+// ok is false for entries that are not a person's decision.
+func personal(e Entry) (decision string, decider string, ok bool) {
+	if e.ToolName != GateTool {
+		return "", "", false
+	}
+	switch e.Phase {
+	case PhaseApproved:
+		return DecidedApproved, e.Field("approver"), true
+	case PhaseRejected:
+		return DecidedRejected, e.Field("approver"), true
+	case PhaseExecuted:
+		return DecidedHappened, e.Field("resolved-by"), true
+	case PhaseFailed:
+		return DecidedNotHappened, e.Field("resolved-by"), true
+	case PhaseCompensated:
+		return DecidedUndone, e.Field("resolved-by"), true
+	case PhaseCompensationFailed:
+		return DecidedNotUndone, e.Field("resolved-by"), true
+	}
+	return "", "", false
+}
+
+// VerifyReceipts checks, for every decision a person made in a saga's
+// journal (entries ordered by seq, whose chain already verifies), that it
+// carries a receipt signed by v that names this saga, the entry decided
+// on, the hash of its bytes, this decision and this decider, at this
+// time. The first that does not breaks the journal. VerifyReceipts is
+// pure.
+func VerifyReceipts(entries []Entry, v note.Verifier) Verification {
+	n := len(entries)
+	for i, e := range entries {
+		decision, decider, ok := personal(e)
+		if !ok {
+			continue
+		}
+		fail := func(why string) Verification {
+			return broken(n, i, fmt.Sprintf("receipt of seq=%d (entry %d) does not hold: %s", e.Seq, i, why))
+		}
+		signed := ReceiptOf(e)
+		if signed == "" {
+			return fail("the decision carries no receipt")
+		}
+		r, err := OpenReceipt(signed, v)
+		if err != nil {
+			return fail(err.(*Error).Msg)
+		}
+		seq, err := strconv.ParseInt(strings.TrimPrefix(e.Input, "seq="), 10, 64)
+		if err != nil || seq < 1 || seq >= e.Seq {
+			return fail("it decides no earlier entry")
+		}
+		g := entries[seq-1]
+		switch {
+		case r.SagaID != e.SagaID || r.Seq != seq:
+			return fail(fmt.Sprintf("it was signed for saga %q seq=%d", r.SagaID, r.Seq))
+		case r.Entry != g.Hash:
+			return fail(fmt.Sprintf("it was signed for another entry at seq=%d", seq))
+		case r.PayloadSHA256 != PayloadHash(g.Input):
+			return fail("it was signed for other bytes")
+		case r.Decision != decision || r.Decider != decider:
+			return fail(fmt.Sprintf("it records %s by %s", r.Decision, r.Decider))
+		case !r.Time.Equal(e.Timestamp):
+			return fail("it was signed at another time")
+		}
+	}
+	return Verification{Valid: true, EntryCount: n, BreakAtIndex: -1, Message: fmt.Sprintf("all %d entries verified", n)}
+}
