@@ -30,7 +30,7 @@ type Config struct {
 	// SigningKey signs decision receipts and checkpoints: SAGACITY_SIGNING_KEY,
 	// or the file SAGACITY_SIGNING_KEY_FILE names ("" in dev mode without
 	// either: the server makes one).
-	SigningKey string
+	SigningKey        string
 	Auth              string // "oidc", "tokens" or "dev", resolved from SAGACITY_AUTH
 	ApprovalEndpoints bool   // SAGACITY_APPROVAL_ENDPOINTS_ENABLED, default true
 	Demo              bool   // SAGACITY_DEMO, default false

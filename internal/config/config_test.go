@@ -19,10 +19,10 @@ const (
 	sessionKey    = "session-key-0123456789abcdefghijklmnop"
 	signingSecret = "signing-secret-0123456789abcdefghijklm"
 	// receiptKey is a signing key made for these tests by sagacity keygen.
-	receiptKey = "PRIVATE+KEY+sagacity.test+0ac935d1+AU3NVAlT3pyzHaFV+snyiE6Quwj1snkIcuvyA9StxjF2"
-	clientSecret  = "client-secret-do-not-print"
-	dbPassword    = "db-pass-s3cret"
-	databaseURL   = "postgres://sagacity:" + dbPassword + "@db.internal:5432/sagacity"
+	receiptKey   = "PRIVATE+KEY+sagacity.test+0ac935d1+AU3NVAlT3pyzHaFV+snyiE6Quwj1snkIcuvyA9StxjF2"
+	clientSecret = "client-secret-do-not-print"
+	dbPassword   = "db-pass-s3cret"
+	databaseURL  = "postgres://sagacity:" + dbPassword + "@db.internal:5432/sagacity"
 )
 
 func TestLoadFull(t *testing.T) {
@@ -192,7 +192,7 @@ tools:
 		{"no signing key needed in dev mode", nil, "", func(c Config) any { return c.SigningKey }, ""},
 		{"signing key with spaces around", map[string]string{"SAGACITY_SIGNING_KEY": " " + receiptKey + "\n"}, "", func(c Config) any { return c.SigningKey }, receiptKey},
 		{"sagas shared", nil, "policy: {shareSagas: true}\n", policy, Policy{MaxBodyBytes: 1 << 20, MaxResultBytes: 1 << 20, ShareSagas: true}},
-		{"oidc without client secret", map[string]string{ "SAGACITY_SIGNING_KEY": receiptKey,
+		{"oidc without client secret", map[string]string{"SAGACITY_SIGNING_KEY": receiptKey,
 			"SAGACITY_AUTH": "oidc", "SAGACITY_ADDR": "0.0.0.0:8080", "SAGACITY_OIDC_ISSUER": "https://idp.example",
 			"SAGACITY_OIDC_CLIENT_ID": "c", "SAGACITY_PUBLIC_URL": "https://s.example", "SAGACITY_SESSION_KEY": sessionKey}, "",
 			func(c Config) any { return c.Auth }, "oidc"},
