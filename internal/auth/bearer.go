@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -64,8 +65,7 @@ func (b *Bearer) Principal(r *http.Request) (engine.Principal, error) {
 		if err := idt.Claims(&claims); err != nil {
 			return engine.Principal{}, unauthenticated("invalid token claims")
 		}
-		return engine.Principal{ID: Identity(b.Issuer, idt.Subject), Name: displayName(claims, idt.Subject),
-			Auth: "oidc", Roles: b.Roles.Of(claims)}, nil
+		return oidcPrincipal(b.Issuer, idt.Subject, claims, b.Roles), nil
 	}
 	return engine.Principal{}, unauthenticated("invalid or expired token")
 }
@@ -86,6 +86,18 @@ func (b *Bearer) static(tok string) (Token, bool) {
 		}
 	}
 	return found, ok == 1
+}
+
+// oidcPrincipal is the principal an ID token or JWT names: its identity
+// from the issuer and subject, a name to show, its roles, and when the
+// person last signed in at the provider (auth_time), when it says.
+func oidcPrincipal(issuer, subject string, claims map[string]any, roles RoleMap) engine.Principal {
+	p := engine.Principal{ID: Identity(issuer, subject), Name: displayName(claims, subject), Auth: "oidc",
+		Roles: roles.Of(claims), Issuer: issuer, Subject: subject}
+	if at, ok := claims["auth_time"].(float64); ok && at > 0 {
+		p.AuthTime = time.Unix(int64(at), 0).UTC()
+	}
+	return p
 }
 
 // Identity is the journaled identity of an OIDC subject: issuer and

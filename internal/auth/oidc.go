@@ -173,9 +173,7 @@ func (o *OIDC) Callback(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	p := engine.Principal{ID: Identity(o.Issuer, idt.Subject), Name: displayName(claims, idt.Subject),
-		Auth: "oidc", Roles: o.Roles.Of(claims)}
-	if err := s.SignIn(w, r, p); err != nil {
+	if err := s.SignIn(w, r, oidcPrincipal(o.Issuer, idt.Subject, claims, o.Roles)); err != nil {
 		return err
 	}
 	http.Redirect(w, r, l.ReturnTo, http.StatusFound)

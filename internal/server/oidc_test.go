@@ -291,4 +291,13 @@ func TestBrowserApproval(t *testing.T) {
 	if !strings.Contains(audit.body, wantPayload) {
 		t.Errorf("journal = %s\nwant an APPROVED entry with %s", audit.body, wantPayload)
 	}
+	// Its receipt names the person as the provider does: issuer and subject.
+	entries, err := engine.ReadNDJSON(strings.NewReader(audit.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := engine.OpenReceipt(engine.ReceiptOf(entries[len(entries)-1]), storetest.Keys(t).Verifier())
+	if err != nil || r.Issuer != p.Issuer || r.Subject != "alice-id" || r.Auth != "oidc" || r.Decision != engine.DecidedApproved {
+		t.Errorf("receipt = %+v, %v; want approved by issuer %s, subject alice-id, through oidc", r, err, p.Issuer)
+	}
 }

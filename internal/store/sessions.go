@@ -22,9 +22,13 @@ func (s *sqlStore) PutSession(ctx context.Context, ss auth.Session) error {
 		for i, r := range ss.Principal.Roles {
 			roles[i] = string(r)
 		}
-		_, err := c.exec(ctx, "INSERT INTO sessions (id_hash, principal, name, auth, roles, created_at, seen_at, expires_at)"+
-			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", ss.IDHash, ss.Principal.ID, ss.Principal.Name, ss.Principal.Auth,
-			strings.Join(roles, ","), ss.CreatedAt, ss.SeenAt, ss.ExpiresAt)
+		var authTime int64
+		if p := ss.Principal; !p.AuthTime.IsZero() {
+			authTime = p.AuthTime.Unix()
+		}
+		_, err := c.exec(ctx, "INSERT INTO sessions (id_hash, principal, name, auth, roles, issuer, subject, auth_time, created_at, seen_at, expires_at)"+
+			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", ss.IDHash, ss.Principal.ID, ss.Principal.Name, ss.Principal.Auth,
+			strings.Join(roles, ","), ss.Principal.Issuer, ss.Principal.Subject, authTime, ss.CreatedAt, ss.SeenAt, ss.ExpiresAt)
 		return err
 	})
 }
@@ -35,7 +39,12 @@ func (s *sqlStore) Session(ctx context.Context, idHash string) (auth.Session, er
 	defer cancel()
 	return one(ctx, s.db, func(r rows) (ss auth.Session, err error) {
 		var roles string
-		err = r.Scan(&ss.IDHash, &ss.Principal.ID, &ss.Principal.Name, &ss.Principal.Auth, &roles, &ss.CreatedAt, &ss.SeenAt, &ss.ExpiresAt)
+		var authTime int64
+		err = r.Scan(&ss.IDHash, &ss.Principal.ID, &ss.Principal.Name, &ss.Principal.Auth, &roles, &ss.Principal.Issuer,
+			&ss.Principal.Subject, &authTime, &ss.CreatedAt, &ss.SeenAt, &ss.ExpiresAt)
+		if authTime != 0 {
+			ss.Principal.AuthTime = time.Unix(authTime, 0).UTC()
+		}
 		for _, role := range strings.Split(roles, ",") {
 			if role != "" {
 				ss.Principal.Roles = append(ss.Principal.Roles, engine.Role(role))
@@ -43,7 +52,8 @@ func (s *sqlStore) Session(ctx context.Context, idHash string) (auth.Session, er
 		}
 		ss.CreatedAt, ss.SeenAt, ss.ExpiresAt = ss.CreatedAt.UTC(), ss.SeenAt.UTC(), ss.ExpiresAt.UTC()
 		return ss, err
-	}, "session", "SELECT id_hash, principal, name, auth, roles, created_at, seen_at, expires_at FROM sessions WHERE id_hash = $1", idHash)
+	}, "session", "SELECT id_hash, principal, name, auth, roles, issuer, subject, auth_time, created_at, seen_at, expires_at"+
+		" FROM sessions WHERE id_hash = $1", idHash)
 }
 
 // TouchSession records activity on a session.
