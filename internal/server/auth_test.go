@@ -92,7 +92,7 @@ func TestTokensMode(t *testing.T) {
 
 // session signs name in through the dev sign-in page and returns the
 // session cookie.
-func (e *apiEnv) session(t *testing.T, name string) *http.Cookie {
+func (e *apiEnv) session(t testing.TB, name string) *http.Cookie {
 	t.Helper()
 	r := e.do("POST", "/login", "application/x-www-form-urlencoded", "name="+url.QueryEscape(name)+"&return_to=%2F")
 	if r.code != 303 || r.header.Get("Location") != "/" {
