@@ -43,7 +43,9 @@ type approvalJSON struct {
 	Requester  string `json:"requester"`
 }
 
-// Approvals lists pending requests: GET /sagacity/approvals[/{sagaId}].
+// Approvals lists pending requests: GET /sagacity/approvals[/{sagaId}],
+// oldest first, at most 5000; X-Total-Count says how many are pending, so
+// a client can tell when the list is cut.
 func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 	sagaID := ""
 	if chi.URLParam(r, "sagaId") != "" {
@@ -52,10 +54,16 @@ func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	reqs, err := h.Engine.Approvals(r.Context(), auth.From(r.Context()), sagaID)
+	me := auth.From(r.Context())
+	reqs, err := h.Engine.Approvals(r.Context(), me, sagaID)
 	if err != nil {
 		return err
 	}
+	_, total, err := h.Engine.Pending(r.Context(), me, engine.PendingFilter{SagaID: sagaID, Limit: 1})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("X-Total-Count", strconv.Itoa(total))
 	out := make([]approvalJSON, 0, len(reqs))
 	for _, q := range reqs {
 		out = append(out, approvalJSON{q.SagaID, q.JournalSeq, q.ToolName, q.Input, q.InputHash, q.Requester})

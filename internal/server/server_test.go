@@ -35,6 +35,9 @@ func TestSeedEndpoints(t *testing.T) {
 
 		r := e.get("/sagacity/approvals")
 		want(t, "GET approvals", r, 200)
+		if n := r.header.Get("X-Total-Count"); n != "2" {
+			t.Errorf("GET approvals: X-Total-Count = %q, want 2", n)
+		}
 		var list []map[string]any
 		if err := json.Unmarshal([]byte(r.body), &list); err != nil || len(list) != 2 {
 			t.Fatalf("GET approvals = %s, want a list of 2", r.body)
