@@ -31,6 +31,9 @@ commands:
                  print a new API token and the lines that declare it in SAGACITY_CONFIG
   keygen [-name NAME]
                  print a new signing key (for SAGACITY_SIGNING_KEY) and its public key
+  verify-receipt -key PUBLIC_KEY RECEIPT PAYLOAD
+                 check a decision's receipt and that it is about the bytes in PAYLOAD
+                 exit status 0: valid, 1: not, 2: unreadable
 
 configuration is read from SAGACITY_* environment variables; see the README.
 `
@@ -53,6 +56,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return token(args, stdout)
 	case "keygen":
 		return keygen(args, stdout)
+	case "verify-receipt":
+		return verifyReceipt(args, stdout)
 	case "help", "-h", "-help", "--help":
 		_, err := io.WriteString(stdout, usage)
 		return err

@@ -288,9 +288,6 @@ func TestGracefulShutdown(t *testing.T) {
 
 // testSigningKey is a signing key as sagacity keygen prints it.
 func testSigningKey(t *testing.T) string {
-	var out bytes.Buffer
-	if err := run(context.Background(), []string{"keygen", "-name", "sagacity.test"}, env(nil), &out); err != nil {
-		t.Fatal(err)
-	}
-	return strings.SplitN(out.String(), "\n", 2)[0]
+	skey, _ := keyPair(t)
+	return skey
 }

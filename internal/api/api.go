@@ -185,6 +185,30 @@ func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) error {
 	return WriteJSON(w, http.StatusOK, v)
 }
 
+// Keys serves the public key receipts and checkpoints verify with:
+// GET /sagacity/keys.
+func (h *Handlers) Keys(w http.ResponseWriter, r *http.Request) error {
+	return WriteJSON(w, http.StatusOK, map[string][]string{"keys": {h.Engine.VerifierKey()}})
+}
+
+// Receipt downloads the signed receipt of the decision journaled at seq:
+// GET /sagacity/receipts/{sagaId}/{seq}. sagacity verify-receipt checks it
+// offline with the payload and the public key.
+func (h *Handlers) Receipt(w http.ResponseWriter, r *http.Request) error {
+	sagaID, seq, err := sagaSeq(r)
+	if err != nil {
+		return err
+	}
+	receipt, err := h.Engine.Receipt(r.Context(), auth.From(r.Context()), sagaID, seq)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="receipt-%d.note"`, seq))
+	_, err = io.WriteString(w, receipt)
+	return err
+}
+
 // param returns a path parameter, unescaped when the router matched the
 // escaped path (a saga id may hold any printable character, "/" included).
 func param(r *http.Request, name string) (string, error) {

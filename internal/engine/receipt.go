@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -289,4 +290,25 @@ func VerifyReceipts(entries []Entry, v note.Verifier) Verification {
 		}
 	}
 	return Verification{Valid: true, EntryCount: n, BreakAtIndex: -1, Message: fmt.Sprintf("all %d entries verified", n)}
+}
+
+// VerifierKey is the public key that checks receipts and checkpoints.
+func (e *Engine) VerifierKey() string { return e.keys.VerifierKey() }
+
+// Receipt returns the signed receipt of the decision journaled at seq of
+// saga sagaID. NotFound when that entry is not a person's decision or
+// carries no receipt; other errors as Journal.
+func (e *Engine) Receipt(ctx context.Context, p Principal, sagaID string, seq int64) (string, error) {
+	entries, err := e.Journal(ctx, p, sagaID)
+	if err != nil {
+		return "", err
+	}
+	if seq >= 1 && seq <= int64(len(entries)) {
+		if _, _, ok := personal(entries[seq-1]); ok {
+			if r := ReceiptOf(entries[seq-1]); r != "" {
+				return r, nil
+			}
+		}
+	}
+	return "", &Error{Kind: NotFound, Msg: fmt.Sprintf("no decision with a receipt at saga=%s seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
 }

@@ -136,6 +136,8 @@ func New(o Options) http.Handler {
 				r.Post("/resume/{sagaId}/{seq}", s.h(s.API.Resume))
 			})
 		}
+		r.Get("/keys", s.h(s.API.Keys))
+		r.Get("/receipts/{sagaId}/{seq}", s.h(s.API.Receipt))
 		r.Get("/audit/{sagaId}", s.h(s.API.Audit))
 		r.Get("/audit/{sagaId}/verify", s.h(s.API.Verify))
 		r.Get("/in-doubt", s.h(s.API.InDoubt))
