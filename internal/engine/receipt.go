@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -32,6 +34,9 @@ type Keys struct {
 // host/path, without spaces or '+'), encoded as note signer and verifier
 // keys.
 func GenerateKeys(name string) (skey, vkey string, err error) {
+	if name == "" || !utf8.ValidString(name) || strings.ContainsFunc(name, func(r rune) bool { return r == '+' || unicode.IsSpace(r) }) {
+		return "", "", Errorf(Invalid, "key name %q must be non-empty, without spaces or '+'", name)
+	}
 	return note.GenerateKey(rand.Reader, name)
 }
 
