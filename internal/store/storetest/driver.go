@@ -150,8 +150,8 @@ func mkRequest(sagaID string, seq int64, created time.Time) engine.ApprovalReque
 }
 
 func mkCall(sagaID string, seq int64, st engine.CallState, updated time.Time) engine.Call {
-	return engine.Call{SagaID: sagaID, Seq: seq, ToolName: "reserveInventory", Input: `{"item":"laptop"}`, State: st,
-		OutcomeSeq: seq + 1, Result: "reserved", StartedAt: updated.Add(-time.Second), UpdatedAt: updated}
+	return engine.Call{SagaID: sagaID, Seq: seq, ToolName: "reserveInventory", Input: `{"item":"laptop"}`, Requester: "agent-1",
+		State: st, OutcomeSeq: seq + 1, Result: "reserved", StartedAt: updated.Add(-time.Second), UpdatedAt: updated}
 }
 
 // The same rows as a store gives them back.
@@ -427,17 +427,20 @@ func testSnapshot(t *testing.T, d *drv) {
 	s := mkSaga(id, engine.AwaitingApproval, when(0))
 	es := []engine.Entry{mkEntry(id, 1, when(1)), mkEntry(id, 2, when(2)), mkEntry(id, 3, when(3))}
 	rs := []engine.ApprovalRequest{mkRequest(id, 2, when(3)), mkRequest(id, 3, when(2))} // seq order is not creation order
+	cs := []engine.Call{mkCall(id, 1, engine.CallExecuted, when(4)), mkCall(id, 4, engine.CallRunning, when(1))}
+	cs[1].Requester = "agent-2"
 	createSagas(t, d.db, s, mkSaga(other, engine.Running, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		return errors.Join(tx.Append(es[2]), tx.Append(es[0]), tx.Append(es[1]), tx.Append(mkEntry(other, 1, when(0))),
-			tx.PutApproval(rs[1]), tx.PutApproval(rs[0]), tx.PutApproval(mkRequest(other, 1, when(0))))
+			tx.PutApproval(rs[1]), tx.PutApproval(rs[0]), tx.PutApproval(mkRequest(other, 1, when(0))),
+			tx.PutCall(cs[1]), tx.PutCall(mkCall(other, 1, engine.CallRunning, when(0))), tx.PutCall(cs[0]))
 	})
 	tests := []struct {
 		name, saga string
 		want       engine.Snapshot
 	}{
-		{"saga, journal and requests", id, engine.Snapshot{Saga: new(storedSaga(s)), Entries: storedEntries(es...),
-			Requests: storedRequests(rs...)}},
+		{"saga, journal, requests and calls, by seq", id, engine.Snapshot{Saga: new(storedSaga(s)), Entries: storedEntries(es...),
+			Requests: storedRequests(rs...), Calls: storedCalls(cs...)}},
 		{"unknown saga", d.id("nobody"), engine.Snapshot{}},
 	}
 	for _, tt := range tests {
@@ -850,12 +853,12 @@ func testPutCall(t *testing.T, d *drv) {
 	id := d.id("s")
 	createSagas(t, d.db, mkSaga(id, engine.Running, when(0)))
 	running := mkCall(id, 1, engine.CallRunning, when(1))
-	running.OutcomeSeq, running.Result = 0, ""
-	settled := engine.Call{SagaID: id, Seq: 1, ToolName: "other", Input: "{}", State: engine.CallExecuted,
+	running.Requester, running.OutcomeSeq, running.Result = "https://id.example.com#ü1", 0, ""
+	settled := engine.Call{SagaID: id, Seq: 1, ToolName: "other", Input: "{}", Requester: "mallory", State: engine.CallExecuted,
 		OutcomeSeq: 2, Result: "reserved\nline two", StartedAt: when(5), UpdatedAt: when(6)}
-	// Tool, input and start belong to the INTENT and do not change.
+	// Tool, input, requester and start belong to the INTENT and do not change.
 	updated := settled
-	updated.ToolName, updated.Input, updated.StartedAt = running.ToolName, running.Input, running.StartedAt
+	updated.ToolName, updated.Input, updated.Requester, updated.StartedAt = running.ToolName, running.Input, running.Requester, running.StartedAt
 	tests := []struct {
 		name      string
 		put, want engine.Call
