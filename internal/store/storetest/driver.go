@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ var driverTests = []struct {
 	{"Store.Update", false, testUpdate},
 	{"Store.Saga", false, testSaga},
 	{"Store.Sagas", true, testSagas},
+	{"Store.CountSagas", true, testCountSagas},
 	{"Store.Entries", false, testStoreEntries},
 	{"Store.Snapshot", false, testSnapshot},
 	{"Store.Approvals", true, testApprovals},
@@ -342,52 +344,166 @@ func wantErr(t *testing.T, what string, err error, k *engine.Kind) {
 	}
 }
 
+// sagaCase is one listing of sagas: the filter, the sagas Sagas returns
+// for it (by name, in order), and what CountSagas says, After and Limit
+// ignored.
+type sagaCase struct {
+	name  string
+	f     engine.SagaFilter
+	want  []string
+	count int
+}
+
+// sagaListing writes the sagas that Sagas and CountSagas are tested on,
+// each in a transaction of its own and not in listing order: ties on
+// creation, two initiators, journals with and without a tool, calls in
+// doubt and settled, and ids that a LIKE pattern or a byte count would
+// misread. It returns them as stored, by name, and the cases to run.
+func sagaListing(t *testing.T, d *drv) (map[string]engine.Saga, []sagaCase) {
+	t.Helper()
+	sagas := []struct {
+		name      string
+		created   int
+		status    engine.Status
+		initiator string
+	}{ // in listing order
+		{"d", 9, engine.Compensated, "agent-1"},
+		{"tie-b", 8, engine.Running, "agent-1"},
+		{"tie-a", 8, engine.Compensated, "agent-2"},
+		{"c", 7, engine.Running, "agent-1"},
+		{"café-1", 6, engine.Running, "agent-2"},
+		{"cafe-2", 5, engine.Completed, "agent-1"},
+		{"50%-off", 4, engine.Running, "agent-1"},
+		{"50x-off", 3, engine.Running, "agent-1"},
+		{"a_b", 2, engine.Completed, "agent-2"},
+		{"axb", 1, engine.Running, "agent-1"},
+	}
+	byName := map[string]engine.Saga{}
+	var all []string
+	for _, i := range []int{4, 1, 7, 0, 9, 2, 5, 8, 3, 6} {
+		s := mkSaga(d.id(sagas[i].name), sagas[i].status, when(sagas[i].created))
+		s.Initiator = sagas[i].initiator
+		createSagas(t, d.db, s)
+		byName[sagas[i].name] = storedSaga(s)
+	}
+	for _, s := range sagas {
+		all = append(all, s.name)
+	}
+	entry := func(name string, seq int64, tool string, ph engine.Phase) engine.Entry {
+		e := mkEntry(d.id(name), seq, when(10))
+		e.ToolName, e.Phase = tool, ph
+		return e
+	}
+	call := func(name string, seq int64, st engine.CallState, updated int) engine.Call {
+		return mkCall(d.id(name), seq, st, when(updated))
+	}
+	write(t, d.db, func(tx engine.Tx) error {
+		return errors.Join(
+			tx.Append(entry("d", 1, "reserveInventory", engine.PhaseIntent)),
+			tx.Append(entry("tie-b", 1, "reserveInventory", engine.PhaseExecuted)),
+			tx.Append(entry("tie-b", 2, "sendWireTransfer", engine.PhaseAwaitingApproval)),
+			tx.Append(entry("tie-b", 3, "sendWireTransfer", engine.PhaseAwaitingApproval)),
+			tx.Append(entry("tie-a", 1, "sendWireTransfer", engine.PhaseAwaitingApproval)),
+			tx.Append(entry("tie-a", 2, engine.GateTool, engine.PhaseRejected)),
+			tx.Append(entry("c", 1, "reserveInventory", engine.PhaseIntent)),
+			// In doubt: running or compensating, by when they were last touched.
+			tx.PutCall(call("d", 1, engine.CallCompensating, 20)),
+			tx.PutCall(call("tie-b", 4, engine.CallRunning, 15)),
+			tx.PutCall(call("café-1", 1, engine.CallRunning, 25)),
+			tx.PutCall(call("50%-off", 1, engine.CallRunning, 10)),
+			// Settled long ago.
+			tx.PutCall(call("tie-b", 1, engine.CallExecuted, 1)),
+			tx.PutCall(call("c", 1, engine.CallExecuted, 1)),
+			tx.PutCall(call("c", 2, engine.CallFailed, 1)),
+			tx.PutCall(call("c", 3, engine.CallCompensated, 1)),
+			tx.PutCall(call("c", 4, engine.CallCompensationFailed, 1)),
+		)
+	})
+	after := func(n int, name string) *engine.SagaCursor {
+		return &engine.SagaCursor{CreatedAt: stored(when(n)), ID: d.id(name)}
+	}
+	pdt := time.FixedZone("PDT", -7*60*60)
+	return byName, []sagaCase{
+		{"all, newest first", engine.SagaFilter{Limit: 20}, all, 10},
+		{"limit", engine.SagaFilter{Limit: 2}, []string{"d", "tie-b"}, 10},
+		{"status", engine.SagaFilter{Status: engine.Running, Limit: 20}, []string{"tie-b", "c", "café-1", "50%-off", "50x-off", "axb"}, 6},
+		{"status and limit", engine.SagaFilter{Status: engine.Running, Limit: 1}, []string{"tie-b"}, 6},
+		{"status none has", engine.SagaFilter{Status: engine.CompensationFailed, Limit: 20}, nil, 0},
+		{"after", engine.SagaFilter{After: after(7, "c"), Limit: 20}, all[4:], 10},
+		{"after the first of a tie", engine.SagaFilter{After: after(8, "tie-b"), Limit: 3}, []string{"tie-a", "c", "café-1"}, 10},
+		{"after, status and limit", engine.SagaFilter{Status: engine.Running, After: after(8, "tie-b"), Limit: 1}, []string{"c"}, 6},
+		{"after the last", engine.SagaFilter{After: after(1, "axb"), Limit: 20}, nil, 10},
+		{"after, given in another zone", engine.SagaFilter{After: &engine.SagaCursor{CreatedAt: stored(when(3)).In(zone), ID: d.id("50x-off")},
+			Limit: 20}, []string{"a_b", "axb"}, 10},
+		{"id prefix", engine.SagaFilter{IDPrefix: d.id("tie"), Limit: 20}, []string{"tie-b", "tie-a"}, 2},
+		{"id prefix that is a whole id", engine.SagaFilter{IDPrefix: d.id("tie-a"), Limit: 20}, []string{"tie-a"}, 1},
+		{"id prefix, non-ASCII, counted in characters", engine.SagaFilter{IDPrefix: d.id("café"), Limit: 20}, []string{"café-1"}, 1},
+		{"id prefix shared by ASCII and non-ASCII", engine.SagaFilter{IDPrefix: d.id("caf"), Limit: 20}, []string{"café-1", "cafe-2"}, 2},
+		{"id prefix, case-sensitive", engine.SagaFilter{IDPrefix: d.id("TIE"), Limit: 20}, nil, 0},
+		{"id prefix, % is no wildcard", engine.SagaFilter{IDPrefix: d.id("50%"), Limit: 20}, []string{"50%-off"}, 1},
+		{"id prefix, _ is no wildcard", engine.SagaFilter{IDPrefix: d.id("a_"), Limit: 20}, []string{"a_b"}, 1},
+		{"id prefix longer than any id", engine.SagaFilter{IDPrefix: d.id("tie-a-"), Limit: 20}, nil, 0},
+		{"id prefix of every saga", engine.SagaFilter{IDPrefix: d.ns, Limit: 20}, all, 10},
+		{"id prefix, after and limit", engine.SagaFilter{IDPrefix: d.id("c"), After: after(7, "c"), Limit: 1}, []string{"café-1"}, 3},
+		{"initiator", engine.SagaFilter{Initiator: "agent-2", Limit: 20}, []string{"tie-a", "café-1", "a_b"}, 3},
+		{"initiator, status and limit", engine.SagaFilter{Initiator: "agent-1", Status: engine.Running, Limit: 2}, []string{"tie-b", "c"}, 5},
+		{"initiator none is", engine.SagaFilter{Initiator: "agent-9", Limit: 20}, nil, 0},
+		{"tool, each saga once", engine.SagaFilter{Tool: "sendWireTransfer", Limit: 20}, []string{"tie-b", "tie-a"}, 2},
+		{"tool of decisions", engine.SagaFilter{Tool: engine.GateTool, Limit: 20}, []string{"tie-a"}, 1},
+		{"tool and status", engine.SagaFilter{Tool: "reserveInventory", Status: engine.Running, Limit: 20}, []string{"tie-b", "c"}, 2},
+		{"tool, after and limit", engine.SagaFilter{Tool: "reserveInventory", After: after(9, "d"), Limit: 1}, []string{"tie-b"}, 3},
+		{"tool none has, a prefix of one", engine.SagaFilter{Tool: "reserve", Limit: 20}, nil, 0},
+		{"in doubt", engine.SagaFilter{InDoubtBefore: when(100), Limit: 20}, []string{"d", "tie-b", "café-1", "50%-off"}, 4},
+		{"in doubt, touched strictly before", engine.SagaFilter{InDoubtBefore: stored(when(20)), Limit: 20}, []string{"tie-b", "50%-off"}, 2},
+		{"in doubt before, given in another zone", engine.SagaFilter{InDoubtBefore: stored(when(11)).In(pdt), Limit: 20}, []string{"50%-off"}, 1},
+		{"in doubt, none that old", engine.SagaFilter{InDoubtBefore: stored(when(10)), Limit: 20}, nil, 0},
+		{"in doubt and initiator", engine.SagaFilter{InDoubtBefore: when(100), Initiator: "agent-2", Limit: 20}, []string{"café-1"}, 1},
+		{"in doubt, status, after and limit", engine.SagaFilter{InDoubtBefore: when(100), Status: engine.Running, After: after(8, "tie-b"),
+			Limit: 1}, []string{"café-1"}, 3},
+	}
+}
+
 func testSagas(t *testing.T, d *drv) {
-	all := []engine.Saga{
-		mkSaga(d.id("d"), engine.Compensated, when(5)),
-		mkSaga(d.id("tie-b"), engine.Running, when(4)),
-		mkSaga(d.id("tie-a"), engine.Compensated, when(4)),
-		mkSaga(d.id("c"), engine.Running, when(3)),
-		mkSaga(d.id("b"), engine.Completed, when(2)),
-		mkSaga(d.id("a"), engine.Running, when(1)),
-	}
-	createSagas(t, d.db, all[4], all[1], all[5], all[0], all[2], all[3]) // not in listing order
-	byID := map[string]engine.Saga{}
-	for _, s := range all {
-		byID[s.ID] = storedSaga(s)
-	}
-	after := func(n int, id string) *engine.SagaCursor {
-		return &engine.SagaCursor{CreatedAt: stored(when(n)), ID: d.id(id)}
-	}
-	tests := []struct {
-		name string
-		f    engine.SagaFilter
-		want []string
-	}{
-		{"all, newest first", engine.SagaFilter{Limit: 10}, []string{"d", "tie-b", "tie-a", "c", "b", "a"}},
-		{"limit", engine.SagaFilter{Limit: 2}, []string{"d", "tie-b"}},
-		{"status", engine.SagaFilter{Status: engine.Running, Limit: 10}, []string{"tie-b", "c", "a"}},
-		{"status and limit", engine.SagaFilter{Status: engine.Running, Limit: 1}, []string{"tie-b"}},
-		{"status none has", engine.SagaFilter{Status: engine.CompensationFailed, Limit: 10}, nil},
-		{"after", engine.SagaFilter{After: after(3, "c"), Limit: 10}, []string{"b", "a"}},
-		{"after the first of a tie", engine.SagaFilter{After: after(4, "tie-b"), Limit: 10}, []string{"tie-a", "c", "b", "a"}},
-		{"after, status and limit", engine.SagaFilter{Status: engine.Running, After: after(4, "tie-b"), Limit: 1}, []string{"c"}},
-		{"after the last", engine.SagaFilter{After: after(1, "a"), Limit: 10}, nil},
-		{"after, given in another zone", engine.SagaFilter{After: &engine.SagaCursor{CreatedAt: stored(when(3)).In(zone), ID: d.id("c")},
-			Limit: 10}, []string{"b", "a"}},
-	}
+	byName, tests := sagaListing(t, d)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := d.db.Sagas(t.Context(), tt.f)
 			var want []engine.Saga
-			for _, id := range tt.want {
-				want = append(want, byID[d.id(id)])
+			for _, name := range tt.want {
+				want = append(want, byName[name])
 			}
 			if diff := cmp.Diff(want, got, exact...); err != nil || diff != "" {
-				t.Errorf("Sagas(%+v) = %v; (-want +got):\n%s", tt.f, err, diff)
+				t.Errorf("Sagas(%s) = %v; (-want +got):\n%s", show(tt.f), err, diff)
 			}
 		})
 	}
+}
+
+func testCountSagas(t *testing.T, d *drv) {
+	_, tests := sagaListing(t, d)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, err := d.db.CountSagas(t.Context(), tt.f); err != nil || got != tt.count {
+				t.Errorf("CountSagas(%s) = %d, %v; want %d", show(tt.f), got, err, tt.count)
+			}
+		})
+	}
+}
+
+// show spells out the fields of a filter that are set, and of the cursor
+// it points to, for a failure message.
+func show(f any) string {
+	v := reflect.Indirect(reflect.ValueOf(f))
+	if v.Kind() != reflect.Struct || v.Type() == reflect.TypeFor[time.Time]() {
+		return fmt.Sprint(v)
+	}
+	var fields []string
+	for i := range v.NumField() {
+		if fv := v.Field(i); !fv.IsZero() {
+			fields = append(fields, v.Type().Field(i).Name+":"+show(fv.Interface()))
+		}
+	}
+	return "{" + strings.Join(fields, " ") + "}"
 }
 
 func testStoreEntries(t *testing.T, d *drv) {
