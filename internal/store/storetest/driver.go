@@ -37,6 +37,8 @@ var driverTests = []struct {
 	{"Store.Snapshot", false, testSnapshot},
 	{"Store.Approvals", true, testApprovals},
 	{"Store.InDoubt", true, testStoreInDoubt},
+	{"Store.Pending", true, testStorePending},
+	{"Store.CountPending", true, testCountPending},
 	{"Tx.LockSaga", false, testLockSaga},
 	{"Tx.CreateSaga", false, testCreateSaga},
 	{"Tx.PutSaga", false, testPutSaga},
@@ -688,6 +690,140 @@ func testStoreInDoubt(t *testing.T, d *drv) {
 			}
 			if diff := cmp.Diff(storedCalls(want...), got, exact...); err != nil || diff != "" {
 				t.Errorf("InDoubt(%v) = %v; (-want +got):\n%s", tt.before, err, diff)
+			}
+		})
+	}
+}
+
+// pendingCase is one listing of pending requests: the filter, the requests
+// Pending returns for it (as saga/seq, in order), and what CountPending
+// says, After and Limit ignored.
+type pendingCase struct {
+	name  string
+	f     engine.PendingFilter
+	want  []string
+	count int
+}
+
+// pendingListing writes the requests that Pending and CountPending are
+// tested on, with the journals that approve, re-plan and refuse them, and
+// returns them as Pending gives them back, by saga/seq, and the cases to
+// run.
+func pendingListing(t *testing.T, d *drv) (map[string]engine.Pending, []pendingCase) {
+	t.Helper()
+	a, b, c := d.id("a"), d.id("b"), d.id("c")
+	for _, s := range []struct{ id, initiator string }{{b, "agent-b"}, {c, "agent-a"}, {a, "agent-a"}} {
+		saga := mkSaga(s.id, engine.AwaitingApproval, when(0))
+		saga.Initiator = s.initiator
+		createSagas(t, d.db, saga)
+	}
+	req := func(saga string, seq int64, tool string, created int) engine.ApprovalRequest {
+		r := mkRequest(saga, seq, when(created))
+		r.ToolName = tool
+		return r
+	}
+	rs := map[string]engine.ApprovalRequest{
+		"a/1":  req(a, 1, "sendWireTransfer", 1),
+		"a/2":  req(a, 2, "chargeCard", 2), // created with b/3, b/4 and c/1: the saga, then the seq, breaks the tie
+		"b/3":  req(b, 3, "sendWireTransfer", 2),
+		"b/4":  req(b, 4, "chargeCard", 2),
+		"c/1":  req(c, 1, "sendWireTransfer", 2),
+		"a/3":  req(a, 3, "sendWireTransfer", 4),
+		"c/12": req(c, 12, "sendWireTransfer", 7),
+	}
+	gated := func(r engine.ApprovalRequest) engine.Entry {
+		e := mkEntry(r.SagaID, r.JournalSeq, r.CreatedAt)
+		e.ToolName, e.Phase, e.Input = r.ToolName, engine.PhaseAwaitingApproval, r.Input
+		return e
+	}
+	entry := func(saga string, seq int64, at int, tool string, ph engine.Phase, input, payload string) engine.Entry {
+		e := mkEntry(saga, seq, when(at))
+		e.ToolName, e.Phase, e.Input, e.Payload = tool, ph, input, payload
+		return e
+	}
+	okA, okC := "approver=manager@company.com\nreason=invoice checked\nauth=oidc", "approver=cfo@company.com\nreason=ok\nauth=oidc"
+	write(t, d.db, func(tx engine.Tx) error {
+		err := errors.Join(
+			// a/3 re-plans a/1 and is approved; a/2 is rejected, which is
+			// no approval, and no refusal of its tool.
+			tx.Append(entry(a, 4, 6, engine.GateTool, engine.PhaseApproved, "seq=3", okA)),
+			tx.Append(entry(a, 5, 7, engine.GateTool, engine.PhaseRejected, "seq=2", "approver=manager@company.com\nreason=no\nauth=oidc")),
+			// b/3 re-plans b/1, whose resume was refused.
+			tx.Append(entry(b, 1, 1, "sendWireTransfer", engine.PhaseAwaitingApproval, `{"amount":"1","to":"alice"}`, "requester=agent-1")),
+			tx.Append(entry(b, 2, 1, "sendWireTransfer", engine.PhaseRejected, "seq=1", engine.RefusedNoApproval)),
+			// c/12 re-plans c/1 and is approved; c/1 is not, though
+			// "seq=12" starts with "seq=1".
+			tx.Append(entry(c, 13, 8, engine.GateTool, engine.PhaseApproved, "seq=12", okC)),
+		)
+		for _, r := range rs {
+			err = errors.Join(err, tx.PutApproval(r), tx.Append(gated(r)))
+		}
+		return err
+	})
+	want := map[string]engine.Pending{}
+	for k, r := range rs {
+		p := engine.Pending{ApprovalRequest: storedRequests(r)[0], Initiator: "agent-a", ApprovedAt: stored(r.CreatedAt)}
+		if r.SagaID == b {
+			p.Initiator = "agent-b"
+		}
+		want[k] = p
+	}
+	set := func(k string, f func(*engine.Pending)) { p := want[k]; f(&p); want[k] = p }
+	set("a/3", func(p *engine.Pending) { p.Approval, p.ApprovedAt, p.Replanned = okA, stored(when(6)), true })
+	set("b/3", func(p *engine.Pending) { p.Replanned, p.Refused = true, true })
+	set("c/12", func(p *engine.Pending) { p.Approval, p.ApprovedAt, p.Replanned = okC, stored(when(8)), true })
+
+	after := func(n int, saga string, seq int64) *engine.PendingCursor {
+		return &engine.PendingCursor{CreatedAt: stored(when(n)), SagaID: d.id(saga), JournalSeq: seq}
+	}
+	all := []string{"a/1", "a/2", "b/3", "b/4", "c/1", "a/3", "c/12"}
+	return want, []pendingCase{
+		{"all, oldest first, ties by saga then seq", engine.PendingFilter{Limit: 20}, all, 7},
+		{"limit", engine.PendingFilter{Limit: 3}, all[:3], 7},
+		{"tool", engine.PendingFilter{Tool: "chargeCard", Limit: 20}, []string{"a/2", "b/4"}, 2},
+		{"tool none has", engine.PendingFilter{Tool: "reserveInventory", Limit: 20}, nil, 0},
+		{"one saga", engine.PendingFilter{SagaID: c, Limit: 20}, []string{"c/1", "c/12"}, 2},
+		{"unknown saga", engine.PendingFilter{SagaID: d.id("nobody"), Limit: 20}, nil, 0},
+		{"initiator", engine.PendingFilter{Initiator: "agent-b", Limit: 20}, []string{"b/3", "b/4"}, 2},
+		{"initiator, not requester", engine.PendingFilter{Initiator: "agent-1", Limit: 20}, nil, 0},
+		{"approved", engine.PendingFilter{Approved: &yes, Limit: 20}, []string{"a/3", "c/12"}, 2},
+		{"undecided", engine.PendingFilter{Approved: &no, Limit: 20}, all[:5], 5},
+		{"tool, initiator and undecided", engine.PendingFilter{Tool: "sendWireTransfer", Initiator: "agent-a", Approved: &no, Limit: 20},
+			[]string{"a/1", "c/1"}, 2},
+		{"after", engine.PendingFilter{After: after(1, "a", 1), Limit: 20}, all[1:], 7},
+		{"after, the next in the saga created with it", engine.PendingFilter{After: after(2, "b", 3), Limit: 20}, all[3:], 7},
+		{"after, the next saga created with it", engine.PendingFilter{After: after(2, "b", 4), Limit: 20}, all[4:], 7},
+		{"after the last of a tie", engine.PendingFilter{After: after(2, "c", 1), Limit: 20}, all[5:], 7},
+		{"after one no longer pending", engine.PendingFilter{After: after(2, "a", 9), Limit: 20}, all[2:], 7},
+		{"after the last", engine.PendingFilter{After: after(7, "c", 12), Limit: 20}, nil, 7},
+		{"after, given in another zone", engine.PendingFilter{After: &engine.PendingCursor{CreatedAt: stored(when(2)).In(zone),
+			SagaID: b, JournalSeq: 4}, Limit: 20}, all[4:], 7},
+		{"after, undecided and limit", engine.PendingFilter{Approved: &no, After: after(2, "b", 3), Limit: 1}, []string{"b/4"}, 5},
+	}
+}
+
+func testStorePending(t *testing.T, d *drv) {
+	byKey, tests := pendingListing(t, d)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := d.db.Pending(t.Context(), tt.f)
+			var want []engine.Pending
+			for _, k := range tt.want {
+				want = append(want, byKey[k])
+			}
+			if diff := cmp.Diff(want, got, exact...); err != nil || diff != "" {
+				t.Errorf("Pending(%s) = %v; (-want +got):\n%s", show(tt.f), err, diff)
+			}
+		})
+	}
+}
+
+func testCountPending(t *testing.T, d *drv) {
+	_, tests := pendingListing(t, d)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, err := d.db.CountPending(t.Context(), tt.f); err != nil || got != tt.count {
+				t.Errorf("CountPending(%s) = %d, %v; want %d", show(tt.f), got, err, tt.count)
 			}
 		})
 	}
