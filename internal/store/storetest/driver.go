@@ -39,6 +39,7 @@ var driverTests = []struct {
 	{"Store.InDoubt", true, testStoreInDoubt},
 	{"Store.Pending", true, testStorePending},
 	{"Store.CountPending", true, testCountPending},
+	{"Store.LastExecuted", false, testLastExecuted},
 	{"Tx.LockSaga", false, testLockSaga},
 	{"Tx.CreateSaga", false, testCreateSaga},
 	{"Tx.PutSaga", false, testPutSaga},
@@ -824,6 +825,70 @@ func testCountPending(t *testing.T, d *drv) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got, err := d.db.CountPending(t.Context(), tt.f); err != nil || got != tt.count {
 				t.Errorf("CountPending(%s) = %d, %v; want %d", show(tt.f), got, err, tt.count)
+			}
+		})
+	}
+}
+
+func testLastExecuted(t *testing.T, d *drv) {
+	// Tools of this test's own: the question spans every saga.
+	wire, card := d.id("sendWireTransfer"), d.id("chargeCard")
+	a, b := d.id("a"), d.id("b")
+	entry := func(saga string, seq int64, at int, tool string, ph engine.Phase) engine.Entry {
+		e := mkEntry(saga, seq, when(at))
+		e.ToolName, e.Phase = tool, ph
+		return e
+	}
+	// The newest is not the one with the highest seq.
+	sent := entry(a, 2, 6, wire, engine.PhaseExecuted)
+	sent.Payload = "sent\nreference=WT-77"
+	es := map[string]engine.Entry{
+		"b/1": entry(b, 1, 1, wire, engine.PhaseIntent),
+		"b/2": entry(b, 2, 2, wire, engine.PhaseExecuted),
+		"b/3": entry(b, 3, 3, wire, engine.PhaseIntent),
+		"b/4": entry(b, 4, 4, wire, engine.PhaseExecuted),
+		"b/5": entry(b, 5, 5, wire, engine.PhaseFailed),
+		"a/1": entry(a, 1, 5, wire, engine.PhaseIntent),
+		"a/2": sent,
+		"b/6": entry(b, 6, 7, wire, engine.PhaseCompensated),
+		"b/7": entry(b, 7, 8, card, engine.PhaseExecuted),
+		"a/3": entry(a, 3, 9, engine.GateTool, engine.PhaseExecuted), // a resolution
+	}
+	createSagas(t, d.db, mkSaga(a, engine.Running, when(0)), mkSaga(b, engine.Running, when(0)))
+	write(t, d.db, func(tx engine.Tx) error {
+		var err error
+		for _, e := range es {
+			err = errors.Join(err, tx.Append(e))
+		}
+		return err
+	})
+	tests := []struct {
+		name   string
+		tool   string
+		before time.Time
+		want   string // "" for NotFound
+	}{
+		{"the newest, in any saga", wire, when(100), "a/2"},
+		{"strictly before", wire, stored(when(6)), "b/4"},
+		{"strictly before, again", wire, stored(when(4)), "b/2"},
+		{"before, given in another zone", wire, stored(when(5)).In(time.FixedZone("PDT", -7*60*60)), "b/4"},
+		{"none that old", wire, stored(when(2)), ""},
+		{"another tool", card, when(100), "b/7"},
+		{"a tool never executed", d.id("reserveInventory"), when(100), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := d.db.LastExecuted(t.Context(), tt.tool, tt.before)
+			what := fmt.Sprintf("LastExecuted(%s, %v)", tt.tool, tt.before)
+			var want engine.Entry
+			if tt.want == "" {
+				wantKind(t, what, err, engine.NotFound)
+			} else {
+				want = storedEntries(es[tt.want])[0]
+				wantErr(t, what, err, nil)
+			}
+			if diff := cmp.Diff(want, got, exact...); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", what, diff)
 			}
 		})
 	}
