@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -31,10 +32,14 @@ var driverTests = []struct {
 	{"Store.Update", false, testUpdate},
 	{"Store.Saga", false, testSaga},
 	{"Store.Sagas", true, testSagas},
+	{"Store.CountSagas", true, testCountSagas},
 	{"Store.Entries", false, testStoreEntries},
 	{"Store.Snapshot", false, testSnapshot},
 	{"Store.Approvals", true, testApprovals},
 	{"Store.InDoubt", true, testStoreInDoubt},
+	{"Store.Pending", true, testStorePending},
+	{"Store.CountPending", true, testCountPending},
+	{"Store.LastExecuted", false, testLastExecuted},
 	{"Tx.LockSaga", false, testLockSaga},
 	{"Tx.CreateSaga", false, testCreateSaga},
 	{"Tx.PutSaga", false, testPutSaga},
@@ -150,8 +155,8 @@ func mkRequest(sagaID string, seq int64, created time.Time) engine.ApprovalReque
 }
 
 func mkCall(sagaID string, seq int64, st engine.CallState, updated time.Time) engine.Call {
-	return engine.Call{SagaID: sagaID, Seq: seq, ToolName: "reserveInventory", Input: `{"item":"laptop"}`, State: st,
-		OutcomeSeq: seq + 1, Result: "reserved", StartedAt: updated.Add(-time.Second), UpdatedAt: updated}
+	return engine.Call{SagaID: sagaID, Seq: seq, ToolName: "reserveInventory", Input: `{"item":"laptop"}`, Requester: "agent-1",
+		State: st, OutcomeSeq: seq + 1, Result: "reserved", StartedAt: updated.Add(-time.Second), UpdatedAt: updated}
 }
 
 // The same rows as a store gives them back.
@@ -342,52 +347,166 @@ func wantErr(t *testing.T, what string, err error, k *engine.Kind) {
 	}
 }
 
+// sagaCase is one listing of sagas: the filter, the sagas Sagas returns
+// for it (by name, in order), and what CountSagas says, After and Limit
+// ignored.
+type sagaCase struct {
+	name  string
+	f     engine.SagaFilter
+	want  []string
+	count int
+}
+
+// sagaListing writes the sagas that Sagas and CountSagas are tested on,
+// each in a transaction of its own and not in listing order: ties on
+// creation, two initiators, journals with and without a tool, calls in
+// doubt and settled, and ids that a LIKE pattern or a byte count would
+// misread. It returns them as stored, by name, and the cases to run.
+func sagaListing(t *testing.T, d *drv) (map[string]engine.Saga, []sagaCase) {
+	t.Helper()
+	sagas := []struct {
+		name      string
+		created   int
+		status    engine.Status
+		initiator string
+	}{ // in listing order
+		{"d", 9, engine.Compensated, "agent-1"},
+		{"tie-b", 8, engine.Running, "agent-1"},
+		{"tie-a", 8, engine.Compensated, "agent-2"},
+		{"c", 7, engine.Running, "agent-1"},
+		{"café-1", 6, engine.Running, "agent-2"},
+		{"cafe-2", 5, engine.Completed, "agent-1"},
+		{"50%-off", 4, engine.Running, "agent-1"},
+		{"50x-off", 3, engine.Running, "agent-1"},
+		{"a_b", 2, engine.Completed, "agent-2"},
+		{"axb", 1, engine.Running, "agent-1"},
+	}
+	byName := map[string]engine.Saga{}
+	var all []string
+	for _, i := range []int{4, 1, 7, 0, 9, 2, 5, 8, 3, 6} {
+		s := mkSaga(d.id(sagas[i].name), sagas[i].status, when(sagas[i].created))
+		s.Initiator = sagas[i].initiator
+		createSagas(t, d.db, s)
+		byName[sagas[i].name] = storedSaga(s)
+	}
+	for _, s := range sagas {
+		all = append(all, s.name)
+	}
+	entry := func(name string, seq int64, tool string, ph engine.Phase) engine.Entry {
+		e := mkEntry(d.id(name), seq, when(10))
+		e.ToolName, e.Phase = tool, ph
+		return e
+	}
+	call := func(name string, seq int64, st engine.CallState, updated int) engine.Call {
+		return mkCall(d.id(name), seq, st, when(updated))
+	}
+	write(t, d.db, func(tx engine.Tx) error {
+		return errors.Join(
+			tx.Append(entry("d", 1, "reserveInventory", engine.PhaseIntent)),
+			tx.Append(entry("tie-b", 1, "reserveInventory", engine.PhaseExecuted)),
+			tx.Append(entry("tie-b", 2, "sendWireTransfer", engine.PhaseAwaitingApproval)),
+			tx.Append(entry("tie-b", 3, "sendWireTransfer", engine.PhaseAwaitingApproval)),
+			tx.Append(entry("tie-a", 1, "sendWireTransfer", engine.PhaseAwaitingApproval)),
+			tx.Append(entry("tie-a", 2, engine.GateTool, engine.PhaseRejected)),
+			tx.Append(entry("c", 1, "reserveInventory", engine.PhaseIntent)),
+			// In doubt: running or compensating, by when they were last touched.
+			tx.PutCall(call("d", 1, engine.CallCompensating, 20)),
+			tx.PutCall(call("tie-b", 4, engine.CallRunning, 15)),
+			tx.PutCall(call("café-1", 1, engine.CallRunning, 25)),
+			tx.PutCall(call("50%-off", 1, engine.CallRunning, 10)),
+			// Settled long ago.
+			tx.PutCall(call("tie-b", 1, engine.CallExecuted, 1)),
+			tx.PutCall(call("c", 1, engine.CallExecuted, 1)),
+			tx.PutCall(call("c", 2, engine.CallFailed, 1)),
+			tx.PutCall(call("c", 3, engine.CallCompensated, 1)),
+			tx.PutCall(call("c", 4, engine.CallCompensationFailed, 1)),
+		)
+	})
+	after := func(n int, name string) *engine.SagaCursor {
+		return &engine.SagaCursor{CreatedAt: stored(when(n)), ID: d.id(name)}
+	}
+	pdt := time.FixedZone("PDT", -7*60*60)
+	return byName, []sagaCase{
+		{"all, newest first", engine.SagaFilter{Limit: 20}, all, 10},
+		{"limit", engine.SagaFilter{Limit: 2}, []string{"d", "tie-b"}, 10},
+		{"status", engine.SagaFilter{Status: engine.Running, Limit: 20}, []string{"tie-b", "c", "café-1", "50%-off", "50x-off", "axb"}, 6},
+		{"status and limit", engine.SagaFilter{Status: engine.Running, Limit: 1}, []string{"tie-b"}, 6},
+		{"status none has", engine.SagaFilter{Status: engine.CompensationFailed, Limit: 20}, nil, 0},
+		{"after", engine.SagaFilter{After: after(7, "c"), Limit: 20}, all[4:], 10},
+		{"after the first of a tie", engine.SagaFilter{After: after(8, "tie-b"), Limit: 3}, []string{"tie-a", "c", "café-1"}, 10},
+		{"after, status and limit", engine.SagaFilter{Status: engine.Running, After: after(8, "tie-b"), Limit: 1}, []string{"c"}, 6},
+		{"after the last", engine.SagaFilter{After: after(1, "axb"), Limit: 20}, nil, 10},
+		{"after, given in another zone", engine.SagaFilter{After: &engine.SagaCursor{CreatedAt: stored(when(3)).In(zone), ID: d.id("50x-off")},
+			Limit: 20}, []string{"a_b", "axb"}, 10},
+		{"id prefix", engine.SagaFilter{IDPrefix: d.id("tie"), Limit: 20}, []string{"tie-b", "tie-a"}, 2},
+		{"id prefix that is a whole id", engine.SagaFilter{IDPrefix: d.id("tie-a"), Limit: 20}, []string{"tie-a"}, 1},
+		{"id prefix, non-ASCII, counted in characters", engine.SagaFilter{IDPrefix: d.id("café"), Limit: 20}, []string{"café-1"}, 1},
+		{"id prefix shared by ASCII and non-ASCII", engine.SagaFilter{IDPrefix: d.id("caf"), Limit: 20}, []string{"café-1", "cafe-2"}, 2},
+		{"id prefix, case-sensitive", engine.SagaFilter{IDPrefix: d.id("TIE"), Limit: 20}, nil, 0},
+		{"id prefix, % is no wildcard", engine.SagaFilter{IDPrefix: d.id("50%"), Limit: 20}, []string{"50%-off"}, 1},
+		{"id prefix, _ is no wildcard", engine.SagaFilter{IDPrefix: d.id("a_"), Limit: 20}, []string{"a_b"}, 1},
+		{"id prefix longer than any id", engine.SagaFilter{IDPrefix: d.id("tie-a-"), Limit: 20}, nil, 0},
+		{"id prefix of every saga", engine.SagaFilter{IDPrefix: d.ns, Limit: 20}, all, 10},
+		{"id prefix, after and limit", engine.SagaFilter{IDPrefix: d.id("c"), After: after(7, "c"), Limit: 1}, []string{"café-1"}, 3},
+		{"initiator", engine.SagaFilter{Initiator: "agent-2", Limit: 20}, []string{"tie-a", "café-1", "a_b"}, 3},
+		{"initiator, status and limit", engine.SagaFilter{Initiator: "agent-1", Status: engine.Running, Limit: 2}, []string{"tie-b", "c"}, 5},
+		{"initiator none is", engine.SagaFilter{Initiator: "agent-9", Limit: 20}, nil, 0},
+		{"tool, each saga once", engine.SagaFilter{Tool: "sendWireTransfer", Limit: 20}, []string{"tie-b", "tie-a"}, 2},
+		{"tool of decisions", engine.SagaFilter{Tool: engine.GateTool, Limit: 20}, []string{"tie-a"}, 1},
+		{"tool and status", engine.SagaFilter{Tool: "reserveInventory", Status: engine.Running, Limit: 20}, []string{"tie-b", "c"}, 2},
+		{"tool, after and limit", engine.SagaFilter{Tool: "reserveInventory", After: after(9, "d"), Limit: 1}, []string{"tie-b"}, 3},
+		{"tool none has, a prefix of one", engine.SagaFilter{Tool: "reserve", Limit: 20}, nil, 0},
+		{"in doubt", engine.SagaFilter{InDoubtBefore: when(100), Limit: 20}, []string{"d", "tie-b", "café-1", "50%-off"}, 4},
+		{"in doubt, touched strictly before", engine.SagaFilter{InDoubtBefore: stored(when(20)), Limit: 20}, []string{"tie-b", "50%-off"}, 2},
+		{"in doubt before, given in another zone", engine.SagaFilter{InDoubtBefore: stored(when(11)).In(pdt), Limit: 20}, []string{"50%-off"}, 1},
+		{"in doubt, none that old", engine.SagaFilter{InDoubtBefore: stored(when(10)), Limit: 20}, nil, 0},
+		{"in doubt and initiator", engine.SagaFilter{InDoubtBefore: when(100), Initiator: "agent-2", Limit: 20}, []string{"café-1"}, 1},
+		{"in doubt, status, after and limit", engine.SagaFilter{InDoubtBefore: when(100), Status: engine.Running, After: after(8, "tie-b"),
+			Limit: 1}, []string{"café-1"}, 3},
+	}
+}
+
 func testSagas(t *testing.T, d *drv) {
-	all := []engine.Saga{
-		mkSaga(d.id("d"), engine.Compensated, when(5)),
-		mkSaga(d.id("tie-b"), engine.Running, when(4)),
-		mkSaga(d.id("tie-a"), engine.Compensated, when(4)),
-		mkSaga(d.id("c"), engine.Running, when(3)),
-		mkSaga(d.id("b"), engine.Completed, when(2)),
-		mkSaga(d.id("a"), engine.Running, when(1)),
-	}
-	createSagas(t, d.db, all[4], all[1], all[5], all[0], all[2], all[3]) // not in listing order
-	byID := map[string]engine.Saga{}
-	for _, s := range all {
-		byID[s.ID] = storedSaga(s)
-	}
-	after := func(n int, id string) *engine.SagaCursor {
-		return &engine.SagaCursor{CreatedAt: stored(when(n)), ID: d.id(id)}
-	}
-	tests := []struct {
-		name string
-		f    engine.SagaFilter
-		want []string
-	}{
-		{"all, newest first", engine.SagaFilter{Limit: 10}, []string{"d", "tie-b", "tie-a", "c", "b", "a"}},
-		{"limit", engine.SagaFilter{Limit: 2}, []string{"d", "tie-b"}},
-		{"status", engine.SagaFilter{Status: engine.Running, Limit: 10}, []string{"tie-b", "c", "a"}},
-		{"status and limit", engine.SagaFilter{Status: engine.Running, Limit: 1}, []string{"tie-b"}},
-		{"status none has", engine.SagaFilter{Status: engine.CompensationFailed, Limit: 10}, nil},
-		{"after", engine.SagaFilter{After: after(3, "c"), Limit: 10}, []string{"b", "a"}},
-		{"after the first of a tie", engine.SagaFilter{After: after(4, "tie-b"), Limit: 10}, []string{"tie-a", "c", "b", "a"}},
-		{"after, status and limit", engine.SagaFilter{Status: engine.Running, After: after(4, "tie-b"), Limit: 1}, []string{"c"}},
-		{"after the last", engine.SagaFilter{After: after(1, "a"), Limit: 10}, nil},
-		{"after, given in another zone", engine.SagaFilter{After: &engine.SagaCursor{CreatedAt: stored(when(3)).In(zone), ID: d.id("c")},
-			Limit: 10}, []string{"b", "a"}},
-	}
+	byName, tests := sagaListing(t, d)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := d.db.Sagas(t.Context(), tt.f)
 			var want []engine.Saga
-			for _, id := range tt.want {
-				want = append(want, byID[d.id(id)])
+			for _, name := range tt.want {
+				want = append(want, byName[name])
 			}
 			if diff := cmp.Diff(want, got, exact...); err != nil || diff != "" {
-				t.Errorf("Sagas(%+v) = %v; (-want +got):\n%s", tt.f, err, diff)
+				t.Errorf("Sagas(%s) = %v; (-want +got):\n%s", show(tt.f), err, diff)
 			}
 		})
 	}
+}
+
+func testCountSagas(t *testing.T, d *drv) {
+	_, tests := sagaListing(t, d)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, err := d.db.CountSagas(t.Context(), tt.f); err != nil || got != tt.count {
+				t.Errorf("CountSagas(%s) = %d, %v; want %d", show(tt.f), got, err, tt.count)
+			}
+		})
+	}
+}
+
+// show spells out the fields of a filter that are set, and of the cursor
+// it points to, for a failure message.
+func show(f any) string {
+	v := reflect.Indirect(reflect.ValueOf(f))
+	if v.Kind() != reflect.Struct || v.Type() == reflect.TypeFor[time.Time]() {
+		return fmt.Sprint(v)
+	}
+	var fields []string
+	for i := range v.NumField() {
+		if fv := v.Field(i); !fv.IsZero() {
+			fields = append(fields, v.Type().Field(i).Name+":"+show(fv.Interface()))
+		}
+	}
+	return "{" + strings.Join(fields, " ") + "}"
 }
 
 func testStoreEntries(t *testing.T, d *drv) {
@@ -427,17 +546,20 @@ func testSnapshot(t *testing.T, d *drv) {
 	s := mkSaga(id, engine.AwaitingApproval, when(0))
 	es := []engine.Entry{mkEntry(id, 1, when(1)), mkEntry(id, 2, when(2)), mkEntry(id, 3, when(3))}
 	rs := []engine.ApprovalRequest{mkRequest(id, 2, when(3)), mkRequest(id, 3, when(2))} // seq order is not creation order
+	cs := []engine.Call{mkCall(id, 1, engine.CallExecuted, when(4)), mkCall(id, 4, engine.CallRunning, when(1))}
+	cs[1].Requester = "agent-2"
 	createSagas(t, d.db, s, mkSaga(other, engine.Running, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		return errors.Join(tx.Append(es[2]), tx.Append(es[0]), tx.Append(es[1]), tx.Append(mkEntry(other, 1, when(0))),
-			tx.PutApproval(rs[1]), tx.PutApproval(rs[0]), tx.PutApproval(mkRequest(other, 1, when(0))))
+			tx.PutApproval(rs[1]), tx.PutApproval(rs[0]), tx.PutApproval(mkRequest(other, 1, when(0))),
+			tx.PutCall(cs[1]), tx.PutCall(mkCall(other, 1, engine.CallRunning, when(0))), tx.PutCall(cs[0]))
 	})
 	tests := []struct {
 		name, saga string
 		want       engine.Snapshot
 	}{
-		{"saga, journal and requests", id, engine.Snapshot{Saga: new(storedSaga(s)), Entries: storedEntries(es...),
-			Requests: storedRequests(rs...)}},
+		{"saga, journal, requests and calls, by seq", id, engine.Snapshot{Saga: new(storedSaga(s)), Entries: storedEntries(es...),
+			Requests: storedRequests(rs...), Calls: storedCalls(cs...)}},
 		{"unknown saga", d.id("nobody"), engine.Snapshot{}},
 	}
 	for _, tt := range tests {
@@ -569,6 +691,204 @@ func testStoreInDoubt(t *testing.T, d *drv) {
 			}
 			if diff := cmp.Diff(storedCalls(want...), got, exact...); err != nil || diff != "" {
 				t.Errorf("InDoubt(%v) = %v; (-want +got):\n%s", tt.before, err, diff)
+			}
+		})
+	}
+}
+
+// pendingCase is one listing of pending requests: the filter, the requests
+// Pending returns for it (as saga/seq, in order), and what CountPending
+// says, After and Limit ignored.
+type pendingCase struct {
+	name  string
+	f     engine.PendingFilter
+	want  []string
+	count int
+}
+
+// pendingListing writes the requests that Pending and CountPending are
+// tested on, with the journals that approve, re-plan and refuse them, and
+// returns them as Pending gives them back, by saga/seq, and the cases to
+// run.
+func pendingListing(t *testing.T, d *drv) (map[string]engine.Pending, []pendingCase) {
+	t.Helper()
+	a, b, c := d.id("a"), d.id("b"), d.id("c")
+	for _, s := range []struct{ id, initiator string }{{b, "agent-b"}, {c, "agent-a"}, {a, "agent-a"}} {
+		saga := mkSaga(s.id, engine.AwaitingApproval, when(0))
+		saga.Initiator = s.initiator
+		createSagas(t, d.db, saga)
+	}
+	req := func(saga string, seq int64, tool string, created int) engine.ApprovalRequest {
+		r := mkRequest(saga, seq, when(created))
+		r.ToolName = tool
+		return r
+	}
+	rs := map[string]engine.ApprovalRequest{
+		"a/1":  req(a, 1, "sendWireTransfer", 1),
+		"a/2":  req(a, 2, "chargeCard", 2), // created with b/3, b/4 and c/1: the saga, then the seq, breaks the tie
+		"b/3":  req(b, 3, "sendWireTransfer", 2),
+		"b/4":  req(b, 4, "chargeCard", 2),
+		"c/1":  req(c, 1, "sendWireTransfer", 2),
+		"a/3":  req(a, 3, "sendWireTransfer", 4),
+		"c/12": req(c, 12, "sendWireTransfer", 7),
+	}
+	gated := func(r engine.ApprovalRequest) engine.Entry {
+		e := mkEntry(r.SagaID, r.JournalSeq, r.CreatedAt)
+		e.ToolName, e.Phase, e.Input = r.ToolName, engine.PhaseAwaitingApproval, r.Input
+		return e
+	}
+	entry := func(saga string, seq int64, at int, tool string, ph engine.Phase, input, payload string) engine.Entry {
+		e := mkEntry(saga, seq, when(at))
+		e.ToolName, e.Phase, e.Input, e.Payload = tool, ph, input, payload
+		return e
+	}
+	okA, okC := "approver=manager@company.com\nreason=invoice checked\nauth=oidc", "approver=cfo@company.com\nreason=ok\nauth=oidc"
+	write(t, d.db, func(tx engine.Tx) error {
+		err := errors.Join(
+			// a/3 re-plans a/1 and is approved; a/2 is rejected, which is
+			// no approval, and no refusal of its tool.
+			tx.Append(entry(a, 4, 6, engine.GateTool, engine.PhaseApproved, "seq=3", okA)),
+			tx.Append(entry(a, 5, 7, engine.GateTool, engine.PhaseRejected, "seq=2", "approver=manager@company.com\nreason=no\nauth=oidc")),
+			// b/3 re-plans b/1, whose resume was refused.
+			tx.Append(entry(b, 1, 1, "sendWireTransfer", engine.PhaseAwaitingApproval, `{"amount":"1","to":"alice"}`, "requester=agent-1")),
+			tx.Append(entry(b, 2, 1, "sendWireTransfer", engine.PhaseRejected, "seq=1", engine.RefusedNoApproval)),
+			// c/12 re-plans c/1 and is approved; c/1 is not, though
+			// "seq=12" starts with "seq=1".
+			tx.Append(entry(c, 13, 8, engine.GateTool, engine.PhaseApproved, "seq=12", okC)),
+		)
+		for _, r := range rs {
+			err = errors.Join(err, tx.PutApproval(r), tx.Append(gated(r)))
+		}
+		return err
+	})
+	want := map[string]engine.Pending{}
+	for k, r := range rs {
+		p := engine.Pending{ApprovalRequest: storedRequests(r)[0], Initiator: "agent-a", ApprovedAt: stored(r.CreatedAt)}
+		if r.SagaID == b {
+			p.Initiator = "agent-b"
+		}
+		want[k] = p
+	}
+	set := func(k string, f func(*engine.Pending)) { p := want[k]; f(&p); want[k] = p }
+	set("a/3", func(p *engine.Pending) { p.Approval, p.ApprovedAt, p.Replanned = okA, stored(when(6)), true })
+	set("b/3", func(p *engine.Pending) { p.Replanned, p.Refused = true, true })
+	set("c/12", func(p *engine.Pending) { p.Approval, p.ApprovedAt, p.Replanned = okC, stored(when(8)), true })
+
+	after := func(n int, saga string, seq int64) *engine.PendingCursor {
+		return &engine.PendingCursor{CreatedAt: stored(when(n)), SagaID: d.id(saga), JournalSeq: seq}
+	}
+	all := []string{"a/1", "a/2", "b/3", "b/4", "c/1", "a/3", "c/12"}
+	return want, []pendingCase{
+		{"all, oldest first, ties by saga then seq", engine.PendingFilter{Limit: 20}, all, 7},
+		{"limit", engine.PendingFilter{Limit: 3}, all[:3], 7},
+		{"tool", engine.PendingFilter{Tool: "chargeCard", Limit: 20}, []string{"a/2", "b/4"}, 2},
+		{"tool none has", engine.PendingFilter{Tool: "reserveInventory", Limit: 20}, nil, 0},
+		{"one saga", engine.PendingFilter{SagaID: c, Limit: 20}, []string{"c/1", "c/12"}, 2},
+		{"unknown saga", engine.PendingFilter{SagaID: d.id("nobody"), Limit: 20}, nil, 0},
+		{"initiator", engine.PendingFilter{Initiator: "agent-b", Limit: 20}, []string{"b/3", "b/4"}, 2},
+		{"initiator, not requester", engine.PendingFilter{Initiator: "agent-1", Limit: 20}, nil, 0},
+		{"approved", engine.PendingFilter{Approved: &yes, Limit: 20}, []string{"a/3", "c/12"}, 2},
+		{"undecided", engine.PendingFilter{Approved: &no, Limit: 20}, all[:5], 5},
+		{"tool, initiator and undecided", engine.PendingFilter{Tool: "sendWireTransfer", Initiator: "agent-a", Approved: &no, Limit: 20},
+			[]string{"a/1", "c/1"}, 2},
+		{"after", engine.PendingFilter{After: after(1, "a", 1), Limit: 20}, all[1:], 7},
+		{"after, the next in the saga created with it", engine.PendingFilter{After: after(2, "b", 3), Limit: 20}, all[3:], 7},
+		{"after, the next saga created with it", engine.PendingFilter{After: after(2, "b", 4), Limit: 20}, all[4:], 7},
+		{"after the last of a tie", engine.PendingFilter{After: after(2, "c", 1), Limit: 20}, all[5:], 7},
+		{"after one no longer pending", engine.PendingFilter{After: after(2, "a", 9), Limit: 20}, all[2:], 7},
+		{"after the last", engine.PendingFilter{After: after(7, "c", 12), Limit: 20}, nil, 7},
+		{"after, given in another zone", engine.PendingFilter{After: &engine.PendingCursor{CreatedAt: stored(when(2)).In(zone),
+			SagaID: b, JournalSeq: 4}, Limit: 20}, all[4:], 7},
+		{"after, undecided and limit", engine.PendingFilter{Approved: &no, After: after(2, "b", 3), Limit: 1}, []string{"b/4"}, 5},
+	}
+}
+
+func testStorePending(t *testing.T, d *drv) {
+	byKey, tests := pendingListing(t, d)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := d.db.Pending(t.Context(), tt.f)
+			var want []engine.Pending
+			for _, k := range tt.want {
+				want = append(want, byKey[k])
+			}
+			if diff := cmp.Diff(want, got, exact...); err != nil || diff != "" {
+				t.Errorf("Pending(%s) = %v; (-want +got):\n%s", show(tt.f), err, diff)
+			}
+		})
+	}
+}
+
+func testCountPending(t *testing.T, d *drv) {
+	_, tests := pendingListing(t, d)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, err := d.db.CountPending(t.Context(), tt.f); err != nil || got != tt.count {
+				t.Errorf("CountPending(%s) = %d, %v; want %d", show(tt.f), got, err, tt.count)
+			}
+		})
+	}
+}
+
+func testLastExecuted(t *testing.T, d *drv) {
+	// Tools of this test's own: the question spans every saga.
+	wire, card := d.id("sendWireTransfer"), d.id("chargeCard")
+	a, b := d.id("a"), d.id("b")
+	entry := func(saga string, seq int64, at int, tool string, ph engine.Phase) engine.Entry {
+		e := mkEntry(saga, seq, when(at))
+		e.ToolName, e.Phase = tool, ph
+		return e
+	}
+	// The newest is not the one with the highest seq.
+	sent := entry(a, 2, 6, wire, engine.PhaseExecuted)
+	sent.Payload = "sent\nreference=WT-77"
+	es := map[string]engine.Entry{
+		"b/1": entry(b, 1, 1, wire, engine.PhaseIntent),
+		"b/2": entry(b, 2, 2, wire, engine.PhaseExecuted),
+		"b/3": entry(b, 3, 3, wire, engine.PhaseIntent),
+		"b/4": entry(b, 4, 4, wire, engine.PhaseExecuted),
+		"b/5": entry(b, 5, 5, wire, engine.PhaseFailed),
+		"a/1": entry(a, 1, 5, wire, engine.PhaseIntent),
+		"a/2": sent,
+		"b/6": entry(b, 6, 7, wire, engine.PhaseCompensated),
+		"b/7": entry(b, 7, 8, card, engine.PhaseExecuted),
+		"a/3": entry(a, 3, 9, engine.GateTool, engine.PhaseExecuted), // a resolution
+	}
+	createSagas(t, d.db, mkSaga(a, engine.Running, when(0)), mkSaga(b, engine.Running, when(0)))
+	write(t, d.db, func(tx engine.Tx) error {
+		var err error
+		for _, e := range es {
+			err = errors.Join(err, tx.Append(e))
+		}
+		return err
+	})
+	tests := []struct {
+		name   string
+		tool   string
+		before time.Time
+		want   string // "" for NotFound
+	}{
+		{"the newest, in any saga", wire, when(100), "a/2"},
+		{"strictly before", wire, stored(when(6)), "b/4"},
+		{"strictly before, again", wire, stored(when(4)), "b/2"},
+		{"before, given in another zone", wire, stored(when(5)).In(time.FixedZone("PDT", -7*60*60)), "b/4"},
+		{"none that old", wire, stored(when(2)), ""},
+		{"another tool", card, when(100), "b/7"},
+		{"a tool never executed", d.id("reserveInventory"), when(100), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := d.db.LastExecuted(t.Context(), tt.tool, tt.before)
+			what := fmt.Sprintf("LastExecuted(%s, %v)", tt.tool, tt.before)
+			var want engine.Entry
+			if tt.want == "" {
+				wantKind(t, what, err, engine.NotFound)
+			} else {
+				want = storedEntries(es[tt.want])[0]
+				wantErr(t, what, err, nil)
+			}
+			if diff := cmp.Diff(want, got, exact...); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", what, diff)
 			}
 		})
 	}
@@ -850,12 +1170,12 @@ func testPutCall(t *testing.T, d *drv) {
 	id := d.id("s")
 	createSagas(t, d.db, mkSaga(id, engine.Running, when(0)))
 	running := mkCall(id, 1, engine.CallRunning, when(1))
-	running.OutcomeSeq, running.Result = 0, ""
-	settled := engine.Call{SagaID: id, Seq: 1, ToolName: "other", Input: "{}", State: engine.CallExecuted,
+	running.Requester, running.OutcomeSeq, running.Result = "https://id.example.com#ü1", 0, ""
+	settled := engine.Call{SagaID: id, Seq: 1, ToolName: "other", Input: "{}", Requester: "mallory", State: engine.CallExecuted,
 		OutcomeSeq: 2, Result: "reserved\nline two", StartedAt: when(5), UpdatedAt: when(6)}
-	// Tool, input and start belong to the INTENT and do not change.
+	// Tool, input, requester and start belong to the INTENT and do not change.
 	updated := settled
-	updated.ToolName, updated.Input, updated.StartedAt = running.ToolName, running.Input, running.StartedAt
+	updated.ToolName, updated.Input, updated.Requester, updated.StartedAt = running.ToolName, running.Input, running.Requester, running.StartedAt
 	tests := []struct {
 		name      string
 		put, want engine.Call
