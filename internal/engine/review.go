@@ -92,7 +92,7 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 	if err := validName("saga id", sagaID); err != nil {
 		return Review{}, err
 	}
-	snap, err := e.store.Snapshot(ctx, sagaID)
+	snap, err := e.store.Snapshot(ctx, sagaID, true)
 	if err != nil {
 		return Review{}, err
 	}

@@ -461,7 +461,7 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 	if err := e.reader(p, id); err != nil {
 		return History{}, err
 	}
-	snap, err := e.store.Snapshot(ctx, id)
+	snap, err := e.store.Snapshot(ctx, id, false)
 	if err != nil {
 		return History{}, err
 	}
@@ -521,7 +521,7 @@ func (e *Engine) Verify(ctx context.Context, p Principal, id string) (Verificati
 	if err := validName("saga id", id); err != nil {
 		return Verification{}, err
 	}
-	snap, err := e.store.Snapshot(ctx, id)
+	snap, err := e.store.Snapshot(ctx, id, false)
 	if err != nil {
 		return Verification{}, err
 	}

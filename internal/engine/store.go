@@ -23,9 +23,10 @@ type Store interface {
 	CountSagas(ctx context.Context, f SagaFilter) (int, error)
 	// Entries returns a saga's journal ordered by seq; empty for an unknown saga.
 	Entries(ctx context.Context, sagaID string) ([]Entry, error)
-	// Snapshot reads a saga's row, journal, pending requests and calls in
-	// one read transaction, so a saga being written is never seen half-way.
-	Snapshot(ctx context.Context, sagaID string) (Snapshot, error)
+	// Snapshot reads a saga's row, journal, pending requests and, when
+	// calls is set, its calls, in one read transaction, so a saga being
+	// written is never seen half-way.
+	Snapshot(ctx context.Context, sagaID string, calls bool) (Snapshot, error)
 	// Approvals lists pending requests: every saga's ordered by creation
 	// when sagaID is "", else one saga's ordered by seq.
 	Approvals(ctx context.Context, sagaID string) ([]ApprovalRequest, error)
@@ -46,12 +47,12 @@ type Snapshot struct {
 	Saga     *Saga // nil when the saga has no row
 	Entries  []Entry
 	Requests []ApprovalRequest // pending, ordered by seq
-	Calls    []Call            // ordered by seq
+	Calls    []Call            // ordered by seq, when asked for
 }
 
 // SagaFilter selects sagas for Store.Sagas. Sagas come newest first
 // (CreatedAt, then ID, descending); After continues a listing after the
-// given saga. Empty fields select everything.
+// given saga. Empty fields select everything; Limit must be positive.
 type SagaFilter struct {
 	Status    Status
 	IDPrefix  string // the id starts with it
@@ -66,7 +67,8 @@ type SagaFilter struct {
 
 // PendingFilter selects pending requests for Store.Pending. Empty fields
 // select everything; requests come oldest first (CreatedAt, SagaID,
-// JournalSeq) and After continues a listing after the given one.
+// JournalSeq) and After continues a listing after the given one. Limit
+// must be positive.
 type PendingFilter struct {
 	Tool      string
 	SagaID    string

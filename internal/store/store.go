@@ -324,7 +324,7 @@ func entries(ctx context.Context, c conn, sagaID string) ([]engine.Entry, error)
 	return collect(ctx, c, scanEntry, "SELECT "+entryCols+" FROM journal WHERE saga_id = $1 ORDER BY seq", sagaID)
 }
 
-func (s *sqlStore) Snapshot(ctx context.Context, sagaID string) (engine.Snapshot, error) {
+func (s *sqlStore) Snapshot(ctx context.Context, sagaID string, calls bool) (engine.Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	var snap engine.Snapshot
@@ -342,7 +342,7 @@ func (s *sqlStore) Snapshot(ctx context.Context, sagaID string) (engine.Snapshot
 		}
 		snap.Requests, err = collect(ctx, c, scanApproval, "SELECT "+approvalCols+
 			" FROM approval_requests WHERE saga_id = $1 ORDER BY journal_seq LIMIT $2", sagaID, maxApprovals)
-		if err != nil {
+		if err != nil || !calls {
 			return err
 		}
 		snap.Calls, err = collect(ctx, c, scanCall, "SELECT "+callCols+" FROM calls WHERE saga_id = $1 ORDER BY seq", sagaID)

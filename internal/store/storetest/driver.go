@@ -219,7 +219,7 @@ func testUpdate(t *testing.T, d *drv) {
 			_, err := tx.CreateSaga(keptSaga)
 			return errors.Join(err, tx.Append(e), tx.PutApproval(r), tx.PutCall(c))
 		})
-		snap, err := d.db.Snapshot(ctx, kept)
+		snap, err := d.db.Snapshot(ctx, kept, true)
 		want := engine.Snapshot{Saga: new(storedSaga(keptSaga)), Entries: storedEntries(e), Requests: storedRequests(r), Calls: storedCalls(c)}
 		if diff := cmp.Diff(want, snap, exact...); err != nil || diff != "" {
 			t.Errorf("Snapshot(%s) after Update = %v; (-want +got):\n%s", kept, err, diff)
@@ -260,7 +260,7 @@ func testUpdate(t *testing.T, d *drv) {
 			kept: {Saga: new(storedSaga(keptSaga)), Entries: storedEntries(e), Requests: storedRequests(r), Calls: storedCalls(c)},
 			lost: {},
 		} {
-			snap, err := d.db.Snapshot(ctx, id)
+			snap, err := d.db.Snapshot(ctx, id, true)
 			if diff := cmp.Diff(want, snap, exact...); err != nil || diff != "" {
 				t.Errorf("Snapshot(%s) after a failed Update = %v; (-want +got):\n%s", id, err, diff)
 			}
@@ -556,17 +556,20 @@ func testSnapshot(t *testing.T, d *drv) {
 	})
 	tests := []struct {
 		name, saga string
+		calls      bool
 		want       engine.Snapshot
 	}{
-		{"saga, journal, requests and calls, by seq", id, engine.Snapshot{Saga: new(storedSaga(s)), Entries: storedEntries(es...),
+		{"saga, journal, requests and calls, by seq", id, true, engine.Snapshot{Saga: new(storedSaga(s)), Entries: storedEntries(es...),
 			Requests: storedRequests(rs...), Calls: storedCalls(cs...)}},
-		{"unknown saga", d.id("nobody"), engine.Snapshot{}},
+		{"without calls", id, false, engine.Snapshot{Saga: new(storedSaga(s)), Entries: storedEntries(es...),
+			Requests: storedRequests(rs...)}},
+		{"unknown saga", d.id("nobody"), true, engine.Snapshot{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := d.db.Snapshot(ctx, tt.saga)
+			got, err := d.db.Snapshot(ctx, tt.saga, tt.calls)
 			if diff := cmp.Diff(tt.want, got, exact...); err != nil || diff != "" {
-				t.Errorf("Snapshot(%s) = %v; (-want +got):\n%s", tt.saga, err, diff)
+				t.Errorf("Snapshot(%s, calls %v) = %v; (-want +got):\n%s", tt.saga, tt.calls, err, diff)
 			}
 		})
 	}
@@ -604,7 +607,7 @@ func testSnapshot(t *testing.T, d *drv) {
 				running = false
 			default:
 			}
-			snap, err := d.db.Snapshot(ctx, w)
+			snap, err := d.db.Snapshot(ctx, w, false)
 			if err != nil {
 				t.Errorf("Snapshot(%s) while writing: %v", w, err)
 				return
