@@ -53,7 +53,7 @@ func TestRunOIDC(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
 	os.WriteFile(cfg, []byte("roles:\n  map:\n    payments-approvers: [approver]\n"), 0o644)
 	launched := launch(t, map[string]string{"SAGACITY_ADDR": addr, "SAGACITY_AUTH": "oidc", "SAGACITY_OIDC_ISSUER": p.Issuer,
-		"SAGACITY_SIGNING_KEY":    testSigningKey(t),
+		"SAGACITY_SIGNING_KEY": testSigningKey(t), "SAGACITY_CHECKPOINT_DIR": t.TempDir(),
 		"SAGACITY_OIDC_CLIENT_ID": id, "SAGACITY_OIDC_CLIENT_SECRET": secret, "SAGACITY_PUBLIC_URL": public,
 		"SAGACITY_SESSION_KEY": "session-key-for-this-test-0123456789", "SAGACITY_CONFIG": cfg,
 		"SAGACITY_DATABASE_URL": storetest.SQLiteURL(t)})
@@ -103,7 +103,7 @@ func TestRunTokens(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
 	os.WriteFile(cfg, []byte(yaml), 0o644)
 	base, logs := start(t, map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_CONFIG": cfg, "SAGACITY_DATABASE_URL": storetest.SQLiteURL(t),
-		"SAGACITY_SIGNING_KEY": testSigningKey(t)})
+		"SAGACITY_SIGNING_KEY": testSigningKey(t), "SAGACITY_CHECKPOINT_DIR": t.TempDir()})
 	if code := status(t, http.DefaultClient, "GET", base+"/sagacity/approvals", tok); code != 200 {
 		t.Errorf("API call with the new token = %d, want 200", code)
 	}

@@ -25,7 +25,10 @@ const usage = `usage: sagacity [command]
 
 commands:
   serve          serve the console, the JSON API and the agent gateway (the default)
-  verify FILE    verify a journal export (NDJSON); - reads standard input
+  verify [-key PUBLIC_KEY [-checkpoint CHECKPOINT]] FILE
+                 verify a journal export (NDJSON; - reads standard input): its chain;
+                 with -key, every decision's receipt; with -checkpoint, every entry's
+                 proof of inclusion in the log the checkpoint signed
                  exit status 0: valid, 1: broken, 2: unreadable
   token [-name NAME] [-roles agent,approver,auditor]
                  print a new API token and the lines that declare it in SAGACITY_CONFIG
@@ -34,6 +37,10 @@ commands:
   verify-receipt -key PUBLIC_KEY RECEIPT PAYLOAD
                  check a decision's receipt and that it is about the bytes in PAYLOAD
                  exit status 0: valid, 1: not, 2: unreadable
+  verify-log -key PUBLIC_KEY -proof PROOF OLD_CHECKPOINT NEW_CHECKPOINT
+                 check that the newer checkpoint's log extends the older one's
+                 (PROOF: GET /sagacity/checkpoints/consistency?from=OLD&to=NEW)
+                 exit status 0: consistent, 1: not, 2: unreadable
 
 configuration is read from SAGACITY_* environment variables; see the README.
 `
@@ -58,6 +65,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return keygen(args, stdout)
 	case "verify-receipt":
 		return verifyReceipt(args, stdout)
+	case "verify-log":
+		return verifyLog(args, stdout)
 	case "help", "-h", "-help", "--help":
 		_, err := io.WriteString(stdout, usage)
 		return err

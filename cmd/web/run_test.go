@@ -55,6 +55,14 @@ func launch(t *testing.T, vars map[string]string) *proc {
 	if vars["SAGACITY_ADDR"] == "" {
 		vars["SAGACITY_ADDR"] = "127.0.0.1:0"
 	}
+	// Dev mode keeps its key and checkpoints beside a SQLite database;
+	// anything else gets them here, never in the working directory.
+	if _, ok := vars["SAGACITY_CHECKPOINT_DIR"]; !ok && !strings.HasPrefix(vars["SAGACITY_DATABASE_URL"], "sqlite:") {
+		vars["SAGACITY_CHECKPOINT_DIR"] = t.TempDir()
+	}
+	if _, ok := vars["SAGACITY_SIGNING_KEY"]; !ok && !strings.HasPrefix(vars["SAGACITY_DATABASE_URL"], "sqlite:") {
+		vars["SAGACITY_SIGNING_KEY"] = testSigningKey(t)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &proc{out: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() { p.done <- run(ctx, []string{"serve"}, env(vars), p.out) }()
@@ -172,7 +180,7 @@ func export(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := engine.WriteNDJSON(&b, es); err != nil {
+	if err := engine.WriteNDJSON(&b, es, nil); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()

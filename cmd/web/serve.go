@@ -23,6 +23,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
+	"github.com/sagacity-go/sagacity/internal/witness"
 )
 
 // shutdownGrace is how long in-flight requests, tool calls included, get
@@ -45,9 +46,25 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	if err != nil {
 		return err
 	}
-	eng, err := newEngine(cfg, db, keys, log)
+	cpDir := cfg.CheckpointDir
+	if cpDir == "" {
+		cpDir = devPath(cfg, ".checkpoints")
+	}
+	w, err := witness.Open(cpDir)
+	if err != nil {
+		return fmt.Errorf("SAGACITY_CHECKPOINT_DIR: %w", err)
+	}
+	eng, err := newEngine(cfg, db, keys, engine.WithLog(db, w, cfg.File.Log.Every, cfg.File.Log.Interval), log)
 	if err != nil {
 		return err
+	}
+	// Before the first request: a database rolled back behind the newest
+	// checkpoint executes nothing. The full check follows in the
+	// background.
+	if problem, err := eng.CheckLog(ctx, false); err != nil {
+		return fmt.Errorf("checking the database against the checkpoints in %s: %w", cpDir, err)
+	} else if problem != "" {
+		log.Error("executions halted", "problem", problem)
 	}
 	if cfg.Demo {
 		if err := demo.Seed(ctx, db, eng); err != nil {
@@ -75,7 +92,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	url := "http://" + ln.Addr().String()
-	log.Info("serving", "url", url, "database", store.Redact(cfg.DatabaseURL), "auth", cfg.Auth,
+	log.Info("serving", "url", url, "database", store.Redact(cfg.DatabaseURL), "checkpoints", cpDir, "auth", cfg.Auth,
 		"tools", len(eng.Tools()), "demo", cfg.Demo)
 	if cfg.Demo {
 		log.Info("demo: saga " + demo.Seeded + " awaits approval; try the API with curl:\n" +
@@ -87,6 +104,9 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go recoverLoop(ctx, eng, log)
+	seqDone := make(chan struct{})
+	go func() { sequenceLoop(ctx, eng, log); close(seqDone) }()
+	go checkLoop(ctx, eng, log)
 	select {
 	case err := <-errc:
 		return err
@@ -100,6 +120,11 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	<-seqDone
+	// A last checkpoint covers everything written before the stop.
+	if _, err := eng.Sequence(sctx, true); err != nil {
+		log.Warn("signing the last checkpoint failed; the next start signs it", "err", err)
 	}
 	return nil
 }
@@ -125,6 +150,69 @@ func recoverLoop(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
 	}
 }
 
+// The log's rhythm: how often new entries are appended to the global log,
+// and how often the database is checked against the newest checkpoint,
+// from the tree's stored nodes (cheap) and from every entry (full).
+const (
+	sequenceEvery  = 200 * time.Millisecond
+	checkEvery     = 30 * time.Second
+	fullCheckEvery = 10 * time.Minute
+)
+
+// sequenceLoop appends new entries to the global log every sequenceEvery
+// and signs checkpoints as they fall due, until ctx ends.
+func sequenceLoop(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
+	t := time.NewTicker(sequenceEvery)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		_, err := eng.Sequence(ctx, false)
+		if err != nil && !failing && ctx.Err() == nil {
+			log.Warn("appending to the global log failed; trying again", "err", err)
+		}
+		failing = err != nil
+	}
+}
+
+// checkLoop checks the database against the newest checkpoint: in full
+// at once and every fullCheckEvery, from the tree's nodes every
+// checkEvery. It logs a halt, and the end of one, once.
+func checkLoop(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
+	t := time.NewTicker(checkEvery)
+	defer t.Stop()
+	halted, lastFull := eng.Halted(), time.Time{}
+	for {
+		full := time.Since(lastFull) >= fullCheckEvery
+		if _, err := eng.CheckLog(ctx, full); err != nil {
+			if ctx.Err() == nil {
+				log.Warn("checking the database against the newest checkpoint failed; trying again", "err", err)
+			}
+		} else {
+			if full {
+				lastFull = time.Now()
+			}
+			if now := eng.Halted(); now != halted {
+				if now != "" {
+					log.Error("executions halted", "problem", now)
+				} else {
+					log.Info("executions resumed: the database matches the newest checkpoint again")
+				}
+				halted = now
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // signingKeys reads the configured signing key. In dev mode without one,
 // it uses the key in a file beside the SQLite database (sagacity.signing-key
 // in the working directory for PostgreSQL), making it the first time.
@@ -136,10 +224,7 @@ func signingKeys(cfg config.Config, log *slog.Logger) (*engine.Keys, error) {
 		}
 		return k, nil
 	}
-	path := "sagacity.signing-key"
-	if p, ok := strings.CutPrefix(cfg.DatabaseURL, "sqlite:"); ok {
-		path = p + ".signing-key"
-	}
+	path := devPath(cfg, ".signing-key")
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		skey, _, gerr := engine.GenerateKeys("sagacity-dev")
@@ -161,9 +246,18 @@ func signingKeys(cfg config.Config, log *slog.Logger) (*engine.Keys, error) {
 	return k, nil
 }
 
+// devPath is where dev mode keeps a file it makes: beside the SQLite
+// database, or in the working directory for PostgreSQL.
+func devPath(cfg config.Config, suffix string) string {
+	if p, ok := strings.CutPrefix(cfg.DatabaseURL, "sqlite:"); ok {
+		return p + suffix
+	}
+	return "sagacity" + suffix
+}
+
 // newEngine registers the configured HTTP tools and, in demo mode, the
 // built-in ones.
-func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, log *slog.Logger) (*engine.Engine, error) {
+func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, tlog engine.Option, log *slog.Logger) (*engine.Engine, error) {
 	var tools []engine.Tool
 	for _, t := range cfg.File.Tools {
 		ht := &httptool.Tool{Name: t.Name, Exec: httptool.Endpoint(t.Execute), Secret: cfg.ToolSigningSecret,
@@ -184,7 +278,7 @@ func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, log *slog.Log
 			tools = append(tools, t)
 		}
 	}
-	return engine.New(db, tools, engine.WithKeys(keys), engine.WithLogger(log), engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
+	return engine.New(db, tools, engine.WithKeys(keys), tlog, engine.WithLogger(log), engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
 		engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas}))
 }
 

@@ -159,17 +159,119 @@ func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 }
 
 // Audit exports a saga's journal as NDJSON: GET /sagacity/audit/{sagaId}.
+// With ?proofs=latest (or a checkpoint's size), each entry the checkpoint
+// covers carries its leaf and inclusion proof: what sagacity verify
+// -checkpoint checks offline.
 func (h *Handlers) Audit(w http.ResponseWriter, r *http.Request) error {
 	sagaID, err := param(r, "sagaId")
 	if err != nil {
 		return err
 	}
-	entries, err := h.Engine.Journal(r.Context(), auth.From(r.Context()), sagaID)
-	if err != nil {
+	me := auth.From(r.Context())
+	var entries []engine.Entry
+	var proofs *engine.Proofs
+	if q := r.URL.Query(); q.Has("proofs") {
+		size, err := checkpointSize(q.Get("proofs"), "proofs")
+		if err != nil {
+			return err
+		}
+		entries, proofs, err = h.Engine.Evidence(r.Context(), me, sagaID, size)
+		if err != nil {
+			return err
+		}
+	} else if entries, err = h.Engine.Journal(r.Context(), me, sagaID); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	return engine.WriteNDJSON(w, entries)
+	return engine.WriteNDJSON(w, entries, proofs)
+}
+
+// checkpointSize reads a size parameter: "latest" is 0.
+func checkpointSize(v, name string) (int64, error) {
+	if v == "latest" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, engine.Errorf(engine.Invalid, "%s must be latest or a checkpoint's size, a positive integer", name)
+	}
+	return n, nil
+}
+
+// Checkpoint serves a signed checkpoint of the global log this server
+// keeps outside its database, as the note sagacity verify and
+// verify-log read: GET /sagacity/checkpoints/{size}, size latest or a
+// number.
+func (h *Handlers) Checkpoint(w http.ResponseWriter, r *http.Request) error {
+	size, err := checkpointSize(chi.URLParam(r, "size"), "size")
+	if err != nil {
+		return err
+	}
+	signed, err := h.Engine.Checkpoint(r.Context(), auth.From(r.Context()), size)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, err = io.WriteString(w, signed)
+	return err
+}
+
+// ConsistencyJSON is a consistency proof between two sizes of the log.
+type ConsistencyJSON struct {
+	From  int64    `json:"from"`
+	To    int64    `json:"to"`
+	Proof [][]byte `json:"proof"` // base64 hashes
+}
+
+// Consistency proves that the log at size from is a prefix of the log at
+// size to: GET /sagacity/checkpoints/consistency?from=&to=.
+func (h *Handlers) Consistency(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	from, ferr := strconv.ParseInt(q.Get("from"), 10, 64)
+	to, terr := strconv.ParseInt(q.Get("to"), 10, 64)
+	if ferr != nil || terr != nil {
+		return engine.Errorf(engine.Invalid, "from and to must be the sizes of two checkpoints")
+	}
+	p, err := h.Engine.ConsistencyProof(r.Context(), auth.From(r.Context()), from, to)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		p = [][]byte{}
+	}
+	return WriteJSON(w, http.StatusOK, ConsistencyJSON{From: from, To: to, Proof: p})
+}
+
+// logJSON is the log's status.
+type logJSON struct {
+	Size       int64      `json:"size"`
+	Checkpoint *string    `json:"checkpoint"` // the newest, signed; null when none yet
+	SignedAt   *time.Time `json:"signedAt"`
+	Halted     string     `json:"halted,omitempty"`
+	CheckedAt  *time.Time `json:"checkedAt"`
+	FullAt     *time.Time `json:"fullCheckAt"`
+}
+
+// Log reports the global log: its size, the newest checkpoint outside
+// the database, and whether executions are halted because the database
+// does not match it: GET /sagacity/log.
+func (h *Handlers) Log(w http.ResponseWriter, r *http.Request) error {
+	st, err := h.Engine.LogStatus(r.Context(), auth.From(r.Context()))
+	if err != nil {
+		return err
+	}
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		t = t.UTC()
+		return &t
+	}
+	out := logJSON{Size: st.Size, SignedAt: opt(st.SignedAt), Halted: st.Halted, CheckedAt: opt(st.CheckedAt), FullAt: opt(st.FullAt)}
+	if st.Signed != "" {
+		out.Checkpoint = &st.Signed
+	}
+	return WriteJSON(w, http.StatusOK, out)
 }
 
 // Verify checks a saga's hash chain: GET /sagacity/audit/{sagaId}/verify.

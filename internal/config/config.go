@@ -30,7 +30,11 @@ type Config struct {
 	// SigningKey signs decision receipts and checkpoints: SAGACITY_SIGNING_KEY,
 	// or the file SAGACITY_SIGNING_KEY_FILE names ("" in dev mode without
 	// either: the server makes one).
-	SigningKey        string
+	SigningKey string
+	// CheckpointDir is where signed checkpoints of the global log are
+	// kept, outside the database: SAGACITY_CHECKPOINT_DIR ("" in dev mode
+	// without it: beside the database).
+	CheckpointDir     string
 	Auth              string // "oidc", "tokens" or "dev", resolved from SAGACITY_AUTH
 	ApprovalEndpoints bool   // SAGACITY_APPROVAL_ENDPOINTS_ENABLED, default true
 	Demo              bool   // SAGACITY_DEMO, default false
@@ -79,6 +83,7 @@ func load(getenv func(string) string) (Config, error) {
 		OIDCClientID:     getenv("SAGACITY_OIDC_CLIENT_ID"),
 		OIDCClientSecret: getenv("SAGACITY_OIDC_CLIENT_SECRET"),
 		APIAudience:      getenv("SAGACITY_API_AUDIENCE"),
+		CheckpointDir:    getenv("SAGACITY_CHECKPOINT_DIR"),
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return c, fmt.Errorf("SAGACITY_ADDR: %q is not host:port (%s)", c.Addr, addrProblem(err))
@@ -148,6 +153,9 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	if c.SigningKey == "" && c.Auth != authDev {
 		return c, errors.New("SAGACITY_SIGNING_KEY: required unless SAGACITY_AUTH=dev: it signs the receipt of every decision and the log's checkpoints (sagacity keygen makes one; or set SAGACITY_SIGNING_KEY_FILE)")
+	}
+	if c.CheckpointDir == "" && c.Auth != authDev {
+		return c, errors.New("SAGACITY_CHECKPOINT_DIR: required unless SAGACITY_AUTH=dev: the log's signed checkpoints are kept there, outside the database, and the server checks the database against them (ship the directory to another machine)")
 	}
 	if len(c.Hosts) == 0 && !c.Loopback() {
 		// Requests for any other host name are refused (DNS rebinding).

@@ -27,6 +27,14 @@ type File struct {
 	Tokens []Token // API bearer tokens
 	Roles  Roles   // how OIDC claims map to roles
 	Policy Policy  // size limits
+	Log    Log     // when checkpoints of the global log are signed
+}
+
+// Log says when the server signs a checkpoint of the global log: after
+// Every new entries or Interval, whichever comes first.
+type Log struct {
+	Every    int64         // default 1000, at least 1
+	Interval time.Duration // default 10s, at least 100ms, at most 1h
 }
 
 // Tool is an HTTP tool: Execute runs it, Compensate undoes it.
@@ -74,12 +82,18 @@ const (
 	minSize        = 1 << 10
 	maxSize        = 64 << 20
 	defaultClaim   = "groups"
+
+	defaultCheckpointEvery    = 1000
+	defaultCheckpointInterval = 10 * time.Second
+	minCheckpointInterval     = 100 * time.Millisecond
+	maxCheckpointInterval     = time.Hour
 )
 
 func defaultFile() File {
 	return File{
 		Roles:  Roles{Claim: defaultClaim},
 		Policy: Policy{MaxBodyBytes: defaultSize, MaxResultBytes: defaultSize},
+		Log:    Log{Every: defaultCheckpointEvery, Interval: defaultCheckpointInterval},
 	}
 }
 
@@ -91,6 +105,12 @@ type yamlFile struct {
 	Tokens []yamlToken `yaml:"tokens"`
 	Roles  yamlRoles   `yaml:"roles"`
 	Policy yamlPolicy  `yaml:"policy"`
+	Log    yamlLog     `yaml:"log"`
+}
+
+type yamlLog struct {
+	CheckpointEvery    string `yaml:"checkpointEvery"`
+	CheckpointInterval string `yaml:"checkpointInterval"`
 }
 
 type yamlTool struct {
@@ -225,6 +245,23 @@ func (y yamlFile) check() (File, error) {
 		return File{}, err
 	}
 	f.Policy.ShareSagas = y.Policy.ShareSagas
+	if v := y.Log.CheckpointEvery; v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 {
+			return File{}, fmt.Errorf("log.checkpointEvery: %q is not a number of entries, at least 1", v)
+		}
+		f.Log.Every = n
+	}
+	if v := y.Log.CheckpointInterval; v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return File{}, fmt.Errorf("log.checkpointInterval: %q is not a duration like 10s or 1m", v)
+		}
+		if d < minCheckpointInterval || d > maxCheckpointInterval {
+			return File{}, fmt.Errorf("log.checkpointInterval: %s must be at least %s and at most %s", v, minCheckpointInterval, maxCheckpointInterval)
+		}
+		f.Log.Interval = d
+	}
 	return f, nil
 }
 

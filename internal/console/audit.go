@@ -2,9 +2,12 @@ package console
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +29,30 @@ func (h *Handlers) Audit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return render(w, r, http.StatusOK, templates.Audit(templates.AuditPage{Chrome: h.chrome(r, "Audit", "/audit"),
-		Items: items, Next: next, Paged: r.URL.Query().Get("cursor") != "", Job: h.job(me)}))
+		Items: items, Next: next, Paged: r.URL.Query().Get("cursor") != "", Job: h.job(me), Log: h.logCard(r.Context(), me)}))
+}
+
+// logCard shapes the global log's state for the audit page; a log that
+// cannot be read is said so on the page, which still lists the sagas.
+func (h *Handlers) logCard(ctx context.Context, me engine.Principal) templates.LogCard {
+	st, err := h.Engine.LogStatus(ctx, me)
+	if err != nil {
+		return templates.LogCard{Error: message(err), Key: h.Engine.VerifierKey()}
+	}
+	c := templates.LogCard{Size: st.Size, Checkpoint: st.Checkpoint.Size, Root: hex.EncodeToString(st.Checkpoint.Root),
+		Halted: st.Halted, Key: h.Engine.VerifierKey(), Href: templates.CheckpointHref(st.Checkpoint.Size)}
+	if !st.SignedAt.IsZero() {
+		c.SignedAt = h.when(st.SignedAt)
+	}
+	if !st.CheckedAt.IsZero() {
+		t := h.when(st.CheckedAt)
+		c.Checked = &t
+	}
+	if !st.FullAt.IsZero() {
+		t := h.when(st.FullAt)
+		c.FullCheck = &t
+	}
+	return c
 }
 
 // VerifySaga is one saga's verification in words, and how to check it
@@ -43,9 +69,18 @@ func (h *Handlers) VerifySaga(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := templates.VerifyPage{Chrome: h.chrome(r, "Verification of "+id, "/audit"), Verification: hist.Verification,
-		Saga: engine.Saga{ID: id}, ExportHref: templates.ExportHref(id), FileName: exportName(id), TimelineHref: templates.SagaHref(id)}
+		Saga: engine.Saga{ID: id}, ExportHref: templates.ExportHref(id), FileName: exportName(id), TimelineHref: templates.SagaHref(id),
+		Key: h.Engine.VerifierKey()}
 	if hist.Saga != nil {
 		v.Saga = *hist.Saga
+	}
+	if st, err := h.Engine.LogStatus(r.Context(), me); err == nil && st.Checkpoint.Size > 0 {
+		v.Checkpoint, v.CheckpointHref = st.Checkpoint.Size, templates.CheckpointHref(st.Checkpoint.Size)
+		v.ExportHref = templates.ProvenExportHref(id, st.Checkpoint.Size)
+	}
+	for _, d := range hist.Decisions {
+		v.Decisions = append(v.Decisions, templates.DecisionRow{Seq: d.Seq, Decision: d.Decision, Decider: d.Decider, Problem: d.Problem,
+			EntryHref: templates.EntryHref(id, d.Seq), Href: templates.ReceiptHref(id, d.Seq), File: receiptName(id, d.Seq)})
 	}
 	if b := hist.Verification.BreakAtIndex; !hist.Verification.Valid && b >= 0 {
 		seq := int64(b + 1)
@@ -58,18 +93,81 @@ func (h *Handlers) VerifySaga(w http.ResponseWriter, r *http.Request) error {
 }
 
 // Export downloads a saga's journal as NDJSON, the file `sagacity verify`
-// checks: GET /audit/export?id=.
+// checks: GET /audit/export?id=&size=; with size, each entry carries its
+// proof of inclusion in the log at that checkpoint's size.
 func (h *Handlers) Export(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
-	id := r.URL.Query().Get("id")
-	hist, err := h.Engine.History(r.Context(), me, id)
+	q := r.URL.Query()
+	id := q.Get("id")
+	var entries []engine.Entry
+	var proofs *engine.Proofs
+	if q.Has("size") {
+		size, err := strconv.ParseInt(q.Get("size"), 10, 64)
+		if err != nil || size < 1 {
+			return engine.Errorf(engine.Invalid, "size must be a checkpoint's size, a positive integer")
+		}
+		if entries, proofs, err = h.Engine.Evidence(r.Context(), me, id, size); err != nil {
+			return err
+		}
+	} else {
+		hist, err := h.Engine.History(r.Context(), me, id)
+		if err != nil {
+			return err
+		}
+		entries = hist.Entries
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	attachment(w, exportName(id), "sagacity-"+id+".ndjson")
+	return engine.WriteNDJSON(w, entries, proofs)
+}
+
+// attachment makes a response download as a file: name is ASCII, full
+// the name in UTF-8.
+func attachment(w http.ResponseWriter, name, full string) {
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, name, url.PathEscape(full)))
+}
+
+// Checkpoint downloads a signed checkpoint of the log that this server
+// keeps outside its database: GET /audit/checkpoint?size=.
+func (h *Handlers) Checkpoint(w http.ResponseWriter, r *http.Request) error {
+	size, err := strconv.ParseInt(r.URL.Query().Get("size"), 10, 64)
+	if err != nil || size < 1 {
+		return engine.Errorf(engine.Invalid, "size must be a checkpoint's size, a positive integer")
+	}
+	signed, err := h.Engine.Checkpoint(r.Context(), auth.From(r.Context()), size)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`,
-		exportName(id), url.PathEscape("sagacity-"+id+".ndjson")))
-	return engine.WriteNDJSON(w, hist.Entries)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	name := fmt.Sprintf("checkpoint-%d.note", size)
+	attachment(w, name, name)
+	_, err = io.WriteString(w, signed)
+	return err
+}
+
+// Receipt downloads the signed receipt of the decision at seq of a saga:
+// GET /audit/receipt?id=&seq=.
+func (h *Handlers) Receipt(w http.ResponseWriter, r *http.Request) error {
+	me := auth.From(r.Context())
+	q := r.URL.Query()
+	id := q.Get("id")
+	seq, err := strconv.ParseInt(q.Get("seq"), 10, 64)
+	if err != nil || seq < 1 {
+		return engine.Errorf(engine.Invalid, "seq must be a positive integer")
+	}
+	receipt, err := h.Engine.Receipt(r.Context(), me, id, seq)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	attachment(w, receiptName(id, seq), fmt.Sprintf("receipt-%s-%d.note", id, seq))
+	_, err = io.WriteString(w, receipt)
+	return err
+}
+
+// receiptName is the file the receipt at seq downloads as.
+func receiptName(id string, seq int64) string {
+	return strings.TrimSuffix(strings.Replace(exportName(id), "sagacity-", "receipt-", 1), ".ndjson") + fmt.Sprintf("-%d.note", seq)
 }
 
 // exportName is the file an export downloads as: the saga id with

@@ -64,7 +64,7 @@ func (h *Handlers) chrome(r *http.Request, title, href string) templates.Chrome 
 	if me.ID == "" {
 		return c
 	}
-	c.Me = &me
+	c.Me, c.Halted = &me, h.Engine.Halted()
 	for _, p := range places {
 		if h.Engine.Can(me, p.action, engine.Subject{}) == nil {
 			c.Nav = append(c.Nav, templates.NavItem{Href: p.href, Label: p.label, Current: p.href == href})

@@ -26,6 +26,9 @@ type fixture struct {
 	tools      *toolServer
 	tr         *transcript
 	config     string // the SAGACITY_CONFIG file
+	// checkpoints holds each server's checkpoint directory, by server
+	// name: a server restarted under its name finds its checkpoints.
+	checkpoints string
 
 	agents     *pool // role agent: they start sagas (one saga, one initiator) and resume
 	approvers  *pool // role approver
@@ -53,7 +56,7 @@ func newFixture(t *testing.T, timeout time.Duration) *fixture {
 			keep(t, "requests and answers", tr.String())
 		}
 	})
-	f := &fixture{t: t, ctx: ctx, tr: tr, secret: "e2e-tool-signing-secret-" + rand.Text()}
+	f := &fixture{t: t, ctx: ctx, tr: tr, secret: "e2e-tool-signing-secret-" + rand.Text(), checkpoints: t.TempDir()}
 	// Every server of a suite signs receipts with one key, as replicas do.
 	skey, _, err := engine.GenerateKeys("sagacity.e2e")
 	if err != nil {
@@ -118,7 +121,8 @@ tokens:
 	return f
 }
 
-// server starts the binary on dbURL in tokens mode with the fixture's tools.
+// server starts the binary on dbURL in tokens mode with the fixture's
+// tools, keeping its checkpoints in a directory of its name.
 func (f *fixture) server(name, dbURL string) *server {
 	f.t.Helper()
 	return newServer(f.t, name, map[string]string{
@@ -128,8 +132,12 @@ func (f *fixture) server(name, dbURL string) *server {
 		"SAGACITY_CONFIG":              f.config,
 		"SAGACITY_TOOL_SIGNING_SECRET": f.secret,
 		"SAGACITY_SIGNING_KEY":         f.signingKey,
+		"SAGACITY_CHECKPOINT_DIR":      f.checkpointDir(name),
 	})
 }
+
+// checkpointDir is where the server of a name keeps its checkpoints.
+func (f *fixture) checkpointDir(name string) string { return filepath.Join(f.checkpoints, name) }
 
 // initiator is the agent that starts the i-th saga of a suite.
 func (f *fixture) initiator(i int) *client { return f.agents.clients[i%len(f.agents.clients)] }

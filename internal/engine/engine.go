@@ -76,6 +76,8 @@ type Engine struct {
 	inDoubtAfter time.Duration
 	// keys sign the receipts of people's decisions, and verify them.
 	keys *Keys
+	// tlog runs the global log; nil when there is none (tests).
+	tlog *logConfig
 }
 
 // Option configures an Engine.
@@ -227,7 +229,7 @@ func (e *Engine) append(tx Tx, s *Saga, tool string, phase Phase, input, payload
 // appendAt is append at a time the caller read already (a receipt names it).
 func (e *Engine) appendAt(tx Tx, s *Saga, tool string, phase Phase, input, payload string, at time.Time) (Entry, error) {
 	en := Entry{SagaID: s.ID, Seq: s.HeadSeq + 1, ToolName: tool, Phase: phase,
-		Input: input, Payload: EncodeText(payload), Timestamp: at}
+		Input: input, Payload: EncodeText(payload), Timestamp: at, Leaf: -1}
 	en.Hash = Hash(s.HeadHash, en)
 	if err := tx.Append(en); err != nil {
 		return Entry{}, err

@@ -52,9 +52,10 @@ func FuzzReadNDJSON(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("\n\n{}\n"))
 	f.Add([]byte(`{"sagaId":"s","seq":1,"toolName":"t","phase":"INTENT","input":"\u0000","payload":"\ud800","timestamp":"2026-07-21T10:00:00Z","hash":""}`))
+	f.Add([]byte(`{"sagaId":"s","seq":1,"toolName":"t","phase":"INTENT","input":"","payload":"","timestamp":"2026-07-21T10:00:00Z","hash":"","leaf":0,"treeSize":2,"proof":["AAAA"]}`))
 	f.Add([]byte(`{"sagaId":"s","seq":1e400,"toolName":"t","phase":"INTENT","input":"","payload":"","timestamp":"0000-01-01T00:00:00Z","hash":""}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		entries, err := ReadNDJSON(bytes.NewReader(data))
+		entries, proofs, err := ReadNDJSON(bytes.NewReader(data))
 		if err != nil {
 			if !IsKind(err, Invalid) {
 				t.Errorf("ReadNDJSON(%q) error %v, want kind invalid", data, err)
@@ -62,19 +63,22 @@ func FuzzReadNDJSON(f *testing.F) {
 			return
 		}
 		_ = Verify(entries) // must not panic on anything it read
+		if proofs != nil {
+			VerifyProofs(entries, proofs, make([]byte, 32))
+		}
 		var out bytes.Buffer
-		if err := WriteNDJSON(&out, entries); err != nil {
+		if err := WriteNDJSON(&out, entries, proofs); err != nil {
 			t.Fatalf("WriteNDJSON(%+v): %v", entries, err)
 		}
 		first := bytes.Clone(out.Bytes())
-		again, err := ReadNDJSON(&out)
+		again, againProofs, err := ReadNDJSON(&out)
 		if err != nil {
 			t.Fatalf("ReadNDJSON(WriteNDJSON(%+v)) = %v", entries, err)
 		}
 		// Strings that are not UTF-8 are written as U+FFFD; compare what
 		// round-trips in a second pass.
 		var twice bytes.Buffer
-		if err := WriteNDJSON(&twice, again); err != nil || !bytes.Equal(first, twice.Bytes()) {
+		if err := WriteNDJSON(&twice, again, againProofs); err != nil || !bytes.Equal(first, twice.Bytes()) {
 			t.Errorf("export of %q does not round-trip:\n%s\n%s", data, first, twice.Bytes())
 		}
 		if len(again) != len(entries) {

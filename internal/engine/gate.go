@@ -236,6 +236,12 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 	if len(payload) > e.maxInput {
 		return ResumeResult{}, Errorf(Invalid, "payload is larger than %d bytes", e.maxInput)
 	}
+	if why := e.Halted(); why != "" {
+		// Nothing is journaled: the request stays pending until an
+		// operator restores the log.
+		return ResumeResult{}, &Error{Kind: Unavailable, Msg: "executions of IRREVERSIBLE tools are halted: " + why +
+			"; the request stays pending until an operator restores the database or the checkpoints", Err: ErrHalted, SagaID: sagaID, Seq: seq}
+	}
 	var refusal string
 	var tool Tool
 	var call Call

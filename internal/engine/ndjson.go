@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,27 +15,45 @@ import (
 // the six fractional digits the journal keeps.
 const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 
-// ndjsonLine is one line of a journal export (SPEC §5).
+// ndjsonLine is one line of a journal export (SPEC §5), and, in an export
+// with proofs, the entry's leaf, the tree size proved against and the
+// inclusion proof (base64 hashes).
 type ndjsonLine struct {
-	SagaID    string `json:"sagaId"`
-	Seq       int64  `json:"seq"`
-	ToolName  string `json:"toolName"`
-	Phase     Phase  `json:"phase"`
-	Input     string `json:"input"`
-	Payload   string `json:"payload"`
-	Timestamp string `json:"timestamp"`
-	Hash      string `json:"hash"`
+	SagaID    string    `json:"sagaId"`
+	Seq       int64     `json:"seq"`
+	ToolName  string    `json:"toolName"`
+	Phase     Phase     `json:"phase"`
+	Input     string    `json:"input"`
+	Payload   string    `json:"payload"`
+	Timestamp string    `json:"timestamp"`
+	Hash      string    `json:"hash"`
+	Leaf      *int64    `json:"leaf,omitempty"`
+	TreeSize  *int64    `json:"treeSize,omitempty"`
+	Proof     *[][]byte `json:"proof,omitempty"`
+}
+
+// Proofs prove an export's entries are leaves of the global log at
+// TreeSize: Of[i] is entries[i]'s inclusion proof, nil for an entry the
+// log had not reached at that size.
+type Proofs struct {
+	TreeSize int64
+	Of       [][][]byte
 }
 
 // WriteNDJSON writes entries as newline-delimited JSON, one object a line
 // with the keys sagaId, seq, toolName, phase, input, payload, timestamp and
-// hash. A real JSON encoder escapes every string.
-func WriteNDJSON(w io.Writer, entries []Entry) error {
+// hash; with proofs, each entry they cover adds leaf, treeSize and proof.
+// A real JSON encoder escapes every string.
+func WriteNDJSON(w io.Writer, entries []Entry, proofs *Proofs) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	for _, e := range entries {
-		if err := enc.Encode(ndjsonLine{SagaID: e.SagaID, Seq: e.Seq, ToolName: e.ToolName, Phase: e.Phase,
-			Input: e.Input, Payload: e.Payload, Timestamp: e.Timestamp.UTC().Format(TimeLayout), Hash: e.Hash}); err != nil {
+	for i, e := range entries {
+		l := ndjsonLine{SagaID: e.SagaID, Seq: e.Seq, ToolName: e.ToolName, Phase: e.Phase,
+			Input: e.Input, Payload: e.Payload, Timestamp: e.Timestamp.UTC().Format(TimeLayout), Hash: e.Hash}
+		if proofs != nil && proofs.Of[i] != nil {
+			l.Leaf, l.TreeSize, l.Proof = &e.Leaf, &proofs.TreeSize, &proofs.Of[i]
+		}
+		if err := enc.Encode(l); err != nil {
 			return err
 		}
 	}
@@ -44,54 +63,82 @@ func WriteNDJSON(w io.Writer, entries []Entry) error {
 // MaxNDJSONLine caps one line of an export read by ReadNDJSON.
 const MaxNDJSONLine = 64 << 20
 
-// ReadNDJSON parses a journal export written by WriteNDJSON. Blank lines
-// are skipped. It returns an Invalid error naming the line for anything
-// that is not exactly that format: a missing or unknown key, a wrong type,
-// a timestamp that is not RFC 3339, an unknown phase, or trailing data.
-func ReadNDJSON(r io.Reader) ([]Entry, error) {
+// ReadNDJSON parses a journal export written by WriteNDJSON, and its
+// proofs when it carries them (nil when not). Blank lines are skipped. It
+// returns an Invalid error naming the line for anything that is not
+// exactly that format: a missing or unknown key, a wrong type, a timestamp
+// that is not RFC 3339, an unknown phase, proofs against different sizes,
+// or trailing data.
+func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxNDJSONLine)
 	var entries []Entry
+	var proofs *Proofs
+	var of [][][]byte
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
-		e, err := parseLine(line)
+		e, l, err := parseLine(line)
+		if err == nil && l.TreeSize != nil {
+			if proofs == nil {
+				proofs = &Proofs{TreeSize: *l.TreeSize}
+			} else if *l.TreeSize != proofs.TreeSize {
+				err = fmt.Errorf("proof against tree size %d, where earlier lines' are against %d", *l.TreeSize, proofs.TreeSize)
+			}
+		}
 		if err != nil {
-			return nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: %v", n, err)}
+			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: %v", n, err)}
 		}
 		entries = append(entries, e)
+		var p [][]byte
+		if l.Proof != nil {
+			p = *l.Proof
+		}
+		of = append(of, p)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("reading export: %v", err), Err: err}
+		return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("reading export: %v", err), Err: err}
 	}
-	return entries, nil
+	if proofs != nil {
+		proofs.Of = of
+	}
+	return entries, proofs, nil
 }
 
-func parseLine(line []byte) (Entry, error) {
+func parseLine(line []byte) (Entry, ndjsonLine, error) {
+	var l ndjsonLine
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(line, &keys); err != nil {
-		return Entry{}, err
+		return Entry{}, l, err
 	}
 	for _, k := range []string{"sagaId", "seq", "toolName", "phase", "input", "payload", "timestamp", "hash"} {
 		if _, ok := keys[k]; !ok {
-			return Entry{}, fmt.Errorf("missing key %q", k)
+			return Entry{}, l, fmt.Errorf("missing key %q", k)
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
-	var l ndjsonLine
 	if err := dec.Decode(&l); err != nil {
-		return Entry{}, err
+		return Entry{}, l, err
 	}
 	t, err := time.Parse(time.RFC3339Nano, l.Timestamp)
 	if err != nil {
-		return Entry{}, fmt.Errorf("timestamp: %w", err)
+		return Entry{}, l, fmt.Errorf("timestamp: %w", err)
 	}
 	if !slices.Contains(Phases, l.Phase) {
-		return Entry{}, fmt.Errorf("unknown phase %q", l.Phase)
+		return Entry{}, l, fmt.Errorf("unknown phase %q", l.Phase)
 	}
-	return Entry{SagaID: l.SagaID, Seq: l.Seq, ToolName: l.ToolName, Phase: l.Phase, Input: l.Input,
-		Payload: l.Payload, Timestamp: t.UTC(), Hash: l.Hash}, nil
+	e := Entry{SagaID: l.SagaID, Seq: l.Seq, ToolName: l.ToolName, Phase: l.Phase, Input: l.Input,
+		Payload: l.Payload, Timestamp: t.UTC(), Hash: l.Hash, Leaf: -1}
+	switch proved := l.Leaf != nil && l.TreeSize != nil && l.Proof != nil; {
+	case !proved && (l.Leaf != nil || l.TreeSize != nil || l.Proof != nil):
+		return Entry{}, l, errors.New("leaf, treeSize and proof come together")
+	case proved && (*l.Leaf < 0 || *l.Leaf >= *l.TreeSize):
+		return Entry{}, l, fmt.Errorf("leaf %d is not in a tree of size %d", *l.Leaf, *l.TreeSize)
+	case proved:
+		e.Leaf = *l.Leaf
+	}
+	return e, l, nil
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/transparency-dev/merkle/rfc6962"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -28,7 +30,7 @@ func exportSample() []Entry {
 		{"sendWireTransfer", PhaseExecuted, `{"amount":"100","to":"alice"}`, "line1\nline2\ttab\u0001ctl €"},
 	} {
 		e := Entry{SagaID: "transfer-77", Seq: int64(i + 1), ToolName: f.tool, Phase: f.phase, Input: f.input,
-			Payload: f.payload, Timestamp: t0.Add(time.Duration(i)*time.Second + 123*time.Microsecond)}
+			Payload: f.payload, Timestamp: t0.Add(time.Duration(i)*time.Second + 123*time.Microsecond), Leaf: -1}
 		e.Hash = Hash(prev, e)
 		prev = e.Hash
 		es = append(es, e)
@@ -38,7 +40,7 @@ func exportSample() []Entry {
 
 func TestNDJSONGolden(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteNDJSON(&buf, exportSample()); err != nil {
+	if err := WriteNDJSON(&buf, exportSample(), nil); err != nil {
 		t.Fatal(err)
 	}
 	const golden = "testdata/export.ndjson"
@@ -61,10 +63,10 @@ func TestNDJSONGolden(t *testing.T) {
 
 func TestNDJSONRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteNDJSON(&buf, exportSample()); err != nil {
+	if err := WriteNDJSON(&buf, exportSample(), nil); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadNDJSON(&buf)
+	got, proofs, err := ReadNDJSON(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +76,85 @@ func TestNDJSONRoundTrip(t *testing.T) {
 	if v := Verify(got); !v.Valid {
 		t.Errorf("Verify(round trip) = %+v, want valid", v)
 	}
+	if proofs != nil {
+		t.Errorf("ReadNDJSON of an export without proofs = %+v, want nil proofs", proofs)
+	}
+}
+
+// TestNDJSONProofs writes an export with the inclusion proofs of its
+// entries in a log of their hashes and one more leaf, reads it back, and
+// checks the proofs against the log's root; a proof is refused for
+// another root, and for a rewritten entry.
+func TestNDJSONProofs(t *testing.T) {
+	es := exportSample()
+	var leaves [][]byte
+	for i := range es {
+		es[i].Leaf = int64(i)
+		leaves = append(leaves, mustLeaf(t, es[i].Hash))
+	}
+	leaves = append(leaves, mustLeaf(t, ZeroHash))
+	size := int64(len(leaves))
+	root := rfc6962.DefaultHasher.HashChildren(
+		rfc6962.DefaultHasher.HashChildren(
+			rfc6962.DefaultHasher.HashChildren(leaves[0], leaves[1]),
+			rfc6962.DefaultHasher.HashChildren(leaves[2], leaves[3])),
+		leaves[4])
+	ps := &Proofs{TreeSize: size, Of: make([][][]byte, len(es))}
+	for i := range es[:3] { // the last entry is left unproved
+		ps.Of[i] = inclusion(leaves, i)
+	}
+	var buf bytes.Buffer
+	if err := WriteNDJSON(&buf, es, ps); err != nil {
+		t.Fatal(err)
+	}
+	got, gotProofs, err := ReadNDJSON(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(es)
+	want[3].Leaf = -1 // an unproved entry carries no leaf
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReadNDJSON(WriteNDJSON(x, proofs)) entries differ (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(ps, gotProofs); diff != "" {
+		t.Errorf("ReadNDJSON(WriteNDJSON(x, proofs)) proofs differ (-want +got):\n%s", diff)
+	}
+	if bad, proved := VerifyProofs(got, gotProofs, root); bad != -1 || proved != 3 {
+		t.Errorf("VerifyProofs = %d, %d; want -1, 3", bad, proved)
+	}
+	if bad, _ := VerifyProofs(got, gotProofs, leaves[0]); bad != 0 {
+		t.Errorf("VerifyProofs against another root = %d, want 0", bad)
+	}
+	got[1].Hash = Hash(got[0].Hash, Entry{SagaID: "x"})
+	if bad, _ := VerifyProofs(got, gotProofs, root); bad != 1 {
+		t.Errorf("VerifyProofs of a rewritten entry = %d, want 1", bad)
+	}
+}
+
+func mustLeaf(t *testing.T, hash string) []byte {
+	t.Helper()
+	l, err := LeafHash(hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// inclusion is the RFC 6962 audit path of leaf i in a tree of five
+// leaves, written out by hand so that the test does not use the code it
+// checks.
+func inclusion(leaves [][]byte, i int) [][]byte {
+	h := rfc6962.DefaultHasher.HashChildren
+	pair := func(a, b int) []byte { return h(leaves[a], leaves[b]) }
+	switch i {
+	case 0:
+		return [][]byte{leaves[1], pair(2, 3), leaves[4]}
+	case 1:
+		return [][]byte{leaves[0], pair(2, 3), leaves[4]}
+	case 2:
+		return [][]byte{leaves[3], pair(0, 1), leaves[4]}
+	}
+	return [][]byte{leaves[2], pair(0, 1), leaves[4]}
 }
 
 func TestReadNDJSONRejects(t *testing.T) {
@@ -87,10 +168,14 @@ func TestReadNDJSONRejects(t *testing.T) {
 		{"unknown phase", strings.Replace(line, "INTENT", "DONE", 1), `line 1: unknown phase "DONE"`},
 		{"trailing data", line + "{}", "line 1:"},
 		{"second line", line + "\n[]\n", "line 2:"},
+		{"leaf alone", strings.Replace(line, `"hash"`, `"leaf":0,"hash"`, 1), "line 1: leaf, treeSize and proof come together"},
+		{"leaf beyond the tree", strings.Replace(line, `"hash"`, `"leaf":2,"treeSize":2,"proof":[],"hash"`, 1), "line 1: leaf 2 is not in a tree of size 2"},
+		{"proofs against two sizes", strings.Replace(line, `"hash"`, `"leaf":0,"treeSize":2,"proof":[],"hash"`, 1) + "\n" +
+			strings.Replace(line, `"hash"`, `"leaf":1,"treeSize":3,"proof":[],"hash"`, 1), "line 2: proof against tree size 3, where earlier lines' are against 2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ReadNDJSON(strings.NewReader(tt.in))
+			_, _, err := ReadNDJSON(strings.NewReader(tt.in))
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !IsKind(err, Invalid) {
 				t.Errorf("ReadNDJSON(%q) error = %v, want Invalid starting %q", tt.in, err, tt.want)
 			}

@@ -260,41 +260,68 @@ func personal(e Entry) (decision string, decider string, ok bool) {
 // pure.
 func VerifyReceipts(entries []Entry, v note.Verifier) Verification {
 	n := len(entries)
-	for i, e := range entries {
+	for _, d := range Decisions(entries, v) {
+		if d.Problem != "" {
+			i := int(d.Seq - 1)
+			return broken(n, i, fmt.Sprintf("receipt of seq=%d (entry %d) does not hold: %s", d.Seq, i, d.Problem))
+		}
+	}
+	return Verification{Valid: true, EntryCount: n, BreakAtIndex: -1, Message: fmt.Sprintf("all %d entries verified", n)}
+}
+
+// DecisionReceipt is a person's decision in a journal and whether its
+// receipt holds.
+type DecisionReceipt struct {
+	Seq      int64  // of the decision's entry
+	Decision string // as the entry records it
+	Decider  string
+	Problem  string // why the receipt does not hold; "" when it does
+}
+
+// Decisions lists every decision a person made in a saga's journal
+// (entries ordered by seq, whose chain verifies), each with what is wrong
+// with its receipt, if anything (see VerifyReceipts). Decisions is pure.
+func Decisions(entries []Entry, v note.Verifier) []DecisionReceipt {
+	var out []DecisionReceipt
+	for _, e := range entries {
 		decision, decider, ok := personal(e)
 		if !ok {
 			continue
 		}
-		fail := func(why string) Verification {
-			return broken(n, i, fmt.Sprintf("receipt of seq=%d (entry %d) does not hold: %s", e.Seq, i, why))
-		}
-		signed := ReceiptOf(e)
-		if signed == "" {
-			return fail("the decision carries no receipt")
-		}
-		r, err := OpenReceipt(signed, v)
-		if err != nil {
-			return fail(err.(*Error).Msg)
-		}
-		seq, err := strconv.ParseInt(strings.TrimPrefix(e.Input, "seq="), 10, 64)
-		if err != nil || seq < 1 || seq >= e.Seq {
-			return fail("it decides no earlier entry")
-		}
-		g := entries[seq-1]
-		switch {
-		case r.SagaID != e.SagaID || r.Seq != seq:
-			return fail(fmt.Sprintf("it was signed for saga %q seq=%d", r.SagaID, r.Seq))
-		case r.Entry != g.Hash:
-			return fail(fmt.Sprintf("it was signed for another entry at seq=%d", seq))
-		case r.PayloadSHA256 != PayloadHash(g.Input):
-			return fail("it was signed for other bytes")
-		case r.Decision != decision || r.Decider != decider:
-			return fail(fmt.Sprintf("it records %s by %s", r.Decision, r.Decider))
-		case !r.Time.Equal(e.Timestamp):
-			return fail("it was signed at another time")
-		}
+		out = append(out, DecisionReceipt{Seq: e.Seq, Decision: decision, Decider: decider,
+			Problem: receiptProblem(entries, e, decision, decider, v)})
 	}
-	return Verification{Valid: true, EntryCount: n, BreakAtIndex: -1, Message: fmt.Sprintf("all %d entries verified", n)}
+	return out
+}
+
+// receiptProblem says why decision entry e's receipt does not hold, or "".
+func receiptProblem(entries []Entry, e Entry, decision, decider string, v note.Verifier) string {
+	signed := ReceiptOf(e)
+	if signed == "" {
+		return "the decision carries no receipt"
+	}
+	r, err := OpenReceipt(signed, v)
+	if err != nil {
+		return err.(*Error).Msg
+	}
+	seq, err := strconv.ParseInt(strings.TrimPrefix(e.Input, "seq="), 10, 64)
+	if err != nil || seq < 1 || seq >= e.Seq || seq > int64(len(entries)) {
+		return "it decides no earlier entry"
+	}
+	g := entries[seq-1]
+	switch {
+	case r.SagaID != e.SagaID || r.Seq != seq:
+		return fmt.Sprintf("it was signed for saga %q seq=%d", r.SagaID, r.Seq)
+	case r.Entry != g.Hash:
+		return fmt.Sprintf("it was signed for another entry at seq=%d", seq)
+	case r.PayloadSHA256 != PayloadHash(g.Input):
+		return "it was signed for other bytes"
+	case r.Decision != decision || r.Decider != decider:
+		return fmt.Sprintf("it records %s by %s", r.Decision, r.Decider)
+	case !r.Time.Equal(e.Timestamp):
+		return "it was signed at another time"
+	}
+	return ""
 }
 
 // VerifierKey is the public key that checks receipts and checkpoints.

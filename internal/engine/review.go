@@ -100,7 +100,11 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 	if snap.Saga == nil || seq < 1 || seq > int64(len(es)) || es[seq-1].Seq != seq || es[seq-1].Phase != PhaseAwaitingApproval {
 		return Review{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no request at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
 	}
-	r := Review{Saga: *snap.Saga, Gated: es[seq-1], Journal: es, Verification: e.verify(snap)}
+	v, err := e.verify(ctx, snap)
+	if err != nil {
+		return Review{}, err
+	}
+	r := Review{Saga: *snap.Saga, Gated: es[seq-1], Journal: es, Verification: v}
 	for _, q := range snap.Requests {
 		if q.JournalSeq == seq {
 			r.Pending = true

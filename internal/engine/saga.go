@@ -451,6 +451,9 @@ func (e *Engine) CountSagas(ctx context.Context, p Principal, f SagaFilter) (int
 type History struct {
 	Snapshot
 	Verification Verification
+	// Decisions are the decisions people made in the saga, each with
+	// whether its receipt holds.
+	Decisions []DecisionReceipt
 }
 
 // History reads saga id. NotFound ("no such saga") when it has neither a
@@ -468,19 +471,21 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 	if snap.Saga == nil && len(snap.Entries) == 0 {
 		return History{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("no such saga: %s", id), SagaID: id}
 	}
-	return History{Snapshot: snap, Verification: e.verify(snap)}, nil
+	v, err := e.verify(ctx, snap)
+	return History{Snapshot: snap, Verification: v, Decisions: Decisions(snap.Entries, e.keys.Verifier())}, err
 }
 
-// verify checks a snapshot (see check), or reports a journal whose saga
-// row is gone.
-func (e *Engine) verify(snap Snapshot) Verification {
+// verify checks a snapshot (see check), then that its entries are in the
+// global log as the newest checkpoint signed them (included), or reports
+// a journal whose saga row is gone.
+func (e *Engine) verify(ctx context.Context, snap Snapshot) (Verification, error) {
 	switch {
 	case snap.Saga == nil && len(snap.Entries) == 0:
-		return Verify(nil)
+		return Verify(nil), nil
 	case snap.Saga == nil:
-		return broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries)))
+		return broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries))), nil
 	}
-	return e.check(snap.Entries, *snap.Saga, snap.Requests)
+	return e.included(ctx, snap.Entries, e.check(snap.Entries, *snap.Saga, snap.Requests))
 }
 
 // check verifies a saga's journal against its row and pending requests
@@ -525,7 +530,7 @@ func (e *Engine) Verify(ctx context.Context, p Principal, id string) (Verificati
 	if err != nil {
 		return Verification{}, err
 	}
-	return e.verify(snap), nil
+	return e.verify(ctx, snap)
 }
 
 // Approvals lists pending approval requests: all of them when sagaID is "",

@@ -85,6 +85,9 @@ type Entry struct {
 	Payload   string
 	Timestamp time.Time
 	Hash      string
+	// Leaf is the entry's index in the global log, -1 until the sequencer
+	// appends it. It is not part of the hash: the log's proofs check it.
+	Leaf int64
 	// Unreadable is set by a store when a column of the row could not be
 	// read as its type, which only tampering does; it says which. Verify
 	// reports such an entry as a break.

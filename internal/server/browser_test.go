@@ -342,7 +342,7 @@ func TestConsoleTampered(t *testing.T) {
 		t.Errorf("audit page = %q, want pay-5 broken at seq 2 and the other saga verified", got)
 	}
 	p.open("/audit/saga?id=pay-5")
-	if got := p.text("main"); !strings.Contains(got, "Broken: hash mismatch at seq=2 (entry 1)") || !strings.Contains(got, "sagacity verify sagacity-pay-5.ndjson") {
+	if got := p.text("main"); !strings.Contains(got, "Broken: hash mismatch at seq=2 (entry 1)") || !strings.Contains(got, "sagacity verify -key 'sagacity.test+") || !strings.Contains(got, "sagacity-pay-5.ndjson") {
 		t.Errorf("verification page = %q, want the break in words and the offline command", got)
 	}
 	p.click(`a[href*="at=2"]`)

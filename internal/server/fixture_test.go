@@ -22,6 +22,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/witness"
 	"github.com/sagacity-go/sagacity/toolsig"
 )
 
@@ -185,8 +186,13 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	if o.demo {
 		tools = demo.Tools(db, time.Now)
 	}
+	checkpoints, err := witness.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Checkpoints are signed when a test sequences the log.
 	eng, err := engine.New(db, tools, engine.WithKeys(storetest.Keys(t)), engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}),
-		engine.WithInDoubtAfter(o.inDoubtAfter))
+		engine.WithInDoubtAfter(o.inDoubtAfter), engine.WithLog(db, checkpoints, 1, 24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

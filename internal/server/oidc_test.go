@@ -292,7 +292,7 @@ func TestBrowserApproval(t *testing.T) {
 		t.Errorf("journal = %s\nwant an APPROVED entry with %s", audit.body, wantPayload)
 	}
 	// Its receipt names the person as the provider does: issuer and subject.
-	entries, err := engine.ReadNDJSON(strings.NewReader(audit.body))
+	entries, _, err := engine.ReadNDJSON(strings.NewReader(audit.body))
 	if err != nil {
 		t.Fatal(err)
 	}

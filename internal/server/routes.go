@@ -110,6 +110,8 @@ func New(o Options) http.Handler {
 		r.Get("/audit", s.h(s.Console.Audit))
 		r.Get("/audit/saga", s.h(s.Console.VerifySaga))
 		r.Get("/audit/export", s.h(s.Console.Export))
+		r.Get("/audit/checkpoint", s.h(s.Console.Checkpoint))
+		r.Get("/audit/receipt", s.h(s.Console.Receipt))
 		r.Get("/audit/job", s.h(s.Console.AuditJob))
 		r.Post("/audit/verify-all", s.h(s.Console.VerifyAll))
 		r.Get("/in-doubt", s.h(s.Console.InDoubt))
@@ -138,6 +140,9 @@ func New(o Options) http.Handler {
 		}
 		r.Get("/keys", s.h(s.API.Keys))
 		r.Get("/receipts/{sagaId}/{seq}", s.h(s.API.Receipt))
+		r.Get("/log", s.h(s.API.Log))
+		r.Get("/checkpoints/consistency", s.h(s.API.Consistency))
+		r.Get("/checkpoints/{size}", s.h(s.API.Checkpoint))
 		r.Get("/audit/{sagaId}", s.h(s.API.Audit))
 		r.Get("/audit/{sagaId}/verify", s.h(s.API.Verify))
 		r.Get("/in-doubt", s.h(s.API.InDoubt))

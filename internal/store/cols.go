@@ -48,13 +48,19 @@ func (c *timeCol) Scan(src any) error {
 	return nil
 }
 
-// intCol reads an integer.
+// intCol reads an integer; a NULL reads as null when the column may hold
+// one (null is not 0), else it is not a value.
 type intCol struct {
 	col
-	v int64
+	v    int64
+	null int64
 }
 
 func (c *intCol) Scan(src any) error {
+	if src == nil && c.null != 0 {
+		c.v = c.null
+		return nil
+	}
 	v, ok := src.(int64)
 	c.v, c.bad = v, !ok
 	return nil

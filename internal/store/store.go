@@ -100,6 +100,7 @@ type sqlStore struct {
 const (
 	sagaCols     = "id, status, initiator, ended, reason, head_seq, head_hash, created_at, updated_at"
 	entryCols    = "saga_id, seq, tool_name, phase, input, payload, timestamp, hash"
+	entryRead    = entryCols + ", leaf" // the sequencer sets leaf, never an insert
 	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, requester, created_at"
 	callCols     = "saga_id, seq, tool_name, input, requester, state, outcome_seq, result, started_at, updated_at"
 )
@@ -115,9 +116,10 @@ func scanSaga(r rows) (s engine.Saga, err error) {
 
 func scanEntry(r rows) (e engine.Entry, err error) {
 	seq, ts := intCol{col: col{name: "seq"}}, timeCol{col: col{name: "timestamp"}}
-	err = r.Scan(&e.SagaID, &seq, &e.ToolName, &e.Phase, &e.Input, &e.Payload, &ts, &e.Hash)
-	e.Seq, e.Timestamp = seq.v, ts.v
-	e.Unreadable = unreadable(&seq.col, &ts.col)
+	leaf := intCol{col: col{name: "leaf"}, null: -1}
+	err = r.Scan(&e.SagaID, &seq, &e.ToolName, &e.Phase, &e.Input, &e.Payload, &ts, &e.Hash, &leaf)
+	e.Seq, e.Timestamp, e.Leaf = seq.v, ts.v, leaf.v
+	e.Unreadable = unreadable(&seq.col, &ts.col, &leaf.col)
 	return e, err
 }
 
@@ -310,7 +312,7 @@ func (s *sqlStore) CountPending(ctx context.Context, f engine.PendingFilter) (in
 func (s *sqlStore) LastExecuted(ctx context.Context, tool string, before time.Time) (engine.Entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return one(ctx, s.db, scanEntry, "executed call of "+tool, "SELECT "+entryCols+" FROM journal"+
+	return one(ctx, s.db, scanEntry, "executed call of "+tool, "SELECT "+entryRead+" FROM journal"+
 		" WHERE tool_name = $1 AND phase = 'EXECUTED' AND timestamp < $2 ORDER BY timestamp DESC LIMIT 1", tool, before)
 }
 
@@ -321,7 +323,7 @@ func (s *sqlStore) Entries(ctx context.Context, sagaID string) ([]engine.Entry, 
 }
 
 func entries(ctx context.Context, c conn, sagaID string) ([]engine.Entry, error) {
-	return collect(ctx, c, scanEntry, "SELECT "+entryCols+" FROM journal WHERE saga_id = $1 ORDER BY seq", sagaID)
+	return collect(ctx, c, scanEntry, "SELECT "+entryRead+" FROM journal WHERE saga_id = $1 ORDER BY seq", sagaID)
 }
 
 func (s *sqlStore) Snapshot(ctx context.Context, sagaID string, calls bool) (engine.Snapshot, error) {

@@ -23,3 +23,19 @@ func EntryHref(saga string, seq int64) string {
 
 // ExportHref downloads a saga's journal as NDJSON.
 func ExportHref(saga string) string { return "/audit/export?" + url.Values{"id": {saga}}.Encode() }
+
+// ProvenExportHref downloads a saga's journal with the inclusion proofs of
+// its entries in the log at a checkpoint's size.
+func ProvenExportHref(saga string, size int64) string {
+	return "/audit/export?" + url.Values{"id": {saga}, "size": {strconv.FormatInt(size, 10)}}.Encode()
+}
+
+// CheckpointHref downloads the signed checkpoint of a size.
+func CheckpointHref(size int64) string {
+	return "/audit/checkpoint?size=" + strconv.FormatInt(size, 10)
+}
+
+// ReceiptHref downloads the receipt of the decision at seq.
+func ReceiptHref(saga string, seq int64) string {
+	return "/audit/receipt?" + url.Values{"id": {saga}, "seq": {strconv.FormatInt(seq, 10)}}.Encode()
+}

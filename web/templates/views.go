@@ -19,6 +19,9 @@ type Chrome struct {
 	Me    *engine.Principal // nil when nobody is signed in
 	Nav   []NavItem
 	Flash Flash
+	// Halted says why executions are halted (the database does not match
+	// the log's newest checkpoint); shown to everyone signed in.
+	Halted string
 }
 
 // NavItem is a link in the header.

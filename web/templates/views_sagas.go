@@ -78,6 +78,22 @@ type AuditPage struct {
 	Next  string
 	Paged bool
 	Job   Job
+	Log   LogCard
+}
+
+// LogCard is the global log: the newest checkpoint outside the database,
+// whether the database still matches it, and how to check both offline.
+type LogCard struct {
+	Error      string // why the log's state could not be read
+	Size       int64  // leaves in the database's log
+	Checkpoint int64  // the newest checkpoint's size; 0 when none yet
+	Root       string // its root, hex
+	SignedAt   Time
+	Checked    *Time // when the database was last compared with it
+	FullCheck  *Time // … from every journal entry
+	Halted     string
+	Key        string // the public key
+	Href       string // downloads the checkpoint
 }
 
 // Job is the verification of every saga, running or done.
@@ -95,12 +111,27 @@ type Job struct {
 // VerifyPage is one saga's verification, in words.
 type VerifyPage struct {
 	Chrome
-	Saga         engine.Saga
-	Verification engine.Verification
-	BrokenHref   string // the broken entry in the timeline
-	ExportHref   string
-	FileName     string // what the export downloads as
-	TimelineHref string
+	Saga           engine.Saga
+	Verification   engine.Verification
+	BrokenHref     string // the broken entry in the timeline
+	ExportHref     string // with proofs against Checkpoint when there is one
+	FileName       string // what the export downloads as
+	TimelineHref   string
+	Decisions      []DecisionRow
+	Key            string // the public key
+	Checkpoint     int64  // the newest checkpoint's size; 0 when none yet
+	CheckpointHref string
+}
+
+// DecisionRow is a person's decision and its receipt.
+type DecisionRow struct {
+	Seq       int64
+	Decision  string
+	Decider   string
+	Problem   string // why the receipt does not hold; "" when it does
+	EntryHref string // the decision in the timeline
+	Href      string // downloads the receipt
+	File      string // what it downloads as
 }
 
 // InDoubtPage lists calls whose outcome the journal does not know.

@@ -145,7 +145,7 @@ func mkSaga(id string, st engine.Status, created time.Time) engine.Saga {
 func mkEntry(sagaID string, seq int64, ts time.Time) engine.Entry {
 	return engine.Entry{SagaID: sagaID, Seq: seq, ToolName: "reserveInventory", Phase: engine.PhaseIntent,
 		Input: fmt.Sprintf(`{"n":%d}`, seq), Payload: "requester=agent-1\nauth=token", Timestamp: ts,
-		Hash: fmt.Sprintf("%064x", seq)}
+		Hash: fmt.Sprintf("%064x", seq), Leaf: -1}
 }
 
 func mkRequest(sagaID string, seq int64, created time.Time) engine.ApprovalRequest {

@@ -17,12 +17,14 @@ import (
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/witness"
 )
 
 // DB is a store handle the suite can close: the engine's store, and the
 // tables it keeps for auth and for demo.
 type DB interface {
 	engine.Store
+	engine.LogStore
 	auth.SessionStore
 	demo.Store
 	// Inventory lists the demo inventory by SKU.
@@ -141,11 +143,16 @@ type env struct {
 	db DB
 	e  *engine.Engine
 	fx *effects
+	w  *witness.Dir // the checkpoints, outside the database
 }
 
 func newEnv(t *testing.T, newHarness func(t *testing.T) Harness) *env {
 	h := newHarness(t)
-	v := &env{t: t, h: h, fx: &effects{}}
+	w, err := witness.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &env{t: t, h: h, fx: &effects{}, w: w}
 	v.db = v.open()
 	v.e = v.engine(v.db)
 	return v
@@ -164,7 +171,9 @@ func (v *env) engine(db DB, tools ...engine.Tool) *engine.Engine {
 	if tools == nil {
 		tools = v.fx.tools()
 	}
-	e, err := engine.New(db, tools, engine.WithKeys(Keys(v.t)), engine.WithClock(clk.now))
+	// Checkpoints are signed when a test sequences the log, never by time.
+	e, err := engine.New(db, tools, engine.WithKeys(Keys(v.t)), engine.WithClock(clk.now),
+		engine.WithLog(db, v.w, 1, 24*time.Hour))
 	if err != nil {
 		v.t.Fatal(err)
 	}

@@ -222,7 +222,7 @@ func testResolve(t *testing.T, v *env) {
 	last := es[len(es)-1]
 	want := engine.Entry{SagaID: "ok", Seq: 4, ToolName: engine.GateTool, Phase: engine.PhaseExecuted, Input: "seq=3",
 		Payload:   last.Payload,
-		Timestamp: last.Timestamp, Hash: last.Hash}
+		Timestamp: last.Timestamp, Hash: last.Hash, Leaf: -1}
 	if diff := cmp.Diff(want, last); diff != "" {
 		t.Errorf("resolution entry (-want +got):\n%s", diff)
 	}

@@ -44,6 +44,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Review", withEnv(testReview)},
 		{"Resolve", withEnv(testResolve)},
 		{"Receipts", withEnv(testReceipts)},
+		{"Log", withEnv(testLog)},
+		{"LogTamper", testLogTamper},
 		{"Restart", testRestart},
 		{"Listing", withEnv(testListing)},
 		{"InDoubt", testInDoubt},
