@@ -160,13 +160,14 @@ type (
 		Message      string `json:"message"`
 	}
 	entry struct {
-		SagaID   string `json:"sagaId"`
-		Seq      int64  `json:"seq"`
-		ToolName string `json:"toolName"`
-		Phase    string `json:"phase"`
-		Input    string `json:"input"`
-		Payload  string `json:"payload"`
-		Hash     string `json:"hash"`
+		SagaID    string `json:"sagaId"`
+		Seq       int64  `json:"seq"`
+		ToolName  string `json:"toolName"`
+		Phase     string `json:"phase"`
+		Input     string `json:"input"`
+		Payload   string `json:"payload"`
+		Timestamp string `json:"timestamp"`
+		Hash      string `json:"hash"`
 	}
 	doubtResp struct {
 		SagaID   string `json:"sagaId"`

@@ -88,6 +88,10 @@ policy:
   # Many tokens share the work on each saga to stay under the decision
   # rate limits; who may act on whose saga is tested in internal/server.
   shareSagas: true
+log:
+  # Checkpoints often, so that a suite sees many of them.
+  checkpointEvery: 100
+  checkpointInterval: 200ms
 tokens:
 `, toolReserve, u, u, toolWire, u, toolShip, u, u)
 	declare := func(c *client, role string) {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -223,8 +224,22 @@ func TestReplicas(t *testing.T) {
 			t.Errorf("saga %s: %s; want 200 valid:true", ids[i], a)
 		}
 	})
-	t.Logf("%d requests resumed by %d resumers on 2 replicas, %d approve/reject races (%v) in %s",
-		len(reqs), resumers, races, outcomes, time.Since(start).Round(time.Millisecond))
+	// One log: both replicas sequence it under its state row's lock, and
+	// every checkpoint either signed extends every earlier one.
+	for _, rep := range reps {
+		f.waitLogged(rep)
+	}
+	per := map[string]int{}
+	for _, name := range []string{"replica-1", "replica-2"} {
+		files, _ := filepath.Glob(filepath.Join(f.checkpointDir(name), "*.checkpoint"))
+		per[name] = len(files)
+		if len(files) < 2 {
+			t.Errorf("%s signed %d checkpoints while both wrote; want several", name, len(files))
+		}
+	}
+	n := f.checkpointsConsistent(reps[0], "replica-1", "replica-2")
+	t.Logf("%d requests resumed by %d resumers on 2 replicas, %d approve/reject races (%v), %d checkpoints (%v), all consistent, in %s",
+		len(reqs), resumers, races, outcomes, n, per, time.Since(start).Round(time.Millisecond))
 }
 
 func counts(eff effects, keys []string) []int {

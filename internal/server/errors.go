@@ -60,7 +60,9 @@ func message(err error, code int, reqID string) string {
 	if errors.As(err, &tooBig) {
 		return fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit)
 	}
-	if e, ok := errors.AsType[*engine.Error](err); ok && (code < 500 || err == errTooMany) {
+	// A halt is the engine's own word on why nothing executes, and names
+	// no database internals: it is said as it is.
+	if e, ok := errors.AsType[*engine.Error](err); ok && (code < 500 || err == errTooMany || errors.Is(err, engine.ErrHalted)) {
 		return e.Msg
 	}
 	if code == http.StatusServiceUnavailable {
