@@ -521,7 +521,7 @@ func (e *Engine) ConsistencyProof(ctx context.Context, p Principal, from, to int
 		return nil, err
 	}
 	if from < 0 || from > to || to > st.Size {
-		return nil, Errorf(Invalid, "sizes must be 0 <= from <= to <= %d", st.Size)
+		return nil, Errorf(Invalid, "from and to must be sizes of the log, from no larger than to, and to at most %d", st.Size)
 	}
 	n, err := proof.Consistency(uint64(from), uint64(to))
 	if err != nil {

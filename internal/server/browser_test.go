@@ -100,6 +100,15 @@ func (p *tab) signIn(name string) {
 	p.ready()
 }
 
+// signInOIDC signs a person in through the test OpenID provider.
+func (p *tab) signInOIDC(username, password string) {
+	p.t.Helper()
+	p.do("signing in as "+username, chromedp.Navigate(p.base+"/"), chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SendKeys(chromedp.ID("username"), username), chromedp.SendKeys(chromedp.ID("password"), password),
+		chromedp.Click(chromedp.CSS(`button[type="submit"]`)), chromedp.WaitVisible(chromedp.ID("who")))
+	p.ready()
+}
+
 // text is the text of the first element sel finds.
 func (p *tab) text(sel string) string {
 	p.t.Helper()
@@ -447,10 +456,7 @@ func TestConsoleRoles(t *testing.T) {
 	want(t, "reserve", e.do("POST", "/sagacity/sagas/r/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
 	want(t, "gate", e.do("POST", "/sagacity/sagas/r/calls", js, callJSON("sendWireTransfer", wire), bearer(agentTok)...), 202)
 	p := newTab(t, e)
-	p.do("signing in as carol", chromedp.Navigate(e.url+"/"), chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), "carol"), chromedp.SendKeys(chromedp.ID("password"), "carol-password-1"),
-		chromedp.Click(chromedp.CSS(`button[type="submit"]`)), chromedp.WaitVisible(chromedp.ID("who")))
-	p.ready()
+	p.signInOIDC("carol", "carol-password-1")
 	p.open("/request?saga=r&seq=3")
 	if p.eval(`document.querySelector("#actions button") !== null`) {
 		t.Errorf("an auditor is offered a decision")
@@ -462,6 +468,59 @@ func TestConsoleRoles(t *testing.T) {
 	if got := p.text("main"); !strings.Contains(got, "verify journals") || !strings.Contains(got, "approve requests") {
 		t.Errorf("who-am-I = %q, want what carol may and may not do", got)
 	}
+}
+
+// TestConsoleHalted: once the database does not match the newest
+// checkpoint (a saga was deleted by hand), everyone signed in, whatever
+// their role, sees why executions are halted on every page, reads go on,
+// and the audit page says what the check found.
+func TestConsoleHalted(t *testing.T) {
+	pr := authtest.NewProvider(t, people...)
+	agentT, agentTok := token("agent", engine.RoleAgent)
+	dbURL := storetest.SQLiteURL(t)
+	e := oidcAPI(t, dbURL, pr, agentT)
+	for _, saga := range []string{"kept", "gone"} {
+		want(t, "reserve", e.do("POST", "/sagacity/sagas/"+saga+"/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
+		want(t, "gate", e.do("POST", "/sagacity/sagas/"+saga+"/calls", js, callJSON("sendWireTransfer", wire), bearer(agentTok)...), 202)
+	}
+	e.sequence()
+	if problem, err := e.eng.CheckLog(context.Background(), true); problem != "" || err != nil {
+		t.Fatalf("CheckLog = %q, %v; want the database to match", problem, err)
+	}
+	p := newTab(t, e)
+	p.signInOIDC("carol", "carol-password-1")
+	p.open("/audit")
+	if got := p.text("#log-h + p"); !strings.Contains(got, "✓ The database matches the newest checkpoint") || p.eval(`document.querySelector(".halted") !== null`) {
+		t.Errorf("audit page before = %q, want the database to match and no banner", got)
+	}
+	for _, table := range []string{"journal", "calls", "approval_requests", "sagas"} {
+		col := "saga_id"
+		if table == "sagas" {
+			col = "id"
+		}
+		storetest.Exec(t, dbURL, "DELETE FROM "+table+" WHERE "+col+" = 'gone'")
+	}
+	if problem, err := e.eng.CheckLog(context.Background(), true); problem == "" || err != nil {
+		t.Fatalf("CheckLog = %q, %v; want the deleted saga found", problem, err)
+	}
+	for i, who := range []struct{ user, password, page string }{
+		{"carol", "carol-password-1", "/audit"}, {"alice", "alice-password-1", "/"}, {"bob", "bob-password-1", "/sagas"},
+	} {
+		q := p
+		if i > 0 {
+			q = p.another()
+			q.signInOIDC(who.user, who.password)
+		}
+		q.open(who.page)
+		if got := q.text(".halted"); !strings.Contains(got, "Executions are halted.") || !strings.Contains(got, "is missing (rows deleted, a saga removed)") {
+			t.Errorf("%s on %s: banner = %q, want why executions are halted", who.user, who.page, got)
+		}
+	}
+	p.open("/audit")
+	if got := p.text("#log-h + p"); !strings.Contains(got, "✗ The database does not match the newest checkpoint") {
+		t.Errorf("audit page after = %q, want the mismatch", got)
+	}
+	p.open("/saga?id=kept")
 }
 
 // TestScreenshots renders the console's main pages from the demo data at

@@ -127,6 +127,7 @@ type apiEnv struct {
 	db    *store.DB
 	dbURL string
 	logs  *bytes.Buffer
+	eng   *engine.Engine // to sequence and check the log, as the server's loops do
 }
 
 type envOptions struct {
@@ -241,7 +242,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	srv.Config.ReadTimeout = o.readTimeout
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); db.Close() })
-	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL}
+	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL, eng: eng}
 }
 
 // noRedirects shows redirects to the test instead of following them.
