@@ -51,7 +51,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 		`"approved":true,"approverIdentity":"manager@company.com"`,
 		`{"sagaId":"transfer-77","status":"COMPLETED","result":"transfer-ok"}`,
 		`"seq":6,"toolName":"sendWireTransfer","phase":"EXECUTED"`,
-		`{"valid":true,"entryCount":6,"breakAtIndex":-1,"message":"all 6 entries verified"}`,
+		`{"valid":true,"entryCount":6,"breakAtIndex":-1,"message":"all 6 entries verified`,
+		"sagacity decision receipt v1\nsaga: transfer-77\nseq: 3\n",
 	}
 	cmds := walkthrough(t)
 	if len(cmds) != len(wants) {
