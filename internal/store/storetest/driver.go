@@ -63,6 +63,9 @@ var driverTests = []struct {
 	{"demo.Store.Release", false, testRelease},
 	{"demo.Store.Transfer", false, testTransfer},
 	{"DB.Inventory", true, testInventory},
+	{"LogStore.Sequence", true, testLogSequence},
+	{"LogStore.LogNodes", true, testLogNodes},
+	{"LogStore.Leaves", true, testLeaves},
 }
 
 // runDriver runs the driver tests in parallel.
