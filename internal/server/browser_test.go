@@ -529,6 +529,10 @@ func TestConsoleHalted(t *testing.T) {
 // (make screenshots, for the README).
 func TestScreenshots(t *testing.T) {
 	e := newAPI(t, storetest.SQLiteURL(t), envOptions{demo: true})
+	e.sequence() // as the server's loops do: the demo is logged, signed and checked
+	if _, err := e.eng.CheckLog(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
 	p := newTab(t, e)
 	p.signIn("reviewer@example.com")
 	pages := []struct{ name, path string }{
@@ -537,6 +541,7 @@ func TestScreenshots(t *testing.T) {
 		{"sagas", "/sagas"},
 		{"timeline", "/saga?id=order-0999"},
 		{"audit", "/audit"},
+		{"verify", "/audit/saga?id=order-1000"},
 	}
 	for _, width := range []int64{1280, 400} {
 		p.do("resizing", chromedp.EmulateViewport(width, 900))
