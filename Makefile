@@ -42,7 +42,7 @@ check: generate
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## bench: benchmarks (throughput and latency on SQLite and PostgreSQL)
+## bench: benchmarks on SQLite and PostgreSQL: throughput, latency, and what receipts and the global log cost (the first run seeds a 1M-entry SQLite store in $TMPDIR, a minute or two)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 

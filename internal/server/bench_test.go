@@ -156,7 +156,7 @@ func loadConsoleData(b *testing.B, e *apiEnv) {
 	eng, err := engine.New(e.db, []engine.Tool{
 		{Name: "reserveInventory", Reversibility: engine.Compensatable, Executor: noop},
 		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: noop},
-	})
+	}, engine.WithKeys(storetest.Keys(b)))
 	if err != nil {
 		b.Fatal(err)
 	}
