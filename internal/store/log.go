@@ -27,7 +27,7 @@ func (s *sqlStore) Sequence(ctx context.Context, fn func(engine.LogTx) error) er
 		if _, err := c.exec(ctx, "SELECT size FROM log_state WHERE id = 1"+s.lock); err != nil {
 			return err
 		}
-		return fn(&logTx{ctx: ctx, c: c})
+		return fn(&logTx{ctx: ctx, c: c, postgres: s.postgres})
 	}))
 }
 
@@ -105,25 +105,48 @@ func logNodes(ctx context.Context, c conn, ids []engine.NodeID) (map[engine.Node
 
 // logTx is the sequencer's transaction.
 type logTx struct {
-	ctx context.Context
-	c   conn
+	ctx      context.Context
+	c        conn
+	postgres bool
 }
 
 func (t *logTx) State() (engine.LogState, error) { return logState(t.ctx, t.c) }
 
 func (t *logTx) Unsequenced(n int) ([]engine.Entry, error) {
-	return collect(t.ctx, t.c, scanEntry, "SELECT "+entryRead+" FROM journal WHERE leaf IS NULL"+
-		" ORDER BY timestamp, saga_id, seq LIMIT $1", n)
+	return collect(t.ctx, t.c, scanEntry, unsequencedSQL(t.postgres), n)
 }
+
+// unsequencedSQL reads the entries waiting for a leaf. The partial index
+// holds exactly them, in this order: PostgreSQL's planner finds it;
+// SQLite's would rather test leaf IS NULL on the unique index of leaves
+// and sort the whole backlog, so it is told.
+func unsequencedSQL(postgres bool) string {
+	from := "journal"
+	if !postgres {
+		from += " INDEXED BY journal_unsequenced"
+	}
+	return "SELECT " + entryRead + " FROM " + from + " WHERE leaf IS NULL ORDER BY timestamp, saga_id, seq LIMIT $1"
+}
+
+// The statements that give entries their leaves: in PostgreSQL one for a
+// batch, whose rows the planner looks up by key; in SQLite, which runs in
+// the process, one a row by the primary key, which costs no round trip
+// and no plan can turn into a scan.
+const (
+	sequencePostgres = "UPDATE journal AS j SET leaf = v.leaf" +
+		" FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS v(saga_id, seq, leaf)" +
+		" WHERE j.saga_id = v.saga_id AND j.seq = v.seq AND j.leaf IS NULL"
+	sequenceSQLite = "UPDATE journal SET leaf = $1 WHERE saga_id = $2 AND seq = $3 AND leaf IS NULL"
+)
 
 func (t *logTx) Nodes(ids []engine.NodeID) (map[engine.NodeID][]byte, error) {
 	return logNodes(t.ctx, t.c, ids)
 }
 
 // values writes rows of three values each, logBatch at a time, as
-// "($1, $2, $3), …" after the statement's head and before its tail, and
-// fails unless every statement touched as many rows as it carried.
-func (t *logTx) values(head, row, tail string, n int, arg func(i int) [3]any) error {
+// "($1, $2, $3), …" after the statement's head, and fails unless every
+// statement wrote as many rows as it carried.
+func (t *logTx) values(head, row string, n int, arg func(i int) [3]any) error {
 	for from := 0; from < n; from += logBatch {
 		to := min(n, from+logBatch)
 		var q strings.Builder
@@ -138,27 +161,49 @@ func (t *logTx) values(head, row, tail string, n int, arg func(i int) [3]any) er
 			a := arg(i)
 			args = append(args, a[:]...)
 		}
-		q.WriteString(tail)
 		m, err := t.c.exec(t.ctx, q.String(), args...)
 		if err != nil {
 			return err
 		}
 		if m != int64(to-from) {
-			return engine.Errorf(engine.Conflict, "the log's sequencer wrote %d rows, not %d: another writer touched the log", m, to-from)
+			return errWrote(m, to-from)
 		}
 	}
 	return nil
 }
 
+// errWrote reports a sequencer statement that touched another number of
+// rows than it carried: another writer touched the log.
+func errWrote(got int64, want int) error {
+	return engine.Errorf(engine.Conflict, "the log's sequencer wrote %d rows, not %d: another writer touched the log", got, want)
+}
+
 func (t *logTx) Sequence(es []engine.Entry, first int64) error {
-	// VALUES names its columns column1, column2, … in both databases.
-	return t.values("UPDATE journal SET leaf = v.column3 FROM (VALUES ", "(CAST($%d AS TEXT), CAST($%d AS BIGINT), CAST($%d AS BIGINT))",
-		") AS v WHERE journal.saga_id = v.column1 AND journal.seq = v.column2 AND journal.leaf IS NULL", len(es),
-		func(i int) [3]any { return [3]any{es[i].SagaID, es[i].Seq, first + int64(i)} })
+	if t.postgres {
+		ids, seqs, leaves := make([]string, len(es)), make([]int64, len(es)), make([]int64, len(es))
+		for i, e := range es {
+			ids[i], seqs[i], leaves[i] = e.SagaID, e.Seq, first+int64(i)
+		}
+		m, err := t.c.exec(t.ctx, sequencePostgres, ids, seqs, leaves)
+		if err == nil && m != int64(len(es)) {
+			err = errWrote(m, len(es))
+		}
+		return err
+	}
+	for i, e := range es {
+		m, err := t.c.exec(t.ctx, sequenceSQLite, first+int64(i), e.SagaID, e.Seq)
+		if err != nil {
+			return err
+		}
+		if m != 1 {
+			return errWrote(m, 1)
+		}
+	}
+	return nil
 }
 
 func (t *logTx) PutNodes(nodes []engine.LogNode) error {
-	return t.values("INSERT INTO log_nodes (level, idx, hash) VALUES ", "($%d, $%d, $%d)", "", len(nodes),
+	return t.values("INSERT INTO log_nodes (level, idx, hash) VALUES ", "($%d, $%d, $%d)", len(nodes),
 		func(i int) [3]any {
 			return [3]any{int64(nodes[i].ID.Level), int64(nodes[i].ID.Index), hex.EncodeToString(nodes[i].Hash)}
 		})

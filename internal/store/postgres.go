@@ -28,7 +28,7 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 		return nil, mapErr(err)
 	}
 	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	db := &DB{ping: pool.Ping, close: pool.Close, sqlStore: sqlStore{db: pgConn{pool}, lock: " FOR UPDATE",
+	db := &DB{ping: pool.Ping, close: pool.Close, sqlStore: sqlStore{db: pgConn{pool}, lock: " FOR UPDATE", postgres: true,
 		begin: func(ctx context.Context, fn func(conn) error) error {
 			return pgx.BeginFunc(ctx, beginner{pool}, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
 		},

@@ -95,6 +95,9 @@ type sqlStore struct {
 	begin func(ctx context.Context, fn func(conn) error) error // a write transaction
 	view  func(ctx context.Context, fn func(conn) error) error // a read-only snapshot
 	lock  string                                               // appended to the query that locks a saga
+	// postgres is set for PostgreSQL: the few statements whose best form
+	// differs between the two are chosen by it.
+	postgres bool
 }
 
 const (
