@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
 	"strings"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -14,8 +13,8 @@ var _ engine.LogStore = (*DB)(nil)
 // The global log's tables: journal.leaf, log_nodes and log_state (one
 // row, the sequencer's lock). The sequencer is their only writer.
 
-// logBatch bounds the rows one statement writes: three parameters a row
-// stays well under both databases' limits.
+// logBatch bounds the rows one SQLite statement writes: three parameters
+// a row stay well under its limit.
 const logBatch = 500
 
 func (s *sqlStore) Sequence(ctx context.Context, fn func(engine.LogTx) error) error {
@@ -40,7 +39,7 @@ func (s *sqlStore) LogState(ctx context.Context) (engine.LogState, error) {
 func (s *sqlStore) LogNodes(ctx context.Context, ids []engine.NodeID) (map[engine.NodeID][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return logNodes(ctx, s.db, ids)
+	return logNodes(ctx, s.db, s.postgres, ids)
 }
 
 func (s *sqlStore) Leaves(ctx context.Context, from, to int64) ([]engine.Leaf, error) {
@@ -71,26 +70,34 @@ func logState(ctx context.Context, c conn) (engine.LogState, error) {
 }
 
 // logNodes reads nodes; one that is missing, or not hex, is left out.
-func logNodes(ctx context.Context, c conn, ids []engine.NodeID) (map[engine.NodeID][]byte, error) {
+func logNodes(ctx context.Context, c conn, postgres bool, ids []engine.NodeID) (map[engine.NodeID][]byte, error) {
+	type node struct {
+		level, idx int64
+		hash       string
+	}
+	scan := func(r rows) (n node, err error) { return n, r.Scan(&n.level, &n.idx, &n.hash) }
 	out := make(map[engine.NodeID][]byte, len(ids))
 	for len(ids) > 0 {
-		n := min(len(ids), logBatch)
-		var q strings.Builder
-		args := make([]any, 0, 2*n)
+		n := len(ids)
+		if !postgres {
+			n = min(n, logBatch)
+		}
+		levels, idxs := make([]int64, n), make([]int64, n)
 		for i, id := range ids[:n] {
-			if i > 0 {
-				q.WriteString(" OR ")
-			}
-			fmt.Fprintf(&q, "(level = $%d AND idx = $%d)", 2*i+1, 2*i+2)
-			args = append(args, int64(id.Level), int64(id.Index))
+			levels[i], idxs[i] = int64(id.Level), int64(id.Index)
 		}
 		ids = ids[n:]
-		type node struct {
-			level, idx int64
-			hash       string
+		var nodes []node
+		var err error
+		if postgres {
+			nodes, err = collect(ctx, c, scan, nodesSQL(true, n), levels, idxs)
+		} else {
+			args := make([]any, 0, 2*n)
+			for i := range n {
+				args = append(args, levels[i], idxs[i])
+			}
+			nodes, err = collect(ctx, c, scan, nodesSQL(false, n), args...)
 		}
-		nodes, err := collect(ctx, c, func(r rows) (n node, err error) { return n, r.Scan(&n.level, &n.idx, &n.hash) },
-			"SELECT level, idx, hash FROM log_nodes WHERE "+q.String(), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -101,6 +108,15 @@ func logNodes(ctx context.Context, c conn, ids []engine.NodeID) (map[engine.Node
 		}
 	}
 	return out, nil
+}
+
+// nodesSQL reads n nodes by their ids: given as two arrays to
+// PostgreSQL, as n pairs of ? to SQLite.
+func nodesSQL(postgres bool, n int) string {
+	if postgres {
+		return "SELECT level, idx, hash FROM log_nodes WHERE (level, idx) IN (SELECT * FROM unnest($1::int[], $2::bigint[]))"
+	}
+	return "SELECT level, idx, hash FROM log_nodes WHERE (level, idx) IN (VALUES (?, ?)" + strings.Repeat(", (?, ?)", n-1) + ")"
 }
 
 // logTx is the sequencer's transaction.
@@ -140,36 +156,7 @@ const (
 )
 
 func (t *logTx) Nodes(ids []engine.NodeID) (map[engine.NodeID][]byte, error) {
-	return logNodes(t.ctx, t.c, ids)
-}
-
-// values writes rows of three values each, logBatch at a time, as
-// "($1, $2, $3), …" after the statement's head, and fails unless every
-// statement wrote as many rows as it carried.
-func (t *logTx) values(head, row string, n int, arg func(i int) [3]any) error {
-	for from := 0; from < n; from += logBatch {
-		to := min(n, from+logBatch)
-		var q strings.Builder
-		q.WriteString(head)
-		args := make([]any, 0, 3*(to-from))
-		for i := from; i < to; i++ {
-			if i > from {
-				q.WriteString(", ")
-			}
-			k := 3 * (i - from)
-			fmt.Fprintf(&q, row, k+1, k+2, k+3)
-			a := arg(i)
-			args = append(args, a[:]...)
-		}
-		m, err := t.c.exec(t.ctx, q.String(), args...)
-		if err != nil {
-			return err
-		}
-		if m != int64(to-from) {
-			return errWrote(m, to-from)
-		}
-	}
-	return nil
+	return logNodes(t.ctx, t.c, t.postgres, ids)
 }
 
 // errWrote reports a sequencer statement that touched another number of
@@ -203,11 +190,39 @@ func (t *logTx) Sequence(es []engine.Entry, first int64) error {
 }
 
 func (t *logTx) PutNodes(nodes []engine.LogNode) error {
-	return t.values("INSERT INTO log_nodes (level, idx, hash) VALUES ", "($%d, $%d, $%d)", len(nodes),
-		func(i int) [3]any {
-			return [3]any{int64(nodes[i].ID.Level), int64(nodes[i].ID.Index), hex.EncodeToString(nodes[i].Hash)}
-		})
+	levels, idxs, hashes := make([]int64, len(nodes)), make([]int64, len(nodes)), make([]string, len(nodes))
+	for i, n := range nodes {
+		levels[i], idxs[i], hashes[i] = int64(n.ID.Level), int64(n.ID.Index), hex.EncodeToString(n.Hash)
+	}
+	if t.postgres {
+		m, err := t.c.exec(t.ctx, putNodesPostgres, levels, idxs, hashes)
+		if err == nil && m != int64(len(nodes)) {
+			err = errWrote(m, len(nodes))
+		}
+		return err
+	}
+	// Many rows a statement; with ? placeholders, which SQLite numbers as
+	// it parses, where $N would be looked up one by one.
+	for from := 0; from < len(nodes); from += logBatch {
+		to := min(len(nodes), from+logBatch)
+		args := make([]any, 0, 3*(to-from))
+		for i := from; i < to; i++ {
+			args = append(args, levels[i], idxs[i], hashes[i])
+		}
+		q := "INSERT INTO log_nodes (level, idx, hash) VALUES (?, ?, ?)" + strings.Repeat(", (?, ?, ?)", to-from-1)
+		m, err := t.c.exec(t.ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		if m != int64(to-from) {
+			return errWrote(m, to-from)
+		}
+	}
+	return nil
 }
+
+// putNodesPostgres stores a batch of the tree's nodes in one statement.
+const putNodesPostgres = "INSERT INTO log_nodes (level, idx, hash) SELECT * FROM unnest($1::int[], $2::bigint[], $3::text[])"
 
 func (t *logTx) PutState(st engine.LogState) error {
 	_, err := t.c.exec(t.ctx, "UPDATE log_state SET size = $1, root = $2, verifier_key = $3 WHERE id = 1", st.Size, hex.EncodeToString(st.Root), st.Key)
