@@ -119,13 +119,6 @@ func (s *server) kill() {
 	fmt.Fprintf(s.log, "=== %s killed at %s\n", s.name, time.Now().Format(time.RFC3339Nano))
 }
 
-// restart kills the server if it runs and starts it again.
-func (s *server) restart() {
-	s.t.Helper()
-	s.kill()
-	s.start()
-}
-
 // URL is where the current (or last) start listens.
 func (s *server) URL() string {
 	s.mu.Lock()

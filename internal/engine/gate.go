@@ -176,29 +176,6 @@ func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int
 	return d, nil
 }
 
-// Decision returns the last decision a person recorded on the request at
-// seq (it may no longer be pending). NotFound when there is none; other
-// errors as Journal.
-func (e *Engine) Decision(ctx context.Context, p Principal, sagaID string, seq int64) (Decision, error) {
-	entries, err := e.Journal(ctx, p, sagaID)
-	if err != nil {
-		return Decision{}, err
-	}
-	s, err := e.store.Saga(ctx, sagaID)
-	if err != nil {
-		return Decision{}, at(err, sagaID, seq)
-	}
-	ref := gateRef(seq)
-	for i := len(entries) - 1; i >= 0; i-- {
-		en := entries[i]
-		if en.ToolName == GateTool && en.Input == ref && (en.Phase == PhaseApproved || en.Phase == PhaseRejected) {
-			return decisionOf(s, seq, en), nil
-		}
-	}
-	return Decision{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("no decision is recorded for saga=%s seq=%d", sagaID, seq),
-		SagaID: sagaID, Seq: seq}
-}
-
 // ResumeResult reports a resume. A refused resume is a completed action,
 // not an error: Refused is set, Reason says why, the tool was not called
 // and the saga has been compensated.

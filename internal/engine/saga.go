@@ -354,9 +354,6 @@ type Run struct {
 	id  string
 }
 
-// ID returns the saga's id.
-func (r *Run) ID() string { return r.id }
-
 // Call calls a tool in the saga. It returns the tool's result, or for a
 // gated tool the model-facing AWAITING_APPROVAL message. A tool that fails
 // returns an error after the saga has been compensated.
