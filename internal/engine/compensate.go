@@ -99,6 +99,18 @@ func (e *Engine) compensateNow(ctx context.Context, s Saga) Saga {
 	return out
 }
 
+// unknown follows a transaction that would have made the saga
+// COMPENSATING and failed with err. When the store went away as it
+// committed, it may have committed: then the compensation it started goes
+// on in the background as soon as the store answers, instead of at the
+// next Recover. compensate does nothing to a saga that is not
+// COMPENSATING, so this is safe when nothing was committed.
+func (e *Engine) unknown(sagaID string, err error) {
+	if IsKind(err, Unavailable) {
+		go e.compensateNow(context.Background(), Saga{ID: sagaID})
+	}
+}
+
 // undone journals the end of a step's compensation.
 func (e *Engine) undone(tx Tx, s *Saga, c Call, undoErr error) error {
 	phase, payload, state := PhaseCompensated, fmt.Sprintf("compensated effect seq=%d", c.OutcomeSeq), CallCompensated

@@ -170,6 +170,7 @@ func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int
 		return e.fail(tx, s, fmt.Sprintf("%s at seq=%d rejected by %s", gated.ToolName, seq, p.ID))
 	})
 	if err != nil {
+		e.unknown(sagaID, err)
 		return Decision{}, err
 	}
 	d.Status = e.compensateNow(ctx, s).Status
@@ -268,6 +269,7 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		return e.settle(tx, s)
 	})
 	if err != nil {
+		e.unknown(sagaID, err) // a refusal compensates
 		return ResumeResult{}, at(err, sagaID, seq)
 	}
 	if refusal != "" {

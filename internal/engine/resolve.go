@@ -88,6 +88,7 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		return e.undoneAs(tx, s, c, GateTool, PhaseCompensationFailed, ref, payload, CallCompensationFailed, at)
 	})
 	if err != nil {
+		e.unknown(sagaID, err)
 		return Saga{}, at(err, sagaID, seq)
 	}
 	if s.Status == Compensating {

@@ -265,17 +265,21 @@ func (e *Engine) settle(tx Tx, s *Saga) error {
 	if err != nil {
 		return err
 	}
-	running, err := tx.Calls(s.ID, CallRunning)
-	if err != nil {
-		return err
-	}
 	switch {
 	case pending > 0:
 		s.Status = AwaitingApproval
-	case s.Ended && len(running) == 0:
-		s.Status = Completed
-	default:
+	case !s.Ended:
 		s.Status = Running
+	default:
+		// Only an ended saga asks whether anything still runs.
+		running, err := tx.Calls(s.ID, CallRunning)
+		if err != nil {
+			return err
+		}
+		s.Status = Running
+		if len(running) == 0 {
+			s.Status = Completed
+		}
 	}
 	return nil
 }
@@ -341,6 +345,7 @@ func (e *Engine) Abort(ctx context.Context, p Principal, sagaID, reason string) 
 		return e.fail(tx, s, msg)
 	})
 	if err != nil {
+		e.unknown(sagaID, err)
 		return Saga{}, err
 	}
 	return e.compensateNow(ctx, s), nil

@@ -12,7 +12,9 @@ type Store interface {
 	// Update runs fn in one write transaction and commits it when fn
 	// returns nil; otherwise nothing fn wrote is kept. Updates that lock
 	// the same saga (Tx.LockSaga, Tx.CreateSaga) run one at a time, across
-	// processes sharing the database.
+	// processes sharing the database. fn may run a second time, in a new
+	// transaction, when the database connection turned out dead before
+	// anything fn sent had run: fn starts from what it reads.
 	Update(ctx context.Context, fn func(Tx) error) error
 
 	// Saga returns one saga; NotFound when absent.
@@ -104,6 +106,10 @@ type SagaCursor struct {
 }
 
 // Tx is a write transaction. It carries the context given to Store.Update.
+//
+// Writes (PutSaga, Append, PutApproval, PutCall) may be held back and sent
+// with the transaction's next read or its commit; their errors are then
+// that read's, or Update's. Either way the transaction keeps nothing.
 type Tx interface {
 	// LockSaga reads a saga and holds it until the transaction ends;
 	// NotFound when absent.

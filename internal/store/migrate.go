@@ -49,17 +49,19 @@ func loadMigrations(dialect string) ([]migration, error) {
 	return ms, nil
 }
 
-// migrate applies the dialect's pending migrations in one transaction,
-// recording each in schema_migrations. lock, when set, is run first so
-// that replicas starting together migrate one at a time.
-func migrate(ctx context.Context, s sqlStore, dialect, lock string) error {
+// migrate applies the dialect's pending migrations in one transaction
+// that begin runs (one that sends each script as it is: a script holds
+// several statements), recording each in schema_migrations. lock, when
+// set, is run first so that replicas starting together migrate one at a
+// time.
+func migrate(ctx context.Context, begin func(context.Context, func(conn) error) error, dialect, lock string) error {
 	ms, err := loadMigrations(dialect)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return mapErr(s.begin(ctx, func(c conn) error {
+	return mapErr(begin(ctx, func(c conn) error {
 		if lock != "" {
 			if _, err := c.exec(ctx, lock); err != nil {
 				return err

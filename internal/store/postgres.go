@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -13,7 +14,17 @@ import (
 // store for production and for several replicas sharing one database. A
 // saga is locked with SELECT … FOR UPDATE on its row. Errors: Invalid for a url pgx cannot parse; Unavailable when the
 // database cannot be reached.
-func OpenPostgres(ctx context.Context, url string) (*DB, error) {
+func OpenPostgres(ctx context.Context, url string) (*DB, error) { return openPostgres(ctx, url, nil) }
+
+// defaultMaxConns is the pool's size unless the url's pool_max_conns says
+// otherwise: pgxpool's default (the number of CPUs, at least 4) would
+// queue concurrent sagas in the process, where PostgreSQL would commit
+// them together (one WAL flush for many commits).
+const defaultMaxConns = 32
+
+// openPostgres is OpenPostgres, with tracer seeing every statement and
+// batch the store sends (tests count round trips).
+func openPostgres(ctx context.Context, url string, tracer pgx.QueryTracer) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's message may quote the url, password included.
@@ -23,37 +34,28 @@ func OpenPostgres(ctx context.Context, url string) (*DB, error) {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = "15s"
 	}
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
+	cfg.ConnConfig.Tracer = tracer
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	db := &DB{ping: pool.Ping, close: pool.Close, sqlStore: sqlStore{db: pgConn{pool}, lock: " FOR UPDATE", postgres: true,
-		begin: func(ctx context.Context, fn func(conn) error) error {
-			return pgx.BeginFunc(ctx, beginner{pool}, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
-		},
+		begin: func(ctx context.Context, fn func(conn) error) error { return pipelined(ctx, pool, fn) },
 		view: func(ctx context.Context, fn func(conn) error) error {
 			return pgx.BeginTxFunc(ctx, pool, snapshot, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
 		}}}
-	if err := migrate(ctx, db.sqlStore, "postgres", "SELECT pg_advisory_xact_lock(7261001)"); err != nil {
+	scripts := func(ctx context.Context, fn func(conn) error) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
+	}
+	if err := migrate(ctx, scripts, "postgres", "SELECT pg_advisory_xact_lock(7261001)"); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return db, nil
-}
-
-// beginner begins transactions on the pool, and begins again, once, on a
-// fresh connection when BEGIN itself fails because the pooled connection
-// had died (a restarted or terminated backend): nothing had started, so
-// trying again is safe, and one dead connection does not fail a request.
-type beginner struct{ pool *pgxpool.Pool }
-
-func (b beginner) Begin(ctx context.Context) (pgx.Tx, error) {
-	tx, err := b.pool.Begin(ctx)
-	if err != nil && ctx.Err() == nil && engine.IsKind(mapErr(err), engine.Unavailable) {
-		tx, err = b.pool.Begin(ctx)
-	}
-	return tx, err
 }
 
 // pgConn adapts a pool or transaction to conn.
@@ -67,6 +69,11 @@ type pgConn struct {
 func (c pgConn) exec(ctx context.Context, sql string, args ...any) (int64, error) {
 	tag, err := c.q.Exec(ctx, sql, args...)
 	return tag.RowsAffected(), err
+}
+
+func (c pgConn) queue(ctx context.Context, sql string, args ...any) error {
+	_, err := c.exec(ctx, sql, args...)
+	return err
 }
 
 func (c pgConn) query(ctx context.Context, sql string, args ...any) (rows, error) {

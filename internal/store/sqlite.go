@@ -60,7 +60,7 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		defer tx.Rollback()
 		return fn(sqlConn{tx})
 	}
-	if err := migrate(ctx, s.sqlStore, "sqlite", ""); err != nil {
+	if err := migrate(ctx, s.begin, "sqlite", ""); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -81,6 +81,11 @@ func (c sqlConn) exec(ctx context.Context, query string, args ...any) (int64, er
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+func (c sqlConn) queue(ctx context.Context, query string, args ...any) error {
+	_, err := c.exec(ctx, query, args...)
+	return err
 }
 
 func (c sqlConn) query(ctx context.Context, query string, args ...any) (rows, error) {

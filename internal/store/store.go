@@ -75,9 +75,13 @@ const opTimeout = 15 * time.Second
 // maxApprovals caps one listing of pending requests.
 const maxApprovals = 5000
 
-// conn is what the shared SQL needs from a pool or a transaction.
+// conn is what the shared SQL needs from a pool or a transaction. queue
+// runs a write whose result nobody reads: a transaction may hold it back
+// and send it with the next statement (see pipe), reporting its error
+// there; elsewhere it runs at once.
 type conn interface {
 	exec(ctx context.Context, sql string, args ...any) (int64, error)
+	queue(ctx context.Context, sql string, args ...any) error
 	query(ctx context.Context, sql string, args ...any) (rows, error)
 }
 
@@ -387,7 +391,8 @@ func (t *tx) LockSaga(id string) (engine.Saga, error) {
 }
 
 func (t *tx) CreateSaga(s engine.Saga) (engine.Saga, error) {
-	if _, err := t.c.exec(t.ctx, "INSERT INTO sagas ("+sagaCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"+
+	// Sent with the lock that follows: one round trip.
+	if err := t.c.queue(t.ctx, "INSERT INTO sagas ("+sagaCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"+
 		" ON CONFLICT (id) DO NOTHING",
 		s.ID, s.Status, s.Initiator, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.CreatedAt, s.UpdatedAt); err != nil {
 		return engine.Saga{}, mapErr(err)
@@ -396,13 +401,13 @@ func (t *tx) CreateSaga(s engine.Saga) (engine.Saga, error) {
 }
 
 func (t *tx) PutSaga(s engine.Saga) error {
-	_, err := t.c.exec(t.ctx, "UPDATE sagas SET status = $2, ended = $3, reason = $4, head_seq = $5, head_hash = $6,"+
+	err := t.c.queue(t.ctx, "UPDATE sagas SET status = $2, ended = $3, reason = $4, head_seq = $5, head_hash = $6,"+
 		" updated_at = $7 WHERE id = $1", s.ID, s.Status, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.UpdatedAt)
 	return mapErr(err)
 }
 
 func (t *tx) Append(e engine.Entry) error {
-	_, err := t.c.exec(t.ctx, "INSERT INTO journal ("+entryCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+	err := t.c.queue(t.ctx, "INSERT INTO journal ("+entryCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 		e.SagaID, e.Seq, e.ToolName, e.Phase, e.Input, e.Payload, e.Timestamp, e.Hash)
 	return mapErr(err)
 }
@@ -415,7 +420,7 @@ func (t *tx) Approval(sagaID string, seq int64) (engine.ApprovalRequest, error) 
 }
 
 func (t *tx) PutApproval(r engine.ApprovalRequest) error {
-	_, err := t.c.exec(t.ctx, "INSERT INTO approval_requests ("+approvalCols+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
+	err := t.c.queue(t.ctx, "INSERT INTO approval_requests ("+approvalCols+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
 		r.SagaID, r.JournalSeq, r.ToolName, r.Input, r.InputHash, r.Requester, r.CreatedAt)
 	return mapErr(err)
 }
@@ -436,7 +441,7 @@ func (t *tx) Call(sagaID string, seq int64) (engine.Call, error) {
 }
 
 func (t *tx) PutCall(c engine.Call) error {
-	_, err := t.c.exec(t.ctx, "INSERT INTO calls ("+callCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"+
+	err := t.c.queue(t.ctx, "INSERT INTO calls ("+callCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"+
 		" ON CONFLICT (saga_id, seq) DO UPDATE SET state = excluded.state, outcome_seq = excluded.outcome_seq,"+
 		" result = excluded.result, updated_at = excluded.updated_at",
 		c.SagaID, c.Seq, c.ToolName, c.Input, c.Requester, c.State, c.OutcomeSeq, c.Result, c.StartedAt, c.UpdatedAt)

@@ -990,10 +990,14 @@ func testAppend(t *testing.T, d *drv) {
 	t.Run("seq taken", func(t *testing.T) {
 		forged := mkEntry(id, 1, when(2))
 		forged.Payload = "approver=mallory"
+		// The conflict is Append's, or, from a store that sends writes
+		// with the next statement, the transaction's.
 		var appendErr error
 		err := d.db.Update(ctx, func(tx engine.Tx) error { appendErr = tx.Append(forged); return appendErr })
-		wantKind(t, fmt.Sprintf("Append(%+v) at a taken seq", forged), appendErr, engine.Conflict)
-		wantKind(t, "Update returning Append's conflict", err, engine.Conflict)
+		if appendErr != nil {
+			wantKind(t, fmt.Sprintf("Append(%+v) at a taken seq", forged), appendErr, engine.Conflict)
+		}
+		wantKind(t, "Update of an Append at a taken seq", err, engine.Conflict)
 		if got, err := d.db.Entries(ctx, id); err != nil || !cmp.Equal(storedEntries(e), got, exact...) {
 			t.Errorf("Entries(%s) after a conflicting Append = %+v, %v; want the first entry unchanged", id, got, err)
 		}

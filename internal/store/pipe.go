@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+// pipe is a PostgreSQL write transaction on one connection that sends its
+// statements in as few round trips as their results allow: BEGIN goes out
+// with the first statement, and writes whose results nobody reads (queue)
+// wait for the next statement whose result is read, or for COMMIT. A
+// queued write's error is the error of that later statement; either way
+// the transaction fails and keeps nothing. Statements run in the order
+// they were given.
+type pipe struct {
+	c      *pgxpool.Conn
+	queued []statement
+	begun  bool // BEGIN has been sent
+	// first is set when the first round trip failed: nothing of fn had
+	// run yet, so fn may run again on another connection.
+	first bool
+}
+
+type statement struct {
+	sql  string
+	args []any
+}
+
+// send sends the queued statements, with BEGIN before them the first time,
+// and sql after them, and reads the queued statements' results; the
+// caller reads sql's.
+func (p *pipe) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	if !p.begun {
+		b.Queue("BEGIN")
+	}
+	for _, q := range p.queued {
+		b.Queue(q.sql, q.args...)
+	}
+	b.Queue(sql, args...)
+	before := b.Len() - 1
+	p.queued = p.queued[:0]
+	firstTrip := !p.begun
+	p.begun = true
+	br := p.c.SendBatch(ctx, b)
+	for range before {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			p.first = firstTrip
+			return nil, err
+		}
+	}
+	return br, nil
+}
+
+func (p *pipe) queue(_ context.Context, sql string, args ...any) error {
+	p.queued = append(p.queued, statement{sql, args})
+	return nil
+}
+
+func (p *pipe) exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	br, err := p.send(ctx, sql, args)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag.RowsAffected(), err
+}
+
+func (p *pipe) query(ctx context.Context, sql string, args ...any) (rows, error) {
+	br, err := p.send(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	r, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return batchRows{r, br}, nil
+}
+
+// batchRows are the rows of a batch's last statement; closing them
+// closes the batch.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r batchRows) Close() {
+	r.Rows.Close()
+	r.br.Close()
+}
+
+// commit sends what is queued and COMMIT. A transaction that had failed
+// answers COMMIT with ROLLBACK, which is an error here.
+func (p *pipe) commit(ctx context.Context) error {
+	if !p.begun && len(p.queued) == 0 {
+		return nil // nothing was written or read
+	}
+	br, err := p.send(ctx, "COMMIT", nil)
+	if err != nil {
+		return err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && tag.String() == "ROLLBACK" {
+		err = pgx.ErrTxCommitRollback
+	}
+	return err
+}
+
+// rollback ends a transaction that failed. If it cannot, the connection
+// is not idle and the pool destroys it on release.
+func (p *pipe) rollback(ctx context.Context) {
+	if !p.begun {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	p.c.Exec(ctx, "ROLLBACK")
+}
+
+// pipelined runs fn in a pipe on a connection of pool and commits. When
+// the first round trip fails because the connection had died (a restarted
+// or terminated backend), nothing had run, so fn runs once more on a
+// fresh connection: one dead pooled connection does not fail a request.
+func pipelined(ctx context.Context, pool *pgxpool.Pool, fn func(conn) error) error {
+	for attempt := 0; ; attempt++ {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		p := &pipe{c: c}
+		err = fn(p)
+		if err == nil {
+			err = p.commit(ctx)
+		}
+		if err != nil {
+			p.rollback(ctx)
+		}
+		c.Release()
+		if err != nil && p.first && attempt == 0 && ctx.Err() == nil && engine.IsKind(mapErr(err), engine.Unavailable) {
+			continue
+		}
+		return err
+	}
+}

@@ -1,0 +1,72 @@
+package store
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
+)
+
+// trips counts round trips to PostgreSQL: a statement sent alone is one,
+// a batch (a pipeline) is one however many statements it carries.
+type trips struct {
+	n       atomic.Int64
+	inBatch atomic.Bool
+}
+
+func (c *trips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	if !c.inBatch.Load() {
+		c.n.Add(1)
+	}
+	return ctx
+}
+func (c *trips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c *trips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	c.inBatch.Store(true)
+	return ctx
+}
+func (c *trips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *trips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {
+	c.inBatch.Store(false)
+}
+
+// TestRoundTrips holds the number of round trips the engine's hot paths
+// make to PostgreSQL: an executed call commits twice, a gated call once,
+// and every statement that does not need another's answer travels with
+// it. More would be the cost of a change, to be justified (BENCHMARKS.md).
+func TestRoundTrips(t *testing.T) {
+	var c trips
+	db, err := openPostgres(context.Background(), storetest.PostgresURL(t), &c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	e, err := newBenchEngine(db, storetest.Keys(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		tool string
+		max  int64
+	}{{"reserveInventory", 6}, {"sendWireTransfer", 2}} {
+		count := func(saga string) int64 {
+			before := c.n.Load()
+			if _, err := e.Call(ctx, benchAgent, saga, tt.tool, `{"item":"laptop"}`); err != nil {
+				t.Fatal(err)
+			}
+			return c.n.Load() - before
+		}
+		count(tt.tool + "-warm") // the connection prepares its statements once
+		first, next := count(tt.tool+"-new"), count(tt.tool+"-new")
+		t.Logf("%s: %d round trips starting a saga, %d in one already started", tt.tool, first, next)
+		for what, n := range map[string]int64{"starting a saga": first, "in a saga": next} {
+			if n > tt.max {
+				t.Errorf("a call of %s %s makes %d round trips, want at most %d", tt.tool, what, n, tt.max)
+			}
+		}
+	}
+}
