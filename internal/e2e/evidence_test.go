@@ -116,22 +116,36 @@ func (f *fixture) verifierKey() string {
 	return k.VerifierKey()
 }
 
-// waitLogged waits until the newest checkpoint covers the whole log and a
-// full check has run, and returns the log's state.
-func (f *fixture) waitLogged(s *server) logResp {
+// waitLogged waits until the newest checkpoint covers the whole log,
+// every entry of the sagas named included (an entry committed but not yet
+// sequenced is in no log), and a full check has run; it returns the log's
+// state.
+func (f *fixture) waitLogged(s *server, sagas ...string) logResp {
 	f.t.Helper()
 	var r logResp
 	var a answer
+	proved := func(saga string, size int64) bool {
+		a := f.auditor.do(f.ctx, s, "GET", fmt.Sprintf("/sagacity/audit/%s?proofs=%d", esc(saga), size), nil)
+		return a.is(200) && strings.Count(a.body, `"leaf":`) == strings.Count(a.body, "\n")
+	}
 	ok := eventually(f.ctx, 20*time.Second, func() bool {
 		a, r = f.auditor.log(f.ctx, s)
 		if !a.is(200) || r.Checkpoint == nil || r.FullAt == nil {
 			return false
 		}
 		cp := readCheckpoint(f.t, f.verifierKey(), *r.Checkpoint, "/sagacity/log")
-		return cp.size == r.Size
+		if cp.size != r.Size {
+			return false
+		}
+		for _, saga := range sagas {
+			if !proved(saga, cp.size) {
+				return false
+			}
+		}
+		return true
 	})
 	if !ok {
-		f.t.Fatalf("the newest checkpoint did not come to cover the log: %s", a)
+		f.t.Fatalf("the newest checkpoint did not come to cover the log and sagas %v: %s", sagas, a)
 	}
 	return r
 }
@@ -250,7 +264,7 @@ func tamperMatrix(t *testing.T, newDB func(testing.TB) string) {
 				t.Fatalf("wire to be forged: %s", a)
 			}
 			w.forgedSeq = r.Seq
-			f.waitLogged(srv)
+			f.waitLogged(srv, "paid", "stock", w.forgedSaga)
 			_, w.paid = f.auditor.audit(ctx, srv, "paid")
 			_, w.stock = f.auditor.audit(ctx, srv, "stock")
 			_, w.forged = f.auditor.audit(ctx, srv, w.forgedSaga)
@@ -368,7 +382,7 @@ func TestEvidence(t *testing.T) {
 	if a, _ := approver.approve(ctx, srv, "paid", r.Seq); !a.is(200) {
 		t.Fatalf("approve: %s", a)
 	}
-	f.waitLogged(srv)
+	f.waitLogged(srv, "paid")
 
 	a := f.auditor.do(ctx, srv, "GET", "/sagacity/keys", nil)
 	var keys struct{ Keys []string }

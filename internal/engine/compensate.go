@@ -21,7 +21,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 		var again bool
 		// Retried like an outcome: a saga must not stay half compensated
 		// because the database blinked between two steps.
-		s, err := e.record(ctx, sagaID, func(tx Tx, s *Saga) error {
+		s, err := e.record(ctx, sagaID, 0, func(tx Tx, s *Saga, _ CallState) error {
 			claimed, again = Call{}, false
 			if s.Status != Compensating {
 				return nil
@@ -75,9 +75,9 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 				return "", tool.Executor.Compensate(ctx, inv, result)
 			})
 		}
-		if _, err := e.record(ctx, sagaID, func(tx Tx, s *Saga) error {
-			if cur, err := tx.Call(sagaID, claimed.Seq); err != nil || cur.State != CallCompensating {
-				return err // nil: an earlier attempt committed, only its answer was lost
+		if _, err := e.record(ctx, sagaID, claimed.Seq, func(tx Tx, s *Saga, state CallState) error {
+			if compensating, err := inState(sagaID, claimed.Seq, state, CallCompensating); !compensating {
+				return err
 			}
 			return e.undone(tx, s, claimed, undoErr)
 		}); err != nil {

@@ -241,25 +241,49 @@ func (e *Engine) appendAt(tx Tx, s *Saga, tool string, phase Phase, input, paylo
 // update locks saga id, runs fn and saves the saga, in one transaction.
 // A missing saga is reported as missing, or as "saga not found" when nil.
 func (e *Engine) update(ctx context.Context, id string, missing *Error, fn func(tx Tx, s *Saga) error) (Saga, error) {
+	return e.updateCall(ctx, id, 0, missing, func(tx Tx, s *Saga, _ CallState) error { return fn(tx, s) })
+}
+
+// updateCall is update that, for seq > 0, also reads the state of the
+// saga's call at seq with the lock, in the same round trip, and hands it
+// to fn ("" when there is no such call).
+func (e *Engine) updateCall(ctx context.Context, id string, seq int64, missing *Error, fn func(tx Tx, s *Saga, state CallState) error) (Saga, error) {
 	if missing == nil {
 		missing = &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s not found", id), SagaID: id}
 	}
 	var out Saga
 	err := e.store.Update(ctx, func(tx Tx) error {
-		s, err := tx.LockSaga(id)
+		var s Saga
+		var state CallState
+		var err error
+		if seq > 0 {
+			s, state, err = tx.LockSagaCall(id, seq)
+		} else {
+			s, err = tx.LockSaga(id)
+		}
 		if IsKind(err, NotFound) {
 			return missing
 		}
 		if err != nil {
 			return err
 		}
-		if err := fn(tx, &s); err != nil {
+		if err := fn(tx, &s, state); err != nil {
 			return err
 		}
 		out = s
 		return tx.PutSaga(s)
 	})
 	return out, at(err, id, 0)
+}
+
+// inState reports whether the call at seq, read in state, is still in
+// want: false when an earlier attempt moved it on (a commit whose answer
+// was lost), NotFound when there is no such call.
+func inState(sagaID string, seq int64, state, want CallState) (bool, error) {
+	if state == "" {
+		return false, &Error{Kind: NotFound, Msg: fmt.Sprintf("call %s/%d not found", sagaID, seq), SagaID: sagaID, Seq: seq}
+	}
+	return state == want, nil
 }
 
 // safely runs f, turning a panic into an error so that a broken tool fails

@@ -169,9 +169,9 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 		runErr, result = fmt.Errorf("result is larger than %d bytes", e.maxInput), ""
 	}
 	res := CallResult{SagaID: c.SagaID, Seq: c.Seq, ToolName: c.ToolName}
-	s, err := e.record(ctx, c.SagaID, func(tx Tx, s *Saga) error {
-		if cur, err := tx.Call(c.SagaID, c.Seq); err != nil || cur.State != CallRunning {
-			return err // nil: an earlier attempt committed, only its answer was lost
+	s, err := e.record(ctx, c.SagaID, c.Seq, func(tx Tx, s *Saga, state CallState) error {
+		if running, err := inState(c.SagaID, c.Seq, state, CallRunning); !running {
+			return err
 		}
 		if runErr != nil {
 			return e.close(tx, s, c, c.ToolName, PhaseFailed, c.Input, runErr.Error(), "", Truncate(e.now()))
@@ -225,20 +225,26 @@ func (e *Engine) close(tx Tx, s *Saga, c Call, tool string, phase Phase, input, 
 	if err := tx.PutCall(c); err != nil {
 		return err
 	}
+	if !s.Ended {
+		// An outcome changes no request, so a live saga's status, which
+		// says whether requests are pending, stands; only an ended one
+		// may now be complete.
+		return nil
+	}
 	return e.settle(tx, s)
 }
 
 // record journals what happened after a tool ran, its outcome or an
-// undo's, in one transaction like update, and retries with backoff while
-// the store is unavailable, for up to the engine's retry bound. fn must
-// check that its work is still to do: a commit whose answer was lost may
-// have done it. The backoff runs on real time, not the injected clock,
-// which only stamps entries.
-func (e *Engine) record(ctx context.Context, sagaID string, fn func(tx Tx, s *Saga) error) (Saga, error) {
+// undo's, in one transaction like updateCall (seq is the call's, or 0),
+// and retries with backoff while the store is unavailable, for up to the
+// engine's retry bound. fn must check that its work is still to do: a
+// commit whose answer was lost may have done it. The backoff runs on real
+// time, not the injected clock, which only stamps entries.
+func (e *Engine) record(ctx context.Context, sagaID string, seq int64, fn func(tx Tx, s *Saga, state CallState) error) (Saga, error) {
 	start := time.Now()
 	wait := 50 * time.Millisecond
 	for {
-		s, err := e.update(ctx, sagaID, nil, fn)
+		s, err := e.updateCall(ctx, sagaID, seq, nil, fn)
 		if err == nil || !(IsKind(err, Unavailable) || IsKind(err, Conflict)) || time.Since(start)+wait > e.retryFor {
 			return s, err
 		}

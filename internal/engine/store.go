@@ -114,6 +114,9 @@ type Tx interface {
 	// LockSaga reads a saga and holds it until the transaction ends;
 	// NotFound when absent.
 	LockSaga(id string) (Saga, error)
+	// LockSagaCall is LockSaga that also reads the state of the saga's
+	// call at seq, "" when there is none, in the same round trip.
+	LockSagaCall(id string, seq int64) (Saga, CallState, error)
 	// CreateSaga inserts s unless a saga with its ID exists, then locks and
 	// returns the stored saga.
 	CreateSaga(s Saga) (Saga, error)

@@ -112,10 +112,14 @@ const (
 	callCols     = "saga_id, seq, tool_name, input, requester, state, outcome_seq, result, started_at, updated_at"
 )
 
-func scanSaga(r rows) (s engine.Saga, err error) {
+func scanSaga(r rows) (engine.Saga, error) { return scanSagaAnd(r) }
+
+// scanSagaAnd reads a saga, and then into more the columns a query
+// selects after it.
+func scanSagaAnd(r rows, more ...any) (s engine.Saga, err error) {
 	ended, head := boolCol{col: col{name: "ended"}}, intCol{col: col{name: "head_seq"}}
 	created, updated := timeCol{col: col{name: "created_at"}}, timeCol{col: col{name: "updated_at"}}
-	err = r.Scan(&s.ID, &s.Status, &s.Initiator, &ended, &s.Reason, &head, &s.HeadHash, &created, &updated)
+	err = r.Scan(append([]any{&s.ID, &s.Status, &s.Initiator, &ended, &s.Reason, &head, &s.HeadHash, &created, &updated}, more...)...)
 	s.Ended, s.HeadSeq, s.CreatedAt, s.UpdatedAt = ended.v, head.v, created.v, updated.v
 	s.Unreadable = unreadable(&ended.col, &head.col, &created.col, &updated.col)
 	return s, err
@@ -388,6 +392,14 @@ type tx struct {
 
 func (t *tx) LockSaga(id string) (engine.Saga, error) {
 	return one(t.ctx, t.c, scanSaga, "saga "+id, "SELECT "+sagaCols+" FROM sagas WHERE id = $1"+t.lock, id)
+}
+
+func (t *tx) LockSagaCall(id string, seq int64) (engine.Saga, engine.CallState, error) {
+	var state engine.CallState
+	s, err := one(t.ctx, t.c, func(r rows) (engine.Saga, error) { return scanSagaAnd(r, &state) }, "saga "+id,
+		"SELECT "+sagaCols+", COALESCE((SELECT state FROM calls WHERE saga_id = $1 AND seq = $2), '')"+
+			" FROM sagas WHERE id = $1"+t.lock, id, seq)
+	return s, state, err
 }
 
 func (t *tx) CreateSaga(s engine.Saga) (engine.Saga, error) {

@@ -52,7 +52,7 @@ func TestRoundTrips(t *testing.T) {
 	for _, tt := range []struct {
 		tool string
 		max  int64
-	}{{"reserveInventory", 6}, {"sendWireTransfer", 2}} {
+	}{{"reserveInventory", 4}, {"sendWireTransfer", 2}} {
 		count := func(saga string) int64 {
 			before := c.n.Load()
 			if _, err := e.Call(ctx, benchAgent, saga, tt.tool, `{"item":"laptop"}`); err != nil {

@@ -41,6 +41,7 @@ var driverTests = []struct {
 	{"Store.CountPending", true, testCountPending},
 	{"Store.LastExecuted", false, testLastExecuted},
 	{"Tx.LockSaga", false, testLockSaga},
+	{"Tx.LockSagaCall", false, testLockSagaCall},
 	{"Tx.CreateSaga", false, testCreateSaga},
 	{"Tx.PutSaga", false, testPutSaga},
 	{"Tx.Append", false, testAppend},
@@ -924,6 +925,35 @@ func testLockSaga(t *testing.T, d *drv) {
 		})
 	}
 	// That the lock holds other Updates off is Store.Update's test.
+}
+
+func testLockSagaCall(t *testing.T, d *drv) {
+	id := d.id("s")
+	s := mkSaga(id, engine.Running, when(0))
+	createSagas(t, d.db, s)
+	write(t, d.db, func(tx engine.Tx) error { return tx.PutCall(mkCall(id, 3, engine.CallCompensating, when(1))) })
+	tests := []struct {
+		name, id string
+		seq      int64
+		want     engine.Saga
+		state    engine.CallState
+		kind     *engine.Kind
+	}{
+		{"the call's state", id, 3, storedSaga(s), engine.CallCompensating, nil},
+		{"no such call", id, 4, storedSaga(s), "", nil},
+		{"unknown saga", d.id("nobody"), 3, engine.Saga{}, "", new(engine.NotFound)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inTx(t, d.db, func(tx engine.Tx) {
+				got, state, err := tx.LockSagaCall(tt.id, tt.seq)
+				wantErr(t, fmt.Sprintf("LockSagaCall(%s, %d)", tt.id, tt.seq), err, tt.kind)
+				if diff := cmp.Diff(tt.want, got, exact...); diff != "" || state != tt.state {
+					t.Errorf("LockSagaCall(%s, %d) = state %q, want %q; saga (-want +got):\n%s", tt.id, tt.seq, state, tt.state, diff)
+				}
+			})
+		})
+	}
 }
 
 func testCreateSaga(t *testing.T, d *drv) {
