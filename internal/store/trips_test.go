@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -10,16 +11,29 @@ import (
 )
 
 // trips counts round trips to PostgreSQL: a statement sent alone is one,
-// a batch (a pipeline) is one however many statements it carries.
+// a batch (a pipeline) is one however many statements it carries. It also
+// keeps each statement it saw, with the arguments of its last use.
 type trips struct {
 	n       atomic.Int64
 	inBatch atomic.Bool
+	mu      sync.Mutex
+	seen    map[string][]any
 }
 
-func (c *trips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (c *trips) see(sql string, args []any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string][]any{}
+	}
+	c.seen[sql] = args
+}
+
+func (c *trips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if !c.inBatch.Load() {
 		c.n.Add(1)
 	}
+	c.see(d.SQL, d.Args)
 	return ctx
 }
 func (c *trips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
@@ -28,7 +42,9 @@ func (c *trips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBat
 	c.inBatch.Store(true)
 	return ctx
 }
-func (c *trips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *trips) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	c.see(d.SQL, d.Args)
+}
 func (c *trips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {
 	c.inBatch.Store(false)
 }
