@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"hash"
 	"strconv"
 	"time"
 )
@@ -12,36 +11,92 @@ import (
 // ZeroHash is the previous hash of every saga's first entry.
 const ZeroHash = "0000000000000000000000000000000000000000000000000000000000000000"
 
-// Hash returns the entry hash of e chained on prev: SHA-256 over eight
-// fields, each written as its UTF-8 byte length in decimal, a colon and the
-// bytes, with nothing between fields. Field order: prev, sagaId, seq,
-// toolName, phase, input, payload, timestamp (see CanonicalTime). The
-// length prefixes make field boundaries unambiguous. The result is 64
-// lowercase hex digits. e.Hash is ignored.
+// Hash returns the entry hash of e chained on prev: SHA-256 over the
+// preimage AppendPreimage writes, as 64 lowercase hex digits. e.Hash is
+// ignored.
 func Hash(prev string, e Entry) string {
-	h := sha256.New()
-	field(h, prev)
-	field(h, e.SagaID)
-	field(h, strconv.FormatInt(e.Seq, 10))
-	field(h, e.ToolName)
-	field(h, string(e.Phase))
-	field(h, e.Input)
-	field(h, e.Payload)
-	field(h, CanonicalTime(e.Timestamp))
-	return hex.EncodeToString(h.Sum(nil))
+	var buf [512]byte // most entries fit: no allocation but the result
+	sum := sha256.Sum256(AppendPreimage(buf[:0], prev, e))
+	var h [2 * sha256.Size]byte // hex.EncodeToString would allocate twice
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
-func field(h hash.Hash, s string) {
-	h.Write(strconv.AppendInt(nil, int64(len(s)), 10))
-	h.Write([]byte{':'})
-	h.Write([]byte(s))
+// AppendPreimage appends to dst the bytes Hash feeds SHA-256 and returns
+// the extended slice: eight fields, each written as its UTF-8 byte length
+// in decimal, a colon and the bytes, with nothing between fields. Field
+// order: prev, sagaId, seq, toolName, phase, input, payload, timestamp
+// (see CanonicalTime). The length prefixes make field boundaries
+// unambiguous.
+func AppendPreimage(dst []byte, prev string, e Entry) []byte {
+	var num [32]byte // room for the longest seq and canonical time
+	dst = appendField(dst, prev)
+	dst = appendField(dst, e.SagaID)
+	dst = appendField(dst, strconv.AppendInt(num[:0], e.Seq, 10))
+	dst = appendField(dst, e.ToolName)
+	dst = appendField(dst, e.Phase)
+	dst = appendField(dst, e.Input)
+	dst = appendField(dst, e.Payload)
+	return appendField(dst, appendCanonicalTime(num[:0], e.Timestamp))
 }
+
+func appendField[F ~string | ~[]byte](dst []byte, f F) []byte {
+	return append(appendLen(dst, len(f)), f...)
+}
+
+// appendLen writes a field's length prefix. Lengths under 1000 are
+// written inline, without a strconv call each: with SHA instructions in
+// the CPU, those calls were a noticeable part of what verifying an entry
+// costs beyond hashing it.
+func appendLen(dst []byte, n int) []byte {
+	switch {
+	case n < 10:
+		return append(dst, byte('0'+n), ':')
+	case n < 100:
+		return append(dst, byte('0'+n/10), byte('0'+n%10), ':')
+	case n < 1000:
+		return append(dst, byte('0'+n/100), byte('0'+n/10%10), byte('0'+n%10), ':')
+	}
+	return append(strconv.AppendInt(dst, int64(n), 10), ':')
+}
+
+// hexEqual reports whether s is sum as Hash writes it, in lowercase hex,
+// without writing it: a digit pair at a time, in about a third of the
+// time of hex.Encode and a comparison.
+func hexEqual(s string, sum *[sha256.Size]byte) bool {
+	if len(s) != 2*len(sum) {
+		return false
+	}
+	for i, b := range sum {
+		if uint16(s[2*i])|uint16(s[2*i+1])<<8 != hexPairs[b] {
+			return false
+		}
+	}
+	return true
+}
+
+// hexPairs holds each byte's two lowercase hex digits, the first in the
+// low byte.
+var hexPairs = func() (t [256]uint16) {
+	const digits = "0123456789abcdef"
+	for b := range t {
+		t[b] = uint16(digits[b>>4]) | uint16(digits[b&15])<<8
+	}
+	return t
+}()
 
 // CanonicalTime writes t as the hash chain does: UTC, truncated to
 // microseconds, as "<unix seconds>.<6-digit microseconds>".
-func CanonicalTime(t time.Time) string {
-	t = Truncate(t)
-	return fmt.Sprintf("%d.%06d", t.Unix(), t.Nanosecond()/1000)
+func CanonicalTime(t time.Time) string { return string(appendCanonicalTime(nil, t)) }
+
+// appendCanonicalTime is CanonicalTime without the conversions: Unix and
+// Nanosecond do not depend on t's location, and truncating to the
+// microsecond drops only what Nanosecond/1000 drops.
+func appendCanonicalTime(dst []byte, t time.Time) []byte {
+	dst = strconv.AppendInt(dst, t.Unix(), 10)
+	us := t.Nanosecond() / 1000 // in [0, 1e6): six digits, zero-padded
+	return append(dst, '.', byte('0'+us/1e5), byte('0'+us/1e4%10), byte('0'+us/1e3%10),
+		byte('0'+us/100%10), byte('0'+us/10%10), byte('0'+us%10))
 }
 
 // Truncate returns t in UTC, truncated to the microsecond: the precision the
@@ -68,24 +123,66 @@ type Verification struct {
 // stored hash. The first entry whose hash differs, or whose seq is not one
 // more than the one before it, breaks the chain. Verify is pure.
 func Verify(entries []Entry) Verification {
-	n := len(entries)
-	if n == 0 {
+	var v ChainVerifier
+	for i := range entries {
+		v.Add(&entries[i])
+	}
+	return v.Result()
+}
+
+// ChainVerifier is Verify an entry at a time, for a journal streamed
+// rather than held whole: Add each entry in seq order, then Result. It
+// keeps one preimage buffer, so it allocates nothing per entry. The zero
+// value is ready to use.
+type ChainVerifier struct {
+	n    int    // entries added
+	saga string // the first entry's saga: every entry must be of it
+	prev string // the stored hash the next entry chains on
+	buf  []byte // preimage buffer, reused
+	at   int    // index of the first break, when msg is set
+	msg  string // why the chain broke; "" while it holds
+}
+
+// Add checks e as the next entry and reports whether the chain holds so
+// far. After a break Add only counts entries: Result's EntryCount, like
+// Verify's, counts every entry added.
+func (v *ChainVerifier) Add(e *Entry) bool {
+	i := v.n
+	v.n++
+	if v.msg != "" {
+		return false
+	}
+	if i == 0 {
+		v.saga, v.prev = e.SagaID, ZeroHash
+	}
+	if e.Unreadable != "" {
+		v.at, v.msg = i, fmt.Sprintf("unreadable entry at seq=%d (entry %d): %s", e.Seq, i, e.Unreadable)
+		return false
+	}
+	v.buf = AppendPreimage(v.buf[:0], v.prev, *e)
+	sum := sha256.Sum256(v.buf)
+	switch {
+	case !hexEqual(e.Hash, &sum):
+		v.at, v.msg = i, fmt.Sprintf("hash mismatch at seq=%d (entry %d)", e.Seq, i)
+	case e.Seq != int64(i)+1 || e.SagaID != v.saga:
+		v.at, v.msg = i, fmt.Sprintf("sequence break at seq=%d (entry %d): expected seq=%d of saga %q", e.Seq, i, i+1, v.saga)
+	default:
+		v.prev = e.Hash
+		return true
+	}
+	return false
+}
+
+// Result is the verification of the entries added so far, as Verify
+// reports it for them.
+func (v *ChainVerifier) Result() Verification {
+	switch {
+	case v.msg != "":
+		return broken(v.n, v.at, v.msg)
+	case v.n == 0:
 		return Verification{Valid: true, BreakAtIndex: -1, Message: "empty journal"}
 	}
-	prev := ZeroHash
-	for i, e := range entries {
-		if e.Unreadable != "" {
-			return broken(n, i, fmt.Sprintf("unreadable entry at seq=%d (entry %d): %s", e.Seq, i, e.Unreadable))
-		}
-		if Hash(prev, e) != e.Hash {
-			return broken(n, i, fmt.Sprintf("hash mismatch at seq=%d (entry %d)", e.Seq, i))
-		}
-		if e.Seq != int64(i)+1 || e.SagaID != entries[0].SagaID {
-			return broken(n, i, fmt.Sprintf("sequence break at seq=%d (entry %d): expected seq=%d of saga %q", e.Seq, i, i+1, entries[0].SagaID))
-		}
-		prev = e.Hash
-	}
-	return Verification{Valid: true, EntryCount: n, BreakAtIndex: -1, Message: fmt.Sprintf("all %d entries verified", n)}
+	return Verification{Valid: true, EntryCount: v.n, BreakAtIndex: -1, Message: fmt.Sprintf("all %d entries verified", v.n)}
 }
 
 // VerifySaga verifies a saga's journal like Verify, then against what the

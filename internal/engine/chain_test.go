@@ -3,8 +3,10 @@ package engine
 import (
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,7 +51,7 @@ func TestHashVectors(t *testing.T) {
 			if got := CanonicalTime(ts); got != v.CanonicalTimestamp {
 				t.Errorf("CanonicalTime(%s) = %q, want %q", v.Entry.Timestamp, got, v.CanonicalTimestamp)
 			}
-			if got := hex.EncodeToString(preimage(v.PrevHash, e)); got != v.PreimageHex {
+			if got := hex.EncodeToString(AppendPreimage(nil, v.PrevHash, e)); got != v.PreimageHex {
 				t.Errorf("preimage of %+v =\n%s\nwant\n%s", e, got, v.PreimageHex)
 			}
 			if got := Hash(v.PrevHash, e); got != v.Hash {
@@ -62,18 +64,6 @@ func TestHashVectors(t *testing.T) {
 			t.Errorf("PayloadHash(%q) = %s, want %s", p.Payload, got, p.SHA256)
 		}
 	}
-}
-
-// preimage rebuilds the bytes Hash feeds SHA-256, to compare with the
-// vectors' preimageHex.
-func preimage(prev string, e Entry) []byte {
-	var b []byte
-	for _, f := range []string{prev, e.SagaID, strconv.FormatInt(e.Seq, 10), e.ToolName, string(e.Phase), e.Input, e.Payload, CanonicalTime(e.Timestamp)} {
-		b = strconv.AppendInt(b, int64(len(f)), 10)
-		b = append(b, ':')
-		b = append(b, f...)
-	}
-	return b
 }
 
 var t0 = time.Date(2026, 7, 21, 10, 0, 0, 0, time.UTC)
@@ -128,6 +118,32 @@ func TestHashBoundaries(t *testing.T) {
 	}
 }
 
+// TestCanonicalTime checks the formatting without fmt against the
+// definition, where it could go wrong: sub-microsecond digits, before 1970
+// and before year 1 (truncation goes down, never toward 1970), zones.
+func TestCanonicalTime(t *testing.T) {
+	for _, ts := range []time.Time{
+		t0, t0.Add(time.Microsecond), t0.Add(999_999_999), t0.Add(100_000_999), t0.Add(10 * time.Microsecond),
+		time.Unix(0, 0), time.Unix(0, -1), time.Unix(-1, 1_000), time.Unix(-62135596801, 999_999_999),
+		time.UnixMicro(-62135596800000075), time.Unix(1<<40, 5_000).In(time.FixedZone("x", -3600)), {},
+	} {
+		u := ts.UTC().Truncate(time.Microsecond)
+		if got, want := CanonicalTime(ts), fmt.Sprintf("%d.%06d", u.Unix(), u.Nanosecond()/1000); got != want {
+			t.Errorf("CanonicalTime(%v) = %s, want %s", ts, got, want)
+		}
+	}
+}
+
+// TestAppendLen checks the length prefixes written without strconv at the
+// boundaries between their cases.
+func TestAppendLen(t *testing.T) {
+	for _, n := range []int{0, 9, 10, 99, 100, 999, 1000, 123456} {
+		if got, want := string(appendLen([]byte("x"), n)), "x"+strconv.Itoa(n)+":"; got != want {
+			t.Errorf("appendLen(x, %d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
 // chain builds a valid journal of n entries.
 func chain(n int) []Entry {
 	var es []Entry
@@ -153,6 +169,10 @@ func TestVerify(t *testing.T) {
 			Verification{false, 4, 1, "hash mismatch at seq=2 (entry 1)"}},
 		{"hash replaced", func(es []Entry) []Entry { es[2].Hash = Hash(ZeroHash, es[2]); return es },
 			Verification{false, 4, 2, "hash mismatch at seq=3 (entry 2)"}},
+		{"hash in upper case", func(es []Entry) []Entry { es[1].Hash = strings.ToUpper(es[1].Hash); return es },
+			Verification{false, 4, 1, "hash mismatch at seq=2 (entry 1)"}},
+		{"hash cut short", func(es []Entry) []Entry { es[1].Hash = es[1].Hash[:63]; return es },
+			Verification{false, 4, 1, "hash mismatch at seq=2 (entry 1)"}},
 		{"middle deleted", func(es []Entry) []Entry { return append(es[:1], es[2:]...) },
 			Verification{false, 3, 1, "hash mismatch at seq=3 (entry 1)"}},
 		{"reordered", func(es []Entry) []Entry { es[0], es[1] = es[1], es[0]; return es },
@@ -173,6 +193,37 @@ func TestVerify(t *testing.T) {
 				t.Errorf("Verify() = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestChainVerifier: an entry at a time, the verifier says where the chain
+// breaks and goes on counting, so its result is Verify's.
+func TestChainVerifier(t *testing.T) {
+	es := chain(4)
+	es[2].Payload = "x"
+	var v ChainVerifier
+	for i := range es {
+		if got, want := v.Add(&es[i]), i < 2; got != want {
+			t.Errorf("Add(entry %d) = %t, want %t", i, got, want)
+		}
+	}
+	if got, want := v.Result(), Verify(es); got != want || got.BreakAtIndex != 2 || got.EntryCount != 4 {
+		t.Errorf("Result() = %+v, want %+v, broken at entry 2 of 4", got, want)
+	}
+	if got, want := new(ChainVerifier).Result(), Verify(nil); got != want {
+		t.Errorf("zero ChainVerifier's Result() = %+v, want %+v", got, want)
+	}
+}
+
+// TestAllocs: Verify allocates per journal, not per entry, and Hash only
+// its result.
+func TestAllocs(t *testing.T) {
+	es := chain(1000)
+	if n := testing.AllocsPerRun(10, func() { Verify(es) }); n > 5 {
+		t.Errorf("Verify of %d entries made %.0f allocations, want at most 5", len(es), n)
+	}
+	if n := testing.AllocsPerRun(10, func() { Hash(ZeroHash, es[0]) }); n != 1 {
+		t.Errorf("Hash made %.0f allocations, want 1", n)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -21,9 +22,14 @@ func FuzzHash(f *testing.F) {
 	f.Fuzz(func(t *testing.T, prev, saga string, seq int64, tool, phase, input, payload string, micros int64) {
 		e := Entry{SagaID: saga, Seq: seq, ToolName: tool, Phase: Phase(phase), Input: input, Payload: payload,
 			Timestamp: time.UnixMicro(micros)}
+		ts := e.Timestamp.UTC().Truncate(time.Microsecond)
 		var pre []byte
-		for _, s := range []string{prev, saga, strconv.FormatInt(seq, 10), tool, phase, input, payload, CanonicalTime(e.Timestamp)} {
+		for _, s := range []string{prev, saga, strconv.FormatInt(seq, 10), tool, phase, input, payload,
+			fmt.Sprintf("%d.%06d", ts.Unix(), ts.Nanosecond()/1000)} {
 			pre = append(pre, strconv.Itoa(len(s))+":"+s...)
+		}
+		if got := AppendPreimage([]byte("x"), prev, e); !bytes.Equal(got[1:], pre) || got[0] != 'x' {
+			t.Errorf("AppendPreimage(x, %q, %+v) = %q, want x%q", prev, e, got, pre)
 		}
 		sum := sha256.Sum256(pre)
 		if got, want := Hash(prev, e), hex.EncodeToString(sum[:]); got != want {
