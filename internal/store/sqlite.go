@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"net/url"
+	"strings"
+	"sync"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -32,7 +34,8 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		return nil, mapErr(err)
 	}
 	writer := make(chan struct{}, 1) // writers in this process queue here instead of busy-waiting
-	s := &DB{ping: db.PingContext, close: func() { db.Close() }, sqlStore: sqlStore{db: sqlConn{db}}}
+	cache := &stmts{db: db, m: map[string]*sql.Stmt{}}
+	s := &DB{ping: db.PingContext, close: func() { cache.close(); db.Close() }, sqlStore: sqlStore{db: sqlConn{q: db, stmts: cache}}}
 	s.begin = func(ctx context.Context, fn func(conn) error) error {
 		select {
 		case writer <- struct{}{}:
@@ -44,7 +47,7 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		if err != nil {
 			return err
 		}
-		if err := fn(sqlConn{tx}); err != nil {
+		if err := fn(sqlConn{q: tx, tx: tx, stmts: cache}); err != nil {
 			_ = tx.Rollback()
 			return err
 		}
@@ -58,7 +61,7 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 			return err
 		}
 		defer tx.Rollback()
-		return fn(sqlConn{tx})
+		return fn(sqlConn{q: tx, tx: tx, stmts: cache})
 	}
 	if err := migrate(ctx, s.begin, "sqlite", ""); err != nil {
 		db.Close()
@@ -67,16 +70,35 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	return s, nil
 }
 
-// sqlConn adapts a *sql.DB or *sql.Tx to conn.
+// sqlConn adapts a *sql.DB or *sql.Tx to conn, running the statements
+// worth it prepared, from stmts.
 type sqlConn struct {
 	q interface {
 		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	}
+	tx    *sql.Tx // nil outside a transaction
+	stmts *stmts
+}
+
+// stmt returns query prepared, in the transaction when there is one, or
+// nil when it is not kept prepared.
+func (c sqlConn) stmt(ctx context.Context, query string) *sql.Stmt {
+	st := c.stmts.of(ctx, query)
+	if st == nil || c.tx == nil {
+		return st
+	}
+	return c.tx.StmtContext(ctx, st)
 }
 
 func (c sqlConn) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := c.q.ExecContext(ctx, query, args...)
+	var res sql.Result
+	var err error
+	if st := c.stmt(ctx, query); st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = c.q.ExecContext(ctx, query, args...)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -89,11 +111,61 @@ func (c sqlConn) queue(ctx context.Context, query string, args ...any) error {
 }
 
 func (c sqlConn) query(ctx context.Context, query string, args ...any) (rows, error) {
-	r, err := c.q.QueryContext(ctx, query, args...)
+	var r *sql.Rows
+	var err error
+	if st := c.stmt(ctx, query); st != nil {
+		r, err = st.QueryContext(ctx, args...)
+	} else {
+		r, err = c.q.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return sqlRows{r}, nil
+}
+
+// stmts keeps statements prepared: SQLite takes about as long to parse a
+// statement as to run it. Statements built for a batch of rows (many
+// parameters), long ones and scripts are not kept, which bounds it.
+type stmts struct {
+	db *sql.DB
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+// maxKept bounds how many statements stmts keeps prepared.
+const maxKept = 256
+
+// of returns query prepared, or nil when it is not kept prepared.
+func (c *stmts) of(ctx context.Context, query string) *sql.Stmt {
+	if len(query) > 2048 || strings.Contains(query, ";") || strings.Count(query, "?")+strings.Count(query, "$") > 24 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[query]; ok {
+		return st
+	}
+	if len(c.m) >= maxKept {
+		return nil
+	}
+	st, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		// Say, a table a migration creates in its transaction: the
+		// statement runs unprepared, and whatever is wrong with it is
+		// reported then.
+		return nil
+	}
+	c.m[query] = st
+	return st
+}
+
+func (c *stmts) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.m {
+		st.Close()
+	}
 }
 
 type sqlRows struct{ *sql.Rows }
