@@ -42,9 +42,11 @@ check: generate
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## bench: benchmarks on SQLite and PostgreSQL: throughput, latency, and what receipts and the global log cost (the first run seeds a 1M-entry SQLite store in $TMPDIR, a minute or two)
+## bench: benchmarks on SQLite and PostgreSQL: throughput, latency, and what receipts and the global log cost (the first run seeds a 1M-entry SQLite store in $TMPDIR, a minute or two); then the comparison with pgx, DBOS and raw SHA-256, growth and HTTP (bench/, a module of its own, about 5 minutes), written to BENCHMARKS.md; BENCHFLAGS passes flags to it (cd bench && go run . -h)
+BENCHFLAGS ?=
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	cd bench && $(GO) run . -out ../BENCHMARKS.md $(BENCHFLAGS)
 
 ## htmx: re-vendor htmx from the npm package htmx.org (commit the result)
 htmx:

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/store"
+	"github.com/sagacity-go/sagacity/internal/witness"
+)
+
+// The engine's side, in-process, as cmd/web runs it: the global log on,
+// with a checkpoint every 1000 leaves or 10s (the server's defaults) and
+// a sequencer appending to it every 200ms in a goroutine of its own.
+const (
+	checkpointEvery    = 1000
+	checkpointInterval = 10 * time.Second
+	sequenceEvery      = 200 * time.Millisecond
+)
+
+// The tools, both no-ops so that only the engine is timed: an executed
+// call runs reserveInventory; a gated call asks for sendWireTransfer.
+const (
+	toolExecuted = "reserveInventory"
+	toolGated    = "sendWireTransfer"
+	callInput    = `{"item":"laptop"}`
+	sagaLength   = 50 // calls a saga, as internal/store's benchmarks make them
+)
+
+var agent = engine.Principal{ID: "token:agent", Name: "agent", Auth: "token", Roles: []engine.Role{engine.RoleAgent}}
+
+// benchEngine is an engine over its own store.
+type benchEngine struct {
+	*engine.Engine
+	db   *store.DB
+	stop func() // stops the sequencer loop, if it runs
+}
+
+// openEngine opens the store at dbURL and an engine over it, signing with
+// keys and keeping checkpoints in a new directory under dir.
+func openEngine(ctx context.Context, dbURL string, keys *engine.Keys, dir string) (*benchEngine, error) {
+	db, err := store.Open(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	cpDir, err := os.MkdirTemp(dir, "checkpoints-")
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	w, err := witness.Open(cpDir)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "ok", nil }}
+	tools := []engine.Tool{{Name: toolExecuted, Reversibility: engine.Compensatable, Executor: ok},
+		{Name: toolGated, Reversibility: engine.Irreversible, Executor: ok}}
+	e, err := engine.New(db, tools, engine.WithKeys(keys), engine.WithLog(db, w, checkpointEvery, checkpointInterval),
+		engine.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &benchEngine{Engine: e, db: db, stop: func() {}}, nil
+}
+
+// sequence runs the sequencer loop until close.
+func (e *benchEngine) sequence(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { sequenceLoop(ctx, e.Engine) })
+	e.stop = func() { cancel(); wg.Wait() }
+}
+
+// sequenceLoop is cmd/web's: the log's sequencer every sequenceEvery.
+// An error is left for the next tick, as the server does; a benchmark
+// whose log stops growing fails its final Sequence in close.
+func sequenceLoop(ctx context.Context, e *engine.Engine) {
+	t := time.NewTicker(sequenceEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		e.Sequence(ctx, false)
+	}
+}
+
+// close stops the sequencer, appends what it had not yet, and closes the
+// store.
+func (e *benchEngine) close(ctx context.Context) error {
+	e.stop()
+	_, err := e.Sequence(ctx, true)
+	e.db.Close()
+	return err
+}
+
+// call is an op making engine calls of tool, a new saga every sagaLength
+// calls of a worker, each checked for the outcome it must have.
+func (e *benchEngine) call(tool string) op {
+	want := engine.OutcomeExecuted
+	if tool == toolGated {
+		want = engine.OutcomeAwaitingApproval
+	}
+	return func(ctx context.Context, w worker, i int) error {
+		r, err := e.Call(ctx, agent, fmt.Sprintf("%s-%d", w.ID, i/sagaLength), tool, callInput)
+		if err == nil && r.Outcome != want {
+			err = fmt.Errorf("%s: outcome %s %s, want %s", tool, r.Outcome, r.Error, want)
+		}
+		return err
+	}
+}

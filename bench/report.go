@@ -1,0 +1,229 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// report is what the run found.
+type report struct {
+	started time.Time
+	took    time.Duration
+	// load is the system's load average over 1, 5 and 15 minutes at the
+	// start and at the end: the machine may have had other work.
+	loadStart, loadEnd string
+	config             config
+	machine            machine
+	figures            []figure
+	trips              trips
+	http               []httpResult
+}
+
+// machine is where the run ran.
+type machine struct {
+	cpu, kernel, ram, postgres string
+	cores                      int
+	pgAddr                     string // host:port of the PostgreSQL server
+}
+
+func machineOf(ctx context.Context, dbURL string) (machine, error) {
+	m := machine{cpu: "unknown", kernel: "unknown", ram: "unknown", cores: runtime.NumCPU()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil {
+					m.ram = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+				}
+			}
+		}
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return m, err
+	}
+	m.pgAddr = u.Host
+	if u.Port() == "" {
+		m.pgAddr += ":5432"
+	}
+	m.postgres, err = serverVersion(ctx, dbURL)
+	return m, err
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
+}
+
+// goal is a figure's target.
+type goal struct {
+	text string
+	met  func(float64) bool
+}
+
+func atMost(x float64) goal {
+	return goal{"≤ " + times(x), func(r float64) bool { return r <= x }}
+}
+
+func atLeast(x float64) goal {
+	return goal{"≥ " + times(x), func(r float64) bool { return r >= x }}
+}
+
+// noGrowth is a ratio that is to stay at 1, counted as met up to x: the
+// rounds' noise.
+func noGrowth(x float64) goal {
+	return goal{fmt.Sprintf("stays 1.0× (met up to %s)", times(x)), func(r float64) bool { return r <= x }}
+}
+
+// figure is one row of the table.
+type figure struct {
+	name  string
+	goal  goal
+	ratio spread
+	sides string // each side's median, in its terms
+}
+
+// slower is the figure whose ratio is contender a's time per operation
+// over b's, in each round.
+func slower(name string, g goal, per [][]time.Duration, cs []contender, a, b int) figure {
+	return figure{name, g, spreadOf(ratios(per, func(t []time.Duration) float64 { return float64(t[a]) / float64(t[b]) })),
+		fmt.Sprintf("%s %s vs %s %s", cs[a].name, duration(spreadOf(column(per, a)).med), cs[b].name, duration(spreadOf(column(per, b)).med))}
+}
+
+// faster is the figure whose ratio is contender a's throughput over b's
+// (b's time per operation over a's), in each round.
+func faster(name string, g goal, per [][]time.Duration, cs []contender, a, b int) figure {
+	rate := func(k int) string { return fmt.Sprintf("%.0f/s", float64(time.Second)/spreadOf(column(per, k)).med) }
+	return figure{name, g, spreadOf(ratios(per, func(t []time.Duration) float64 { return float64(t[b]) / float64(t[a]) })),
+		fmt.Sprintf("%s %s vs %s %s", cs[a].name, rate(a), cs[b].name, rate(b))}
+}
+
+// trips are round trips to PostgreSQL, by operation.
+type trips struct {
+	executed, gated, dbos float64
+	sequencer             int64 // of one sequencer pass appending sequenced entries
+	sequenced             int
+}
+
+func times(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) + "×" }
+
+func duration(ns float64) string {
+	switch d := time.Duration(ns); {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2f s", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.1f µs", float64(d)/float64(time.Microsecond))
+	}
+}
+
+// count writes n with thousands separators.
+func count(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func (r *report) markdown() []byte {
+	var b bytes.Buffer
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	c, m := r.config, r.machine
+	p("# Benchmarks")
+	p("")
+	p("Written by `make bench` (the harness in `bench/`, a module of its own); do not edit by hand, run it again.")
+	p("")
+	p("- Date: %s (the run took %s)", r.started.UTC().Format("2006-01-02 15:04 MST"), r.took.Round(time.Second))
+	p("- Machine: %s, %d cores, %s RAM, %s", m.cpu, m.cores, m.ram, m.kernel)
+	p("- Load average (1, 5, 15 min): %s at the start, %s at the end", r.loadStart, r.loadEnd)
+	p("- Go: %s; PostgreSQL: %s, on the same machine", runtime.Version(), m.postgres)
+	p("- Compared with: DBOS Transact Go v1.8.0 (`github.com/dbos-inc/dbos-transact-golang`), and pgx as the floor")
+	p("")
+	p("## Method")
+	p("")
+	p("Everything runs side by side in one process and one run, against the same PostgreSQL, each "+
+		"contender over a fresh database of its own. The engine runs in-process as `cmd/web` runs it: the "+
+		"PostgreSQL store, the global log on (a checkpoint every 1,000 leaves or 10 s, the sequencer every "+
+		"200 ms in a goroutine), and two tools that do nothing, so that only the engine is timed: an executed "+
+		"call is `engine.Call` of a COMPENSATABLE tool (INTENT, the tool, EXECUTED: two transactions), a "+
+		"gated call one of an IRREVERSIBLE tool (AWAITING_APPROVAL: one transaction); each worker starts a "+
+		"new saga every %d calls. The floor is pgx's autocommit `INSERT INTO floor (v) VALUES ($1)` on one "+
+		"connection per worker: two per executed call, one per gated call. DBOS runs a workflow of one step "+
+		"that returns a string, with its system database in PostgreSQL and its defaults otherwise, started "+
+		"and awaited (`RunWorkflow`, `GetResult`). Contenders compared with each other run in the same "+
+		"interleaved rounds: after a warm-up, each round makes %d operations of each (%d in the concurrent "+
+		"group, spread over %d workers), one contender after the other, the order rotating from round to "+
+		"round; a round's ratio compares its contenders measured within seconds of each other, and the "+
+		"table gives the median of %d rounds' ratios and their range. Time per operation is wall time over "+
+		"operations, so at %d workers it is the inverse of throughput. Verification is `engine.Verify` "+
+		"over journals of 100 entries, in memory, against `sha256.Sum256` over the same bytes, prepared "+
+		"beforehand, three passes a round. For growth, each store is seeded with SQL (sagas of %d executed "+
+		"calls, their hashes not chained: a call reads no other saga's journal), its entries given their "+
+		"leaves in the log and the tables vacuumed and analyzed, as autovacuum would have, before the "+
+		"rounds; the calls timed then run with the sequencer on, as everywhere. The HTTP view runs the real binary "+
+		"(`go build ./cmd/web`, tokens mode) against a tool server that only checks each request's "+
+		"signature with `toolsig`; agents are goroutines with keep-alive HTTP clients, each on sagas of "+
+		"its own; each level runs %s after a warm-up of a fifth of that, and the server's RSS is read from "+
+		"`/proc/<pid>/status` every 100 ms.",
+		sagaLength, c.ops, c.concOps, c.concurrency, c.rounds, c.concurrency, sagaLength, c.httpTime)
+	p("")
+	p("## Figures")
+	p("")
+	p("| figure | measured: median (range) | goal | met? | the two sides, medians per operation |")
+	p("|---|---|---|---|---|")
+	for _, f := range r.figures {
+		met := "missed"
+		if f.goal.met(f.ratio.med) {
+			met = "met"
+		}
+		p("| %s | %.2f× (%.2f–%.2f) | %s | %s | %s |", f.name, f.ratio.med, f.ratio.lo, f.ratio.hi, f.goal.text, met, f.sides)
+	}
+	p("")
+	p("## HTTP: the agent gateway")
+	p("")
+	p("`POST /sagacity/sagas/{id}/calls` of the COMPENSATABLE tool, through the server's HTTP stack, auth, "+
+		"the engine, the signed HTTP call to the tool server and back, each level for %s.", c.httpTime)
+	p("")
+	p("| agents | calls | calls/s | p50 | p99 | server RSS (max) |")
+	p("|---|---|---|---|---|---|")
+	for _, h := range r.http {
+		p("| %d | %s | %.0f | %s | %s | %.0f MiB |", h.agents, count(h.calls), h.perSec, duration(float64(h.p50)), duration(float64(h.p99)),
+			float64(h.rssMax)/(1<<20))
+	}
+	p("")
+	p("## Notes")
+	p("")
+	t := r.trips
+	p("- Round trips to PostgreSQL, counted by a proxy that counts each Sync and Query the clients send: "+
+		"an executed call %.1f, a gated call %.1f, one sequencer pass %d (appending the %s entries of %s "+
+		"executed calls), a DBOS one-step workflow %.1f (its background work during the count included). "+
+		"The floor is 1 per INSERT+COMMIT. Each commit also waits for its WAL flush, the same for all.",
+		t.executed, t.gated, t.sequencer, count(t.sequenced), count(t.sequenced/2), t.dbos)
+	p("- The engine's pool is pgx's default (%d connections here, max(4, cores), as in production unless the "+
+		"database URL sets `pool_max_conns`), DBOS's its default (20); the floor has one connection per worker.", max(4, m.cores))
+	p("- Everything shares %d cores: the harness, PostgreSQL and, for the HTTP view, the server and the tool server.", m.cores)
+	return b.Bytes()
+}
