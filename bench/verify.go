@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -37,19 +36,6 @@ func journals(entries int) [][]engine.Entry {
 	return out
 }
 
-// preimage appends to dst the bytes engine.Hash hashes for e chained on
-// prev: eight fields, each <decimal byte length>:<bytes>.
-// TODO: use engine.AppendPreimage once merged
-func preimage(dst []byte, prev string, e engine.Entry) []byte {
-	for _, f := range []string{prev, e.SagaID, strconv.FormatInt(e.Seq, 10), e.ToolName, string(e.Phase),
-		e.Input, e.Payload, engine.CanonicalTime(e.Timestamp)} {
-		dst = strconv.AppendInt(dst, int64(len(f)), 10)
-		dst = append(dst, ':')
-		dst = append(dst, f...)
-	}
-	return dst
-}
-
 // verifyContenders are engine.Verify over every journal, and the floor:
 // SHA-256 over the same bytes, made beforehand. One operation verifies
 // (or hashes) every entry once. The preimages are checked against the
@@ -59,7 +45,7 @@ func verifyContenders(js [][]engine.Entry) ([]contender, error) {
 	for _, j := range js {
 		prev := engine.ZeroHash
 		for _, e := range j {
-			p := preimage(nil, prev, e)
+			p := engine.AppendPreimage(nil, prev, e)
 			if sum := sha256.Sum256(p); hex.EncodeToString(sum[:]) != e.Hash {
 				return nil, fmt.Errorf("preimage of %s seq=%d does not hash to its entry's hash", e.SagaID, e.Seq)
 			}
