@@ -222,8 +222,8 @@ func (r *report) markdown() []byte {
 		"executed calls), a DBOS one-step workflow %.1f (its background work during the count included). "+
 		"The floor is 1 per INSERT+COMMIT. Each commit also waits for its WAL flush, the same for all.",
 		t.executed, t.gated, t.sequencer, count(t.sequenced), count(t.sequenced/2), t.dbos)
-	p("- The engine's pool is pgx's default (%d connections here, max(4, cores), as in production unless the "+
-		"database URL sets `pool_max_conns`), DBOS's its default (20); the floor has one connection per worker.", max(4, m.cores))
+	p("- The engine's pool is the store's default (32 connections, as in production unless the database URL sets " +
+		"`pool_max_conns`), DBOS's its default (20); the floor has one connection per worker.")
 	p("- Everything shares %d cores: the harness, PostgreSQL and, for the HTTP view, the server and the tool server.", m.cores)
 	return b.Bytes()
 }

@@ -403,7 +403,12 @@ func (t *tx) LockSagaCall(id string, seq int64) (engine.Saga, engine.CallState, 
 }
 
 func (t *tx) CreateSaga(s engine.Saga) (engine.Saga, error) {
-	// Sent with the lock that follows: one round trip.
+	// Most calls are to a saga that exists: lock it, and only when there
+	// is none insert it (two writers that both find none are ordered by
+	// the insert's conflict) and lock it then.
+	if got, err := t.LockSaga(s.ID); !engine.IsKind(err, engine.NotFound) {
+		return got, err
+	}
 	if err := t.c.queue(t.ctx, "INSERT INTO sagas ("+sagaCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"+
 		" ON CONFLICT (id) DO NOTHING",
 		s.ID, s.Status, s.Initiator, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.CreatedAt, s.UpdatedAt); err != nil {

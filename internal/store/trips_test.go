@@ -65,6 +65,8 @@ func TestRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	// Starting a saga costs one more: the lock finds none, and the insert
+	// travels with the second.
 	for _, tt := range []struct {
 		tool string
 		max  int64
@@ -79,10 +81,8 @@ func TestRoundTrips(t *testing.T) {
 		count(tt.tool + "-warm") // the connection prepares its statements once
 		first, next := count(tt.tool+"-new"), count(tt.tool+"-new")
 		t.Logf("%s: %d round trips starting a saga, %d in one already started", tt.tool, first, next)
-		for what, n := range map[string]int64{"starting a saga": first, "in a saga": next} {
-			if n > tt.max {
-				t.Errorf("a call of %s %s makes %d round trips, want at most %d", tt.tool, what, n, tt.max)
-			}
+		if first > tt.max+1 || next > tt.max {
+			t.Errorf("a call of %s makes %d round trips starting a saga and %d in one, want at most %d and %d", tt.tool, first, next, tt.max+1, tt.max)
 		}
 	}
 }
