@@ -21,7 +21,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 		var again bool
 		// Retried like an outcome: a saga must not stay half compensated
 		// because the database blinked between two steps.
-		s, err := e.record(ctx, sagaID, 0, func(tx Tx, s *Saga, _ CallState) error {
+		s, err := e.record(ctx, sagaID, 0, "", func(tx Tx, s *Saga) error {
 			claimed, again = Call{}, false
 			if s.Status != Compensating {
 				return nil
@@ -75,10 +75,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 				return "", tool.Executor.Compensate(ctx, inv, result)
 			})
 		}
-		if _, err := e.record(ctx, sagaID, claimed.Seq, func(tx Tx, s *Saga, state CallState) error {
-			if compensating, err := inState(sagaID, claimed.Seq, state, CallCompensating); !compensating {
-				return err
-			}
+		if _, err := e.record(ctx, sagaID, claimed.Seq, CallCompensating, func(tx Tx, s *Saga) error {
 			return e.undone(tx, s, claimed, undoErr)
 		}); err != nil {
 			return Saga{}, err

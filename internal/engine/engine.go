@@ -78,6 +78,8 @@ type Engine struct {
 	keys *Keys
 	// tlog runs the global log; nil when there is none (tests).
 	tlog *logConfig
+	// heads are the sagas as this engine last wrote them (see transact).
+	heads heads
 }
 
 // Option configures an Engine.
@@ -241,39 +243,36 @@ func (e *Engine) appendAt(tx Tx, s *Saga, tool string, phase Phase, input, paylo
 // update locks saga id, runs fn and saves the saga, in one transaction.
 // A missing saga is reported as missing, or as "saga not found" when nil.
 func (e *Engine) update(ctx context.Context, id string, missing *Error, fn func(tx Tx, s *Saga) error) (Saga, error) {
-	return e.updateCall(ctx, id, 0, missing, func(tx Tx, s *Saga, _ CallState) error { return fn(tx, s) })
+	return e.updateCall(ctx, id, 0, "", missing, fn)
 }
 
-// updateCall is update that, for seq > 0, also reads the state of the
-// saga's call at seq with the lock, in the same round trip, and hands it
-// to fn ("" when there is no such call).
-func (e *Engine) updateCall(ctx context.Context, id string, seq int64, missing *Error, fn func(tx Tx, s *Saga, state CallState) error) (Saga, error) {
+// updateCall is update that, for seq > 0, runs fn only while the saga's
+// call at seq is in state want: when an earlier attempt moved it on (a
+// commit whose answer was lost), nothing is done; NotFound when there is
+// no such call. The call's state is read with the lock.
+func (e *Engine) updateCall(ctx context.Context, id string, seq int64, want CallState, missing *Error, fn func(tx Tx, s *Saga) error) (Saga, error) {
 	if missing == nil {
 		missing = &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s not found", id), SagaID: id}
 	}
-	var out Saga
-	err := e.store.Update(ctx, func(tx Tx) error {
-		var s Saga
-		var state CallState
-		var err error
-		if seq > 0 {
-			s, state, err = tx.LockSagaCall(id, seq)
-		} else {
-			s, err = tx.LockSaga(id)
+	s, err := e.transact(ctx, id, seq, want, func(tx Tx) (Saga, bool, error) {
+		if seq == 0 {
+			s, err := tx.LockSaga(id)
+			if IsKind(err, NotFound) {
+				err = missing
+			}
+			return s, err == nil, err
 		}
+		s, state, err := tx.LockSagaCall(id, seq)
 		if IsKind(err, NotFound) {
-			return missing
+			return s, false, missing
 		}
 		if err != nil {
-			return err
+			return s, false, err
 		}
-		if err := fn(tx, &s, state); err != nil {
-			return err
-		}
-		out = s
-		return tx.PutSaga(s)
-	})
-	return out, at(err, id, 0)
+		work, err := inState(id, seq, state, want)
+		return s, work, err
+	}, fn)
+	return s, at(err, id, 0)
 }
 
 // inState reports whether the call at seq, read in state, is still in

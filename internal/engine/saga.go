@@ -76,17 +76,19 @@ func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input 
 	}
 	var res CallResult
 	var call Call
-	err := e.store.Update(ctx, func(tx Tx) error {
+	_, err := e.transact(ctx, sagaID, 0, "", func(tx Tx) (Saga, bool, error) {
+		s, err := e.open(tx, p, sagaID)
+		return s, err == nil, err
+	}, func(tx Tx, s *Saga) error {
 		res, call = CallResult{}, Call{}
-		s, err := e.begin(tx, p, ActCall, sagaID)
-		if err != nil {
+		if err := e.admit(p, ActCall, *s); err != nil {
 			return err
 		}
 		if s.Ended {
 			return Errorf(Conflict, "saga %s has ended; start a new saga", sagaID)
 		}
 		if tool.Reversibility == Irreversible {
-			en, err := e.append(tx, &s, toolName, PhaseAwaitingApproval, input, requested(p))
+			en, err := e.append(tx, s, toolName, PhaseAwaitingApproval, input, requested(p))
 			if err != nil {
 				return err
 			}
@@ -98,18 +100,15 @@ func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input 
 			s.Status = AwaitingApproval
 			res = CallResult{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Outcome: OutcomeAwaitingApproval,
 				Message: AwaitingMessage(toolName), InputHash: r.InputHash, Status: s.Status}
-			return tx.PutSaga(s)
+			return nil
 		}
-		en, err := e.append(tx, &s, toolName, PhaseIntent, input, requested(p))
+		en, err := e.append(tx, s, toolName, PhaseIntent, input, requested(p))
 		if err != nil {
 			return err
 		}
 		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Input: input, Requester: p.ID,
 			State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp}
-		if err := tx.PutCall(call); err != nil {
-			return err
-		}
-		return tx.PutSaga(s)
+		return tx.PutCall(call)
 	})
 	if err != nil {
 		return CallResult{}, at(err, sagaID, 0)
@@ -133,16 +132,25 @@ func requested(p Principal) string {
 // begin creates saga id with p as its initiator, or locks the existing
 // one, and checks that p may take action a on it and that it accepts work.
 func (e *Engine) begin(tx Tx, p Principal, a Action, id string) (Saga, error) {
-	now := Truncate(e.now())
-	s, err := tx.CreateSaga(Saga{ID: id, Status: Running, Initiator: p.ID,
-		HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
+	s, err := e.open(tx, p, id)
 	if err != nil {
 		return Saga{}, err
 	}
+	return s, e.admit(p, a, s)
+}
+
+// open creates saga id with p as its initiator, or locks the existing one.
+func (e *Engine) open(tx Tx, p Principal, id string) (Saga, error) {
+	now := Truncate(e.now())
+	return tx.CreateSaga(Saga{ID: id, Status: Running, Initiator: p.ID, HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
+}
+
+// admit checks that p may take action a on saga s and that s accepts work.
+func (e *Engine) admit(p Principal, a Action, s Saga) error {
 	if err := e.Can(p, a, Subject{Saga: &s}); err != nil {
-		return Saga{}, err
+		return err
 	}
-	return s, accepting(s)
+	return accepting(s)
 }
 
 // accepting returns Conflict unless the saga can still take calls and decisions.
@@ -169,10 +177,7 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 		runErr, result = fmt.Errorf("result is larger than %d bytes", e.maxInput), ""
 	}
 	res := CallResult{SagaID: c.SagaID, Seq: c.Seq, ToolName: c.ToolName}
-	s, err := e.record(ctx, c.SagaID, c.Seq, func(tx Tx, s *Saga, state CallState) error {
-		if running, err := inState(c.SagaID, c.Seq, state, CallRunning); !running {
-			return err
-		}
+	s, err := e.record(ctx, c.SagaID, c.Seq, CallRunning, func(tx Tx, s *Saga) error {
 		if runErr != nil {
 			return e.close(tx, s, c, c.ToolName, PhaseFailed, c.Input, runErr.Error(), "", Truncate(e.now()))
 		}
@@ -235,16 +240,17 @@ func (e *Engine) close(tx Tx, s *Saga, c Call, tool string, phase Phase, input, 
 }
 
 // record journals what happened after a tool ran, its outcome or an
-// undo's, in one transaction like updateCall (seq is the call's, or 0),
-// and retries with backoff while the store is unavailable, for up to the
-// engine's retry bound. fn must check that its work is still to do: a
-// commit whose answer was lost may have done it. The backoff runs on real
-// time, not the injected clock, which only stamps entries.
-func (e *Engine) record(ctx context.Context, sagaID string, seq int64, fn func(tx Tx, s *Saga, state CallState) error) (Saga, error) {
+// undo's, in one transaction like updateCall (seq is the call's, or 0,
+// and fn runs only while it is in state want: a commit whose answer was
+// lost may have done the work already), and retries with backoff while
+// the store is unavailable, for up to the engine's retry bound. The
+// backoff runs on real time, not the injected clock, which only stamps
+// entries.
+func (e *Engine) record(ctx context.Context, sagaID string, seq int64, want CallState, fn func(tx Tx, s *Saga) error) (Saga, error) {
 	start := time.Now()
 	wait := 50 * time.Millisecond
 	for {
-		s, err := e.updateCall(ctx, sagaID, seq, nil, fn)
+		s, err := e.updateCall(ctx, sagaID, seq, want, nil, fn)
 		if err == nil || !(IsKind(err, Unavailable) || IsKind(err, Conflict)) || time.Since(start)+wait > e.retryFor {
 			return s, err
 		}

@@ -117,6 +117,13 @@ type Tx interface {
 	// LockSagaCall is LockSaga that also reads the state of the saga's
 	// call at seq, "" when there is none, in the same round trip.
 	LockSagaCall(id string, seq int64) (Saga, CallState, error)
+	// LockAs locks saga s.ID on the promise that it is s as last written
+	// (status, ended, reason, head and time of its last change) and, for
+	// seq > 0, that its call at seq is in state want; a store may check
+	// the promise with the statements that follow instead of reading the
+	// saga first. When the promise does not hold the transaction fails
+	// with an error wrapping ErrStale and keeps nothing.
+	LockAs(s Saga, seq int64, want CallState) error
 	// CreateSaga inserts s unless a saga with its ID exists, then locks and
 	// returns the stored saga.
 	CreateSaga(s Saga) (Saga, error)

@@ -14,6 +14,13 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
+// errStale is the error of a transaction whose promise that a saga was
+// unchanged did not hold (tx.LockAs).
+var errStale = &engine.Error{Kind: engine.Conflict, Msg: "the saga changed; try again", Err: engine.ErrStale}
+
+// divisionByZero is PostgreSQL's code for it.
+const divisionByZero = "22012"
+
 // mapErr is the one place database errors become engine kinds. Engine
 // errors pass through; the cause stays attached for logs, never for users.
 func mapErr(err error) error {
@@ -30,6 +37,9 @@ func mapErr(err error) error {
 		// database to work with.
 		kind = engine.Unavailable
 	} else if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		if pe.Code == divisionByZero {
+			return errStale // only a broken promise divides (tx.LockAs)
+		}
 		kind = pgKind(pe.Code)
 	} else if se, ok := errors.AsType[*sqlite.Error](err); ok {
 		kind = sqliteKind(se.Code())

@@ -20,8 +20,9 @@ type pipe struct {
 	c      *pgxpool.Conn
 	queued []statement
 	begun  bool // BEGIN has been sent
-	// first is set when the first round trip failed: nothing of fn had
-	// run yet, so fn may run again on another connection.
+	// first is set when the first round trip failed before COMMIT:
+	// nothing of fn had run yet, so fn may run again on another
+	// connection.
 	first bool
 }
 
@@ -107,6 +108,9 @@ func (p *pipe) commit(ctx context.Context) error {
 	}
 	br, err := p.send(ctx, "COMMIT", nil)
 	if err != nil {
+		// A trip that carried COMMIT may have committed before the
+		// connection died: never run fn again after it.
+		p.first = false
 		return err
 	}
 	tag, err := br.Exec()

@@ -181,7 +181,7 @@ func (s *sqlStore) Update(ctx context.Context, fn func(engine.Tx) error) error {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	return mapErr(s.begin(ctx, func(c conn) error {
-		return fn(&tx{ctx: ctx, c: c, lock: s.lock})
+		return fn(&tx{ctx: ctx, c: c, lock: s.lock, postgres: s.postgres})
 	}))
 }
 
@@ -385,9 +385,10 @@ func (s *sqlStore) InDoubt(ctx context.Context, before time.Time) ([]engine.Call
 
 // tx is an engine.Tx over one database transaction.
 type tx struct {
-	ctx  context.Context
-	c    conn
-	lock string
+	ctx      context.Context
+	c        conn
+	lock     string
+	postgres bool
 }
 
 func (t *tx) LockSaga(id string) (engine.Saga, error) {
@@ -400,6 +401,32 @@ func (t *tx) LockSagaCall(id string, seq int64) (engine.Saga, engine.CallState, 
 		"SELECT "+sagaCols+", COALESCE((SELECT state FROM calls WHERE saga_id = $1 AND seq = $2), '')"+
 			" FROM sagas WHERE id = $1"+t.lock, id, seq)
 	return s, state, err
+}
+
+func (t *tx) LockAs(s engine.Saga, seq int64, want engine.CallState) error {
+	if !t.postgres {
+		// In the process, reading costs no round trip: compare.
+		got, state, err := t.LockSagaCall(s.ID, seq)
+		if err != nil && !engine.IsKind(err, engine.NotFound) {
+			return err
+		}
+		if err != nil || got.Status != s.Status || got.Ended != s.Ended || got.Reason != s.Reason || got.HeadSeq != s.HeadSeq ||
+			got.HeadHash != s.HeadHash || !got.UpdatedAt.Equal(s.UpdatedAt) || (seq > 0 && state != want) {
+			return errStale
+		}
+		return nil
+	}
+	// Sent with the writes that follow; it locks the row, and when the
+	// row is not as promised it divides by zero, which fails the
+	// transaction before its COMMIT (see mapErr).
+	q := "SELECT 1 / (SELECT count(*)::int FROM (SELECT 1 FROM sagas WHERE id = $1 AND status = $2 AND ended = $3" +
+		" AND reason = $4 AND head_seq = $5 AND head_hash = $6 AND updated_at = $7"
+	args := []any{s.ID, s.Status, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.UpdatedAt}
+	if seq > 0 {
+		q += " AND EXISTS (SELECT 1 FROM calls WHERE saga_id = $1 AND seq = $8 AND state = $9)"
+		args = append(args, seq, want)
+	}
+	return t.c.queue(t.ctx, q+" FOR UPDATE) AS promised)", args...)
 }
 
 func (t *tx) CreateSaga(s engine.Saga) (engine.Saga, error) {

@@ -42,6 +42,7 @@ var driverTests = []struct {
 	{"Store.LastExecuted", false, testLastExecuted},
 	{"Tx.LockSaga", false, testLockSaga},
 	{"Tx.LockSagaCall", false, testLockSagaCall},
+	{"Tx.LockAs", false, testLockAs},
 	{"Tx.CreateSaga", false, testCreateSaga},
 	{"Tx.PutSaga", false, testPutSaga},
 	{"Tx.Append", false, testAppend},
@@ -952,6 +953,55 @@ func testLockSagaCall(t *testing.T, d *drv) {
 					t.Errorf("LockSagaCall(%s, %d) = state %q, want %q; saga (-want +got):\n%s", tt.id, tt.seq, state, tt.state, diff)
 				}
 			})
+		})
+	}
+}
+
+func testLockAs(t *testing.T, d *drv) {
+	ctx := t.Context()
+	id := d.id("s")
+	s := storedSaga(mkSaga(id, engine.Running, when(0)))
+	createSagas(t, d.db, s)
+	write(t, d.db, func(tx engine.Tx) error { return tx.PutCall(mkCall(id, 1, engine.CallRunning, when(1))) })
+	moved := s
+	moved.HeadSeq, moved.HeadHash = 1, fmt.Sprintf("%064x", 1)
+	tests := []struct {
+		name    string
+		promise engine.Saga
+		seq     int64
+		want    engine.CallState
+		stale   bool
+	}{
+		{"as written", s, 0, "", false},
+		{"with its call", s, 1, engine.CallRunning, false},
+		{"its call moved on", s, 1, engine.CallCompensating, true},
+		{"no such call", s, 2, engine.CallRunning, true},
+		{"another head", moved, 0, "", true},
+		{"another status", func() engine.Saga { x := s; x.Status = engine.AwaitingApproval; return x }(), 0, "", true},
+		{"ended since", func() engine.Saga { x := s; x.Ended = true; return x }(), 0, "", true},
+		{"changed since", func() engine.Saga { x := s; x.UpdatedAt = x.UpdatedAt.Add(time.Microsecond); return x }(), 0, "", true},
+		{"no such saga", storedSaga(mkSaga(d.id("nobody"), engine.Running, when(0))), 0, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := mkEntry(id, 1, when(2))
+			err := d.db.Update(ctx, func(tx engine.Tx) error {
+				if err := tx.LockAs(tt.promise, tt.seq, tt.want); err != nil {
+					return err
+				}
+				if err := tx.Append(e); err != nil {
+					return err
+				}
+				// A read after the promise sees it checked first.
+				_, err := tx.Entries(id)
+				return errors.Join(err, errors.New("roll back"))
+			})
+			if stale := errors.Is(err, engine.ErrStale); stale != tt.stale {
+				t.Errorf("Update with LockAs(%s) = %v; stale %v, want %v", tt.name, err, stale, tt.stale)
+			}
+			if got, _ := d.db.Entries(ctx, id); len(got) != 0 {
+				t.Errorf("Entries after a rolled back Update = %+v, want none", got)
+			}
 		})
 	}
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"SagaFunc", withEnv(testSagaFunc)},
 		{"ConcurrentAppends", withEnv(testConcurrentAppends)},
 		{"ConcurrentResumes", testConcurrentResumes},
+		{"StalePromises", withEnv(testStalePromises)},
 		{"Tampering", withEnv(testTampering)},
 		{"VerifyWhileWriting", withEnv(testVerifyWhileWriting)},
 		{"Pending", withEnv(testPending)},
@@ -560,6 +561,44 @@ func testConcurrentAppends(t *testing.T, v *env) {
 	}
 	if n := v.pending("busy"); n != 80 {
 		t.Errorf("%d pending requests, want 80", n)
+	}
+}
+
+// testStalePromises: an engine writes a saga on the promise that it is as
+// the engine last wrote it; when another engine (another server) wrote it
+// since, the promise breaks, nothing of it is kept, and the call is made
+// on the saga as it is: the chain holds, and a saga another server ended
+// takes no more calls.
+func testStalePromises(t *testing.T, v *env) {
+	ctx := context.Background()
+	other := v.engine(v.open())
+	v.call("s", "reserveInventory", `{"n":1}`) // this engine knows s now
+	for i := range 2 {
+		if _, err := other.Call(ctx, agent, "s", "reserveInventory", fmt.Sprintf(`{"m":%d}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v.call("s", "reserveInventory", `{"n":2}`)
+	v.call("s", "sendWireTransfer", wire)
+	es := v.journal("s")
+	if len(es) != 9 || v.verify("s").Valid != true {
+		t.Fatalf("journal of %d entries, verify %+v; want 9 chained entries", len(es), v.verify("s"))
+	}
+	for i, e := range es {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("entry %d has seq %d", i, e.Seq)
+		}
+	}
+	if _, err := other.End(ctx, agent, "s"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := v.e.Call(ctx, agent, "s", "reserveInventory", `{"n":3}`)
+	wantKind(t, "Call on a saga another engine ended", err, engine.Conflict)
+	if n := len(v.journal("s")); n != 9 {
+		t.Errorf("journal has %d entries after a refused call, want 9", n)
+	}
+	if s, err := v.e.Lookup(ctx, auditor, "s"); err != nil || !s.Ended || s.Status != engine.AwaitingApproval {
+		t.Errorf("Lookup(s) = %+v, %v; want ended, awaiting approval", s, err)
 	}
 }
 
