@@ -73,6 +73,14 @@ func (b *bench) engineFigures(ctx context.Context) (err error) {
 	b.r.figures = append(b.r.figures,
 		faster(fmt.Sprintf("the same, %d concurrent sagas", n), atLeast(2), per, many, 0, 1),
 		slower(fmt.Sprintf("time per executed call at %d concurrent sagas / floor at %d", n, n), atMost(2), per, many, 0, 2))
+	// Where the time goes at that load: on two cores it is CPU.
+	for _, c := range many {
+		use, err := measureCPU(ctx, c, b.c.concOps)
+		if err != nil {
+			return err
+		}
+		b.r.cpu = append(b.r.cpu, named{c.name, use})
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"fmt"
 	"net/url"
 	"os"
@@ -23,7 +24,14 @@ type report struct {
 	machine            machine
 	figures            []figure
 	trips              trips
+	cpu                []named // CPU an operation took, of the concurrent group
 	http               []httpResult
+}
+
+// named is a contender's CPU use.
+type named struct {
+	name string
+	use  cpuUse
 }
 
 // machine is where the run ran.
@@ -225,5 +233,22 @@ func (r *report) markdown() []byte {
 	p("- The engine's pool is the store's default (32 connections, as in production unless the database URL sets " +
 		"`pool_max_conns`), DBOS's its default (20); the floor has one connection per worker.")
 	p("- Everything shares %d cores: the harness, PostgreSQL and, for the HTTP view, the server and the tool server.", m.cores)
+	if len(r.cpu) > 0 {
+		var parts []string
+		for _, c := range r.cpu {
+			parts = append(parts, fmt.Sprintf("%s %s (%s of it in this process)", c.name, duration(float64(c.use.machine)), duration(float64(c.use.self))))
+		}
+		p("- CPU an operation took at %d at once, on the whole machine (from `/proc/stat`), and of that in this "+
+			"process (the engine and pgx, DBOS, or pgx alone, and the harness; the rest is mostly PostgreSQL): %s.",
+			c.concurrency, strings.Join(parts, "; "))
+	}
+	p("")
+	b.Write(analysis)
 	return b.Bytes()
 }
+
+// analysis is the hand-written reading of the figures, kept with the
+// harness so that the report and its explanation change together.
+//
+//go:embed analysis.md
+var analysis []byte
