@@ -36,11 +36,12 @@ build: generate
 generate:
 	$(GO) generate ./...
 
-## check: gofmt and go vet
+## check: gofmt and go vet, of the product and of the benchmark harness (bench/, a module of its own)
 check: generate
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	cd bench && $(GO) vet ./...
 
 ## bench: benchmarks on SQLite and PostgreSQL: throughput, latency, and what receipts and the global log cost (the first run seeds a 1M-entry SQLite store in $TMPDIR, a minute or two); then the comparison with pgx, DBOS and raw SHA-256, growth and HTTP (bench/, a module of its own, about 5 minutes), written to BENCHMARKS.md; BENCHFLAGS passes flags to it (cd bench && go run . -h)
 BENCHFLAGS ?=
