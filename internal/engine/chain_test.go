@@ -219,13 +219,13 @@ func TestChainVerifier(t *testing.T) {
 // its result.
 func TestAllocs(t *testing.T) {
 	// Verify allocates for its result and its growing buffer, never per
-	// entry: about as many allocations for ten thousand entries as for a
-	// hundred (the race detector, which make test uses, adds some of its
-	// own to both).
+	// entry: ten thousand entries take fewer than ten allocations more
+	// than a hundred (the buffer may grow a few times more; the race
+	// detector, which make test uses, adds a few of its own).
 	few, many := chain(100), chain(10_000)
 	a, b := testing.AllocsPerRun(5, func() { Verify(few) }), testing.AllocsPerRun(5, func() { Verify(many) })
-	if b > a+1 {
-		t.Errorf("Verify made %.0f allocations for %d entries and %.0f for %d, want no more for more", a, len(few), b, len(many))
+	if b >= a+10 {
+		t.Errorf("Verify made %.0f allocations for %d entries and %.0f for %d: it allocates per entry", a, len(few), b, len(many))
 	}
 	if n := testing.AllocsPerRun(10, func() { Hash(ZeroHash, few[0]) }); n != 1 {
 		t.Errorf("Hash made %.0f allocations, want 1", n)
