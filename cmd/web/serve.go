@@ -266,7 +266,8 @@ func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, tlog engine.O
 			c := httptool.Endpoint(*t.Compensate)
 			ht.Undo = &c
 		}
-		tools = append(tools, engine.Tool{Name: t.Name, Reversibility: t.Reversibility, Executor: ht})
+		tools = append(tools, engine.Tool{Name: t.Name, Reversibility: t.Reversibility, Executor: ht,
+			Description: t.Description, InputSchema: t.InputSchema})
 	}
 	if cfg.Demo {
 		for _, t := range demo.Tools(db, time.Now) {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,9 @@ func TestLoadFull(t *testing.T) {
 					Name:          "sendWireTransfer",
 					Reversibility: engine.Irreversible,
 					Execute:       Endpoint{URL: "http://127.0.0.1:9000/wire", Timeout: 10 * time.Second},
+					Description:   "Wires an amount to an account. Needs a person's approval.",
+					InputSchema: json.RawMessage(`{"additionalProperties":false,"properties":{"amount":{"pattern":"^[0-9]+$","type":"string"},` +
+						`"to":{"type":"string"}},"required":["amount","to"],"type":"object"}`),
 				},
 			},
 			Tokens: []Token{
@@ -365,6 +369,12 @@ func errorCases() []errorCase {
 		{name: "checkpoints too often", yaml: "log: {checkpointInterval: 1ms}\n", want: "log.checkpointInterval: 1ms must be at least 100ms and at most 1h0m0s"},
 		{name: "checkpoint interval not a duration", yaml: "log: {checkpointInterval: soon}\n", want: `log.checkpointInterval: "soon" is not a duration like 10s or 1m`},
 		{name: "checkpoint every not a number", yaml: "log: {checkpointEvery: many}\n", want: `log.checkpointEvery: "many" is not a number of entries, at least 1`},
+		{name: "an input schema of a string", yaml: "tools:" + strings.Replace(wire, "execute:", "inputSchema: {type: string}\n    execute:", 1),
+			want: `tools[0] "sendWireTransfer": inputSchema: its type must be "object": a tool's input is a JSON object`},
+		{name: "an input schema that is no schema", yaml: "tools:" + strings.Replace(wire, "execute:", "inputSchema: {type: object, required: 5}\n    execute:", 1),
+			want: `tools[0] "sendWireTransfer": inputSchema is not a JSON Schema`},
+		{name: "an input schema as a list", yaml: "tools:" + strings.Replace(wire, "execute:", "inputSchema: [1]\n    execute:", 1),
+			want: `line 4: expected a mapping, found a list`},
 		{name: "no signing key beyond dev", vars: map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_CONFIG": "testdata/full.yaml", "SAGACITY_SIGNING_KEY": ""},
 			want: "SAGACITY_SIGNING_KEY: required unless SAGACITY_AUTH=dev"},
 		{name: "a verifier key given as the signing key", vars: map[string]string{"SAGACITY_SIGNING_KEY": "sagacity.test+0ac935d1+AdKiK3O/PLawPqlsHMQqYEF4kxMdCZBsYA/WsTU00r1J"},

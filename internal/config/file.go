@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,6 +44,11 @@ type Tool struct {
 	Reversibility engine.Reversibility // COMPENSATABLE when the file says nothing
 	Execute       Endpoint
 	Compensate    *Endpoint // nil for an IRREVERSIBLE tool, set for every other
+	// Description and InputSchema tell agents what the tool does and
+	// what input it takes (a JSON Schema of an object, as JSON; none when
+	// empty); every input is checked against the schema.
+	Description string
+	InputSchema json.RawMessage
 }
 
 // Endpoint is where an HTTP tool is called.
@@ -114,10 +120,12 @@ type yamlLog struct {
 }
 
 type yamlTool struct {
-	Name          string        `yaml:"name"`
-	Reversibility string        `yaml:"reversibility"`
-	Execute       yamlEndpoint  `yaml:"execute"`
-	Compensate    *yamlEndpoint `yaml:"compensate"`
+	Name          string         `yaml:"name"`
+	Reversibility string         `yaml:"reversibility"`
+	Description   string         `yaml:"description"`
+	InputSchema   map[string]any `yaml:"inputSchema"`
+	Execute       yamlEndpoint   `yaml:"execute"`
+	Compensate    *yamlEndpoint  `yaml:"compensate"`
 }
 
 type yamlEndpoint struct {
@@ -180,7 +188,7 @@ func parseFile(prefix string, data []byte) (File, error) {
 
 var (
 	unknownField = regexp.MustCompile(`^line (\d+): field (.+) not found in type \S+$`)
-	wrongType    = regexp.MustCompile(`(?s)^line (\d+): cannot unmarshal !!(\w+)(?: .*)? into (\S+)$`)
+	wrongType    = regexp.MustCompile(`(?s)^line (\d+): cannot unmarshal !!(\w+)(?: .*)? into (.+)$`)
 )
 
 // yamlProblem rewrites yaml's errors, which name Go types, in the file's
@@ -285,7 +293,10 @@ func checkTools(ys []yamlTool) ([]Tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		t := Tool{Name: y.Name, Reversibility: r}
+		t := Tool{Name: y.Name, Reversibility: r, Description: y.Description}
+		if t.InputSchema, err = checkSchema(y.Name, y.InputSchema); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
 		if t.Execute, err = checkEndpoint("execute", y.Execute); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
@@ -304,6 +315,26 @@ func checkTools(ys []yamlTool) ([]Tool, error) {
 		tools = append(tools, t)
 	}
 	return tools, nil
+}
+
+// checkSchema turns a tool's inputSchema into JSON and checks it as the
+// engine will: a JSON Schema of an object (a tool's input, as an MCP
+// client sends it, is one).
+func checkSchema(tool string, y map[string]any) (json.RawMessage, error) {
+	if y == nil {
+		return nil, nil
+	}
+	if y["type"] != "object" {
+		return nil, errors.New(`inputSchema: its type must be "object": a tool's input is a JSON object`)
+	}
+	raw, err := json.Marshal(y)
+	if err != nil {
+		return nil, fmt.Errorf("inputSchema: %v", err)
+	}
+	if err := engine.CheckInputSchema(tool, raw); err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("tool %q: ", tool)))
+	}
+	return raw, nil
 }
 
 func checkEndpoint(field string, y yamlEndpoint) (Endpoint, error) {

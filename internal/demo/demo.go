@@ -55,69 +55,80 @@ var Stock = []Item{
 func Tools(s Store, now func() time.Time) []engine.Tool {
 	key := func(inv engine.Invocation) string { return fmt.Sprintf("%s/%d", inv.SagaID, inv.Seq) }
 	return []engine.Tool{
-		{Name: "reserveInventory", Reversibility: engine.Compensatable, Executor: engine.Funcs{
-			Exec: func(ctx context.Context, inv engine.Invocation) (string, error) {
-				var in struct {
-					SKU string `json:"sku"`
-					Qty int64  `json:"qty"`
-				}
-				if err := strict(inv.Input, &in); err != nil {
-					return "", err
-				}
-				if in.Qty == 0 {
-					in.Qty = 1
-				}
-				if in.SKU == "" || in.Qty < 0 {
-					return "", errors.New(`input needs "sku" and a positive "qty"`)
-				}
-				left, err := s.Reserve(ctx, key(inv), in.SKU, in.Qty, now())
-				if err != nil {
-					return "", toolError(err)
-				}
-				return fmt.Sprintf(`{"reserved":%d,"sku":%q,"available":%d}`, in.Qty, in.SKU, left), nil
-			},
-			Undo: func(ctx context.Context, inv engine.Invocation, _ string) error {
-				return toolError(s.Release(ctx, key(inv)))
-			},
-		}},
-		{Name: "bookCourier", Reversibility: engine.Compensatable, Executor: engine.Funcs{
-			Exec: func(ctx context.Context, inv engine.Invocation) (string, error) {
-				var in struct {
-					Pickup string `json:"pickup"`
-				}
-				if err := strict(inv.Input, &in); err != nil {
-					return "", err
-				}
-				return fmt.Sprintf(`{"booking":"C-%d","pickup":%q}`, inv.Seq, in.Pickup), nil
-			},
-			Undo: func(ctx context.Context, inv engine.Invocation, _ string) error {
-				var in struct {
-					Pickup string `json:"pickup"`
-				}
-				if strict(inv.Input, &in) == nil && in.Pickup == "now" {
-					return errors.New("courier already collected the parcel; cancel by phone")
-				}
-				return nil
-			},
-		}},
-		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: engine.Funcs{
-			Exec: func(ctx context.Context, inv engine.Invocation) (string, error) {
-				var in struct {
-					Amount string `json:"amount"`
-					To     string `json:"to"`
-				}
-				if err := strict(inv.Input, &in); err != nil {
-					return "", err
-				}
-				if r, ok := new(big.Rat).SetString(in.Amount); !ok || r.Sign() <= 0 || in.To == "" {
-					return "", errors.New(`input needs a positive decimal "amount" and a "to"`)
-				}
-				if err := s.Transfer(ctx, key(inv), in.To, in.Amount, now()); err != nil {
-					return "", toolError(err)
-				}
-				return "transfer-ok", nil
-			},
-		}},
+		{Name: "reserveInventory", Reversibility: engine.Compensatable,
+			Description: "Reserves qty units (default 1) of the item sku from the demo inventory; undone by releasing them.",
+			InputSchema: []byte(`{"type":"object","properties":{"sku":{"type":"string","minLength":1},` +
+				`"qty":{"type":"integer","minimum":0}},"required":["sku"],"additionalProperties":false}`),
+			Executor: engine.Funcs{
+				Exec: func(ctx context.Context, inv engine.Invocation) (string, error) {
+					var in struct {
+						SKU string `json:"sku"`
+						Qty int64  `json:"qty"`
+					}
+					if err := strict(inv.Input, &in); err != nil {
+						return "", err
+					}
+					if in.Qty == 0 {
+						in.Qty = 1
+					}
+					if in.SKU == "" || in.Qty < 0 {
+						return "", errors.New(`input needs "sku" and a positive "qty"`)
+					}
+					left, err := s.Reserve(ctx, key(inv), in.SKU, in.Qty, now())
+					if err != nil {
+						return "", toolError(err)
+					}
+					return fmt.Sprintf(`{"reserved":%d,"sku":%q,"available":%d}`, in.Qty, in.SKU, left), nil
+				},
+				Undo: func(ctx context.Context, inv engine.Invocation, _ string) error {
+					return toolError(s.Release(ctx, key(inv)))
+				},
+			}},
+		{Name: "bookCourier", Reversibility: engine.Compensatable,
+			Description: "Books a courier to collect the parcel at pickup (\"now\" or a time); undone by cancelling, which fails once collected.",
+			InputSchema: []byte(`{"type":"object","properties":{"pickup":{"type":"string"}},"additionalProperties":false}`),
+			Executor: engine.Funcs{
+				Exec: func(ctx context.Context, inv engine.Invocation) (string, error) {
+					var in struct {
+						Pickup string `json:"pickup"`
+					}
+					if err := strict(inv.Input, &in); err != nil {
+						return "", err
+					}
+					return fmt.Sprintf(`{"booking":"C-%d","pickup":%q}`, inv.Seq, in.Pickup), nil
+				},
+				Undo: func(ctx context.Context, inv engine.Invocation, _ string) error {
+					var in struct {
+						Pickup string `json:"pickup"`
+					}
+					if strict(inv.Input, &in) == nil && in.Pickup == "now" {
+						return errors.New("courier already collected the parcel; cancel by phone")
+					}
+					return nil
+				},
+			}},
+		{Name: "sendWireTransfer", Reversibility: engine.Irreversible,
+			Description: "Wires amount (a positive decimal, as a string) to the account to. It cannot be undone, so a person approves each transfer.",
+			InputSchema: []byte(`{"type":"object","properties":{"amount":{"type":"string","pattern":"^[0-9]+(\\.[0-9]+)?$"},` +
+				`"to":{"type":"string","minLength":1}},"required":["amount","to"],"additionalProperties":false}`),
+			Executor: engine.Funcs{
+				Exec: func(ctx context.Context, inv engine.Invocation) (string, error) {
+					var in struct {
+						Amount string `json:"amount"`
+						To     string `json:"to"`
+					}
+					if err := strict(inv.Input, &in); err != nil {
+						return "", err
+					}
+					if r, ok := new(big.Rat).SetString(in.Amount); !ok || r.Sign() <= 0 || in.To == "" {
+						return "", errors.New(`input needs a positive decimal "amount" and a "to"`)
+					}
+					if err := s.Transfer(ctx, key(inv), in.To, in.Amount, now()); err != nil {
+						return "", toolError(err)
+					}
+					return "transfer-ok", nil
+				},
+			}},
 	}
 }
 

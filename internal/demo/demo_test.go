@@ -90,8 +90,17 @@ func TestTools(t *testing.T) {
 		{"reserveInventory", `{"sku":"DOCK-USB4","qty":3}`, engine.OutcomeExecuted, `{"reserved":3,"sku":"DOCK-USB4","available":5}`},
 		{"reserveInventory", `{"sku":"DOCK-USB4","qty":6}`, engine.OutcomeCompensated, "only 5 of DOCK-USB4 available"},
 		{"reserveInventory", `{"sku":"NOPE","qty":1}`, engine.OutcomeCompensated, "SKU NOPE not found"},
-		{"reserveInventory", `{"sku":"DOCK-USB4","color":"red"}`, engine.OutcomeCompensated, `input is not the expected JSON object: json: unknown field "color"`},
-		{"sendWireTransfer", `{"amount":"-5","to":"bob"}`, engine.OutcomeCompensated, `input needs a positive decimal "amount" and a "to"`},
+		{"sendWireTransfer", `{"amount":"0","to":"bob"}`, engine.OutcomeCompensated, `input needs a positive decimal "amount" and a "to"`},
+	}
+	// Inputs their schemas refuse are refused before anything is journaled.
+	for _, in := range []struct{ tool, input string }{
+		{"reserveInventory", `{"sku":"DOCK-USB4","color":"red"}`},
+		{"sendWireTransfer", `{"amount":"-5","to":"bob"}`},
+		{"bookCourier", `{"pickup":3}`},
+	} {
+		if _, err := e.Call(ctx, p, "refused", in.tool, in.input); !engine.IsKind(err, engine.Invalid) {
+			t.Errorf("%s(%s) = %v, want invalid input", in.tool, in.input, err)
+		}
 	}
 	for i, tt := range tests {
 		saga := "t" + string(rune('a'+i))

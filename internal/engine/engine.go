@@ -6,6 +6,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -58,6 +59,11 @@ type Tool struct {
 	Name          string
 	Reversibility Reversibility
 	Executor      Executor
+	// Description says what the tool does, for the agents that call it.
+	Description string
+	// InputSchema is the JSON Schema every input must match (see
+	// schema.go); none when empty.
+	InputSchema json.RawMessage
 }
 
 // Engine runs sagas. It is safe for concurrent use, and several engines, in
@@ -65,6 +71,7 @@ type Tool struct {
 type Engine struct {
 	store    Store
 	tools    map[string]Tool
+	schemas  map[string]*inputSchema // by tool; absent for a tool without one
 	now      func() time.Time
 	log      *slog.Logger
 	maxInput int
@@ -114,7 +121,7 @@ func WithOutcomeRetry(d time.Duration) Option { return func(e *Engine) { e.retry
 // error for a tool with a bad name, reversibility or no executor, and for a
 // duplicate name.
 func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
-	e := &Engine{store: s, tools: make(map[string]Tool, len(tools)), now: time.Now,
+	e := &Engine{store: s, tools: make(map[string]Tool, len(tools)), schemas: map[string]*inputSchema{}, now: time.Now,
 		log: slog.New(slog.DiscardHandler), maxInput: 1 << 20, retryFor: time.Minute,
 		inDoubtAfter: DefaultInDoubtAfter}
 	for _, o := range opts {
@@ -142,6 +149,13 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 		}
 		t.Reversibility = r
 		e.tools[t.Name] = t
+		s, err := compileSchema(t.Name, t.InputSchema)
+		if err != nil {
+			return nil, err
+		}
+		if s != nil {
+			e.schemas[t.Name] = s
+		}
 	}
 	return e, nil
 }
@@ -150,13 +164,15 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 type ToolInfo struct {
 	Name          string
 	Reversibility Reversibility
+	Description   string
+	InputSchema   json.RawMessage // none when empty
 }
 
 // Tools lists the registered tools by name.
 func (e *Engine) Tools() []ToolInfo {
 	out := make([]ToolInfo, 0, len(e.tools))
 	for _, t := range e.tools {
-		out = append(out, ToolInfo{t.Name, t.Reversibility})
+		out = append(out, ToolInfo{t.Name, t.Reversibility, t.Description, t.InputSchema})
 	}
 	slices.SortFunc(out, func(a, b ToolInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out

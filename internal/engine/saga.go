@@ -74,6 +74,11 @@ func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input 
 	if !ok {
 		return CallResult{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("unknown tool %q", toolName), SagaID: sagaID}
 	}
+	if s := e.schemas[toolName]; s != nil {
+		if err := s.check(toolName, input); err != nil {
+			return CallResult{}, at(err, sagaID, 0)
+		}
+	}
 	var res CallResult
 	var call Call
 	_, err := e.transact(ctx, sagaID, 0, "", func(tx Tx) (Saga, bool, error) {

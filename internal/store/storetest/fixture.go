@@ -126,6 +126,10 @@ func (f *effects) tools() []engine.Tool {
 				return "transfer-ok", nil
 			}}},
 		{Name: "wireViaDownGateway", Reversibility: engine.Irreversible, Executor: engine.Funcs{Exec: fail("payment gateway unreachable")}},
+		{Name: "payTyped", Reversibility: engine.Irreversible, Executor: engine.Funcs{Exec: ok("paid")},
+			Description: "pays an amount, in whole cents, to a named account",
+			InputSchema: []byte(`{"type":"object","properties":{"cents":{"type":"integer","minimum":1},"to":{"type":"string"}},` +
+				`"required":["cents","to"],"additionalProperties":false}`)},
 	}
 }
 

@@ -445,6 +445,9 @@ func testBadInput(t *testing.T, v *env) {
 		{"unknown saga approved", second(v.e.Approve(ctx, approver, "nope", 1, "")), engine.NotFound},
 		{"unknown seq resumed", second(v.e.Resume(ctx, approver, "nope", 99, wire)), engine.NotFound},
 		{"unknown status listed", second(v.e.Sagas(ctx, auditor, engine.SagaFilter{Status: "DONE"})), engine.Invalid},
+		{"input not JSON where a schema is", second(v.e.Call(ctx, agent, "s", "payTyped", "cents=5")), engine.Invalid},
+		{"input off its schema", second(v.e.Call(ctx, agent, "s", "payTyped", `{"cents":0,"to":"alice"}`)), engine.Invalid},
+		{"input with a key its schema refuses", second(v.e.Call(ctx, agent, "s", "payTyped", `{"cents":5,"to":"alice","memo":"x"}`)), engine.Invalid},
 	}
 	for _, tt := range tests {
 		wantKind(t, tt.name, tt.err, tt.want)
@@ -452,6 +455,9 @@ func testBadInput(t *testing.T, v *env) {
 	sagas, err := v.e.Sagas(ctx, auditor, engine.SagaFilter{})
 	if err != nil || len(sagas) != 0 || len(v.fx.Log()) != 0 {
 		t.Errorf("after bad input: sagas %v (%v), effects %v; want nothing written or run", sagas, err, v.fx.Log())
+	}
+	if r := v.call("typed", "payTyped", `{"to":"alice","cents":500}`); r.Outcome != engine.OutcomeAwaitingApproval {
+		t.Errorf("Call of payTyped with an input its schema takes = %+v, want it gated", r)
 	}
 }
 
