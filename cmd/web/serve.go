@@ -21,6 +21,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
+	"github.com/sagacity-go/sagacity/internal/mcpgw"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/witness"
@@ -77,6 +78,7 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	}
 	opts.Log, opts.Ready = log, db.Ping
 	opts.API = &api.Handlers{Engine: eng}
+	opts.MCP = mcpgw.New(ctx, eng, version(), log).Handler()
 	opts.Console.Engine = eng
 	opts.ApprovalEndpoints, opts.MaxBody, opts.Hosts = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes, cfg.Hosts
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -131,6 +131,9 @@ func requested(p Principal) string {
 	if p.Auth != "" {
 		s += "\nauth=" + p.Auth
 	}
+	if p.Client != "" {
+		s += "\nclient=" + cleanLine(p.Client)
+	}
 	return s
 }
 
@@ -419,7 +422,7 @@ func (e *Engine) Saga(ctx context.Context, p Principal, id string, fn func(*Run)
 		return s, nil // a failed call already compensated the saga
 	}
 	if fnErr != nil {
-		return e.Abort(ctx, p, id, cleanReason(fnErr.Error()))
+		return e.Abort(ctx, p, id, cleanLine(fnErr.Error()))
 	}
 	return e.End(ctx, p, id)
 }
@@ -605,9 +608,10 @@ func (e *Engine) Recover(ctx context.Context) error {
 // takes it (see WithInDoubtAfter).
 func (e *Engine) InDoubtAfter() time.Duration { return e.inDoubtAfter }
 
-// cleanReason makes any text a valid reason: control characters become
-// spaces, invalid UTF-8 is replaced and the length is capped.
-func cleanReason(s string) string {
+// cleanLine makes any text one line fit for a reason or a payload line:
+// control characters (line breaks among them) become spaces, invalid
+// UTF-8 is replaced and the length is capped.
+func cleanLine(s string) string {
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return ' '

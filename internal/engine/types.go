@@ -192,6 +192,10 @@ type Principal struct {
 	// Anonymous marks a dev-mode caller who did not sign in: as in the
 	// reference library, the approver it names is recorded as given.
 	Anonymous bool
+	// Client says what the principal called through, when it is more than
+	// the JSON API (an MCP client and session): the journal records it
+	// with the requests it makes, for the people who decide them.
+	Client string
 }
 
 // Unknown is the approver recorded for an anonymous dev-mode decision that

@@ -19,6 +19,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
+	"github.com/sagacity-go/sagacity/internal/mcpgw"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
@@ -55,6 +56,7 @@ func newToolServer(t testing.TB) *toolServer {
 	mux.Handle("POST /order", ok("order-1"))
 	mux.Handle("POST /cancel", ok("cancelled"))
 	mux.Handle("POST /wire", ok("transfer-ok"))
+	mux.Handle("POST /pay", ok("paid"))
 	mux.Handle("POST /binary", ok("\xff\x00ok")) // a result that is not text
 	mux.Handle("POST /unbinary", ok("undone"))
 	mux.HandleFunc("POST /ship", func(w http.ResponseWriter, r *http.Request) {
@@ -90,6 +92,7 @@ func newToolServer(t testing.TB) *toolServer {
 		"/cancel":   {Tool: "createOrder", Phase: toolsig.Compensate},
 		"/ship":     {Tool: "scheduleShipment", Phase: toolsig.Execute},
 		"/wire":     {Tool: "sendWireTransfer", Phase: toolsig.Execute},
+		"/pay":      {Tool: "payTyped", Phase: toolsig.Execute},
 		"/slow":     {Tool: "slowTool", Phase: toolsig.Execute},
 		"/huge":     {Tool: "hugeTool", Phase: toolsig.Execute},
 		"/binary":   {Tool: "binaryTool", Phase: toolsig.Execute},
@@ -117,6 +120,15 @@ func (ts *toolServer) paths() []string {
 		out = append(out, r.Path)
 	}
 	return out
+}
+
+// typed gives a tool a description and an input schema: an amount in
+// whole cents and an account, nothing else.
+func typed(t engine.Tool) engine.Tool {
+	t.Description = "Pays cents to the account to."
+	t.InputSchema = []byte(`{"type":"object","properties":{"cents":{"type":"integer","minimum":1},"to":{"type":"string","minLength":1}},` +
+		`"required":["cents","to"],"additionalProperties":false}`)
+	return t
 }
 
 // api is a running server with its tool server, over one store.
@@ -181,6 +193,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		tool("slowTool", engine.Compensatable, "/slow", "", 200*time.Millisecond),
 		tool("hugeTool", engine.Compensatable, "/huge", "", 5*time.Second),
 		tool("binaryTool", engine.Compensatable, "/binary", "/unbinary", time.Second),
+		typed(tool("payTyped", engine.Irreversible, "/pay", "", time.Second)),
 		{Name: "unreachable", Executor: &httptool.Tool{Name: "unreachable", Secret: secret, MaxResult: o.maxResult,
 			Exec: httptool.Endpoint{URL: closedURL(t), Timeout: time.Second}}},
 	}
@@ -232,6 +245,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		Log:               slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil)),
 		Ready:             db.Ping,
 		API:               &api.Handlers{Engine: eng},
+		MCP:               mcpgw.New(t.Context(), eng, "test", slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil))).Handler(),
 		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: mode, Now: o.now},
 		APIAuth:           bearer.Principal,
 		OIDC:              rp,

@@ -32,6 +32,9 @@ type Options struct {
 	APIAuth func(*http.Request) (engine.Principal, error)
 	// OIDC signs people in to the console; nil unless the mode is oidc.
 	OIDC *auth.OIDC
+	// MCP is the MCP gateway (internal/mcpgw), served at /mcp to the
+	// callers APIAuth names; nil serves none.
+	MCP http.Handler
 	// ApprovalEndpoints registers approve, reject and resume.
 	ApprovalEndpoints bool
 	// MaxBody caps request bodies, in bytes.
@@ -124,6 +127,12 @@ func New(o Options) http.Handler {
 		})
 		r.Post("/logout", s.h(s.Console.Logout))
 	})
+
+	// Bearer token: the MCP gateway, for agents (its SDK handles GET,
+	// POST and DELETE).
+	if s.MCP != nil {
+		r.With(s.authenticate(s.APIAuth)).Handle("/mcp", s.MCP)
+	}
 
 	// Bearer token (JSON): the approval endpoints and the agent gateway.
 	r.Route("/sagacity", func(r chi.Router) {

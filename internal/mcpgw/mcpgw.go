@@ -1,0 +1,495 @@
+// Package mcpgw puts the approval gate where agents already are: it serves
+// the engine's tools over MCP (streamable HTTP, with the official SDK).
+// Each call goes through the engine like a call of the JSON gateway:
+// journaled, gated, compensated. A call of an IRREVERSIBLE tool answers,
+// as a normal result the model reads, that a person must approve it; the
+// agent then asks sagacity_status, or subscribes to its saga's resource
+// to be told when a person decides, and executes the approved request
+// with sagacity_resume.
+//
+// An MCP session is a saga: the first call creates it, with the caller as
+// its initiator, and the session's end ends it. A Sagacity-Saga-Id header
+// (or "sagacity/saga" in a call's _meta) names another.
+package mcpgw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+// The gateway's own tools, beside the engine's.
+const (
+	statusTool = "sagacity_status"
+	resumeTool = "sagacity_resume"
+)
+
+// SagaHeader names the saga an HTTP request's calls belong to.
+const SagaHeader = "Sagacity-Saga-Id"
+
+// sagaMeta is the key in a call's _meta that names its saga.
+const sagaMeta = "sagacity/saga"
+
+// Gateway is the MCP server over an engine.
+type Gateway struct {
+	engine *engine.Engine
+	server *mcp.Server
+	http   http.Handler
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*session // sessions that called a tool
+	watched  map[string]*watch               // sagas some session subscribed to, by resource URI
+}
+
+// session is who called through an MCP session, and into which sagas.
+type session struct {
+	principal engine.Principal
+	sagas     map[string]bool
+}
+
+// watch is a subscribed saga: how it looked when last seen, and whom to
+// read it as.
+type watch struct {
+	subscribers int
+	reader      engine.Principal
+	seen        engine.Saga
+}
+
+// watchEvery is how often subscribed sagas are looked at for a change.
+const watchEvery = 2 * time.Second
+
+// New makes the gateway for the engine's tools. version is the server's.
+// It runs until ctx ends: that stops the watcher of subscribed sagas.
+func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger) *Gateway {
+	g := &Gateway{engine: e, log: log, sessions: map[*mcp.ServerSession]*session{}, watched: map[string]*watch{}}
+	g.server = mcp.NewServer(&mcp.Implementation{Name: "sagacity", Title: "Sagacity", Version: version}, &mcp.ServerOptions{
+		Instructions: "Every tool call here is journaled. A tool that cannot be undone answers AWAITING_APPROVAL: " +
+			"a person decides it; ask " + statusTool + " (or subscribe to the saga's resource) and, once it is approved, " +
+			"call " + resumeTool + " with its seq.",
+		Logger:             log,
+		SubscribeHandler:   g.subscribe,
+		UnsubscribeHandler: g.unsubscribe,
+	})
+	for _, t := range e.Tools() {
+		g.server.AddTool(listed(t), g.call(t))
+	}
+	g.server.AddTool(&mcp.Tool{Name: statusTool, Title: "What became of this saga's requests",
+		Description: "Reports the saga of this session: its status and, for each request that waits or waited for a person, " +
+			"whether it is pending, approved, rejected, executed or refused. Give seq to ask about one request.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"seq":{"type":"integer","minimum":1}},"additionalProperties":false}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
+	}, g.status)
+	g.server.AddTool(&mcp.Tool{Name: resumeTool, Title: "Execute an approved request",
+		Description: "Executes the request at seq of this session's saga once a person has approved it, with exactly the bytes " +
+			"they approved. Before that it fails and says why.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"seq":{"type":"integer","minimum":1}},"required":["seq"],"additionalProperties":false}`),
+	}, g.resume)
+	g.server.AddResourceTemplate(&mcp.ResourceTemplate{Name: "saga", URITemplate: "sagacity://saga/{id}", MIMEType: "application/json",
+		Description: "A saga's status and its requests; subscribe to be told when a person decides one."}, g.readSaga)
+	g.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
+		&mcp.StreamableHTTPOptions{Logger: log, SessionTimeout: 30 * time.Minute})
+	go g.watchLoop(ctx)
+	return g
+}
+
+// Handler serves MCP to a principal the server has authenticated (see
+// auth.From): it hands the principal to the SDK as the session's token
+// information, which also binds each session to its principal.
+func (g *Gateway) Handler() http.Handler {
+	verify := func(_ context.Context, _ string, r *http.Request) (*mcpauth.TokenInfo, error) {
+		p := auth.From(r.Context())
+		if p.ID == "" {
+			return nil, mcpauth.ErrInvalidToken
+		}
+		return &mcpauth.TokenInfo{UserID: p.ID, Extra: map[string]any{principalKey: p}}, nil
+	}
+	bearer := mcpauth.RequireBearerToken(verify, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(g.http)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := auth.From(r.Context()); p.Anonymous && r.Header.Get("Authorization") == "" {
+			// A dev-mode caller without a token: the SDK takes the
+			// principal only from a bearer token, so give it one to read
+			// (its value is never looked at).
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer anonymous")
+		}
+		bearer.ServeHTTP(w, r)
+	})
+}
+
+// principalKey holds the principal in the SDK's token information.
+const principalKey = "sagacity/principal"
+
+// caller is the principal making a request, as the server authenticated
+// it, with the MCP client and session it came through.
+func caller(ss *mcp.ServerSession, extra *mcp.RequestExtra) (engine.Principal, error) {
+	var p engine.Principal
+	if extra != nil && extra.TokenInfo != nil {
+		p, _ = extra.TokenInfo.Extra[principalKey].(engine.Principal)
+	}
+	if p.ID == "" {
+		return p, errors.New("no authenticated principal")
+	}
+	p.Client = "mcp"
+	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+		p.Client += " " + ip.ClientInfo.Name + "/" + ip.ClientInfo.Version
+	}
+	if id := ss.ID(); id != "" {
+		p.Client += " session " + id
+	}
+	return p, nil
+}
+
+// sagaOf is the saga a call belongs to: named by its _meta or its HTTP
+// request's header, else the session's.
+func sagaOf(req *mcp.CallToolRequest) string {
+	if s, ok := req.Params.Meta[sagaMeta].(string); ok && s != "" {
+		return s
+	}
+	if req.Extra != nil {
+		if s := req.Extra.Header.Get(SagaHeader); s != "" {
+			return s
+		}
+	}
+	if id := req.Session.ID(); id != "" {
+		return "mcp-" + id
+	}
+	return "mcp-" + fmt.Sprintf("%p", req.Session)
+}
+
+// listed is how a tool is listed: its schema, or any object, and what its
+// reversibility means for the agent.
+func listed(t engine.ToolInfo) *mcp.Tool {
+	schema := t.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	desc := strings.TrimSpace(t.Description)
+	destructive := t.Reversibility == engine.Irreversible
+	if destructive {
+		desc = strings.TrimSpace(desc + " Cannot be undone: each call waits for a person's approval (the call answers " +
+			"AWAITING_APPROVAL; then " + statusTool + " and " + resumeTool + ").")
+	}
+	return &mcp.Tool{Name: t.Name, Description: desc, InputSchema: schema,
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}}
+}
+
+// call runs an engine tool.
+func (g *Gateway) call(t engine.ToolInfo) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		p, err := caller(req.Session, req.Extra)
+		if err != nil {
+			return nil, err
+		}
+		saga := sagaOf(req)
+		input := string(req.Params.Arguments)
+		if input == "" {
+			input = "{}"
+		}
+		g.joined(req.Session, p, saga)
+		r, err := g.engine.Call(ctx, p, saga, t.Name, input)
+		if err != nil {
+			return failed(err)
+		}
+		out := map[string]any{"sagaId": r.SagaID, "seq": r.Seq, "toolName": r.ToolName, "status": r.Outcome}
+		switch r.Outcome {
+		case engine.OutcomeExecuted:
+			out["result"] = r.Result
+			return result(r.Result, out, false), nil
+		case engine.OutcomeAwaitingApproval:
+			out["message"], out["inputHash"] = r.Message, r.InputHash
+			return result(fmt.Sprintf("%s Its saga is %s, its seq %d: ask %s, and once it is approved call %s with that seq.",
+				r.Message, r.SagaID, r.Seq, statusTool, resumeTool), out, false), nil
+		}
+		out["error"] = r.Error
+		return result(fmt.Sprintf("%s: %s", r.Outcome, r.Error), out, true), nil
+	}
+}
+
+// result is a tool result: text for the model, the same as structured
+// content, and whether it is the tool's failure.
+func result(text string, structured any, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured, IsError: isError}
+}
+
+// failed answers an engine error: what the agent can act on (invalid
+// input, a refusal, a conflict) as a tool error the model reads; the
+// store being down as a protocol error the client may retry.
+func failed(err error) (*mcp.CallToolResult, error) {
+	var e *engine.Error
+	if !errors.As(err, &e) || e.Kind == engine.Internal || e.Kind == engine.Unavailable || e.Kind == engine.Unauthenticated {
+		return nil, errors.New("the server could not take the call; try again later")
+	}
+	return result(e.Msg, map[string]any{"error": e.Msg, "kind": e.Kind.String()}, true), nil
+}
+
+// joined notes that session, as p, called into saga, so that the
+// session's end ends it; the first time a session calls, it starts
+// waiting for its end.
+func (g *Gateway) joined(ss *mcp.ServerSession, p engine.Principal, saga string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.sessions[ss]
+	if !ok {
+		s = &session{principal: p, sagas: map[string]bool{}}
+		g.sessions[ss] = s
+		go g.ended(ss)
+	}
+	s.sagas[saga] = true
+}
+
+// ended waits for a session to end and ends its sagas: the agent is done
+// with them (a saga with requests pending stays AWAITING_APPROVAL until a
+// person decides them). The SDK binds a session to its first request's
+// principal, so every call of it was theirs.
+func (g *Gateway) ended(ss *mcp.ServerSession) {
+	_ = ss.Wait()
+	g.mu.Lock()
+	s := g.sessions[ss]
+	delete(g.sessions, ss)
+	g.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for saga := range s.sagas {
+		if _, err := g.engine.End(ctx, s.principal, saga); err != nil && !engine.IsKind(err, engine.Conflict) {
+			g.log.Warn("ending the saga of an MCP session", "saga", saga, "err", err)
+		}
+	}
+}
+
+// seqArg reads a tool's {"seq": N} arguments; 0 when absent.
+func seqArg(raw json.RawMessage) (int64, error) {
+	var a struct {
+		Seq int64 `json:"seq"`
+	}
+	if len(raw) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil || a.Seq < 0 {
+			return 0, errors.New(`arguments must be {"seq": a positive integer}`)
+		}
+	}
+	return a.Seq, nil
+}
+
+// requestState is one request of a saga, as sagacity_status and the
+// saga's resource report it.
+type requestState struct {
+	Seq       int64    `json:"seq"`
+	Tool      string   `json:"toolName"`
+	InputHash string   `json:"inputHash"`
+	State     string   `json:"state"`
+	Decided   []string `json:"decidedBy,omitempty"`
+	Result    string   `json:"result,omitempty"`
+}
+
+// sagaState is a saga as sagacity_status and its resource report it.
+type sagaState struct {
+	SagaID   string         `json:"sagaId"`
+	Status   engine.Status  `json:"status"`
+	Ended    bool           `json:"ended"`
+	Reason   string         `json:"reason,omitempty"`
+	Requests []requestState `json:"requests"`
+}
+
+// stateOf reads a saga and what became of its requests (only the one at
+// seq, unless 0), as p.
+func (g *Gateway) stateOf(ctx context.Context, p engine.Principal, saga string, seq int64) (sagaState, error) {
+	h, err := g.engine.History(ctx, p, saga)
+	if err != nil {
+		return sagaState{}, err
+	}
+	out := sagaState{SagaID: saga, Requests: []requestState{}}
+	if h.Saga != nil {
+		out.Status, out.Ended, out.Reason = h.Saga.Status, h.Saga.Ended, h.Saga.Reason
+	}
+	for _, en := range h.Entries {
+		if en.Phase != engine.PhaseAwaitingApproval || (seq != 0 && en.Seq != seq) {
+			continue
+		}
+		rv, err := g.engine.Review(ctx, p, saga, en.Seq)
+		if err != nil {
+			return sagaState{}, err
+		}
+		rs := requestState{Seq: en.Seq, Tool: en.ToolName, InputHash: engine.PayloadHash(en.Input), State: string(rv.State)}
+		if d := rv.Approval; d != nil {
+			rs.Decided = append(rs.Decided, "approved by "+d.Approver)
+		}
+		if d := rv.Rejection; d != nil {
+			rs.Decided = append(rs.Decided, "rejected by "+d.Approver)
+		}
+		if rv.Outcome != nil {
+			rs.Result = rv.Outcome.Payload
+		}
+		out.Requests = append(out.Requests, rs)
+	}
+	if seq != 0 && len(out.Requests) == 0 {
+		return sagaState{}, engine.Errorf(engine.NotFound, "saga %s has no request at seq=%d", saga, seq)
+	}
+	return out, nil
+}
+
+// status is sagacity_status.
+func (g *Gateway) status(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p, err := caller(req.Session, req.Extra)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := seqArg(req.Params.Arguments)
+	if err != nil {
+		return result(err.Error(), map[string]any{"error": err.Error()}, true), nil
+	}
+	st, err := g.stateOf(ctx, p, sagaOf(req), seq)
+	if err != nil {
+		return failed(err)
+	}
+	b, _ := json.Marshal(st)
+	return result(string(b), st, false), nil
+}
+
+// resume is sagacity_resume: it executes an approved request with the
+// bytes the person approved, which are the ones its journal entry holds.
+func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p, err := caller(req.Session, req.Extra)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := seqArg(req.Params.Arguments)
+	if err == nil && seq == 0 {
+		err = errors.New(`arguments must be {"seq": a positive integer}`)
+	}
+	if err != nil {
+		return result(err.Error(), map[string]any{"error": err.Error()}, true), nil
+	}
+	saga := sagaOf(req)
+	rv, err := g.engine.Review(ctx, p, saga, seq)
+	if err != nil {
+		return failed(err)
+	}
+	r, err := g.engine.Resume(ctx, p, saga, seq, rv.Gated.Input)
+	if err != nil {
+		return failed(err)
+	}
+	out := map[string]any{"sagaId": r.SagaID, "seq": seq, "status": r.Status}
+	switch {
+	case r.Refused:
+		out["reason"] = r.Reason
+		return result("refused: "+r.Reason, out, true), nil
+	case r.Call.Outcome != engine.OutcomeExecuted:
+		out["error"] = r.Reason
+		return result(fmt.Sprintf("%s: %s", r.Call.Outcome, r.Reason), out, true), nil
+	}
+	out["result"] = r.Result
+	return result(r.Result, out, false), nil
+}
+
+// sagaURI is the resource of a saga.
+func sagaURI(saga string) string { return "sagacity://saga/" + saga }
+
+// readSaga reads a saga's resource.
+func (g *Gateway) readSaga(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	p, err := caller(req.Session, req.Extra)
+	if err != nil {
+		return nil, err
+	}
+	saga, ok := strings.CutPrefix(req.Params.URI, "sagacity://saga/")
+	if !ok || saga == "" {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	st, err := g.stateOf(ctx, p, saga, 0)
+	if engine.IsKind(err, engine.NotFound) {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}, nil
+}
+
+// subscribe starts watching a saga's resource for its subscriber.
+func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	p, err := caller(req.Session, req.Extra)
+	if err != nil {
+		return err
+	}
+	saga, ok := strings.CutPrefix(req.Params.URI, "sagacity://saga/")
+	if !ok || saga == "" {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	s, err := g.engine.Lookup(ctx, p, saga)
+	if err != nil && !engine.IsKind(err, engine.NotFound) {
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	w, ok := g.watched[req.Params.URI]
+	if !ok {
+		w = &watch{reader: p, seen: s}
+		g.watched[req.Params.URI] = w
+	}
+	w.subscribers++
+	return nil
+}
+
+// unsubscribe stops watching a saga once nobody subscribes to it.
+func (g *Gateway) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w, ok := g.watched[req.Params.URI]; ok {
+		if w.subscribers--; w.subscribers <= 0 {
+			delete(g.watched, req.Params.URI)
+		}
+	}
+	return nil
+}
+
+// watchLoop tells the subscribers of a saga when it changed: a person
+// decided, or a request executed. It looks every watchEvery, at the saga
+// rows alone, so an agent waiting for a decision asks nothing itself, and
+// a decision made on another server is seen too.
+func (g *Gateway) watchLoop(ctx context.Context) {
+	t := time.NewTicker(watchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		g.mu.Lock()
+		uris := make(map[string]watch, len(g.watched))
+		for uri, w := range g.watched {
+			uris[uri] = *w
+		}
+		g.mu.Unlock()
+		for uri, w := range uris {
+			s, err := g.engine.Lookup(ctx, w.reader, strings.TrimPrefix(uri, "sagacity://saga/"))
+			if err != nil || (s.HeadSeq == w.seen.HeadSeq && s.Status == w.seen.Status) {
+				continue
+			}
+			g.mu.Lock()
+			if cur, ok := g.watched[uri]; ok {
+				cur.seen = s
+			}
+			g.mu.Unlock()
+			if err := g.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+				g.log.Warn("telling subscribers a saga changed", "uri", uri, "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/mcpgw"
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
+)
+
+// withHeaders adds headers to every request a client sends.
+type withHeaders struct {
+	h    http.Header
+	next http.RoundTripper
+}
+
+func (t withHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, vs := range t.h {
+		r.Header[k] = vs
+	}
+	return t.next.RoundTrip(r)
+}
+
+// mcpSession connects the official SDK's client to the server's /mcp as
+// name, with the headers given (a bearer token, a saga).
+func mcpSession(t *testing.T, e *apiEnv, name string, headers http.Header, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1.0"}, opts)
+	tr := &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp",
+		HTTPClient: &http.Client{Transport: withHeaders{headers, http.DefaultTransport}}}
+	cs, err := c.Connect(t.Context(), tr, nil)
+	if err != nil {
+		t.Fatalf("connecting to /mcp: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// text is a tool result's text.
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestMCP: an agent on the official MCP client lists the tools with their
+// schemas, executes a compensatable one, gets the gate's text for an
+// irreversible one, is told when a person approves it, and executes it
+// once with the approved bytes; an input off its schema is refused with
+// nothing journaled; the request shows which client and session made it;
+// the session's end ends the saga.
+func TestMCP(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		e := newAPI(t, dbURL, envOptions{})
+		ctx := t.Context()
+		updated := make(chan string, 10)
+		cs := mcpSession(t, e, "test-agent", http.Header{mcpgw.SagaHeader: {"mcp-order"}}, &mcp.ClientOptions{
+			ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
+		})
+
+		tools := map[string]*mcp.Tool{}
+		for tool, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			tools[tool.Name] = tool
+		}
+		for _, name := range []string{"reserveInventory", "sendWireTransfer", "payTyped", "sagacity_status", "sagacity_resume"} {
+			if tools[name] == nil {
+				t.Fatalf("tools/list lacks %s: %v", name, tools)
+			}
+		}
+		schema, _ := json.Marshal(tools["payTyped"].InputSchema)
+		if !strings.Contains(string(schema), `"required":["cents","to"]`) || tools["payTyped"].Description == "" ||
+			!*tools["sendWireTransfer"].Annotations.DestructiveHint {
+			t.Errorf("payTyped = %s %q, sendWireTransfer annotations %+v; want the configured schema and description, and a destructive wire",
+				schema, tools["payTyped"].Description, tools["sendWireTransfer"].Annotations)
+		}
+
+		call := func(name string, args any) *mcp.CallToolResult {
+			t.Helper()
+			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+			if err != nil {
+				t.Fatalf("tools/call %s: %v", name, err)
+			}
+			return r
+		}
+		if r := call("reserveInventory", map[string]any{"item": "laptop"}); r.IsError || text(r) != `{"reserved":1}` {
+			t.Errorf("reserveInventory = %q (error %v), want the tool's result", text(r), r.IsError)
+		}
+		r := call("payTyped", map[string]any{"cents": 0, "to": "alice"})
+		if !r.IsError || !strings.Contains(text(r), "input of tool payTyped does not match its schema") {
+			t.Errorf("payTyped off its schema = %q (error %v), want the schema's refusal for the model", text(r), r.IsError)
+		}
+		r = call("payTyped", map[string]any{"cents": 500, "to": "alice"})
+		var gate struct {
+			SagaID, Status, InputHash string
+			Seq                       int64
+		}
+		b, _ := json.Marshal(r.StructuredContent)
+		json.Unmarshal(b, &gate)
+		if r.IsError || !strings.HasPrefix(text(r), "[AWAITING_APPROVAL] Tool 'payTyped' requires human approval before execution.") ||
+			gate.SagaID != "mcp-order" || gate.Seq != 3 || gate.Status != "AWAITING_APPROVAL" {
+			t.Fatalf("payTyped = %q %s (error %v), want the gate's text and the request, not an error", text(r), b, r.IsError)
+		}
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "sagacity://saga/mcp-order"}); err != nil {
+			t.Fatal(err)
+		}
+		if r := call("sagacity_resume", map[string]any{"seq": 3}); !r.IsError || !strings.Contains(text(r), "refused") {
+			t.Errorf("resume before approval = %q (error %v), want it refused", text(r), r.IsError)
+		}
+
+		// The request shows who asked, through which client and session.
+		audit := e.get("/sagacity/audit/mcp-order").body
+		if !strings.Contains(audit, `requester=anonymous\nauth=dev\nclient=mcp test-agent/1.0 session `) {
+			t.Errorf("journal = %s, want the request's client and session", audit)
+		}
+	})
+}
+
+// TestMCPApproved continues: a person approves, the agent is told, and the
+// resume executes the approved bytes once.
+func TestMCPApproved(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	ctx := t.Context()
+	updated := make(chan string, 10)
+	cs := mcpSession(t, e, "test-agent", nil, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
+	})
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "payTyped", Arguments: map[string]any{"to": "alice", "cents": 500}})
+	if err != nil || r.IsError {
+		t.Fatalf("payTyped = %v, %v", r, err)
+	}
+	var gate struct {
+		SagaID string
+		Seq    int64
+	}
+	b, _ := json.Marshal(r.StructuredContent)
+	json.Unmarshal(b, &gate)
+	uri := "sagacity://saga/" + gate.SagaID
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	want(t, "approve", e.post("/sagacity/approve/"+gate.SagaID+"/1", `{"approver":"manager@company.com"}`), 200)
+	select {
+	case got := <-updated:
+		if got != uri {
+			t.Errorf("told %s changed, want %s", got, uri)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification that the saga changed after the approval")
+	}
+	st, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sagacity_status", Arguments: map[string]any{"seq": 1}})
+	if err != nil || st.IsError || !strings.Contains(text(st), `"state":"approved"`) || !strings.Contains(text(st), "approved by manager@company.com") {
+		t.Fatalf("sagacity_status = %q, %v; want approved by the manager", text(st), err)
+	}
+	done, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sagacity_resume", Arguments: map[string]any{"seq": 1}})
+	if err != nil || done.IsError || text(done) != "paid" {
+		t.Fatalf("sagacity_resume = %q, %v; want the tool's result", text(done), err)
+	}
+	again, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sagacity_resume", Arguments: map[string]any{"seq": 1}})
+	if err != nil || !again.IsError {
+		t.Errorf("a second resume = %q, %v; want it refused as a tool error", text(again), err)
+	}
+	var pays []string
+	for _, req := range e.tools.requests() {
+		if req.Path == "/pay" {
+			pays = append(pays, req.Body)
+		}
+	}
+	if len(pays) != 1 || pays[0] != `{"cents":500,"to":"alice"}` {
+		t.Errorf("the tool server was paid %q, want once, the approved bytes", pays)
+	}
+
+	// The session's end ends its saga.
+	cs.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var s struct {
+			Ended  bool
+			Status engine.Status
+		}
+		json.Unmarshal([]byte(e.get("/sagacity/sagas/"+gate.SagaID).body), &s)
+		if s.Ended && s.Status == engine.Completed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("saga after the session closed = %+v, want ended and completed", s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestMCPAuth: /mcp takes the API's bearer tokens and no one else, and
+// nothing from another site's page.
+func TestMCPAuth(t *testing.T) {
+	agentT, agentTok := token("agent", engine.RoleAgent)
+	auditorT, auditorTok := token("auditor", engine.RoleAuditor)
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, auditorT}})
+	for _, h := range []http.Header{nil, {"Authorization": {"Bearer sgc_wrong"}}} {
+		c := mcp.NewClient(&mcp.Implementation{Name: "x", Version: "1"}, nil)
+		tr := &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: withHeaders{h, http.DefaultTransport}}}
+		if _, err := c.Connect(t.Context(), tr, nil); err == nil {
+			t.Errorf("connecting with %v succeeded, want it refused", h)
+		}
+	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	want(t, "initialize from another site's page", e.do("POST", "/mcp", "application/json", initialize,
+		"Authorization", "Bearer "+agentTok, "Accept", "application/json, text/event-stream", "Origin", "https://evil.example",
+		"Sec-Fetch-Site", "cross-site"), http.StatusForbidden)
+	cs := mcpSession(t, e, "agent", http.Header{"Authorization": {"Bearer " + auditorTok}}, nil)
+	r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "reserveInventory", Arguments: map[string]any{}})
+	if err != nil || !r.IsError || !strings.Contains(text(r), "calling a tool needs the agent role") {
+		t.Errorf("an auditor calling a tool = %q, %v; want refused for the model to read", text(r), err)
+	}
+	cs = mcpSession(t, e, "agent", http.Header{"Authorization": {"Bearer " + agentTok}}, nil)
+	if r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "reserveInventory", Arguments: map[string]any{}}); err != nil || r.IsError {
+		t.Errorf("an agent calling a tool = %v, %v; want it executed", r, err)
+	}
+}
