@@ -76,6 +76,7 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 		Saga:         rv.Saga,
 		Tool:         g.ToolName,
 		Requester:    g.Field("requester"),
+		Client:       g.Field("client"),
 		Requested:    h.when(g.Timestamp),
 		Input:        g.Input,
 		Payload:      prepare(g.Input),

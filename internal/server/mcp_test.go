@@ -127,6 +127,11 @@ func TestMCP(t *testing.T) {
 		if !strings.Contains(audit, `requester=anonymous\nauth=dev\nclient=mcp test-agent/1.0 session `) {
 			t.Errorf("journal = %s, want the request's client and session", audit)
 		}
+		c := e.session(t, "reviewer")
+		page := e.do("GET", "/request?saga=mcp-order&seq=3", "", "", "Cookie", c.String()).body
+		if !strings.Contains(page, "through <span class=\"client\">mcp test-agent/1.0 session "+cs.ID()+"</span>") {
+			t.Errorf("the request page does not say which client and session asked:\n%s", page)
+		}
 	})
 }
 

@@ -56,6 +56,7 @@ type RequestPage struct {
 	Saga      engine.Saga
 	Tool      string
 	Requester string
+	Client    string // the MCP client and session that asked, if one did
 	Requested Time
 	Status    RequestStatus
 	Input     string // the exact bytes, for a confirmation's summary
