@@ -22,6 +22,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/mcpgw"
+	"github.com/sagacity-go/sagacity/internal/mcpproxy"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/witness"
@@ -55,7 +56,16 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	if err != nil {
 		return fmt.Errorf("SAGACITY_CHECKPOINT_DIR: %w", err)
 	}
-	eng, err := newEngine(cfg, db, keys, engine.WithLog(db, w, cfg.File.Log.Every, cfg.File.Log.Interval), log)
+	upstream, err := openUpstreams(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, u := range upstream.conns {
+			u.Close()
+		}
+	}()
+	eng, err := newEngine(cfg, db, keys, upstream.tools, engine.WithLog(db, w, cfg.File.Log.Every, cfg.File.Log.Interval), log)
 	if err != nil {
 		return err
 	}
@@ -257,9 +267,33 @@ func devPath(cfg config.Config, suffix string) string {
 	return "sagacity" + suffix
 }
 
-// newEngine registers the configured HTTP tools and, in demo mode, the
-// built-in ones.
-func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, tlog engine.Option, log *slog.Logger) (*engine.Engine, error) {
+// upstreams are the configured MCP servers, connected, and their tools.
+type upstreams struct {
+	conns []*mcpproxy.Upstream
+	tools []engine.Tool
+}
+
+// openUpstreams connects to the configured MCP servers and lists their
+// tools. One that cannot be reached stops the start: which of its tools
+// need a person is not known without it.
+func openUpstreams(ctx context.Context, cfg config.Config, log *slog.Logger) (upstreams, error) {
+	var out upstreams
+	for _, c := range cfg.File.Upstreams {
+		u, tools, err := mcpproxy.Open(ctx, c, cfg.File.Policy.MaxResultBytes, version(), log)
+		if err != nil {
+			for _, u := range out.conns {
+				u.Close()
+			}
+			return upstreams{}, fmt.Errorf("SAGACITY_CONFIG: %w", err)
+		}
+		out.conns, out.tools = append(out.conns, u), append(out.tools, tools...)
+	}
+	return out, nil
+}
+
+// newEngine registers the configured HTTP tools, the upstream MCP
+// servers' and, in demo mode, the built-in ones.
+func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, upstream []engine.Tool, tlog engine.Option, log *slog.Logger) (*engine.Engine, error) {
 	var tools []engine.Tool
 	for _, t := range cfg.File.Tools {
 		ht := &httptool.Tool{Name: t.Name, Exec: httptool.Endpoint(t.Execute), Secret: cfg.ToolSigningSecret,
@@ -271,6 +305,7 @@ func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, tlog engine.O
 		tools = append(tools, engine.Tool{Name: t.Name, Reversibility: t.Reversibility, Executor: ht,
 			Description: t.Description, InputSchema: t.InputSchema})
 	}
+	tools = append(tools, upstream...)
 	if cfg.Demo {
 		for _, t := range demo.Tools(db, time.Now) {
 			for _, c := range cfg.File.Tools {

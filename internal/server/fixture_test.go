@@ -159,6 +159,7 @@ type envOptions struct {
 	inDoubtAfter        time.Duration // how long a call stands still before it may be resolved (0: at once)
 	hosts               []string      // host names served besides loopback
 	readTimeout         time.Duration // the server's, when set
+	upstream            []engine.Tool // an upstream MCP server's tools, besides the HTTP tools
 }
 
 func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
@@ -197,6 +198,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		{Name: "unreachable", Executor: &httptool.Tool{Name: "unreachable", Secret: secret, MaxResult: o.maxResult,
 			Exec: httptool.Endpoint{URL: closedURL(t), Timeout: time.Second}}},
 	}
+	tools = append(tools, o.upstream...)
 	if o.demo {
 		tools = demo.Tools(db, time.Now)
 	}

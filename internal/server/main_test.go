@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sagacity-go/sagacity/internal/mcpproxy/upstreamtest"
 )
 
 // suiteLog collects what every server in this package logs, and secrets
@@ -57,6 +59,7 @@ func (t tokenRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestMain(m *testing.M) {
+	upstreamtest.RunIfAsked() // the test binary is also an MCP server over stdio
 	http.DefaultTransport = tokenRecorder{http.DefaultTransport}
 	credential(string(secret))
 	code := m.Run()
