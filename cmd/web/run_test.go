@@ -128,6 +128,8 @@ func TestServeBadConfig(t *testing.T) {
 	os.WriteFile(tools, []byte("tools:\n  - name: x\n    execute: {url: \"http://127.0.0.1:9/x\"}\n    compensate: {url: \"http://127.0.0.1:9/y\"}\n"), 0o644)
 	demoClash := filepath.Join(dir, "clash.yaml")
 	os.WriteFile(demoClash, []byte("tools:\n  - name: sendWireTransfer\n    reversibility: IRREVERSIBLE\n    execute: {url: \"http://127.0.0.1:9/x\"}\n"), 0o644)
+	upstream := filepath.Join(dir, "upstream.yaml")
+	os.WriteFile(upstream, []byte("upstreams:\n  - name: files\n    url: \"http://127.0.0.1:9/mcp\"\n"), 0o644)
 	secret := "0123456789abcdef0123456789abcdef"
 	tests := []struct {
 		name string
@@ -141,11 +143,16 @@ func TestServeBadConfig(t *testing.T) {
 		{"tools without a signing secret", map[string]string{"SAGACITY_CONFIG": tools}, "SAGACITY_TOOL_SIGNING_SECRET: required"},
 		{"dev mode on every interface", map[string]string{"SAGACITY_ADDR": "0.0.0.0:0", "SAGACITY_AUTH": "dev"}, "SAGACITY_AUTH: dev mode refuses to listen on 0.0.0.0:0"},
 		{"no mode off loopback", map[string]string{"SAGACITY_ADDR": "0.0.0.0:0"}, "SAGACITY_AUTH: not set"},
+		{"upstream unreachable", map[string]string{"SAGACITY_CONFIG": upstream}, `SAGACITY_CONFIG: upstream "files": connecting:`},
 		{"demo tool clash", map[string]string{"SAGACITY_CONFIG": demoClash, "SAGACITY_TOOL_SIGNING_SECRET": secret, "SAGACITY_DEMO": "true",
 			"SAGACITY_DATABASE_URL": "sqlite:" + filepath.Join(dir, "c.db")}, `tool "sendWireTransfer" is also a built-in demo tool`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.vars["SAGACITY_DATABASE_URL"] == "" {
+				// Never the default, a file in the working directory.
+				tt.vars["SAGACITY_DATABASE_URL"] = "sqlite:" + filepath.Join(t.TempDir(), "s.db")
+			}
 			err := run(context.Background(), nil, env(tt.vars), io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), secret) {
 				t.Errorf("run with %v: %v, want an error containing %q", tt.vars, err, tt.want)
