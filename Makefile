@@ -9,13 +9,21 @@ AXE_VERSION  ?= 4.14.1
 
 .PHONY: run test fuzz build generate check bench htmx axe screenshots clean
 
-## run: serve the console on 127.0.0.1:8080 with the embedded store
-run:
-	SAGACITY_DEMO=$${SAGACITY_DEMO:-true} $(GO) run ./cmd/web serve
+# VERSION is stamped into the binary (sagacity version).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS := -s -w -X main.buildVersion=$(VERSION)
+# gotestsum runs go test and ends with the counts and every skipped test, with its reason.
+GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
 
-## test: check formatting and vet, then run every test with the race detector
+## run: build bin/sagacity (showing each package compiled: the first build takes a few minutes) and serve the console on 127.0.0.1:8080 with the embedded store and demo data
+run:
+	@echo "make run: downloading modules and building $(BIN); each package is listed as it compiles (the first time takes minutes, then seconds)" >&2
+	$(GO) build -v -ldflags='$(LDFLAGS)' -o $(BIN) ./cmd/web
+	SAGACITY_DEMO=$${SAGACITY_DEMO:-true} ./$(BIN) serve
+
+## test: check formatting and vet, then run every test with the race detector; the last lines count passes, failures and skips, naming each skipped test and why (under CI=1 a skip fails)
 test: check
-	$(GO) test -race -count=1 $(PKGS)
+	$(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg -- -race -count=1 $(PKGS)
 
 ## fuzz: run every fuzz target for FUZZTIME on its committed corpus (testdata/fuzz) and new inputs
 FUZZTIME ?= 10s
@@ -30,7 +38,7 @@ fuzz:
 
 ## build: a static binary in bin/
 build: generate
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN) ./cmd/web
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='$(LDFLAGS)' -o $(BIN) ./cmd/web
 
 ## generate: regenerate generated code (templ)
 generate:

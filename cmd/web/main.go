@@ -1,5 +1,6 @@
-// Command sagacity serves Sagacity: the approval console, the JSON API and
-// the agent gateway. "sagacity verify FILE" checks a journal export offline.
+// Command sagacity serves Sagacity: the approval console, the JSON API,
+// the agent gateway and MCP. "sagacity verify FILE" checks a journal
+// export offline; "sagacity help" lists the rest.
 package main
 
 import (
@@ -13,7 +14,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout)
 	stop()
 	if err != nil {
 		code := 1

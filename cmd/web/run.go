@@ -4,7 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"slices"
 	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/config"
 )
 
 // exitError sets the process's exit status. Without err, whatever needed
@@ -21,55 +28,191 @@ func (e exitError) Error() string {
 	return e.err.Error()
 }
 
-const usage = `usage: sagacity [command]
+// command is one of the binary's commands.
+type command struct {
+	name  string
+	args  string // after the name, in the usage line
+	help  string // what it does, its flags and exit status
+	run   func(ctx context.Context, args []string, environ []string, stdout io.Writer) error
+	env   bool   // whether it reads the SAGACITY_* variables (help lists them)
+	short string // one line for the list of commands
+}
 
-commands:
-  serve          serve the console, the JSON API and the agent gateway (the default)
-  verify [-key PUBLIC_KEY [-checkpoint CHECKPOINT]] FILE
-                 verify a journal export (NDJSON; - reads standard input): its chain;
-                 with -key, every decision's receipt; with -checkpoint, every entry's
-                 proof of inclusion in the log the checkpoint signed
-                 exit status 0: valid, 1: broken, 2: unreadable
-  token [-name NAME] [-roles agent,approver,auditor]
-                 print a new API token and the lines that declare it in SAGACITY_CONFIG
-  keygen [-name NAME]
-                 print a new signing key (for SAGACITY_SIGNING_KEY) and its public key
-  verify-receipt -key PUBLIC_KEY RECEIPT PAYLOAD
-                 check a decision's receipt and that it is about the bytes in PAYLOAD
-                 exit status 0: valid, 1: not, 2: unreadable
-  verify-log -key PUBLIC_KEY -proof PROOF OLD_CHECKPOINT NEW_CHECKPOINT
-                 check that the newer checkpoint's log extends the older one's
-                 (PROOF: GET /sagacity/checkpoints/consistency?from=OLD&to=NEW)
-                 exit status 0: consistent, 1: not, 2: unreadable
+// commands are the binary's commands, in the order help lists them.
+var commands = []command{
+	{name: "serve", short: "serve the console, the JSON API, the agent gateway and /mcp (the default)", env: true,
+		help: "Serves until SIGINT or SIGTERM, then lets requests in flight finish (30s at most).\n" +
+			"It is configured by the environment variables below; an unknown SAGACITY_* variable is refused.",
+		run: func(ctx context.Context, args []string, environ []string, stdout io.Writer) error {
+			if len(args) > 0 {
+				return exitError{2, fmt.Errorf("serve takes no arguments (got %s); it is configured by SAGACITY_* variables: sagacity help serve", strings.Join(args, " "))}
+			}
+			return serve(ctx, environ, stdout)
+		}},
+	{name: "verify", args: "[-key PUBLIC_KEY [-checkpoint CHECKPOINT]] FILE", short: "verify a journal export offline",
+		help: "Verifies a journal export (NDJSON, as GET /sagacity/audit/{sagaId} serves it; - reads standard input):\n" +
+			"its hash chain; with -key, every decision's receipt; with -checkpoint, every entry's proof of\n" +
+			"inclusion in the log the checkpoint signed. Prints the result as JSON.\n" +
+			"Exit status 0: valid, 1: broken, 2: unreadable.",
+		run: offline(verify)},
+	{name: "verify-receipt", args: "-key PUBLIC_KEY RECEIPT PAYLOAD", short: "check a decision's receipt offline",
+		help: "Checks a decision's receipt (GET /sagacity/receipts/{sagaId}/{seq}) against the public key, and that\n" +
+			"it is about the bytes in PAYLOAD.\nExit status 0: valid, 1: not, 2: unreadable.",
+		run: offline(verifyReceipt)},
+	{name: "verify-log", args: "-key PUBLIC_KEY -proof PROOF OLD_CHECKPOINT NEW_CHECKPOINT", short: "check that a newer checkpoint extends an older one",
+		help: "Checks that the log the newer checkpoint signed extends the older one's, with the consistency\n" +
+			"proof between them (GET /sagacity/checkpoints/consistency?from=OLD&to=NEW).\n" +
+			"Exit status 0: consistent, 1: not, 2: unreadable.",
+		run: offline(verifyLog)},
+	{name: "token", args: "[-name NAME] [-roles agent,approver,auditor]", short: "print a new API token",
+		help: "Prints a new API token and the lines that declare it in SAGACITY_CONFIG (only its SHA-256).",
+		run:  offline(token)},
+	{name: "keygen", args: "[-name NAME]", short: "print a new signing key",
+		help: "Prints a new signing key (for SAGACITY_SIGNING_KEY) and its public key.",
+		run:  offline(keygen)},
+	{name: "healthcheck", args: "[URL]", short: "exit 0 when the server is ready (for container health checks)", env: true,
+		help: "Asks the server's /readyz (default: the one SAGACITY_ADDR names, on loopback) and exits 0 when it\n" +
+			"answers ok, 1 otherwise. The container image has no curl; this is its HEALTHCHECK.",
+		run: healthcheck},
+	{name: "version", short: "print the version", help: "Prints the version: the module's, or the commit it was built from.",
+		run: func(_ context.Context, args []string, _ []string, stdout io.Writer) error {
+			if len(args) > 0 {
+				return exitError{2, fmt.Errorf("version takes no arguments")}
+			}
+			_, err := fmt.Fprintln(stdout, "sagacity", version())
+			return err
+		}},
+	{name: "help", args: "[COMMAND]", short: "this help, or a command's", help: "Prints the help of the binary, or of a command."},
+}
 
-configuration is read from SAGACITY_* environment variables; see the README.
-`
+// offline runs a command that reads neither the context nor the
+// environment.
+func offline(f func(args []string, stdout io.Writer) error) func(context.Context, []string, []string, io.Writer) error {
+	return func(_ context.Context, args []string, _ []string, stdout io.Writer) error { return f(args, stdout) }
+}
 
-// run is the whole program; main only calls it. Tests call it too.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
-	cmd := "serve"
+func find(name string) (command, bool) {
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
+	if i < 0 {
+		return command{}, false
+	}
+	return commands[i], true
+}
+
+// isHelp reports whether an argument asks for help.
+func isHelp(a string) bool { return a == "-h" || a == "-help" || a == "--help" }
+
+// run is the whole program; main only calls it, with the process's
+// environment (as os.Environ gives it). Tests call it too.
+func run(ctx context.Context, args []string, environ []string, stdout io.Writer) error {
+	name := "serve"
 	if len(args) > 0 {
-		cmd, args = args[0], args[1:]
+		name, args = args[0], args[1:]
 	}
-	switch cmd {
-	case "serve":
-		if len(args) > 0 {
-			return fmt.Errorf("serve takes no arguments (got %s)", strings.Join(args, " "))
+	if isHelp(name) {
+		name = "help"
+	}
+	if name == "help" {
+		if len(args) == 0 {
+			return printHelp(stdout)
 		}
-		return serve(ctx, getenv, stdout)
-	case "verify":
-		return verify(args, stdout)
-	case "token":
-		return token(args, stdout)
-	case "keygen":
-		return keygen(args, stdout)
-	case "verify-receipt":
-		return verifyReceipt(args, stdout)
-	case "verify-log":
-		return verifyLog(args, stdout)
-	case "help", "-h", "-help", "--help":
-		_, err := io.WriteString(stdout, usage)
-		return err
+		c, ok := find(args[0])
+		if !ok {
+			return exitError{2, fmt.Errorf("no command %q: sagacity help lists them", args[0])}
+		}
+		return printCommand(stdout, c)
 	}
-	return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
+	c, ok := find(name)
+	if !ok {
+		return exitError{2, fmt.Errorf("unknown command %q: sagacity help lists them", name)}
+	}
+	// Help wins wherever it is asked for: "verify --help" is not a file.
+	if slices.ContainsFunc(args, isHelp) {
+		return printCommand(stdout, c)
+	}
+	return c.run(ctx, args, environ, stdout)
+}
+
+func printHelp(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "usage: sagacity [COMMAND] [ARGUMENTS]   (sagacity COMMAND --help for one command)")
+	fmt.Fprintln(tw, "\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.short)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nserve is configured by these environment variables (and SAGACITY_CONFIG's YAML file):")
+	return printVars(w)
+}
+
+func printCommand(w io.Writer, c command) error {
+	fmt.Fprintf(w, "usage: sagacity %s %s\n\n%s\n", c.name, c.args, c.help)
+	if !c.env {
+		return nil
+	}
+	fmt.Fprintln(w, "\nenvironment:")
+	return printVars(w)
+}
+
+func printVars(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  variable\tdefault\texample\tmeaning")
+	for _, v := range config.Vars {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", v.Name, v.Default, v.Example, v.Meaning)
+	}
+	return tw.Flush()
+}
+
+// healthcheck asks a server's /readyz: the URL given, or the server
+// SAGACITY_ADDR names, on loopback when it listens everywhere.
+func healthcheck(ctx context.Context, args []string, environ []string, stdout io.Writer) error {
+	var url string
+	switch len(args) {
+	case 0:
+		addr := lookup(environ)("SAGACITY_ADDR")
+		if addr == "" {
+			addr = config.DefaultAddr
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return exitError{2, fmt.Errorf("healthcheck: SAGACITY_ADDR: %q is not host:port", addr)}
+		}
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		url = "http://" + net.JoinHostPort(host, port) + "/readyz"
+	case 1:
+		url = args[0]
+	default:
+		return exitError{2, fmt.Errorf("healthcheck takes at most one argument, the URL of /readyz")}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return exitError{2, fmt.Errorf("healthcheck: %w", err)}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return exitError{1, fmt.Errorf("healthcheck: %w", err)}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if resp.StatusCode != http.StatusOK {
+		return exitError{1, fmt.Errorf("healthcheck: %s answered %d %s", url, resp.StatusCode, strings.TrimSpace(string(body)))}
+	}
+	_, err = fmt.Fprintln(stdout, "ok")
+	return err
+}
+
+// lookup is getenv over an environment as os.Environ gives it; the last
+// of a name wins, as in the process's own.
+func lookup(environ []string) func(string) string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) string { return m[k] }
 }

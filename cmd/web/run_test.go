@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -39,7 +40,14 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+// env is an environment as os.Environ gives it.
+func env(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
 
 // proc is a server started by run in the test process.
 type proc struct {
@@ -66,7 +74,7 @@ func launch(t *testing.T, vars map[string]string) *proc {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &proc{out: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() { p.done <- run(ctx, []string{"serve"}, env(vars), p.out) }()
-	re := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
+	re := regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+)"`)
 	for range 400 {
 		if m := re.FindStringSubmatch(p.out.String()); m != nil {
 			p.base = m[1]
@@ -131,6 +139,12 @@ func TestServeBadConfig(t *testing.T) {
 	upstream := filepath.Join(dir, "upstream.yaml")
 	os.WriteFile(upstream, []byte("upstreams:\n  - name: files\n    url: \"http://127.0.0.1:9/mcp\"\n"), 0o644)
 	secret := "0123456789abcdef0123456789abcdef"
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	busy := taken.Addr().String()
 	tests := []struct {
 		name string
 		vars map[string]string
@@ -143,6 +157,14 @@ func TestServeBadConfig(t *testing.T) {
 		{"tools without a signing secret", map[string]string{"SAGACITY_CONFIG": tools}, "SAGACITY_TOOL_SIGNING_SECRET: required"},
 		{"dev mode on every interface", map[string]string{"SAGACITY_ADDR": "0.0.0.0:0", "SAGACITY_AUTH": "dev"}, "SAGACITY_AUTH: dev mode refuses to listen on 0.0.0.0:0"},
 		{"no mode off loopback", map[string]string{"SAGACITY_ADDR": "0.0.0.0:0"}, "SAGACITY_AUTH: not set"},
+		{"misspelled variable", map[string]string{"SAGACITY_ADRR": "127.0.0.1:9"}, "SAGACITY_ADRR: not a setting; did you mean SAGACITY_ADDR?"},
+		{"database role missing", map[string]string{"SAGACITY_DATABASE_URL": "postgres://no_such_role@127.0.0.1:5432/test"},
+			`SAGACITY_DATABASE_URL: PostgreSQL refused the connection: role "no_such_role" does not exist (SQLSTATE 28000); create the role`},
+		{"database url bad", map[string]string{"SAGACITY_DATABASE_URL": "postgres://%zz"}, "SAGACITY_DATABASE_URL: cannot parse postgres url"},
+		{"database unreachable", map[string]string{"SAGACITY_DATABASE_URL": "postgres://postgres@127.0.0.1:1/test"},
+			"SAGACITY_DATABASE_URL: cannot reach PostgreSQL at 127.0.0.1:1"},
+		{"port in use", map[string]string{"SAGACITY_ADDR": busy}, "SAGACITY_ADDR: " + busy + " is in use by another process; stop it, or set SAGACITY_ADDR to another port"},
+		{"log level", map[string]string{"SAGACITY_LOG_LEVEL": "loud"}, `SAGACITY_LOG_LEVEL: "loud" is not one of debug, info, warn, error`},
 		{"upstream unreachable", map[string]string{"SAGACITY_CONFIG": upstream}, `SAGACITY_CONFIG: upstream "files": connecting:`},
 		{"demo tool clash", map[string]string{"SAGACITY_CONFIG": demoClash, "SAGACITY_TOOL_SIGNING_SECRET": secret, "SAGACITY_DEMO": "true",
 			"SAGACITY_DATABASE_URL": "sqlite:" + filepath.Join(dir, "c.db")}, `tool "sendWireTransfer" is also a built-in demo tool`},
@@ -156,6 +178,9 @@ func TestServeBadConfig(t *testing.T) {
 			err := run(context.Background(), nil, env(tt.vars), io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), secret) {
 				t.Errorf("run with %v: %v, want an error containing %q", tt.vars, err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				t.Errorf("run with %v: %q, want one line", tt.vars, err)
 			}
 		})
 	}

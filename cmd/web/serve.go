@@ -12,8 +12,10 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/config"
@@ -33,12 +35,16 @@ import (
 const shutdownGrace = 30 * time.Second
 
 // serve runs the server until ctx is cancelled, then shuts down gracefully.
-func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	log := slog.New(slog.NewTextHandler(stdout, nil))
-	cfg, err := config.Load(getenv)
+func serve(ctx context.Context, environ []string, stdout io.Writer) error {
+	if err := config.CheckNames(environ); err != nil {
+		return err
+	}
+	cfg, err := config.Load(lookup(environ))
 	if err != nil {
 		return err
 	}
+	terminal := isTerminal(stdout)
+	log := newLogger(stdout, terminal, cfg.LogLevel)
 	db, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("SAGACITY_DATABASE_URL: %w", err)
@@ -92,7 +98,9 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	opts.Console.Engine = eng
 	opts.ApprovalEndpoints, opts.MaxBody, opts.Hosts = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes, cfg.Hosts
 	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("SAGACITY_ADDR: %s is in use by another process; stop it, or set SAGACITY_ADDR to another port", cfg.Addr)
+	} else if err != nil {
 		return fmt.Errorf("SAGACITY_ADDR: %w", err)
 	}
 	srv := &http.Server{
@@ -107,11 +115,13 @@ func serve(ctx context.Context, getenv func(string) string, stdout io.Writer) er
 	log.Info("serving", "url", url, "database", store.Redact(cfg.DatabaseURL), "checkpoints", cpDir, "auth", cfg.Auth,
 		"tools", len(eng.Tools()), "demo", cfg.Demo)
 	if cfg.Demo {
-		log.Info("demo: saga " + demo.Seeded + " awaits approval; try the API with curl:\n" +
-			"  curl -s " + url + "/sagacity/approvals\n" +
-			"  curl -s -X POST " + url + "/sagacity/approve/" + demo.Seeded + "/3 -H 'Content-Type: application/json' -d '{\"approver\":\"manager@company.com\"}'\n" +
-			"  curl -s -X POST " + url + "/sagacity/resume/" + demo.Seeded + "/3 -H 'Content-Type: application/json' -d '{\"payload\":\"{\\\"amount\\\":\\\"100\\\",\\\"to\\\":\\\"alice\\\"}\"}'\n" +
-			"  curl -s " + url + "/sagacity/audit/" + demo.Seeded + "/verify")
+		hint := demoHint(url)
+		if terminal {
+			// Lines to read and copy, not a log record.
+			fmt.Fprintln(stdout, hint)
+		} else {
+			log.Info("demo: saga "+demo.Seeded+" awaits approval", "try", hint)
+		}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -256,6 +266,31 @@ func signingKeys(cfg config.Config, log *slog.Logger) (*engine.Keys, error) {
 		return nil, fmt.Errorf("dev mode: the signing key in %s: %w", path, err)
 	}
 	return k, nil
+}
+
+// demoHint is the demo's walk through the API, with curl.
+func demoHint(url string) string {
+	return "Demo: saga " + demo.Seeded + " awaits approval. The console is at " + url + "/ ; try the API with curl:\n" +
+		"  curl -s " + url + "/sagacity/approvals\n" +
+		"  curl -s -X POST " + url + "/sagacity/approve/" + demo.Seeded + "/3 -H 'Content-Type: application/json' -d '{\"approver\":\"manager@company.com\"}'\n" +
+		"  curl -s -X POST " + url + "/sagacity/resume/" + demo.Seeded + "/3 -H 'Content-Type: application/json' -d '{\"payload\":\"{\\\"amount\\\":\\\"100\\\",\\\"to\\\":\\\"alice\\\"}\"}'\n" +
+		"  curl -s " + url + "/sagacity/audit/" + demo.Seeded + "/verify"
+}
+
+// isTerminal reports whether w is a terminal: logs are text for a
+// person there, JSON lines for a collector anywhere else.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// newLogger logs at level and above: text on a terminal, JSON elsewhere.
+func newLogger(w io.Writer, terminal bool, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if terminal {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
 // devPath is where dev mode keeps a file it makes: beside the SQLite

@@ -2,9 +2,16 @@ package main
 
 import "runtime/debug"
 
-// version is the binary's version: its module's, or, for a build from a
-// checkout, the commit it was built from.
+// buildVersion is the version make build and the Dockerfile stamp in
+// (-ldflags "-X main.buildVersion=…"): git describe of the checkout.
+var buildVersion string
+
+// version is the binary's version: the stamped one, its module's (go
+// install), or the commit it was built from.
 func version() string {
+	if buildVersion != "" {
+		return buildVersion
+	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,11 +54,21 @@ func NewOIDC(ctx context.Context, c OIDCConfig) (*OIDC, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discovering the OIDC provider: %w", err)
 	}
+	// Some providers (Dex, Okta) put the roles' claim in the ID token only
+	// when a scope of its name is asked for; others refuse scopes they do
+	// not know. Ask for it where the provider says it has it.
+	scopes := []string{oidc.ScopeOpenID, "profile", "email"}
+	var meta struct {
+		Scopes []string `json:"scopes_supported"`
+	}
+	if p.Claims(&meta) == nil && c.Roles.Claim != "" && slices.Contains(meta.Scopes, c.Roles.Claim) {
+		scopes = append(scopes, c.Roles.Claim)
+	}
 	return &OIDC{
 		Provider: p,
 		Issuer:   c.Issuer,
 		OAuth: oauth2.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, Endpoint: p.Endpoint(),
-			RedirectURL: c.PublicURL + CallbackPath, Scopes: []string{oidc.ScopeOpenID, "profile", "email"}},
+			RedirectURL: c.PublicURL + CallbackPath, Scopes: scopes},
 		Verifier: p.Verifier(&oidc.Config{ClientID: c.ClientID, SupportedSigningAlgs: SigningAlgs}),
 		Roles:    c.Roles,
 		Sessions: c.Sessions,

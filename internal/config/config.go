@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -42,6 +43,8 @@ type Config struct {
 	// Hosts are the host names requests may be addressed to, besides the
 	// loopback names: SAGACITY_PUBLIC_URL's, then SAGACITY_ALLOWED_HOSTS.
 	Hosts []string
+	// LogLevel is SAGACITY_LOG_LEVEL: the least severe lines logged.
+	LogLevel slog.Level
 }
 
 // Defaults for a local run: loopback, the embedded store.
@@ -84,6 +87,11 @@ func load(getenv func(string) string) (Config, error) {
 		OIDCClientSecret: getenv("SAGACITY_OIDC_CLIENT_SECRET"),
 		APIAudience:      getenv("SAGACITY_API_AUDIENCE"),
 		CheckpointDir:    getenv("SAGACITY_CHECKPOINT_DIR"),
+	}
+	if v := getenv("SAGACITY_LOG_LEVEL"); v != "" {
+		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil || strings.ContainsAny(v, "+-") {
+			return c, fmt.Errorf("SAGACITY_LOG_LEVEL: %q is not one of debug, info, warn, error", v)
+		}
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return c, fmt.Errorf("SAGACITY_ADDR: %q is not host:port (%s)", c.Addr, addrProblem(err))

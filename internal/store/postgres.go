@@ -2,6 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -42,6 +46,10 @@ func openPostgres(ctx context.Context, url string, tracer pgx.QueryTracer) (*DB,
 	if err != nil {
 		return nil, mapErr(err)
 	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, connectProblem(err)
+	}
 	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	db := &DB{ping: pool.Ping, close: pool.Close, sqlStore: sqlStore{db: pgConn{pool}, lock: " FOR UPDATE", postgres: true,
 		begin: func(ctx context.Context, fn func(conn) error) error { return pipelined(ctx, pool, fn) },
@@ -78,4 +86,36 @@ func (c pgConn) queue(ctx context.Context, sql string, args ...any) error {
 
 func (c pgConn) query(ctx context.Context, sql string, args ...any) (rows, error) {
 	return c.q.Query(ctx, sql, args...)
+}
+
+// connectProblem says in one line why the first connection failed, and
+// what to change: pgx's own message lists every address and TLS attempt,
+// each on a line of its own.
+func connectProblem(err error) error {
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		fix := map[string]string{
+			"28000": "create the role, or fix the user in the URL",
+			"28P01": "check the user and password in the URL",
+			"3D000": "create the database (createdb), or fix the database name in the URL",
+			"53300": "PostgreSQL has too many connections: raise max_connections or lower pool_max_conns",
+			"57P03": "PostgreSQL is starting up or shutting down: try again shortly",
+		}[pe.Code]
+		if fix != "" {
+			fix = "; " + fix
+		}
+		return &engine.Error{Kind: engine.Unavailable, Msg: fmt.Sprintf("PostgreSQL refused the connection: %s (SQLSTATE %s)%s", pe.Message, pe.Code, fix)}
+	}
+	if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Addr != nil {
+		return &engine.Error{Kind: engine.Unavailable, Msg: fmt.Sprintf("cannot reach PostgreSQL at %s: %v; is it running, and listening there?", oe.Addr, oe.Err)}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &engine.Error{Kind: engine.Unavailable, Msg: "PostgreSQL did not answer in time; check the host in the URL and the network (connect_timeout sets the wait)"}
+	}
+	var lines []string
+	for l := range strings.SplitSeq(err.Error(), "\n") {
+		if l = strings.TrimSuffix(strings.TrimSpace(l), ":"); l != "" && !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	return &engine.Error{Kind: engine.Unavailable, Msg: "cannot connect to PostgreSQL: " + strings.Join(lines, ": ")}
 }
