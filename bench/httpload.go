@@ -72,7 +72,7 @@ type server struct {
 	exited chan struct{}
 }
 
-var urlPattern = regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)`)
+var urlPattern = regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+)"`)
 
 // startServer runs bin serve on dbURL with a config of one tool served by
 // tools, signed with secret, and one agent token, and waits until it says
