@@ -428,8 +428,10 @@ func TestInDoubt(t *testing.T) {
 		defer close(answered)
 		res, callErr = agent.Call(ctx, "courier", book, `{"pickup":"9:00"}`)
 	}()
-	for s.tools.count("/book", "courier/3") == 0 {
-		time.Sleep(10 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); s.tools.count("/book", "courier/3") == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the booking did not reach the tool server within 10s")
+		}
 	}
 	px.Cut()
 	release()
