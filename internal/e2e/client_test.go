@@ -1,18 +1,18 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	sagacity "github.com/sagacity-go/sagacity/client"
 )
 
 // requestTimeout bounds one request to the server.
@@ -21,27 +21,25 @@ const requestTimeout = 45 * time.Second
 // client calls the API with one bearer token from one source address, so
 // that it has a rate-limit budget of its own on each server process.
 type client struct {
-	name  string // the token's name; the principal is token:<name>
-	token string
-	ip    string
-	hc    *http.Client
-	tr    *transcript
+	name      string // the token's name; the principal is token:<name>
+	token     string
+	ip        string
+	transport http.RoundTripper
+	tr        *transcript
 }
 
 func newClient(name, token, ip string, tr *transcript) *client {
 	d := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
-	transport := &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}
-	return &client{name: name, token: token, ip: ip, tr: tr, hc: &http.Client{
-		Transport:     transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+	return &client{name: name, token: token, ip: ip, tr: tr,
+		transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}}
 }
 
 // principal is the identity the server journals for the client.
 func (c *client) principal() string { return "token:" + c.name }
 
-// answer is one exchange. err is set when no complete answer came back
-// (the connection failed or was reset): the outcome is then unknown.
+// answer is one exchange, as it went over the wire. err is set when no
+// complete answer came back (the connection failed or was reset): the
+// outcome is then unknown.
 type answer struct {
 	who    string
 	method string
@@ -49,7 +47,7 @@ type answer struct {
 	code   int
 	body   string
 	err    error
-	bad    error // a body that does not decode as documented
+	bad    error // a body the public client could not read as documented
 }
 
 func (a answer) String() string {
@@ -66,207 +64,168 @@ func (a answer) String() string {
 // is reports a complete, well-formed answer with status code.
 func (a answer) is(code int) bool { return a.err == nil && a.bad == nil && a.code == code }
 
-func (c *client) do(ctx context.Context, s *server, method, path string, body any) answer {
-	a := answer{who: c.name + "@" + s.generation(), method: method, path: path}
-	var reqBody []byte
-	if body != nil {
-		reqBody, _ = json.Marshal(body)
-	}
+// ask makes one request to s through the public client, which fn is
+// given, and returns the exchange, which the transcript records too.
+func (c *client) ask(ctx context.Context, s *server, fn func(ctx context.Context, api *sagacity.Client) error) answer {
+	gen := s.generation()
+	a := answer{who: c.name + "@" + gen}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, s.URL()+path, bytes.NewReader(reqBody))
-	if err != nil {
-		a.err = err
-		return a
+	hc := &http.Client{
+		Transport:     &recorder{c: c, gen: gen, a: &a},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err == nil {
-		var b []byte
-		b, err = io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-		resp.Body.Close()
-		a.code, a.body = resp.StatusCode, string(b)
-	}
-	a.err = err
-	shown := a.body
-	if len(shown) > 400 {
-		shown = shown[:400] + "…"
-	}
-	if a.err != nil {
-		c.tr.add("%s@%s %s %s %s %s → error %v", c.name, c.ip, s.generation(), method, path, reqBody, a.err)
-	} else {
-		c.tr.add("%s@%s %s %s %s %s → %d %s", c.name, c.ip, s.generation(), method, path, reqBody, a.code, strings.TrimSpace(shown))
+	err := fn(ctx, &sagacity.Client{BaseURL: s.URL(), Token: c.token, HTTPClient: hc})
+	if _, refused := errors.AsType[*sagacity.Error](err); err != nil && !refused && a.err == nil {
+		a.bad = err
 	}
 	return a
 }
 
-// decode fills v from a JSON answer whose status is one of codes.
-func decode(a *answer, v any, codes ...int) {
-	if a.err != nil {
-		return
+// recorder is the transport of one exchange: it keeps the status and body
+// in its answer, and writes the exchange to the transcript once the body
+// is read.
+type recorder struct {
+	c   *client
+	gen string
+	a   *answer
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	var sent []byte
+	if req.GetBody != nil {
+		if b, err := req.GetBody(); err == nil {
+			sent, _ = io.ReadAll(b)
+		}
 	}
-	for _, c := range codes {
-		if a.code == c {
-			if err := json.Unmarshal([]byte(a.body), v); err != nil {
-				a.bad = err
-			}
+	r.a.method, r.a.path = req.Method, req.URL.RequestURI()
+	line := fmt.Sprintf("%s@%s %s %s %s %s", r.c.name, r.c.ip, r.gen, req.Method, r.a.path, sent)
+	resp, err := r.c.transport.RoundTrip(req)
+	if err != nil {
+		r.a.err = err
+		r.c.tr.add("%s → error %v", line, err)
+		return nil, err
+	}
+	r.a.code = resp.StatusCode
+	resp.Body = &taped{ReadCloser: resp.Body, done: func(body string, err error) {
+		r.a.body, r.a.err = body, err
+		if err != nil {
+			r.c.tr.add("%s → error %v", line, err)
 			return
 		}
-	}
-}
-
-func esc(s string) string { return url.PathEscape(s) }
-
-// The API's answers, as the README documents them.
-type (
-	callResp struct {
-		SagaID    string  `json:"sagaId"`
-		Seq       int64   `json:"seq"`
-		ToolName  string  `json:"toolName"`
-		Status    string  `json:"status"`
-		Result    *string `json:"result"`
-		Message   string  `json:"message"`
-		InputHash string  `json:"inputHash"`
-		Error     string  `json:"error"`
-	}
-	decisionResp struct {
-		SagaID           string `json:"sagaId"`
-		JournalSeq       int64  `json:"journalSeq"`
-		Approved         bool   `json:"approved"`
-		ApproverIdentity string `json:"approverIdentity"`
-		Status           string `json:"status"`
-	}
-	resumeResp struct {
-		SagaID string  `json:"sagaId"`
-		Status string  `json:"status"`
-		Result *string `json:"result"`
-		Reason string  `json:"reason"`
-	}
-	sagaResp struct {
-		SagaID    string `json:"sagaId"`
-		Status    string `json:"status"`
-		Initiator string `json:"initiator"`
-		Ended     bool   `json:"ended"`
-		Reason    string `json:"reason"`
-		HeadSeq   int64  `json:"headSeq"`
-	}
-	verification struct {
-		Valid        bool   `json:"valid"`
-		EntryCount   int    `json:"entryCount"`
-		BreakAtIndex int    `json:"breakAtIndex"`
-		Message      string `json:"message"`
-	}
-	entry struct {
-		SagaID    string `json:"sagaId"`
-		Seq       int64  `json:"seq"`
-		ToolName  string `json:"toolName"`
-		Phase     string `json:"phase"`
-		Input     string `json:"input"`
-		Payload   string `json:"payload"`
-		Timestamp string `json:"timestamp"`
-		Hash      string `json:"hash"`
-	}
-	doubtResp struct {
-		SagaID   string `json:"sagaId"`
-		Seq      int64  `json:"seq"`
-		ToolName string `json:"toolName"`
-		Input    string `json:"input"`
-		State    string `json:"state"`
-	}
-	approvalResp struct {
-		SagaID     string `json:"sagaId"`
-		JournalSeq int64  `json:"journalSeq"`
-		ToolName   string `json:"toolName"`
-		Input      string `json:"input"`
-		InputHash  string `json:"inputHash"`
-	}
-)
-
-func (c *client) call(ctx context.Context, s *server, saga, tool, input string) (answer, callResp) {
-	a := c.do(ctx, s, "POST", "/sagacity/sagas/"+esc(saga)+"/calls", map[string]string{"tool": tool, "input": input})
-	var r callResp
-	decode(&a, &r, 200, 202, 422)
-	return a, r
-}
-
-func (c *client) end(ctx context.Context, s *server, saga string) (answer, sagaResp) {
-	a := c.do(ctx, s, "POST", "/sagacity/sagas/"+esc(saga)+"/end", map[string]string{})
-	var r sagaResp
-	decode(&a, &r, 200)
-	return a, r
-}
-
-func (c *client) approve(ctx context.Context, s *server, saga string, seq int64) (answer, decisionResp) {
-	a := c.do(ctx, s, "POST", fmt.Sprintf("/sagacity/approve/%s/%d", esc(saga), seq), map[string]string{})
-	var r decisionResp
-	decode(&a, &r, 200)
-	return a, r
-}
-
-func (c *client) reject(ctx context.Context, s *server, saga string, seq int64) (answer, decisionResp) {
-	a := c.do(ctx, s, "POST", fmt.Sprintf("/sagacity/reject/%s/%d", esc(saga), seq), map[string]string{"reason": "e2e"})
-	var r decisionResp
-	decode(&a, &r, 200)
-	return a, r
-}
-
-func (c *client) resume(ctx context.Context, s *server, saga string, seq int64, payload string) (answer, resumeResp) {
-	a := c.do(ctx, s, "POST", fmt.Sprintf("/sagacity/resume/%s/%d", esc(saga), seq), map[string]string{"payload": payload})
-	var r resumeResp
-	decode(&a, &r, 200, 202, 409)
-	return a, r
-}
-
-func (c *client) verify(ctx context.Context, s *server, saga string) (answer, verification) {
-	a := c.do(ctx, s, "GET", "/sagacity/audit/"+esc(saga)+"/verify", nil)
-	var r verification
-	decode(&a, &r, 200)
-	return a, r
-}
-
-func (c *client) audit(ctx context.Context, s *server, saga string) (answer, []entry) {
-	a := c.do(ctx, s, "GET", "/sagacity/audit/"+esc(saga), nil)
-	if !a.is(200) {
-		return a, nil
-	}
-	var es []entry
-	sc := bufio.NewScanner(strings.NewReader(a.body))
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
+		if len(body) > 400 {
+			body = body[:400] + "…"
 		}
-		var e entry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			a.bad = err
-			return a, nil
-		}
-		es = append(es, e)
+		r.c.tr.add("%s → %d %s", line, r.a.code, strings.TrimSpace(body))
+	}}
+	return resp, nil
+}
+
+// taped is a response body that keeps what is read of it, and hands it,
+// with the error that cut it short if any, to done when closed.
+type taped struct {
+	io.ReadCloser
+	buf    bytes.Buffer
+	err    error
+	done   func(body string, err error)
+	closed bool
+}
+
+func (t *taped) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	t.buf.Write(p[:n])
+	if err != nil && err != io.EOF {
+		t.err = err
 	}
+	return n, err
+}
+
+func (t *taped) Close() error {
+	err := t.ReadCloser.Close()
+	if !t.closed {
+		t.closed = true
+		t.done(t.buf.String(), t.err)
+	}
+	return err
+}
+
+func (c *client) call(ctx context.Context, s *server, saga, tool, input string) (a answer, r sagacity.CallResult) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.Call(ctx, saga, tool, input)
+		return err
+	})
+	return a, r
+}
+
+func (c *client) end(ctx context.Context, s *server, saga string) (a answer, r sagacity.Saga) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.End(ctx, saga)
+		return err
+	})
+	return a, r
+}
+
+func (c *client) approve(ctx context.Context, s *server, saga string, seq int64) (a answer, r sagacity.Decision) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.Approve(ctx, saga, seq, "")
+		return err
+	})
+	return a, r
+}
+
+func (c *client) reject(ctx context.Context, s *server, saga string, seq int64) (a answer, r sagacity.Decision) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.Reject(ctx, saga, seq, "e2e")
+		return err
+	})
+	return a, r
+}
+
+func (c *client) resume(ctx context.Context, s *server, saga string, seq int64, payload string) (a answer, r sagacity.ResumeResult) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.Resume(ctx, saga, seq, payload)
+		return err
+	})
+	return a, r
+}
+
+func (c *client) verify(ctx context.Context, s *server, saga string) (a answer, r sagacity.Verification) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.Verify(ctx, saga)
+		return err
+	})
+	return a, r
+}
+
+func (c *client) audit(ctx context.Context, s *server, saga string) (a answer, es []sagacity.Entry) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		es, err = api.Audit(ctx, saga)
+		return err
+	})
 	return a, es
 }
 
-func (c *client) approvals(ctx context.Context, s *server, saga string) (answer, []approvalResp) {
-	a := c.do(ctx, s, "GET", "/sagacity/approvals/"+esc(saga), nil)
-	var r []approvalResp
-	decode(&a, &r, 200)
+func (c *client) approvals(ctx context.Context, s *server, saga string) (a answer, r sagacity.ApprovalList) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.Approvals(ctx, saga)
+		return err
+	})
 	return a, r
 }
 
-func (c *client) inDoubt(ctx context.Context, s *server, olderThan string) (answer, []doubtResp) {
-	a := c.do(ctx, s, "GET", "/sagacity/in-doubt?olderThan="+olderThan, nil)
-	var r []doubtResp
-	decode(&a, &r, 200)
+func (c *client) inDoubt(ctx context.Context, s *server, olderThan time.Duration) (a answer, r []sagacity.CallInDoubt) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.CallsInDoubt(ctx, olderThan)
+		return err
+	})
 	return a, r
 }
 
-func (c *client) saga(ctx context.Context, s *server, saga string) (answer, sagaResp) {
-	a := c.do(ctx, s, "GET", "/sagacity/sagas/"+esc(saga), nil)
-	var r sagaResp
-	decode(&a, &r, 200)
+func (c *client) saga(ctx context.Context, s *server, saga string) (a answer, r sagacity.Saga) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.Saga(ctx, saga)
+		return err
+	})
 	return a, r
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	sagacity "github.com/sagacity-go/sagacity/client"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
 )
 
@@ -42,7 +44,7 @@ func behindProxy(t *testing.T, f *fixture) (*server, *storetest.Cutter) {
 func first[T any](a answer, _ T) answer { return a }
 
 func readyz(f *fixture, s *server) answer {
-	return f.auditor.do(f.ctx, s, "GET", "/readyz", nil)
+	return f.auditor.ask(f.ctx, s, func(ctx context.Context, api *sagacity.Client) error { return api.Ready(ctx) })
 }
 
 // testRefused: while the database refuses connections, requests that could
@@ -88,7 +90,7 @@ func testRefused(t *testing.T) {
 		{"audit", func() answer { return first(f.auditor.audit(ctx, srv, "outage-a")) }},
 		{"verify", func() answer { return first(f.auditor.verify(ctx, srv, "outage-a")) }},
 		{"approvals", func() answer { return first(f.auditor.approvals(ctx, srv, "outage-a")) }},
-		{"in-doubt", func() answer { return first(f.auditor.inDoubt(ctx, srv, "0s")) }},
+		{"in-doubt", func() answer { return first(f.auditor.inDoubt(ctx, srv, 0)) }},
 	}
 	got := make([]answer, len(burst))
 	parallel(len(burst), len(burst), func(i int) { got[i] = burst[i].do() })
@@ -116,7 +118,7 @@ func testRefused(t *testing.T) {
 	if a, r := agent.call(ctx, srv, "outage-new", toolReserve, `{"sku":"new","qty":1}`); !a.is(200) || r.Status != "EXECUTED" {
 		t.Errorf("call after the database came back: %s; want 200 EXECUTED", a)
 	}
-	if a, r := resumer.resume(ctx, srv, "outage-a", g.Seq, in); !a.is(200) || r.Result == nil {
+	if a, r := resumer.resume(ctx, srv, "outage-a", g.Seq, in); !a.is(200) || r.Result == "" {
 		t.Errorf("resume of the approval made before the outage: %s; want 200", a)
 	}
 	if a, _ := approver.approve(ctx, srv, "outage-b", gb.Seq); !a.is(200) {
@@ -208,7 +210,7 @@ func testCutDuringWire(t *testing.T) {
 		saga, input string
 		seq         int64 // the gated seq of a resume
 		a           answer
-		status      string
+		status      sagacity.Status
 	}
 	jobs := make([]*job, resumes+calls)
 	parallel(8, len(jobs), func(i int) {
@@ -249,12 +251,12 @@ func testCutDuringWire(t *testing.T) {
 					t.Errorf("no decision budget left to resume %s/%d", x.saga, x.seq)
 					return
 				}
-				var r resumeResp
+				var r sagacity.ResumeResult
 				x.a, r = c.resume(ctx, srv, x.saga, x.seq, x.input)
 				x.status = r.Status
 				return
 			}
-			var r callResp
+			var r sagacity.CallResult
 			x.a, r = f.initiator(i).call(ctx, srv, x.saga, toolReserve, x.input)
 			x.status = r.Status
 		})
@@ -297,7 +299,7 @@ func testCutDuringWire(t *testing.T) {
 		if x.seq == 0 {
 			tool = toolReserve
 		}
-		in := find(es, func(e entry) bool { return e.Phase == "INTENT" && e.ToolName == tool && e.Input == x.input })
+		in := find(es, func(e sagacity.Entry) bool { return e.Phase == "INTENT" && e.ToolName == tool && e.Input == x.input })
 		return in != nil && outcome(es, in.Seq, tool, x.input) != nil && outcome(es, in.Seq, tool, x.input).Phase == "EXECUTED"
 	}
 	eventually(ctx, 10*time.Second, func() bool {
@@ -308,7 +310,7 @@ func testCutDuringWire(t *testing.T) {
 		}
 		return true
 	})
-	_, doubt := f.auditor.inDoubt(ctx, srv, "0s")
+	_, doubt := f.auditor.inDoubt(ctx, srv, 0)
 	for _, x := range jobs {
 		if a, v := f.auditor.verify(ctx, srv, x.saga); !a.is(200) || !v.Valid {
 			t.Errorf("saga %s: %s; want 200 valid:true", x.saga, a)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	sagacity "github.com/sagacity-go/sagacity/client"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
 	"github.com/transparency-dev/merkle/proof"
@@ -21,18 +21,11 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// logResp is GET /sagacity/log.
-type logResp struct {
-	Size       int64   `json:"size"`
-	Checkpoint *string `json:"checkpoint"`
-	Halted     string  `json:"halted"`
-	FullAt     *string `json:"fullCheckAt"`
-}
-
-func (c *client) log(ctx context.Context, s *server) (answer, logResp) {
-	a := c.do(ctx, s, "GET", "/sagacity/log", nil)
-	var r logResp
-	decode(&a, &r, 200)
+func (c *client) log(ctx context.Context, s *server) (a answer, r sagacity.LogStatus) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.Log(ctx)
+		return err
+	})
 	return a, r
 }
 
@@ -95,9 +88,12 @@ func (f *fixture) checkpointsConsistent(s *server, names ...string) int {
 			}
 			continue
 		}
-		ans := f.auditor.do(f.ctx, s, "GET", fmt.Sprintf("/sagacity/checkpoints/consistency?from=%d&to=%d", a.size, b.size), nil)
-		var p struct{ Proof [][]byte }
-		if decode(&ans, &p, 200); !ans.is(200) {
+		var p sagacity.ConsistencyProof
+		ans := f.auditor.ask(f.ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+			p, err = api.Consistency(ctx, a.size, b.size)
+			return err
+		})
+		if !ans.is(200) {
 			t.Fatalf("consistency proof %d → %d: %s", a.size, b.size, ans)
 		}
 		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, uint64(a.size), uint64(b.size), p.Proof, a.root, b.root); err != nil {
@@ -120,20 +116,24 @@ func (f *fixture) verifierKey() string {
 // every entry of the sagas named included (an entry committed but not yet
 // sequenced is in no log), and a full check has run; it returns the log's
 // state.
-func (f *fixture) waitLogged(s *server, sagas ...string) logResp {
+func (f *fixture) waitLogged(s *server, sagas ...string) sagacity.LogStatus {
 	f.t.Helper()
-	var r logResp
+	var r sagacity.LogStatus
 	var a answer
 	proved := func(saga string, size int64) bool {
-		a := f.auditor.do(f.ctx, s, "GET", fmt.Sprintf("/sagacity/audit/%s?proofs=%d", esc(saga), size), nil)
-		return a.is(200) && strings.Count(a.body, `"leaf":`) == strings.Count(a.body, "\n")
+		var es []sagacity.Entry
+		a := f.auditor.ask(f.ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+			es, err = api.AuditProofs(ctx, saga, size)
+			return err
+		})
+		return a.is(200) && !slices.ContainsFunc(es, func(e sagacity.Entry) bool { return e.TreeSize != size })
 	}
 	ok := eventually(f.ctx, 20*time.Second, func() bool {
 		a, r = f.auditor.log(f.ctx, s)
-		if !a.is(200) || r.Checkpoint == nil || r.FullAt == nil {
+		if !a.is(200) || r.Checkpoint == "" || r.FullCheckAt.IsZero() {
 			return false
 		}
-		cp := readCheckpoint(f.t, f.verifierKey(), *r.Checkpoint, "/sagacity/log")
+		cp := readCheckpoint(f.t, f.verifierKey(), r.Checkpoint, "/sagacity/log")
 		if cp.size != r.Size {
 			return false
 		}
@@ -178,11 +178,11 @@ type tamperCase struct {
 // written is what a case's server wrote before it went down.
 type written struct {
 	f           *fixture
-	paid        []entry // saga "paid": reserved, wire approved
-	stock       []entry // saga "stock": two reservations
-	gateSeq     int64   // saga "paid"'s pending wire
-	forgedSaga  string  // a saga with a wire pending, for forgeries
-	forged      []entry // its journal
+	paid        []sagacity.Entry // saga "paid": reserved, wire approved
+	stock       []sagacity.Entry // saga "stock": two reservations
+	gateSeq     int64            // saga "paid"'s pending wire
+	forgedSaga  string           // a saga with a wire pending, for forgeries
+	forged      []sagacity.Entry // its journal
 	forgedSeq   int64
 	forgedInput string
 }
@@ -207,7 +207,7 @@ func tamperMatrix(t *testing.T, newDB func(testing.TB) string) {
 			tamper: func(t *testing.T, dbURL string, w written) {
 				prev := engine.ZeroHash
 				for i, e := range w.stock {
-					en := e.engine(t)
+					en := engineEntry(e)
 					if i == 0 {
 						en.Input = `{"sku":"yacht","qty":1}`
 					}
@@ -311,13 +311,13 @@ func tamperMatrix(t *testing.T, newDB func(testing.TB) string) {
 
 // waitChecked waits until the server has checked its database in full
 // against its newest checkpoint, and returns what it found.
-func (f *fixture) waitChecked(s *server) logResp {
+func (f *fixture) waitChecked(s *server) sagacity.LogStatus {
 	f.t.Helper()
-	var r logResp
+	var r sagacity.LogStatus
 	var a answer
 	if !eventually(f.ctx, 20*time.Second, func() bool {
 		a, r = f.auditor.log(f.ctx, s)
-		return a.is(200) && r.FullAt != nil
+		return a.is(200) && !r.FullCheckAt.IsZero()
 	}) {
 		f.t.Fatalf("no full check of the log after the start: %s", a)
 	}
@@ -328,7 +328,7 @@ func (f *fixture) waitChecked(s *server) logResp {
 // wire, with the right chain hash and head, and the given payload.
 func forgeApproval(t *testing.T, dbURL string, w written, payload string) {
 	t.Helper()
-	last := w.forged[len(w.forged)-1].engine(t)
+	last := engineEntry(w.forged[len(w.forged)-1])
 	f := engine.Entry{SagaID: w.forgedSaga, Seq: last.Seq + 1, ToolName: engine.GateTool, Phase: engine.PhaseApproved,
 		Input: fmt.Sprintf("seq=%d", w.forgedSeq), Payload: payload, Timestamp: last.Timestamp.Add(time.Second)}
 	f.Hash = engine.Hash(last.Hash, f)
@@ -337,15 +337,10 @@ func forgeApproval(t *testing.T, dbURL string, w written, payload string) {
 	storetest.Exec(t, dbURL, "UPDATE sagas SET head_seq = $2, head_hash = $3 WHERE id = $1", f.SagaID, f.Seq, f.Hash)
 }
 
-// engine is the journal entry an exported line is.
-func (e entry) engine(t *testing.T) engine.Entry {
-	t.Helper()
-	ts, err := time.Parse(time.RFC3339Nano, e.Timestamp)
-	if err != nil {
-		t.Fatal(err)
-	}
+// engineEntry is the journal entry an exported one is.
+func engineEntry(e sagacity.Entry) engine.Entry {
 	return engine.Entry{SagaID: e.SagaID, Seq: e.Seq, ToolName: e.ToolName, Phase: engine.Phase(e.Phase),
-		Input: e.Input, Payload: e.Payload, Timestamp: ts, Hash: e.Hash}
+		Input: e.Input, Payload: e.Payload, Timestamp: e.Timestamp, Hash: e.Hash}
 }
 
 // insiderKeys is a key pair an insider makes, named as the server's.
@@ -384,46 +379,53 @@ func TestEvidence(t *testing.T) {
 	}
 	f.waitLogged(srv, "paid")
 
-	a := f.auditor.do(ctx, srv, "GET", "/sagacity/keys", nil)
-	var keys struct{ Keys []string }
-	if decode(&a, &keys, 200); !a.is(200) || len(keys.Keys) != 1 {
+	var keys []string
+	a := f.auditor.ask(ctx, srv, func(ctx context.Context, api *sagacity.Client) (err error) {
+		keys, err = api.Keys(ctx)
+		return err
+	})
+	if !a.is(200) || len(keys) != 1 {
 		t.Fatalf("GET /sagacity/keys: %s", a)
 	}
-	v, err := note.NewVerifier(keys.Keys[0])
+	v, err := note.NewVerifier(keys[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	a = f.auditor.do(ctx, srv, "GET", fmt.Sprintf("/sagacity/receipts/paid/%d", r.Seq+1), nil)
-	if n, err := note.Open([]byte(a.body), note.VerifierList(v)); !a.is(200) || err != nil || !strings.Contains(n.Text, "decision: approved\n") {
+	var receipt string
+	a = f.auditor.ask(ctx, srv, func(ctx context.Context, api *sagacity.Client) (err error) {
+		receipt, err = api.Receipt(ctx, "paid", r.Seq+1)
+		return err
+	})
+	if n, err := note.Open([]byte(receipt), note.VerifierList(v)); !a.is(200) || err != nil || !strings.Contains(n.Text, "decision: approved\n") {
 		t.Errorf("receipt %s: opens with the public key: %v", a, err)
 	}
-	a = f.auditor.do(ctx, srv, "GET", "/sagacity/checkpoints/latest", nil)
+	var latest string
+	a = f.auditor.ask(ctx, srv, func(ctx context.Context, api *sagacity.Client) (err error) {
+		latest, err = api.Checkpoint(ctx, sagacity.Latest)
+		return err
+	})
 	if !a.is(200) {
 		t.Fatalf("GET /sagacity/checkpoints/latest: %s", a)
 	}
-	cp := readCheckpoint(t, keys.Keys[0], a.body, "the latest checkpoint")
-	a = f.auditor.do(ctx, srv, "GET", fmt.Sprintf("/sagacity/audit/paid?proofs=%d", cp.size), nil)
-	lines := strings.Split(strings.TrimSpace(a.body), "\n")
-	if !a.is(200) || len(lines) != 4 {
+	cp := readCheckpoint(t, keys[0], latest, "the latest checkpoint")
+	var es []sagacity.Entry
+	a = f.auditor.ask(ctx, srv, func(ctx context.Context, api *sagacity.Client) (err error) {
+		es, err = api.AuditProofs(ctx, "paid", cp.size)
+		return err
+	})
+	if !a.is(200) || len(es) != 4 {
 		t.Fatalf("export with proofs: %s", a)
 	}
-	for _, line := range lines {
-		var l struct {
-			Seq      int64
-			Hash     string
-			Leaf     *int64
-			TreeSize int64
-			Proof    [][]byte
+	for _, e := range es {
+		if e.TreeSize != cp.size {
+			t.Fatalf("export entry %+v; want a leaf and a proof against size %d", e, cp.size)
 		}
-		if err := json.Unmarshal([]byte(line), &l); err != nil || l.Leaf == nil || l.TreeSize != cp.size {
-			t.Fatalf("export line %s: %v; want a leaf and a proof against size %d", line, err, cp.size)
-		}
-		h, err := hex.DecodeString(l.Hash)
+		h, err := hex.DecodeString(e.Hash)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(*l.Leaf), uint64(cp.size), rfc6962.DefaultHasher.HashLeaf(h), l.Proof, cp.root); err != nil {
-			t.Errorf("seq=%d at leaf %d is not included in the checkpoint: %v", l.Seq, *l.Leaf, err)
+		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(e.Leaf), uint64(cp.size), rfc6962.DefaultHasher.HashLeaf(h), e.Proof, cp.root); err != nil {
+			t.Errorf("seq=%d at leaf %d is not included in the checkpoint: %v", e.Seq, e.Leaf, err)
 		}
 	}
 }

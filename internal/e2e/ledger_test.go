@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	sagacity "github.com/sagacity-go/sagacity/client"
 )
 
 // gate is a gated call the client saw parked (202).
@@ -39,9 +41,9 @@ type sagaState struct {
 	unsure  bool // a request on it went unanswered or got a 503: the view may be wrong
 	gates   []*gate
 	succ    []success
-	dirty   bool           // touched since its journal was last read back
-	journal []entry        // as last read back
-	doubt   map[int64]bool // INTENTs without an outcome in that journal
+	dirty   bool             // touched since its journal was last read back
+	journal []sagacity.Entry // as last read back
+	doubt   map[int64]bool   // INTENTs without an outcome in that journal
 }
 
 func (s *sagaState) gatesWhere(approved bool) []*gate {
@@ -215,16 +217,16 @@ func (d *driver) step(w int) bool {
 		return d.unexpected(s, a, "call "+toolShip+" (always fails), want 422 COMPENSATED")
 	case "end":
 		a, r := s.agent.end(ctx, srv, s.id)
-		want := "COMPLETED"
+		want := sagacity.Completed
 		if len(open)+len(approved) > 0 {
-			want = "AWAITING_APPROVAL"
+			want = sagacity.AwaitingApproval
 		}
 		if a.is(200) && r.Ended && (r.Status == want || s.unsure) {
 			s.ended = true
 			s.succ = append(s.succ, success{what: "end"})
 			return true
 		}
-		return d.unexpected(s, a, "end, want 200 ended "+want)
+		return d.unexpected(s, a, "end, want 200 ended "+string(want))
 	case "approve":
 		g := open[rand.IntN(len(open))]
 		c := d.f.approvers.take(srv)
@@ -263,7 +265,7 @@ func (d *driver) step(w int) bool {
 			return true
 		}
 		a, r := c.resume(ctx, srv, s.id, g.seq, g.input)
-		if a.is(200) && r.Result != nil {
+		if a.is(200) && r.Result != "" {
 			g.closed = true
 			s.succ = append(s.succ, success{what: "resume", seq: g.seq, tool: toolWire, input: g.input})
 			return true
@@ -373,7 +375,7 @@ func (d *driver) stuck() {
 	var left []string
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		_, calls := d.f.auditor.inDoubt(ctx, srv, "0s")
+		_, calls := d.f.auditor.inDoubt(ctx, srv, 0)
 		has := map[string]bool{}
 		for _, c := range calls {
 			has[c.SagaID] = true
@@ -438,14 +440,14 @@ func (d *driver) readBack(s *sagaState, eff effects) {
 			}
 		case "approve", "reject":
 			phase := map[string]string{"approve": "APPROVED", "reject": "REJECTED"}[x.what]
-			if find(es, func(e entry) bool {
+			if find(es, func(e sagacity.Entry) bool {
 				return e.Phase == phase && e.ToolName == gateTool && e.Input == fmt.Sprintf("seq=%d", x.seq) &&
 					strings.HasPrefix(e.Payload, "approver="+x.by+"\n")
 			}) == nil {
 				t.Errorf("saga %s: %s of seq %d by %s answered 200, but the journal has no %s entry for it", s.id, x.what, x.seq, x.by, phase)
 			}
 		case "resume":
-			e := find(es, func(e entry) bool {
+			e := find(es, func(e sagacity.Entry) bool {
 				return e.Phase == "INTENT" && e.ToolName == toolWire && e.Input == x.input && e.Seq > x.seq
 			})
 			if e == nil {
@@ -470,12 +472,12 @@ func (d *driver) readBack(s *sagaState, eff effects) {
 // the journals show without an outcome.
 func (d *driver) checkInDoubt(eff effects) {
 	t, ctx := d.f.t, d.f.ctx
-	a, calls := d.f.auditor.inDoubt(ctx, d.srv, "0s")
+	a, calls := d.f.auditor.inDoubt(ctx, d.srv, 0)
 	if !a.is(200) {
 		t.Errorf("%s; want 200", a)
 		return
 	}
-	listed := map[string]doubtResp{}
+	listed := map[string]sagacity.CallInDoubt{}
 	for _, c := range calls {
 		listed[key(c.SagaID, c.Seq)] = c
 	}
@@ -519,7 +521,7 @@ func (d *driver) checkInDoubt(eff effects) {
 			t.Errorf("in-doubt lists %+v RUNNING, but its journal has its outcome (or no INTENT at seq %d)", c, c.Seq)
 		case c.State == "COMPENSATING":
 			ex := outcome(s.journal, c.Seq, c.ToolName, c.Input)
-			undone := find(s.journal, func(e entry) bool {
+			undone := find(s.journal, func(e sagacity.Entry) bool {
 				return e.ToolName == c.ToolName && e.Input == c.Input && (e.Phase == "COMPENSATED" || e.Phase == "COMPENSATION_FAILED")
 			})
 			if ex == nil || ex.Phase != "EXECUTED" || undone != nil {
@@ -556,10 +558,10 @@ func (d *driver) resumeApproved() {
 				s.succ = append(s.succ, success{what: "resume", seq: g.seq, tool: toolWire, input: g.input})
 				d.count("approvals resumed later")
 			case a.is(404):
-				claimed := find(s.journal, func(e entry) bool {
+				claimed := find(s.journal, func(e sagacity.Entry) bool {
 					return e.Phase == "INTENT" && e.ToolName == toolWire && e.Input == g.input && e.Seq > g.seq
 				})
-				failed := find(s.journal, func(e entry) bool {
+				failed := find(s.journal, func(e sagacity.Entry) bool {
 					return (e.Phase == "REJECTED" || e.Phase == "FAILED") && e.Seq > g.seq
 				})
 				switch {
@@ -586,11 +588,11 @@ func neverSent(err error) bool {
 }
 
 // at is the entry at seq, or nil.
-func at(es []entry, seq int64) *entry {
-	return find(es, func(e entry) bool { return e.Seq == seq })
+func at(es []sagacity.Entry, seq int64) *sagacity.Entry {
+	return find(es, func(e sagacity.Entry) bool { return e.Seq == seq })
 }
 
-func find(es []entry, match func(entry) bool) *entry {
+func find(es []sagacity.Entry, match func(sagacity.Entry) bool) *sagacity.Entry {
 	for i := range es {
 		if match(es[i]) {
 			return &es[i]
@@ -602,20 +604,20 @@ func find(es []entry, match func(entry) bool) *entry {
 // outcome is the EXECUTED or FAILED entry that closes the call whose INTENT
 // is at seq, or nil. Inputs are unique in these suites, so the tool and
 // input identify the call.
-func outcome(es []entry, seq int64, tool, input string) *entry {
-	return find(es, func(e entry) bool {
+func outcome(es []sagacity.Entry, seq int64, tool, input string) *sagacity.Entry {
+	return find(es, func(e sagacity.Entry) bool {
 		return e.Seq > seq && e.ToolName == tool && e.Input == input && (e.Phase == "EXECUTED" || e.Phase == "FAILED")
 	})
 }
 
-func show(e *entry) string {
+func show(e *sagacity.Entry) string {
 	if e == nil {
 		return "nothing"
 	}
 	return fmt.Sprintf("seq %d %s %s %q", e.Seq, e.Phase, e.ToolName, e.Input)
 }
 
-func journalText(es []entry) string {
+func journalText(es []sagacity.Entry) string {
 	var b strings.Builder
 	for i := range es {
 		fmt.Fprintf(&b, "  %s payload=%q\n", show(&es[i]), es[i].Payload)

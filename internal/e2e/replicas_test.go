@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	sagacity "github.com/sagacity-go/sagacity/client"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
 )
 
@@ -183,7 +184,7 @@ func TestReplicas(t *testing.T) {
 			wrong(len(wires) != 0, "the wire ran (keys %v)", wires)
 			wrong(sg.Status != "COMPENSATED" && sg.Status != "COMPENSATION_FAILED", "the saga is %s", sg.Status)
 			wrong(released != 1, "the reservation was released %d times, want once", released)
-			wrong(find(es, func(e entry) bool {
+			wrong(find(es, func(e sagacity.Entry) bool {
 				return e.Phase == "REJECTED" && e.Input == fmt.Sprintf("seq=%d", x.seq) && strings.HasPrefix(e.Payload, "approver="+x.b+"\n")
 			}) == nil, "the journal has no REJECTED by %s", x.b)
 		case x.reject.is(404) || x.reject.is(409):
@@ -199,7 +200,7 @@ func TestReplicas(t *testing.T) {
 			wrong(len(wires) != 1 || eff.execs[wires[0]] != 1, "the wire ran under keys %v (%v), want one key executed once", wires, counts(eff, wires))
 			wrong(released != 0, "the reservation was released %d times, want never", released)
 			wrong(sg.Status != "RUNNING", "the saga is %s, want RUNNING", sg.Status)
-			wrong(find(es, func(e entry) bool {
+			wrong(find(es, func(e sagacity.Entry) bool {
 				return e.Phase == "APPROVED" && e.Input == fmt.Sprintf("seq=%d", x.seq) && strings.HasPrefix(e.Payload, "approver="+x.a+"\n")
 			}) == nil, "the journal has no APPROVED by %s", x.a)
 		default:

@@ -1,0 +1,115 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Approval is a gated call waiting for a person's decision.
+type Approval struct {
+	SagaID     string `json:"sagaId"`
+	JournalSeq int64  `json:"journalSeq"` // its AWAITING_APPROVAL entry
+	ToolName   string `json:"toolName"`
+	Input      string `json:"input"`
+	InputHash  string `json:"inputHash"` // sha256 of Input, hex
+	Requester  string `json:"requester"` // the principal that made the call
+}
+
+// ApprovalList is the pending requests, oldest first.
+type ApprovalList struct {
+	Approvals []Approval
+	// Total is how many are pending: more than len(Approvals) when the
+	// server cut the list (at 5000).
+	Total int
+}
+
+// Approvals lists the pending requests of a saga, or of every saga when
+// sagaID is "": GET /sagacity/approvals[/{sagaID}]. An unknown saga has
+// none. ErrForbidden without the approver or auditor role.
+func (c *Client) Approvals(ctx context.Context, sagaID string) (ApprovalList, error) {
+	path := "/sagacity/approvals"
+	if sagaID != "" {
+		path = sagaPath("approvals", sagaID)
+	}
+	a, err := c.send(ctx, http.MethodGet, path, nil, nil)
+	if err != nil {
+		return ApprovalList{}, err
+	}
+	if !a.ok() {
+		return ApprovalList{}, newError(a)
+	}
+	var l ApprovalList
+	if err := a.decode(&l.Approvals); err != nil {
+		return ApprovalList{}, err
+	}
+	if l.Total, err = strconv.Atoi(a.header.Get("X-Total-Count")); err != nil {
+		return ApprovalList{}, fmt.Errorf("sagacity: GET %s: X-Total-Count: %w", path, err)
+	}
+	return l, nil
+}
+
+// Decision is an approval or rejection, as journaled.
+type Decision struct {
+	SagaID     string `json:"sagaId"`
+	JournalSeq int64  `json:"journalSeq"` // the request decided
+	Approved   bool   `json:"approved"`
+	// ApproverIdentity is the authenticated principal the decision is
+	// journaled under, never a name from the request.
+	ApproverIdentity string    `json:"approverIdentity"`
+	DecidedAt        time.Time `json:"decidedAt"`
+	Status           Status    `json:"status"` // the saga's, afterwards
+}
+
+type decision struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Approve approves the request at seq, with an optional reason, and
+// executes nothing: Resume does. POST /sagacity/approve/{sagaID}/{seq}.
+// ErrNotFound when nothing is pending at seq, ErrConflict when it is
+// decided already or the journal does not verify, ErrForbidden without the
+// approver role or for the saga's initiator or the request's maker
+// (four-eyes).
+func (c *Client) Approve(ctx context.Context, sagaID string, seq int64, reason string) (Decision, error) {
+	path := fmt.Sprintf("%s/%d", sagaPath("approve", sagaID), seq)
+	return do[Decision](ctx, c, http.MethodPost, path, nil, decision{reason})
+}
+
+// Reject rejects the request at seq, or an approved one not yet resumed,
+// and compensates the saga: POST /sagacity/reject/{sagaID}/{seq}. Errors
+// as Approve's.
+func (c *Client) Reject(ctx context.Context, sagaID string, seq int64, reason string) (Decision, error) {
+	path := fmt.Sprintf("%s/%d", sagaPath("reject", sagaID), seq)
+	return do[Decision](ctx, c, http.MethodPost, path, nil, decision{reason})
+}
+
+// ResumeResult is what became of a resumed request.
+type ResumeResult struct {
+	SagaID string `json:"sagaId"`
+	// Status is the saga's, or InDoubt: the tool ran but its outcome
+	// could not be journaled; do not retry.
+	Status Status `json:"status"`
+	Result string `json:"result"` // the tool's answer, when it executed
+	Reason string `json:"reason"` // why it was refused, failed or is in doubt
+}
+
+// Resume executes the approved request at seq with payload, which must be
+// the exact bytes approved: POST /sagacity/resume/{sagaID}/{seq}. It runs
+// the tool at most once, however many resumes race.
+//
+// A refusal (other bytes, not approved, rejected) or a tool that failed
+// compensates the saga: Resume returns the result (the saga's Status and
+// the Reason) with an *Error of status 409 (ErrConflict). Other errors:
+// ErrNotFound when nothing is pending at seq (resumed already, or
+// dropped), ErrConflict without a result when the journal does not verify
+// (nothing is journaled), ErrForbidden.
+func (c *Client) Resume(ctx context.Context, sagaID string, seq int64, payload string) (ResumeResult, error) {
+	path := fmt.Sprintf("%s/%d", sagaPath("resume", sagaID), seq)
+	body := struct {
+		Payload string `json:"payload"`
+	}{payload}
+	return do[ResumeResult](ctx, c, http.MethodPost, path, nil, body, http.StatusConflict)
+}

@@ -1,0 +1,171 @@
+// Package client calls Sagacity's JSON API from Go: the agent gateway
+// (call a tool in a saga, end it, abort it), the approval endpoints
+// (approve, reject, resume), and what an auditor reads (journals,
+// verification, receipts, the global log's checkpoints and proofs). It
+// mirrors the API under /sagacity and imports nothing of the server, so any
+// module can use it.
+//
+// A Client is the server's address and a bearer token:
+//
+//	agent := &client.Client{BaseURL: "https://sagacity.example.com", Token: os.Getenv("SAGACITY_TOKEN")}
+//	res, err := agent.Call(ctx, "order-42", "sendWireTransfer", `{"amount":"100","to":"alice"}`)
+//	if err != nil {
+//		return err
+//	}
+//	if res.Status == client.AwaitingApproval {
+//		// Once a person approves res.Seq: agent.Resume(ctx, "order-42", res.Seq, <the same input>).
+//	}
+//
+// Every answer that is not 2xx is returned as an *Error holding the status
+// and the server's message, and errors.Is matches it against ErrInvalid
+// (400), ErrUnauthorized (401), ErrForbidden (403), ErrNotFound (404) and
+// ErrConflict (409); other statuses (413, 422, 429, 503…) are of no kind.
+// A few refusals are outcomes too: a call whose tool failed (422) and a
+// refused resume (409) also return their result, which says how the saga
+// was compensated. A 2xx answer may still not be an execution: a gated
+// call is AwaitingApproval, and a tool that ran but whose outcome could
+// not be journaled is InDoubt (do not retry it).
+//
+// A transport error (the server unreachable, ctx done) is returned as
+// net/http gives it; the outcome of a request that changes something is
+// then unknown. The client never retries a request. Answers are read up to
+// 64 MiB.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Client calls one Sagacity server. Its zero value is not usable: set
+// BaseURL. A Client is safe for concurrent use.
+type Client struct {
+	// BaseURL is where the server listens, such as
+	// "https://sagacity.example.com"; the API is under /sagacity.
+	BaseURL string
+	// Token is sent as "Authorization: Bearer <Token>". "" sends none,
+	// which only a server in dev mode accepts.
+	Token string
+	// HTTPClient sends the requests; nil means http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// maxAnswer caps how much of an answer is read.
+const maxAnswer = 64 << 20
+
+// answer is a response read whole, with the request it answers.
+type answer struct {
+	method, path string
+	code         int
+	header       http.Header
+	body         []byte
+}
+
+// send makes one request to path, with query, and a JSON body when in is
+// not nil, and reads the answer.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, in any) (answer, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return answer{}, err
+		}
+		body = bytes.NewReader(b)
+	}
+	u := strings.TrimSuffix(c.BaseURL, "/") + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return answer{}, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err != nil {
+		return answer{}, fmt.Errorf("sagacity: %s %s: reading the answer: %w", method, path, err)
+	}
+	if len(b) > maxAnswer {
+		return answer{}, fmt.Errorf("sagacity: %s %s: the answer is longer than %d bytes", method, path, maxAnswer)
+	}
+	return answer{method, path, resp.StatusCode, resp.Header, b}, nil
+}
+
+// ok reports a 2xx status.
+func (a answer) ok() bool { return a.code >= 200 && a.code < 300 }
+
+// decode reads the answer's JSON body into out.
+func (a answer) decode(out any) error {
+	if err := json.Unmarshal(a.body, out); err != nil {
+		return fmt.Errorf("sagacity: %s %s: %d answer is not the JSON expected: %w", a.method, a.path, a.code, err)
+	}
+	return nil
+}
+
+// do makes a request and decodes a JSON answer into a T: a 2xx answer's
+// body, and that of a status in also, whose body says what happened as
+// well as why it is an error (which is returned with it).
+func do[T any](ctx context.Context, c *Client, method, path string, query url.Values, in any, also ...int) (T, error) {
+	var out T
+	a, err := c.send(ctx, method, path, query, in)
+	if err != nil {
+		return out, err
+	}
+	if !a.ok() {
+		if slices.Contains(also, a.code) {
+			json.Unmarshal(a.body, &out) // the body's outcome is extra; the error is the answer
+		}
+		return out, newError(a)
+	}
+	if err := a.decode(&out); err != nil {
+		var zero T
+		return zero, err
+	}
+	return out, nil
+}
+
+// text makes a GET request whose 2xx answer is text.
+func (c *Client) text(ctx context.Context, path string) (string, error) {
+	a, err := c.send(ctx, http.MethodGet, path, nil, nil)
+	if err != nil {
+		return "", err
+	}
+	if !a.ok() {
+		return "", newError(a)
+	}
+	return string(a.body), nil
+}
+
+// sagaPath is /sagacity/<prefix>/<sagaID>, the saga's id escaped (it may
+// hold any printable character, "/" included).
+func sagaPath(prefix, sagaID string) string {
+	return "/sagacity/" + prefix + "/" + url.PathEscape(sagaID)
+}
+
+// Ready reports whether the server and its database answer: GET /readyz.
+// It returns an *Error (503) while the database is unavailable.
+func (c *Client) Ready(ctx context.Context) error {
+	_, err := c.text(ctx, "/readyz")
+	return err
+}

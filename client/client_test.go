@@ -1,0 +1,486 @@
+package client_test
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/sagacity-go/sagacity/client"
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/toolsig"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// TestGatedFlow: an irreversible call waits for a person; approved by
+// another principal, it runs once when resumed with the approved bytes,
+// and the journal that says so verifies.
+func TestGatedFlow(t *testing.T) {
+	s := newServer(t, sqliteURL(t.TempDir()))
+	ctx := t.Context()
+	agent, approver, auditor := s.as("agent"), s.as("approver"), s.as("auditor")
+	const saga = "order/42 é" // a "/" and a space in the path
+	in := `{"amount":"100","to":"alice"}`
+	sum := sha256.Sum256([]byte(in))
+	hash := hex.EncodeToString(sum[:])
+
+	res, err := agent.Call(ctx, saga, reserve, `{"sku":"desk","qty":1}`)
+	if diff := cmp.Diff(client.CallResult{SagaID: saga, Seq: 1, ToolName: reserve, Status: client.Executed, Result: "reserved"}, res); err != nil || diff != "" {
+		t.Fatalf("Call(%q, %s): %v (-want +got):\n%s", saga, reserve, err, diff)
+	}
+	gated, err := agent.Call(ctx, saga, wire, in)
+	if err != nil || gated.Status != client.AwaitingApproval || gated.Seq != 3 || gated.InputHash != hash || !strings.Contains(gated.Message, "requires human approval") {
+		t.Fatalf("Call(%q, %s) = %+v, %v; want AWAITING_APPROVAL at seq 3 with the input's hash", saga, wire, gated, err)
+	}
+
+	wantPending := client.ApprovalList{Total: 1, Approvals: []client.Approval{
+		{SagaID: saga, JournalSeq: 3, ToolName: wire, Input: in, InputHash: hash, Requester: "token:agent"}}}
+	for _, of := range []string{"", saga} {
+		list, err := approver.Approvals(ctx, of)
+		if diff := cmp.Diff(wantPending, list); err != nil || diff != "" {
+			t.Errorf("Approvals(%q): %v (-want +got):\n%s", of, err, diff)
+		}
+	}
+
+	d, err := approver.Approve(ctx, saga, gated.Seq, "invoice 1234 checked")
+	if err != nil || !d.Approved || d.ApproverIdentity != "token:approver" || d.JournalSeq != gated.Seq || d.DecidedAt.IsZero() {
+		t.Fatalf("Approve(%q, %d) = %+v, %v; want approved by token:approver", saga, gated.Seq, d, err)
+	}
+	if n := s.tools.ran("/wire"); n != 0 {
+		t.Fatalf("the wire ran %d times before the resume", n)
+	}
+	key := toolsig.HeaderValue(saga) + "/5" // the resumed call's INTENT
+	r, err := agent.Resume(ctx, saga, gated.Seq, in)
+	if err != nil || r.Status != client.Running || r.Result != "sent "+key {
+		t.Fatalf("Resume(%q, %d) = %+v, %v; want RUNNING with the wire's answer", saga, gated.Seq, r, err)
+	}
+	if _, err := agent.Resume(ctx, saga, gated.Seq, in); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("second Resume(%q, %d): %v; want ErrNotFound, nothing pending", saga, gated.Seq, err)
+	}
+	if n, once := s.tools.ran("/wire"), s.tools.count("/wire", key); n != 1 || once != 1 {
+		t.Errorf("the wire ran %d times, %d under %s; want once", n, once, key)
+	}
+
+	ended, err := agent.End(ctx, saga)
+	if err != nil || ended.Status != client.Completed || !ended.Ended || ended.Initiator != "token:agent" {
+		t.Fatalf("End(%q) = %+v, %v; want COMPLETED, ended", saga, ended, err)
+	}
+	got, err := auditor.Saga(ctx, saga)
+	if diff := cmp.Diff(ended, got); err != nil || diff != "" {
+		t.Errorf("Saga(%q): %v (-End's +Saga's):\n%s", saga, err, diff)
+	}
+
+	entries, err := auditor.Audit(ctx, saga)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	for i, e := range entries {
+		phases = append(phases, fmt.Sprintf("%d %s %s", e.Seq, e.ToolName, e.Phase))
+		if e.SagaID != saga || len(e.Hash) != 64 || e.Timestamp.IsZero() || e.TreeSize != 0 || (i > 0 && e.Timestamp.Before(entries[i-1].Timestamp)) {
+			t.Errorf("Audit(%q) entry %d = %+v; want the saga's, hashed, in time order, without a proof", saga, i, e)
+		}
+	}
+	wantPhases := []string{"1 reserveInventory INTENT", "2 reserveInventory EXECUTED", "3 sendWireTransfer AWAITING_APPROVAL",
+		"4 approval-gate APPROVED", "5 sendWireTransfer INTENT", "6 sendWireTransfer EXECUTED"}
+	if diff := cmp.Diff(wantPhases, phases); diff != "" {
+		t.Fatalf("Audit(%q) (-want +got):\n%s", saga, diff)
+	}
+	if p := entries[3].Payload; !strings.HasPrefix(p, "approver=token:approver\nreason=invoice 1234 checked\n") {
+		t.Errorf("APPROVED payload = %q; want the approver and the reason", p)
+	}
+	if e := entries[4]; e.Input != in {
+		t.Errorf("resumed INTENT input = %q; want the approved bytes %q", e.Input, in)
+	}
+	v, err := auditor.Verify(ctx, saga)
+	if want := (client.Verification{Valid: true, EntryCount: 6, BreakAtIndex: -1, Message: "all 6 entries verified"}); err != nil || v != want {
+		t.Errorf("Verify(%q) = %+v, %v; want %+v", saga, v, err, want)
+	}
+}
+
+// TestEvidence: the keys, receipts, checkpoints and proofs the client
+// reads verify with note and transparency-dev's verifier alone.
+func TestEvidence(t *testing.T) {
+	s := newServer(t, sqliteURL(t.TempDir()))
+	ctx := t.Context()
+	agent, approver, auditor := s.as("agent"), s.as("approver"), s.as("auditor")
+	if _, err := auditor.Checkpoint(ctx, client.Latest); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("Checkpoint(Latest) before the first: %v; want ErrNotFound", err)
+	}
+	if l, err := auditor.Log(ctx); err != nil || l.Size != 0 || l.Checkpoint != "" || !l.SignedAt.IsZero() || l.Halted != "" {
+		t.Errorf("Log() before the first checkpoint = %+v, %v; want an empty log", l, err)
+	}
+	gated, err := agent.Call(ctx, "paid", wire, `{"amount":"5","to":"bob"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size1 := s.sequence(t)
+	if _, err := approver.Approve(ctx, "paid", gated.Seq, ""); err != nil {
+		t.Fatal(err)
+	}
+	size2 := s.sequence(t)
+
+	keys, err := auditor.Keys(ctx)
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("Keys() = %q, %v; want one key", keys, err)
+	}
+	v, err := note.NewVerifier(keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	receipt, err := auditor.Receipt(ctx, "paid", gated.Seq+1)
+	if n, oerr := note.Open([]byte(receipt), note.VerifierList(v)); err != nil || oerr != nil || !strings.Contains(n.Text, "decision: approved\n") {
+		t.Errorf("Receipt(paid, %d) = %q, %v; opened with the key: %v; want the approval, signed", gated.Seq+1, receipt, err, oerr)
+	}
+	if _, err := auditor.Receipt(ctx, "paid", gated.Seq); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("Receipt(paid, %d), no decision: %v; want ErrNotFound", gated.Seq, err)
+	}
+
+	l, err := auditor.Log(ctx)
+	if err != nil || l.Size != size2 || l.SignedAt.IsZero() || l.Halted != "" {
+		t.Fatalf("Log() = %+v, %v; want size %d, signed", l, err, size2)
+	}
+	latest, err := auditor.Checkpoint(ctx, client.Latest)
+	if err != nil || latest != l.Checkpoint {
+		t.Errorf("Checkpoint(Latest) = %q, %v; want Log's %q", latest, err, l.Checkpoint)
+	}
+	root2 := checkpointRoot(t, v, latest, size2)
+	older, err := auditor.Checkpoint(ctx, size1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root1 := checkpointRoot(t, v, older, size1)
+	p, err := auditor.Consistency(ctx, size1, size2)
+	if err != nil || p.From != size1 || p.To != size2 {
+		t.Fatalf("Consistency(%d, %d) = %+v, %v", size1, size2, p, err)
+	}
+	if err := proof.VerifyConsistency(rfc6962.DefaultHasher, uint64(size1), uint64(size2), p.Proof, root1, root2); err != nil {
+		t.Errorf("Consistency(%d, %d): %v", size1, size2, err)
+	}
+
+	for _, at := range []int64{client.Latest, size1} {
+		entries, err := auditor.AuditProofs(ctx, "paid", at)
+		if err != nil || len(entries) != 2 {
+			t.Fatalf("AuditProofs(paid, %d) = %d entries, %v; want 2", at, len(entries), err)
+		}
+		size, root := size2, root2
+		if at == size1 {
+			size, root = size1, root1
+		}
+		for _, e := range entries {
+			if e.Seq > size1 && at == size1 {
+				if e.TreeSize != 0 {
+					t.Errorf("AuditProofs(paid, %d): seq %d, logged later, has a proof against %d", at, e.Seq, e.TreeSize)
+				}
+				continue
+			}
+			h, err := hex.DecodeString(e.Hash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.TreeSize != size {
+				t.Errorf("AuditProofs(paid, %d): seq %d proved against size %d; want %d", at, e.Seq, e.TreeSize, size)
+			} else if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(e.Leaf), uint64(size), rfc6962.DefaultHasher.HashLeaf(h), e.Proof, root); err != nil {
+				t.Errorf("AuditProofs(paid, %d): seq %d at leaf %d is not in the checkpoint: %v", at, e.Seq, e.Leaf, err)
+			}
+		}
+	}
+	if _, err := auditor.Consistency(ctx, size2, size1); !errors.Is(err, client.ErrInvalid) {
+		t.Errorf("Consistency(%d, %d), backwards: %v; want ErrInvalid", size2, size1, err)
+	}
+}
+
+// checkpointRoot opens a checkpoint with the verifier and returns its root,
+// checking its size.
+func checkpointRoot(t *testing.T, v note.Verifier, signed string, size int64) []byte {
+	t.Helper()
+	n, err := note.Open([]byte(signed), note.VerifierList(v))
+	if err != nil {
+		t.Fatalf("checkpoint %q: %v", signed, err)
+	}
+	lines := strings.Split(n.Text, "\n")
+	root, err := base64.StdEncoding.DecodeString(lines[2])
+	if lines[1] != strconv.FormatInt(size, 10) || err != nil {
+		t.Fatalf("checkpoint %q: want size %d and a root", n.Text, size)
+	}
+	return root
+}
+
+// TestErrors: each refusal is an *Error with the server's status and
+// message, matched by exactly one kind.
+func TestErrors(t *testing.T) {
+	s := newServer(t, sqliteURL(t.TempDir()))
+	ctx := t.Context()
+	agent, other, approver, auditor, lead := s.as("agent"), s.as("other-agent"), s.as("approver"), s.as("auditor"), s.as("lead")
+	in := `{"amount":"7","to":"carol"}`
+	gated, err := agent.Call(ctx, "mine", wire, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approver.Approve(ctx, "mine", gated.Seq, ""); err != nil {
+		t.Fatal(err)
+	}
+	leads, err := lead.Call(ctx, "leads", wire, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.Call(ctx, "done", reserve, "{}"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.End(ctx, "done"); err != nil {
+		t.Fatal(err)
+	}
+	kinds := []error{client.ErrInvalid, client.ErrUnauthorized, client.ErrForbidden, client.ErrNotFound, client.ErrConflict}
+	for _, tc := range []struct {
+		name   string
+		do     func() error
+		status int
+		kind   error
+		msg    string // in the message
+	}{
+		{"bad token", func() error {
+			_, err := (&client.Client{BaseURL: s.url, Token: "sgc_nobody"}).Sagas(ctx, client.SagaQuery{})
+			return err
+		},
+			401, client.ErrUnauthorized, ""},
+		{"no token", func() error { _, err := (&client.Client{BaseURL: s.url}).Saga(ctx, "mine"); return err },
+			401, client.ErrUnauthorized, ""},
+		{"unknown saga", func() error { _, err := auditor.Saga(ctx, "nobody"); return err },
+			404, client.ErrNotFound, "nobody"},
+		{"nothing pending", func() error { _, err := approver.Approve(ctx, "mine", 99, ""); return err },
+			404, client.ErrNotFound, ""},
+		{"unknown tool", func() error { _, err := agent.Call(ctx, "mine", "launchRocket", "{}"); return err },
+			404, client.ErrNotFound, "launchRocket"},
+		{"approved twice", func() error { _, err := approver.Approve(ctx, "mine", gated.Seq, ""); return err },
+			409, client.ErrConflict, ""},
+		{"call in an ended saga", func() error { _, err := agent.Call(ctx, "done", reserve, "{}"); return err },
+			409, client.ErrConflict, "COMPLETED"},
+		{"initiator approves", func() error { _, err := lead.Approve(ctx, "leads", leads.Seq, ""); return err },
+			403, client.ErrForbidden, "token:lead"},
+		{"agent approves", func() error { _, err := agent.Reject(ctx, "leads", leads.Seq, "no"); return err },
+			403, client.ErrForbidden, "approver role"},
+		{"another agent's saga", func() error { _, err := other.Call(ctx, "mine", reserve, "{}"); return err },
+			403, client.ErrForbidden, "token:agent"},
+		{"auditor resolves", func() error {
+			_, err := auditor.Resolve(ctx, "mine", 1, client.Resolution{Happened: true})
+			return err
+		}, 403, client.ErrForbidden, ""},
+		{"limit out of bounds", func() error { _, err := auditor.Sagas(ctx, client.SagaQuery{Limit: 501}); return err },
+			400, client.ErrInvalid, "limit"},
+		{"unknown status", func() error { _, err := auditor.Sagas(ctx, client.SagaQuery{Status: "LOST"}); return err },
+			400, client.ErrInvalid, "LOST"},
+		{"no tool", func() error { _, err := agent.Call(ctx, "mine", "", "{}"); return err },
+			400, client.ErrInvalid, "tool"},
+		{"negative age", func() error { _, err := auditor.CallsInDoubt(ctx, -time.Second); return err },
+			400, client.ErrInvalid, "olderThan"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.do()
+			var e *client.Error
+			if !errors.As(err, &e) || e.StatusCode != tc.status || e.Message == "" || !strings.Contains(e.Message, tc.msg) {
+				t.Fatalf("got %v; want an *Error %d saying %q", err, tc.status, tc.msg)
+			}
+			for _, k := range kinds {
+				if errors.Is(err, k) != (k == tc.kind) {
+					t.Errorf("errors.Is(%v, %v) = %t", err, k, !(k == tc.kind))
+				}
+			}
+		})
+	}
+}
+
+// TestToolFailed: a call whose tool failed is an error (422) and a result
+// saying how the saga was compensated, but no kind of refusal: the
+// request was fine.
+func TestToolFailed(t *testing.T) {
+	s := newServer(t, sqliteURL(t.TempDir()))
+	ctx := t.Context()
+	agent := s.as("agent")
+	if _, err := agent.Call(ctx, "parcel", reserve, `{"sku":"box"}`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := agent.Call(ctx, "parcel", ship, `{"to":"home"}`)
+	var e *client.Error
+	if !errors.As(err, &e) || e.StatusCode != 422 || !strings.Contains(e.Message, "no carrier available") {
+		t.Fatalf("Call(parcel, %s): %v; want an *Error 422 with the tool's failure", ship, err)
+	}
+	for _, k := range []error{client.ErrInvalid, client.ErrUnauthorized, client.ErrForbidden, client.ErrNotFound, client.ErrConflict} {
+		if errors.Is(err, k) {
+			t.Errorf("errors.Is(%v, %v) = true; want no kind", err, k)
+		}
+	}
+	if res.Status != client.Compensated || res.Seq != 3 || res.ToolName != ship || res.Error != e.Message {
+		t.Errorf("Call(parcel, %s) = %+v; want COMPENSATED at seq 3, with the error", ship, res)
+	}
+	if n := s.tools.count("/release", "parcel/1/compensate"); n != 1 {
+		t.Errorf("the reservation was released %d times; want once", n)
+	}
+}
+
+// TestRefusedResume: resuming with other bytes than those approved runs
+// nothing, compensates, and answers both the conflict and how the saga
+// ended.
+func TestRefusedResume(t *testing.T) {
+	s := newServer(t, sqliteURL(t.TempDir()))
+	ctx := t.Context()
+	agent, approver := s.as("agent"), s.as("approver")
+	in := `{"amount":"100","to":"alice"}`
+	gated, err := agent.Call(ctx, "swap", wire, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approver.Approve(ctx, "swap", gated.Seq, ""); err != nil {
+		t.Fatal(err)
+	}
+	r, err := agent.Resume(ctx, "swap", gated.Seq, `{"amount":"100000","to":"mallory"}`)
+	var e *client.Error
+	if !errors.Is(err, client.ErrConflict) || !errors.As(err, &e) || e.Message != r.Reason {
+		t.Fatalf("Resume with other bytes: %v; want ErrConflict with the reason", err)
+	}
+	if r.SagaID != "swap" || r.Status != client.Compensated || !strings.Contains(r.Reason, "payload changed since approval") {
+		t.Errorf("Resume with other bytes = %+v; want the saga COMPENSATED and why", r)
+	}
+	if _, err := agent.Resume(ctx, "swap", gated.Seq, in); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("Resume with the approved bytes after the refusal: %v; want ErrNotFound, the request dropped", err)
+	}
+	if n := s.tools.ran("/wire"); n != 0 {
+		t.Errorf("the wire ran %d times; want never", n)
+	}
+}
+
+// TestSagas: pages of sagas, newest first, by status, and abort.
+func TestSagas(t *testing.T) {
+	s := newServer(t, sqliteURL(t.TempDir()))
+	ctx := t.Context()
+	agent, auditor := s.as("agent"), s.as("auditor")
+	for _, id := range []string{"page-1", "page-2", "page-3"} {
+		if _, err := agent.Call(ctx, id, reserve, "{}"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond) // distinct creation times
+	}
+	aborted, err := agent.Abort(ctx, "page-2", "changed my mind")
+	if err != nil || aborted.Status != client.Compensated || aborted.Reason != "aborted by token:agent: changed my mind" {
+		t.Fatalf("Abort(page-2) = %+v, %v; want COMPENSATED with the reason", aborted, err)
+	}
+	if n := s.tools.count("/release", "page-2/1/compensate"); n != 1 {
+		t.Errorf("page-2's reservation was released %d times; want once", n)
+	}
+	ids := func(p client.SagaPage) (out []string) {
+		for _, s := range p.Sagas {
+			out = append(out, s.ID)
+		}
+		return out
+	}
+	first, err := auditor.Sagas(ctx, client.SagaQuery{Limit: 2})
+	if diff := cmp.Diff([]string{"page-3", "page-2"}, ids(first)); err != nil || diff != "" || first.NextCursor == "" {
+		t.Fatalf("Sagas(limit 2) = %+v, %v; want the newest two and a cursor: (-want +got)\n%s", first, err, diff)
+	}
+	next, err := auditor.Sagas(ctx, client.SagaQuery{Limit: 2, Cursor: first.NextCursor})
+	if diff := cmp.Diff([]string{"page-1"}, ids(next)); err != nil || diff != "" || next.NextCursor != "" {
+		t.Errorf("Sagas(limit 2, the cursor) = %+v, %v; want the oldest, no cursor: (-want +got)\n%s", next, err, diff)
+	}
+	byStatus, err := auditor.Sagas(ctx, client.SagaQuery{Status: client.Compensated})
+	if diff := cmp.Diff([]string{"page-2"}, ids(byStatus)); err != nil || diff != "" {
+		t.Errorf("Sagas(COMPENSATED): %v (-want +got)\n%s", err, diff)
+	}
+	one, err := auditor.Saga(ctx, "page-2")
+	if diff := cmp.Diff(aborted, one); err != nil || diff != "" {
+		t.Errorf("Saga(page-2): %v (-Abort's +Saga's)\n%s", err, diff)
+	}
+}
+
+// TestInDoubt, on PostgreSQL behind a proxy that is cut while a tool
+// runs: the call is answered in doubt (202), listed, and resolved by a
+// person; the server is not ready while the database is gone.
+func TestInDoubt(t *testing.T) {
+	u, err := url.Parse(storetest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	px := storetest.NewCutter(t, u.Host)
+	u.Host = px.Addr()
+	s := newServer(t, u.String())
+	ctx := t.Context()
+	agent, approver, auditor := s.as("agent"), s.as("approver"), s.as("auditor")
+	if err := auditor.Ready(ctx); err != nil {
+		t.Fatalf("Ready(): %v", err)
+	}
+	if _, err := agent.Call(ctx, "courier", reserve, "{}"); err != nil {
+		t.Fatal(err)
+	}
+	release := s.tools.holdBooking()
+	defer release()
+	answered := make(chan struct{})
+	var res client.CallResult
+	var callErr error
+	go func() {
+		defer close(answered)
+		res, callErr = agent.Call(ctx, "courier", book, `{"pickup":"9:00"}`)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); s.tools.count("/book", "courier/3") == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the booking did not reach the tool server within 10s")
+		}
+	}
+	px.Cut()
+	release()
+	<-answered
+	if callErr != nil || res.Status != client.InDoubt || res.Seq != 3 || !strings.Contains(res.Error, "do not retry") {
+		t.Fatalf("Call(courier, %s) with the database cut as the tool answered = %+v, %v; want IN_DOUBT", book, res, callErr)
+	}
+	var e *client.Error
+	if err := auditor.Ready(ctx); !errors.As(err, &e) || e.StatusCode != 503 || e.Message != "database unavailable" {
+		t.Errorf("Ready() while the database is cut: %v; want an *Error 503 saying so", err)
+	}
+	px.Restore()
+	for deadline := time.Now().Add(10 * time.Second); auditor.Ready(ctx) != nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Ready() 10s after the database came back: %v", auditor.Ready(ctx))
+		}
+	}
+
+	calls, err := auditor.CallsInDoubt(ctx, 0)
+	want := []client.CallInDoubt{{SagaID: "courier", Seq: 3, ToolName: book, Input: `{"pickup":"9:00"}`, Requester: "token:agent", State: "RUNNING"}}
+	if diff := cmp.Diff(want, calls, cmpopts.IgnoreFields(client.CallInDoubt{}, "StartedAt", "UpdatedAt")); err != nil || diff != "" {
+		t.Fatalf("CallsInDoubt(0): %v (-want +got)\n%s", err, diff)
+	}
+	if calls, err := auditor.CallsInDoubt(ctx, time.Hour); err != nil || len(calls) != 0 {
+		t.Errorf("CallsInDoubt(1h) = %+v, %v; want none that old", calls, err)
+	}
+	if _, err := agent.Resolve(ctx, "courier", 3, client.Resolution{Happened: true}); !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("Resolve by the saga's initiator: %v; want ErrForbidden", err)
+	}
+	resolution := client.Resolution{Happened: true, Result: "booked by phone", Reason: "the courier confirmed"}
+	sg, err := approver.Resolve(ctx, "courier", 3, resolution)
+	if err != nil || sg.Status != client.Running {
+		t.Fatalf("Resolve(courier, 3) = %+v, %v; want the saga RUNNING", sg, err)
+	}
+	if _, err := approver.Resolve(ctx, "courier", 3, resolution); !errors.Is(err, client.ErrConflict) {
+		t.Errorf("Resolve twice: %v; want ErrConflict", err)
+	}
+	if calls, err := auditor.CallsInDoubt(ctx, 0); err != nil || len(calls) != 0 {
+		t.Errorf("CallsInDoubt(0) after the resolution = %+v, %v; want none", calls, err)
+	}
+	entries, err := auditor.Audit(ctx, "courier")
+	if err != nil || len(entries) != 4 {
+		t.Fatalf("Audit(courier) = %d entries, %v; want 4", len(entries), err)
+	}
+	if e := entries[3]; e.Phase != "EXECUTED" || e.ToolName != "approval-gate" || e.Input != "seq=3" ||
+		!strings.HasPrefix(e.Payload, "resolved-by=token:approver\nreason=the courier confirmed\n") || !strings.HasSuffix(e.Payload, "\nresult=booked by phone") {
+		t.Errorf("the resolution's entry = %+v; want EXECUTED by the approval gate, naming the approver", e)
+	}
+	if v, err := auditor.Verify(ctx, "courier"); err != nil || !v.Valid {
+		t.Errorf("Verify(courier) = %+v, %v; want valid", v, err)
+	}
+}

@@ -1,0 +1,167 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Entry is one entry of a saga's journal, as exported. Its Hash chains it
+// to the entry before it.
+type Entry struct {
+	SagaID   string `json:"sagaId"`
+	Seq      int64  `json:"seq"`
+	ToolName string `json:"toolName"`
+	// Phase is INTENT, EXECUTED, FAILED, COMPENSATED,
+	// COMPENSATION_FAILED, AWAITING_APPROVAL, APPROVED or REJECTED.
+	Phase     string    `json:"phase"`
+	Input     string    `json:"input"`
+	Payload   string    `json:"payload"`
+	Timestamp time.Time `json:"timestamp"`
+	Hash      string    `json:"hash"` // hex
+	// In an export with proofs, an entry the checkpoint covers has its
+	// index in the global log (Leaf), the checkpoint's size (TreeSize) and
+	// its inclusion proof (RFC 6962 hashes). TreeSize is 0 for an entry
+	// without a proof.
+	Leaf     int64    `json:"leaf"`
+	TreeSize int64    `json:"treeSize"`
+	Proof    [][]byte `json:"proof"`
+}
+
+// Audit exports a saga's journal, oldest entry first: GET
+// /sagacity/audit/{sagaID}. An unknown saga's journal is empty.
+// ErrForbidden.
+func (c *Client) Audit(ctx context.Context, sagaID string) ([]Entry, error) {
+	return c.audit(ctx, sagaID, nil)
+}
+
+// Latest names the newest checkpoint, for AuditProofs and Checkpoint.
+const Latest = 0
+
+// AuditProofs exports a saga's journal with the inclusion proof of each
+// entry in the global log at the checkpoint of treeSize (Latest for the
+// newest): GET /sagacity/audit/{sagaID}?proofs=. Entries the checkpoint
+// does not reach yet carry no proof. ErrNotFound also when no checkpoint
+// is signed yet, ErrInvalid for a size the log does not have.
+func (c *Client) AuditProofs(ctx context.Context, sagaID string, treeSize int64) ([]Entry, error) {
+	size := "latest"
+	if treeSize != Latest {
+		size = strconv.FormatInt(treeSize, 10)
+	}
+	return c.audit(ctx, sagaID, url.Values{"proofs": {size}})
+}
+
+func (c *Client) audit(ctx context.Context, sagaID string, query url.Values) ([]Entry, error) {
+	a, err := c.send(ctx, http.MethodGet, sagaPath("audit", sagaID), query, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !a.ok() {
+		return nil, newError(a)
+	}
+	var entries []Entry
+	sc := bufio.NewScanner(bytes.NewReader(a.body))
+	sc.Buffer(nil, maxAnswer)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var e Entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("sagacity: GET %s: line %d: %w", a.path, n, err)
+		}
+		entries = append(entries, e)
+	}
+	return entries, sc.Err()
+}
+
+// Verification is what verifying a saga found.
+type Verification struct {
+	Valid      bool `json:"valid"`
+	EntryCount int  `json:"entryCount"`
+	// BreakAtIndex is the index of the first entry that does not verify,
+	// -1 when all do.
+	BreakAtIndex int    `json:"breakAtIndex"`
+	Message      string `json:"message"`
+}
+
+// Verify checks a saga's journal: its hash chain, the receipts of its
+// decisions, and each entry against the newest checkpoint: GET
+// /sagacity/audit/{sagaID}/verify. A journal that does not verify is a
+// Verification, not an error; an unknown saga's is empty, and valid.
+// ErrForbidden without the auditor or approver role.
+func (c *Client) Verify(ctx context.Context, sagaID string) (Verification, error) {
+	return do[Verification](ctx, c, http.MethodGet, sagaPath("audit", sagaID)+"/verify", nil, nil)
+}
+
+// Keys returns the public keys that receipts and checkpoints verify with
+// (golang.org/x/mod/sumdb/note verifier keys): GET /sagacity/keys.
+func (c *Client) Keys(ctx context.Context) ([]string, error) {
+	keys, err := do[struct {
+		Keys []string `json:"keys"`
+	}](ctx, c, http.MethodGet, "/sagacity/keys", nil, nil)
+	return keys.Keys, err
+}
+
+// Receipt downloads the signed receipt (a note) of the decision journaled
+// at seq: GET /sagacity/receipts/{sagaID}/{seq}. ErrNotFound when that
+// entry is no decision.
+func (c *Client) Receipt(ctx context.Context, sagaID string, seq int64) (string, error) {
+	return c.text(ctx, fmt.Sprintf("%s/%d", sagaPath("receipts", sagaID), seq))
+}
+
+// LogStatus is the state of the global log, which every journal entry is
+// appended to and whose signed checkpoints the server keeps outside its
+// database.
+type LogStatus struct {
+	Size int64 `json:"size"` // how many entries it holds
+	// Checkpoint is the newest, signed; "" before the first.
+	Checkpoint string    `json:"checkpoint"`
+	SignedAt   time.Time `json:"signedAt"`
+	// Halted names why executions of IRREVERSIBLE tools are halted: the
+	// database does not match the checkpoints. "" when they are not.
+	Halted string `json:"halted"`
+	// CheckedAt and FullCheckAt are when the database was last checked
+	// against the checkpoint, the newest entries and whole; zero before
+	// the first check.
+	CheckedAt   time.Time `json:"checkedAt"`
+	FullCheckAt time.Time `json:"fullCheckAt"`
+}
+
+// Log reports the global log's state: GET /sagacity/log.
+func (c *Client) Log(ctx context.Context) (LogStatus, error) {
+	return do[LogStatus](ctx, c, http.MethodGet, "/sagacity/log", nil, nil)
+}
+
+// Checkpoint returns the signed checkpoint (a note) of the log at size, or
+// the newest for Latest: GET /sagacity/checkpoints/{size}. ErrNotFound when
+// the server keeps none of that size, or none yet.
+func (c *Client) Checkpoint(ctx context.Context, size int64) (string, error) {
+	s := "latest"
+	if size != Latest {
+		s = strconv.FormatInt(size, 10)
+	}
+	return c.text(ctx, "/sagacity/checkpoints/"+s)
+}
+
+// ConsistencyProof proves that the log at size From is a prefix of the log
+// at size To (RFC 6962 hashes).
+type ConsistencyProof struct {
+	From  int64    `json:"from"`
+	To    int64    `json:"to"`
+	Proof [][]byte `json:"proof"`
+}
+
+// Consistency returns the proof that the log at size from is a prefix of
+// the log at size to: GET /sagacity/checkpoints/consistency. ErrInvalid
+// unless from is at most to and to at most the log's size.
+func (c *Client) Consistency(ctx context.Context, from, to int64) (ConsistencyProof, error) {
+	q := url.Values{"from": {strconv.FormatInt(from, 10)}, "to": {strconv.FormatInt(to, 10)}}
+	return do[ConsistencyProof](ctx, c, http.MethodGet, "/sagacity/checkpoints/consistency", q, nil)
+}

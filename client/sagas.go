@@ -1,0 +1,183 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// Status is where a saga stands, or what became of a call.
+type Status string
+
+// A saga's statuses. COMPLETED, COMPENSATED and COMPENSATION_FAILED are
+// final; COMPENSATING accepts nothing new.
+const (
+	Running            Status = "RUNNING"
+	AwaitingApproval   Status = "AWAITING_APPROVAL"
+	Compensating       Status = "COMPENSATING"
+	Completed          Status = "COMPLETED"
+	Compensated        Status = "COMPENSATED"
+	CompensationFailed Status = "COMPENSATION_FAILED"
+)
+
+// What became of a call, besides AwaitingApproval and, when its tool
+// failed, the saga's status after compensating.
+const (
+	// Executed: the tool ran and its result is journaled.
+	Executed Status = "EXECUTED"
+	// InDoubt: the tool ran, or may have, but its outcome could not be
+	// journaled. Do not retry the call: a person resolves it.
+	InDoubt Status = "IN_DOUBT"
+)
+
+// CallResult is what became of a call.
+type CallResult struct {
+	SagaID string `json:"sagaId"`
+	// Seq is the call's first journal entry: its INTENT, or, when gated,
+	// the AWAITING_APPROVAL entry to approve and resume.
+	Seq      int64  `json:"seq"`
+	ToolName string `json:"toolName"`
+	// Status is Executed, AwaitingApproval, InDoubt, or, when the tool
+	// failed, the saga's status after compensating.
+	Status Status `json:"status"`
+	// Result is the tool's answer, when Executed.
+	Result string `json:"result"`
+	// Message and InputHash (sha256 of the input, hex) describe a gated
+	// call.
+	Message   string `json:"message"`
+	InputHash string `json:"inputHash"`
+	// Error says why the tool failed, or why the call is in doubt.
+	Error string `json:"error"`
+}
+
+// Call runs a tool with input, the exact bytes the tool receives, in a
+// saga: POST /sagacity/sagas/{sagaID}/calls. The first call creates the
+// saga, with the caller as its initiator. An IRREVERSIBLE tool does not
+// run: the call is AwaitingApproval until a person approves the result's
+// Seq, and Resume runs it.
+//
+// When the tool failed, the saga was compensated: Call returns the result
+// (Status Compensated or CompensationFailed, and the Error) with an *Error
+// of status 422. Other errors: ErrNotFound for an unknown tool (nothing
+// is journaled), ErrForbidden for another agent's saga, ErrConflict when
+// the saga is final, compensating or ended, ErrInvalid for an input the
+// tool's schema refuses.
+func (c *Client) Call(ctx context.Context, sagaID, tool, input string) (CallResult, error) {
+	body := struct {
+		Tool  string `json:"tool"`
+		Input string `json:"input"`
+	}{tool, input}
+	return do[CallResult](ctx, c, http.MethodPost, sagaPath("sagas", sagaID)+"/calls", nil, body, http.StatusUnprocessableEntity)
+}
+
+// Saga is the state of one saga.
+type Saga struct {
+	ID        string    `json:"sagaId"`
+	Status    Status    `json:"status"`
+	Initiator string    `json:"initiator"` // the principal that made the first call
+	Ended     bool      `json:"ended"`     // the agent said its run is over
+	Reason    string    `json:"reason"`    // why the saga failed, when it did
+	HeadSeq   int64     `json:"headSeq"`   // the newest journal entry
+	HeadHash  string    `json:"headHash"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// End says the agent's run is over: POST /sagacity/sagas/{sagaID}/end. The
+// saga is COMPLETED, or AWAITING_APPROVAL until its last request is
+// resumed or rejected. ErrNotFound, ErrForbidden, ErrConflict.
+func (c *Client) End(ctx context.Context, sagaID string) (Saga, error) {
+	return do[Saga](ctx, c, http.MethodPost, sagaPath("sagas", sagaID)+"/end", nil, nil)
+}
+
+// Abort fails the saga, compensates its executed calls and drops its
+// pending requests: POST /sagacity/sagas/{sagaID}/abort. reason may be "".
+// ErrNotFound, ErrForbidden, ErrConflict.
+func (c *Client) Abort(ctx context.Context, sagaID, reason string) (Saga, error) {
+	body := struct {
+		Reason string `json:"reason,omitempty"`
+	}{reason}
+	return do[Saga](ctx, c, http.MethodPost, sagaPath("sagas", sagaID)+"/abort", nil, body)
+}
+
+// Saga reads one saga: GET /sagacity/sagas/{sagaID}. ErrNotFound.
+func (c *Client) Saga(ctx context.Context, sagaID string) (Saga, error) {
+	return do[Saga](ctx, c, http.MethodGet, sagaPath("sagas", sagaID), nil, nil)
+}
+
+// SagaQuery selects a page of sagas.
+type SagaQuery struct {
+	Status Status // "" for any
+	Limit  int    // 1 to 500; 0 means the server's default, 50
+	Cursor string // a page's NextCursor, to read the page after it
+}
+
+// SagaPage is a page of sagas, newest first.
+type SagaPage struct {
+	Sagas []Saga `json:"sagas"`
+	// NextCursor continues the listing; "" on the last page.
+	NextCursor string `json:"nextCursor"`
+}
+
+// Sagas lists sagas, newest first: GET /sagacity/sagas. ErrInvalid for a
+// limit out of bounds, an unknown status or a cursor the server did not
+// give.
+func (c *Client) Sagas(ctx context.Context, q SagaQuery) (SagaPage, error) {
+	v := url.Values{}
+	if q.Status != "" {
+		v.Set("status", string(q.Status))
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Cursor != "" {
+		v.Set("cursor", q.Cursor)
+	}
+	return do[SagaPage](ctx, c, http.MethodGet, "/sagacity/sagas", v, nil)
+}
+
+// CallInDoubt is a call whose outcome the journal does not know.
+type CallInDoubt struct {
+	SagaID    string `json:"sagaId"`
+	Seq       int64  `json:"seq"` // the call's INTENT
+	ToolName  string `json:"toolName"`
+	Input     string `json:"input"`
+	Requester string `json:"requester"`
+	// State is RUNNING (its execution) or COMPENSATING (its undo).
+	State     string    `json:"state"`
+	StartedAt time.Time `json:"startedAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// CallsInDoubt lists the calls whose outcome the journal does not know and
+// that have not moved for at least olderThan: GET /sagacity/in-doubt.
+// Nothing re-runs them; a person finds out what happened and Resolves
+// them. ErrForbidden without the approver or auditor role.
+func (c *Client) CallsInDoubt(ctx context.Context, olderThan time.Duration) ([]CallInDoubt, error) {
+	return do[[]CallInDoubt](ctx, c, http.MethodGet, "/sagacity/in-doubt", url.Values{"olderThan": {olderThan.String()}}, nil)
+}
+
+// Resolution is what a person found out about a call in doubt.
+type Resolution struct {
+	// Happened says whether the call's effect (or its undo's) took place.
+	Happened bool `json:"happened"`
+	// Result is the tool's answer as its owner reports it, when it
+	// happened.
+	Result string `json:"result"`
+	// Reason says how the person knows.
+	Reason string `json:"reason"`
+}
+
+// Resolve records what became of the call in doubt at seq, and returns the
+// saga: POST /sagacity/in-doubt/{sagaID}/{seq}/resolve. A call that did
+// not happen fails, and the saga is compensated. ErrNotFound for no such
+// call, ErrConflict when it is not in doubt, ErrForbidden for the saga's
+// initiator or the call's requester (four-eyes) and without the approver
+// role.
+func (c *Client) Resolve(ctx context.Context, sagaID string, seq int64, r Resolution) (Saga, error) {
+	path := fmt.Sprintf("%s/%d/resolve", sagaPath("in-doubt", sagaID), seq)
+	return do[Saga](ctx, c, http.MethodPost, path, nil, r)
+}
