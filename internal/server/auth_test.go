@@ -284,3 +284,37 @@ func TestRateLimits(t *testing.T) {
 		t.Errorf("70 decisions in a row: last = %d %s, want 429 with Retry-After", last.code, last.body)
 	}
 }
+
+// TestRequestLog: a request's line names its route's pattern, who asked,
+// and the saga and seq it was about; a line logged while serving it
+// (a refusal) says the same.
+func TestRequestLog(t *testing.T) {
+	agentT, agentTok := token("bot", engine.RoleAgent)
+	approverT, approverTok := token("boss", engine.RoleApprover)
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, approverT}})
+	call := `{"tool":"sendWireTransfer","input":"{\"amount\":\"1\"}"}`
+	want(t, "call", e.do("POST", "/sagacity/sagas/log-1/calls", "application/json", call, "Authorization", "Bearer "+agentTok), 202)
+	want(t, "approve", e.do("POST", "/sagacity/approve/log-1/1", "application/json", `{}`, "Authorization", "Bearer "+approverTok), 200)
+	want(t, "approve again", e.do("POST", "/sagacity/approve/log-1/1", "application/json", `{}`, "Authorization", "Bearer "+approverTok), 409)
+	logs := e.logs.String()
+	for _, line := range []string{
+		`msg=request method=POST route=/sagacity/sagas/{sagaId}/calls path=/sagacity/sagas/log-1/calls status=202`,
+		`msg=request method=POST route=/sagacity/approve/{sagaId}/{seq} path=/sagacity/approve/log-1/1 status=200`,
+		`msg="request failed" method=POST path=/sagacity/approve/log-1/1 status=409`,
+	} {
+		i := strings.Index(logs, line)
+		if i < 0 {
+			t.Errorf("no log line with %s in:\n%s", line, logs)
+			continue
+		}
+		rest, _, _ := strings.Cut(logs[i:], "\n")
+		for _, attr := range []string{"request=", "principal=token:", " saga=log-1"} {
+			if !strings.Contains(rest, attr) {
+				t.Errorf("log line %q lacks %s", rest, attr)
+			}
+		}
+		if strings.Contains(line, "approve") && !strings.Contains(rest, " seq=1") {
+			t.Errorf("log line %q lacks the seq", rest)
+		}
+	}
+}

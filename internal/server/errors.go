@@ -136,6 +136,5 @@ func (s *server) logError(r *http.Request, err error, code int) {
 	if code >= 500 {
 		level = slog.LevelError
 	}
-	s.Log.Log(r.Context(), level, "request failed", "request", requestID(r.Context()),
-		"method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+	s.Log.Log(r.Context(), level, "request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
 }

@@ -11,17 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
-
-type requestIDKey struct{}
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
-}
 
 // statusWriter remembers the status a handler wrote.
 type statusWriter struct {
@@ -50,23 +44,28 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // observe gives every request an id (echoed as X-Request-Id), logs it when
 // it ends, and turns a panic into a 500 that names the id. Logs carry the
-// method and path only: no query, header, cookie or body.
-func (s *server) observe(next http.Handler) http.Handler {
+// method, the route's pattern and path, and who asked (see withRequest):
+// no query, header, cookie or body.
+// It makes the request's routing context for routes (the router next
+// ends in), so that the line can name the route and its saga.
+func (s *server) observe(routes chi.Routes, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := rand.Text()[:16]
-		w.Header().Set("X-Request-Id", id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		in := &requestInfo{id: rand.Text()[:16], route: chi.NewRouteContext()}
+		in.route.Routes = routes
+		w.Header().Set("X-Request-Id", in.id)
+		ctx := context.WithValue(context.WithValue(r.Context(), requestKey{}, in), chi.RouteCtxKey, in.route)
+		r = r.WithContext(ctx)
 		sw := &statusWriter{ResponseWriter: w}
 		start := time.Now()
 		defer func() {
 			if p := recover(); p != nil {
-				s.Log.Error("panic", "request", id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+				s.Log.ErrorContext(ctx, "panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				if sw.code == 0 {
-					api.WriteJSON(sw, http.StatusInternalServerError, errorJSON{Error: "internal error (request " + id + ")"})
+					api.WriteJSON(sw, http.StatusInternalServerError, errorJSON{Error: "internal error (request " + in.id + ")"})
 				}
 			}
-			s.Log.Info("request", "request", id, "method", r.Method, "path", r.URL.Path, "status", sw.code,
-				"bytes", sw.bytes, "ms", time.Since(start).Milliseconds())
+			s.Log.InfoContext(ctx, "request", "method", r.Method, "route", in.route.RoutePattern(), "path", r.URL.Path,
+				"status", sw.code, "bytes", sw.bytes, "ms", time.Since(start).Milliseconds())
 		}()
 		next.ServeHTTP(sw, r)
 	})
@@ -129,6 +128,9 @@ func (s *server) authenticate(who func(*http.Request) (engine.Principal, error))
 			if err != nil {
 				s.fail(w, r, err)
 				return
+			}
+			if in := infoFrom(r.Context()); in != nil {
+				in.principal = p.ID
 			}
 			next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 		})

@@ -73,7 +73,7 @@ func (s *server) limit(byIP, byPrincipal *limiter) func(http.Handler) http.Handl
 			}
 			if !ok {
 				w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
-				s.Log.Warn("rate limited", "request", requestID(r.Context()), "path", r.URL.Path)
+				s.Log.WarnContext(r.Context(), "rate limited", "path", r.URL.Path)
 				s.fail(w, r, errTooMany)
 				return
 			}

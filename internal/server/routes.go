@@ -56,6 +56,7 @@ const (
 // New returns the server's handler.
 func New(o Options) http.Handler {
 	s := &server{o}
+	s.Log = slog.New(withRequest{o.Log.Handler()})
 	signIn := newLimiter(signInPerMinute, signInPerMinute)
 	decideIP, decideWho := newLimiter(decidePerMinuteIP, decidePerMinuteIP), newLimiter(decidePerMinute, decidePerMinute)
 
@@ -80,7 +81,7 @@ func New(o Options) http.Handler {
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { text(w, http.StatusOK, "ok") })
 	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := s.Ready(r.Context()); err != nil {
-			s.Log.Warn("not ready", "request", requestID(r.Context()), "err", err)
+			s.Log.WarnContext(r.Context(), "not ready", "err", err)
 			text(w, http.StatusServiceUnavailable, "database unavailable")
 			return
 		}
@@ -167,7 +168,7 @@ func New(o Options) http.Handler {
 	// origin (or from no browser at all). No bypass patterns.
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errCrossOrigin) }))
-	return s.observe(s.hosts(secureHeaders(cop.Handler(r))))
+	return s.observe(r, s.hosts(secureHeaders(cop.Handler(r))))
 }
 
 // cacheable lets browsers keep static files for an hour.
