@@ -25,6 +25,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/mcpgw"
 	"github.com/sagacity-go/sagacity/internal/mcpproxy"
+	"github.com/sagacity-go/sagacity/internal/metrics"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/witness"
@@ -71,10 +72,12 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 			u.Close()
 		}
 	}()
-	eng, err := newEngine(cfg, db, keys, upstream.tools, engine.WithLog(db, w, cfg.File.Log.Every, cfg.File.Log.Interval), log)
+	rec := metrics.New(log)
+	eng, err := newEngine(cfg, db, keys, upstream.tools, engine.WithLog(db, w, cfg.File.Log.Every, cfg.File.Log.Interval), rec, log)
 	if err != nil {
 		return err
 	}
+	rec.Watch(eng)
 	// Before the first request: a database rolled back behind the newest
 	// checkpoint executes nothing. The full check follows in the
 	// background.
@@ -97,6 +100,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	opts.MCP = mcpgw.New(ctx, eng, version(), log).Handler()
 	opts.Console.Engine = eng
 	opts.ApprovalEndpoints, opts.MaxBody, opts.Hosts = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes, cfg.Hosts
+	opts.Metrics = rec
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("SAGACITY_ADDR: %s is in use by another process; stop it, or set SAGACITY_ADDR to another port", cfg.Addr)
@@ -327,8 +331,8 @@ func openUpstreams(ctx context.Context, cfg config.Config, log *slog.Logger) (up
 }
 
 // newEngine registers the configured HTTP tools, the upstream MCP
-// servers' and, in demo mode, the built-in ones.
-func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, upstream []engine.Tool, tlog engine.Option, log *slog.Logger) (*engine.Engine, error) {
+// servers' and, in demo mode, the built-in ones; obs is told what it does.
+func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, upstream []engine.Tool, tlog engine.Option, obs engine.Observer, log *slog.Logger) (*engine.Engine, error) {
 	var tools []engine.Tool
 	for _, t := range cfg.File.Tools {
 		ht := &httptool.Tool{Name: t.Name, Exec: httptool.Endpoint(t.Execute), Secret: cfg.ToolSigningSecret,
@@ -352,7 +356,7 @@ func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, upstream []en
 		}
 	}
 	return engine.New(db, tools, engine.WithKeys(keys), tlog, engine.WithLogger(log), engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
-		engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas}))
+		engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas}), engine.WithObserver(obs))
 }
 
 // authOptions builds who-is-calling for the configured mode: sessions for

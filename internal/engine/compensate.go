@@ -18,11 +18,11 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 	for {
 		var claimed Call
 		var tool Tool
-		var again bool
+		var again, settled bool
 		// Retried like an outcome: a saga must not stay half compensated
 		// because the database blinked between two steps.
 		s, err := e.record(ctx, sagaID, 0, "", func(tx Tx, s *Saga) error {
-			claimed, again = Call{}, false
+			claimed, again, settled = Call{}, false, false
 			if s.Status != Compensating {
 				return nil
 			}
@@ -53,12 +53,15 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 			if err != nil {
 				return err
 			}
-			s.Status, s.UpdatedAt = Compensated, Truncate(e.now())
+			s.Status, s.UpdatedAt, settled = Compensated, Truncate(e.now()), true
 			if len(failed) > 0 {
 				s.Status = CompensationFailed
 			}
 			return nil
 		})
+		if err == nil && settled {
+			e.obs.Compensated(s.Status)
+		}
 		if err != nil || s.Status != Compensating {
 			return s, err
 		}
@@ -71,7 +74,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 		inv := Invocation{SagaID: sagaID, Seq: claimed.Seq, Tool: claimed.ToolName, Input: claimed.Input}
 		result, undoErr := DecodeText(claimed.Result)
 		if undoErr == nil {
-			_, undoErr = e.safely(inv, func() (string, error) {
+			_, undoErr = e.safely(inv, ToolCompensate, func() (string, error) {
 				return "", tool.Executor.Compensate(ctx, inv, result)
 			})
 		}

@@ -87,6 +87,8 @@ type Engine struct {
 	tlog *logConfig
 	// heads are the sagas as this engine last wrote them (see transact).
 	heads heads
+	// obs is told what the engine does (see Observer).
+	obs Observer
 }
 
 // Option configures an Engine.
@@ -121,11 +123,15 @@ func WithOutcomeRetry(d time.Duration) Option { return func(e *Engine) { e.retry
 // error for a tool with a bad name, reversibility or no executor, and for a
 // duplicate name.
 func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
-	e := &Engine{store: s, tools: make(map[string]Tool, len(tools)), schemas: map[string]*inputSchema{}, now: time.Now,
+	e := &Engine{tools: make(map[string]Tool, len(tools)), schemas: map[string]*inputSchema{}, now: time.Now,
 		log: slog.New(slog.DiscardHandler), maxInput: 1 << 20, retryFor: time.Minute,
-		inDoubtAfter: DefaultInDoubtAfter}
+		inDoubtAfter: DefaultInDoubtAfter, obs: unobserved{}}
 	for _, o := range opts {
 		o(e)
+	}
+	e.store = watched{s: s, obs: e.obs}
+	if e.tlog != nil {
+		e.tlog.store = watchedLog{s: e.tlog.store, obs: e.obs}
 	}
 	if e.keys == nil {
 		return nil, Errorf(Invalid, "no signing key: decisions could not be given receipts")
@@ -301,15 +307,19 @@ func inState(sagaID string, seq int64, state, want CallState) (bool, error) {
 	return state == want, nil
 }
 
-// safely runs f, turning a panic into an error so that a broken tool fails
-// like any other instead of taking the process down.
-func (e *Engine) safely(inv Invocation, f func() (string, error)) (res string, err error) {
+// safely runs f, one run of a tool's phase, turning a panic into an error
+// so that a broken tool fails like any other instead of taking the process
+// down, and tells how long it took. That is measured on real time, like
+// record's backoff: the injected clock only stamps entries.
+func (e *Engine) safely(inv Invocation, phase ToolPhase, f func() (string, error)) (res string, err error) {
+	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
 			e.log.Error("tool panicked", "saga", inv.SagaID, "seq", inv.Seq, "tool", inv.Tool,
 				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			res, err = "", fmt.Errorf("tool panicked: %v", r)
 		}
+		e.obs.ToolRan(inv.Tool, phase, time.Since(start))
 	}()
 	return f()
 }

@@ -64,16 +64,15 @@ func noPending(sagaID string, seq int64) *Error {
 // and the pending request r (see VerifySaga), and returns it with the
 // AWAITING_APPROVAL entry r stands for. Decisions and resumes act on that
 // verified entry, never on the request row, which is only the index of
-// what is pending. Conflict when the journal or r does not verify:
-// nothing may be decided or executed on evidence that does not hold.
+// what is pending. Conflict when the journal or r does not verify (see
+// intact).
 func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) ([]Entry, Entry, error) {
 	entries, err := tx.Entries(s.ID)
 	if err != nil {
 		return nil, Entry{}, err
 	}
-	if v := e.check(entries, *s, []ApprovalRequest{r}); !v.Valid {
-		return nil, Entry{}, &Error{Kind: Conflict,
-			Msg: fmt.Sprintf("journal of saga %s does not verify (%s): refusing to act on it", s.ID, v.Message)}
+	if err := e.intact(entries, *s, []ApprovalRequest{r}); err != nil {
+		return nil, Entry{}, err
 	}
 	return entries, entries[r.JournalSeq-1], nil
 }
@@ -145,6 +144,9 @@ func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq in
 		d = Decision{SagaID: sagaID, JournalSeq: seq, Approved: true, Approver: p.ID, Reason: reason, DecidedAt: en.Timestamp}
 		return err
 	})
+	if err == nil {
+		e.obs.Decided(DecidedApproved)
+	}
 	d.Status = s.Status
 	return d, err
 }
@@ -173,6 +175,7 @@ func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int
 		e.unknown(sagaID, err)
 		return Decision{}, err
 	}
+	e.obs.Decided(DecidedRejected)
 	d.Status = e.compensateNow(ctx, s).Status
 	return d, nil
 }
@@ -204,7 +207,9 @@ type ResumeResult struct {
 //
 // Other errors: NotFound when the request's tool is not registered;
 // Forbidden as Can says; Invalid for a payload larger than the input limit.
-func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int64, payload string) (ResumeResult, error) {
+func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int64, payload string) (rr ResumeResult, err error) {
+	var tool Tool // the request's, once found
+	defer func() { e.obs.Called(tool.Name, ended(rr.Call.Outcome, rr.Refused, err)) }()
 	if err := e.Can(p, ActResume, Subject{}); err != nil {
 		return ResumeResult{}, err
 	}
@@ -221,7 +226,6 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 			"; the request stays pending until an operator restores the database or the checkpoints", Err: ErrHalted, SagaID: sagaID, Seq: seq}
 	}
 	var refusal string
-	var tool Tool
 	var call Call
 	s, err := e.update(ctx, sagaID, noPending(sagaID, seq), func(tx Tx, s *Saga) error {
 		refusal, call = "", Call{}

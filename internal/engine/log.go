@@ -365,6 +365,9 @@ func (e *Engine) CheckLog(ctx context.Context, full bool) (problem string, err e
 	if problem, err = e.checkLog(ctx, full); err != nil {
 		return "", err
 	}
+	if problem != "" {
+		e.obs.VerifyFailed(CheckedLog)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.halted, l.checkedAt = problem, e.now()

@@ -22,6 +22,7 @@ const (
 	ActReview  Action = "review"   // list pending requests
 	ActInDoubt Action = "in-doubt" // list calls in doubt
 	ActResolve Action = "resolve"  // record what a call in doubt came to
+	ActMetrics Action = "metrics"  // read the metrics: counts, no saga's content
 )
 
 // Policy is the configurable part of who may do what.
@@ -58,12 +59,15 @@ var roles = map[Action][]Role{
 	ActReview:  {RoleApprover, RoleAuditor},
 	ActInDoubt: {RoleApprover, RoleAuditor},
 	ActResolve: {RoleApprover},
+	// The backlog the metrics count is what review and in-doubt list.
+	ActMetrics: {RoleAuditor, RoleApprover},
 }
 
 var doing = map[Action]string{
 	ActCall: "calling a tool", ActEnd: "ending a saga", ActAbort: "aborting a saga", ActApprove: "approving",
 	ActReject: "rejecting", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
 	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt", ActResolve: "resolving a call in doubt",
+	ActMetrics: "reading metrics",
 }
 
 // Can reports whether p may take action a on subject: nil when it may, a

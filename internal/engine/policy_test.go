@@ -29,6 +29,9 @@ func TestCan(t *testing.T) {
 		{"auditor verifies", false, auditor, ActVerify, Subject{}, ""},
 		{"anyone with a role reads", false, agent, ActRead, Subject{Saga: bots}, ""},
 		{"unknown action", false, agent, Action("launch"), Subject{}, `unknown action "launch"`},
+		{"auditor reads metrics", false, auditor, ActMetrics, Subject{}, ""},
+		{"approver reads metrics", false, approver, ActMetrics, Subject{}, ""},
+		{"agent cannot read metrics", false, agent, ActMetrics, Subject{}, "reading metrics needs the auditor or approver role"},
 
 		{"initiator calls in its saga", false, agent, ActCall, Subject{Saga: mine}, ""},
 		{"another agent cannot call in it", false, other, ActCall, Subject{Saga: mine}, "saga s1 belongs to agent-1; only its initiator may act on it as an agent"},

@@ -41,6 +41,7 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		return Saga{}, err
 	}
 	missing := &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no call at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
+	var decision string
 	s, err := e.update(ctx, sagaID, missing, func(tx Tx, s *Saga) error {
 		c, err := tx.Call(sagaID, seq)
 		if IsKind(err, NotFound) {
@@ -56,13 +57,17 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		if err != nil {
 			return err
 		}
-		if v := e.check(entries, *s, nil); !v.Valid || seq > int64(len(entries)) {
-			return &Error{Kind: Conflict, Msg: fmt.Sprintf("journal of saga %s does not verify (%s): refusing to act on it", sagaID, v.Message)}
+		if err := e.intact(entries, *s, nil); err != nil {
+			return err
+		}
+		if seq > int64(len(entries)) {
+			return &Error{Kind: Conflict, Msg: fmt.Sprintf("journal of saga %s ends before seq=%d: refusing to act on it", sagaID, seq)}
 		}
 		if err := e.Can(p, ActResolve, Subject{Saga: s, Requester: line(entries[seq-1].Payload, "requester")}); err != nil {
 			return err
 		}
-		decision, extra := DecidedNotUndone, ""
+		var extra string
+		decision = DecidedNotUndone
 		switch {
 		case c.State == CallRunning && happened:
 			decision, extra = DecidedHappened, "\nresult="+result
@@ -91,6 +96,7 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		e.unknown(sagaID, err)
 		return Saga{}, at(err, sagaID, seq)
 	}
+	e.obs.Decided(decision)
 	if s.Status == Compensating {
 		s = e.compensateNow(ctx, s)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // What a reviewer reads: requests as a list shows them, one request with
@@ -28,6 +29,40 @@ func (e *Engine) Pending(ctx context.Context, p Principal, f PendingFilter) ([]P
 	}
 	n, err := e.store.CountPending(ctx, f)
 	return page, n, err
+}
+
+// Backlog is what waits for people, as of one moment.
+type Backlog struct {
+	Pending []ToolPending // by tool
+	// Oldest is how long the oldest pending request has waited; 0 when
+	// none is pending.
+	Oldest time.Duration
+	// InDoubt counts the calls in doubt for longer than the in-doubt
+	// window (see InDoubtAfter), up to the store's cap on one listing.
+	InDoubt int
+}
+
+// Backlog counts what waits for people: pending requests by tool, how
+// long the oldest has waited, and the calls in doubt. It takes no
+// principal: the metrics ask it at each scrape, and whoever reads them is
+// asked for ActMetrics where they are served. Errors: Unavailable when
+// the store is.
+func (e *Engine) Backlog(ctx context.Context) (Backlog, error) {
+	pending, err := e.store.PendingByTool(ctx)
+	if err != nil {
+		return Backlog{}, err
+	}
+	now := e.now()
+	b := Backlog{Pending: pending}
+	for _, p := range pending {
+		b.Oldest = max(b.Oldest, now.Sub(p.Oldest))
+	}
+	calls, err := e.store.InDoubt(ctx, now.Add(-e.inDoubtAfter))
+	if err != nil {
+		return Backlog{}, err
+	}
+	b.InDoubt = len(calls)
+	return b, nil
 }
 
 func clamp(n, def, hi int) int {

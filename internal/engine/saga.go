@@ -58,6 +58,16 @@ type CallResult struct {
 // (see Can); Unavailable when the store is. A tool that ran but whose
 // outcome could not be journaled is not an error: its outcome is IN_DOUBT.
 func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input string) (CallResult, error) {
+	res, err := e.call(ctx, p, sagaID, toolName, input)
+	if _, ok := e.tools[toolName]; !ok {
+		toolName = "" // not a label for whatever an agent names
+	}
+	e.obs.Called(toolName, ended(res.Outcome, false, err))
+	return res, err
+}
+
+// call does what Call says; Call tells the observer how it ended.
+func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input string) (CallResult, error) {
 	if err := e.Can(p, ActCall, Subject{}); err != nil {
 		return CallResult{}, err
 	}
@@ -180,7 +190,7 @@ func accepting(s Saga) error {
 func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, error) {
 	ctx = context.WithoutCancel(ctx)
 	inv := Invocation{SagaID: c.SagaID, Seq: c.Seq, Tool: c.ToolName, Input: c.Input}
-	result, runErr := e.safely(inv, func() (string, error) { return tool.Executor.Execute(ctx, inv) })
+	result, runErr := e.safely(inv, ToolExecute, func() (string, error) { return tool.Executor.Execute(ctx, inv) })
 	if runErr == nil && len(result) > e.maxInput {
 		runErr, result = fmt.Errorf("result is larger than %d bytes", e.maxInput), ""
 	}
@@ -499,15 +509,33 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 
 // verify checks a snapshot (see check), then that its entries are in the
 // global log as the newest checkpoint signed them (included), or reports
-// a journal whose saga row is gone.
+// a journal whose saga row is gone. A journal found broken is told.
 func (e *Engine) verify(ctx context.Context, snap Snapshot) (Verification, error) {
+	var v Verification
+	var err error
 	switch {
 	case snap.Saga == nil && len(snap.Entries) == 0:
-		return Verify(nil), nil
+		v = Verify(nil)
 	case snap.Saga == nil:
-		return broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries))), nil
+		v = broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries)))
+	default:
+		v, err = e.included(ctx, snap.Entries, e.check(snap.Entries, *snap.Saga, snap.Requests))
 	}
-	return e.included(ctx, snap.Entries, e.check(snap.Entries, *snap.Saga, snap.Requests))
+	if err == nil && !v.Valid {
+		e.obs.VerifyFailed(CheckedJournal)
+	}
+	return v, err
+}
+
+// intact is check before acting on a locked saga's journal: Conflict,
+// told, when it does not verify, for nothing may be decided or executed on
+// evidence that does not hold.
+func (e *Engine) intact(entries []Entry, s Saga, reqs []ApprovalRequest) error {
+	if v := e.check(entries, s, reqs); !v.Valid {
+		e.obs.VerifyFailed(CheckedJournal)
+		return &Error{Kind: Conflict, Msg: fmt.Sprintf("journal of saga %s does not verify (%s): refusing to act on it", s.ID, v.Message)}
+	}
+	return nil
 }
 
 // check verifies a saga's journal against its row and pending requests

@@ -39,6 +39,9 @@ type Store interface {
 	// oldest first; CountPending counts them, ignoring After and Limit.
 	Pending(ctx context.Context, f PendingFilter) ([]Pending, error)
 	CountPending(ctx context.Context, f PendingFilter) (int, error)
+	// PendingByTool counts pending requests by tool, with when each
+	// tool's oldest was made, ordered by tool.
+	PendingByTool(ctx context.Context) ([]ToolPending, error)
 	// LastExecuted returns the newest EXECUTED entry of a tool, in any
 	// saga, from before the given time; NotFound when there is none.
 	LastExecuted(ctx context.Context, tool string, before time.Time) (Entry, error)
@@ -78,6 +81,14 @@ type PendingFilter struct {
 	Approved  *bool // true: approved, awaiting execution; false: undecided
 	Limit     int
 	After     *PendingCursor
+}
+
+// ToolPending is how many requests for one tool are pending, and when
+// the oldest of them was made.
+type ToolPending struct {
+	Tool   string
+	Count  int
+	Oldest time.Time
 }
 
 // PendingCursor is the position of one request in a listing.

@@ -20,6 +20,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/mcpgw"
+	"github.com/sagacity-go/sagacity/internal/metrics"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
@@ -206,18 +207,21 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	logs := &bytes.Buffer{}
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil))
+	rec := metrics.New(log)
 	// Checkpoints are signed when a test sequences the log.
 	eng, err := engine.New(db, tools, engine.WithKeys(storetest.Keys(t)), engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}),
-		engine.WithInDoubtAfter(o.inDoubtAfter), engine.WithLog(db, checkpoints, 1, 24*time.Hour))
+		engine.WithInDoubtAfter(o.inDoubtAfter), engine.WithLog(db, checkpoints, 1, 24*time.Hour), engine.WithObserver(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
+	rec.Watch(eng)
 	if o.demo {
 		if err := demo.Seed(ctx, db, eng); err != nil {
 			t.Fatal(err)
 		}
 	}
-	logs := &bytes.Buffer{}
 	if o.now == nil {
 		o.now = time.Now
 	}
@@ -244,16 +248,17 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		}
 	}
 	srv.Config.Handler = server.New(server.Options{
-		Log:               slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil)),
+		Log:               log,
 		Ready:             db.Ping,
 		API:               &api.Handlers{Engine: eng},
-		MCP:               mcpgw.New(t.Context(), eng, "test", slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil))).Handler(),
+		MCP:               mcpgw.New(t.Context(), eng, "test", log).Handler(),
 		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: mode, Now: o.now},
 		APIAuth:           bearer.Principal,
 		OIDC:              rp,
 		ApprovalEndpoints: !o.noApprovalEndpoints,
 		MaxBody:           o.maxBody,
 		Hosts:             o.hosts,
+		Metrics:           rec,
 	})
 	srv.Config.ReadTimeout = o.readTimeout
 	srv.Start()

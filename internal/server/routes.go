@@ -42,6 +42,10 @@ type Options struct {
 	// Hosts are the host names requests may be addressed to, besides the
 	// loopback names; requests for any other are refused.
 	Hosts []string
+	// Metrics, when set, instruments every route and is served at
+	// /metrics to the callers APIAuth names whom the engine lets read
+	// them.
+	Metrics Metrics
 }
 
 type server struct{ Options }
@@ -61,6 +65,9 @@ func New(o Options) http.Handler {
 	decideIP, decideWho := newLimiter(decidePerMinuteIP, decidePerMinuteIP), newLimiter(decidePerMinute, decidePerMinute)
 
 	r := chi.NewRouter()
+	if s.Metrics != nil {
+		r.Use(s.Metrics.Instrument)
+	}
 	r.Use(s.limitBody, middleware.GetHead)
 	r.NotFound(s.h(func(http.ResponseWriter, *http.Request) error {
 		return engine.Errorf(engine.NotFound, "no such page")
@@ -133,6 +140,11 @@ func New(o Options) http.Handler {
 	// POST and DELETE).
 	if s.MCP != nil {
 		r.With(s.authenticate(s.APIAuth)).Handle("/mcp", s.MCP)
+	}
+
+	// Bearer token: the metrics, for Prometheus.
+	if s.Metrics != nil {
+		r.With(s.authenticate(s.APIAuth)).Get("/metrics", s.h(s.metrics))
 	}
 
 	// Bearer token (JSON): the approval endpoints and the agent gateway.

@@ -165,6 +165,8 @@ func workload(t *testing.T, e *engine.Engine) {
 	must(err)
 	_, err = e.InDoubt(ctx, auditor, 0)
 	must(err)
+	_, err = e.Backlog(ctx)
+	must(err)
 	st, err := e.Sequence(ctx, true)
 	must(err)
 	_, err = e.CheckLog(ctx, true)

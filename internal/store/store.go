@@ -320,6 +320,19 @@ func (s *sqlStore) CountPending(ctx context.Context, f engine.PendingFilter) (in
 		"SELECT count(*)"+pendingFrom+w.String(), w.args...)
 }
 
+func (s *sqlStore) PendingByTool(ctx context.Context) ([]engine.ToolPending, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return collect(ctx, s.db, func(r rows) (p engine.ToolPending, err error) {
+		oldest := timeCol{col: col{name: "created_at"}}
+		if err = r.Scan(&p.Tool, &p.Count, &oldest); err == nil && oldest.bad {
+			err = fmt.Errorf("the oldest request of %s has no time of creation", p.Tool)
+		}
+		p.Oldest = oldest.v
+		return p, err
+	}, "SELECT tool_name, count(*), min(created_at) FROM approval_requests GROUP BY tool_name ORDER BY tool_name LIMIT $1", maxApprovals)
+}
+
 func (s *sqlStore) LastExecuted(ctx context.Context, tool string, before time.Time) (engine.Entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()

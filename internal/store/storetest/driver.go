@@ -39,6 +39,7 @@ var driverTests = []struct {
 	{"Store.InDoubt", true, testStoreInDoubt},
 	{"Store.Pending", true, testStorePending},
 	{"Store.CountPending", true, testCountPending},
+	{"Store.PendingByTool", true, testPendingByTool},
 	{"Store.LastExecuted", false, testLastExecuted},
 	{"Tx.LockSaga", false, testLockSaga},
 	{"Tx.LockSagaCall", false, testLockSagaCall},
@@ -835,6 +836,40 @@ func testCountPending(t *testing.T, d *drv) {
 				t.Errorf("CountPending(%s) = %d, %v; want %d", show(tt.f), got, err, tt.count)
 			}
 		})
+	}
+}
+
+func testPendingByTool(t *testing.T, d *drv) {
+	if got, err := d.db.PendingByTool(t.Context()); err != nil || len(got) != 0 {
+		t.Fatalf("PendingByTool of an empty store = %+v, %v; want none", got, err)
+	}
+	a, b := d.id("a"), d.id("b")
+	request := func(saga string, seq int64, tool string, created time.Time) engine.ApprovalRequest {
+		r := mkRequest(saga, seq, created)
+		r.ToolName = tool
+		return r
+	}
+	createSagas(t, d.db, mkSaga(a, engine.AwaitingApproval, when(0)), mkSaga(b, engine.AwaitingApproval, when(0)))
+	write(t, d.db, func(tx engine.Tx) error {
+		return errors.Join(
+			tx.PutApproval(request(a, 2, "sendWireTransfer", when(5))),
+			tx.PutApproval(request(a, 4, "sendWireTransfer", when(3).In(time.FixedZone("PDT", -7*60*60)))), // the oldest, written later
+			tx.PutApproval(request(b, 2, "sendWireTransfer", when(9))),
+			tx.PutApproval(request(b, 4, "chargeCard", when(7))),
+		)
+	})
+	want := []engine.ToolPending{
+		{Tool: "chargeCard", Count: 1, Oldest: stored(when(7))},
+		{Tool: "sendWireTransfer", Count: 3, Oldest: stored(when(3))},
+	}
+	got, err := d.db.PendingByTool(t.Context())
+	if diff := cmp.Diff(want, got, exact...); err != nil || diff != "" {
+		t.Errorf("PendingByTool = %v; (-want +got):\n%s", err, diff)
+	}
+	write(t, d.db, func(tx engine.Tx) error { _, err := tx.DeleteApprovals(b, 4); return err })
+	got, err = d.db.PendingByTool(t.Context())
+	if diff := cmp.Diff(want[1:], got, exact...); err != nil || diff != "" {
+		t.Errorf("PendingByTool after chargeCard's request was dropped = %v; (-want +got):\n%s", err, diff)
 	}
 }
 

@@ -1,0 +1,189 @@
+// Package metrics exports what the engine and the HTTP server do as
+// Prometheus metrics, on a registry of its own: it is the engine's
+// Observer, the instrumentation of every route, and the handler that
+// serves them. Labels hold tool names, route patterns and closed sets of
+// outcomes, never a saga id, a principal or a path as requested.
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+// latency are the buckets of both histograms, in seconds: a request or a
+// tool may take from milliseconds to a tool's longest timeout (five
+// minutes).
+var latency = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300}
+
+// scrapeTimeout bounds the engine's work for one scrape.
+const scrapeTimeout = 5 * time.Second
+
+// Recorder records what the engine and the HTTP server do, and serves it.
+type Recorder struct {
+	reg            *prometheus.Registry
+	handler        http.Handler
+	calls          *prometheus.CounterVec
+	decisions      *prometheus.CounterVec
+	toolSeconds    *prometheus.HistogramVec
+	compensations  *prometheus.CounterVec
+	verifyFailures *prometheus.CounterVec
+	storeErrors    *prometheus.CounterVec
+	requests       *prometheus.CounterVec
+	requestSeconds *prometheus.HistogramVec
+}
+
+var _ engine.Observer = (*Recorder)(nil)
+
+// New returns the metrics, all zero, with the Go runtime's and the
+// process's. Errors while serving them go to log.
+func New(log *slog.Logger) *Recorder {
+	m := &Recorder{reg: prometheus.NewRegistry()}
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		// A database that is down takes the backlog's gauges away, not
+		// the counters that say so.
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	})
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sagacity_" + name, Help: help}, labels)
+	}
+	histogram := func(name, help string, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "sagacity_" + name, Help: help, Buckets: latency}, labels)
+	}
+	m.calls = counter("tool_calls_total", "Requests to run a tool (agents' calls and resumes of approved requests), by tool and how they ended: "+
+		"executed, awaiting_approval, failed (the saga was compensated), in_doubt, refused (nothing ran), error (the store failed). "+
+		`tool is "" when no registered tool was named.`, "tool", "outcome")
+	m.decisions = counter("decisions_total", "People's decisions, as their receipts name them: approved, rejected, "+
+		"and what calls in doubt came to (happened, not-happened, undone, not-undone).", "decision")
+	m.toolSeconds = histogram("tool_duration_seconds", "How long tools took, by tool and phase (execute, compensate).", "tool", "phase")
+	m.compensations = counter("compensations_total", "Sagas whose compensation ended, by outcome: compensated or compensation_failed.", "outcome")
+	m.verifyFailures = counter("verify_failures_total", "Verifications that found evidence broken: a saga's journal (check=journal), "+
+		"or the global log against the newest checkpoint, which halts executions (check=log).", "check")
+	m.storeErrors = counter("store_errors_total", "Store operations that failed, by kind: unavailable or internal.", "kind")
+	m.requests = counter("http_requests_total", `HTTP requests, by route pattern ("none" when no route matched), method and status code.`,
+		"route", "method", "code")
+	m.requestSeconds = histogram("http_request_duration_seconds", "How long HTTP requests took, by route pattern and method.", "route", "method")
+	m.reg.MustRegister(m.calls, m.decisions, m.toolSeconds, m.compensations, m.verifyFailures, m.storeErrors,
+		m.requests, m.requestSeconds, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The closed sets start at zero, so that an increase is seen from the
+	// first one.
+	for _, d := range []string{engine.DecidedApproved, engine.DecidedRejected, engine.DecidedHappened,
+		engine.DecidedNotHappened, engine.DecidedUndone, engine.DecidedNotUndone} {
+		m.decisions.WithLabelValues(d)
+	}
+	for _, s := range []engine.Status{engine.Compensated, engine.CompensationFailed} {
+		m.compensations.WithLabelValues(outcome(s))
+	}
+	for _, c := range []engine.Checked{engine.CheckedJournal, engine.CheckedLog} {
+		m.verifyFailures.WithLabelValues(string(c))
+	}
+	for _, k := range []engine.Kind{engine.Unavailable, engine.Internal} {
+		m.storeErrors.WithLabelValues(k.String())
+	}
+	return m
+}
+
+// Backlogger is what the metrics read from the engine at each scrape.
+type Backlogger interface {
+	Backlog(ctx context.Context) (engine.Backlog, error)
+}
+
+// Watch adds the gauges of e's backlog, read at each scrape: pending
+// requests by tool, the oldest one's age and the calls in doubt. Call it
+// once.
+func (m *Recorder) Watch(e Backlogger) {
+	m.reg.MustRegister(&backlog{e: e,
+		pending: prometheus.NewDesc("sagacity_pending_requests", "Requests waiting for a person (undecided, or approved and not yet resumed), by tool.",
+			[]string{"tool"}, nil),
+		oldest: prometheus.NewDesc("sagacity_oldest_pending_request_age_seconds",
+			"How long the oldest pending request has waited; 0 when none is pending.", nil, nil),
+		inDoubt: prometheus.NewDesc("sagacity_calls_in_doubt",
+			"Calls whose outcome the journal does not know, still for longer than the in-doubt window: a person must find out.", nil, nil),
+	})
+}
+
+// backlog is the collector of the backlog's gauges.
+type backlog struct {
+	e                        Backlogger
+	pending, oldest, inDoubt *prometheus.Desc
+}
+
+func (b *backlog) Describe(ch chan<- *prometheus.Desc) {
+	ch <- b.pending
+	ch <- b.oldest
+	ch <- b.inDoubt
+}
+
+func (b *backlog) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	bl, err := b.e.Backlog(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(b.pending, err)
+		return
+	}
+	for _, p := range bl.Pending {
+		ch <- prometheus.MustNewConstMetric(b.pending, prometheus.GaugeValue, float64(p.Count), p.Tool)
+	}
+	ch <- prometheus.MustNewConstMetric(b.oldest, prometheus.GaugeValue, bl.Oldest.Seconds())
+	ch <- prometheus.MustNewConstMetric(b.inDoubt, prometheus.GaugeValue, float64(bl.InDoubt))
+}
+
+// ServeHTTP serves the metrics in Prometheus' text format, to whoever the
+// route lets through.
+func (m *Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) { m.handler.ServeHTTP(w, r) }
+
+// Instrument counts and times each request under its route's pattern, as
+// chi knows it once the handler has run (/sagacity/sagas/{sagaId}/calls,
+// never the path requested). It must run inside the router (chi's Use),
+// where that pattern is kept.
+func (m *Recorder) Instrument(next http.Handler) http.Handler {
+	route := promhttp.WithLabelFromCtx("route", routeOf)
+	return promhttp.InstrumentHandlerDuration(m.requestSeconds, promhttp.InstrumentHandlerCounter(m.requests, next, route), route)
+}
+
+// routeOf is the pattern of the route that served a request, or "none".
+func routeOf(ctx context.Context) string {
+	if rc := chi.RouteContext(ctx); rc != nil {
+		if p := rc.RoutePattern(); p != "" {
+			return p
+		}
+	}
+	return "none"
+}
+
+// Called counts a request to run a tool.
+func (m *Recorder) Called(tool string, end engine.CallEnd) {
+	m.calls.WithLabelValues(tool, string(end)).Inc()
+}
+
+// Decided counts a person's decision.
+func (m *Recorder) Decided(decision string) { m.decisions.WithLabelValues(decision).Inc() }
+
+// ToolRan observes how long a tool took.
+func (m *Recorder) ToolRan(tool string, phase engine.ToolPhase, took time.Duration) {
+	m.toolSeconds.WithLabelValues(tool, string(phase)).Observe(took.Seconds())
+}
+
+// Compensated counts a saga whose compensation ended.
+func (m *Recorder) Compensated(s engine.Status) { m.compensations.WithLabelValues(outcome(s)).Inc() }
+
+// VerifyFailed counts a verification that found evidence broken.
+func (m *Recorder) VerifyFailed(what engine.Checked) {
+	m.verifyFailures.WithLabelValues(string(what)).Inc()
+}
+
+// StoreError counts a store operation that failed.
+func (m *Recorder) StoreError(k engine.Kind) { m.storeErrors.WithLabelValues(k.String()).Inc() }
+
+// outcome is the label of a saga's status after compensation.
+func outcome(s engine.Status) string { return strings.ToLower(string(s)) }
