@@ -43,6 +43,7 @@ const sagaMeta = "sagacity/saga"
 
 // Gateway is the MCP server over an engine.
 type Gateway struct {
+	ctx    context.Context // ends when the server stops
 	engine *engine.Engine
 	server *mcp.Server
 	http   http.Handler
@@ -73,7 +74,7 @@ const watchEvery = 2 * time.Second
 // New makes the gateway for the engine's tools. version is the server's.
 // It runs until ctx ends: that stops the watcher of subscribed sagas.
 func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger) *Gateway {
-	g := &Gateway{engine: e, log: log, sessions: map[*mcp.ServerSession]*session{}, watched: map[string]*watch{}}
+	g := &Gateway{ctx: ctx, engine: e, log: log, sessions: map[*mcp.ServerSession]*session{}, watched: map[string]*watch{}}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "sagacity", Title: "Sagacity", Version: version}, &mcp.ServerOptions{
 		Instructions: "Every tool call here is journaled. A tool that cannot be undone answers AWAITING_APPROVAL: " +
 			"a person decides it; ask " + statusTool + " (or subscribe to the saga's resource) and, once it is approved, " +
@@ -259,7 +260,12 @@ func (g *Gateway) ended(ss *mcp.ServerSession) {
 	s := g.sessions[ss]
 	delete(g.sessions, ss)
 	g.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	if g.ctx.Err() != nil {
+		// The server is stopping, not the agent: its sagas stay open for
+		// it to go on with.
+		return
+	}
+	ctx, cancel := context.WithTimeout(g.ctx, time.Minute)
 	defer cancel()
 	for saga := range s.sagas {
 		if _, err := g.engine.End(ctx, s.principal, saga); err != nil && !engine.IsKind(err, engine.Conflict) {

@@ -139,7 +139,7 @@ type apiEnv struct {
 	tools *toolServer
 	db    *store.DB
 	dbURL string
-	logs  *bytes.Buffer
+	logs  *lockedWriter // what the server logged
 	eng   *engine.Engine // to sequence and check the log, as the server's loops do
 }
 
@@ -207,8 +207,8 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	log := slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil))
+	logs := &lockedWriter{w: &bytes.Buffer{}}
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, suiteLog), nil))
 	rec := metrics.New(log)
 	// Checkpoints are signed when a test sequences the log.
 	eng, err := engine.New(db, tools, engine.WithKeys(storetest.Keys(t)), engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}),
@@ -278,6 +278,13 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// String is what was written, when l writes to a buffer.
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.(*bytes.Buffer).String()
 }
 
 // closedURL is the address of a listener that no longer listens.

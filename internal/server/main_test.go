@@ -63,7 +63,7 @@ func TestMain(m *testing.M) {
 	http.DefaultTransport = tokenRecorder{http.DefaultTransport}
 	credential(string(secret))
 	code := m.Run()
-	logs := suiteLog.w.(*bytes.Buffer).String()
+	logs := suiteLog.String()
 	// A run of some tests only (-run, as make screenshots does) need not
 	// handle credentials; the whole package must.
 	whole := flag.Lookup("test.run").Value.String() == ""
