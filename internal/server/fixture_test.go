@@ -139,7 +139,7 @@ type apiEnv struct {
 	tools *toolServer
 	db    *store.DB
 	dbURL string
-	logs  *lockedWriter // what the server logged
+	logs  *lockedWriter  // what the server logged
 	eng   *engine.Engine // to sequence and check the log, as the server's loops do
 }
 
