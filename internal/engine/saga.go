@@ -195,11 +195,19 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 		runErr, result = fmt.Errorf("result is larger than %d bytes", e.maxInput), ""
 	}
 	res := CallResult{SagaID: c.SagaID, Seq: c.Seq, ToolName: c.ToolName}
+	// ours is the head the outcome's entry made in the try that ran: the
+	// saga committed has it unless no try of ours committed (a try on a
+	// stale promise, or a person who resolved the call meanwhile).
+	var ours string
 	s, err := e.record(ctx, c.SagaID, c.Seq, CallRunning, func(tx Tx, s *Saga) error {
+		var err error
 		if runErr != nil {
-			return e.close(tx, s, c, c.ToolName, PhaseFailed, c.Input, runErr.Error(), "", Truncate(e.now()))
+			err = e.close(tx, s, c, c.ToolName, PhaseFailed, c.Input, runErr.Error(), "", Truncate(e.now()))
+		} else {
+			err = e.close(tx, s, c, c.ToolName, PhaseExecuted, c.Input, result, result, Truncate(e.now()))
 		}
-		return e.close(tx, s, c, c.ToolName, PhaseExecuted, c.Input, result, result, Truncate(e.now()))
+		ours = s.HeadHash
+		return err
 	})
 	if err != nil {
 		e.log.Error("a tool ran but its outcome could not be journaled; the call is in doubt",
@@ -207,6 +215,17 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 		res.Outcome = OutcomeInDoubt
 		res.Error = fmt.Sprintf("tool %s was called but its outcome could not be journaled, so it may have taken effect; "+
 			"the call is in doubt until a person resolves it: do not retry it", c.ToolName)
+		return res, nil
+	}
+	if s.HeadHash != ours {
+		// The tool stood still past the in-doubt window and a person
+		// resolved the call: the journal holds their word, not this late
+		// answer, so the caller gets neither as the call's outcome.
+		e.log.Warn("a tool answered after a person had resolved its call; its answer is not journaled",
+			"saga", c.SagaID, "seq", c.Seq, "tool", c.ToolName, "failed", runErr != nil)
+		res.Status, res.Outcome = s.Status, OutcomeInDoubt
+		res.Error = fmt.Sprintf("tool %s answered after a person had resolved the call; the journal holds their resolution: "+
+			"read it before going on, and do not retry the call", c.ToolName)
 		return res, nil
 	}
 	if s.Status == Compensating {

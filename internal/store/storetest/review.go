@@ -256,6 +256,38 @@ func testResolve(t *testing.T, v *env) {
 	if got := v.verify("no"); !got.Valid {
 		t.Errorf("Verify = %+v", got)
 	}
+
+	// Resolved while its tool still ran: the tool's late answer is not
+	// journaled, and the agent is told the call is in doubt, not what the
+	// tool said.
+	started, release := make(chan struct{}), make(chan struct{})
+	slow := engine.Tool{Name: "slow", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
+		close(started)
+		<-release
+		return "late answer", nil
+	}, Undo: func(context.Context, engine.Invocation, string) error { return nil }}}
+	live, err := engine.New(v.db, append(v.fx.tools(), slow), engine.WithKeys(Keys(t)), engine.WithClock(clk.now), engine.WithInDoubtAfter(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.call("late", "reserveInventory", `{"item":"laptop"}`)
+	answer := make(chan engine.CallResult, 1)
+	go func() {
+		r, _ := live.Call(ctx, agent, "late", "slow", `{"n":1}`)
+		answer <- r
+	}()
+	<-started
+	if _, err := live.Resolve(ctx, approver, "late", 3, true, "done by hand", "checked by phone"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if r := <-answer; r.Outcome != engine.OutcomeInDoubt || r.Result != "" || !strings.Contains(r.Error, "after a person had resolved the call") {
+		t.Errorf("the call resolved while it ran = %+v, want IN_DOUBT naming the resolution, not the late answer", r)
+	}
+	want3 := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "slow INTENT", "approval-gate EXECUTED"}
+	if got := v.phases("late"); !cmp.Equal(got, want3) {
+		t.Errorf("journal = %v, want %v: the resolution and nothing of the late answer", got, want3)
+	}
 }
 
 // testReceipts: every decision carries a receipt that the standard note
