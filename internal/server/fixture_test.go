@@ -241,11 +241,13 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 			bearer.JWT, bearer.Issuer, bearer.Roles = rp.APIVerifier(o.apiAudience), issuer, roles
 		}
 	}
+	// One lock for the buffer, which the server and the MCP gateway share.
+	log := slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil))
 	srv.Config.Handler = server.New(server.Options{
-		Log:               slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil)),
+		Log:               log,
 		Ready:             db.Ping,
 		API:               &api.Handlers{Engine: eng},
-		MCP:               mcpgw.New(t.Context(), eng, "test", slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil))).Handler(),
+		MCP:               mcpgw.New(t.Context(), eng, "test", log).Handler(),
 		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: mode, Now: o.now},
 		APIAuth:           bearer.Principal,
 		OIDC:              rp,
