@@ -140,6 +140,7 @@ type apiEnv struct {
 	dbURL string
 	logs  *bytes.Buffer
 	eng   *engine.Engine // to sequence and check the log, as the server's loops do
+	opts  server.Options // what the server was built from
 }
 
 type envOptions struct {
@@ -243,7 +244,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	}
 	// One lock for the buffer, which the server and the MCP gateway share.
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(&lockedWriter{w: logs}, suiteLog), nil))
-	srv.Config.Handler = server.New(server.Options{
+	opts := server.Options{
 		Log:               log,
 		Ready:             db.Ping,
 		API:               &api.Handlers{Engine: eng},
@@ -254,11 +255,12 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		ApprovalEndpoints: !o.noApprovalEndpoints,
 		MaxBody:           o.maxBody,
 		Hosts:             o.hosts,
-	})
+	}
+	srv.Config.Handler = server.New(opts)
 	srv.Config.ReadTimeout = o.readTimeout
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); db.Close() })
-	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL, eng: eng}
+	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL, eng: eng, opts: opts}
 }
 
 // noRedirects shows redirects to the test instead of following them.
@@ -299,6 +301,7 @@ func (r response) json(t testing.TB) map[string]any {
 	return m
 }
 
+// do sends a request, and holds the answer to the OpenAPI document.
 func (e *apiEnv) do(method, path, contentType, body string, headers ...string) response {
 	e.t.Helper()
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
@@ -317,12 +320,17 @@ func (e *apiEnv) do(method, path, contentType, body string, headers ...string) r
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	e.holdToContract(req, body, resp, b)
 	return response{resp.StatusCode, resp.Header, string(b)}
 }
 
-func (e *apiEnv) get(path string) response { return e.do("GET", path, "", "") }
+func (e *apiEnv) get(path string) response {
+	e.t.Helper()
+	return e.do("GET", path, "", "")
+}
 
 func (e *apiEnv) post(path, body string) response {
+	e.t.Helper()
 	return e.do("POST", path, "application/json", body)
 }
 
