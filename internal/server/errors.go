@@ -90,15 +90,16 @@ func (s *server) h(fn handler) http.HandlerFunc {
 	}
 }
 
-// fail is the one adapter that writes every error response: JSON under
-// /sagacity/ and at /metrics (machines call them), an htmx fragment for
-// htmx requests, an HTML page otherwise. The caller sees the kind's
+// fail is the one adapter that writes every error response: JSON to the
+// bearer-token routes (under /sagacity/, /metrics, and /mcp, whose
+// clients are no browsers to send to a sign-in page), an htmx fragment
+// for htmx requests, an HTML page otherwise. The caller sees the kind's
 // message; the cause goes to the log.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := status(err)
 	s.logError(r, err, code)
 	msg := message(err, code, requestID(r.Context()))
-	if strings.HasPrefix(r.URL.Path, "/sagacity/") || r.URL.Path == "/metrics" {
+	if strings.HasPrefix(r.URL.Path, "/sagacity/") || r.URL.Path == "/metrics" || r.URL.Path == "/mcp" {
 		if code == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sagacity"`)
 		}

@@ -49,6 +49,15 @@ func TestLogAPI(t *testing.T) {
 		if n, err := note.Open([]byte(r.body), note.VerifierList(v)); err != nil || !strings.HasPrefix(n.Text, fmt.Sprintf("%s\n%d\n", v.Name(), size2)) {
 			t.Errorf("latest checkpoint %q: %v; want size %d signed by the public key", r.body, err, size2)
 		}
+		if r := e.get("/sagacity/keys"); r.body != fmt.Sprintf(`{"keys":[%q]}`+"\n", e.eng.VerifierKey()) {
+			t.Errorf("GET /sagacity/keys = %d %s, want the public key", r.code, r.body)
+		}
+		if rc := e.get("/sagacity/receipts/pay/4"); rc.code != 200 {
+			t.Errorf("receipt of the approval at seq 4 = %d %q, want 200", rc.code, rc.body)
+		} else if _, err := note.Open([]byte(rc.body), note.VerifierList(v)); err != nil {
+			t.Errorf("receipt of the approval at seq 4 %q: %v; want a note signed by the public key", rc.body, err)
+		}
+		want(t, "receipt of a request, which is no decision", e.get("/sagacity/receipts/pay/3"), 404)
 		if r1 := e.get(fmt.Sprintf("/sagacity/checkpoints/%d", size1)); r1.code != 200 || r1.body == r.body || r1.header.Get("Content-Type") != "text/plain; charset=utf-8" {
 			t.Errorf("checkpoint of size %d = %d %q, want the older note", size1, r1.code, r1.body)
 		}

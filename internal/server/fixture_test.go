@@ -141,6 +141,7 @@ type apiEnv struct {
 	dbURL string
 	logs  *lockedWriter  // what the server logged
 	eng   *engine.Engine // to sequence and check the log, as the server's loops do
+	opts  server.Options // what the server was built from
 }
 
 type envOptions struct {
@@ -247,7 +248,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 			bearer.JWT, bearer.Issuer, bearer.Roles = rp.APIVerifier(o.apiAudience), issuer, roles
 		}
 	}
-	srv.Config.Handler = server.New(server.Options{
+	opts := server.Options{
 		Log:               log,
 		Ready:             db.Ping,
 		API:               &api.Handlers{Engine: eng},
@@ -259,11 +260,12 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		MaxBody:           o.maxBody,
 		Hosts:             o.hosts,
 		Metrics:           rec,
-	})
+	}
+	srv.Config.Handler = server.New(opts)
 	srv.Config.ReadTimeout = o.readTimeout
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); db.Close() })
-	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL, eng: eng}
+	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL, eng: eng, opts: opts}
 }
 
 // noRedirects shows redirects to the test instead of following them.
@@ -311,6 +313,7 @@ func (r response) json(t testing.TB) map[string]any {
 	return m
 }
 
+// do sends a request, and holds the answer to the OpenAPI document.
 func (e *apiEnv) do(method, path, contentType, body string, headers ...string) response {
 	e.t.Helper()
 	req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
@@ -329,12 +332,17 @@ func (e *apiEnv) do(method, path, contentType, body string, headers ...string) r
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	e.holdToContract(req, body, resp, b)
 	return response{resp.StatusCode, resp.Header, string(b)}
 }
 
-func (e *apiEnv) get(path string) response { return e.do("GET", path, "", "") }
+func (e *apiEnv) get(path string) response {
+	e.t.Helper()
+	return e.do("GET", path, "", "")
+}
 
 func (e *apiEnv) post(path, body string) response {
+	e.t.Helper()
 	return e.do("POST", path, "application/json", body)
 }
 

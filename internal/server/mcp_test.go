@@ -214,6 +214,14 @@ func TestMCPAuth(t *testing.T) {
 	agentT, agentTok := token("agent", engine.RoleAgent)
 	auditorT, auditorTok := token("auditor", engine.RoleAuditor)
 	e := newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, auditorT}})
+	// An MCP client is told to authenticate as the JSON API tells it, not
+	// sent to the console's sign-in page.
+	for _, method := range []string{"GET", "POST", "DELETE"} {
+		r := e.do(method, "/mcp", "", "")
+		if r.code != 401 || r.header.Get("WWW-Authenticate") != `Bearer realm="sagacity"` || r.header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s /mcp without a token = %d %v %q, want 401 application/json with WWW-Authenticate", method, r.code, r.header, r.body)
+		}
+	}
 	for _, h := range []http.Header{nil, {"Authorization": {"Bearer sgc_wrong"}}} {
 		c := mcp.NewClient(&mcp.Implementation{Name: "x", Version: "1"}, nil)
 		tr := &mcp.StreamableClientTransport{Endpoint: e.url + "/mcp", HTTPClient: &http.Client{Transport: withHeaders{h, http.DefaultTransport}}}

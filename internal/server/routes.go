@@ -61,6 +61,16 @@ const (
 func New(o Options) http.Handler {
 	s := &server{o}
 	s.Log = slog.New(withRequest{o.Log.Handler()})
+	r := s.routes()
+	// Every state-changing request, everywhere, must come from this
+	// origin (or from no browser at all). No bypass patterns.
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errCrossOrigin) }))
+	return s.observe(r, s.hosts(secureHeaders(cop.Handler(r))))
+}
+
+// routes is the one route table.
+func (s *server) routes() *chi.Mux {
 	signIn := newLimiter(signInPerMinute, signInPerMinute)
 	decideIP, decideWho := newLimiter(decidePerMinuteIP, decidePerMinuteIP), newLimiter(decidePerMinute, decidePerMinute)
 
@@ -84,7 +94,8 @@ func New(o Options) http.Handler {
 		return errMethod
 	}))
 
-	// Public: liveness, readiness, static files and signing in.
+	// Public: liveness, readiness, the API's description, static files and
+	// signing in.
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) { text(w, http.StatusOK, "ok") })
 	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := s.Ready(r.Context()); err != nil {
@@ -94,6 +105,9 @@ func New(o Options) http.Handler {
 		}
 		text(w, http.StatusOK, "ok")
 	})
+	// The description holds no secret, so it needs no token. A route of
+	// its own here wins over the bearer-token subrouter at /sagacity.
+	r.Get("/sagacity/openapi.json", s.h(api.Document))
 	static, _ := fs.Sub(web.Static, "static")
 	r.Handle("/static/*", http.StripPrefix("/static/", cacheable(http.FileServerFS(static))))
 	r.Group(func(r chi.Router) {
@@ -175,12 +189,7 @@ func New(o Options) http.Handler {
 		r.Post("/sagas/{sagaId}/end", s.h(s.API.End))
 		r.Post("/sagas/{sagaId}/abort", s.h(s.API.Abort))
 	})
-
-	// Every state-changing request, everywhere, must come from this
-	// origin (or from no browser at all). No bypass patterns.
-	cop := http.NewCrossOriginProtection()
-	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errCrossOrigin) }))
-	return s.observe(r, s.hosts(secureHeaders(cop.Handler(r))))
+	return r
 }
 
 // cacheable lets browsers keep static files for an hour.
