@@ -56,8 +56,9 @@ type Gateway struct {
 
 // session is who called through an MCP session, and into which sagas.
 type session struct {
-	principal engine.Principal
-	sagas     map[string]bool
+	principal engine.Principal // once it called a tool
+	sagas     map[string]bool  // the sagas it called into
+	watching  map[string]bool  // the resources it subscribed to
 }
 
 // watch is a subscribed saga: how it looked when last seen, and whom to
@@ -70,6 +71,10 @@ type watch struct {
 
 // watchEvery is how often subscribed sagas are looked at for a change.
 const watchEvery = 2 * time.Second
+
+// maxWatched bounds the sagas the gateway watches for all its sessions at
+// once: each is read every watchEvery. A variable for tests.
+var maxWatched = 10_000
 
 // New makes the gateway for the engine's tools. version is the server's.
 // It runs until ctx ends: that stops the watcher of subscribed sagas.
@@ -235,30 +240,41 @@ func failed(err error) (*mcp.CallToolResult, error) {
 	return result(e.Msg, map[string]any{"error": e.Msg, "kind": e.Kind.String()}, true), nil
 }
 
-// joined notes that session, as p, called into saga, so that the
-// session's end ends it; the first time a session calls, it starts
-// waiting for its end.
-func (g *Gateway) joined(ss *mcp.ServerSession, p engine.Principal, saga string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// track returns what the gateway knows of a session, noting it the first
+// time, when it starts waiting for the session's end. Callers hold g.mu.
+func (g *Gateway) track(ss *mcp.ServerSession) *session {
 	s, ok := g.sessions[ss]
 	if !ok {
-		s = &session{principal: p, sagas: map[string]bool{}}
+		s = &session{sagas: map[string]bool{}, watching: map[string]bool{}}
 		g.sessions[ss] = s
 		go g.ended(ss)
 	}
+	return s
+}
+
+// joined notes that session, as p, called into saga, so that the
+// session's end ends it.
+func (g *Gateway) joined(ss *mcp.ServerSession, p engine.Principal, saga string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.track(ss)
+	s.principal = p
 	s.sagas[saga] = true
 }
 
-// ended waits for a session to end and ends its sagas: the agent is done
-// with them (a saga with requests pending stays AWAITING_APPROVAL until a
-// person decides them). The SDK binds a session to its first request's
-// principal, so every call of it was theirs.
+// ended waits for a session to end, stops watching what it subscribed to
+// and ends its sagas: the agent is done with them (a saga with requests
+// pending stays AWAITING_APPROVAL until a person decides them). The SDK
+// binds a session to its first request's principal, so every call of it
+// was theirs.
 func (g *Gateway) ended(ss *mcp.ServerSession) {
 	_ = ss.Wait()
 	g.mu.Lock()
 	s := g.sessions[ss]
 	delete(g.sessions, ss)
+	for uri := range s.watching {
+		g.unwatch(uri)
+	}
 	g.mu.Unlock()
 	if g.ctx.Err() != nil {
 		// The server is stopping, not the agent: its sagas stay open for
@@ -443,25 +459,42 @@ func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) erro
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	sess := g.track(req.Session)
+	if sess.watching[req.Params.URI] {
+		return nil
+	}
 	w, ok := g.watched[req.Params.URI]
 	if !ok {
+		if len(g.watched) >= maxWatched {
+			return fmt.Errorf("the server watches %d sagas already, the most it will; unsubscribe from one first", maxWatched)
+		}
 		w = &watch{reader: p, seen: s}
 		g.watched[req.Params.URI] = w
 	}
 	w.subscribers++
+	sess.watching[req.Params.URI] = true
 	return nil
 }
 
-// unsubscribe stops watching a saga once nobody subscribes to it.
+// unsubscribe stops the session's watch of a saga.
 func (g *Gateway) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if w, ok := g.watched[req.Params.URI]; ok {
-		if w.subscribers--; w.subscribers <= 0 {
-			delete(g.watched, req.Params.URI)
-		}
+	if sess := g.sessions[req.Session]; sess != nil && sess.watching[req.Params.URI] {
+		delete(sess.watching, req.Params.URI)
+		g.unwatch(req.Params.URI)
 	}
 	return nil
+}
+
+// unwatch drops one subscriber of a saga's resource, and the watch with
+// the last. Callers hold g.mu.
+func (g *Gateway) unwatch(uri string) {
+	if w, ok := g.watched[uri]; ok {
+		if w.subscribers--; w.subscribers <= 0 {
+			delete(g.watched, uri)
+		}
+	}
 }
 
 // watchLoop tells the subscribers of a saga when it changed: a person
