@@ -85,4 +85,3 @@ func (bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer t")
 	return http.DefaultTransport.RoundTrip(r)
 }
-
