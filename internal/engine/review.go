@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -170,6 +171,36 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 		return Review{}, err
 	}
 	return r, nil
+}
+
+// Requests reads what became of every request of a saga, pending or not,
+// as of one moment: each as Review reports its state, decisions and
+// outcome, without the diffs, the undo list or a verification (acting on
+// a request verifies the journal). NotFound for a saga without a row.
+// Errors: Forbidden as Can says for ActRead, Invalid for a bad id,
+// Unavailable when the store is.
+func (e *Engine) Requests(ctx context.Context, p Principal, sagaID string) (Saga, []Review, error) {
+	if err := e.reader(p, sagaID); err != nil {
+		return Saga{}, nil, err
+	}
+	snap, err := e.store.Snapshot(ctx, sagaID, true)
+	if err != nil {
+		return Saga{}, nil, err
+	}
+	if snap.Saga == nil {
+		return Saga{}, nil, &Error{Kind: NotFound, Msg: fmt.Sprintf("no such saga: %s", sagaID), SagaID: sagaID}
+	}
+	var out []Review
+	for _, en := range snap.Entries {
+		if en.Phase != PhaseAwaitingApproval {
+			continue
+		}
+		r := Review{Saga: *snap.Saga, Gated: en, Journal: snap.Entries}
+		r.Pending = slices.ContainsFunc(snap.Requests, func(q ApprovalRequest) bool { return q.JournalSeq == en.Seq })
+		r.settle(en.Seq, snap.Calls)
+		out = append(out, r)
+	}
+	return *snap.Saga, out, nil
 }
 
 // settle derives what became of the request at seq from the journal, and

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -328,23 +329,16 @@ type sagaState struct {
 // stateOf reads a saga and what became of its requests (only the one at
 // seq, unless 0), as p.
 func (g *Gateway) stateOf(ctx context.Context, p engine.Principal, saga string, seq int64) (sagaState, error) {
-	h, err := g.engine.History(ctx, p, saga)
+	sg, reqs, err := g.engine.Requests(ctx, p, saga)
 	if err != nil {
 		return sagaState{}, err
 	}
-	out := sagaState{SagaID: saga, Requests: []requestState{}}
-	if h.Saga != nil {
-		out.Status, out.Ended, out.Reason = h.Saga.Status, h.Saga.Ended, h.Saga.Reason
-	}
-	for _, en := range h.Entries {
-		if en.Phase != engine.PhaseAwaitingApproval || (seq != 0 && en.Seq != seq) {
+	out := sagaState{SagaID: saga, Status: sg.Status, Ended: sg.Ended, Reason: sg.Reason, Requests: []requestState{}}
+	for _, rv := range reqs {
+		if seq != 0 && rv.Gated.Seq != seq {
 			continue
 		}
-		rv, err := g.engine.Review(ctx, p, saga, en.Seq)
-		if err != nil {
-			return sagaState{}, err
-		}
-		rs := requestState{Seq: en.Seq, Tool: en.ToolName, InputHash: engine.PayloadHash(en.Input), State: string(rv.State)}
+		rs := requestState{Seq: rv.Gated.Seq, Tool: rv.Gated.ToolName, InputHash: engine.PayloadHash(rv.Gated.Input), State: string(rv.State)}
 		if d := rv.Approval; d != nil {
 			rs.Decided = append(rs.Decided, "approved by "+d.Approver)
 		}
@@ -394,12 +388,19 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if err != nil {
 		return result(err.Error(), map[string]any{"error": err.Error()}, true), nil
 	}
+	// The agent resumes with the bytes its request journaled, which are
+	// the ones a person approved; Resume checks them against the verified
+	// journal.
 	saga := sagaOf(req)
-	rv, err := g.engine.Review(ctx, p, saga, seq)
+	_, reqs, err := g.engine.Requests(ctx, p, saga)
 	if err != nil {
 		return failed(err)
 	}
-	r, err := g.engine.Resume(ctx, p, saga, seq, rv.Gated.Input)
+	i := slices.IndexFunc(reqs, func(r engine.Review) bool { return r.Gated.Seq == seq })
+	if i < 0 {
+		return failed(engine.Errorf(engine.NotFound, "saga %s has no request at seq=%d", saga, seq))
+	}
+	r, err := g.engine.Resume(ctx, p, saga, seq, reqs[i].Gated.Input)
 	if err != nil {
 		return failed(err)
 	}

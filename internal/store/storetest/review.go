@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"encoding/base64"
 	"strings"
 	"testing"
@@ -132,6 +133,18 @@ func testReview(t *testing.T, v *env) {
 	if r := review("paid", 3); r.State != engine.StateExecuted || r.Outcome == nil || r.Outcome.Payload != "transfer-ok" {
 		t.Errorf("resumed request: state %s, outcome %+v; want executed with its result", r.State, r.Outcome)
 	}
+	// Requests tells the same of every request of a saga, from one read.
+	sg, reqs, err := v.e.Requests(ctx, agent, "s")
+	var states []string
+	for _, r := range reqs {
+		states = append(states, fmt.Sprintf("%d %s", r.Gated.Seq, r.State))
+	}
+	if err != nil || sg.ID != "s" || !cmp.Equal(states, []string{"3 rejected", "4 dropped"}) ||
+		reqs[0].Rejection == nil || reqs[1].Approval == nil {
+		t.Errorf("Requests(s) = %v, %v; want seq 3 rejected and seq 4 dropped, with their decisions", states, err)
+	}
+	_, _, err = v.e.Requests(ctx, agent, "nope")
+	wantKind(t, "Requests of an unknown saga", err, engine.NotFound)
 
 	v.approve("stale", v.gate("stale"))
 	if _, err := v.e.Resume(ctx, approver, "stale", 3, `{"amount":"1"}`); err != nil {
