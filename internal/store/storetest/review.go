@@ -2,8 +2,8 @@ package storetest
 
 import (
 	"context"
-	"fmt"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
