@@ -251,6 +251,38 @@ func TestVerifyCommand(t *testing.T) {
 			t.Errorf("verify(byte %d changed) = %d %q, want 1 %q", at, code, out, want)
 		}
 	}
+	// The journal's own rules hold offline too: the gated request
+	// resumed twice, with its chain and head recomputed, is a break.
+	es, _, err := engine.ReadNDJSON(bytes.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gated := es[2]
+	for _, st := range []struct {
+		tool    string
+		phase   engine.Phase
+		input   string
+		payload string
+	}{
+		{engine.GateTool, engine.PhaseApproved, "seq=3", "approver=bob"},
+		{gated.ToolName, engine.PhaseIntent, gated.Input, "requester=agent\nresumes=seq=3"},
+		{gated.ToolName, engine.PhaseExecuted, gated.Input, "ok"},
+		{gated.ToolName, engine.PhaseIntent, gated.Input, "requester=agent\nresumes=seq=3"},
+	} {
+		last := es[len(es)-1]
+		en := engine.Entry{SagaID: last.SagaID, Seq: last.Seq + 1, ToolName: st.tool, Phase: st.phase, Input: st.input,
+			Payload: st.payload, Timestamp: last.Timestamp}
+		en.Hash = engine.Hash(last.Hash, en)
+		es = append(es, en)
+	}
+	var twice bytes.Buffer
+	if err := engine.WriteNDJSON(&twice, es, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := `"breakAtIndex":6,"message":"seq=7 (entry 6) executes the request at seq=3 again: it was resumed at seq=5"`
+	if code, out := verifyFile(t, twice.Bytes()); code != 1 || !strings.Contains(out, want) {
+		t.Errorf("verify(a request resumed twice) = %d %q, want 1 with %s", code, out, want)
+	}
 	for name, content := range map[string][]byte{
 		"not json":    []byte("not json\n"),
 		"cut short":   good[:len(good)-10],
@@ -264,7 +296,7 @@ func TestVerifyCommand(t *testing.T) {
 			t.Errorf("verify(%s) exit = %d, want 2", name, code)
 		}
 	}
-	err := run(context.Background(), []string{"verify", "/nonexistent/export.ndjson"}, env(nil), io.Discard)
+	err = run(context.Background(), []string{"verify", "/nonexistent/export.ndjson"}, env(nil), io.Discard)
 	if ee, ok := err.(exitError); !ok || ee.code != 2 {
 		t.Errorf("verify(missing file) = %v, want exit 2", err)
 	}

@@ -78,7 +78,7 @@ func verify(args []string, stdout io.Writer) error {
 				name, proofs.TreeSize, cp.Size, cp.Size)}
 		}
 	}
-	res := engine.Verify(entries)
+	res := engine.VerifyJournal(entries)
 	if res.Valid && v != nil {
 		res = engine.VerifyReceipts(entries, v)
 	}

@@ -153,6 +153,12 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 		}
 	case engine.StateDropped:
 		s.Headline, s.Kind = "Dropped: the saga failed ("+rv.Saga.Reason+") before this was decided or executed", "warn"
+		if rv.Dropped != nil {
+			s.Headline = fmt.Sprintf("Dropped at seq %d: the saga failed (%s) before this was decided or executed", rv.Dropped.Seq, rv.Saga.Reason)
+		}
+	case engine.StateSuperseded:
+		s.Headline, s.Kind = fmt.Sprintf("Superseded: the saga re-planned, and its request at seq %d was approved; "+
+			"this one can no longer be approved or executed", rv.SupersededBy), "warn"
 	}
 	return s
 }
@@ -178,6 +184,9 @@ func (h *Handlers) actions(me engine.Principal, rv engine.Review) templates.Acti
 		if decide != nil && resume != nil {
 			a.Why = "You cannot act on this request: " + message(decide) + "."
 		}
+	case engine.StateSuperseded:
+		a.Reject = decide == nil
+		a.Why = "A later request of the saga replaced this one; it can only be rejected, which ends the saga."
 	default:
 		a.Why = "This request is settled; nothing more can be done with it."
 	}

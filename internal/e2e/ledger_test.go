@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +22,10 @@ type gate struct {
 	input    string
 	approved bool // an approve answered 200
 	closed   bool // resumed, rejected, dropped by a compensation, or tried after a restart
+	// superseded: a later request of the saga (the same tool) was
+	// approved, so this one can be neither approved nor executed; it
+	// stays pending until rejected or its saga fails.
+	superseded bool
 }
 
 // success is an answer the client took as success: the journal must show it.
@@ -49,7 +54,18 @@ type sagaState struct {
 func (s *sagaState) gatesWhere(approved bool) []*gate {
 	var gs []*gate
 	for _, g := range s.gates {
-		if !g.closed && g.approved == approved {
+		if !g.closed && !g.superseded && g.approved == approved {
+			gs = append(gs, g)
+		}
+	}
+	return gs
+}
+
+// supersededGates are the open requests a later approval superseded.
+func (s *sagaState) supersededGates() []*gate {
+	var gs []*gate
+	for _, g := range s.gates {
+		if !g.closed && g.superseded {
 			gs = append(gs, g)
 		}
 	}
@@ -151,8 +167,8 @@ func (d *driver) step(w int) bool {
 		d.cur[w] = s
 	}
 	s.dirty = true
-	open, approved := s.gatesWhere(false), s.gatesWhere(true)
-	if s.ended && len(open)+len(approved) == 0 {
+	open, approved, superseded := s.gatesWhere(false), s.gatesWhere(true), s.supersededGates()
+	if s.ended && len(open)+len(approved)+len(superseded) == 0 {
 		s.retired = true
 		return true
 	}
@@ -169,6 +185,9 @@ func (d *driver) step(w int) bool {
 	}
 	if len(approved) > 0 {
 		choices = append(choices, choice{"resume", 4}, choice{"reject", 1})
+	}
+	if len(superseded) > 0 {
+		choices = append(choices, choice{"reject", 1})
 	}
 	total := 0
 	for _, c := range choices {
@@ -218,7 +237,7 @@ func (d *driver) step(w int) bool {
 	case "end":
 		a, r := s.agent.end(ctx, srv, s.id)
 		want := sagacity.Completed
-		if len(open)+len(approved) > 0 {
+		if len(open)+len(approved)+len(superseded) > 0 {
 			want = sagacity.AwaitingApproval
 		}
 		if a.is(200) && r.Ended && (r.Status == want || s.unsure) {
@@ -237,12 +256,17 @@ func (d *driver) step(w int) bool {
 		a, r := c.approve(ctx, srv, s.id, g.seq)
 		if a.is(200) && r.Approved && r.ApproverIdentity == c.principal() {
 			g.approved = true
+			for _, o := range s.gates {
+				if o.seq < g.seq && !o.closed {
+					o.superseded = true
+				}
+			}
 			s.succ = append(s.succ, success{what: "approve", seq: g.seq, by: c.principal()})
 			return true
 		}
 		return d.unexpected(s, a, fmt.Sprintf("approve seq %d, want 200 approved by %s", g.seq, c.principal()))
 	case "reject":
-		gs := append(open, approved...)
+		gs := append(append(open, approved...), superseded...)
 		g := gs[rand.IntN(len(gs))]
 		c := d.f.approvers.take(srv)
 		if c == nil {
@@ -573,11 +597,27 @@ func (d *driver) resumeApproved() {
 					t.Errorf("saga %s: approval of seq %d answered 200 earlier, and now %s, but its journal shows no resume and no rejection or failure that would have dropped it:\n%s",
 						s.id, g.seq, a, journalText(s.journal))
 				}
+			case a.is(409) && strings.Contains(a.body, "was superseded by"):
+				// A later request's approval the client did not see answered.
+				later := find(s.journal, func(e sagacity.Entry) bool {
+					return e.Phase == "APPROVED" && e.ToolName == gateTool && refOf(e.Input) > g.seq
+				})
+				if later == nil || !s.unsure {
+					t.Errorf("saga %s: resume of the approved seq %d: %s; but no approval of a later request went unanswered:\n%s",
+						s.id, g.seq, a, journalText(s.journal))
+				}
+				d.count("approvals superseded by an unanswered approval")
 			default:
 				t.Errorf("saga %s: resume of the approved seq %d with its exact bytes: %s; want 200, or 404 when the journal says why", s.id, g.seq, a)
 			}
 		}
 	}
+}
+
+// refOf reads a decision's input "seq=<N>"; 0 when it is not one.
+func refOf(input string) int64 {
+	n, _ := strconv.ParseInt(strings.TrimPrefix(input, "seq="), 10, 64)
+	return n
 }
 
 // neverSent reports an error that means the request never reached a

@@ -24,24 +24,24 @@ func TestReplicas(t *testing.T) {
 	reps := []*server{f.server("replica-1", dbURL), f.server("replica-2", dbURL)}
 	ctx := f.ctx
 
-	// 200 gated requests in 20 sagas, each saga started by its own agent.
+	// 200 gated requests, each in a saga of its own (a saga's later
+	// request of the same tool would supersede an earlier one once
+	// approved), started by agents taking turns.
 	type request struct {
 		saga  string
 		seq   int64
 		input string
 	}
-	const sagas, perSaga, resumers = 20, 10, 8
-	reqs := make([]request, sagas*perSaga)
+	const sagas, resumers = 200, 8
+	reqs := make([]request, sagas)
 	parallel(8, sagas, func(i int) {
 		saga, agent := fmt.Sprintf("rep-%d", i), f.initiator(i)
-		for j := range perSaga {
-			in := fmt.Sprintf(`{"amount":"%d","to":"%s"}`, j+1, saga)
-			a, r := agent.call(ctx, reps[(i+j)%2], saga, toolWire, in)
-			if !a.is(202) || r.Status != "AWAITING_APPROVAL" {
-				t.Errorf("gated call %d of saga %s: %s; want 202 AWAITING_APPROVAL", j, saga, a)
-			}
-			reqs[i*perSaga+j] = request{saga, r.Seq, in}
+		in := fmt.Sprintf(`{"amount":"%d","to":"%s"}`, i+1, saga)
+		a, r := agent.call(ctx, reps[i%2], saga, toolWire, in)
+		if !a.is(202) || r.Status != "AWAITING_APPROVAL" {
+			t.Errorf("gated call of saga %s: %s; want 202 AWAITING_APPROVAL", saga, a)
 		}
+		reqs[i] = request{saga, r.Seq, in}
 	})
 	parallel(8, len(reqs), func(k int) {
 		q, rep := reqs[k], reps[k%2]

@@ -185,12 +185,25 @@ func (v *ChainVerifier) Result() Verification {
 	return Verification{Valid: true, EntryCount: v.n, BreakAtIndex: -1, Message: fmt.Sprintf("all %d entries verified", v.n)}
 }
 
-// VerifySaga verifies a saga's journal like Verify, then against what the
-// saga's row and its pending requests record: the journal must end at the
-// head the row records, which catches rows deleted from the tail, and each
-// pending request must stand for an AWAITING_APPROVAL entry of the same
-// tool and input with that input's hash, which catches a request row
-// rewritten behind the journal's back. VerifySaga is pure.
+// VerifyJournal verifies a journal on its own, as an auditor holding only
+// its export can: its hash chain (Verify), then the rules of its
+// requests' lifecycle (ReadLifecycle). VerifyJournal is pure.
+func VerifyJournal(entries []Entry) Verification {
+	if v := Verify(entries); !v.Valid {
+		return v
+	}
+	_, v := ReadLifecycle(entries)
+	return v
+}
+
+// VerifySaga verifies a saga's journal like VerifyJournal, then against
+// what the saga's row and its pending requests record: the journal must
+// end at the head the row records, which catches rows deleted from the
+// tail, and each pending request must stand for an AWAITING_APPROVAL
+// entry of the same tool and input with that input's hash that the
+// journal says is still open, which catches a request row rewritten, or
+// put back after it was resumed, rejected or dropped, behind the
+// journal's back. VerifySaga is pure.
 func VerifySaga(entries []Entry, s Saga, reqs []ApprovalRequest) Verification {
 	n := len(entries)
 	if s.Unreadable != "" {
@@ -211,14 +224,24 @@ func VerifySaga(entries []Entry, s Saga, reqs []ApprovalRequest) Verification {
 	case lastSeq > s.HeadSeq || lastHash != s.HeadHash:
 		return broken(n, n-1, fmt.Sprintf("head mismatch at seq=%d (entry %d): the saga records head seq=%d hash=%s", lastSeq, n-1, s.HeadSeq, s.HeadHash))
 	}
+	lc, v := ReadLifecycle(entries)
+	if !v.Valid {
+		return v
+	}
 	for _, r := range reqs {
 		i := r.JournalSeq - 1
 		if i < 0 || i >= int64(n) {
 			return broken(n, n, fmt.Sprintf("approval request at seq=%d has no journal entry", r.JournalSeq))
 		}
-		if g := entries[i]; r.SagaID != s.ID || g.Phase != PhaseAwaitingApproval || g.ToolName != r.ToolName ||
+		l := lc.Requests[r.JournalSeq]
+		if g := entries[i]; l == nil || r.SagaID != s.ID || g.ToolName != r.ToolName ||
 			g.Input != r.Input || r.InputHash != PayloadHash(g.Input) {
 			return broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i))
+		}
+		if !l.Open() {
+			c := int(l.Closed - 1)
+			return broken(n, c, fmt.Sprintf("approval request at seq=%d is pending, but the journal closed it: %s at seq=%d (entry %d)",
+				r.JournalSeq, l.Closing, l.Closed, c))
 		}
 	}
 	return v

@@ -41,7 +41,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 					again = true
 					return e.undone(tx, s, c, fmt.Errorf("tool %q is not configured, so it cannot be compensated", c.ToolName))
 				}
-				c.State, c.UpdatedAt = CallCompensating, Truncate(e.now())
+				c.State, c.UpdatedAt = CallCompensating, e.stamp(s)
 				claimed, tool = c, t
 				return tx.PutCall(c)
 			}
@@ -53,7 +53,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 			if err != nil {
 				return err
 			}
-			s.Status, s.UpdatedAt, settled = Compensated, Truncate(e.now()), true
+			s.Status, s.UpdatedAt, settled = Compensated, e.stamp(s), true
 			if len(failed) > 0 {
 				s.Status = CompensationFailed
 			}
@@ -117,7 +117,7 @@ func (e *Engine) undone(tx Tx, s *Saga, c Call, undoErr error) error {
 	if undoErr != nil {
 		phase, payload, state = PhaseCompensationFailed, undoErr.Error(), CallCompensationFailed
 	}
-	return e.undoneAs(tx, s, c, c.ToolName, phase, c.Input, payload, state, Truncate(e.now()))
+	return e.undoneAs(tx, s, c, c.ToolName, phase, c.Input, payload, state, e.stamp(s))
 }
 
 // undoneAs journals the end of c's compensation, at at, as an entry of

@@ -247,13 +247,29 @@ func validReason(s string) error {
 // payload is journaled as EncodeText keeps it: a tool's result or error
 // may hold bytes no store keeps as they are.
 func (e *Engine) append(tx Tx, s *Saga, tool string, phase Phase, input, payload string) (Entry, error) {
-	return e.appendAt(tx, s, tool, phase, input, payload, Truncate(e.now()))
+	return e.appendAt(tx, s, tool, phase, input, payload, e.stamp(s))
 }
 
-// appendAt is append at a time the caller read already (a receipt names it).
+// stamp is the time of a change to saga s: now, as the journal keeps it,
+// but never before the saga's last change. So a saga's entries never go
+// back in time, however the clocks of the servers writing it disagree or
+// jump, and verification can hold every journal to that.
+func (e *Engine) stamp(s *Saga) time.Time {
+	return maxTime(Truncate(e.now()), s.UpdatedAt)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// appendAt is append at a time the caller read already with stamp (a
+// receipt names it).
 func (e *Engine) appendAt(tx Tx, s *Saga, tool string, phase Phase, input, payload string, at time.Time) (Entry, error) {
 	en := Entry{SagaID: s.ID, Seq: s.HeadSeq + 1, ToolName: tool, Phase: phase,
-		Input: input, Payload: EncodeText(payload), Timestamp: at, Leaf: -1}
+		Input: input, Payload: EncodeText(payload), Timestamp: maxTime(at, s.UpdatedAt), Leaf: -1}
 	en.Hash = Hash(s.HeadHash, en)
 	if err := tx.Append(en); err != nil {
 		return Entry{}, err

@@ -60,28 +60,42 @@ func noPending(sagaID string, seq int64) *Error {
 		SagaID: sagaID, Seq: seq}
 }
 
+// bound is a pending request as its verified journal has it.
+type bound struct {
+	entries []Entry
+	gated   Entry // the AWAITING_APPROVAL entry the request row stands for
+	life    *Life // what the journal says became of it: open, so far
+}
+
 // bind reads a locked saga's journal, verifies it against the saga's head
-// and the pending request r (see VerifySaga), and returns it with the
-// AWAITING_APPROVAL entry r stands for. Decisions and resumes act on that
-// verified entry, never on the request row, which is only the index of
-// what is pending. Conflict when the journal or r does not verify (see
-// intact).
-func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) ([]Entry, Entry, error) {
+// and the pending request r (see VerifySaga: the journal must say r is
+// still open), and returns it with the AWAITING_APPROVAL entry r stands
+// for. Decisions and resumes act on that verified entry, never on the
+// request row, which is only the index of what is pending. Conflict when
+// the journal or r does not verify (see intact).
+func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 	entries, err := tx.Entries(s.ID)
 	if err != nil {
-		return nil, Entry{}, err
+		return bound{}, err
 	}
 	if err := e.intact(entries, *s, []ApprovalRequest{r}); err != nil {
-		return nil, Entry{}, err
+		return bound{}, err
 	}
-	return entries, entries[r.JournalSeq-1], nil
+	lc, _ := ReadLifecycle(entries)
+	return bound{entries: entries, gated: entries[r.JournalSeq-1], life: lc.Requests[r.JournalSeq]}, nil
+}
+
+// superseded is the Conflict of acting on a request the saga re-planned.
+func superseded(l *Life) *Error {
+	return &Error{Kind: Conflict, Msg: fmt.Sprintf("the request at seq=%d was superseded by the saga's request at seq=%d: "+
+		"it can no longer be approved or executed", l.Seq, l.SupersededBy)}
 }
 
 // decide opens a decision on a pending request: it locks the saga, finds
 // the request and its verified journal entry, and checks that p may take
 // action a on it.
 func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string,
-	fn func(tx Tx, s *Saga, entries []Entry, gated Entry) error) (Saga, error) {
+	fn func(tx Tx, s *Saga, b bound) error) (Saga, error) {
 	if err := e.Can(p, a, Subject{}); err != nil {
 		return Saga{}, err
 	}
@@ -99,27 +113,16 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 		if err != nil {
 			return err
 		}
-		entries, gated, err := e.bind(tx, s, r)
+		b, err := e.bind(tx, s, r)
 		if err != nil {
 			return err
 		}
-		if err := e.Can(p, a, Subject{Saga: s, Requester: line(gated.Payload, "requester")}); err != nil {
+		if err := e.Can(p, a, Subject{Saga: s, Requester: b.gated.Field("requester")}); err != nil {
 			return err
 		}
-		return fn(tx, s, entries, gated)
+		return fn(tx, s, b)
 	})
 	return s, at(err, sagaID, seq)
-}
-
-// approval returns the APPROVED entry of the request at seq, if any.
-func approval(entries []Entry, seq int64) (Entry, bool) {
-	ref := gateRef(seq)
-	for _, en := range entries[seq:] {
-		if en.Phase == PhaseApproved && en.ToolName == GateTool && en.Input == ref {
-			return en, true
-		}
-	}
-	return Entry{}, false
 }
 
 // Approve records p's approval of the request at seq: an APPROVED entry.
@@ -131,12 +134,15 @@ func approval(entries []Entry, seq int64) (Entry, bool) {
 // or made the request (four-eyes); Invalid for a bad reason.
 func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
 	var d Decision
-	s, err := e.decide(ctx, p, ActApprove, sagaID, seq, reason, func(tx Tx, s *Saga, entries []Entry, gated Entry) error {
-		if _, ok := approval(entries, seq); ok {
+	s, err := e.decide(ctx, p, ActApprove, sagaID, seq, reason, func(tx Tx, s *Saga, b bound) error {
+		switch {
+		case len(b.life.Approvals) > 0:
 			return &Error{Kind: Conflict, Msg: fmt.Sprintf("saga=%s seq=%d is already approved", sagaID, seq)}
+		case b.life.SupersededBy != 0:
+			return superseded(b.life)
 		}
-		at := Truncate(e.now())
-		payload, err := e.personalPayload(p, gated, DecidedApproved, "approver", reason, "", at)
+		at := e.stamp(s)
+		payload, err := e.personalPayload(p, b.gated, DecidedApproved, "approver", reason, "", at)
 		if err != nil {
 			return err
 		}
@@ -158,8 +164,9 @@ func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq in
 // Errors: as Approve, without the Conflict for an approved request.
 func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
 	var d Decision
-	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, func(tx Tx, s *Saga, _ []Entry, gated Entry) error {
-		at := Truncate(e.now())
+	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, func(tx Tx, s *Saga, b bound) error {
+		gated := b.gated
+		at := e.stamp(s)
 		payload, err := e.personalPayload(p, gated, DecidedRejected, "approver", reason, "", at)
 		if err != nil {
 			return err
@@ -236,10 +243,11 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		if err != nil {
 			return err
 		}
-		entries, gated, err := e.bind(tx, s, r)
+		b, err := e.bind(tx, s, r)
 		if err != nil {
 			return err
 		}
+		gated := b.gated
 		if err := e.Can(p, ActResume, Subject{Saga: s}); err != nil {
 			return err
 		}
@@ -247,7 +255,12 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		if tool, ok = e.tools[gated.ToolName]; !ok {
 			return &Error{Kind: NotFound, Msg: fmt.Sprintf("tool %q is not registered", gated.ToolName)}
 		}
-		refusal = refuse(entries, gated, payload)
+		if b.life.SupersededBy != 0 {
+			// Not a refusal: the saga goes on with the request that
+			// replaced this one.
+			return superseded(b.life)
+		}
+		refusal = refuse(b.life, gated, payload)
 		if refusal != "" {
 			detail := refusal
 			if refusal == RefusedStale {
@@ -261,7 +274,7 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
 			return err
 		}
-		en, err := e.append(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p)+"\nresumes="+gateRef(seq))
+		en, err := e.append(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p)+"\n"+keyResumes+"="+gateRef(seq))
 		if err != nil {
 			return err
 		}
@@ -286,9 +299,10 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 	return ResumeResult{SagaID: sagaID, Seq: seq, Status: cr.Status, Result: cr.Result, Reason: cr.Error, Call: cr}, nil
 }
 
-// refuse returns why payload may not run as the verified gated entry, or "".
-func refuse(entries []Entry, gated Entry, payload string) string {
-	if _, ok := approval(entries, gated.Seq); !ok {
+// refuse returns why payload may not run as the verified gated entry,
+// whose lifecycle is l, or "".
+func refuse(l *Life, gated Entry, payload string) string {
+	if len(l.Approvals) == 0 {
 		return RefusedNoApproval
 	}
 	if PayloadHash(payload) != PayloadHash(gated.Input) {

@@ -76,7 +76,7 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		case happened:
 			decision = DecidedUndone
 		}
-		at := Truncate(e.now())
+		at := e.stamp(s)
 		payload, err := e.personalPayload(p, entries[seq-1], decision, "resolved-by", reason, extra, at)
 		if err != nil {
 			return err

@@ -89,6 +89,9 @@ const (
 	StateRejected  RequestState = "rejected"  // a person rejected it
 	StateRefused   RequestState = "refused"   // a resume was refused
 	StateDropped   RequestState = "dropped"   // the saga failed before it was decided or resumed
+	// StateSuperseded: pending, but the saga's later request of the same
+	// tool was approved or executed; it can be neither.
+	StateSuperseded RequestState = "superseded"
 )
 
 // Review is everything a person needs to decide one request, read from
@@ -101,8 +104,11 @@ type Review struct {
 	// Approval and Rejection are the decisions recorded on it, if any.
 	Approval, Rejection *Decision
 	// Refusal is the refused resume's entry, if any (State refused); its
-	// payload holds what was attempted.
-	Refusal *Entry
+	// payload holds what was attempted. Dropped is the entry that
+	// dropped it when the saga failed, if any.
+	Refusal, Dropped *Entry
+	// SupersededBy is the later request that superseded it, 0 when none.
+	SupersededBy int64
 	// Outcome is the EXECUTED or FAILED entry of its execution, if any.
 	Outcome *Entry
 	Journal []Entry // the whole journal, by seq
@@ -148,7 +154,8 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 			r.Siblings = append(r.Siblings, q)
 		}
 	}
-	r.settle(seq, snap.Calls)
+	lc, _ := ReadLifecycle(es)
+	r.settle(lc.Requests[seq], snap.Calls)
 	if r.Pending {
 		for i := len(snap.Calls) - 1; i >= 0; i-- {
 			c := snap.Calls[i]
@@ -191,54 +198,55 @@ func (e *Engine) Requests(ctx context.Context, p Principal, sagaID string) (Saga
 		return Saga{}, nil, &Error{Kind: NotFound, Msg: fmt.Sprintf("no such saga: %s", sagaID), SagaID: sagaID}
 	}
 	var out []Review
-	for _, en := range snap.Entries {
-		if en.Phase != PhaseAwaitingApproval {
-			continue
-		}
-		r := Review{Saga: *snap.Saga, Gated: en, Journal: snap.Entries}
-		r.Pending = slices.ContainsFunc(snap.Requests, func(q ApprovalRequest) bool { return q.JournalSeq == en.Seq })
-		r.settle(en.Seq, snap.Calls)
+	lc, _ := ReadLifecycle(snap.Entries)
+	for _, seq := range lc.Order {
+		r := Review{Saga: *snap.Saga, Gated: snap.Entries[seq-1], Journal: snap.Entries}
+		r.Pending = slices.ContainsFunc(snap.Requests, func(q ApprovalRequest) bool { return q.JournalSeq == seq })
+		r.settle(lc.Requests[seq], snap.Calls)
 		out = append(out, r)
 	}
 	return *snap.Saga, out, nil
 }
 
-// settle derives what became of the request at seq from the journal, and
-// from the calls table for which entry closed its execution.
-func (r *Review) settle(seq int64, calls []Call) {
-	ref := gateRef(seq)
-	tool := r.Gated.ToolName
-	r.State = StateDropped
-	if r.Pending {
-		r.State = StateUndecided
+// settle says what became of the request from what its journal says (l,
+// nil when a break stopped the journal's reading before it), and from the
+// calls table which entry closed its execution.
+func (r *Review) settle(l *Life, calls []Call) {
+	r.State = StateDropped // a request with no row and nothing that closed it: an older journal's drop
+	if l == nil {
+		return
 	}
-	for i := seq; i < int64(len(r.Journal)); i++ {
-		en := &r.Journal[i]
-		switch {
-		case en.ToolName == GateTool && en.Input == ref && (en.Phase == PhaseApproved || en.Phase == PhaseRejected):
-			d := decisionOf(r.Saga, seq, *en)
-			if d.Approved {
-				r.Approval = &d
-				if r.Pending {
-					r.State = StateApproved
+	at := func(seq int64) *Entry { return &r.Journal[seq-1] }
+	if len(l.Approvals) > 0 {
+		d := decisionOf(r.Saga, l.Seq, *at(l.Approvals[0]))
+		r.Approval = &d
+	}
+	r.SupersededBy = l.SupersededBy
+	switch {
+	case l.Open() && !r.Pending:
+	case l.Open() && l.SupersededBy != 0:
+		r.State = StateSuperseded
+	case l.Open() && r.Approval != nil:
+		r.State = StateApproved
+	case l.Open():
+		r.State = StateUndecided
+	case l.Closing == ClosedRejected:
+		d := decisionOf(r.Saga, l.Seq, *at(l.Closed))
+		r.Rejection, r.State = &d, StateRejected
+	case l.Closing == ClosedRefused:
+		r.Refusal, r.State = at(l.Closed), StateRefused
+	case l.Closing == ClosedDropped:
+		r.Dropped = at(l.Closed)
+	case l.Closing == ClosedResumed:
+		r.State = StateExecuting
+		for _, c := range calls {
+			if c.Seq == l.Closed && c.OutcomeSeq > 0 && c.OutcomeSeq <= int64(len(r.Journal)) {
+				out := *at(c.OutcomeSeq)
+				r.Outcome, r.State = &out, StateExecuted
+				if out.Phase == PhaseFailed {
+					r.State = StateFailed
 				}
-			} else {
-				r.Rejection, r.State = &d, StateRejected
 			}
-		case en.ToolName == tool && en.Phase == PhaseRejected && en.Input == ref:
-			r.Refusal, r.State = en, StateRefused
-		case en.ToolName == tool && en.Phase == PhaseIntent && line(en.Payload, "resumes") == ref:
-			r.State = StateExecuting
-			for _, c := range calls {
-				if c.Seq == en.Seq && c.OutcomeSeq > 0 && c.OutcomeSeq <= int64(len(r.Journal)) {
-					out := r.Journal[c.OutcomeSeq-1]
-					r.Outcome, r.State = &out, StateExecuted
-					if out.Phase == PhaseFailed {
-						r.State = StateFailed
-					}
-				}
-			}
-			return
 		}
 	}
 }

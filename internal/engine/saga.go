@@ -202,9 +202,9 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 	s, err := e.record(ctx, c.SagaID, c.Seq, CallRunning, func(tx Tx, s *Saga) error {
 		var err error
 		if runErr != nil {
-			err = e.close(tx, s, c, c.ToolName, PhaseFailed, c.Input, runErr.Error(), "", Truncate(e.now()))
+			err = e.close(tx, s, c, c.ToolName, PhaseFailed, c.Input, runErr.Error(), "", e.stamp(s))
 		} else {
-			err = e.close(tx, s, c, c.ToolName, PhaseExecuted, c.Input, result, result, Truncate(e.now()))
+			err = e.close(tx, s, c, c.ToolName, PhaseExecuted, c.Input, result, result, e.stamp(s))
 		}
 		ours = s.HeadHash
 		return err
@@ -333,9 +333,21 @@ func (e *Engine) settle(tx Tx, s *Saga) error {
 	return nil
 }
 
-// fail starts compensating a live saga: pending requests are dropped so
-// that nothing irreversible runs after compensation.
+// fail starts compensating a live saga: its pending requests are dropped
+// so that nothing irreversible runs after compensation, each with a
+// REJECTED entry that says so, for the journal alone says what is
+// pending.
 func (e *Engine) fail(tx Tx, s *Saga, reason string) error {
+	entries, err := tx.Entries(s.ID)
+	if err != nil {
+		return err
+	}
+	lc, _ := ReadLifecycle(entries)
+	for _, l := range lc.Open() {
+		if _, err := e.append(tx, s, l.Tool, PhaseRejected, gateRef(l.Seq), keyDropped+"="+cleanLine(reason)); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.DeleteApprovals(s.ID, 0); err != nil {
 		return err
 	}
@@ -361,7 +373,7 @@ func (e *Engine) End(ctx context.Context, p Principal, sagaID string) (Saga, err
 		if err := accepting(*s); err != nil {
 			return err
 		}
-		s.Ended, s.UpdatedAt = true, Truncate(e.now())
+		s.Ended, s.UpdatedAt = true, e.stamp(s)
 		return e.settle(tx, s)
 	})
 }
@@ -386,7 +398,7 @@ func (e *Engine) Abort(ctx context.Context, p Principal, sagaID, reason string) 
 		if err := accepting(*s); err != nil {
 			return err
 		}
-		s.UpdatedAt = Truncate(e.now())
+		s.UpdatedAt = e.stamp(s)
 		msg := "aborted by " + p.ID
 		if reason != "" {
 			msg += ": " + reason

@@ -271,3 +271,12 @@ func kindOf(err error) string {
 	}
 	return engine.KindOf(err).String()
 }
+
+func (v *env) review(saga string, seq int64) engine.Review {
+	v.t.Helper()
+	r, err := v.e.Review(context.Background(), auditor, saga, seq)
+	if err != nil {
+		v.t.Fatalf("Review(%s, %d): %v", saga, seq, err)
+	}
+	return r
+}

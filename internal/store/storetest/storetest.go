@@ -40,6 +40,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"ConcurrentResumes", testConcurrentResumes},
 		{"StalePromises", withEnv(testStalePromises)},
 		{"Tampering", withEnv(testTampering)},
+		{"Lifecycle", withEnv(testLifecycle)},
 		{"VerifyWhileWriting", withEnv(testVerifyWhileWriting)},
 		{"Pending", withEnv(testPending)},
 		{"Review", withEnv(testReview)},
@@ -353,6 +354,15 @@ func testGatedThenFailed(t *testing.T, v *env) {
 	v.call("s", "scheduleShipment", "{}")
 	if v.pending("s") != 0 || v.status("s") != engine.Compensated {
 		t.Errorf("after a failure: %d pending, status %s; want none pending and COMPENSATED", v.pending("s"), v.status("s"))
+	}
+	want := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "sendWireTransfer AWAITING_APPROVAL",
+		"approval-gate APPROVED", "scheduleShipment INTENT", "scheduleShipment FAILED", "sendWireTransfer REJECTED",
+		"reserveInventory COMPENSATED"}
+	if diff := cmp.Diff(want, v.phases("s")); diff != "" {
+		t.Errorf("journal: the failure drops the approved request with an entry (-want +got):\n%s", diff)
+	}
+	if r := v.review("s", seq); r.State != engine.StateDropped || r.Dropped == nil || r.Dropped.Payload != "dropped=tool scheduleShipment failed: no carrier available" {
+		t.Errorf("Review of the dropped request: %s, dropped by %+v; want dropped, saying why", r.State, r.Dropped)
 	}
 	_, err := v.e.Resume(ctx, approver, "s", seq, wire)
 	wantKind(t, "Resume after the saga failed", err, engine.NotFound)

@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The journal alone says what became of each request: an AWAITING_APPROVAL
+// entry opens one, and exactly one later entry closes it — the INTENT that
+// resumes it, a person's REJECTED, a refused resume's REJECTED, or the
+// REJECTED that drops it when its saga fails. The request rows are an index
+// of what is open, never the truth: a row for a request the journal closed
+// is a break, and nothing is decided or executed on it.
+
+// Closing is how a request left the pending state.
+type Closing string
+
+// How requests close.
+const (
+	ClosedResumed  Closing = "resumed"  // an INTENT resumes=seq=<N> executed it
+	ClosedRejected Closing = "rejected" // a person rejected it
+	ClosedRefused  Closing = "refused"  // a resume of it was refused
+	ClosedDropped  Closing = "dropped"  // its saga failed before it was executed
+)
+
+// Payload keys of the entries that open and close requests.
+const (
+	keyResumes = "resumes" // on a resume's INTENT: gateRef of the request
+	keyDropped = "dropped" // on the REJECTED that drops a request: why the saga failed
+)
+
+// Life is what the journal says became of one request.
+type Life struct {
+	Seq       int64 // its AWAITING_APPROVAL entry
+	Tool      string
+	Requester string
+	// Approvals are the seqs of its APPROVED entries.
+	Approvals []int64
+	// SupersededBy is the saga's later request of the same tool that was
+	// approved or executed while this one was open (it re-planned); 0
+	// when none. A superseded request is neither approved nor executed.
+	SupersededBy int64
+	Closed       int64 // the entry that closed it; 0 while it is open
+	Closing      Closing
+}
+
+// Open reports whether the request is still pending, as the journal says.
+func (l *Life) Open() bool { return l.Closed == 0 }
+
+// Lifecycle is every request of one saga's journal, and what its journal
+// says of the saga as a whole.
+type Lifecycle struct {
+	Requests map[int64]*Life // by the seq of their AWAITING_APPROVAL entry
+	Order    []int64         // their seqs, ascending
+	// Initiator is the requester of the journal's first entry: who
+	// started the saga, as far as the journal knows.
+	Initiator string
+	// FailedAt is the entry after which the saga took no new call: a
+	// tool failed, a request was rejected or a resume refused; 0 while
+	// it has not failed.
+	FailedAt int64
+}
+
+// Open lists the requests the journal says are pending, by seq.
+func (lc Lifecycle) Open() []*Life {
+	var out []*Life
+	for _, seq := range lc.Order {
+		if l := lc.Requests[seq]; l.Open() {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// refSeq reads an entry input "seq=<N>"; 0 when it is not one.
+func refSeq(input string) int64 {
+	n, err := strconv.ParseInt(strings.TrimPrefix(input, "seq="), 10, 64)
+	if err != nil || !strings.HasPrefix(input, "seq=") || n < 1 {
+		return 0
+	}
+	return n
+}
+
+// ReadLifecycle walks a journal (ordered by seq, its chain verified) and
+// says what became of each request, checking the rules every journal the
+// engine writes keeps: a decision or a resume names an open request, a
+// request is approved once and resumed only once approved and never after
+// it was superseded, nothing opens a call after the saga failed, nobody
+// decides a request of a saga they started or a request they made, and
+// time never runs backwards. The first entry that breaks one breaks the
+// journal; the lifecycle up to it is returned either way. ReadLifecycle is
+// pure.
+func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
+	lc := Lifecycle{Requests: map[int64]*Life{}}
+	n := len(entries)
+	bad := func(i int, format string, args ...any) (Lifecycle, Verification) {
+		return lc, broken(n, i, fmt.Sprintf("seq=%d (entry %d) ", entries[i].Seq, i)+fmt.Sprintf(format, args...))
+	}
+	// closed names how a request was closed, for messages.
+	closed := func(l *Life) string { return fmt.Sprintf("%s at seq=%d", l.Closing, l.Closed) }
+	for i, en := range entries {
+		if i == 0 {
+			lc.Initiator = en.Field("requester")
+		} else if en.Timestamp.Before(entries[i-1].Timestamp) {
+			return bad(i, "is dated before seq=%d: the journal's time runs backwards", entries[i-1].Seq)
+		}
+		opens := en.ToolName != GateTool && (en.Phase == PhaseAwaitingApproval || en.Phase == PhaseIntent)
+		if opens && lc.FailedAt != 0 {
+			return bad(i, "opens a call after the saga failed at seq=%d", lc.FailedAt)
+		}
+		if decider := en.Field("resolved-by"); en.ToolName == GateTool && decider != "" {
+			// A person's word on a call in doubt: four-eyes as for
+			// decisions.
+			if decider == lc.Initiator {
+				return bad(i, "is a resolution by %s, who started the saga (four-eyes)", decider)
+			}
+			if c := refSeq(en.Input); c >= 1 && c < en.Seq && decider == entries[c-1].Field("requester") {
+				return bad(i, "is a resolution by %s, who asked for the call at seq=%d (four-eyes)", decider, c)
+			}
+		}
+		switch {
+		case en.ToolName != GateTool && en.Phase == PhaseAwaitingApproval:
+			lc.Requests[en.Seq] = &Life{Seq: en.Seq, Tool: en.ToolName, Requester: en.Field("requester")}
+			lc.Order = append(lc.Order, en.Seq)
+
+		case en.ToolName == GateTool && (en.Phase == PhaseApproved || en.Phase == PhaseRejected):
+			l := lc.Requests[refSeq(en.Input)]
+			decider := en.Field("approver")
+			switch {
+			case l == nil:
+				return bad(i, "decides %s, which is no request of this saga", en.Input)
+			case !l.Open():
+				return bad(i, "decides the request at seq=%d, %s", l.Seq, closed(l))
+			case decider == lc.Initiator:
+				return bad(i, "is a decision by %s, who started the saga (four-eyes)", decider)
+			case decider == l.Requester:
+				return bad(i, "is a decision by %s, who made the request at seq=%d (four-eyes)", decider, l.Seq)
+			case en.Phase == PhaseRejected:
+				l.Closed, l.Closing = en.Seq, ClosedRejected
+				lc.fail(en.Seq)
+			case len(l.Approvals) > 0:
+				return bad(i, "approves the request at seq=%d a second time (approved at seq=%d)", l.Seq, l.Approvals[0])
+			case l.SupersededBy != 0:
+				return bad(i, "approves the request at seq=%d, superseded by the request at seq=%d", l.Seq, l.SupersededBy)
+			default:
+				l.Approvals = append(l.Approvals, en.Seq)
+				lc.supersede(l)
+			}
+
+		case en.ToolName != GateTool && en.Phase == PhaseRejected:
+			// A resume refused, or the request dropped when its saga failed.
+			l := lc.Requests[refSeq(en.Input)]
+			switch {
+			case l == nil || l.Tool != en.ToolName:
+				return bad(i, "refuses %s, which is no request of %s in this saga", en.Input, en.ToolName)
+			case !l.Open():
+				return bad(i, "refuses the request at seq=%d, %s", l.Seq, closed(l))
+			case strings.HasPrefix(en.Payload, keyDropped+"="):
+				l.Closed, l.Closing = en.Seq, ClosedDropped
+			default:
+				l.Closed, l.Closing = en.Seq, ClosedRefused
+				lc.fail(en.Seq)
+			}
+
+		case en.Phase == PhaseIntent && en.Field(keyResumes) != "":
+			l := lc.Requests[refSeq(en.Field(keyResumes))]
+			switch {
+			case l == nil || l.Tool != en.ToolName || entries[l.Seq-1].Input != en.Input:
+				return bad(i, "resumes %s, which is no request of these bytes of %s in this saga", en.Field(keyResumes), en.ToolName)
+			case !l.Open():
+				return bad(i, "executes the request at seq=%d again: it was %s", l.Seq, closed(l))
+			case len(l.Approvals) == 0:
+				return bad(i, "executes the request at seq=%d, which nobody approved", l.Seq)
+			case l.SupersededBy != 0:
+				return bad(i, "executes the request at seq=%d, superseded by the request at seq=%d", l.Seq, l.SupersededBy)
+			}
+			l.Closed, l.Closing = en.Seq, ClosedResumed
+			lc.supersede(l)
+
+		case en.Phase == PhaseFailed:
+			// A tool failed, or a person found a call in doubt had not
+			// happened: the saga compensates.
+			lc.fail(en.Seq)
+
+		}
+	}
+	return lc, Verification{Valid: true, EntryCount: n, BreakAtIndex: -1, Message: fmt.Sprintf("all %d entries verified", n)}
+}
+
+// fail records that the saga failed at seq, unless it had already.
+func (lc *Lifecycle) fail(seq int64) {
+	if lc.FailedAt == 0 {
+		lc.FailedAt = seq
+	}
+}
+
+// supersede marks the saga's earlier open requests of l's tool as
+// superseded by l, which was just approved or executed.
+func (lc *Lifecycle) supersede(l *Life) {
+	for _, seq := range lc.Order {
+		if k := lc.Requests[seq]; seq < l.Seq && k.Tool == l.Tool && k.Open() && k.SupersededBy == 0 {
+			k.SupersededBy = l.Seq
+		}
+	}
+}
