@@ -80,6 +80,9 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input 
 	if err := e.validInput("input", input); err != nil {
 		return CallResult{}, err
 	}
+	if err := ambiguous(input); err != nil {
+		return CallResult{}, at(err, sagaID, 0)
+	}
 	tool, ok := e.tools[toolName]
 	if !ok {
 		return CallResult{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("unknown tool %q", toolName), SagaID: sagaID}

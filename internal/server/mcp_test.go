@@ -100,6 +100,14 @@ func TestMCP(t *testing.T) {
 		if r := call("reserveInventory", map[string]any{"item": "laptop"}); r.IsError || text(r) != `{"reserved":1}` {
 			t.Errorf("reserveInventory = %q (error %v), want the tool's result", text(r), r.IsError)
 		}
+		// Arguments a tool and a reviewer would read differently are
+		// refused before anything is journaled.
+		for _, args := range []string{`{"amount":"1","to":"alice","amount":"250000"}`, `{"amount":"1","\u0061mount":"2"}`,
+			`{"to":"\ud800"}`, `{"to":"a\u0000"}`} {
+			if r := call("sendWireTransfer", json.RawMessage(args)); !r.IsError || !strings.Contains(text(r), "tools and reviewers could read differently") {
+				t.Errorf("sendWireTransfer(%s) = %q (error %v), want it refused as ambiguous", args, text(r), r.IsError)
+			}
+		}
 		r := call("payTyped", map[string]any{"cents": 0, "to": "alice"})
 		if !r.IsError || !strings.Contains(text(r), "input of tool payTyped does not match its schema") {
 			t.Errorf("payTyped off its schema = %q (error %v), want the schema's refusal for the model", text(r), r.IsError)

@@ -458,6 +458,15 @@ func testBadInput(t *testing.T, v *env) {
 		{"input not JSON where a schema is", second(v.e.Call(ctx, agent, "s", "payTyped", "cents=5")), engine.Invalid},
 		{"input off its schema", second(v.e.Call(ctx, agent, "s", "payTyped", `{"cents":0,"to":"alice"}`)), engine.Invalid},
 		{"input with a key its schema refuses", second(v.e.Call(ctx, agent, "s", "payTyped", `{"cents":5,"to":"alice","memo":"x"}`)), engine.Invalid},
+		// What parsers read differently, a reviewer could not see as the
+		// tool would read it: refused at the gate.
+		{"gated input with a name twice", second(v.e.Call(ctx, agent, "s", "sendWireTransfer",
+			`{"amount":"1.00","to":"alice"`+strings.Repeat("\n", 60)+`,"amount":"250000"}`)), engine.Invalid},
+		{"gated input with a name escaped", second(v.e.Call(ctx, agent, "s", "sendWireTransfer", `{"amount":"1","\u0061mount":"2"}`)), engine.Invalid},
+		{"gated input with a name in another case", second(v.e.Call(ctx, agent, "s", "sendWireTransfer", `{"amount":"1","Amount":"2"}`)), engine.Invalid},
+		{"gated input with a lone surrogate", second(v.e.Call(ctx, agent, "s", "sendWireTransfer", `{"to":"\ud800"}`)), engine.Invalid},
+		{"gated input with a NUL escaped", second(v.e.Call(ctx, agent, "s", "sendWireTransfer", `{"to":"alice\u0000"}`)), engine.Invalid},
+		{"input with a name twice", second(v.e.Call(ctx, agent, "s", "reserveInventory", `{"qty":1,"qty":40}`)), engine.Invalid},
 	}
 	for _, tt := range tests {
 		wantKind(t, tt.name, tt.err, tt.want)
