@@ -100,6 +100,13 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 		if sub.Requester != "" && p.ID == sub.Requester {
 			return &Error{Kind: Forbidden, Msg: fmt.Sprintf("%s made this request and cannot decide it", p.ID), SagaID: s.ID}
 		}
+	case ActRead:
+		// An agent reads its own sagas: another's journal names its
+		// payees, approvers and sessions.
+		if e.readsAll(p) || p.ID == s.Initiator {
+			return nil
+		}
+		return &Error{Kind: Forbidden, Msg: fmt.Sprintf("saga %s is not yours to read: an agent reads only the sagas it started", s.ID), SagaID: s.ID}
 	case ActCall, ActEnd, ActAbort, ActResume:
 		// An agent acts on its own sagas; an approver may abort or
 		// resume any, as a person deciding.
@@ -117,4 +124,10 @@ func roleList(roles []Role) string {
 		s += " or " + string(r)
 	}
 	return s
+}
+
+// readsAll reports whether p may read every saga, not only those it
+// started: approvers and auditors do, and every agent under ShareSagas.
+func (e *Engine) readsAll(p Principal) bool {
+	return e.policy.ShareSagas || p.Has(RoleApprover, RoleAuditor)
 }

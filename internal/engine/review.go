@@ -138,6 +138,9 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 	if err != nil {
 		return Review{}, err
 	}
+	if err := e.readSnapshot(p, snap); err != nil {
+		return Review{}, err
+	}
 	es := snap.Entries
 	if snap.Saga == nil || seq < 1 || seq > int64(len(es)) || es[seq-1].Seq != seq || es[seq-1].Phase != PhaseAwaitingApproval {
 		return Review{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no request at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
@@ -196,6 +199,9 @@ func (e *Engine) Requests(ctx context.Context, p Principal, sagaID string) (Saga
 	}
 	if snap.Saga == nil {
 		return Saga{}, nil, &Error{Kind: NotFound, Msg: fmt.Sprintf("no such saga: %s", sagaID), SagaID: sagaID}
+	}
+	if err := e.readSnapshot(p, snap); err != nil {
+		return Saga{}, nil, err
 	}
 	var out []Review
 	lc, _ := ReadLifecycle(snap.Entries)

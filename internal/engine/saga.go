@@ -471,22 +471,30 @@ func (e *Engine) Saga(ctx context.Context, p Principal, id string, fn func(*Run)
 	return e.End(ctx, p, id)
 }
 
-// Lookup returns one saga; NotFound when absent.
+// Lookup returns one saga; NotFound when absent, Forbidden as Can says
+// for ActRead.
 func (e *Engine) Lookup(ctx context.Context, p Principal, id string) (Saga, error) {
 	if err := e.reader(p, id); err != nil {
 		return Saga{}, err
 	}
 	s, err := e.store.Saga(ctx, id)
-	return s, at(err, id, 0)
+	if err != nil {
+		return Saga{}, at(err, id, 0)
+	}
+	return s, e.Can(p, ActRead, Subject{Saga: &s})
 }
 
 // MaxList caps how many sagas one listing returns.
 const MaxList = 500
 
 // Sagas lists sagas, newest first; Limit is clamped to 1..MaxList (0 means 50).
+// An agent that may not read every saga lists only those it started.
 func (e *Engine) Sagas(ctx context.Context, p Principal, f SagaFilter) ([]Saga, error) {
 	if err := e.Can(p, ActRead, Subject{}); err != nil {
 		return nil, err
+	}
+	if !e.own(p, &f) {
+		return []Saga{}, nil
 	}
 	switch {
 	case f.Limit <= 0:
@@ -506,10 +514,26 @@ func (e *Engine) CountSagas(ctx context.Context, p Principal, f SagaFilter) (int
 	if err := e.Can(p, ActRead, Subject{}); err != nil {
 		return 0, err
 	}
+	if !e.own(p, &f) {
+		return 0, nil
+	}
 	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
 		return 0, Errorf(Invalid, "unknown status %q", f.Status)
 	}
 	return e.store.CountSagas(ctx, f)
+}
+
+// own narrows a listing to the sagas p started when p may not read every
+// saga; false when f asks for another initiator's, which p may not see.
+func (e *Engine) own(p Principal, f *SagaFilter) bool {
+	if e.readsAll(p) {
+		return true
+	}
+	if f.Initiator != "" && f.Initiator != p.ID {
+		return false
+	}
+	f.Initiator = p.ID
+	return true
 }
 
 // History is a saga as an auditor reads it, from one snapshot: its row,
@@ -536,6 +560,9 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 	}
 	if snap.Saga == nil && len(snap.Entries) == 0 {
 		return History{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("no such saga: %s", id), SagaID: id}
+	}
+	if err := e.readSnapshot(p, snap); err != nil {
+		return History{}, err
 	}
 	v, err := e.verify(ctx, snap)
 	return History{Snapshot: snap, Verification: v, Decisions: Decisions(snap.Entries, e.keys.Verifier())}, err
@@ -582,20 +609,42 @@ func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest) Verifica
 	return VerifyReceipts(entries, e.keys.Verifier())
 }
 
-// Journal returns a saga's entries ordered by seq; empty for an unknown saga.
+// Journal returns a saga's entries ordered by seq; empty for an unknown
+// saga. Forbidden as Can says for ActRead.
 func (e *Engine) Journal(ctx context.Context, p Principal, id string) ([]Entry, error) {
 	if err := e.reader(p, id); err != nil {
 		return nil, err
 	}
+	if !e.readsAll(p) {
+		// Whose it is decides; one more read, for agents only.
+		snap, err := e.store.Snapshot(ctx, id, false)
+		if err != nil {
+			return nil, err
+		}
+		return snap.Entries, e.readSnapshot(p, snap)
+	}
 	return e.store.Entries(ctx, id)
 }
 
-// reader checks that p may read saga id.
+// reader checks that p may read sagas at all, and the id.
 func (e *Engine) reader(p Principal, id string) error {
 	if err := e.Can(p, ActRead, Subject{}); err != nil {
 		return err
 	}
 	return validName("saga id", id)
+}
+
+// readSnapshot checks that p may read the saga snap holds: a journal
+// without a row is for those who read every saga.
+func (e *Engine) readSnapshot(p Principal, snap Snapshot) error {
+	s := snap.Saga
+	if s == nil {
+		if e.readsAll(p) || len(snap.Entries) == 0 {
+			return nil
+		}
+		s = &Saga{ID: snap.Entries[0].SagaID}
+	}
+	return e.Can(p, ActRead, Subject{Saga: s})
 }
 
 // Verify checks a saga's journal (see VerifySaga): its hash chain, the

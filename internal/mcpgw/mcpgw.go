@@ -77,6 +77,10 @@ const watchEvery = 2 * time.Second
 // once: each is read every watchEvery. A variable for tests.
 var maxWatched = 10_000
 
+// maxWatchedPerSession bounds one session's subscriptions, so that one
+// agent cannot take the watcher for itself. A variable for tests.
+var maxWatchedPerSession = 100
+
 // New makes the gateway for the engine's tools. version is the server's.
 // It runs until ctx ends: that stops the watcher of subscribed sagas.
 func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger) *Gateway {
@@ -454,8 +458,13 @@ func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) erro
 	if !ok || saga == "" {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
+	// Only a saga the subscriber may read, and one that exists: watches
+	// of sagas that do not exist would fill the watcher for nothing.
 	s, err := g.engine.Lookup(ctx, p, saga)
-	if err != nil && !engine.IsKind(err, engine.NotFound) {
+	if engine.IsKind(err, engine.NotFound) {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	if err != nil {
 		return err
 	}
 	g.mu.Lock()
@@ -463,6 +472,9 @@ func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) erro
 	sess := g.track(req.Session)
 	if sess.watching[req.Params.URI] {
 		return nil
+	}
+	if len(sess.watching) >= maxWatchedPerSession {
+		return fmt.Errorf("this session watches %d sagas already, the most one session may; unsubscribe from one first", maxWatchedPerSession)
 	}
 	w, ok := g.watched[req.Params.URI]
 	if !ok {

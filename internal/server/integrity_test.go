@@ -98,6 +98,18 @@ func TestSagaOwnership(t *testing.T) {
 		if got := e.do("GET", "/sagacity/audit/s/verify", "", "", bearer(apprTok)...).body; !strings.Contains(got, `"entryCount":4`) {
 			t.Errorf("refused requests changed the journal: %s", got)
 		}
+		// Nor read it: its journal names payees, approvers and sessions.
+		for _, path := range []string{"/sagacity/audit/s", "/sagacity/audit/s?proofs=latest", "/sagacity/sagas/s", "/sagacity/receipts/s/4"} {
+			if r := e.do("GET", path, "", "", bearer(otherTok)...); r.code != 403 || !strings.Contains(r.body, "saga s is not yours to read") {
+				t.Errorf("agent2 GET %s in agent1's saga = %d %s, want 403", path, r.code, r.body)
+			}
+		}
+		want(t, "agent1 reads its own", e.do("GET", "/sagacity/audit/s", "", "", bearer(agentTok)...), 200)
+		want(t, "agent2 starts its own", e.do("POST", "/sagacity/sagas/v/calls", js, callJSON("reserveInventory", "{}"), bearer(otherTok)...), 200)
+		if r := e.do("GET", "/sagacity/sagas", "", "", bearer(otherTok)...); r.code != 200 || strings.Contains(r.body, `"sagaId":"s"`) ||
+			!strings.Contains(r.body, `"sagaId":"v"`) {
+			t.Errorf("agent2 lists sagas = %d %s, want its own alone", r.code, r.body)
+		}
 		want(t, "the initiator resumes", e.do("POST", "/sagacity/resume/s/3", js, e.payload(wire), bearer(agentTok)...), 200)
 		// A person may stop any saga.
 		want(t, "agent1 starts another", e.do("POST", "/sagacity/sagas/u/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
@@ -107,6 +119,7 @@ func TestSagaOwnership(t *testing.T) {
 		want(t, "shared: agent1 starts", shared.do("POST", "/sagacity/sagas/s/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
 		want(t, "shared: agent2 calls", shared.do("POST", "/sagacity/sagas/s/calls", js, callJSON("reserveInventory", "{}"), bearer(otherTok)...), 200)
 		want(t, "shared: agent2 ends", shared.do("POST", "/sagacity/sagas/s/end", js, "", bearer(otherTok)...), 200)
+		want(t, "shared: agent2 reads", shared.do("GET", "/sagacity/audit/s", "", "", bearer(otherTok)...), 200)
 	})
 }
 

@@ -251,3 +251,37 @@ func TestMCPAuth(t *testing.T) {
 		t.Errorf("an agent calling a tool = %v, %v; want it executed", r, err)
 	}
 }
+
+// TestMCPPrivacy: an agent reads over MCP only the sagas it started —
+// not another agent's through sagacity_status naming it, nor its
+// resource, nor a subscription to it.
+func TestMCPPrivacy(t *testing.T) {
+	mineT, mineTok := token("agent1", engine.RoleAgent)
+	otherT, otherTok := token("agent2", engine.RoleAgent)
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{mineT, otherT}})
+	want(t, "agent1 gates", e.do("POST", "/sagacity/sagas/theirs/calls", js, callJSON("sendWireTransfer", wire), bearer(mineTok)...), 202)
+	cs := mcpSession(t, e, "agent2", http.Header{"Authorization": {"Bearer " + otherTok}}, nil)
+	ctx := t.Context()
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sagacity_status", Arguments: map[string]any{},
+		Meta: mcp.Meta{"sagacity/saga": "theirs"}})
+	if err != nil || !r.IsError || !strings.Contains(text(r), "saga theirs is not yours to read") || strings.Contains(text(r), "alice") {
+		t.Errorf("sagacity_status of another agent's saga = %q, %v; want it refused, naming nothing of it", text(r), err)
+	}
+	if res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "sagacity://saga/theirs"}); err == nil {
+		t.Errorf("resources/read of another agent's saga = %+v; want it refused", res)
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "sagacity://saga/theirs"}); err == nil {
+		t.Errorf("subscribing to another agent's saga succeeded; want it refused")
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "sagacity://saga/nobodys"}); err == nil {
+		t.Errorf("subscribing to a saga that does not exist succeeded; want it refused")
+	}
+	mine := mcpSession(t, e, "agent1", http.Header{"Authorization": {"Bearer " + mineTok}}, nil)
+	if res, err := mine.ReadResource(ctx, &mcp.ReadResourceParams{URI: "sagacity://saga/theirs"}); err != nil ||
+		!strings.Contains(res.Contents[0].Text, `"state":"undecided"`) {
+		t.Errorf("resources/read of its own saga = %+v, %v; want it read", res, err)
+	}
+	if err := mine.Subscribe(ctx, &mcp.SubscribeParams{URI: "sagacity://saga/theirs"}); err != nil {
+		t.Errorf("subscribing to its own saga: %v", err)
+	}
+}

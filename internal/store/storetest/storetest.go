@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -423,9 +424,54 @@ func testAuthorization(t *testing.T, v *env) {
 		{"auditor resumes", second(v.e.Resume(ctx, auditor, "s", seq, wire)), engine.Forbidden},
 		{"agent verifies", second(v.e.Verify(ctx, agent, "s")), engine.Forbidden},
 		{"nobody", second(v.e.Approve(ctx, engine.Principal{}, "s", seq, "")), engine.Unauthenticated},
+		// Another agent's saga names its payees, approvers and sessions.
+		{"another agent looks the saga up", second(v.e.Lookup(ctx, otherAgent, "s")), engine.Forbidden},
+		{"another agent reads the journal", second(v.e.Journal(ctx, otherAgent, "s")), engine.Forbidden},
+		{"another agent reads the history", second(v.e.History(ctx, otherAgent, "s")), engine.Forbidden},
+		{"another agent reads the request", second(v.e.Review(ctx, otherAgent, "s", seq)), engine.Forbidden},
+		{"another agent reads the requests", third(v.e.Requests(ctx, otherAgent, "s")), engine.Forbidden},
+		{"another agent reads a receipt", second(v.e.Receipt(ctx, otherAgent, "s", 1)), engine.Forbidden},
 	}
 	for _, tt := range tests {
 		wantKind(t, tt.name, tt.err, tt.want)
+	}
+	if es, err := v.e.Journal(ctx, agent, "s"); err != nil || len(es) != 3 {
+		t.Errorf("the initiator reads its journal: %d entries, %v", len(es), err)
+	}
+	v.call("theirs", "reserveInventory", "{}")
+	if _, err := v.e.Call(ctx, otherAgent, "mine", "reserveInventory", "{}"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		p    engine.Principal
+		f    engine.SagaFilter
+		want []string
+	}{
+		{otherAgent, engine.SagaFilter{}, []string{"mine"}},
+		{otherAgent, engine.SagaFilter{Initiator: agent.ID}, nil},
+		{agent, engine.SagaFilter{}, []string{"theirs", "s"}},
+		{auditor, engine.SagaFilter{}, []string{"mine", "theirs", "s"}},
+	} {
+		var got []string
+		sagas, err := v.e.Sagas(ctx, tt.p, tt.f)
+		for _, s := range sagas {
+			got = append(got, s.ID)
+		}
+		n, cerr := v.e.CountSagas(ctx, tt.p, tt.f)
+		if err != nil || cerr != nil || !slices.Equal(got, tt.want) || n != len(tt.want) {
+			t.Errorf("Sagas(%s, %+v) = %v (count %d), %v, %v; want %v", tt.p.ID, tt.f, got, n, err, cerr, tt.want)
+		}
+	}
+	shared, err := engine.New(v.db, v.fx.tools(), engine.WithKeys(Keys(t)), engine.WithClock(clk.now),
+		engine.WithPolicy(engine.Policy{ShareSagas: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es, err := shared.Journal(ctx, otherAgent, "s"); err != nil || len(es) != 3 {
+		t.Errorf("shareSagas: another agent reads the journal: %d entries, %v; want all 3", len(es), err)
+	}
+	if sagas, err := shared.Sagas(ctx, otherAgent, engine.SagaFilter{}); err != nil || len(sagas) != 3 {
+		t.Errorf("shareSagas: another agent lists %d sagas, %v; want all 3", len(sagas), err)
 	}
 	if v.pending("s") != 1 || len(v.journal("s")) != 3 || v.fx.wire.Load() != 0 {
 		t.Errorf("refused calls changed state: %d pending, %d entries, wire ran %d times", v.pending("s"), len(v.journal("s")), v.fx.wire.Load())
@@ -433,6 +479,8 @@ func testAuthorization(t *testing.T, v *env) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+func third[T, U any](_ T, _ U, err error) error { return err }
 
 func testBadInput(t *testing.T, v *env) {
 	ctx := context.Background()
