@@ -6,21 +6,21 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
 )
 
 // The engine's side, in-process, as cmd/web runs it: the global log on,
 // with a checkpoint every 1000 leaves or 10s (the server's defaults) and
-// a sequencer appending to it every 200ms in a goroutine of its own.
+// the server's sequencer appending to it every 200ms in a goroutine of
+// its own.
 const (
 	checkpointEvery    = 1000
 	checkpointInterval = 10 * time.Second
-	sequenceEvery      = 200 * time.Millisecond
 )
 
 // The tools, both no-ops so that only the engine is timed: an executed
@@ -37,6 +37,7 @@ var agent = engine.Principal{ID: "token:agent", Name: "agent", Auth: "token", Ro
 // benchEngine is an engine over its own store.
 type benchEngine struct {
 	*engine.Engine
+	log  *tlog.Log
 	db   *store.DB
 	stop func() // stops the sequencer loop, if it runs
 }
@@ -61,44 +62,34 @@ func openEngine(ctx context.Context, dbURL string, keys *engine.Keys, dir string
 	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "ok", nil }}
 	tools := []engine.Tool{{Name: toolExecuted, Reversibility: engine.Compensatable, Executor: ok},
 		{Name: toolGated, Reversibility: engine.Irreversible, Executor: ok}}
-	e, err := engine.New(db, tools, engine.WithKeys(keys), engine.WithLog(db, w, checkpointEvery, checkpointInterval),
+	l := tlog.New(db, w, keys, tlog.Options{Every: checkpointEvery, Interval: checkpointInterval})
+	if err := l.Claim(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	e, err := engine.New(db, tools, engine.WithKeys(keys), engine.WithLog(l),
 		engine.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	return &benchEngine{Engine: e, db: db, stop: func() {}}, nil
+	return &benchEngine{Engine: e, log: l, db: db, stop: func() {}}, nil
 }
 
-// sequence runs the sequencer loop until close.
+// sequence runs the server's sequencer until close: an error is left for
+// the next tick, as the server does; a benchmark whose log stops growing
+// fails its final Sequence in close.
 func (e *benchEngine) sequence(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { sequenceLoop(ctx, e.Engine) })
-	e.stop = func() { cancel(); wg.Wait() }
-}
-
-// sequenceLoop is cmd/web's: the log's sequencer every sequenceEvery.
-// An error is left for the next tick, as the server does; a benchmark
-// whose log stops growing fails its final Sequence in close.
-func sequenceLoop(ctx context.Context, e *engine.Engine) {
-	t := time.NewTicker(sequenceEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		e.Sequence(ctx, false)
-	}
+	done := tlog.Sequencer{Log: e.log, Logger: slog.New(slog.DiscardHandler)}.Start(ctx)
+	e.stop = func() { cancel(); <-done }
 }
 
 // close stops the sequencer, appends what it had not yet, and closes the
 // store.
 func (e *benchEngine) close(ctx context.Context) error {
 	e.stop()
-	_, err := e.Sequence(ctx, true)
+	_, err := e.log.Sequence(ctx, true)
 	e.db.Close()
 	return err
 }

@@ -127,7 +127,7 @@ func (b *bench) growthFigure(ctx context.Context) (err error) {
 			return fmt.Errorf("seeding %d entries: %w", size, err)
 		}
 		progress(b.start, "growth: giving them their leaves in the log")
-		if st, err := e.Sequence(ctx, true); err != nil || st.Size != int64(size) {
+		if st, err := e.log.Sequence(ctx, true); err != nil || st.Size != int64(size) {
 			return fmt.Errorf("sequencing the %d seeded entries: log size %d, %v", size, st.Size, err)
 		}
 		if err := vacuum(ctx, url); err != nil {
@@ -182,7 +182,7 @@ func (b *bench) roundTrips(ctx context.Context) (err error) {
 	if _, err := load(ctx, 1, n, e.call(toolExecuted)); err != nil { // statements prepared, first sagas made
 		return err
 	}
-	if _, err := e.Sequence(ctx, false); err != nil {
+	if _, err := e.log.Sequence(ctx, false); err != nil {
 		return err
 	}
 	t := &b.r.trips
@@ -190,7 +190,7 @@ func (b *bench) roundTrips(ctx context.Context) (err error) {
 		return err
 	}
 	before := p.count.Load()
-	if _, err := e.Sequence(ctx, false); err != nil {
+	if _, err := e.log.Sequence(ctx, false); err != nil {
 		return err
 	}
 	t.sequencer, t.sequenced = p.count.Load()-before, 2*n

@@ -184,13 +184,9 @@ func TestEvidence(t *testing.T) {
 				}
 				continue
 			}
-			h, err := hex.DecodeString(e.Hash)
-			if err != nil {
-				t.Fatal(err)
-			}
 			if e.TreeSize != size {
 				t.Errorf("AuditProofs(paid, %d): seq %d proved against size %d; want %d", at, e.Seq, e.TreeSize, size)
-			} else if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(e.Leaf), uint64(size), rfc6962.DefaultHasher.HashLeaf(h), e.Proof, root); err != nil {
+			} else if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(e.Leaf), uint64(size), leafHash(e), e.Proof, root); err != nil {
 				t.Errorf("AuditProofs(paid, %d): seq %d at leaf %d is not in the checkpoint: %v", at, e.Seq, e.Leaf, err)
 			}
 		}
@@ -483,4 +479,12 @@ func TestInDoubt(t *testing.T) {
 	if v, err := auditor.Verify(ctx, "courier"); err != nil || !v.Valid {
 		t.Errorf("Verify(courier) = %+v, %v; want valid", v, err)
 	}
+}
+
+// leafHash is an entry's leaf in the log, as the README documents it:
+// RFC 6962's leaf hash of its saga, seq and hash, each written as its
+// byte length in decimal, a colon and its bytes.
+func leafHash(e client.Entry) []byte {
+	seq := strconv.FormatInt(e.Seq, 10)
+	return rfc6962.DefaultHasher.HashLeaf([]byte(fmt.Sprintf("%d:%s%d:%s%d:%s", len(e.SagaID), e.SagaID, len(seq), seq, len(e.Hash), e.Hash)))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
 	"github.com/sagacity-go/sagacity/toolsig"
 )
@@ -162,7 +163,7 @@ func (ts *toolServer) holdBooking() (release func()) {
 type sagacity struct {
 	url   string
 	tools *toolServer
-	eng   *engine.Engine // to sequence the global log, as the server's loop does
+	log   *tlog.Log // to sequence the global log, as the server's sequencer does
 	close func()
 }
 
@@ -201,6 +202,11 @@ func start(dbURL, dir string, logs io.Writer) (*sagacity, error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(logs, nil))
+	lg := tlog.New(db, checkpoints, keys, tlog.Options{Every: 1, Interval: 24 * time.Hour})
+	if err := lg.Claim(context.Background()); err != nil {
+		stop()
+		return nil, err
+	}
 	// Calls in doubt may be resolved at once, and an outcome that cannot
 	// be journaled is given up on after 200ms.
 	eng, err := engine.New(db, []engine.Tool{
@@ -208,7 +214,7 @@ func start(dbURL, dir string, logs io.Writer) (*sagacity, error) {
 		tool(wire, engine.Irreversible, "/wire", ""),
 		tool(ship, engine.Compensatable, "/ship", ""),
 		tool(book, engine.Compensatable, "/book", "/unbook"),
-	}, engine.WithKeys(keys), engine.WithLogger(log), engine.WithLog(db, checkpoints, 1, 24*time.Hour),
+	}, engine.WithKeys(keys), engine.WithLogger(log), engine.WithLog(lg),
 		engine.WithInDoubtAfter(0), engine.WithOutcomeRetry(200*time.Millisecond))
 	if err != nil {
 		stop()
@@ -228,7 +234,7 @@ func start(dbURL, dir string, logs io.Writer) (*sagacity, error) {
 		ApprovalEndpoints: true,
 		MaxBody:           1 << 20,
 	}))
-	return &sagacity{url: srv.URL, tools: ts, eng: eng, close: func() { srv.Close(); stop() }}, nil
+	return &sagacity{url: srv.URL, tools: ts, log: lg, close: func() { srv.Close(); stop() }}, nil
 }
 
 // newServer runs a server on dbURL for the test.
@@ -251,7 +257,7 @@ func (s *sagacity) as(name string) *client.Client {
 // as the server's loop does, and returns the log's size.
 func (s *sagacity) sequence(t *testing.T) int64 {
 	t.Helper()
-	st, err := s.eng.Sequence(t.Context(), true)
+	st, err := s.log.Sequence(t.Context(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

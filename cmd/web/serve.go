@@ -28,6 +28,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/metrics"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
 )
 
@@ -73,15 +74,23 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 		}
 	}()
 	rec := metrics.New(log)
-	eng, err := newEngine(cfg, db, keys, upstream.tools, engine.WithLog(db, w, cfg.File.Log.Every, cfg.File.Log.Interval), rec, log)
+	// The log extends nothing it has not checked in full since the start.
+	lg := tlog.New(db, w, keys, tlog.Options{Every: cfg.File.Log.Every, Interval: cfg.File.Log.Interval, Observer: rec,
+		FullCheckFirst: true})
+	if err := lg.Claim(ctx); errors.Is(err, tlog.ErrKey) {
+		return fmt.Errorf("SAGACITY_SIGNING_KEY: %w; start with the key the database was first started with, or with a new database", err)
+	} else if err != nil {
+		return fmt.Errorf("SAGACITY_DATABASE_URL: recording the signing key: %w", err)
+	}
+	eng, err := newEngine(cfg, db, keys, upstream.tools, engine.WithLog(lg), rec, log)
 	if err != nil {
 		return err
 	}
 	rec.Watch(eng)
 	// Before the first request: a database rolled back behind the newest
 	// checkpoint executes nothing. The full check follows in the
-	// background.
-	if problem, err := eng.CheckLog(ctx, false); err != nil {
+	// background, and the sequencer once it has run.
+	if problem, err := lg.Check(ctx, false); err != nil {
 		return fmt.Errorf("checking the database against the checkpoints in %s: %w", cpDir, err)
 	} else if problem != "" {
 		log.Error("executions halted", "problem", problem)
@@ -130,9 +139,8 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	go recoverLoop(ctx, eng, log)
-	seqDone := make(chan struct{})
-	go func() { sequenceLoop(ctx, eng, log); close(seqDone) }()
-	go checkLoop(ctx, eng, log)
+	seqDone := tlog.Sequencer{Log: lg, Logger: log}.Start(ctx)
+	tlog.Checker{Log: lg, Every: cfg.File.Log.CheckEvery, FullEvery: cfg.File.Log.FullCheckEvery, Logger: log}.Start(ctx)
 	select {
 	case err := <-errc:
 		return err
@@ -149,7 +157,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	}
 	<-seqDone
 	// A last checkpoint covers everything written before the stop.
-	if _, err := eng.Sequence(sctx, true); err != nil {
+	if _, err := lg.Sequence(sctx, true); err != nil {
 		log.Warn("signing the last checkpoint failed; the next start signs it", "err", err)
 	}
 	return nil
@@ -167,69 +175,6 @@ func recoverLoop(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
 	for {
 		if err := eng.Recover(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("continuing interrupted compensations failed; trying again later", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// The log's rhythm: how often new entries are appended to the global log,
-// and how often the database is checked against the newest checkpoint,
-// from the tree's stored nodes (cheap) and from every entry (full).
-const (
-	sequenceEvery  = 200 * time.Millisecond
-	checkEvery     = 30 * time.Second
-	fullCheckEvery = 10 * time.Minute
-)
-
-// sequenceLoop appends new entries to the global log every sequenceEvery
-// and signs checkpoints as they fall due, until ctx ends.
-func sequenceLoop(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
-	t := time.NewTicker(sequenceEvery)
-	defer t.Stop()
-	failing := false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		_, err := eng.Sequence(ctx, false)
-		if err != nil && !failing && ctx.Err() == nil {
-			log.Warn("appending to the global log failed; trying again", "err", err)
-		}
-		failing = err != nil
-	}
-}
-
-// checkLoop checks the database against the newest checkpoint: in full
-// at once and every fullCheckEvery, from the tree's nodes every
-// checkEvery. It logs a halt, and the end of one, once.
-func checkLoop(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
-	t := time.NewTicker(checkEvery)
-	defer t.Stop()
-	halted, lastFull := eng.Halted(), time.Time{}
-	for {
-		full := time.Since(lastFull) >= fullCheckEvery
-		if _, err := eng.CheckLog(ctx, full); err != nil {
-			if ctx.Err() == nil {
-				log.Warn("checking the database against the newest checkpoint failed; trying again", "err", err)
-			}
-		} else {
-			if full {
-				lastFull = time.Now()
-			}
-			if now := eng.Halted(); now != halted {
-				if now != "" {
-					log.Error("executions halted", "problem", now)
-				} else {
-					log.Info("executions resumed: the database matches the newest checkpoint again")
-				}
-				halted = now
-			}
 		}
 		select {
 		case <-ctx.Done():

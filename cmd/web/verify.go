@@ -9,6 +9,7 @@ import (
 
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -42,7 +43,7 @@ func verify(args []string, stdout io.Writer) error {
 		if err != nil {
 			return exitError{2, err}
 		}
-		if cp, err = engine.OpenCheckpoint(string(signed), v); err != nil {
+		if cp, err = tlog.OpenCheckpoint(string(signed), v); err != nil {
 			return printVerification(stdout, engine.Verification{BreakAtIndex: -1, Message: *cpFile + ": " + err.(*engine.Error).Msg})
 		}
 	}
@@ -83,7 +84,7 @@ func verify(args []string, stdout io.Writer) error {
 		res = engine.VerifyReceipts(entries, v)
 	}
 	if res.Valid && *cpFile != "" {
-		bad, proved := engine.VerifyProofs(entries, proofs, cp.Root)
+		bad, proved := tlog.VerifyProofs(entries, proofs, cp.Root)
 		if bad >= 0 {
 			res = engine.Verification{EntryCount: len(entries), BreakAtIndex: bad,
 				Message: fmt.Sprintf("seq=%d (entry %d) is not in the log the checkpoint of size %d signed", entries[bad].Seq, bad, cp.Size)}
@@ -164,7 +165,7 @@ func verifyLog(args []string, stdout io.Writer) error {
 		if err != nil {
 			return exitError{2, err}
 		}
-		if cps[i], err = engine.OpenCheckpoint(string(signed), v); err != nil {
+		if cps[i], err = tlog.OpenCheckpoint(string(signed), v); err != nil {
 			return out(false, name+": "+err.(*engine.Error).Msg)
 		}
 	}
@@ -172,7 +173,7 @@ func verifyLog(args []string, stdout io.Writer) error {
 		return exitError{2, fmt.Errorf("%s: proves sizes %d to %d, the checkpoints are of sizes %d and %d; fetch ?from=%d&to=%d",
 			*proofFile, p.From, p.To, cps[0].Size, cps[1].Size, cps[0].Size, cps[1].Size)}
 	}
-	if err := engine.VerifyConsistency(cps[0], cps[1], p.Proof); err != nil {
+	if err := tlog.VerifyConsistency(cps[0], cps[1], p.Proof); err != nil {
 		return out(false, err.(*engine.Error).Msg)
 	}
 	return out(true, fmt.Sprintf("the log at size %d extends the log at size %d: nothing the older checkpoint covered was removed or rewritten", cps[1].Size, cps[0].Size))

@@ -121,7 +121,7 @@ func TestLoadFull(t *testing.T) {
 				},
 			},
 			Policy: Policy{MaxBodyBytes: 512 << 10, MaxResultBytes: 2 << 20, ShareSagas: true},
-			Log:    Log{Every: 250, Interval: 2 * time.Second},
+			Log:    Log{Every: 250, Interval: 2 * time.Second, CheckEvery: 30 * time.Second, FullCheckEvery: 10 * time.Minute},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -142,7 +142,7 @@ func TestLoadDefaults(t *testing.T) {
 		File: File{
 			Roles:  Roles{Claim: "groups"},
 			Policy: Policy{MaxBodyBytes: 1 << 20, MaxResultBytes: 1 << 20},
-			Log:    Log{Every: 1000, Interval: 10 * time.Second},
+			Log:    Log{Every: 1000, Interval: 10 * time.Second, CheckEvery: 30 * time.Second, FullCheckEvery: 10 * time.Minute},
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -213,8 +213,10 @@ tools:
 		{"no hosts needed on loopback", nil, "", func(c Config) any { return c.Hosts }, []string(nil)},
 		{"no signing key needed in dev mode", nil, "", func(c Config) any { return c.SigningKey }, ""},
 		{"no checkpoint directory needed in dev mode", nil, "", func(c Config) any { return c.CheckpointDir }, ""},
-		{"log defaults", nil, "", func(c Config) any { return c.File.Log }, Log{Every: 1000, Interval: 10 * time.Second}},
-		{"log bounds", nil, "log: {checkpointEvery: 1, checkpointInterval: 100ms}\n", func(c Config) any { return c.File.Log }, Log{Every: 1, Interval: 100 * time.Millisecond}},
+		{"log defaults", nil, "", func(c Config) any { return c.File.Log },
+			Log{Every: 1000, Interval: 10 * time.Second, CheckEvery: 30 * time.Second, FullCheckEvery: 10 * time.Minute}},
+		{"log bounds", nil, "log: {checkpointEvery: 1, checkpointInterval: 100ms, checkEvery: 100ms, fullCheckEvery: 1s}\n",
+			func(c Config) any { return c.File.Log }, Log{Every: 1, Interval: 100 * time.Millisecond, CheckEvery: 100 * time.Millisecond, FullCheckEvery: time.Second}},
 		{"signing key with spaces around", map[string]string{"SAGACITY_SIGNING_KEY": " " + receiptKey + "\n"}, "", func(c Config) any { return c.SigningKey }, receiptKey},
 		{"sagas shared", nil, "policy: {shareSagas: true}\n", policy, Policy{MaxBodyBytes: 1 << 20, MaxResultBytes: 1 << 20, ShareSagas: true}},
 		{"oidc without client secret", map[string]string{"SAGACITY_SIGNING_KEY": receiptKey, "SAGACITY_CHECKPOINT_DIR": "cp",
@@ -382,6 +384,8 @@ func errorCases() []errorCase {
 		{name: "checkpoints never", yaml: "log: {checkpointEvery: 0}\n", want: `log.checkpointEvery: "0" is not a number of entries, at least 1`},
 		{name: "checkpoints too often", yaml: "log: {checkpointInterval: 1ms}\n", want: "log.checkpointInterval: 1ms must be at least 100ms and at most 1h0m0s"},
 		{name: "checkpoint interval not a duration", yaml: "log: {checkpointInterval: soon}\n", want: `log.checkpointInterval: "soon" is not a duration like 10s or 1m`},
+		{name: "checks too often", yaml: "log: {checkEvery: 10ms}\n", want: "log.checkEvery: 10ms must be at least 100ms and at most 1h0m0s"},
+		{name: "full checks too rarely", yaml: "log: {fullCheckEvery: 48h}\n", want: "log.fullCheckEvery: 48h must be at least 1s and at most 24h0m0s"},
 		{name: "checkpoint every not a number", yaml: "log: {checkpointEvery: many}\n", want: `log.checkpointEvery: "many" is not a number of entries, at least 1`},
 		{name: "an input schema of a string", yaml: "tools:" + strings.Replace(wire, "execute:", "inputSchema: {type: string}\n    execute:", 1),
 			want: `tools[0] "sendWireTransfer": inputSchema: its type must be "object": a tool's input is a JSON object`},

@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 )
 
 // File is what the YAML file named by SAGACITY_CONFIG declares.
@@ -33,10 +34,14 @@ type File struct {
 }
 
 // Log says when the server signs a checkpoint of the global log: after
-// Every new entries or Interval, whichever comes first.
+// Every new entries or Interval, whichever comes first; and how often it
+// checks the database against the newest checkpoint, from the tree's
+// nodes (CheckEvery) and from every entry (FullCheckEvery).
 type Log struct {
-	Every    int64         // default 1000, at least 1
-	Interval time.Duration // default 10s, at least 100ms, at most 1h
+	Every          int64         // default 1000, at least 1
+	Interval       time.Duration // default 10s, at least 100ms, at most 1h
+	CheckEvery     time.Duration // default 30s, at least 100ms, at most 1h
+	FullCheckEvery time.Duration // default 10m, at least 1s, at most 24h
 }
 
 // Tool is an HTTP tool: Execute runs it, Compensate undoes it.
@@ -140,7 +145,8 @@ func defaultFile() File {
 	return File{
 		Roles:  Roles{Claim: defaultClaim},
 		Policy: Policy{MaxBodyBytes: defaultSize, MaxResultBytes: defaultSize},
-		Log:    Log{Every: defaultCheckpointEvery, Interval: defaultCheckpointInterval},
+		Log: Log{Every: defaultCheckpointEvery, Interval: defaultCheckpointInterval, CheckEvery: tlog.CheckEvery,
+			FullCheckEvery: tlog.FullCheckEvery},
 	}
 }
 
@@ -179,6 +185,8 @@ type yamlUpstreamTool struct {
 type yamlLog struct {
 	CheckpointEvery    string `yaml:"checkpointEvery"`
 	CheckpointInterval string `yaml:"checkpointInterval"`
+	CheckEvery         string `yaml:"checkEvery"`
+	FullCheckEvery     string `yaml:"fullCheckEvery"`
 }
 
 type yamlTool struct {
@@ -325,15 +333,27 @@ func (y yamlFile) check() (File, error) {
 		}
 		f.Log.Every = n
 	}
-	if v := y.Log.CheckpointInterval; v != "" {
-		d, err := time.ParseDuration(v)
+	for _, d := range []struct {
+		key    string
+		v      string
+		lo, hi time.Duration
+		into   *time.Duration
+	}{
+		{"log.checkpointInterval", y.Log.CheckpointInterval, minCheckpointInterval, maxCheckpointInterval, &f.Log.Interval},
+		{"log.checkEvery", y.Log.CheckEvery, 100 * time.Millisecond, time.Hour, &f.Log.CheckEvery},
+		{"log.fullCheckEvery", y.Log.FullCheckEvery, time.Second, 24 * time.Hour, &f.Log.FullCheckEvery},
+	} {
+		if d.v == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.v)
 		if err != nil {
-			return File{}, fmt.Errorf("log.checkpointInterval: %q is not a duration like 10s or 1m", v)
+			return File{}, fmt.Errorf("%s: %q is not a duration like 10s or 1m", d.key, d.v)
 		}
-		if d < minCheckpointInterval || d > maxCheckpointInterval {
-			return File{}, fmt.Errorf("log.checkpointInterval: %s must be at least %s and at most %s", v, minCheckpointInterval, maxCheckpointInterval)
+		if v < d.lo || v > d.hi {
+			return File{}, fmt.Errorf("%s: %s must be at least %s and at most %s", d.key, d.v, d.lo, d.hi)
 		}
-		f.Log.Interval = d
+		*d.into = v
 	}
 	return f, nil
 }

@@ -171,6 +171,9 @@ type tamperCase struct {
 	tamper func(t *testing.T, dbURL string, w written)
 	// halts is what the start-up check says, "" when it finds nothing
 	halts string
+	// refused is what the server says when it refuses to start, "" when
+	// it starts
+	refused string
 	// broken is the saga whose verification must break, and how
 	broken, why string
 }
@@ -230,7 +233,7 @@ func tamperMatrix(t *testing.T, newDB func(testing.TB) string) {
 				}
 				forgeApproval(t, dbURL, w, "approver=token:mallory\nauth=token\nreceipt="+base64.StdEncoding.EncodeToString([]byte(signed)))
 			}},
-		{name: "public key replaced", halts: "the database records the signing key",
+		{name: "public key replaced", refused: "the database records the signing key",
 			tamper: func(t *testing.T, dbURL string, w written) {
 				_, vkey := insiderKeys(t, w.f)
 				storetest.Exec(t, dbURL, "UPDATE log_state SET verifier_key = $1", vkey)
@@ -273,6 +276,12 @@ func tamperMatrix(t *testing.T, newDB func(testing.TB) string) {
 			}
 			srv.kill()
 			tc.tamper(t, dbURL, w)
+			if tc.refused != "" {
+				if out := srv.refused(); !strings.Contains(out, tc.refused) || !strings.Contains(out, f.verifierKey()) {
+					t.Errorf("the server started, or said:\n%s\nwant it to refuse to start, naming %q and both keys", out, tc.refused)
+				}
+				return
+			}
 			srv.start()
 
 			if tc.halts != "" {
@@ -420,11 +429,12 @@ func TestEvidence(t *testing.T) {
 		if e.TreeSize != cp.size {
 			t.Fatalf("export entry %+v; want a leaf and a proof against size %d", e, cp.size)
 		}
-		h, err := hex.DecodeString(e.Hash)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(e.Leaf), uint64(cp.size), rfc6962.DefaultHasher.HashLeaf(h), e.Proof, cp.root); err != nil {
+		// The leaf, as the README documents it: RFC 6962's leaf hash of
+		// the entry's saga, seq and hash, each as its byte length, a colon
+		// and its bytes.
+		seq := strconv.FormatInt(e.Seq, 10)
+		leaf := rfc6962.DefaultHasher.HashLeaf([]byte(fmt.Sprintf("%d:%s%d:%s%d:%s", len(e.SagaID), e.SagaID, len(seq), seq, len(e.Hash), e.Hash)))
+		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(e.Leaf), uint64(cp.size), leaf, e.Proof, cp.root); err != nil {
 			t.Errorf("seq=%d at leaf %d is not included in the checkpoint: %v", e.Seq, e.Leaf, err)
 		}
 	}

@@ -6,12 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"github.com/sagacity-go/sagacity/internal/engine"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
 // fixture is what every suite shares: a tool server, API tokens declared in
@@ -92,6 +94,9 @@ log:
   # Checkpoints often, so that a suite sees many of them.
   checkpointEvery: 100
   checkpointInterval: 200ms
+  # Checks often, so that a suite sees them find what it did.
+  checkEvery: 250ms
+  fullCheckEvery: 2s
 tokens:
 `, toolReserve, u, u, toolWire, u, toolShip, u, u)
 	declare := func(c *client, role string) {
@@ -129,7 +134,22 @@ tokens:
 // tools, keeping its checkpoints in a directory of its name.
 func (f *fixture) server(name, dbURL string) *server {
 	f.t.Helper()
-	return newServer(f.t, name, map[string]string{
+	s := newServer(f.t, name, f.env(name, dbURL, nil))
+	s.start()
+	return s
+}
+
+// serverRefused runs the binary as server does, with the settings in
+// more changed, when it must refuse to start, and returns what it said.
+func (f *fixture) serverRefused(name, dbURL string, more map[string]string) string {
+	f.t.Helper()
+	return newServer(f.t, name, f.env(name, dbURL, more)).refused()
+}
+
+// env is the environment of the server of a name on dbURL, with the
+// settings in more changed.
+func (f *fixture) env(name, dbURL string, more map[string]string) map[string]string {
+	env := map[string]string{
 		"SAGACITY_ADDR":                "127.0.0.1:0",
 		"SAGACITY_DATABASE_URL":        dbURL,
 		"SAGACITY_AUTH":                "tokens",
@@ -137,7 +157,9 @@ func (f *fixture) server(name, dbURL string) *server {
 		"SAGACITY_TOOL_SIGNING_SECRET": f.secret,
 		"SAGACITY_SIGNING_KEY":         f.signingKey,
 		"SAGACITY_CHECKPOINT_DIR":      f.checkpointDir(name),
-	})
+	}
+	maps.Copy(env, more)
+	return env
 }
 
 // checkpointDir is where the server of a name keeps its checkpoints.

@@ -34,9 +34,9 @@ type server struct {
 	gen    int // how many times it was started
 }
 
-// newServer starts the binary with env (and nothing else in its
-// environment). The server is killed when the test ends; its output is
-// kept if the test failed.
+// newServer makes a server of the binary with env (and nothing else in
+// its environment), not started yet. It is killed when the test ends; its
+// output is kept if the test failed.
 func newServer(t testing.TB, name string, env map[string]string) *server {
 	t.Helper()
 	keys := make([]string, 0, len(env))
@@ -54,12 +54,31 @@ func newServer(t testing.TB, name string, env map[string]string) *server {
 			keep(t, "output of "+name, s.log.String())
 		}
 	})
-	s.start()
 	return s
 }
 
 // start runs the binary and waits until it prints its URL.
 func (s *server) start() {
+	s.t.Helper()
+	if ok, out := s.launch(); !ok {
+		s.t.Fatalf("%s exited at start %d:\n%s", s.name, s.starts()+1, out)
+	}
+}
+
+// refused runs the binary when it must not start, and returns what it
+// printed before it exited.
+func (s *server) refused() string {
+	s.t.Helper()
+	ok, out := s.launch()
+	if ok {
+		s.t.Fatalf("%s started at %s; want it to refuse to start", s.name, s.URL())
+	}
+	return out
+}
+
+// launch runs the binary and waits until it prints its URL (true) or
+// exits (false), and returns its output so far.
+func (s *server) launch() (bool, string) {
 	s.t.Helper()
 	s.mu.Lock()
 	running := s.cmd != nil
@@ -89,11 +108,14 @@ func (s *server) start() {
 			s.mu.Lock()
 			s.cmd, s.exited, s.url, s.gen = cmd, exited, u, gen
 			s.mu.Unlock()
-			return
+			return true, out.String()
 		}
 		select {
 		case <-exited:
-			s.t.Fatalf("%s exited at start %d (%v):\n%s", s.name, gen, cmd.ProcessState, out)
+			s.mu.Lock()
+			s.gen = gen
+			s.mu.Unlock()
+			return false, fmt.Sprintf("(%v) %s", cmd.ProcessState, out)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {

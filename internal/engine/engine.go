@@ -83,8 +83,8 @@ type Engine struct {
 	inDoubtAfter time.Duration
 	// keys sign the receipts of people's decisions, and verify them.
 	keys *Keys
-	// tlog runs the global log; nil when there is none (tests).
-	tlog *logConfig
+	// tlog is the global log; nil when there is none (tests).
+	tlog Log
 	// heads are the sagas as this engine last wrote them (see transact).
 	heads heads
 	// obs is told what the engine does (see Observer).
@@ -130,9 +130,6 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 		o(e)
 	}
 	e.store = watched{s: s, obs: e.obs}
-	if e.tlog != nil {
-		e.tlog.store = watchedLog{s: e.tlog.store, obs: e.obs}
-	}
 	if e.keys == nil {
 		return nil, Errorf(Invalid, "no signing key: decisions could not be given receipts")
 	}

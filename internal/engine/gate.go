@@ -105,6 +105,9 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 	if err := validReason(reason); err != nil {
 		return Saga{}, err
 	}
+	if err := e.signing(ctx); err != nil {
+		return Saga{}, at(err, sagaID, seq)
+	}
 	s, err := e.update(ctx, sagaID, noPending(sagaID, seq), func(tx Tx, s *Saga) error {
 		r, err := tx.Approval(sagaID, seq)
 		if IsKind(err, NotFound) {

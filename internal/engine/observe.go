@@ -180,28 +180,3 @@ func (w watched) LastExecuted(ctx context.Context, tool string, before time.Time
 	en, err := w.s.LastExecuted(ctx, tool, before)
 	return en, failing(ctx, w.obs, err)
 }
-
-// watchedLog is the global log's store as the observer sees it.
-type watchedLog struct {
-	s   LogStore
-	obs Observer
-}
-
-func (w watchedLog) Sequence(ctx context.Context, fn func(LogTx) error) error {
-	return failing(ctx, w.obs, w.s.Sequence(ctx, fn))
-}
-
-func (w watchedLog) LogState(ctx context.Context) (LogState, error) {
-	st, err := w.s.LogState(ctx)
-	return st, failing(ctx, w.obs, err)
-}
-
-func (w watchedLog) LogNodes(ctx context.Context, ids []NodeID) (map[NodeID][]byte, error) {
-	ns, err := w.s.LogNodes(ctx, ids)
-	return ns, failing(ctx, w.obs, err)
-}
-
-func (w watchedLog) Leaves(ctx context.Context, from, to int64) ([]Leaf, error) {
-	ls, err := w.s.Leaves(ctx, from, to)
-	return ls, failing(ctx, w.obs, err)
-}

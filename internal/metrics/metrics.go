@@ -95,13 +95,16 @@ func New(log *slog.Logger) *Recorder {
 // Backlogger is what the metrics read from the engine at each scrape.
 type Backlogger interface {
 	Backlog(ctx context.Context) (engine.Backlog, error)
+	Halted() string
 }
 
 // Watch adds the gauges of e's backlog, read at each scrape: pending
-// requests by tool, the oldest one's age and the calls in doubt. Call it
-// once.
+// requests by tool, the oldest one's age and the calls in doubt; and
+// whether executions are halted. Call it once.
 func (m *Recorder) Watch(e Backlogger) {
 	m.reg.MustRegister(&backlog{e: e,
+		halted: prometheus.NewDesc("sagacity_executions_halted",
+			"1 while executions of IRREVERSIBLE tools are halted (the database does not match the checkpoints, or they cannot be kept); GET /sagacity/log says why.", nil, nil),
 		pending: prometheus.NewDesc("sagacity_pending_requests", "Requests waiting for a person (undecided, or approved and not yet resumed), by tool.",
 			[]string{"tool"}, nil),
 		oldest: prometheus.NewDesc("sagacity_oldest_pending_request_age_seconds",
@@ -113,17 +116,23 @@ func (m *Recorder) Watch(e Backlogger) {
 
 // backlog is the collector of the backlog's gauges.
 type backlog struct {
-	e                        Backlogger
-	pending, oldest, inDoubt *prometheus.Desc
+	e                                Backlogger
+	halted, pending, oldest, inDoubt *prometheus.Desc
 }
 
 func (b *backlog) Describe(ch chan<- *prometheus.Desc) {
+	ch <- b.halted
 	ch <- b.pending
 	ch <- b.oldest
 	ch <- b.inDoubt
 }
 
 func (b *backlog) Collect(ch chan<- prometheus.Metric) {
+	halted := 0.0
+	if b.e.Halted() != "" {
+		halted = 1
+	}
+	ch <- prometheus.MustNewConstMetric(b.halted, prometheus.GaugeValue, halted)
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	bl, err := b.e.Backlog(ctx)

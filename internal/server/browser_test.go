@@ -484,7 +484,7 @@ func TestConsoleHalted(t *testing.T) {
 		want(t, "gate", e.do("POST", "/sagacity/sagas/"+saga+"/calls", js, callJSON("sendWireTransfer", wire), bearer(agentTok)...), 202)
 	}
 	e.sequence()
-	if problem, err := e.eng.CheckLog(context.Background(), true); problem != "" || err != nil {
+	if problem, err := e.log.Check(context.Background(), true); problem != "" || err != nil {
 		t.Fatalf("CheckLog = %q, %v; want the database to match", problem, err)
 	}
 	p := newTab(t, e)
@@ -500,7 +500,7 @@ func TestConsoleHalted(t *testing.T) {
 		}
 		storetest.Exec(t, dbURL, "DELETE FROM "+table+" WHERE "+col+" = 'gone'")
 	}
-	if problem, err := e.eng.CheckLog(context.Background(), true); problem == "" || err != nil {
+	if problem, err := e.log.Check(context.Background(), true); problem == "" || err != nil {
 		t.Fatalf("CheckLog = %q, %v; want the deleted saga found", problem, err)
 	}
 	for i, who := range []struct{ user, password, page string }{
@@ -530,7 +530,7 @@ func TestConsoleHalted(t *testing.T) {
 func TestScreenshots(t *testing.T) {
 	e := newAPI(t, storetest.SQLiteURL(t), envOptions{demo: true})
 	e.sequence() // as the server's loops do: the demo is logged, signed and checked
-	if _, err := e.eng.CheckLog(context.Background(), true); err != nil {
+	if _, err := e.log.Check(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
 	p := newTab(t, e)

@@ -16,7 +16,7 @@ import (
 // as the server's loop does; it returns the log's size.
 func (e *apiEnv) sequence() int64 {
 	e.t.Helper()
-	st, err := e.eng.Sequence(context.Background(), true)
+	st, err := e.log.Sequence(context.Background(), true)
 	if err != nil {
 		e.t.Fatal(err)
 	}

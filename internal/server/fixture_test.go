@@ -24,6 +24,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
 	"github.com/sagacity-go/sagacity/toolsig"
 )
@@ -139,8 +140,9 @@ type apiEnv struct {
 	tools *toolServer
 	db    *store.DB
 	dbURL string
-	logs  *lockedWriter  // what the server logged
-	eng   *engine.Engine // to sequence and check the log, as the server's loops do
+	logs  *lockedWriter // what the server logged
+	eng   *engine.Engine
+	log   *tlog.Log      // to sequence and check, as the server's services do
 	opts  server.Options // what the server was built from
 }
 
@@ -212,8 +214,12 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, suiteLog), nil))
 	rec := metrics.New(log)
 	// Checkpoints are signed when a test sequences the log.
+	lg := tlog.New(db, checkpoints, storetest.Keys(t), tlog.Options{Every: 1, Interval: 24 * time.Hour, Observer: rec})
+	if err := lg.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
 	eng, err := engine.New(db, tools, engine.WithKeys(storetest.Keys(t)), engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}),
-		engine.WithInDoubtAfter(o.inDoubtAfter), engine.WithLog(db, checkpoints, 1, 24*time.Hour), engine.WithObserver(rec))
+		engine.WithInDoubtAfter(o.inDoubtAfter), engine.WithLog(lg), engine.WithObserver(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +271,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	srv.Config.ReadTimeout = o.readTimeout
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); db.Close() })
-	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL, eng: eng, opts: opts}
+	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL, eng: eng, log: lg, opts: opts}
 }
 
 // noRedirects shows redirects to the test instead of following them.

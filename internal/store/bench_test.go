@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
 )
 
@@ -27,8 +27,8 @@ var (
 // benchEngine opens the store at url, closed when the benchmark ends, and
 // returns an engine over it (see newBenchEngine) with storetest's key;
 // with log, it runs the global log, with checkpoints in a temporary
-// directory.
-func benchEngine(b *testing.B, url string, log bool) *engine.Engine {
+// directory, and returns it too.
+func benchEngine(b *testing.B, url string, log bool) (*engine.Engine, *tlog.Log) {
 	db, err := Open(context.Background(), url)
 	if err != nil {
 		b.Fatal(err)
@@ -38,31 +38,37 @@ func benchEngine(b *testing.B, url string, log bool) *engine.Engine {
 	if log {
 		checkpoints = b.TempDir()
 	}
-	e, err := newBenchEngine(db, storetest.Keys(b), checkpoints)
+	e, l, err := newBenchEngine(db, storetest.Keys(b), checkpoints)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return e
+	return e, l
 }
 
 // newBenchEngine returns an engine over db signing with keys, with two
 // tools that do nothing: reserveInventory (COMPENSATABLE) and
 // sendWireTransfer (IRREVERSIBLE). Given a checkpoints directory, it runs
 // the global log and signs checkpoints as the server does by default
-// (internal/config: every 1000 leaves or 10s).
-func newBenchEngine(db *DB, keys *engine.Keys, checkpoints string) (*engine.Engine, error) {
+// (every 1000 leaves or 10s), and returns the log.
+func newBenchEngine(db *DB, keys *engine.Keys, checkpoints string) (*engine.Engine, *tlog.Log, error) {
 	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "ok", nil }}
 	tools := []engine.Tool{{Name: "reserveInventory", Executor: ok},
 		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok}}
 	opts := []engine.Option{engine.WithKeys(keys)}
+	var l *tlog.Log
 	if checkpoints != "" {
 		w, err := witness.Open(checkpoints)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		opts = append(opts, engine.WithLog(db, w, 1000, 10*time.Second))
+		l = tlog.New(db, w, keys, tlog.Options{})
+		if err := l.Claim(context.Background()); err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, engine.WithLog(l))
 	}
-	return engine.New(db, tools, opts...)
+	e, err := engine.New(db, tools, opts...)
+	return e, l, err
 }
 
 // BenchmarkEngineCall measures one engine call (journal, state and, for an
@@ -73,7 +79,7 @@ func BenchmarkEngineCall(b *testing.B) {
 		for _, tool := range []string{"reserveInventory", "sendWireTransfer"} {
 			b.Run(st.name+"/"+tool, func(b *testing.B) {
 				ctx := context.Background()
-				e := benchEngine(b, st.url(b), false)
+				e, _ := benchEngine(b, st.url(b), false)
 				b.ResetTimer()
 				for i := 0; b.Loop(); i++ {
 					// A saga per 50 calls keeps journals realistic in length.

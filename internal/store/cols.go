@@ -83,3 +83,11 @@ func (c *boolCol) Scan(src any) error {
 	}
 	return nil
 }
+
+// presentCol reads whether a column (of an outer join) holds anything.
+type presentCol struct{ ok bool }
+
+func (c *presentCol) Scan(src any) error {
+	c.ok = src != nil
+	return nil
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -73,7 +74,8 @@ func BenchmarkEvidence(b *testing.B) {
 		for _, op := range evidenceOps {
 			b.Run(st.name+"/"+op.name, func(b *testing.B) {
 				ctx := context.Background()
-				nolog, logged := benchEngine(b, st.url(b), false), benchEngine(b, st.url(b), true)
+				nolog, _ := benchEngine(b, st.url(b), false)
+				logged, tl := benchEngine(b, st.url(b), true)
 				var receipt time.Duration
 				if op.name == "gated" {
 					journal, r := decision(b, nolog)
@@ -93,7 +95,7 @@ func BenchmarkEvidence(b *testing.B) {
 						if err := op.run(ctx, logged, n); err != nil || (n+1)%sequenceEvery != 0 {
 							return err
 						}
-						_, err := logged.Sequence(ctx, false)
+						_, err := tl.Sequence(ctx, false)
 						return err
 					},
 				}
@@ -111,7 +113,7 @@ func BenchmarkEvidence(b *testing.B) {
 					n++
 				}
 				start := time.Now()
-				st, err := logged.Sequence(ctx, false)
+				st, err := tl.Sequence(ctx, false)
 				spent[1] += time.Since(start)
 				if err != nil || st.Size != op.entries*int64(n) {
 					b.Fatalf("the log holds %d leaves after %d operations (%v), want %d", st.Size, n, err, op.entries*int64(n))
@@ -206,7 +208,8 @@ func receiptWork(keys *engine.Keys, journal []engine.Entry, r engine.Receipt) er
 // what the resume adds (verifying the receipts of a journal holding that
 // one decision).
 func BenchmarkReceipt(b *testing.B) {
-	journal, r := decision(b, benchEngine(b, storetest.SQLiteURL(b), false))
+	e, _ := benchEngine(b, storetest.SQLiteURL(b), false)
+	journal, r := decision(b, e)
 	keys := storetest.Keys(b)
 	b.Run("sign", func(b *testing.B) {
 		for b.Loop() {
@@ -234,14 +237,14 @@ const (
 // BenchmarkVerify1M measures verifying a log of verifySize entries from a
 // checkpoint of it:
 //
-//   - full: as an auditor holding every entry does, and as CheckLog(full)
+//   - full: as an auditor holding every entry does, and as Check(full)
 //     does: open the checkpoint, recompute the root from every entry's
 //     hash, compare;
 //   - incremental: as an auditor who verified that checkpoint does when
 //     verifyAdded entries later come with a new one: open the new
 //     checkpoint, verify the consistency proof between the two and the new
 //     entries' inclusion proofs; the history is not rehashed;
-//   - server-full, server-cheap: CheckLog(true) and CheckLog(false) on a
+//   - server-full, server-cheap: tlog's Check(true) and Check(false) on a
 //     SQLite store holding the log (see seededEngine).
 //
 // The first two run in memory, on random entry hashes.
@@ -250,11 +253,11 @@ func BenchmarkVerify1M(b *testing.B) {
 	v := storetest.Keys(b).Verifier()
 	b.Run("full", func(b *testing.B) {
 		for b.Loop() {
-			cp, err := engine.OpenCheckpoint(l.old, v)
+			cp, err := tlog.OpenCheckpoint(l.old, v)
 			if err != nil {
 				b.Fatal(err)
 			}
-			root, err := rootOf(l.hashes[:verifySize], nil)
+			root, err := rootOf(l.entries[:verifySize], nil)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -264,19 +267,19 @@ func BenchmarkVerify1M(b *testing.B) {
 		}
 	})
 	b.Run("incremental", func(b *testing.B) {
-		old, err := engine.OpenCheckpoint(l.old, v) // verified before
+		old, err := tlog.OpenCheckpoint(l.old, v) // verified before
 		if err != nil {
 			b.Fatal(err)
 		}
 		for b.Loop() {
-			cp, err := engine.OpenCheckpoint(l.new, v)
+			cp, err := tlog.OpenCheckpoint(l.new, v)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := engine.VerifyConsistency(old, cp, l.consistency); err != nil {
+			if err := tlog.VerifyConsistency(old, cp, l.consistency); err != nil {
 				b.Fatal(err)
 			}
-			if bad, proved := engine.VerifyProofs(l.added, l.proofs, cp.Root); bad >= 0 || proved != verifyAdded {
+			if bad, proved := tlog.VerifyProofs(l.added, l.proofs, cp.Root); bad >= 0 || proved != verifyAdded {
 				b.Fatalf("inclusion proofs: entry %d fails, %d proved", bad, proved)
 			}
 		}
@@ -286,11 +289,11 @@ func BenchmarkVerify1M(b *testing.B) {
 		full bool
 	}{{"server-full", true}, {"server-cheap", false}} {
 		b.Run(c.name, func(b *testing.B) {
-			e := seededEngine(b)
+			l := seededLog(b)
 			ctx := context.Background()
 			for b.Loop() {
-				if problem, err := e.CheckLog(ctx, c.full); err != nil || problem != "" {
-					b.Fatalf("CheckLog(%t) = %q, %v; want a match", c.full, problem, err)
+				if problem, err := l.Check(ctx, c.full); err != nil || problem != "" {
+					b.Fatalf("Check(%t) = %q, %v; want a match", c.full, problem, err)
 				}
 			}
 		})
@@ -301,14 +304,14 @@ func BenchmarkVerify1M(b *testing.B) {
 // every entry, as an auditor holding them all has it, and what an auditor
 // going on from the checkpoint at verifySize fetches.
 type auditLog struct {
-	hashes      []string       // every entry's hash, by leaf
+	entries     []engine.Entry // every entry, by leaf
 	old, new    string         // the checkpoints at verifySize and at the end, signed
 	consistency [][]byte       // the proof that old's log is a prefix of new's
 	added       []engine.Entry // the entries after verifySize
 	proofs      *engine.Proofs // their inclusion in new's log
 }
 
-// newAuditLog makes a log of random entry hashes. It builds the tree once
+// newAuditLog makes a log of entries with random hashes, sagas of 10. It builds the tree once
 // and keeps only the nodes the proofs are made of.
 func newAuditLog(b *testing.B) *auditLog {
 	check := func(err error) {
@@ -321,9 +324,10 @@ func newAuditLog(b *testing.B) *auditLog {
 	raw := make([]byte, sha256.Size*size)
 	rand.Read(raw)
 	all := hex.EncodeToString(raw)
-	l := &auditLog{hashes: make([]string, size), proofs: &engine.Proofs{TreeSize: size}}
-	for i := range l.hashes {
-		l.hashes[i] = all[2*sha256.Size*i : 2*sha256.Size*(i+1)]
+	l := &auditLog{entries: make([]engine.Entry, size), proofs: &engine.Proofs{TreeSize: size}}
+	for i := range l.entries {
+		l.entries[i] = engine.Entry{SagaID: fmt.Sprintf("s-%06d", i/10), Seq: int64(i%10 + 1),
+			Hash: all[2*sha256.Size*i : 2*sha256.Size*(i+1)], Leaf: int64(i)}
 	}
 
 	consistency, err := proof.Consistency(verifySize, size)
@@ -333,7 +337,7 @@ func newAuditLog(b *testing.B) *auditLog {
 		inclusion, err := proof.Inclusion(uint64(verifySize+i), size)
 		check(err)
 		need = append(need, inclusion)
-		l.added = append(l.added, engine.Entry{Hash: l.hashes[verifySize+i], Leaf: int64(verifySize + i)})
+		l.added = append(l.added, l.entries[verifySize+i])
 	}
 	nodes := map[compact.NodeID][]byte{}
 	for _, n := range need {
@@ -341,9 +345,9 @@ func newAuditLog(b *testing.B) *auditLog {
 			nodes[id] = nil
 		}
 	}
-	oldRoot, err := rootOf(l.hashes[:verifySize], nil)
+	oldRoot, err := rootOf(l.entries[:verifySize], nil)
 	check(err)
-	newRoot, err := rootOf(l.hashes, func(id compact.NodeID, h []byte) {
+	newRoot, err := rootOf(l.entries, func(id compact.NodeID, h []byte) {
 		if _, ok := nodes[id]; ok {
 			nodes[id] = bytes.Clone(h)
 		}
@@ -374,12 +378,12 @@ func newAuditLog(b *testing.B) *auditLog {
 // rfc6962Ranges makes compact ranges with the log's hasher.
 var rfc6962Ranges = compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
 
-// rootOf is the root of the log of entries with these hashes, as the
-// engine hashes its leaves; visit, when not nil, sees every node.
-func rootOf(hashes []string, visit compact.VisitFn) ([]byte, error) {
+// rootOf is the root of the log of these entries, as tlog hashes its
+// leaves; visit, when not nil, sees every node.
+func rootOf(entries []engine.Entry, visit compact.VisitFn) ([]byte, error) {
 	r := rfc6962Ranges.NewEmptyRange(0)
-	for _, h := range hashes {
-		leaf, err := engine.LeafHash(h)
+	for _, e := range entries {
+		leaf, err := tlog.LeafHash(e)
 		if err != nil {
 			return nil, err
 		}
@@ -394,11 +398,11 @@ func rootOf(hashes []string, visit compact.VisitFn) ([]byte, error) {
 // the server's part of BenchmarkVerify1M checks, kept in the system's
 // temporary directory across runs. Change its version when what seed
 // writes, or the schema it writes into, changes.
-const seededStore = "sagacity-bench-verify1m-v1"
+const seededStore = "sagacity-bench-verify1m-v2"
 
-// seededEngine returns an engine over the seeded store, seeding it first
+// seededLog returns the global log of the seeded store, seeding it first
 // when it is not there yet (a minute or two, once). Skipped with -short.
-func seededEngine(b *testing.B) *engine.Engine {
+func seededLog(b *testing.B) *tlog.Log {
 	if testing.Short() {
 		b.Skip("-short: not checking a SQLite store of a million entries (seeding it takes a minute or two, the first time)")
 	}
@@ -421,11 +425,11 @@ func seededEngine(b *testing.B) *engine.Engine {
 		b.Fatal(err)
 	}
 	b.Cleanup(db.Close)
-	e, err := newBenchEngine(db, keys, filepath.Join(dir, "checkpoints"))
+	_, l, err := newBenchEngine(db, keys, filepath.Join(dir, "checkpoints"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	return e
+	return l
 }
 
 // seed makes the store seededEngine opens in a new directory and moves
@@ -458,8 +462,7 @@ func seed(b *testing.B, dir string) {
 }
 
 // fill writes verifySize entries into a new SQLite store in dir and has
-// an engine signing with keys append them to the log and sign a
-// checkpoint of it.
+// a log signing with keys append them and sign a checkpoint of it.
 func fill(b *testing.B, dir string, keys *engine.Keys) {
 	path := filepath.Join(dir, "sagacity.db")
 	db, err := OpenSQLite(context.Background(), path)
@@ -467,42 +470,58 @@ func fill(b *testing.B, dir string, keys *engine.Keys) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	e, err := newBenchEngine(db, keys, filepath.Join(dir, "checkpoints"))
+	_, l, err := newBenchEngine(db, keys, filepath.Join(dir, "checkpoints"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Entries go straight into the journal, sagas of 10, a microsecond
-	// apart, with random hashes: the log reads nothing else, and the raw
-	// connection enforces no foreign keys, so there are no sagas rows.
+	// Entries go straight into the journal, sagas of 10 chained entries
+	// with a row each, a microsecond apart: what the full check rebuilds.
 	// The sequencer appends each statement's rows, keeping up as the
 	// server's does. On SQLite a batch costs time in proportion to its
 	// size times the entries waiting (the UPDATE that gives them leaves
 	// scans the waiting entries for each of its rows): small batches are
 	// the fastest way to a million, and a backlog of a million would not
 	// get through a transaction's timeout at all.
-	const rows = 100 // a statement
-	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
-	hash := make([]byte, sha256.Size)
+	const rows = 100 // a statement: 10 sagas
+	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for from := 0; from < verifySize; from += rows {
-		var q strings.Builder
+		var q, sq strings.Builder
 		q.WriteString("INSERT INTO journal (saga_id, seq, tool_name, phase, input, payload, timestamp, hash) VALUES ")
-		args := make([]any, 0, 4*rows)
+		sq.WriteString("INSERT INTO sagas (id, status, initiator, head_seq, head_hash, created_at, updated_at) VALUES ")
+		var args, sargs []any
+		prev := engine.ZeroHash
 		for i := from; i < from+rows; i++ {
+			e := engine.Entry{SagaID: fmt.Sprintf("s-%06d", i/10), Seq: int64(i%10 + 1), ToolName: "reserveInventory",
+				Phase: engine.PhaseExecuted, Input: `{"item":"laptop"}`, Payload: "requester=agent",
+				Timestamp: epoch.Add(time.Duration(i) * time.Microsecond)}
+			if e.Seq == 1 {
+				prev = engine.ZeroHash
+			}
+			e.Hash = engine.Hash(prev, e)
+			prev = e.Hash
 			if i > from {
 				q.WriteString(", ")
 			}
 			k := len(args)
-			fmt.Fprintf(&q, `($%d, $%d, 'reserveInventory', 'EXECUTED', '{"item":"laptop"}', 'requester=agent', $%d, $%d)`, k+1, k+2, k+3, k+4)
-			rand.Read(hash)
-			args = append(args, fmt.Sprintf("s-%06d", i/10), i%10+1, epoch+int64(i), hex.EncodeToString(hash))
+			fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8)
+			args = append(args, e.SagaID, e.Seq, e.ToolName, e.Phase, e.Input, e.Payload, e.Timestamp.UnixMicro(), e.Hash)
+			if e.Seq == 10 {
+				if len(sargs) > 0 {
+					sq.WriteString(", ")
+				}
+				k := len(sargs)
+				fmt.Fprintf(&sq, "($%d, 'COMPLETED', 'agent', 10, $%d, $%d, $%d)", k+1, k+2, k+3, k+4)
+				sargs = append(sargs, e.SagaID, e.Hash, epoch.UnixMicro(), e.Timestamp.UnixMicro())
+			}
 		}
+		storetest.Exec(b, "sqlite:"+path, sq.String(), sargs...)
 		storetest.Exec(b, "sqlite:"+path, q.String(), args...)
-		if _, err := e.Sequence(context.Background(), false); err != nil {
+		if _, err := l.Sequence(context.Background(), false); err != nil {
 			b.Fatal(err)
 		}
 	}
 	// A checkpoint of all of it, as the server signs at its stop.
-	st, err := e.Sequence(context.Background(), true)
+	st, err := l.Sequence(context.Background(), true)
 	if err != nil {
 		b.Fatal(err)
 	}

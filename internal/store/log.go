@@ -6,9 +6,10 @@ import (
 	"strings"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 )
 
-var _ engine.LogStore = (*DB)(nil)
+var _ tlog.Store = (*DB)(nil)
 
 // The global log's tables: journal.leaf, log_nodes and log_state (one
 // row, the sequencer's lock). The sequencer is their only writer.
@@ -17,7 +18,7 @@ var _ engine.LogStore = (*DB)(nil)
 // a row stay well under its limit.
 const logBatch = 500
 
-func (s *sqlStore) Sequence(ctx context.Context, fn func(engine.LogTx) error) error {
+func (s *sqlStore) Sequence(ctx context.Context, fn func(tlog.Tx) error) error {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	return mapErr(s.begin(ctx, func(c conn) error {
@@ -30,35 +31,37 @@ func (s *sqlStore) Sequence(ctx context.Context, fn func(engine.LogTx) error) er
 	}))
 }
 
-func (s *sqlStore) LogState(ctx context.Context) (engine.LogState, error) {
+func (s *sqlStore) LogState(ctx context.Context) (tlog.State, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	return logState(ctx, s.db)
 }
 
-func (s *sqlStore) LogNodes(ctx context.Context, ids []engine.NodeID) (map[engine.NodeID][]byte, error) {
+func (s *sqlStore) LogNodes(ctx context.Context, ids []tlog.NodeID) (map[tlog.NodeID][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	return logNodes(ctx, s.db, s.postgres, ids)
 }
 
-func (s *sqlStore) Leaves(ctx context.Context, from, to int64) ([]engine.Leaf, error) {
+func (s *sqlStore) Leaves(ctx context.Context, from, to int64) ([]tlog.Leaf, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return collect(ctx, s.db, func(r rows) (l engine.Leaf, err error) {
-		leaf, seq := intCol{col: col{name: "leaf"}}, intCol{col: col{name: "seq"}}
-		err = r.Scan(&leaf, &l.SagaID, &seq, &l.Hash)
-		l.Leaf, l.Seq = leaf.v, seq.v
-		if leaf.bad || seq.bad {
-			l.Hash = "" // a row that does not read is no leaf
-		}
+	return collect(ctx, s.db, func(r rows) (l tlog.Leaf, err error) {
+		var saga presentCol
+		l.Entry, err = scanEntryAnd(r, &saga)
+		l.Orphan = !saga.ok
 		return l, err
-	}, "SELECT leaf, saga_id, seq, hash FROM journal WHERE leaf >= $1 AND leaf < $2 ORDER BY leaf", from, to)
+	}, leavesSQL, from, to)
 }
 
-func logState(ctx context.Context, c conn) (engine.LogState, error) {
+// leavesSQL reads the entries at a range of leaves, each with whether its
+// saga has a row, through the index of leaves.
+const leavesSQL = "SELECT " + entryReadJ + ", s.id FROM journal AS j LEFT JOIN sagas AS s ON s.id = j.saga_id" +
+	" WHERE j.leaf >= $1 AND j.leaf < $2 ORDER BY j.leaf"
+
+func logState(ctx context.Context, c conn) (tlog.State, error) {
 	var root string
-	st, err := one(ctx, c, func(r rows) (st engine.LogState, err error) { return st, r.Scan(&st.Size, &root, &st.Key) },
+	st, err := one(ctx, c, func(r rows) (st tlog.State, err error) { return st, r.Scan(&st.Size, &root, &st.Key) },
 		"the log's state", "SELECT size, root, verifier_key FROM log_state WHERE id = 1")
 	if err != nil {
 		return st, err
@@ -70,13 +73,13 @@ func logState(ctx context.Context, c conn) (engine.LogState, error) {
 }
 
 // logNodes reads nodes; one that is missing, or not hex, is left out.
-func logNodes(ctx context.Context, c conn, postgres bool, ids []engine.NodeID) (map[engine.NodeID][]byte, error) {
+func logNodes(ctx context.Context, c conn, postgres bool, ids []tlog.NodeID) (map[tlog.NodeID][]byte, error) {
 	type node struct {
 		level, idx int64
 		hash       string
 	}
 	scan := func(r rows) (n node, err error) { return n, r.Scan(&n.level, &n.idx, &n.hash) }
-	out := make(map[engine.NodeID][]byte, len(ids))
+	out := make(map[tlog.NodeID][]byte, len(ids))
 	for len(ids) > 0 {
 		n := len(ids)
 		if !postgres {
@@ -103,7 +106,7 @@ func logNodes(ctx context.Context, c conn, postgres bool, ids []engine.NodeID) (
 		}
 		for _, n := range nodes {
 			if h, err := hex.DecodeString(n.hash); err == nil {
-				out[engine.NodeID{Level: uint(n.level), Index: uint64(n.idx)}] = h
+				out[tlog.NodeID{Level: uint(n.level), Index: uint64(n.idx)}] = h
 			}
 		}
 	}
@@ -126,10 +129,40 @@ type logTx struct {
 	postgres bool
 }
 
-func (t *logTx) State() (engine.LogState, error) { return logState(t.ctx, t.c) }
+func (t *logTx) State() (tlog.State, error) { return logState(t.ctx, t.c) }
 
 func (t *logTx) Unsequenced(n int) ([]engine.Entry, error) {
 	return collect(t.ctx, t.c, scanEntry, unsequencedSQL(t.postgres), n)
+}
+
+// loggedSQL reads each saga's entry of the highest seq that has a leaf,
+// backwards along the saga's primary key: PostgreSQL for all the sagas
+// named at once, SQLite one at a time.
+const (
+	loggedPostgres = "SELECT " + entryReadJ + " FROM unnest($1::text[]) AS v(id) CROSS JOIN LATERAL" +
+		" (SELECT * FROM journal WHERE saga_id = v.id AND leaf IS NOT NULL ORDER BY seq DESC LIMIT 1) AS j"
+	loggedSQLite = "SELECT " + entryRead + " FROM journal WHERE saga_id = $1 AND leaf IS NOT NULL ORDER BY seq DESC LIMIT 1"
+)
+
+func (t *logTx) Logged(sagas []string) (map[string]engine.Entry, error) {
+	out := make(map[string]engine.Entry, len(sagas))
+	if t.postgres {
+		es, err := collect(t.ctx, t.c, scanEntry, loggedPostgres, sagas)
+		for _, e := range es {
+			out[e.SagaID] = e
+		}
+		return out, err
+	}
+	for _, id := range sagas {
+		es, err := collect(t.ctx, t.c, scanEntry, loggedSQLite, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range es {
+			out[e.SagaID] = e
+		}
+	}
+	return out, nil
 }
 
 // unsequencedSQL reads the entries waiting for a leaf. The partial index
@@ -155,7 +188,7 @@ const (
 	sequenceSQLite = "UPDATE journal SET leaf = $1 WHERE saga_id = $2 AND seq = $3 AND leaf IS NULL"
 )
 
-func (t *logTx) Nodes(ids []engine.NodeID) (map[engine.NodeID][]byte, error) {
+func (t *logTx) Nodes(ids []tlog.NodeID) (map[tlog.NodeID][]byte, error) {
 	return logNodes(t.ctx, t.c, t.postgres, ids)
 }
 
@@ -189,7 +222,7 @@ func (t *logTx) Sequence(es []engine.Entry, first int64) error {
 	return nil
 }
 
-func (t *logTx) PutNodes(nodes []engine.LogNode) error {
+func (t *logTx) PutNodes(nodes []tlog.Node) error {
 	levels, idxs, hashes := make([]int64, len(nodes)), make([]int64, len(nodes)), make([]string, len(nodes))
 	for i, n := range nodes {
 		levels[i], idxs[i], hashes[i] = int64(n.ID.Level), int64(n.ID.Index), hex.EncodeToString(n.Hash)
@@ -224,7 +257,7 @@ func (t *logTx) PutNodes(nodes []engine.LogNode) error {
 // putNodesPostgres stores a batch of the tree's nodes in one statement.
 const putNodesPostgres = "INSERT INTO log_nodes (level, idx, hash) SELECT * FROM unnest($1::int[], $2::bigint[], $3::text[])"
 
-func (t *logTx) PutState(st engine.LogState) error {
+func (t *logTx) PutState(st tlog.State) error {
 	_, err := t.c.exec(t.ctx, "UPDATE log_state SET size = $1, root = $2, verifier_key = $3 WHERE id = 1", st.Size, hex.EncodeToString(st.Root), st.Key)
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 )
 
 // planned is a statement whose plan must reach the journal through an
@@ -25,14 +26,16 @@ type planned struct {
 func plannedStatements(postgres bool) []planned {
 	ps := []planned{
 		{"unsequenced entries", unsequencedSQL(postgres), []any{2000}},
-		{"leaves by index", "SELECT leaf, saga_id, seq, hash FROM journal WHERE leaf >= $1 AND leaf < $2 ORDER BY leaf", []any{0, 2000}},
+		{"leaves by index", leavesSQL, []any{0, 2000}},
 	}
 	if postgres {
 		return append(ps, planned{"leaves given", sequencePostgres, []any{[]string{"s"}, []int64{1}, []int64{0}}},
-			planned{"nodes by id", nodesSQL(true, 2), []any{[]int64{0, 1}, []int64{4, 2}}})
+			planned{"nodes by id", nodesSQL(true, 2), []any{[]int64{0, 1}, []int64{4, 2}}},
+			planned{"sagas' newest logged entries", loggedPostgres, []any{[]string{"s", "t"}}})
 	}
 	return append(ps, planned{"a leaf given", sequenceSQLite, []any{0, "s", 1}},
-		planned{"nodes by id", nodesSQL(false, 2), []any{0, 4, 1, 2}})
+		planned{"nodes by id", nodesSQL(false, 2), []any{0, 4, 1, 2}},
+		planned{"a saga's newest logged entry", loggedSQLite, []any{"s"}})
 }
 
 // TestPlansSQLite: no statement above scans the journal or the tree in
@@ -91,11 +94,11 @@ func TestPlansPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e, err := newBenchEngine(db, storetest.Keys(t), t.TempDir())
+	e, l, err := newBenchEngine(db, storetest.Keys(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	workload(t, e)
+	workload(t, e, l)
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -132,8 +135,8 @@ func TestPlansPostgres(t *testing.T) {
 	}
 }
 
-// workload runs the engine's paths once each.
-func workload(t *testing.T, e *engine.Engine) {
+// workload runs the engine's paths, and its log's, once each.
+func workload(t *testing.T, e *engine.Engine, l *tlog.Log) {
 	t.Helper()
 	ctx := context.Background()
 	must := func(err error) {
@@ -167,9 +170,9 @@ func workload(t *testing.T, e *engine.Engine) {
 	must(err)
 	_, err = e.Backlog(ctx)
 	must(err)
-	st, err := e.Sequence(ctx, true)
+	st, err := l.Sequence(ctx, true)
 	must(err)
-	_, err = e.CheckLog(ctx, true)
+	_, err = l.Check(ctx, true)
 	must(err)
 	_, _, err = e.Evidence(ctx, auditor, "a", st.Size)
 	must(err)

@@ -105,9 +105,11 @@ type sqlStore struct {
 }
 
 const (
-	sagaCols     = "id, status, initiator, ended, reason, head_seq, head_hash, created_at, updated_at"
-	entryCols    = "saga_id, seq, tool_name, phase, input, payload, timestamp, hash"
-	entryRead    = entryCols + ", leaf" // the sequencer sets leaf, never an insert
+	sagaCols  = "id, status, initiator, ended, reason, head_seq, head_hash, created_at, updated_at"
+	entryCols = "saga_id, seq, tool_name, phase, input, payload, timestamp, hash"
+	entryRead = entryCols + ", leaf" // the sequencer sets leaf, never an insert
+	// entryReadJ is entryRead of a journal aliased j.
+	entryReadJ   = "j.saga_id, j.seq, j.tool_name, j.phase, j.input, j.payload, j.timestamp, j.hash, j.leaf"
 	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, requester, created_at"
 	callCols     = "saga_id, seq, tool_name, input, requester, state, outcome_seq, result, started_at, updated_at"
 )
@@ -125,10 +127,14 @@ func scanSagaAnd(r rows, more ...any) (s engine.Saga, err error) {
 	return s, err
 }
 
-func scanEntry(r rows) (e engine.Entry, err error) {
+func scanEntry(r rows) (engine.Entry, error) { return scanEntryAnd(r) }
+
+// scanEntryAnd reads an entry, and then into more the columns a query
+// selects after it.
+func scanEntryAnd(r rows, more ...any) (e engine.Entry, err error) {
 	seq, ts := intCol{col: col{name: "seq"}}, timeCol{col: col{name: "timestamp"}}
 	leaf := intCol{col: col{name: "leaf"}, null: -1}
-	err = r.Scan(&e.SagaID, &seq, &e.ToolName, &e.Phase, &e.Input, &e.Payload, &ts, &e.Hash, &leaf)
+	err = r.Scan(append([]any{&e.SagaID, &seq, &e.ToolName, &e.Phase, &e.Input, &e.Payload, &ts, &e.Hash, &leaf}, more...)...)
 	e.Seq, e.Timestamp, e.Leaf = seq.v, ts.v, leaf.v
 	e.Unreadable = unreadable(&seq.col, &ts.col, &leaf.col)
 	return e, err

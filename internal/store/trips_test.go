@@ -62,7 +62,7 @@ func TestRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e, err := newBenchEngine(db, storetest.Keys(t), "")
+	e, _, err := newBenchEngine(db, storetest.Keys(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,9 +66,10 @@ var driverTests = []struct {
 	{"demo.Store.Release", false, testRelease},
 	{"demo.Store.Transfer", false, testTransfer},
 	{"DB.Inventory", true, testInventory},
-	{"LogStore.Sequence", true, testLogSequence},
-	{"LogStore.LogNodes", true, testLogNodes},
-	{"LogStore.Leaves", true, testLeaves},
+	{"tlog.Store.Sequence", true, testLogSequence},
+	{"tlog.Store.LogNodes", true, testLogNodes},
+	{"tlog.Store.Leaves", true, testLeaves},
+	{"tlog.Tx.Logged", true, testLogged},
 }
 
 // runDriver runs the driver tests in parallel.

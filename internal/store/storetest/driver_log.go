@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 )
 
 // The global log's store methods: the log is one per database, so each
@@ -33,7 +34,7 @@ func journalOf(t *testing.T, d *drv) []engine.Entry {
 }
 
 // sequence runs fn in LogStore.Sequence and fails the test when it fails.
-func sequence(t *testing.T, db DB, fn func(engine.LogTx) error) {
+func sequence(t *testing.T, db DB, fn func(tlog.Tx) error) {
 	t.Helper()
 	if err := db.Sequence(t.Context(), fn); err != nil {
 		t.Fatalf("Sequence: %v", err)
@@ -44,7 +45,7 @@ func testLogSequence(t *testing.T, d *drv) {
 	ctx := t.Context()
 	es := journalOf(t, d)
 	root := bytes.Repeat([]byte{7}, 32)
-	sequence(t, d.db, func(tx engine.LogTx) error {
+	sequence(t, d.db, func(tx tlog.Tx) error {
 		st, err := tx.State()
 		if err != nil || st.Size != 0 || hex.EncodeToString(st.Root) != emptyRoot || st.Key != "" {
 			t.Errorf("State of a new log = %+v, %v; want size 0, the empty root, no key", st, err)
@@ -56,7 +57,7 @@ func testLogSequence(t *testing.T, d *drv) {
 		if err := tx.Sequence(es[:4], 0); err != nil {
 			return err
 		}
-		return tx.PutState(engine.LogState{Size: 4, Root: root, Key: "k+1+x"})
+		return tx.PutState(tlog.State{Size: 4, Root: root, Key: "k+1+x"})
 	})
 	if st, err := d.db.LogState(ctx); err != nil || st.Size != 4 || !bytes.Equal(st.Root, root) || st.Key != "k+1+x" {
 		t.Errorf("LogState after a sequence = %+v, %v; want size 4, its root and key", st, err)
@@ -67,7 +68,7 @@ func testLogSequence(t *testing.T, d *drv) {
 	}
 
 	t.Run("an entry sequenced twice", func(t *testing.T) {
-		err := d.db.Sequence(ctx, func(tx engine.LogTx) error {
+		err := d.db.Sequence(ctx, func(tx tlog.Tx) error {
 			if err := tx.Sequence(es[4:], 4); err != nil {
 				return err
 			}
@@ -80,8 +81,8 @@ func testLogSequence(t *testing.T, d *drv) {
 	})
 	t.Run("fn fails", func(t *testing.T) {
 		boom := errors.New("boom")
-		err := d.db.Sequence(ctx, func(tx engine.LogTx) error {
-			if err := tx.PutState(engine.LogState{Size: 99, Root: root}); err != nil {
+		err := d.db.Sequence(ctx, func(tx tlog.Tx) error {
+			if err := tx.PutState(tlog.State{Size: 99, Root: root}); err != nil {
 				return err
 			}
 			return boom
@@ -98,37 +99,63 @@ func testLogSequence(t *testing.T, d *drv) {
 func testLogNodes(t *testing.T, d *drv) {
 	ctx := t.Context()
 	h := func(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
-	nodes := []engine.LogNode{{ID: engine.NodeID{Level: 0, Index: 0}, Hash: h(1)}, {ID: engine.NodeID{Level: 0, Index: 1}, Hash: h(2)},
-		{ID: engine.NodeID{Level: 1, Index: 0}, Hash: h(3)}}
-	sequence(t, d.db, func(tx engine.LogTx) error { return tx.PutNodes(nodes) })
+	nodes := []tlog.Node{{ID: tlog.NodeID{Level: 0, Index: 0}, Hash: h(1)}, {ID: tlog.NodeID{Level: 0, Index: 1}, Hash: h(2)},
+		{ID: tlog.NodeID{Level: 1, Index: 0}, Hash: h(3)}}
+	sequence(t, d.db, func(tx tlog.Tx) error { return tx.PutNodes(nodes) })
 	d.h.Exec(t, "INSERT INTO log_nodes (level, idx, hash) VALUES (0, 2, 'not hex')")
-	ids := []engine.NodeID{{Level: 1, Index: 0}, {Level: 0, Index: 1}, {Level: 0, Index: 2}, {Level: 5, Index: 5}}
-	want := map[engine.NodeID][]byte{{Level: 1, Index: 0}: h(3), {Level: 0, Index: 1}: h(2)}
+	ids := []tlog.NodeID{{Level: 1, Index: 0}, {Level: 0, Index: 1}, {Level: 0, Index: 2}, {Level: 5, Index: 5}}
+	want := map[tlog.NodeID][]byte{{Level: 1, Index: 0}: h(3), {Level: 0, Index: 1}: h(2)}
 	if got, err := d.db.LogNodes(ctx, ids); err != nil || !cmp.Equal(want, got) {
 		t.Errorf("LogNodes(%v) = %v, %v; want the stored ones, none for a missing or unreadable node", ids, got, err)
 	}
-	sequence(t, d.db, func(tx engine.LogTx) error {
+	sequence(t, d.db, func(tx tlog.Tx) error {
 		if got, err := tx.Nodes(ids); err != nil || !cmp.Equal(want, got) {
 			t.Errorf("LogTx.Nodes(%v) = %v, %v; want %v", ids, got, err, want)
 		}
 		return nil
 	})
-	err := d.db.Sequence(ctx, func(tx engine.LogTx) error { return tx.PutNodes(nodes[:1]) })
+	err := d.db.Sequence(ctx, func(tx tlog.Tx) error { return tx.PutNodes(nodes[:1]) })
 	wantKind(t, "PutNodes of a node stored already", err, engine.Conflict)
 }
 
 func testLeaves(t *testing.T, d *drv) {
 	ctx := t.Context()
 	es := journalOf(t, d)
-	sequence(t, d.db, func(tx engine.LogTx) error { return tx.Sequence(es, 0) })
-	leaf := func(i int) engine.Leaf {
-		return engine.Leaf{Leaf: int64(i), SagaID: es[i].SagaID, Seq: es[i].Seq, Hash: es[i].Hash}
+	sequence(t, d.db, func(tx tlog.Tx) error { return tx.Sequence(es, 0) })
+	leaf := func(i int) tlog.Leaf {
+		e := es[i]
+		e.Leaf = int64(i)
+		return tlog.Leaf{Entry: e}
 	}
-	if got, err := d.db.Leaves(ctx, 1, 4); err != nil || !cmp.Equal([]engine.Leaf{leaf(1), leaf(2), leaf(3)}, got) {
+	if got, err := d.db.Leaves(ctx, 1, 4); err != nil || !cmp.Equal([]tlog.Leaf{leaf(1), leaf(2), leaf(3)}, got, exact...) {
 		t.Errorf("Leaves(1, 4) = %+v, %v; want leaves 1 to 3", got, err)
 	}
 	d.h.Exec(t, "DELETE FROM journal WHERE leaf = 2")
-	if got, err := d.db.Leaves(ctx, 0, 10); err != nil || !cmp.Equal([]engine.Leaf{leaf(0), leaf(1), leaf(3), leaf(4), leaf(5)}, got) {
+	if got, err := d.db.Leaves(ctx, 0, 10); err != nil || !cmp.Equal([]tlog.Leaf{leaf(0), leaf(1), leaf(3), leaf(4), leaf(5)}, got, exact...) {
 		t.Errorf("Leaves(0, 10) with leaf 2 deleted = %+v, %v; want the others, in order", got, err)
 	}
+	// An entry whose saga has no row is an orphan.
+	orphanable(t, d.h)
+	d.h.Exec(t, "UPDATE journal SET saga_id = 'nobody' WHERE leaf = 3")
+	orphan := leaf(3)
+	orphan.SagaID, orphan.Orphan = "nobody", true
+	if got, err := d.db.Leaves(ctx, 3, 4); err != nil || !cmp.Equal([]tlog.Leaf{orphan}, got, exact...) {
+		t.Errorf("Leaves(3, 4) of an entry moved to no saga = %+v, %v; want it marked an orphan", got, err)
+	}
+}
+
+func testLogged(t *testing.T, d *drv) {
+	es := journalOf(t, d)
+	// a's seq 1 and 2 and b's seq 1 get leaves: a's newest logged is seq 2.
+	sequence(t, d.db, func(tx tlog.Tx) error { return tx.Sequence([]engine.Entry{es[0], es[1], es[2]}, 0) })
+	sequence(t, d.db, func(tx tlog.Tx) error {
+		got, err := tx.Logged([]string{d.id("a"), d.id("b"), d.id("nobody")})
+		a, b := es[2], es[1]
+		a.Leaf, b.Leaf = 2, 1
+		want := map[string]engine.Entry{d.id("a"): a, d.id("b"): b}
+		if err != nil || !cmp.Equal(want, got, exact...) {
+			t.Errorf("Logged = %+v, %v; want a's seq 2 and b's seq 1, nothing for a saga without a leaf", got, err)
+		}
+		return nil
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
 )
 
@@ -24,7 +25,7 @@ import (
 // tables it keeps for auth and for demo.
 type DB interface {
 	engine.Store
-	engine.LogStore
+	tlog.Store
 	auth.SessionStore
 	demo.Store
 	// Inventory lists the demo inventory by SKU.
@@ -142,12 +143,13 @@ func (c *clock) now() time.Time { return epoch.Add(time.Duration(c.n.Add(1)) * t
 
 // env is one test's engine over a fresh database.
 type env struct {
-	t  *testing.T
-	h  Harness
-	db DB
-	e  *engine.Engine
-	fx *effects
-	w  *witness.Dir // the checkpoints, outside the database
+	t   *testing.T
+	h   Harness
+	db  DB
+	e   *engine.Engine
+	log *tlog.Log // e's global log
+	fx  *effects
+	w   *witness.Dir // the checkpoints, outside the database
 }
 
 func newEnv(t *testing.T, newHarness func(t *testing.T) Harness) *env {
@@ -158,7 +160,7 @@ func newEnv(t *testing.T, newHarness func(t *testing.T) Harness) *env {
 	}
 	v := &env{t: t, h: h, fx: &effects{}, w: w}
 	v.db = v.open()
-	v.e = v.engine(v.db)
+	v.e, v.log = v.engine(v.db)
 	return v
 }
 
@@ -171,17 +173,29 @@ func (v *env) open() DB {
 
 var clk clock
 
-func (v *env) engine(db DB, tools ...engine.Tool) *engine.Engine {
+// engine makes an engine over db, as a server starting would, with its
+// global log; the log's key is recorded in the database the first time.
+func (v *env) engine(db DB, tools ...engine.Tool) (*engine.Engine, *tlog.Log) {
+	e, l := v.process(db, tools...)
+	if err := l.Claim(context.Background()); err != nil {
+		v.t.Fatal(err)
+	}
+	return e, l
+}
+
+// process is engine without the claim of the key: a server restarted on
+// a database whatever it now records.
+func (v *env) process(db DB, tools ...engine.Tool) (*engine.Engine, *tlog.Log) {
 	if tools == nil {
 		tools = v.fx.tools()
 	}
 	// Checkpoints are signed when a test sequences the log, never by time.
-	e, err := engine.New(db, tools, engine.WithKeys(Keys(v.t)), engine.WithClock(clk.now),
-		engine.WithLog(db, v.w, 1, 24*time.Hour))
+	l := tlog.New(db, v.w, Keys(v.t), tlog.Options{Every: 1, Interval: 24 * time.Hour, Now: clk.now})
+	e, err := engine.New(db, tools, engine.WithKeys(Keys(v.t)), engine.WithClock(clk.now), engine.WithLog(l))
 	if err != nil {
 		v.t.Fatal(err)
 	}
-	return e
+	return e, l
 }
 
 func (v *env) call(saga, tool, input string) engine.CallResult {

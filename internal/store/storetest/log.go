@@ -5,11 +5,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/tlog"
+	"github.com/sagacity-go/sagacity/internal/witness"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
@@ -17,9 +21,9 @@ import (
 
 // sequence appends what is unsequenced to the global log and signs a
 // checkpoint of it.
-func (v *env) sequence() engine.LogState {
+func (v *env) sequence() tlog.State {
 	v.t.Helper()
-	st, err := v.e.Sequence(context.Background(), true)
+	st, err := v.log.Sequence(context.Background(), true)
 	if err != nil {
 		v.t.Fatalf("Sequence: %v", err)
 	}
@@ -41,11 +45,20 @@ func (v *env) checkpoint() engine.Checkpoint {
 	if _, err := note.Open([]byte(signed), note.VerifierList(verifier)); err != nil {
 		v.t.Fatalf("note.Open(checkpoint) with the public key: %v", err)
 	}
-	cp, err := engine.OpenCheckpoint(signed, verifier)
+	cp, err := tlog.OpenCheckpoint(signed, verifier)
 	if err != nil {
 		v.t.Fatal(err)
 	}
 	return cp
+}
+
+// leafHash is an entry's leaf hash in the log, computed as the README
+// documents it: RFC 6962's leaf hash of saga, seq and hash, each written
+// as its byte length, a colon and its bytes.
+func leafHash(e engine.Entry) []byte {
+	seq := fmt.Sprint(e.Seq)
+	data := fmt.Sprintf("%d:%s%d:%s%d:%s", len(e.SagaID), e.SagaID, len(seq), seq, len(e.Hash), e.Hash)
+	return rfc6962.DefaultHasher.HashLeaf([]byte(data))
 }
 
 // testLog: every entry of every saga becomes a leaf of one log, each
@@ -80,8 +93,7 @@ func testLog(t *testing.T, v *env) {
 				t.Errorf("saga %s seq=%d at leaf %d (also %q), want a leaf of its own below %d", saga, en.Seq, en.Leaf, other, st.Size)
 			}
 			seen[en.Leaf] = fmt.Sprintf("%s/%d", saga, en.Seq)
-			h, _ := hex.DecodeString(en.Hash)
-			if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(en.Leaf), uint64(cp1.Size), rfc6962.DefaultHasher.HashLeaf(h), ps.Of[i], cp1.Root); err != nil {
+			if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(en.Leaf), uint64(cp1.Size), leafHash(en), ps.Of[i], cp1.Root); err != nil {
 				t.Errorf("inclusion of %s seq=%d: %v", saga, en.Seq, err)
 			}
 		}
@@ -92,15 +104,18 @@ func testLog(t *testing.T, v *env) {
 
 	// More writes, from two engines at once: one log, consistent with the
 	// checkpoint before.
-	other := v.engine(v.open())
+	other, otherLog := v.engine(v.open())
 	var wg sync.WaitGroup
-	for i, e := range []*engine.Engine{v.e, other} {
+	for i, e := range []struct {
+		e *engine.Engine
+		l *tlog.Log
+	}{{v.e, v.log}, {other, otherLog}} {
 		wg.Go(func() {
 			for j := range 20 {
-				if _, err := e.Call(ctx, agent, fmt.Sprintf("c%d-%d", i, j%3), "reserveInventory", "{}"); err != nil {
+				if _, err := e.e.Call(ctx, agent, fmt.Sprintf("c%d-%d", i, j%3), "reserveInventory", "{}"); err != nil {
 					t.Error(err)
 				}
-				if _, err := e.Sequence(ctx, false); err != nil {
+				if _, err := e.l.Sequence(ctx, false); err != nil {
 					t.Error(err)
 				}
 			}
@@ -120,8 +135,8 @@ func testLog(t *testing.T, v *env) {
 		t.Errorf("consistency %d → %d: %v", cp1.Size, cp2.Size, err)
 	}
 	for _, full := range []bool{false, true} {
-		if problem, err := v.e.CheckLog(ctx, full); problem != "" || err != nil || v.e.Halted() != "" {
-			t.Errorf("CheckLog(full=%v) = %q, %v; want the database to match", full, problem, err)
+		if problem, err := v.log.Check(ctx, full); problem != "" || err != nil || v.e.Halted() != "" {
+			t.Errorf("Check(full=%v) = %q, %v; want the database to match", full, problem, err)
 		}
 	}
 	_, err = v.e.ConsistencyProof(ctx, auditor, cp2.Size, cp1.Size)
@@ -135,8 +150,8 @@ func testLog(t *testing.T, v *env) {
 // testLogTamper: an insider with write access to the database rolls it
 // back or rewrites it; the check against the newest checkpoint outside
 // the database finds it, executions halt (a resume is refused, nothing is
-// journaled, nothing runs) and reads go on; once the database matches
-// again, executions resume.
+// journaled, nothing runs) and reads go on, and nothing is logged or
+// signed on top of it.
 func testLogTamper(t *testing.T, nh func(*testing.T) Harness) {
 	tests := []struct {
 		name   string
@@ -160,21 +175,24 @@ func testLogTamper(t *testing.T, nh func(*testing.T) Harness) {
 			v.h.Exec(t, "DELETE FROM sagas WHERE id = 'b'")
 		}, "is missing (rows deleted, a saga removed)"},
 		{"chain recomputed", true, func(t *testing.T, v *env) {
-			es := v.journal("b")
-			prev := engine.ZeroHash
-			for i, en := range es {
-				if i == 0 {
-					en.Input = `{"item":"yacht"}`
-				}
-				en.Hash = engine.Hash(prev, en)
-				prev = en.Hash
-				v.h.Exec(t, "UPDATE journal SET input = $1, hash = $2 WHERE saga_id = 'b' AND seq = $3", en.Input, en.Hash, en.Seq)
-			}
-			v.h.Exec(t, "UPDATE sagas SET head_hash = $1 WHERE id = 'b'", prev)
+			rewrite(t, v, "b", false)
 			if got := v.verify("b"); got.Valid || got.BreakAtIndex != 0 || !strings.Contains(got.Message, "is not in the log as the checkpoint of size") {
 				t.Errorf("Verify(b) = %+v, want broken at its first entry: not in the log as signed", got)
 			}
 		}, "its root at that size, from the journal's entries, is not the one signed (history rewritten)"},
+		{"rewritten, the originals copied to no saga", true, func(t *testing.T, v *env) {
+			// The originals, hash and leaf kept, in a journal no saga has
+			// (an insider who owns the schema drops what would refuse
+			// it); the saga's own rows lose their leaves and are
+			// rewritten.
+			orphanable(t, v.h)
+			copyOut(t, v, "b", "ghost")
+		}, "leaf 3 (saga ghost seq=1) belongs to no saga: its entry was copied out of its journal"},
+		{"rewritten, the originals copied to another saga", true, func(t *testing.T, v *env) {
+			v.h.Exec(t, "INSERT INTO sagas (id, status, initiator, ended, reason, head_seq, head_hash, created_at, updated_at)"+
+				" SELECT 'ghost', status, initiator, ended, reason, head_seq, head_hash, created_at, updated_at FROM sagas WHERE id = 'b'")
+			copyOut(t, v, "b", "ghost")
+		}, "leaf 3 (saga ghost seq=1) is not the entry that chains on the one before it (history rewritten)"},
 		{"rolled back", false, func(t *testing.T, v *env) {
 			v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE leaf >= 4")
 			v.h.Exec(t, "DELETE FROM log_nodes WHERE (level = 0 AND idx >= 4) OR (level = 1 AND idx >= 2) OR (level = 2 AND idx >= 1) OR level >= 3")
@@ -198,18 +216,22 @@ func testLogTamper(t *testing.T, nh func(*testing.T) Harness) {
 			if st := v.sequence(); st.Size != 7 {
 				t.Fatalf("log size = %d, want 7", st.Size)
 			}
+			signed, _, _ := v.w.Newest()
 			v.approve("a", seq)
 			before := len(v.journal("a"))
 			tt.tamper(t, v)
-			problem, err := v.e.CheckLog(ctx, false)
+			// The server restarts: its sequencer remembers nothing the
+			// insider took away.
+			v.e, v.log = v.process(v.db)
+			problem, err := v.log.Check(ctx, false)
 			if tt.full && (err != nil || problem != "") {
-				t.Errorf("CheckLog(cheap) = %q, %v; want it blind to what only the entries show", problem, err)
+				t.Errorf("Check(cheap) = %q, %v; want it blind to what only the entries show", problem, err)
 			} else if !tt.full && (err != nil || !strings.Contains(problem, tt.want)) {
-				t.Errorf("CheckLog(cheap) = %q, %v; want %q", problem, err, tt.want)
+				t.Errorf("Check(cheap) = %q, %v; want %q", problem, err, tt.want)
 			}
-			problem, err = v.e.CheckLog(ctx, true)
+			problem, err = v.log.Check(ctx, true)
 			if err != nil || !strings.Contains(problem, tt.want) || v.e.Halted() != problem {
-				t.Fatalf("CheckLog(full) = %q, %v (halted %q); want %q", problem, err, v.e.Halted(), tt.want)
+				t.Fatalf("Check(full) = %q, %v (halted %q); want %q", problem, err, v.e.Halted(), tt.want)
 			}
 			_, err = v.e.Resume(ctx, agent, "a", seq, wire)
 			wantKind(t, "Resume while halted", err, engine.Unavailable)
@@ -223,8 +245,252 @@ func testLogTamper(t *testing.T, nh func(*testing.T) Harness) {
 			if st, err := v.e.LogStatus(ctx, auditor); err != nil || st.Halted != problem {
 				t.Errorf("LogStatus = %+v, %v; want it to read, halted", st, err)
 			}
+			// Nothing is logged or signed on top of it, and a cheap check
+			// that passes lifts no halt a full one raised.
+			v.call("c", "reserveInventory", "{}")
+			if _, err := v.log.Sequence(ctx, true); err != nil {
+				t.Errorf("Sequence while halted: %v", err)
+			}
+			if now, _, _ := v.w.Newest(); now != signed {
+				t.Errorf("a checkpoint was published while halted:\n%s", now)
+			}
+			if es := v.journal("c"); es[0].Leaf != -1 {
+				t.Errorf("an entry was logged while halted: leaf %d", es[0].Leaf)
+			}
+			v.log.Check(ctx, false)
+			if v.e.Halted() == "" {
+				t.Errorf("after a cheap check: no longer halted; want the full check's halt kept")
+			}
 		})
 	}
+}
+
+// orphanable lets a journal row name a saga that has no row: SQLite
+// checks no foreign key on a connection that did not ask it to, and an
+// insider who owns the PostgreSQL schema drops the constraint.
+func orphanable(t *testing.T, h Harness) {
+	t.Helper()
+	if h.Dialect == "postgres" {
+		h.Exec(t, "ALTER TABLE journal DROP CONSTRAINT journal_saga_id_fkey")
+	}
+}
+
+// copyOut copies saga's rows, hash and leaf kept, to the journal of saga
+// to, takes the saga's leaves away and rewrites it: the originals hold
+// their places in the log, and the rewrite is waiting for leaves of its
+// own.
+func copyOut(t *testing.T, v *env, saga, to string) {
+	t.Helper()
+	v.h.Exec(t, "UPDATE journal SET leaf = -1 - leaf WHERE saga_id = $1", saga) // out of the way of the copies
+	v.h.Exec(t, "INSERT INTO journal (saga_id, seq, tool_name, phase, input, payload, timestamp, hash, leaf)"+
+		" SELECT $1, seq, tool_name, phase, input, payload, timestamp, hash, -1 - leaf FROM journal WHERE saga_id = $2", to, saga)
+	v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE saga_id = $1", saga)
+	rewrite(t, v, saga, true)
+}
+
+// rewrite rewrites saga's first input and recomputes its chain and head,
+// as an insider who can write the database but holds no key; without
+// leaves when unlogged is set.
+func rewrite(t *testing.T, v *env, saga string, unlogged bool) {
+	t.Helper()
+	es := v.journal(saga)
+	prev := engine.ZeroHash
+	for i, en := range es {
+		if i == 0 {
+			en.Input = `{"item":"yacht"}`
+		}
+		en.Hash = engine.Hash(prev, en)
+		prev = en.Hash
+		v.h.Exec(t, "UPDATE journal SET input = $1, hash = $2 WHERE saga_id = $3 AND seq = $4", en.Input, en.Hash, en.SagaID, en.Seq)
+	}
+	v.h.Exec(t, "UPDATE sagas SET head_hash = $1 WHERE id = $2", prev, saga)
+	if unlogged {
+		if es := v.journal(saga); es[0].Leaf != -1 {
+			t.Fatalf("rewrite: %s keeps its leaves", saga)
+		}
+	}
+}
+
+// testLogRollback: a database restored from a backup older than the
+// newest checkpoint halts executions, and stays halted however much its
+// agents write: the server never signs the rolled-back history, so it
+// never forks its own checkpoints.
+func testLogRollback(t *testing.T, nh func(*testing.T) Harness) {
+	ctx := context.Background()
+	v := newEnv(t, nh)
+	seq := v.gate("a")
+	v.sequence()
+	v.approve("a", seq)
+	v.call("b", "reserveInventory", "{}")
+	v.call("b", "reserveInventory", "{}")
+	signed := v.sequence()
+	cp := v.checkpoint()
+	// The backup: the log as it was at the first checkpoint (3 leaves).
+	v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE leaf >= 3")
+	v.h.Exec(t, "DELETE FROM log_nodes WHERE (level = 0 AND idx >= 3) OR (level = 1 AND idx >= 1) OR level >= 2")
+	v.h.Exec(t, "UPDATE log_state SET size = 3")
+	v.e, v.log = v.process(v.db)
+	if problem, err := v.log.Check(ctx, false); err != nil || !strings.Contains(problem, fmt.Sprintf("fewer than the %d signed", signed.Size)) {
+		t.Fatalf("Check after the restore = %q, %v; want the rollback found", problem, err)
+	}
+	for i := range 20 {
+		v.call("refill", "reserveInventory", fmt.Sprintf(`{"n":%d}`, i))
+		v.log.Sequence(ctx, true)
+		v.log.Check(ctx, false)
+	}
+	if now := v.checkpoint(); now.Size != cp.Size || !strings.Contains(v.e.Halted(), "fewer than the") {
+		t.Errorf("after refilling: newest checkpoint of size %d (was %d), halted %q; want no new checkpoint and still halted",
+			now.Size, cp.Size, v.e.Halted())
+	}
+	_, err := v.e.Resume(ctx, agent, "a", seq, wire)
+	wantKind(t, "Resume on the rolled-back database", err, engine.Unavailable)
+}
+
+// testLogHalts: a halt lifts only when a check as strong as the one that
+// raised it passes against a checkpoint at least as large; deleting the
+// checkpoints newer than the database lifts nothing while the server that
+// witnessed them runs; the sequencer refuses an entry whose saga lost the
+// leaves this server gave it; and a checkpoint directory that takes no
+// checkpoint for three intervals halts executions until it takes one.
+func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
+	ctx := context.Background()
+	t.Run("newer checkpoints deleted", func(t *testing.T) {
+		v := newEnv(t, nh)
+		v.gate("a")
+		first := v.sequence()
+		v.call("b", "reserveInventory", "{}")
+		v.sequence()
+		v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE leaf >= $1", first.Size)
+		v.h.Exec(t, "UPDATE log_state SET size = $1", first.Size)
+		if problem, _ := v.log.Check(ctx, false); problem == "" {
+			t.Fatal("Check of the rolled-back log found nothing")
+		}
+		files, _ := os.ReadDir(v.w.Path())
+		for _, f := range files {
+			if !strings.HasSuffix(f.Name(), fmt.Sprintf("%020d.checkpoint", first.Size)) {
+				os.Remove(v.w.Path() + "/" + f.Name())
+			}
+		}
+		for _, full := range []bool{false, true} {
+			if problem, err := v.log.Check(ctx, full); err != nil || !strings.Contains(problem, "fewer than the") {
+				t.Errorf("Check(full=%v) with the newer checkpoints deleted = %q, %v; want the rollback still found", full, problem, err)
+			}
+		}
+	})
+	t.Run("leaves taken away", func(t *testing.T) {
+		v := newEnv(t, nh)
+		v.call("b", "reserveInventory", "{}")
+		v.sequence()
+		// The insider takes the saga's leaves away and rewrites it, under
+		// the running server.
+		v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE saga_id = 'b'")
+		rewrite(t, v, "b", true)
+		_, err := v.log.Sequence(ctx, true)
+		wantKind(t, "Sequence of a saga whose leaves were taken away", err, engine.Conflict)
+		if err == nil || !strings.Contains(err.Error(), "refusing to log saga b again: this server gave its seq=2 leaf 1") ||
+			!strings.Contains(v.e.Halted(), "refusing to log saga b again") {
+			t.Errorf("Sequence = %v, halted %q; want it refused, naming the saga, and executions halted", err, v.e.Halted())
+		}
+		if es := v.journal("b"); es[0].Leaf != -1 {
+			t.Errorf("the rewritten saga was logged: leaf %d", es[0].Leaf)
+		}
+	})
+	t.Run("an entry that does not chain", func(t *testing.T) {
+		v := newEnv(t, nh)
+		v.call("b", "reserveInventory", "{}")
+		v.h.Exec(t, `UPDATE journal SET input = '{"x":1}' WHERE saga_id = 'b' AND seq = 2`)
+		_, err := v.log.Sequence(ctx, true)
+		if err == nil || !strings.Contains(err.Error(), "refusing to log saga b seq=2: it does not chain on the saga's seq=1") {
+			t.Errorf("Sequence = %v; want the rewritten entry refused", err)
+		}
+		v.h.Exec(t, `UPDATE journal SET input = '{}' WHERE saga_id = 'b' AND seq = 2`)
+		if _, err := v.log.Sequence(ctx, true); err != nil || v.e.Halted() != "" {
+			t.Errorf("Sequence once the entry is restored = %v, halted %q; want it logged and executions going on", err, v.e.Halted())
+		}
+	})
+	t.Run("an entry before a logged one", func(t *testing.T) {
+		v := newEnv(t, nh)
+		v.call("b", "reserveInventory", "{}")
+		v.sequence()
+		v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE saga_id = 'b' AND seq = 1")
+		v.e, v.log = v.process(v.db)
+		_, err := v.log.Sequence(ctx, true)
+		if err == nil || !strings.Contains(err.Error(), "refusing to log saga b seq=1: the saga's seq=2 is logged already, at leaf 1") {
+			t.Errorf("Sequence = %v; want an entry logged after a later one refused", err)
+		}
+	})
+	t.Run("full halt, cheap pass", func(t *testing.T) {
+		v := newEnv(t, nh)
+		seq := v.gate("a")
+		v.sequence()
+		orphanable(t, v.h)
+		v.h.Exec(t, "UPDATE journal SET saga_id = 'ghost' WHERE saga_id = 'a' AND seq = 1")
+		if problem, _ := v.log.Check(ctx, true); !strings.Contains(problem, "belongs to no saga") {
+			t.Fatalf("Check(full) = %q; want the orphan found", problem)
+		}
+		if problem, _ := v.log.Check(ctx, false); problem != "" || v.e.Halted() == "" {
+			t.Errorf("Check(cheap) = %q, halted %q; want it to pass and lift nothing", problem, v.e.Halted())
+		}
+		v.h.Exec(t, "UPDATE journal SET saga_id = 'a' WHERE saga_id = 'ghost'")
+		if problem, _ := v.log.Check(ctx, true); problem != "" || v.e.Halted() != "" {
+			t.Errorf("Check(full) once the row is back = %q, halted %q; want executions going on", problem, v.e.Halted())
+		}
+		v.approve("a", seq)
+		if _, err := v.e.Resume(ctx, agent, "a", seq, wire); err != nil {
+			t.Errorf("Resume once the database matches again: %v", err)
+		}
+	})
+	t.Run("checkpoint directory unwritable", func(t *testing.T) {
+		h := nh(t)
+		dir := t.TempDir()
+		w, err := witness.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var clock clock
+		db := h.Open(t)
+		t.Cleanup(db.Close)
+		l := tlog.New(db, w, Keys(t), tlog.Options{Every: 1, Interval: time.Second, Now: clock.now})
+		if err := l.Claim(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fx := &effects{}
+		e, err := engine.New(db, fx.tools(), engine.WithKeys(Keys(t)), engine.WithClock(clock.now), engine.WithLog(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Call(ctx, agent, "s", "reserveInventory", "{}"); err != nil {
+			t.Fatal(err)
+		}
+		// The directory's place taken by a file: nothing can be written
+		// in it (as root, permissions would not stop a write).
+		if err := os.Rename(dir, dir+".moved"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dir, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			clock.n.Add(int64(time.Second / time.Millisecond))
+			if _, err := l.Sequence(ctx, false); err == nil {
+				t.Fatal("Sequence into an unwritable directory succeeded")
+			}
+			if _, err := e.Call(ctx, agent, "s", "reserveInventory", "{}"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if why := e.Halted(); !strings.Contains(why, "the checkpoint directory has taken no checkpoint since") {
+			t.Errorf("halted = %q after 10 s of an unwritable directory (10 intervals); want executions halted", why)
+		}
+		if st, _ := e.LogStatus(ctx, auditor); st.Halted == "" {
+			t.Errorf("LogStatus = %+v; want it halted", st)
+		}
+		os.Remove(dir)
+		os.Rename(dir+".moved", dir)
+		if _, err := l.Sequence(ctx, true); err != nil || e.Halted() != "" {
+			t.Errorf("Sequence once the directory is back = %v, halted %q; want a checkpoint and executions going on", err, e.Halted())
+		}
+	})
 }
 
 // otherKeys is a key pair an insider makes, named as the server's.

@@ -49,6 +49,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Receipts", withEnv(testReceipts)},
 		{"Log", withEnv(testLog)},
 		{"LogTamper", testLogTamper},
+		{"LogRollback", testLogRollback},
+		{"LogHalts", testLogHalts},
 		{"Restart", testRestart},
 		{"Listing", withEnv(testListing)},
 		{"InDoubt", testInDoubt},
@@ -644,7 +646,7 @@ func testConcurrentAppends(t *testing.T, v *env) {
 // takes no more calls.
 func testStalePromises(t *testing.T, v *env) {
 	ctx := context.Background()
-	other := v.engine(v.open())
+	other, _ := v.engine(v.open())
 	v.call("s", "reserveInventory", `{"n":1}`) // this engine knows s now
 	for i := range 2 {
 		if _, err := other.Call(ctx, agent, "s", "reserveInventory", fmt.Sprintf(`{"m":%d}`, i)); err != nil {
@@ -681,7 +683,7 @@ func testStalePromises(t *testing.T, v *env) {
 func testConcurrentResumes(t *testing.T, newHarness func(*testing.T) Harness) {
 	ctx := context.Background()
 	v := newEnv(t, newHarness)
-	e2 := v.engine(v.open(), v.fx.tools()...)
+	e2, _ := v.engine(v.open(), v.fx.tools()...)
 	engines := []*engine.Engine{v.e, e2}
 	for rep := range 100 {
 		saga := fmt.Sprintf("race-%d", rep)
@@ -873,7 +875,7 @@ func testRestart(t *testing.T, newHarness func(*testing.T) Harness) {
 	v.db.Close()
 
 	v.db = v.open()
-	v.e = v.engine(v.db)
+	v.e, v.log = v.engine(v.db)
 	afterSagas, _ := v.e.Sagas(ctx, auditor, engine.SagaFilter{})
 	afterReqs, _ := v.e.Approvals(ctx, approver, "")
 	if len(beforeSagas) != 3 || len(beforeReqs) != 2 {
