@@ -169,9 +169,10 @@ func TestEvidence(t *testing.T) {
 	}
 
 	for _, at := range []int64{client.Latest, size1} {
-		entries, err := auditor.AuditProofs(ctx, "paid", at)
-		if err != nil || len(entries) != 2 {
-			t.Fatalf("AuditProofs(paid, %d) = %d entries, %v; want 2", at, len(entries), err)
+		proved, err := auditor.AuditProofs(ctx, "paid", at)
+		entries := proved.Entries
+		if err != nil || len(entries) != 2 || !strings.HasPrefix(proved.Head, "sagacity saga head v1\nsaga: paid\nseq: 2\n") {
+			t.Fatalf("AuditProofs(paid, %d) = %d entries, head %q, %v; want 2 and the head at seq 2", at, len(entries), proved.Head, err)
 		}
 		size, root := size2, root2
 		if at == size1 {

@@ -38,26 +38,41 @@ type Entry struct {
 // /sagacity/audit/{sagaID}. An unknown saga's journal is empty.
 // ErrForbidden.
 func (c *Client) Audit(ctx context.Context, sagaID string) ([]Entry, error) {
-	return c.audit(ctx, sagaID, nil)
+	return c.audit(ctx, sagaID, nil, nil)
 }
 
 // Latest names the newest checkpoint, for AuditProofs and Checkpoint.
 const Latest = 0
 
+// Proved is a saga's journal exported with its proofs, and the saga's
+// head as the server exported it: a signed note (sagacity saga head v1)
+// naming the seq and hash of its last entry, so that an export whose tail
+// was cut on the way is caught.
+type Proved struct {
+	Entries []Entry
+	Head    string
+}
+
 // AuditProofs exports a saga's journal with the inclusion proof of each
 // entry in the global log at the checkpoint of treeSize (Latest for the
-// newest): GET /sagacity/audit/{sagaID}?proofs=. Entries the checkpoint
-// does not reach yet carry no proof. ErrNotFound also when no checkpoint
-// is signed yet, ErrInvalid for a size the log does not have.
-func (c *Client) AuditProofs(ctx context.Context, sagaID string, treeSize int64) ([]Entry, error) {
+// newest), and its signed head: GET /sagacity/audit/{sagaID}?proofs=.
+// Entries the checkpoint does not reach yet carry no proof. ErrNotFound
+// also when no checkpoint is signed yet, ErrInvalid for a size the log
+// does not have.
+func (c *Client) AuditProofs(ctx context.Context, sagaID string, treeSize int64) (Proved, error) {
 	size := "latest"
 	if treeSize != Latest {
 		size = strconv.FormatInt(treeSize, 10)
 	}
-	return c.audit(ctx, sagaID, url.Values{"proofs": {size}})
+	var p Proved
+	var err error
+	p.Entries, err = c.audit(ctx, sagaID, url.Values{"proofs": {size}}, &p.Head)
+	return p, err
 }
 
-func (c *Client) audit(ctx context.Context, sagaID string, query url.Values) ([]Entry, error) {
+// audit reads an export; the signed head of an export with proofs, its
+// last line, into head.
+func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, head *string) ([]Entry, error) {
 	a, err := c.send(ctx, http.MethodGet, sagaPath("audit", sagaID), query, nil)
 	if err != nil {
 		return nil, err
@@ -70,6 +85,13 @@ func (c *Client) audit(ctx context.Context, sagaID string, query url.Values) ([]
 	sc.Buffer(nil, maxAnswer)
 	for n := 1; sc.Scan(); n++ {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var h struct {
+			Head *string `json:"head"`
+		}
+		if head != nil && json.Unmarshal(sc.Bytes(), &h) == nil && h.Head != nil {
+			*head = *h.Head
 			continue
 		}
 		var e Entry

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,7 +51,8 @@ func TestVerifyOffline(t *testing.T) {
 			if code == 200 && len(lines) == 3 {
 				fmt.Sscan(lines[1], &size)
 				code, export = get(t, base+fmt.Sprintf("/sagacity/audit/transfer-77?proofs=%d", size))
-				if code == 200 && strings.Count(export, `"leaf":`) == strings.Count(export, "\n") {
+				// Every entry proved, and the signed head last.
+				if code == 200 && strings.Count(export, `"leaf":`) == strings.Count(export, "\n")-1 {
 					return cp, size, export
 				}
 			}
@@ -86,6 +88,31 @@ func TestVerifyOffline(t *testing.T) {
 	var altered bytes.Buffer
 	engine.WriteNDJSON(&altered, es, proofs)
 	alteredFile := save("altered.ndjson", altered.String())
+	// Cut on the way: the last entry dropped (its head kept), the head
+	// dropped, the first entry's proof dropped, the last entry's proof
+	// dropped (an entry newer than the checkpoint, as far as the file
+	// says).
+	resave := func(name string, es []engine.Entry, ps *engine.Proofs) string {
+		var b bytes.Buffer
+		if err := engine.WriteNDJSON(&b, es, ps); err != nil {
+			t.Fatal(err)
+		}
+		return save(name, b.String())
+	}
+	es, proofs, err = engine.ReadNDJSON(strings.NewReader(export)) // unaltered
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(es)
+	cutFile := resave("cut.ndjson", es[:n-1], &engine.Proofs{TreeSize: proofs.TreeSize, Of: proofs.Of[:n-1], Head: proofs.Head})
+	headlessFile := resave("headless.ndjson", es, &engine.Proofs{TreeSize: proofs.TreeSize, Of: proofs.Of})
+	unprove := func(i int) *engine.Proofs {
+		of := slices.Clone(proofs.Of)
+		of[i] = nil
+		return &engine.Proofs{TreeSize: proofs.TreeSize, Of: of, Head: proofs.Head}
+	}
+	firstFile, lastFile := resave("first.ndjson", es, unprove(0)), resave("last.ndjson", es, unprove(n-1))
+
 	otherKey, _ := keyPair(t)
 	other, err := engine.NewKeys(otherKey)
 	if err != nil {
@@ -104,15 +131,28 @@ func TestVerifyOffline(t *testing.T) {
 		code int
 		want string
 	}{
-		{"export with proofs", []string{"verify", "-key", key, "-checkpoint", cp1File, exportFile}, 0,
+		{"export with proofs", []string{"verify", "-key", key, "-allow-dev", "-checkpoint", cp1File, exportFile}, 0,
 			fmt.Sprintf(`"valid":true,"entryCount":4,"breakAtIndex":-1,"message":"all 4 entries verified; 4 in the log the checkpoint of size %d signed"`, size1)},
-		{"chain and receipts only", []string{"verify", "-key", key, plainFile}, 0, `"message":"all 4 entries verified"`},
-		{"a proof altered", []string{"verify", "-key", key, "-checkpoint", cp1File, alteredFile}, 1,
+		{"chain and receipts only", []string{"verify", "-key", key, "-allow-dev", plainFile}, 0, `"message":"all 4 entries verified"`},
+		{"a decision made in dev mode", []string{"verify", "-key", key, plainFile}, 1,
+			`"breakAtIndex":3,"message":"seq=4 (entry 3) was decided in dev mode (auth: dev): manager@company.com's name was typed, not verified`},
+		{"a proof altered", []string{"verify", "-key", key, "-allow-dev", "-checkpoint", cp1File, alteredFile}, 1,
 			fmt.Sprintf(`"message":"seq=1 (entry 0) is not in the log the checkpoint of size %d signed"`, size1)},
+		{"the last entry cut", []string{"verify", "-key", key, "-allow-dev", "-checkpoint", cp1File, cutFile}, 1,
+			`"message":"the export ends at seq=3, but the server exported the saga up to seq=4: entries were cut or added"`},
+		{"the head dropped", []string{"verify", "-key", key, "-allow-dev", "-checkpoint", cp1File, headlessFile}, 1,
+			`"message":"the export carries no signed head: its tail may have been cut"`},
+		{"an old entry's proof dropped", []string{"verify", "-key", key, "-allow-dev", "-checkpoint", cp1File, "-allow-unproved", firstFile}, 1,
+			fmt.Sprintf(`"message":"seq=1 (entry 0) carries no proof of inclusion in the log the checkpoint of size %d signed: the checkpoint covers seq=4, so it should cover this one"`, size1)},
+		{"the last entry's proof dropped", []string{"verify", "-key", key, "-allow-dev", "-checkpoint", cp1File, lastFile}, 1,
+			"-allow-unproved accepts entries newer than the checkpoint"},
+		{"the last entry's proof dropped, allowed", []string{"verify", "-key", key, "-allow-dev", "-checkpoint", cp1File, "-allow-unproved", lastFile}, 0,
+			fmt.Sprintf(`"message":"all 4 entries verified; 3 in the log the checkpoint of size %d signed (1 newer than it)"`, size1)},
 		{"a checkpoint of another key", []string{"verify", "-key", key, "-checkpoint", forgedFile, exportFile}, 1, `the checkpoint's signature does not verify`},
 		{"an export without proofs", []string{"verify", "-key", key, "-checkpoint", cp1File, plainFile}, 2, ""},
 		{"proofs against another size", []string{"verify", "-key", key, "-checkpoint", cp2File, exportFile}, 2, ""},
 		{"a checkpoint without a key", []string{"verify", "-checkpoint", cp1File, exportFile}, 2, ""},
+		{"-allow-unproved without a checkpoint", []string{"verify", "-key", key, "-allow-unproved", plainFile}, 2, ""},
 		{"the log grew", []string{"verify-log", "-key", key, "-proof", proofFile, cp1File, cp2File}, 0,
 			fmt.Sprintf(`"valid":true,"message":"the log at size %d extends the log at size %d`, size2, size1)},
 		{"checkpoints swapped", []string{"verify-log", "-key", key, "-proof", proofFile, cp2File, cp1File}, 2, ""},

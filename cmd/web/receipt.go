@@ -19,13 +19,15 @@ type receiptCheck struct {
 }
 
 // verifyReceipt checks a decision receipt offline: its signature with the
-// public key, and that it is about the bytes in the payload file. Exit
-// status: 0 valid, 1 not, 2 unreadable.
+// public key, that it is about the bytes in the payload file, and that it
+// was not signed in dev mode (unless -allow-dev). Exit status: 0 valid, 1
+// not, 2 unreadable.
 func verifyReceipt(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("verify-receipt", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	key := fs.String("key", "", "the public key (GET /sagacity/keys, or what sagacity keygen printed)")
-	usage := "usage: sagacity verify-receipt -key PUBLIC_KEY RECEIPT_FILE PAYLOAD_FILE"
+	allowDev := fs.Bool("allow-dev", false, "accept a decision signed in dev mode, whose decider's name was typed, not verified")
+	usage := "usage: sagacity verify-receipt -key PUBLIC_KEY [-allow-dev] RECEIPT_FILE PAYLOAD_FILE"
 	if err := fs.Parse(args); err != nil {
 		return exitError{2, fmt.Errorf("verify-receipt: %w (%s)", err, usage)}
 	}
@@ -51,6 +53,8 @@ func verifyReceipt(args []string, stdout io.Writer) error {
 		out.Message = err.(*engine.Error).Msg
 	case r.PayloadSHA256 != engine.PayloadHash(string(payload)):
 		out.Receipt, out.Message = &r, "the receipt is about other bytes than "+fs.Arg(1)
+	case r.Auth == "dev" && !*allowDev:
+		out.Receipt, out.Message = &r, "the decision was made in dev mode (auth: dev): "+r.Decider+"'s name was typed, not verified; -allow-dev accepts it"
 	default:
 		out.Receipt, out.Valid = &r, true
 		out.Message = fmt.Sprintf("%s %s the request at seq=%d of saga %s, about exactly these bytes", r.Decider, r.Decision, r.Seq, r.SagaID)

@@ -52,14 +52,17 @@ func TestVerifyReceipt(t *testing.T) {
 		code          int
 		want          string
 	}{
-		{"the approved bytes", k.Keys[0], "receipt.note", "payload", 0, `"valid":true,"message":"manager@company.com approved the request at seq=3 of saga transfer-77, about exactly these bytes"`},
+		{"the approved bytes, in dev mode", k.Keys[0], "receipt.note", "payload", 1,
+			`"valid":false,"message":"the decision was made in dev mode (auth: dev): manager@company.com's name was typed, not verified`},
+		{"the approved bytes", k.Keys[0] + " -allow-dev", "receipt.note", "payload", 0, `"valid":true,"message":"manager@company.com approved the request at seq=3 of saga transfer-77, about exactly these bytes"`},
 		{"other bytes", k.Keys[0], "receipt.note", "other", 1, `"valid":false,"message":"the receipt is about other bytes than`},
 		{"another key", otherKey, "receipt.note", "payload", 1, `"valid":false,"message":"the receipt's signature does not verify`},
 		{"not a receipt", k.Keys[0], "garbage", "payload", 1, `"valid":false`},
 	}
 	for _, tt := range tests {
 		var out bytes.Buffer
-		err := run(context.Background(), []string{"verify-receipt", "-key", tt.key, filepath.Join(dir, tt.receipt), filepath.Join(dir, tt.data)}, env(nil), &out)
+		args := append([]string{"verify-receipt", "-key"}, strings.Fields(tt.key)...)
+		err := run(context.Background(), append(args, filepath.Join(dir, tt.receipt), filepath.Join(dir, tt.data)), env(nil), &out)
 		code := 0
 		if ee, ok := err.(exitError); ok {
 			code = ee.code

@@ -14,20 +14,25 @@ import (
 )
 
 // verify checks a journal export offline and prints the verify result as
-// JSON: the hash chain; with -key, every decision's receipt; with
-// -checkpoint too, the checkpoint's signature and every entry's proof of
-// inclusion in the log it signed. Exit status: 0 valid, 1 broken, 2
+// JSON: the hash chain and the rules of its requests; with -key, every
+// decision's receipt (and no decision signed in dev mode, unless
+// -allow-dev); with -checkpoint too, the checkpoint's signature, the
+// export's signed head, and every entry's proof of inclusion in the log it
+// signed (entries newer than the checkpoint only with -allow-unproved, and
+// only after the proved ones). Exit status: 0 valid, 1 broken, 2
 // unreadable.
 func verify(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	key := fs.String("key", "", "the public key (GET /sagacity/keys): check every decision's receipt")
 	cpFile := fs.String("checkpoint", "", "a signed checkpoint (GET /sagacity/checkpoints/latest): check every entry's inclusion proof against it")
-	usage := "usage: sagacity verify [-key PUBLIC_KEY [-checkpoint CHECKPOINT]] FILE (- reads standard input)"
+	allowUnproved := fs.Bool("allow-unproved", false, "with -checkpoint: accept entries the checkpoint is older than (they come last, without proofs)")
+	allowDev := fs.Bool("allow-dev", false, "with -key: accept decisions signed in dev mode, whose decider's name was typed, not verified")
+	usage := "usage: sagacity verify [-key PUBLIC_KEY [-allow-dev] [-checkpoint CHECKPOINT [-allow-unproved]]] FILE (- reads standard input)"
 	if err := fs.Parse(args); err != nil {
 		return exitError{2, fmt.Errorf("verify: %w (%s)", err, usage)}
 	}
-	if fs.NArg() != 1 || (*cpFile != "" && *key == "") {
+	if fs.NArg() != 1 || (*cpFile != "" && *key == "") || (*allowUnproved && *cpFile == "") || (*allowDev && *key == "") {
 		return exitError{2, fmt.Errorf("verify: %s", usage)}
 	}
 	var v note.Verifier
@@ -83,19 +88,79 @@ func verify(args []string, stdout io.Writer) error {
 	if res.Valid && v != nil {
 		res = engine.VerifyReceipts(entries, v)
 	}
+	if res.Valid && v != nil && !*allowDev {
+		res = notDev(entries, v, res)
+	}
+	if res.Valid && v != nil && proofs != nil {
+		res = headed(entries, proofs, v, res)
+	}
 	if res.Valid && *cpFile != "" {
-		bad, proved := tlog.VerifyProofs(entries, proofs, cp.Root)
-		if bad >= 0 {
-			res = engine.Verification{EntryCount: len(entries), BreakAtIndex: bad,
-				Message: fmt.Sprintf("seq=%d (entry %d) is not in the log the checkpoint of size %d signed", entries[bad].Seq, bad, cp.Size)}
-		} else {
-			res.Message += fmt.Sprintf("; %d in the log the checkpoint of size %d signed", proved, cp.Size)
-			if n := len(entries) - proved; n > 0 {
-				res.Message += fmt.Sprintf(" (%d newer than it)", n)
-			}
-		}
+		res = proved(entries, proofs, cp, *allowUnproved, res)
 	}
 	return printVerification(stdout, res)
+}
+
+// notDev breaks a journal with a decision signed in dev mode: its
+// decider's name was typed, not verified, whatever key signed it.
+func notDev(entries []engine.Entry, v note.Verifier, res engine.Verification) engine.Verification {
+	for _, d := range engine.Decisions(entries, v) {
+		if d.Auth == "dev" {
+			i := int(d.Seq - 1)
+			return engine.Verification{EntryCount: len(entries), BreakAtIndex: i, Message: fmt.Sprintf(
+				"seq=%d (entry %d) was decided in dev mode (auth: dev): %s's name was typed, not verified; -allow-dev accepts it", d.Seq, i, d.Decider)}
+		}
+	}
+	return res
+}
+
+// headed checks that an export with proofs ends where the server, which
+// signed its head, exported it.
+func headed(entries []engine.Entry, proofs *engine.Proofs, v note.Verifier, res engine.Verification) engine.Verification {
+	n := len(entries)
+	if proofs.Head == "" {
+		return engine.Verification{EntryCount: n, BreakAtIndex: n - 1, Message: "the export carries no signed head: its tail may have been cut"}
+	}
+	h, err := engine.OpenHead(proofs.Head, v)
+	if err != nil {
+		return engine.Verification{EntryCount: n, BreakAtIndex: n - 1, Message: err.(*engine.Error).Msg}
+	}
+	if why := h.Ends(entries); why != "" {
+		return engine.Verification{EntryCount: n, BreakAtIndex: n - 1, Message: why}
+	}
+	return res
+}
+
+// proved checks each entry's inclusion in the log the checkpoint signed:
+// every entry is proved, but for entries after the last proved one when
+// unproved entries are allowed (those the checkpoint is older than).
+func proved(entries []engine.Entry, proofs *engine.Proofs, cp engine.Checkpoint, allowUnproved bool, res engine.Verification) engine.Verification {
+	n := len(entries)
+	last := -1
+	for i := range entries {
+		if proofs.Of[i] != nil {
+			last = i
+		}
+	}
+	for i, e := range entries {
+		if proofs.Of[i] == nil && (i < last || !allowUnproved) {
+			why := "the checkpoint covers seq=" + fmt.Sprint(entries[last].Seq) + ", so it should cover this one"
+			if i > last {
+				why = "-allow-unproved accepts entries newer than the checkpoint"
+			}
+			return engine.Verification{EntryCount: n, BreakAtIndex: i, Message: fmt.Sprintf(
+				"seq=%d (entry %d) carries no proof of inclusion in the log the checkpoint of size %d signed: %s", e.Seq, i, cp.Size, why)}
+		}
+	}
+	bad, count := tlog.VerifyProofs(entries, proofs, cp.Root)
+	if bad >= 0 {
+		return engine.Verification{EntryCount: n, BreakAtIndex: bad,
+			Message: fmt.Sprintf("seq=%d (entry %d) is not in the log the checkpoint of size %d signed", entries[bad].Seq, bad, cp.Size)}
+	}
+	res.Message += fmt.Sprintf("; %d in the log the checkpoint of size %d signed", count, cp.Size)
+	if k := n - count; k > 0 {
+		res.Message += fmt.Sprintf(" (%d newer than it)", k)
+	}
+	return res
 }
 
 // printVerification prints a result as JSON; exit status 1 when it is not

@@ -78,7 +78,13 @@ func (h *Handlers) VerifySaga(w http.ResponseWriter, r *http.Request) error {
 		v.Checkpoint, v.CheckpointHref = st.Checkpoint.Size, templates.CheckpointHref(st.Checkpoint.Size)
 		v.ExportHref = templates.ProvenExportHref(id, st.Checkpoint.Size)
 	}
+	for _, e := range hist.Entries {
+		if e.Leaf < 0 || e.Leaf >= v.Checkpoint {
+			v.Unproved++
+		}
+	}
 	for _, d := range hist.Decisions {
+		v.Dev = v.Dev || d.Auth == "dev"
 		v.Decisions = append(v.Decisions, templates.DecisionRow{Seq: d.Seq, Decision: d.Decision, Decider: d.Decider, Problem: d.Problem,
 			EntryHref: templates.EntryHref(id, d.Seq), Href: templates.ReceiptHref(id, d.Seq), File: receiptName(id, d.Seq)})
 	}

@@ -123,7 +123,8 @@ func (f *fixture) waitLogged(s *server, sagas ...string) sagacity.LogStatus {
 	proved := func(saga string, size int64) bool {
 		var es []sagacity.Entry
 		a := f.auditor.ask(f.ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
-			es, err = api.AuditProofs(ctx, saga, size)
+			p, err := api.AuditProofs(ctx, saga, size)
+			es = p.Entries
 			return err
 		})
 		return a.is(200) && !slices.ContainsFunc(es, func(e sagacity.Entry) bool { return e.TreeSize != size })
@@ -419,7 +420,8 @@ func TestEvidence(t *testing.T) {
 	cp := readCheckpoint(t, keys[0], latest, "the latest checkpoint")
 	var es []sagacity.Entry
 	a = f.auditor.ask(ctx, srv, func(ctx context.Context, api *sagacity.Client) (err error) {
-		es, err = api.AuditProofs(ctx, "paid", cp.size)
+		p, err := api.AuditProofs(ctx, "paid", cp.size)
+		es = p.Entries
 		return err
 	})
 	if !a.is(200) || len(es) != 4 {

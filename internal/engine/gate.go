@@ -30,9 +30,9 @@ func gateRef(seq int64) string { return "seq=" + strconv.FormatInt(seq, 10) }
 
 // personalPayload is the payload of an entry that records a person's
 // decision on entry g, made at at: who (key=<identity>), why, how they
-// signed in, the signed receipt, and extra last (a reported result, which
-// may hold line breaks).
-func (e *Engine) personalPayload(p Principal, g Entry, decision, key, reason, extra string, at time.Time) (string, error) {
+// signed in, the signed receipt, and the result they report last, when
+// they report one (it may hold line breaks).
+func (e *Engine) personalPayload(p Principal, g Entry, decision, key, reason string, result *string, at time.Time) (string, error) {
 	s := key + "=" + p.ID
 	if reason != "" {
 		s += "\nreason=" + reason
@@ -40,8 +40,22 @@ func (e *Engine) personalPayload(p Principal, g Entry, decision, key, reason, ex
 	if p.Auth != "" {
 		s += "\nauth=" + p.Auth
 	}
-	receipt, err := e.signed(p, g, decision, at)
-	return s + receipt + extra, err
+	receipt, err := e.signed(p, g, decision, reason, result, at)
+	if result != nil {
+		receipt += "\n" + keyResult + "=" + *result
+	}
+	return s + receipt, err
+}
+
+// keyResult is the last line of a resolution that a call happened: the
+// result its owner reports.
+const keyResult = "result"
+
+// resultOf is the result a resolution reports, and whether it reports
+// one: everything after its result= line's key, line breaks and all.
+func resultOf(payload string) (string, bool) {
+	_, r, ok := strings.Cut(payload, "\n"+keyResult+"=")
+	return r, ok
 }
 
 // line returns the value of the first "key=value" line of a payload the
@@ -145,7 +159,7 @@ func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq in
 			return superseded(b.life)
 		}
 		at := e.stamp(s)
-		payload, err := e.personalPayload(p, b.gated, DecidedApproved, "approver", reason, "", at)
+		payload, err := e.personalPayload(p, b.gated, DecidedApproved, "approver", reason, nil, at)
 		if err != nil {
 			return err
 		}
@@ -170,7 +184,7 @@ func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int
 	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, func(tx Tx, s *Saga, b bound) error {
 		gated := b.gated
 		at := e.stamp(s)
-		payload, err := e.personalPayload(p, gated, DecidedRejected, "approver", reason, "", at)
+		payload, err := e.personalPayload(p, gated, DecidedRejected, "approver", reason, nil, at)
 		if err != nil {
 			return err
 		}

@@ -131,8 +131,9 @@ func (e *Engine) ConsistencyProof(ctx context.Context, p Principal, from, to int
 }
 
 // Evidence returns a saga's journal with each entry's inclusion proof in
-// the log at size (0: the newest checkpoint's): what `sagacity verify`
-// checks offline against that checkpoint. Invalid for a size the log has
+// the log at size (0: the newest checkpoint's), and the saga's head as
+// exported, signed: what `sagacity verify` checks offline against that
+// checkpoint. Invalid for a size the log has
 // not reached; NotFound when no checkpoint is signed yet. Errors also as
 // Journal.
 func (e *Engine) Evidence(ctx context.Context, p Principal, sagaID string, size int64) ([]Entry, *Proofs, error) {
@@ -144,6 +145,10 @@ func (e *Engine) Evidence(ctx context.Context, p Principal, sagaID string, size 
 		return nil, nil, errNoLog
 	}
 	ps, err := e.tlog.Prove(ctx, entries, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	ps.Head, err = e.head(entries)
 	return entries, ps, err
 }
 

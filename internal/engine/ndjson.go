@@ -34,16 +34,25 @@ type ndjsonLine struct {
 
 // Proofs prove an export's entries are leaves of the global log at
 // TreeSize: Of[i] is entries[i]'s inclusion proof, nil for an entry the
-// log had not reached at that size.
+// log had not reached at that size. Head is the server's signed head of
+// the saga as it exported it (see Head), written as the export's last
+// line.
 type Proofs struct {
 	TreeSize int64
 	Of       [][][]byte
+	Head     string
+}
+
+// headLine is an export's last line when it carries a signed head.
+type headLine struct {
+	Head string `json:"head"`
 }
 
 // WriteNDJSON writes entries as newline-delimited JSON, one object a line
 // with the keys sagaId, seq, toolName, phase, input, payload, timestamp and
-// hash; with proofs, each entry they cover adds leaf, treeSize and proof.
-// A real JSON encoder escapes every string.
+// hash; with proofs, each entry they cover adds leaf, treeSize and proof,
+// and a last line {"head": …} carries their signed head. A real JSON
+// encoder escapes every string.
 func WriteNDJSON(w io.Writer, entries []Entry, proofs *Proofs) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -57,6 +66,9 @@ func WriteNDJSON(w io.Writer, entries []Entry, proofs *Proofs) error {
 			return err
 		}
 	}
+	if proofs != nil && proofs.Head != "" {
+		return enc.Encode(headLine{proofs.Head})
+	}
 	return nil
 }
 
@@ -64,20 +76,30 @@ func WriteNDJSON(w io.Writer, entries []Entry, proofs *Proofs) error {
 const MaxNDJSONLine = 64 << 20
 
 // ReadNDJSON parses a journal export written by WriteNDJSON, and its
-// proofs when it carries them (nil when not). Blank lines are skipped. It
-// returns an Invalid error naming the line for anything that is not
-// exactly that format: a missing or unknown key, a wrong type, a timestamp
-// that is not RFC 3339, an unknown phase, proofs against different sizes,
-// or trailing data.
+// proofs and head when it carries them (nil when not). Blank lines are
+// skipped. It returns an Invalid error naming the line for anything that
+// is not exactly that format: a missing or unknown key, a wrong type, a
+// timestamp that is not RFC 3339, an unknown phase, proofs against
+// different sizes, a head that is not the last line, or trailing data.
 func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxNDJSONLine)
 	var entries []Entry
 	var proofs *Proofs
 	var of [][][]byte
+	var head string
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
+			continue
+		}
+		if head != "" {
+			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: after the export's head", n)}
+		}
+		if h, ok := parseHead(line); ok {
+			if head = h; head == "" {
+				return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: an empty head", n)}
+			}
 			continue
 		}
 		e, l, err := parseLine(line)
@@ -101,10 +123,27 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 	if err := sc.Err(); err != nil {
 		return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("reading export: %v", err), Err: err}
 	}
-	if proofs != nil {
-		proofs.Of = of
+	switch {
+	case head != "" && proofs == nil:
+		return nil, nil, Errorf(Invalid, "the export has a head but no proofs")
+	case proofs != nil:
+		proofs.Of, proofs.Head = of, head
 	}
 	return entries, proofs, nil
+}
+
+// parseHead reads a line {"head": "<signed note>"}: ok is false for any
+// other line.
+func parseHead(line []byte) (string, bool) {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(line, &keys) != nil || len(keys) != 1 || keys["head"] == nil {
+		return "", false
+	}
+	var h headLine
+	if json.Unmarshal(line, &h) != nil {
+		return "", false
+	}
+	return h.Head, true
 }
 
 func parseLine(line []byte) (Entry, ndjsonLine, error) {

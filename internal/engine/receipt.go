@@ -104,6 +104,10 @@ type Receipt struct {
 	Auth          string    // how they signed in here: oidc, token or dev
 	Time          time.Time
 	Policy        string // the policy in force
+	Reason        string // why, as they said; "" when they gave none
+	// ResultSHA256 is the hash of the result a person reports for a call
+	// in doubt that happened; "" for any other decision.
+	ResultSHA256 string
 }
 
 // receiptHeader opens every receipt's text.
@@ -132,6 +136,12 @@ func (r Receipt) Text() string {
 	line("auth", r.Auth)
 	line("time", r.Time.UTC().Format(TimeLayout))
 	line("policy", r.Policy)
+	if r.Reason != "" {
+		line("reason", r.Reason)
+	}
+	if r.ResultSHA256 != "" {
+		line("result-sha256", r.ResultSHA256)
+	}
 	return b.String()
 }
 
@@ -177,6 +187,10 @@ func ParseReceipt(text string) (Receipt, error) {
 			r.Time, err = time.Parse(time.RFC3339Nano, v)
 		case "policy":
 			r.Policy = v
+		case "reason":
+			r.Reason = v
+		case "result-sha256":
+			r.ResultSHA256 = v
 		default:
 			return bad("unknown field " + strconv.Quote(k))
 		}
@@ -208,10 +222,13 @@ const receiptLine = "receipt"
 
 // signed makes the receipt line of a decision on entry g (a request's
 // AWAITING_APPROVAL entry or a call's INTENT), decided by p.
-func (e *Engine) signed(p Principal, g Entry, decision string, at time.Time) (string, error) {
+func (e *Engine) signed(p Principal, g Entry, decision, reason string, result *string, at time.Time) (string, error) {
 	r := Receipt{SagaID: g.SagaID, Seq: g.Seq, Entry: g.Hash, PayloadSHA256: PayloadHash(g.Input), Decision: decision,
 		Decider: p.ID, Issuer: p.Issuer, Subject: p.Subject, AuthTime: p.AuthTime, Auth: p.Auth, Time: at,
-		Policy: e.policy.String()}
+		Policy: e.policy.String(), Reason: reason}
+	if result != nil {
+		r.ResultSHA256 = PayloadHash(*result)
+	}
 	n, err := e.keys.Sign(r.Text())
 	if err != nil {
 		return "", fmt.Errorf("signing a receipt: %w", err)
@@ -276,6 +293,7 @@ type DecisionReceipt struct {
 	Decision string // as the entry records it
 	Decider  string
 	Problem  string // why the receipt does not hold; "" when it does
+	Auth     string // how the decider signed in, as the receipt says
 }
 
 // Decisions lists every decision a person made in a saga's journal
@@ -288,40 +306,48 @@ func Decisions(entries []Entry, v note.Verifier) []DecisionReceipt {
 		if !ok {
 			continue
 		}
-		out = append(out, DecisionReceipt{Seq: e.Seq, Decision: decision, Decider: decider,
-			Problem: receiptProblem(entries, e, decision, decider, v)})
+		problem, auth := receiptProblem(entries, e, decision, decider, v)
+		out = append(out, DecisionReceipt{Seq: e.Seq, Decision: decision, Decider: decider, Problem: problem, Auth: auth})
 	}
 	return out
 }
 
-// receiptProblem says why decision entry e's receipt does not hold, or "".
-func receiptProblem(entries []Entry, e Entry, decision, decider string, v note.Verifier) string {
+// receiptProblem says why decision entry e's receipt does not hold, or
+// "", and how the decider signed in, as the receipt says.
+func receiptProblem(entries []Entry, e Entry, decision, decider string, v note.Verifier) (problem, auth string) {
 	signed := ReceiptOf(e)
 	if signed == "" {
-		return "the decision carries no receipt"
+		return "the decision carries no receipt", ""
 	}
 	r, err := OpenReceipt(signed, v)
 	if err != nil {
-		return err.(*Error).Msg
+		return err.(*Error).Msg, ""
 	}
 	seq, err := strconv.ParseInt(strings.TrimPrefix(e.Input, "seq="), 10, 64)
 	if err != nil || seq < 1 || seq >= e.Seq || seq > int64(len(entries)) {
-		return "it decides no earlier entry"
+		return "it decides no earlier entry", r.Auth
 	}
 	g := entries[seq-1]
 	switch {
 	case r.SagaID != e.SagaID || r.Seq != seq:
-		return fmt.Sprintf("it was signed for saga %q seq=%d", r.SagaID, r.Seq)
+		return fmt.Sprintf("it was signed for saga %q seq=%d", r.SagaID, r.Seq), r.Auth
 	case r.Entry != g.Hash:
-		return fmt.Sprintf("it was signed for another entry at seq=%d", seq)
+		return fmt.Sprintf("it was signed for another entry at seq=%d", seq), r.Auth
 	case r.PayloadSHA256 != PayloadHash(g.Input):
-		return "it was signed for other bytes"
+		return "it was signed for other bytes", r.Auth
 	case r.Decision != decision || r.Decider != decider:
-		return fmt.Sprintf("it records %s by %s", r.Decision, r.Decider)
+		return fmt.Sprintf("it records %s by %s", r.Decision, r.Decider), r.Auth
 	case !r.Time.Equal(e.Timestamp):
-		return "it was signed at another time"
+		return "it was signed at another time", r.Auth
+	case r.Reason != e.Field("reason"):
+		return "it was signed for another reason", r.Auth
 	}
-	return ""
+	if result, ok := resultOf(e.Payload); ok && r.ResultSHA256 != PayloadHash(result) {
+		return "it was signed for another result", r.Auth
+	} else if !ok && r.ResultSHA256 != "" {
+		return "it was signed for a result the entry does not report", r.Auth
+	}
+	return "", r.Auth
 }
 
 // VerifierKey is the public key that checks receipts and checkpoints.

@@ -69,18 +69,18 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		if err := e.Can(p, ActResolve, Subject{Saga: s, Requester: line(entries[seq-1].Payload, "requester")}); err != nil {
 			return err
 		}
-		var extra string
+		var reported *string
 		decision = DecidedNotUndone
 		switch {
 		case c.State == CallRunning && happened:
-			decision, extra = DecidedHappened, "\nresult="+result
+			decision, reported = DecidedHappened, &result
 		case c.State == CallRunning:
 			decision = DecidedNotHappened
 		case happened:
 			decision = DecidedUndone
 		}
 		at := e.stamp(s)
-		payload, err := e.personalPayload(p, entries[seq-1], decision, "resolved-by", reason, extra, at)
+		payload, err := e.personalPayload(p, entries[seq-1], decision, "resolved-by", reason, reported, at)
 		if err != nil {
 			return err
 		}

@@ -121,6 +121,24 @@ type VerifyPage struct {
 	Key            string // the public key
 	Checkpoint     int64  // the newest checkpoint's size; 0 when none yet
 	CheckpointHref string
+	// Dev is set when a decision was made in dev mode: verify refuses it
+	// unless told -allow-dev. Unproved counts the entries newer than the
+	// checkpoint, which verify refuses unless told -allow-unproved.
+	Dev      bool
+	Unproved int
+}
+
+// VerifyFlags are the flags the offline check of v needs beyond the key
+// and the checkpoint.
+func (v VerifyPage) VerifyFlags() string {
+	var f string
+	if v.Dev {
+		f += " -allow-dev"
+	}
+	if v.Unproved > 0 && v.Checkpoint > 0 {
+		f += " -allow-unproved"
+	}
+	return f
 }
 
 // DecisionRow is a person's decision and its receipt.

@@ -293,22 +293,32 @@ func copyOut(t *testing.T, v *env, saga, to string) {
 // leaves when unlogged is set.
 func rewrite(t *testing.T, v *env, saga string, unlogged bool) {
 	t.Helper()
-	es := v.journal(saga)
-	prev := engine.ZeroHash
-	for i, en := range es {
-		if i == 0 {
-			en.Input = `{"item":"yacht"}`
+	rechain(t, v, saga, func(e *engine.Entry) {
+		if e.Seq == 1 {
+			e.Input = `{"item":"yacht"}`
 		}
-		en.Hash = engine.Hash(prev, en)
-		prev = en.Hash
-		v.h.Exec(t, "UPDATE journal SET input = $1, hash = $2 WHERE saga_id = $3 AND seq = $4", en.Input, en.Hash, en.SagaID, en.Seq)
-	}
-	v.h.Exec(t, "UPDATE sagas SET head_hash = $1 WHERE id = $2", prev, saga)
+	})
 	if unlogged {
 		if es := v.journal(saga); es[0].Leaf != -1 {
 			t.Fatalf("rewrite: %s keeps its leaves", saga)
 		}
 	}
+}
+
+// rechain has edit rewrite saga's entries and recomputes their chain and
+// the saga's head, as an insider who can write the database but holds no
+// key.
+func rechain(t *testing.T, v *env, saga string, edit func(e *engine.Entry)) {
+	t.Helper()
+	prev := engine.ZeroHash
+	for _, en := range v.journal(saga) {
+		edit(&en)
+		en.Hash = engine.Hash(prev, en)
+		prev = en.Hash
+		v.h.Exec(t, "UPDATE journal SET input = $1, payload = $2, hash = $3 WHERE saga_id = $4 AND seq = $5",
+			en.Input, en.Payload, en.Hash, en.SagaID, en.Seq)
+	}
+	v.h.Exec(t, "UPDATE sagas SET head_hash = $1 WHERE id = $2", prev, saga)
 }
 
 // testLogRollback: a database restored from a backup older than the

@@ -254,6 +254,26 @@ func testResolve(t *testing.T, v *env) {
 	if got := v.phases("ok")[4:]; !cmp.Equal(got, []string{"hang COMPENSATED", "reserveInventory COMPENSATED"}) {
 		t.Errorf("after aborting: %v, want the resolved call and the reservation compensated", got)
 	}
+	// The receipt signs the result and the reason the person gave: an
+	// insider who rewrites either breaks the journal.
+	for what, edit := range map[string]func(e *engine.Entry){
+		"another result": func(e *engine.Entry) {
+			e.Payload = strings.Replace(e.Payload, "\nresult=booked H-7", "\nresult=booked H-8", 1)
+		},
+		"another reason": func(e *engine.Entry) {
+			e.Payload = strings.Replace(e.Payload, "\nreason=hotel confirmed by phone\n", "\nreason=the owner said so\n", 1)
+		},
+	} {
+		rechain(t, v, "ok", edit)
+		if got := v.verify("ok"); got.Valid || !strings.Contains(got.Message, "receipt of seq=4 (entry 3) does not hold: it was signed for "+what) {
+			t.Errorf("Verify with the resolution's %s = %+v; want its receipt broken", what, got)
+		}
+		rechain(t, v, "ok", func(e *engine.Entry) {
+			if e.Seq == 4 {
+				e.Payload = last.Payload
+			}
+		})
+	}
 
 	// It did not happen: FAILED, and the saga compensates.
 	v.call("no", "reserveInventory", `{"item":"laptop"}`)
