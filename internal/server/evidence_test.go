@@ -138,7 +138,10 @@ func TestConsoleDownloads(t *testing.T) {
 		}
 	}
 	r = get("/audit/saga?id=pay")
-	for _, want := range []string{"✓ signed", "download", fmt.Sprintf("-checkpoint checkpoint-%d.note sagacity-pay.ndjson", size),
+	// The dev-mode decisions of this suite need -allow-dev, and the page
+	// says why.
+	for _, want := range []string{"✓ signed", "download", fmt.Sprintf("-checkpoint checkpoint-%d.note -allow-dev sagacity-pay.ndjson", size),
+		"some decisions were made in dev mode",
 		fmt.Sprintf("in the log as the checkpoint of size %d signed it", size)} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("verification page lacks %q:\n%s", want, r.body)
