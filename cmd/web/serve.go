@@ -106,7 +106,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	}
 	opts.Log, opts.Ready = log, db.Ping
 	opts.API = &api.Handlers{Engine: eng}
-	opts.MCP = mcpgw.New(ctx, eng, version(), log).Handler()
+	opts.MCP = mcpgw.New(ctx, eng, version(), log)
 	opts.Console.Engine = eng
 	opts.ApprovalEndpoints, opts.MaxBody, opts.Hosts = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes, cfg.Hosts
 	opts.Metrics = rec

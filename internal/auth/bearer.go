@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -19,6 +20,10 @@ type Token struct {
 	SHA256 string // lowercase hex
 	Roles  []engine.Role
 }
+
+// MaxJWTLifetime is the longest a JWT bearer token may be valid for,
+// from when it was issued.
+const MaxJWTLifetime = 24 * time.Hour
 
 // Bearer authenticates API requests: a static token from the
 // configuration, or a JWT from the OIDC issuer for the API audience.
@@ -60,6 +65,14 @@ func (b *Bearer) Principal(r *http.Request) (engine.Principal, error) {
 		idt, err := b.JWT.Verify(r.Context(), tok)
 		if err != nil {
 			return engine.Principal{}, &engine.Error{Kind: engine.Unauthenticated, Msg: "invalid or expired token", Err: err}
+		}
+		// A token that lives for years is a password nobody rotates.
+		issued := idt.IssuedAt
+		if issued.IsZero() || issued.After(time.Now()) {
+			issued = time.Now()
+		}
+		if idt.Expiry.Sub(issued) > MaxJWTLifetime {
+			return engine.Principal{}, unauthenticated(fmt.Sprintf("the token is valid for longer than %s: use one that expires sooner", MaxJWTLifetime))
 		}
 		var claims map[string]any
 		if err := idt.Claims(&claims); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
@@ -208,7 +209,7 @@ func message(err error) string {
 // request was decided or changed since) is answered with the request's
 // current state, never by deciding it again.
 func (h *Handlers) Decide(w http.ResponseWriter, r *http.Request) error {
-	return h.act(w, r, func(me engine.Principal, v templates.RequestPage, reason string) error {
+	return h.act(w, r, []string{"approve", "reject"}, func(me engine.Principal, v templates.RequestPage, reason string) error {
 		var err error
 		switch r.PostForm.Get("decision") {
 		case "approve":
@@ -224,7 +225,7 @@ func (h *Handlers) Decide(w http.ResponseWriter, r *http.Request) error {
 // POST /request/execute with saga, seq, hash and, in the second step,
 // confirm=yes. It is the engine's own Resume, so every check applies.
 func (h *Handlers) Execute(w http.ResponseWriter, r *http.Request) error {
-	return h.act(w, r, func(me engine.Principal, v templates.RequestPage, _ string) error {
+	return h.act(w, r, []string{"execute"}, func(me engine.Principal, v templates.RequestPage, _ string) error {
 		rv, err := h.Engine.Review(r.Context(), me, v.Ref.Saga, v.Ref.Seq)
 		if err != nil {
 			return err
@@ -234,11 +235,12 @@ func (h *Handlers) Execute(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// act runs a decision posted from the request page: it checks the form
-// against the request's current state, asks for confirmation first, then
-// does it, and answers with the request as it is now (the actions box and,
-// out of band, its status for htmx; the page otherwise).
-func (h *Handlers) act(w http.ResponseWriter, r *http.Request, do func(engine.Principal, templates.RequestPage, string) error) error {
+// act runs a decision posted from the request page, one of those the
+// route serves: it checks the form against the request's current state,
+// asks for confirmation first, then does it, and answers with the request
+// as it is now (the actions box and, out of band, its status for htmx;
+// the page otherwise).
+func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, do func(engine.Principal, templates.RequestPage, string) error) error {
 	if err := parseForm(r); err != nil {
 		return err
 	}
@@ -253,8 +255,8 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, do func(engine.Pr
 		"reject":  func(a templates.Actions) bool { return a.Reject },
 		"execute": func(a templates.Actions) bool { return a.Execute },
 	}[decision]
-	if allowed == nil {
-		return engine.Errorf(engine.Invalid, "decision must be approve, reject or execute")
+	if allowed == nil || !slices.Contains(serves, decision) {
+		return engine.Errorf(engine.Invalid, "decision must be %s here", strings.Join(serves, " or "))
 	}
 	v, err := h.requestPage(r, saga, seq)
 	if err != nil {

@@ -137,8 +137,9 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 		if err := validName("tool name", t.Name); err != nil {
 			return nil, err
 		}
-		if t.Name == GateTool {
-			return nil, Errorf(Invalid, "tool name %q is reserved", t.Name)
+		if t.Name == GateTool || strings.HasPrefix(t.Name, ReservedPrefix) {
+			return nil, Errorf(Invalid, "tool name %q is reserved: %s names the journal's decisions and %s* the MCP gateway's own tools; "+
+				"rename it (an upstream's tools with its prefix)", t.Name, GateTool, ReservedPrefix)
 		}
 		if _, dup := e.tools[t.Name]; dup {
 			return nil, Errorf(Invalid, "tool %q is declared twice", t.Name)
@@ -180,6 +181,11 @@ func (e *Engine) Tools() []ToolInfo {
 	slices.SortFunc(out, func(a, b ToolInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+
+// ReservedPrefix starts the names of the MCP gateway's own tools
+// (sagacity_status, sagacity_resume): no configured tool may take one, or
+// an agent could not tell the gateway's answer from a tool's.
+const ReservedPrefix = "sagacity_"
 
 // MaxIDLen is the longest saga id or tool name, in bytes.
 const MaxIDLen = 200

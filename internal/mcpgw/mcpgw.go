@@ -32,8 +32,8 @@ import (
 
 // The gateway's own tools, beside the engine's.
 const (
-	statusTool = "sagacity_status"
-	resumeTool = "sagacity_resume"
+	statusTool = engine.ReservedPrefix + "status"
+	resumeTool = engine.ReservedPrefix + "resume"
 )
 
 // SagaHeader names the saga an HTTP request's calls belong to.
@@ -47,12 +47,13 @@ type Gateway struct {
 	ctx    context.Context // ends when the server stops
 	engine *engine.Engine
 	server *mcp.Server
-	http   http.Handler
+	bearer http.Handler // the SDK's streamable HTTP, behind its check of the principal
 	log    *slog.Logger
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session // sessions that called a tool
 	watched  map[string]*watch               // sagas some session subscribed to, by resource URI
+	owners   map[string]owner                // who opened each session, by its id
 }
 
 // session is who called through an MCP session, and into which sagas.
@@ -84,7 +85,8 @@ var maxWatchedPerSession = 100
 // New makes the gateway for the engine's tools. version is the server's.
 // It runs until ctx ends: that stops the watcher of subscribed sagas.
 func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger) *Gateway {
-	g := &Gateway{ctx: ctx, engine: e, log: log, sessions: map[*mcp.ServerSession]*session{}, watched: map[string]*watch{}}
+	g := &Gateway{ctx: ctx, engine: e, log: log, sessions: map[*mcp.ServerSession]*session{}, watched: map[string]*watch{},
+		owners: map[string]owner{}}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "sagacity", Title: "Sagacity", Version: version}, &mcp.ServerOptions{
 		Instructions: "Every tool call here is journaled. A tool that cannot be undone answers AWAITING_APPROVAL: " +
 			"a person decides it; ask " + statusTool + " (or subscribe to the saga's resource) and, once it is approved, " +
@@ -109,16 +111,6 @@ func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger
 	}, g.resume)
 	g.server.AddResourceTemplate(&mcp.ResourceTemplate{Name: "saga", URITemplate: "sagacity://saga/{id}", MIMEType: "application/json",
 		Description: "A saga's status and its requests; subscribe to be told when a person decides one."}, g.readSaga)
-	g.http = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
-		&mcp.StreamableHTTPOptions{Logger: log, SessionTimeout: 30 * time.Minute})
-	go g.watchLoop(ctx)
-	return g
-}
-
-// Handler serves MCP to a principal the server has authenticated (see
-// auth.From): it hands the principal to the SDK as the session's token
-// information, which also binds each session to its principal.
-func (g *Gateway) Handler() http.Handler {
 	verify := func(_ context.Context, _ string, r *http.Request) (*mcpauth.TokenInfo, error) {
 		p := auth.From(r.Context())
 		if p.ID == "" {
@@ -126,17 +118,92 @@ func (g *Gateway) Handler() http.Handler {
 		}
 		return &mcpauth.TokenInfo{UserID: p.ID, Extra: map[string]any{principalKey: p}}, nil
 	}
-	bearer := mcpauth.RequireBearerToken(verify, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(g.http)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := auth.From(r.Context()); p.Anonymous && r.Header.Get("Authorization") == "" {
-			// A dev-mode caller without a token: the SDK takes the
-			// principal only from a bearer token, so give it one to read
-			// (its value is never looked at).
-			r = r.Clone(r.Context())
-			r.Header.Set("Authorization", "Bearer anonymous")
+	g.bearer = mcpauth.RequireBearerToken(verify, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
+		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
+			&mcp.StreamableHTTPOptions{Logger: log, SessionTimeout: sessionIdle}))
+	go g.watchLoop(ctx)
+	return g
+}
+
+// Serve serves MCP to a principal the server has authenticated (see
+// auth.From): it hands the principal to the SDK as the session's token
+// information, which also binds each session to its principal. A new
+// session beyond the bounds (maxSessions in all, maxSessionsEach for one
+// principal) is refused with an Unavailable error before anything is
+// written.
+func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request) error {
+	p := auth.From(r.Context())
+	opening := r.Method == http.MethodPost && r.Header.Get(sessionHeader) == ""
+	if opening {
+		if err := g.admit(p.ID); err != nil {
+			return err
 		}
-		bearer.ServeHTTP(w, r)
-	})
+	}
+	if p.Anonymous && r.Header.Get("Authorization") == "" {
+		// A dev-mode caller without a token: the SDK takes the principal
+		// only from a bearer token, so give it one to read (its value is
+		// never looked at).
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer anonymous")
+	}
+	g.bearer.ServeHTTP(w, r)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if id := w.Header().Get(sessionHeader); opening && id != "" {
+		g.owners[id] = owner{p.ID, time.Now()}
+	}
+	if id := r.Header.Get(sessionHeader); r.Method == http.MethodDelete && g.owners[id].principal == p.ID {
+		delete(g.owners, id) // the SDK ends only its own principal's session
+	}
+	return nil
+}
+
+// owner is who opened a session, and when.
+type owner struct {
+	principal string
+	at        time.Time
+}
+
+// sessionHeader names an MCP session in streamable HTTP.
+const sessionHeader = "Mcp-Session-Id"
+
+// The bounds of the sessions open at once: each holds memory until it
+// ends, or has been idle for sessionIdle. Variables for tests.
+var (
+	maxSessions     = 1000
+	maxSessionsEach = 100
+)
+
+// sessionIdle is how long a session may go without a request.
+const sessionIdle = 10 * time.Minute
+
+// admit refuses a new session for principal when the sessions open are
+// at a bound: Unavailable, saying which. A session its client ended
+// (DELETE) counts no more; one the SDK ended (idle) once it no longer
+// holds it (one just opened may not be listed yet).
+func (g *Gateway) admit(principal string) error {
+	live := map[string]bool{}
+	for ss := range g.server.Sessions() {
+		live[ss.ID()] = true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	mine := 0
+	for id, o := range g.owners {
+		switch {
+		case !live[id] && time.Since(o.at) > time.Minute:
+			delete(g.owners, id)
+		case o.principal == principal:
+			mine++
+		}
+	}
+	switch {
+	case max(len(live), len(g.owners)) >= maxSessions:
+		return engine.Errorf(engine.Unavailable, "the server has %d MCP sessions open, the most it keeps: try again once one ends", maxSessions)
+	case mine >= maxSessionsEach:
+		return engine.Errorf(engine.Unavailable, "%s has %d MCP sessions open, the most one principal may: end one (DELETE /mcp) first", principal, maxSessionsEach)
+	}
+	return nil
 }
 
 // principalKey holds the principal in the SDK's token information.

@@ -1,9 +1,11 @@
 package mcpgw
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,24 +24,11 @@ import (
 func TestWatches(t *testing.T) {
 	defer func(n, m int) { maxWatched, maxWatchedPerSession = n, m }(maxWatched, maxWatchedPerSession)
 	maxWatched, maxWatchedPerSession = 3, 2
-	db, err := store.Open(t.Context(), storetest.SQLiteURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	e, err := engine.New(db, nil, engine.WithKeys(storetest.Keys(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := New(t.Context(), e, "test", slog.New(slog.DiscardHandler))
+	g, e, srv := serve(t)
 	p := engine.Principal{ID: "agent", Roles: engine.Roles}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.Handler().ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
-	}))
-	defer srv.Close()
 	connect := func() *mcp.ClientSession {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
-			&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{}}}, nil)
+			&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: withToken{"agent"}}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,12 +81,104 @@ func TestWatches(t *testing.T) {
 	}
 }
 
-// bearer gives every request a token for the SDK's check to find (the
-// principal comes from the context here).
-type bearer struct{}
+// serve runs a gateway over an engine without tools on a SQLite store,
+// serving the principal its bearer token names (withToken), with every
+// role; it stops when the test ends.
+func serve(t *testing.T) (*Gateway, *engine.Engine, *httptest.Server) {
+	db, err := store.Open(t.Context(), storetest.SQLiteURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	e, err := engine.New(db, nil, engine.WithKeys(storetest.Keys(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := New(t.Context(), e, "test", slog.New(slog.DiscardHandler))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := engine.Principal{ID: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), Roles: engine.Roles}
+		if err := g.Serve(w, r.WithContext(auth.WithPrincipal(r.Context(), p))); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return g, e, srv
+}
 
-func (bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+// TestSessions: the sessions open at once are bounded, for one principal
+// and in all; a session that ends makes room.
+func TestSessions(t *testing.T) {
+	defer func(n, m int) { maxSessions, maxSessionsEach = n, m }(maxSessions, maxSessionsEach)
+	maxSessions, maxSessionsEach = 3, 2
+	_, _, srv := serve(t)
+	var open []*mcp.ClientSession
+	defer func() {
+		for _, cs := range open {
+			cs.Close()
+		}
+	}()
+	connect := func(who string) {
+		t.Helper()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(t.Context(),
+			&mcp.StreamableClientTransport{Endpoint: srv.URL, MaxRetries: -1, DisableStandaloneSSE: true,
+				HTTPClient: &http.Client{Transport: withToken{who}}}, nil)
+		if err != nil {
+			t.Fatalf("%s connects: %v", who, err)
+		}
+		open = append(open, cs)
+	}
+	// refused opens a session as who by hand, and says what the refusal
+	// said; "" when the session opened.
+	refused := func(who string) string {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize",`+
+			`"params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := (&http.Client{Transport: withToken{who}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			return string(b)
+		}
+		if id := resp.Header.Get(sessionHeader); id != "" {
+			del, _ := http.NewRequest("DELETE", srv.URL, nil)
+			del.Header.Set(sessionHeader, id)
+			if resp, err := (&http.Client{Transport: withToken{who}}).Do(del); err == nil {
+				resp.Body.Close()
+			}
+		}
+		return ""
+	}
+	connect("a")
+	connect("a")
+	if why := refused("a"); !strings.Contains(why, "a has 2 MCP sessions open, the most one principal may") {
+		t.Errorf("a's third session: %q; want it refused", why)
+	}
+	connect("b")
+	if why := refused("b"); !strings.Contains(why, "the server has 3 MCP sessions open, the most it keeps") {
+		t.Errorf("a fourth session: %q; want it refused", why)
+	}
+	open[0].Close()
+	var why string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if why = refused("b"); why == "" {
+			break
+		}
+	}
+	if why != "" {
+		t.Errorf("b's second session once a's first ended: %q", why)
+	}
+}
+
+// withToken sends every request with a bearer token naming who.
+type withToken struct{ who string }
+
+func (w withToken) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer t")
+	r.Header.Set("Authorization", "Bearer "+w.who)
 	return http.DefaultTransport.RoundTrip(r)
 }

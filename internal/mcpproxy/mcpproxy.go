@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,8 +54,8 @@ type Upstream struct {
 	cs *mcp.ClientSession // nil until connected, and after the connection is lost
 }
 
-// Open connects to the upstream, lists its tools, and returns them as
-// engine tools: named with the upstream's prefix, with its descriptions
+// Open connects to the upstream, lists its tools (all of it within the
+// upstream's call timeout), and returns them as engine tools: named with the upstream's prefix, with its descriptions
 // and input schemas, and running as the configuration says. Results
 // longer than maxResult bytes are failures. It fails when the upstream
 // cannot be reached, when the configuration names a tool the upstream
@@ -63,6 +64,9 @@ type Upstream struct {
 func Open(ctx context.Context, cfg config.Upstream, maxResult int64, version string, log *slog.Logger) (*Upstream, []engine.Tool, error) {
 	u := &Upstream{cfg: cfg, maxResult: int(maxResult), log: log.With("upstream", cfg.Name),
 		client: mcp.NewClient(&mcp.Implementation{Name: "sagacity", Version: version}, nil)}
+	u.log.Info("connecting to the upstream MCP server and listing its tools", "within", cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
 	tools, err := u.tools(ctx)
 	if err != nil {
 		u.Close()
@@ -122,6 +126,10 @@ func (u *Upstream) tools(ctx context.Context) ([]engine.Tool, error) {
 	return out, nil
 }
 
+// exchangeSlack is how much longer than a call one HTTP exchange with an
+// upstream may take: the call's own timeout ends it first.
+const exchangeSlack = 5 * time.Second
+
 // session is the connection, made when there is none.
 func (u *Upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	u.mu.Lock()
@@ -133,8 +141,12 @@ func (u *Upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 	if u.cfg.URL != "" {
 		// Never retried: a POST that may have reached the upstream is
 		// not sent again (the call is then failed, and compensated).
+		// Every exchange is bounded, the handshake's and the end of a
+		// session's included: a server that stops answering holds no
+		// connection for ever.
 		t = &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, MaxRetries: -1, DisableStandaloneSSE: true,
-			HTTPClient: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+			HTTPClient: &http.Client{Timeout: u.cfg.Timeout + exchangeSlack,
+				CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	} else {
 		cmd := exec.Command(u.cfg.Command[0], u.cfg.Command[1:]...)
 		// Not Sagacity's environment: it holds the signing key.
@@ -145,7 +157,14 @@ func (u *Upstream) session(ctx context.Context) (*mcp.ClientSession, error) {
 		cmd.Stderr = &stderrLog{log: u.log}
 		t = &mcp.CommandTransport{Command: cmd}
 	}
-	cs, err := u.client.Connect(ctx, t, nil)
+	// An upstream that never answers the handshake holds nothing up
+	// longer than a call may take.
+	cctx, cancel := context.WithTimeout(ctx, u.cfg.Timeout)
+	defer cancel()
+	cs, err := u.client.Connect(cctx, t, nil)
+	if cctx.Err() != nil && err != nil {
+		return nil, fmt.Errorf("connecting: no answer to the MCP handshake within %s", u.cfg.Timeout)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}

@@ -83,8 +83,13 @@ func TestOpenRefuses(t *testing.T) {
 			`tool "write_file" is undone by "unwrite", which the upstream does not have`},
 		{"unreachable", config.Upstream{URL: "http://127.0.0.1:1/mcp"}, `upstream "files": connecting:`},
 		{"a program that is not there", config.Upstream{Command: []string{"/nonexistent/mcp-server"}}, `upstream "files": connecting:`},
+		{"a server that never answers the handshake", config.Upstream{URL: silent(t)},
+			`upstream "files": connecting: no answer to the MCP handshake within 1s`},
+		{"a program that never answers the handshake", config.Upstream{Command: []string{"sleep", "60"}},
+			`upstream "files": connecting: no answer to the MCP handshake within 1s`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			cfg := tc.cfg
 			cfg.Name, cfg.Timeout = "files", time.Second
 			if cfg.Default == "" {
@@ -140,4 +145,18 @@ func TestUpstreamGone(t *testing.T) {
 	if _, err := list.Executor.Execute(t.Context(), inv); err != nil {
 		t.Errorf("list with the upstream back = %v, want it to connect again", err)
 	}
+}
+
+// silent is the URL of a server that takes every request and never
+// answers it.
+func silent(t *testing.T) string {
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-done:
+		}
+	}))
+	t.Cleanup(func() { close(done); srv.Close() })
+	return srv.URL
 }

@@ -134,20 +134,35 @@ func Pretty(s string) (out string, ok bool) {
 type Field struct {
 	Key   string // "" for a payload that is not a JSON object
 	Value string // a string's text, or any other value as compact JSON
+	// KeyCut and Cut count the bytes of the key and the value a summary
+	// leaves out: each shows at most summaryBytes.
+	KeyCut, Cut int
+}
+
+// summaryBytes is the most of a key, a value or a payload that is not a
+// JSON object a summary shows.
+const summaryBytes = 80
+
+// cut is s cut to at most n bytes, at a character, and how many bytes
+// were left out.
+func cut(s string, n int) (string, int) {
+	at := min(len(s), n)
+	for at < len(s) && !utf8.RuneStart(s[at]) {
+		at--
+	}
+	return s[:at], len(s) - at
 }
 
 // Summary is a one-line view of a payload: the first n scalar members of
 // a JSON object, in order, and how many members it leaves out; or, for
 // anything else, the first 80 bytes (cut at a character) and how many
-// bytes it leaves out. What it leaves out is always counted, never hidden.
+// bytes it leaves out. Keys and values are cut to 80 bytes too. What it
+// leaves out is always counted, never hidden.
 func Summary(s string, n int) (fields []Field, more int) {
 	root, ok := parse(s)
 	if !ok || root.kind != '{' {
-		cut := min(len(s), 80)
-		for cut < len(s) && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		return []Field{{Value: s[:cut]}}, len(s) - cut
+		v, left := cut(s, summaryBytes)
+		return []Field{{Value: v}}, left
 	}
 	for i, v := range root.vals {
 		if len(fields) == n || v.kind == '{' || v.kind == '[' {
@@ -158,7 +173,10 @@ func Summary(s string, n int) (fields []Field, more int) {
 		if v.kind != '"' {
 			val = string(v.compact(nil))
 		}
-		fields = append(fields, Field{Key: root.keys[i], Value: val})
+		f := Field{}
+		f.Key, f.KeyCut = cut(root.keys[i], summaryBytes)
+		f.Value, f.Cut = cut(val, summaryBytes)
+		fields = append(fields, f)
 	}
 	return fields, more
 }

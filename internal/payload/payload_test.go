@@ -144,10 +144,13 @@ func TestSummary(t *testing.T) {
 		want []Field
 		more int
 	}{
-		{`{"amount":"2500.00","to":"bob"}`, 4, []Field{{"amount", "2500.00"}, {"to", "bob"}}, 0},
-		{`{"a":1,"b":{"c":2},"d":true,"e":null,"f":"x"}`, 2, []Field{{"a", "1"}, {"d", "true"}}, 3},
-		{`[1,2]`, 4, []Field{{"", "[1,2]"}}, 0},
-		{strings.Repeat("é", 50), 4, []Field{{"", strings.Repeat("é", 40)}}, 20},
+		{`{"amount":"2500.00","to":"bob"}`, 4, []Field{{Key: "amount", Value: "2500.00"}, {Key: "to", Value: "bob"}}, 0},
+		{`{"a":1,"b":{"c":2},"d":true,"e":null,"f":"x"}`, 2, []Field{{Key: "a", Value: "1"}, {Key: "d", Value: "true"}}, 3},
+		{`[1,2]`, 4, []Field{{Value: "[1,2]"}}, 0},
+		{strings.Repeat("é", 50), 4, []Field{{Value: strings.Repeat("é", 40)}}, 20},
+		// A long key or value is cut, and what is left out counted.
+		{`{"memo":"` + strings.Repeat("x", 900_000) + `","` + strings.Repeat("k", 100) + `":1}`, 4,
+			[]Field{{Key: "memo", Value: strings.Repeat("x", 80), Cut: 900_000 - 80}, {Key: strings.Repeat("k", 80), KeyCut: 20, Value: "1"}}, 0},
 	}
 	for _, tt := range tests {
 		got, more := Summary(tt.in, tt.n)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -192,6 +193,12 @@ func TestConsoleDevSession(t *testing.T) {
 		}
 		if audit := e.get("/sagacity/audit/transfer-77").body; !strings.Contains(audit, `"payload":"approver=alice@example.com\nreason=looks right\nauth=dev\nreceipt=`) {
 			t.Errorf("journal = %s, want APPROVED by alice@example.com with auth=dev", audit)
+		}
+		// Execute goes to its own route, never through decide.
+		execute := form("saga", "transfer-77", "seq", "3", "hash", hash, "decision", "execute", "confirm", "yes")
+		r = e.do("POST", "/request/decide", formType, execute, "Cookie", c.String(), "Sec-Fetch-Site", "same-origin")
+		if r.code != 400 || !strings.Contains(r.body, "decision must be approve or reject here") || slices.Contains(e.tools.paths(), "/wire") {
+			t.Errorf("execute posted to decide = %d %s (tool calls %v), want 400 and nothing done", r.code, r.body, e.tools.paths())
 		}
 		reject := form("saga", "other", "seq", "3", "hash", hash, "decision", "reject", "confirm", "yes")
 		r = e.do("POST", "/request/decide", formType, reject, "Cookie", c.String(), "HX-Request", "true")

@@ -258,7 +258,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		Log:               log,
 		Ready:             db.Ping,
 		API:               &api.Handlers{Engine: eng},
-		MCP:               mcpgw.New(t.Context(), eng, "test", log).Handler(),
+		MCP:               mcpgw.New(t.Context(), eng, "test", log),
 		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: mode, Now: o.now},
 		APIAuth:           bearer.Principal,
 		OIDC:              rp,

@@ -334,3 +334,18 @@ func TestResolveAPI(t *testing.T) {
 		}
 	})
 }
+
+// TestPendingSummaryBounded: a pending request whose fields are huge is
+// summarised in the list at a bounded size, what is left out counted:
+// the list is sent again every few seconds to every reviewer.
+func TestPendingSummaryBounded(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	big := strings.Repeat("x", 200_000)
+	input := fmt.Sprintf(`{"a":"%s","b":"%s","c":"%s","d":"%s"}`, big, big, big, big)
+	want(t, "a gated call with huge fields", e.post("/sagacity/sagas/big/calls", callJSON("sendWireTransfer", input)), 202)
+	c := e.session(t, "reviewer")
+	page := e.do("GET", "/", "", "", "Cookie", c.String())
+	if page.code != 200 || len(page.body) > 64<<10 || !strings.Contains(page.body, "… 199920 more bytes") {
+		t.Errorf("pending list = %d, %d bytes; want it under 64 KiB, counting the 199920 bytes it leaves out of each field", page.code, len(page.body))
+	}
+}

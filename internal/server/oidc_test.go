@@ -218,6 +218,11 @@ func TestAPIJWT(t *testing.T) {
 		"another issuer":       jwt(func(c map[string]any) { c["iss"] = "https://evil.example" }, "RS256"),
 		"unsigned":             jwt(nil, "none"),
 		"signed by a stranger": jwt(nil, "RS256-other"),
+		"valid for ten years":  jwt(func(c map[string]any) { c["exp"] = time.Now().AddDate(10, 0, 0).Unix() }, "RS256"),
+		"valid for 25 hours, issued an hour ago": jwt(func(c map[string]any) {
+			c["iat"], c["exp"] = time.Now().Add(-time.Hour).Unix(), time.Now().Add(24*time.Hour).Unix()
+		}, "RS256"),
+		"valid for two days, with no iat": jwt(func(c map[string]any) { delete(c, "iat"); c["exp"] = time.Now().Add(48 * time.Hour).Unix() }, "RS256"),
 	} {
 		want(t, name, e.do("POST", "/sagacity/sagas/j2/calls", "application/json", call, bearer(tok)...), 401)
 	}

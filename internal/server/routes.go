@@ -34,7 +34,9 @@ type Options struct {
 	OIDC *auth.OIDC
 	// MCP is the MCP gateway (internal/mcpgw), served at /mcp to the
 	// callers APIAuth names; nil serves none.
-	MCP http.Handler
+	MCP interface {
+		Serve(w http.ResponseWriter, r *http.Request) error
+	}
 	// ApprovalEndpoints registers approve, reject and resume.
 	ApprovalEndpoints bool
 	// MaxBody caps request bodies, in bytes.
@@ -153,7 +155,7 @@ func (s *server) routes() *chi.Mux {
 	// Bearer token: the MCP gateway, for agents (its SDK handles GET,
 	// POST and DELETE).
 	if s.MCP != nil {
-		r.With(s.authenticate(s.APIAuth)).Handle("/mcp", s.MCP)
+		r.With(s.authenticate(s.APIAuth)).Handle("/mcp", s.h(s.MCP.Serve))
 	}
 
 	// Bearer token: the metrics, for Prometheus.
