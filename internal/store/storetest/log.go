@@ -450,6 +450,27 @@ func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
 			t.Errorf("Resume once the database matches again: %v", err)
 		}
 	})
+	t.Run("key record replaced", func(t *testing.T) {
+		// Under the running server: no decision is signed with a key the
+		// database's evidence would not verify with.
+		v := newEnv(t, nh)
+		seq := v.gate("a")
+		_, vkey := otherKeys(t)
+		v.h.Exec(t, "UPDATE log_state SET verifier_key = $1", vkey)
+		before := len(v.journal("a"))
+		for name, err := range map[string]error{
+			"Approve": second(v.e.Approve(ctx, approver, "a", seq, "")),
+			"Reject":  second(v.e.Reject(ctx, approver, "a", seq, "")),
+		} {
+			wantKind(t, name+" with another key recorded", err, engine.Conflict)
+			if err == nil || !strings.Contains(err.Error(), vkey) || !strings.Contains(err.Error(), Keys(t).VerifierKey()) {
+				t.Errorf("%s = %v; want it refused, naming both keys", name, err)
+			}
+		}
+		if n := len(v.journal("a")); n != before {
+			t.Errorf("journal has %d entries after the refused decisions, want %d", n, before)
+		}
+	})
 	t.Run("checkpoint directory unwritable", func(t *testing.T) {
 		h := nh(t)
 		dir := t.TempDir()
