@@ -59,7 +59,7 @@ func TestGatedFlow(t *testing.T) {
 	if n := s.tools.ran("/wire"); n != 0 {
 		t.Fatalf("the wire ran %d times before the resume", n)
 	}
-	key := toolsig.HeaderValue(saga) + "/5" // the resumed call's INTENT
+	key := toolsig.HeaderValue(saga) + "/" + strconv.FormatInt(gated.Seq, 10) // the request the resume executes
 	r, err := agent.Resume(ctx, saga, gated.Seq, in)
 	if err != nil || r.Status != client.Running || r.Result != "sent "+key {
 		t.Fatalf("Resume(%q, %d) = %+v, %v; want RUNNING with the wire's answer", saga, gated.Seq, r, err)

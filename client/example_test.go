@@ -43,6 +43,6 @@ func Example() {
 	// Output:
 	// AWAITING_APPROVAL 1
 	// true token:approver
-	// RUNNING sent order-42/3
+	// RUNNING sent order-42/1
 	// true
 }

@@ -95,6 +95,12 @@ func (h *Handlers) Reject(w http.ResponseWriter, r *http.Request) error {
 	return h.decide(w, r, h.Engine.Reject)
 }
 
+// Dismiss drops a superseded request, the saga going on:
+// POST /sagacity/dismiss/{sagaId}/{seq}.
+func (h *Handlers) Dismiss(w http.ResponseWriter, r *http.Request) error {
+	return h.decide(w, r, h.Engine.Dismiss)
+}
+
 type decideFunc = func(ctx context.Context, p engine.Principal, sagaID string, seq int64, reason string) (engine.Decision, error)
 
 func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideFunc) error {

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
@@ -26,12 +27,18 @@ type callJSON struct {
 }
 
 // Call runs a tool in a saga: POST /sagacity/sagas/{sagaId}/calls with
-// {"tool": "...", "input": "<exact input>"}. 200 executed, 202 gated (seq
-// is the one to approve and resume) or in doubt (the tool ran but its
+// {"tool": "...", "input": "<exact input>"} and, optionally, an
+// Idempotency-Key header: the same call sent again under it answers the
+// first one's outcome and runs nothing. 200 executed, 202 gated (seq is
+// the one to approve and resume) or in doubt (the tool ran but its
 // outcome could not be journaled: not to be retried), 422 the tool failed
-// and the saga was compensated.
+// and the saga was compensated, or the key was used with other bytes.
 func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 	sagaID, err := param(r, "sagaId")
+	if err != nil {
+		return err
+	}
+	key, err := idempotencyKey(r.Header)
 	if err != nil {
 		return err
 	}
@@ -42,7 +49,7 @@ func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 	if body.Tool == "" || body.Input == nil {
 		return engine.Errorf(engine.Invalid, `body must contain "tool" and "input"`)
 	}
-	res, err := h.Engine.Call(r.Context(), auth.From(r.Context()), sagaID, body.Tool, *body.Input)
+	res, err := h.Engine.CallOnce(r.Context(), auth.From(r.Context()), sagaID, body.Tool, *body.Input, key)
 	if err != nil {
 		return err
 	}
@@ -60,6 +67,43 @@ func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 	}
 	out.Error = res.Error
 	return WriteJSON(w, http.StatusUnprocessableEntity, out)
+}
+
+// KeyHeader is the header of an agent's idempotency key for a call.
+const KeyHeader = "Idempotency-Key"
+
+// idempotencyKey reads a call's Idempotency-Key: the sf-string the IETF
+// draft writes ("…", with \" and \\ escaped), or the bare value many
+// clients send; "" when there is none.
+func idempotencyKey(h http.Header) (string, error) {
+	vs := h.Values(KeyHeader)
+	if len(vs) == 0 {
+		return "", nil
+	}
+	v := strings.TrimSpace(vs[0])
+	if len(vs) > 1 || v == "" {
+		return "", engine.Errorf(engine.Invalid, "send one Idempotency-Key, not empty")
+	}
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return v, nil
+	}
+	var b strings.Builder
+	for i := 1; i < len(v)-1; i++ {
+		c := v[i]
+		if c == '\\' {
+			if i++; i == len(v)-1 || (v[i] != '"' && v[i] != '\\') {
+				return "", engine.Errorf(engine.Invalid, `Idempotency-Key escapes only \" and \\`)
+			}
+			c = v[i]
+		} else if c == '"' {
+			return "", engine.Errorf(engine.Invalid, `Idempotency-Key has a '"' it does not escape`)
+		}
+		b.WriteByte(c)
+	}
+	if b.Len() == 0 {
+		return "", engine.Errorf(engine.Invalid, "send one Idempotency-Key, not empty")
+	}
+	return b.String(), nil
 }
 
 type sagaJSON struct {
@@ -178,10 +222,12 @@ type inDoubtJSON struct {
 	UpdatedAt time.Time        `json:"updatedAt"`
 }
 
-// InDoubt lists calls whose outcome is unknown:
-// GET /sagacity/in-doubt?olderThan=10m (default 1m).
+// InDoubt lists calls whose outcome is unknown: those whose process is
+// gone, at once, and those still for olderThan (GET
+// /sagacity/in-doubt?olderThan=10m; by default the in-doubt window, after
+// which a person may resolve them).
 func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
-	age := time.Minute
+	age := time.Duration(-1)
 	if s := r.URL.Query().Get("olderThan"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < 0 {

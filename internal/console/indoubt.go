@@ -32,10 +32,11 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 			s = &found
 			sagas[c.SagaID] = s
 		}
-		key := fmt.Sprintf("%s/%d", c.SagaID, c.Seq)
+		phase := engine.ToolExecute
 		if c.State == engine.CallCompensating {
-			key += "/compensate"
+			phase = engine.ToolCompensate
 		}
+		key := c.Invocation().Key(phase)
 		ic := templates.InDoubtCall{SagaID: c.SagaID, SagaHref: templates.SagaHref(c.SagaID), Seq: c.Seq, Tool: c.ToolName,
 			Input: payload.Reveal(c.Input), Key: key, Undo: c.State == engine.CallCompensating, Requester: c.Requester,
 			Started: h.when(c.StartedAt), Updated: h.when(c.UpdatedAt), EntryHref: templates.EntryHref(c.SagaID, c.Seq)}

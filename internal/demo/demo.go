@@ -53,7 +53,9 @@ var Stock = []Item{
 //     pickup "now" fails, because the courier has already collected the parcel.
 //   - sendWireTransfer {"amount","to"} (IRREVERSIBLE): books a payment in the ledger.
 func Tools(s Store, now func() time.Time) []engine.Tool {
-	key := func(inv engine.Invocation) string { return fmt.Sprintf("%s/%d", inv.SagaID, inv.Seq) }
+	// The ledger keeps each effect under the call's idempotency key, as
+	// a tool behind HTTP would.
+	key := func(inv engine.Invocation) string { return inv.Key(engine.ToolExecute) }
 	return []engine.Tool{
 		{Name: "reserveInventory", Reversibility: engine.Compensatable,
 			Description: "Reserves qty units (default 1) of the item sku from the demo inventory; undone by releasing them.",

@@ -127,7 +127,7 @@ func backup(t *testing.T, dbURL string) (restore func()) {
 			}
 		}
 	}
-	tables := []string{"sagas", "journal", "approval_requests", "calls", "log_nodes", "log_state"}
+	tables := []string{"sagas", "journal", "approval_requests", "calls", "call_keys", "log_nodes", "log_state"}
 	for _, table := range tables {
 		storetest.Exec(t, dbURL, "CREATE TABLE backup_"+table+" AS TABLE "+table)
 	}

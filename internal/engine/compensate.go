@@ -41,9 +41,9 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 					again = true
 					return e.undone(tx, s, c, fmt.Errorf("tool %q is not configured, so it cannot be compensated", c.ToolName))
 				}
-				c.State, c.UpdatedAt = CallCompensating, e.stamp(s)
+				c.State, c.UpdatedAt, c.Runner = CallCompensating, e.stamp(s), e.runnerID()
 				claimed, tool = c, t
-				return tx.PutCall(c)
+				return e.putCall(tx, s, CallExecuted, c)
 			}
 			busy, err := tx.Calls(sagaID, CallRunning, CallCompensating)
 			if err != nil || len(busy) > 0 {
@@ -71,7 +71,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 		if claimed.Seq == 0 {
 			return s, nil // a call or undo in flight elsewhere will settle the saga
 		}
-		inv := Invocation{SagaID: sagaID, Seq: claimed.Seq, Tool: claimed.ToolName, Input: claimed.Input}
+		inv := claimed.Invocation()
 		result, undoErr := DecodeText(claimed.Result)
 		if undoErr == nil {
 			_, undoErr = e.safely(inv, ToolCompensate, func() (string, error) {
@@ -127,6 +127,7 @@ func (e *Engine) undoneAs(tx Tx, s *Saga, c Call, tool string, phase Phase, inpu
 	if err != nil {
 		return err
 	}
+	from := c.State
 	c.State, c.UpdatedAt = state, en.Timestamp
-	return tx.PutCall(c)
+	return e.putCall(tx, s, from, c)
 }

@@ -11,10 +11,14 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sagacity-go/sagacity/toolsig"
 )
 
 // Executor runs a tool's effect and its undo.
@@ -25,13 +29,42 @@ type Executor interface {
 	Compensate(ctx context.Context, inv Invocation, result string) error
 }
 
-// Invocation identifies one call of a tool. Seq is the call's INTENT entry,
-// so "<SagaID>/<Seq>" is unique per call and stable across retries.
+// Invocation identifies one call of a tool. Seq is the call's INTENT
+// entry; Request, for a resumed call, the request it executes. Key is
+// the idempotency key the tool is handed, unique per call and stable
+// across retries.
 type Invocation struct {
-	SagaID string
-	Seq    int64
-	Tool   string
-	Input  string
+	SagaID  string
+	Seq     int64
+	Request int64 // 0 for an agent's call
+	Tool    string
+	Input   string
+}
+
+// Key is the idempotency key of the invocation's phase, the one every way
+// of running a tool hands it and the console shows: the saga's id (as
+// toolsig.HeaderValue writes it: percent-encoded unless visible ASCII
+// without '%'), "/", and the call's seq — the request's, for a resumed
+// call, so that a tool's owner finds it from the request a person
+// approved — plus "/compensate" for its undo.
+func (inv Invocation) Key(phase ToolPhase) string {
+	seq := inv.Seq
+	if inv.Request > 0 {
+		seq = inv.Request
+	}
+	k := toolsig.HeaderValue(inv.SagaID) + "/" + strconv.FormatInt(seq, 10)
+	if phase == ToolCompensate {
+		k += "/compensate"
+	}
+	return k
+}
+
+// KeySeq is the seq the invocation's key names.
+func (inv Invocation) KeySeq() int64 {
+	if inv.Request > 0 {
+		return inv.Request
+	}
+	return inv.Seq
 }
 
 // Funcs adapts two functions to an Executor.
@@ -89,6 +122,8 @@ type Engine struct {
 	heads heads
 	// obs is told what the engine does (see Observer).
 	obs Observer
+	// runner is the process's runner id, once a Heartbeat registered it.
+	runner atomic.Pointer[string]
 }
 
 // Option configures an Engine.

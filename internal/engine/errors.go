@@ -18,21 +18,40 @@ const (
 	Forbidden
 	Unauthenticated
 	Unavailable
+	// Unprocessable: well formed, but not what the request it repeats
+	// was (an idempotency key sent again with other bytes).
+	Unprocessable
 )
 
-var kindNames = [...]string{"internal", "not found", "invalid", "conflict", "forbidden", "unauthenticated", "unavailable"}
+var kindNames = [...]string{"internal", "not found", "invalid", "conflict", "forbidden", "unauthenticated", "unavailable", "unprocessable"}
 
 func (k Kind) String() string { return kindNames[k] }
 
 // Error is the engine's one error type. Msg is safe to show to the caller;
-// Err is the cause, for logs only.
+// Err is the cause, for logs only. Code, when set, says in one word what
+// a caller can act on (CodeInDoubt, …).
 type Error struct {
 	Kind   Kind
 	Msg    string
 	SagaID string
 	Seq    int64
+	Code   string
 	Err    error
 }
+
+// Codes of refusals a caller acts on.
+const (
+	// CodeInDoubt: a call of the saga is in doubt; a person must resolve
+	// it before the saga takes another (Seq names it).
+	CodeInDoubt = "IN_DOUBT"
+	// CodeInProgress: the call an idempotency key names is still
+	// running; ask again for its outcome.
+	CodeInProgress = "IN_PROGRESS"
+	// CodeKeyReused: the idempotency key names a call with other bytes.
+	CodeKeyReused = "KEY_REUSED"
+	// CodeSuperseded: the request was superseded by the saga's later one.
+	CodeSuperseded = "SUPERSEDED"
+)
 
 func (e *Error) Error() string {
 	if e.Err != nil {

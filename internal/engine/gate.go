@@ -101,7 +101,7 @@ func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 
 // superseded is the Conflict of acting on a request the saga re-planned.
 func superseded(l *Life) *Error {
-	return &Error{Kind: Conflict, Msg: fmt.Sprintf("the request at seq=%d was superseded by the saga's request at seq=%d: "+
+	return &Error{Kind: Conflict, Code: CodeSuperseded, Msg: fmt.Sprintf("the request at seq=%d was superseded by the saga's request at seq=%d: "+
 		"it can no longer be approved or executed", l.Seq, l.SupersededBy)}
 }
 
@@ -204,6 +204,42 @@ func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int
 	return d, nil
 }
 
+// Dismiss records p's dismissal of a superseded request at seq: a
+// REJECTED entry of the approval gate naming p as dismissed-by, with its
+// receipt. It drops that request alone; the saga goes on, nothing is
+// compensated. Reject, not Dismiss, ends a saga.
+//
+// Errors: Conflict when the request is not superseded (reject it
+// instead), and as Reject.
+func (e *Engine) Dismiss(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
+	var d Decision
+	s, err := e.decide(ctx, p, ActDismiss, sagaID, seq, reason, func(tx Tx, s *Saga, b bound) error {
+		if b.life.SupersededBy == 0 {
+			return &Error{Kind: Conflict, Msg: fmt.Sprintf("the request at seq=%d is not superseded: only a request the saga "+
+				"replaced can be dismissed; reject it to end the saga", seq)}
+		}
+		at := e.stamp(s)
+		payload, err := e.personalPayload(p, b.gated, DecidedDismissed, keyDismissedBy, reason, nil, at)
+		if err != nil {
+			return err
+		}
+		en, err := e.appendAt(tx, s, GateTool, PhaseRejected, gateRef(seq), payload, at)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
+			return err
+		}
+		d = Decision{SagaID: sagaID, JournalSeq: seq, Approver: p.ID, Reason: reason, DecidedAt: en.Timestamp}
+		return e.settle(tx, s)
+	})
+	if err == nil {
+		e.obs.Decided(DecidedDismissed)
+	}
+	d.Status = s.Status
+	return d, err
+}
+
 // ResumeResult reports a resume. A refused resume is a completed action,
 // not an error: Refused is set, Reason says why, the tool was not called
 // and the saga has been compensated.
@@ -277,6 +313,9 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 			// replaced this one.
 			return superseded(b.life)
 		}
+		if err := e.clear(tx, s); err != nil {
+			return err
+		}
 		refusal = refuse(b.life, gated, payload)
 		if refusal != "" {
 			detail := refusal
@@ -291,13 +330,13 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
 			return err
 		}
-		en, err := e.append(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p)+"\n"+keyResumes+"="+gateRef(seq))
+		en, err := e.append(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p, "")+"\n"+keyResumes+"="+gateRef(seq))
 		if err != nil {
 			return err
 		}
 		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: gated.ToolName, Input: gated.Input, Requester: p.ID,
-			State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp}
-		if err := tx.PutCall(call); err != nil {
+			State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp, Request: seq, Runner: e.runnerID()}
+		if err := e.putCall(tx, s, "", call); err != nil {
 			return err
 		}
 		return e.settle(tx, s)

@@ -22,12 +22,18 @@ const (
 	ClosedRejected Closing = "rejected" // a person rejected it
 	ClosedRefused  Closing = "refused"  // a resume of it was refused
 	ClosedDropped  Closing = "dropped"  // its saga failed before it was executed
+	// ClosedDismissed: a person dropped it, superseded, and the saga
+	// went on.
+	ClosedDismissed Closing = "dismissed"
 )
 
 // Payload keys of the entries that open and close requests.
 const (
 	keyResumes = "resumes" // on a resume's INTENT: gateRef of the request
 	keyDropped = "dropped" // on the REJECTED that drops a request: why the saga failed
+	// keyDismissedBy is, instead of approver=, on a person's REJECTED
+	// that drops only a superseded request.
+	keyDismissedBy = "dismissed-by"
 )
 
 // Life is what the journal says became of one request.
@@ -126,7 +132,10 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 
 		case en.ToolName == GateTool && (en.Phase == PhaseApproved || en.Phase == PhaseRejected):
 			l := lc.Requests[refSeq(en.Input)]
-			decider := en.Field("approver")
+			decider, dismissal := en.Field("approver"), en.Phase == PhaseRejected && en.Field(keyDismissedBy) != ""
+			if dismissal {
+				decider = en.Field(keyDismissedBy)
+			}
 			switch {
 			case l == nil:
 				return bad(i, "decides %s, which is no request of this saga", en.Input)
@@ -136,6 +145,10 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				return bad(i, "is a decision by %s, who started the saga (four-eyes)", decider)
 			case decider == l.Requester:
 				return bad(i, "is a decision by %s, who made the request at seq=%d (four-eyes)", decider, l.Seq)
+			case dismissal && l.SupersededBy == 0:
+				return bad(i, "dismisses the request at seq=%d, which nothing superseded", l.Seq)
+			case dismissal:
+				l.Closed, l.Closing = en.Seq, ClosedDismissed
 			case en.Phase == PhaseRejected:
 				l.Closed, l.Closing = en.Seq, ClosedRejected
 				lc.fail(en.Seq)

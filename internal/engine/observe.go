@@ -156,9 +156,31 @@ func (w watched) Approvals(ctx context.Context, sagaID string) ([]ApprovalReques
 	return rs, failing(ctx, w.obs, err)
 }
 
-func (w watched) InDoubt(ctx context.Context, before time.Time) ([]Call, error) {
-	cs, err := w.s.InDoubt(ctx, before)
+func (w watched) InDoubt(ctx context.Context, before, alive time.Time) ([]Call, error) {
+	cs, err := w.s.InDoubt(ctx, before, alive)
 	return cs, failing(ctx, w.obs, err)
+}
+
+func (w watched) CallKey(ctx context.Context, sagaID, key string) (int64, error) {
+	seq, err := w.s.CallKey(ctx, sagaID, key)
+	return seq, failing(ctx, w.obs, err)
+}
+
+func (w watched) Register(ctx context.Context, r Runner) error {
+	return failing(ctx, w.obs, w.s.Register(ctx, r))
+}
+
+func (w watched) Beat(ctx context.Context, id string, t time.Time) error {
+	return failing(ctx, w.obs, w.s.Beat(ctx, id, t))
+}
+
+func (w watched) Retire(ctx context.Context, id string) error {
+	return failing(ctx, w.obs, w.s.Retire(ctx, id))
+}
+
+func (w watched) Runner(ctx context.Context, id string) (Runner, error) {
+	r, err := w.s.Runner(ctx, id)
+	return r, failing(ctx, w.obs, err)
 }
 
 func (w watched) Pending(ctx context.Context, f PendingFilter) ([]Pending, error) {

@@ -16,6 +16,7 @@ const (
 	ActAbort   Action = "abort"    // fail the saga and compensate it
 	ActApprove Action = "approve"  // approve a pending request
 	ActReject  Action = "reject"   // reject a pending request
+	ActDismiss Action = "dismiss"  // drop a superseded request, the saga going on
 	ActResume  Action = "resume"   // execute an approved request
 	ActRead    Action = "read"     // read sagas and their journals
 	ActVerify  Action = "verify"   // verify a journal
@@ -53,6 +54,7 @@ var roles = map[Action][]Role{
 	ActAbort:   {RoleAgent, RoleApprover},
 	ActApprove: {RoleApprover},
 	ActReject:  {RoleApprover},
+	ActDismiss: {RoleApprover},
 	ActResume:  {RoleAgent, RoleApprover},
 	ActRead:    Roles,
 	ActVerify:  {RoleAuditor, RoleApprover},
@@ -65,7 +67,7 @@ var roles = map[Action][]Role{
 
 var doing = map[Action]string{
 	ActCall: "calling a tool", ActEnd: "ending a saga", ActAbort: "aborting a saga", ActApprove: "approving",
-	ActReject: "rejecting", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
+	ActReject: "rejecting", ActDismiss: "dismissing", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
 	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt", ActResolve: "resolving a call in doubt",
 	ActMetrics: "reading metrics",
 }
@@ -90,7 +92,7 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 		return nil
 	}
 	switch a {
-	case ActApprove, ActReject, ActResolve:
+	case ActApprove, ActReject, ActDismiss, ActResolve:
 		// Four-eyes: a request, or what a call in doubt came to, is
 		// decided by somebody other than whoever started the saga and
 		// whoever asked for the call.

@@ -87,6 +87,7 @@ const (
 	DecidedNotHappened = "not-happened" // it had not
 	DecidedUndone      = "undone"       // an undo in doubt had taken effect
 	DecidedNotUndone   = "not-undone"   // it had not
+	DecidedDismissed   = "dismissed"    // a superseded request dropped, the saga going on
 )
 
 // Receipt is what a person decided, as signed.
@@ -256,6 +257,9 @@ func personal(e Entry) (decision string, decider string, ok bool) {
 	case PhaseApproved:
 		return DecidedApproved, e.Field("approver"), true
 	case PhaseRejected:
+		if by := e.Field(keyDismissedBy); by != "" {
+			return DecidedDismissed, by, true
+		}
 		return DecidedRejected, e.Field("approver"), true
 	case PhaseExecuted:
 		return DecidedHappened, e.Field("resolved-by"), true

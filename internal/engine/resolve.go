@@ -53,8 +53,8 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		if err != nil {
 			return err
 		}
-		if !c.InDoubt() || e.now().Sub(c.UpdatedAt) < e.inDoubtAfter {
-			return &Error{Kind: Conflict, Msg: fmt.Sprintf("the call at seq=%d is %s, not in doubt", seq, c.State)}
+		if err := e.doubted(tx, c); err != nil {
+			return err
 		}
 		entries, err := tx.Entries(sagaID)
 		if err != nil {
@@ -104,4 +104,24 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		s = e.compensateNow(ctx, s)
 	}
 	return s, nil
+}
+
+// doubted refuses to resolve call c unless it is in doubt: unsettled, and
+// its runner gone or the call still for the in-doubt window.
+func (e *Engine) doubted(tx Tx, c Call) error {
+	not := &Error{Kind: Conflict, Msg: fmt.Sprintf("the call at seq=%d is %s, not in doubt", c.Seq, c.State)}
+	if !c.Unsettled() {
+		return not
+	}
+	before, alive := e.doubtful()
+	doubt, err := tx.InDoubt(c.SagaID, before, alive)
+	if err != nil {
+		return err
+	}
+	for _, d := range doubt {
+		if d.Seq == c.Seq {
+			return nil
+		}
+	}
+	return not
 }

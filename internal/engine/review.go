@@ -38,8 +38,8 @@ type Backlog struct {
 	// Oldest is how long the oldest pending request has waited; 0 when
 	// none is pending.
 	Oldest time.Duration
-	// InDoubt counts the calls in doubt for longer than the in-doubt
-	// window (see InDoubtAfter), up to the store's cap on one listing.
+	// InDoubt counts the calls in doubt (see Engine.InDoubt), up to the
+	// store's cap on one listing.
 	InDoubt int
 }
 
@@ -58,7 +58,8 @@ func (e *Engine) Backlog(ctx context.Context) (Backlog, error) {
 	for _, p := range pending {
 		b.Oldest = max(b.Oldest, now.Sub(p.Oldest))
 	}
-	calls, err := e.store.InDoubt(ctx, now.Add(-e.inDoubtAfter))
+	before, alive := e.doubtful()
+	calls, err := e.store.InDoubt(ctx, before, alive)
 	if err != nil {
 		return Backlog{}, err
 	}
@@ -92,6 +93,7 @@ const (
 	// StateSuperseded: pending, but the saga's later request of the same
 	// tool was approved or executed; it can be neither.
 	StateSuperseded RequestState = "superseded"
+	StateDismissed  RequestState = "dismissed" // superseded, and a person dropped it
 )
 
 // Review is everything a person needs to decide one request, read from
@@ -101,8 +103,9 @@ type Review struct {
 	Gated   Entry // the AWAITING_APPROVAL entry: the bytes, their tool, who asked
 	State   RequestState
 	Pending bool
-	// Approval and Rejection are the decisions recorded on it, if any.
-	Approval, Rejection *Decision
+	// Approval and Rejection (or Dismissal) are the decisions recorded
+	// on it, if any.
+	Approval, Rejection, Dismissal *Decision
 	// Refusal is the refused resume's entry, if any (State refused); its
 	// payload holds what was attempted. Dropped is the entry that
 	// dropped it when the saga failed, if any.
@@ -239,6 +242,9 @@ func (r *Review) settle(l *Life, calls []Call) {
 	case l.Closing == ClosedRejected:
 		d := decisionOf(r.Saga, l.Seq, *at(l.Closed))
 		r.Rejection, r.State = &d, StateRejected
+	case l.Closing == ClosedDismissed:
+		d := decisionOf(r.Saga, l.Seq, *at(l.Closed))
+		r.Dismissal, r.State = &d, StateDismissed
 	case l.Closing == ClosedRefused:
 		r.Refusal, r.State = at(l.Closed), StateRefused
 	case l.Closing == ClosedDropped:
@@ -259,6 +265,7 @@ func (r *Review) settle(l *Life, calls []Call) {
 
 // decisionOf reads a decision entry.
 func decisionOf(s Saga, seq int64, en Entry) Decision {
-	return Decision{SagaID: s.ID, JournalSeq: seq, Approved: en.Phase == PhaseApproved, Approver: line(en.Payload, "approver"),
+	_, who, _ := personal(en)
+	return Decision{SagaID: s.ID, JournalSeq: seq, Approved: en.Phase == PhaseApproved, Approver: who,
 		Reason: line(en.Payload, "reason"), DecidedAt: en.Timestamp, Status: s.Status}
 }

@@ -10,146 +10,6 @@ import (
 	"unicode/utf8"
 )
 
-// Outcome is what a tool call came to.
-type Outcome string
-
-// Call outcomes. A failed call compensates the saga, so its outcome is the
-// saga's status after compensation. IN_DOUBT: the tool ran, or may have,
-// but its outcome could not be journaled; a person must find out.
-const (
-	OutcomeExecuted           Outcome = "EXECUTED"
-	OutcomeAwaitingApproval   Outcome = "AWAITING_APPROVAL"
-	OutcomeCompensating       Outcome = "COMPENSATING"
-	OutcomeCompensated        Outcome = "COMPENSATED"
-	OutcomeCompensationFailed Outcome = "COMPENSATION_FAILED"
-	OutcomeInDoubt            Outcome = "IN_DOUBT"
-)
-
-// AwaitingMessage is what the model is told about a gated call.
-func AwaitingMessage(tool string) string {
-	return fmt.Sprintf("[AWAITING_APPROVAL] Tool '%s' requires human approval before execution.", tool)
-}
-
-// CallResult reports one tool call. Seq is the call's first entry: the
-// INTENT of an executed call, or the AWAITING_APPROVAL entry to approve and
-// resume.
-type CallResult struct {
-	SagaID    string
-	Seq       int64
-	ToolName  string
-	Outcome   Outcome
-	Result    string // EXECUTED: the tool's result
-	Message   string // AWAITING_APPROVAL: the model-facing message
-	InputHash string // AWAITING_APPROVAL: sha256 of the input
-	Error     string // failed or in doubt: what went wrong
-	Status    Status // the saga's status afterwards; "" when in doubt
-}
-
-// Call runs a tool inside a saga, creating the saga (with p as its
-// initiator) on its first call. A REVERSIBLE or COMPENSATABLE tool executes
-// between an INTENT and an EXECUTED entry; when it fails, FAILED is
-// journaled and the saga is compensated. An IRREVERSIBLE tool does not run:
-// the call is parked as a pending approval request. Either way the first
-// entry records p as the call's requester.
-//
-// Errors: Invalid for a bad id, tool name or input; NotFound for an unknown
-// tool (nothing is journaled); Conflict when the saga is final, compensating
-// or ended; Forbidden without the agent role or on another principal's saga
-// (see Can); Unavailable when the store is. A tool that ran but whose
-// outcome could not be journaled is not an error: its outcome is IN_DOUBT.
-func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input string) (CallResult, error) {
-	res, err := e.call(ctx, p, sagaID, toolName, input)
-	if _, ok := e.tools[toolName]; !ok {
-		toolName = "" // not a label for whatever an agent names
-	}
-	e.obs.Called(toolName, ended(res.Outcome, false, err))
-	return res, err
-}
-
-// call does what Call says; Call tells the observer how it ended.
-func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input string) (CallResult, error) {
-	if err := e.Can(p, ActCall, Subject{}); err != nil {
-		return CallResult{}, err
-	}
-	if err := validName("saga id", sagaID); err != nil {
-		return CallResult{}, err
-	}
-	if err := validName("tool name", toolName); err != nil {
-		return CallResult{}, err
-	}
-	if err := e.validInput("input", input); err != nil {
-		return CallResult{}, err
-	}
-	if err := ambiguous(input); err != nil {
-		return CallResult{}, at(err, sagaID, 0)
-	}
-	tool, ok := e.tools[toolName]
-	if !ok {
-		return CallResult{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("unknown tool %q", toolName), SagaID: sagaID}
-	}
-	if s := e.schemas[toolName]; s != nil {
-		if err := s.check(toolName, input); err != nil {
-			return CallResult{}, at(err, sagaID, 0)
-		}
-	}
-	var res CallResult
-	var call Call
-	_, err := e.transact(ctx, sagaID, 0, "", func(tx Tx) (Saga, bool, error) {
-		s, err := e.open(tx, p, sagaID)
-		return s, err == nil, err
-	}, func(tx Tx, s *Saga) error {
-		res, call = CallResult{}, Call{}
-		if err := e.admit(p, ActCall, *s); err != nil {
-			return err
-		}
-		if s.Ended {
-			return Errorf(Conflict, "saga %s has ended; start a new saga", sagaID)
-		}
-		if tool.Reversibility == Irreversible {
-			en, err := e.append(tx, s, toolName, PhaseAwaitingApproval, input, requested(p))
-			if err != nil {
-				return err
-			}
-			r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
-				Input: input, InputHash: PayloadHash(input), Requester: p.ID, CreatedAt: en.Timestamp}
-			if err := tx.PutApproval(r); err != nil {
-				return err
-			}
-			s.Status = AwaitingApproval
-			res = CallResult{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Outcome: OutcomeAwaitingApproval,
-				Message: AwaitingMessage(toolName), InputHash: r.InputHash, Status: s.Status}
-			return nil
-		}
-		en, err := e.append(tx, s, toolName, PhaseIntent, input, requested(p))
-		if err != nil {
-			return err
-		}
-		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Input: input, Requester: p.ID,
-			State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp}
-		return tx.PutCall(call)
-	})
-	if err != nil {
-		return CallResult{}, at(err, sagaID, 0)
-	}
-	if call.Seq == 0 {
-		return res, nil
-	}
-	return e.execute(ctx, tool, call)
-}
-
-// requested is the payload of the entry that opens a call: who asked for
-// it, and how they signed in.
-func requested(p Principal) string {
-	s := "requester=" + p.ID
-	if p.Auth != "" {
-		s += "\nauth=" + p.Auth
-	}
-	if p.Client != "" {
-		s += "\nclient=" + cleanLine(p.Client)
-	}
-	return s
-}
-
 // begin creates saga id with p as its initiator, or locks the existing
 // one, and checks that p may take action a on it and that it accepts work.
 func (e *Engine) begin(tx Tx, p Principal, a Action, id string) (Saga, error) {
@@ -183,127 +43,6 @@ func accepting(s Saga) error {
 		return &Error{Kind: Conflict, Msg: fmt.Sprintf("saga %s is being compensated", s.ID), SagaID: s.ID}
 	}
 	return nil
-}
-
-// execute runs a call whose INTENT is committed, journals its outcome and,
-// when it failed, compensates the saga. The journal is written even when
-// the caller has gone away, and retried while the store is unavailable:
-// an effect that happened must be recorded. When it still cannot be, the
-// call is left in doubt and the outcome says so.
-func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, error) {
-	ctx = context.WithoutCancel(ctx)
-	inv := Invocation{SagaID: c.SagaID, Seq: c.Seq, Tool: c.ToolName, Input: c.Input}
-	result, runErr := e.safely(inv, ToolExecute, func() (string, error) { return tool.Executor.Execute(ctx, inv) })
-	if runErr == nil && len(result) > e.maxInput {
-		runErr, result = fmt.Errorf("result is larger than %d bytes", e.maxInput), ""
-	}
-	res := CallResult{SagaID: c.SagaID, Seq: c.Seq, ToolName: c.ToolName}
-	// ours is the head the outcome's entry made in the try that ran: the
-	// saga committed has it unless no try of ours committed (a try on a
-	// stale promise, or a person who resolved the call meanwhile).
-	var ours string
-	s, err := e.record(ctx, c.SagaID, c.Seq, CallRunning, func(tx Tx, s *Saga) error {
-		var err error
-		if runErr != nil {
-			err = e.close(tx, s, c, c.ToolName, PhaseFailed, c.Input, runErr.Error(), "", e.stamp(s))
-		} else {
-			err = e.close(tx, s, c, c.ToolName, PhaseExecuted, c.Input, result, result, e.stamp(s))
-		}
-		ours = s.HeadHash
-		return err
-	})
-	if err != nil {
-		e.log.Error("a tool ran but its outcome could not be journaled; the call is in doubt",
-			"saga", c.SagaID, "seq", c.Seq, "tool", c.ToolName, "err", err)
-		res.Outcome = OutcomeInDoubt
-		res.Error = fmt.Sprintf("tool %s was called but its outcome could not be journaled, so it may have taken effect; "+
-			"the call is in doubt until a person resolves it: do not retry it", c.ToolName)
-		return res, nil
-	}
-	if s.HeadHash != ours {
-		// The tool stood still past the in-doubt window and a person
-		// resolved the call: the journal holds their word, not this late
-		// answer, so the caller gets neither as the call's outcome.
-		e.log.Warn("a tool answered after a person had resolved its call; its answer is not journaled",
-			"saga", c.SagaID, "seq", c.Seq, "tool", c.ToolName, "failed", runErr != nil)
-		res.Status, res.Outcome = s.Status, OutcomeInDoubt
-		res.Error = fmt.Sprintf("tool %s answered after a person had resolved the call; the journal holds their resolution: "+
-			"read it before going on, and do not retry the call", c.ToolName)
-		return res, nil
-	}
-	if s.Status == Compensating {
-		// Also reached by a call that executed while another failed: its
-		// effect is undone with the rest.
-		s = e.compensateNow(ctx, s)
-	}
-	res.Status = s.Status
-	if runErr != nil {
-		res.Outcome, res.Error = Outcome(s.Status), EncodeText(runErr.Error())
-		return res, nil
-	}
-	res.Outcome, res.Result = OutcomeExecuted, EncodeText(result)
-	return res, nil
-}
-
-// close journals the outcome of running call c, at at, as an entry of tool
-// with phase (EXECUTED or FAILED), input and payload, and settles the
-// saga: a failure starts compensating it, unless it is compensating
-// already (the compensation in progress settles it). result is what the
-// call's undo is handed.
-func (e *Engine) close(tx Tx, s *Saga, c Call, tool string, phase Phase, input, payload, result string, at time.Time) error {
-	en, err := e.appendAt(tx, s, tool, phase, input, payload, at)
-	if err != nil {
-		return err
-	}
-	c.OutcomeSeq, c.UpdatedAt = en.Seq, en.Timestamp
-	if phase == PhaseFailed {
-		c.State = CallFailed
-		if err := tx.PutCall(c); err != nil {
-			return err
-		}
-		if accepting(*s) != nil {
-			return nil
-		}
-		return e.fail(tx, s, fmt.Sprintf("tool %s failed: %s", c.ToolName, en.Payload))
-	}
-	c.State, c.Result = CallExecuted, EncodeText(result)
-	if err := tx.PutCall(c); err != nil {
-		return err
-	}
-	if !s.Ended {
-		// An outcome changes no request, so a live saga's status, which
-		// says whether requests are pending, stands; only an ended one
-		// may now be complete.
-		return nil
-	}
-	return e.settle(tx, s)
-}
-
-// record journals what happened after a tool ran, its outcome or an
-// undo's, in one transaction like updateCall (seq is the call's, or 0,
-// and fn runs only while it is in state want: a commit whose answer was
-// lost may have done the work already), and retries with backoff while
-// the store is unavailable, for up to the engine's retry bound. The
-// backoff runs on real time, not the injected clock, which only stamps
-// entries.
-func (e *Engine) record(ctx context.Context, sagaID string, seq int64, want CallState, fn func(tx Tx, s *Saga) error) (Saga, error) {
-	start := time.Now()
-	wait := 50 * time.Millisecond
-	for {
-		s, err := e.updateCall(ctx, sagaID, seq, want, nil, fn)
-		if err == nil || !(IsKind(err, Unavailable) || IsKind(err, Conflict)) || time.Since(start)+wait > e.retryFor {
-			return s, err
-		}
-		e.log.Warn("store unavailable while journaling what a tool did; retrying", "saga", sagaID, "err", err, "in", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return s, err
-		}
-		wait = min(2*wait, 2*time.Second)
-	}
 }
 
 // settle derives a live saga's status: AWAITING_APPROVAL while requests
@@ -680,15 +419,21 @@ func (e *Engine) Approvals(ctx context.Context, p Principal, sagaID string) ([]A
 	return e.store.Approvals(ctx, sagaID)
 }
 
-// InDoubt lists calls whose outcome the journal does not know and that
-// have not moved for at least olderThan: a crash or lost connection left
-// them between INTENT and EXECUTED/FAILED, or mid-compensation. Nothing
-// re-executes them; a person must find out what happened.
+// InDoubt lists calls whose outcome the journal does not know, left
+// between INTENT and EXECUTED/FAILED, or mid-compensation, by a process
+// that is gone (a crash: at once) or for at least olderThan (a lost
+// connection, a tool that hangs; a negative olderThan means the in-doubt
+// window, InDoubtAfter). Nothing re-executes them; a person must find out
+// what happened.
 func (e *Engine) InDoubt(ctx context.Context, p Principal, olderThan time.Duration) ([]Call, error) {
 	if err := e.Can(p, ActInDoubt, Subject{}); err != nil {
 		return nil, err
 	}
-	return e.store.InDoubt(ctx, e.now().Add(-olderThan))
+	before, alive := e.doubtful()
+	if olderThan >= 0 {
+		before = e.now().Add(-olderThan)
+	}
+	return e.store.InDoubt(ctx, before, alive)
 }
 
 // Recover continues the compensation of every saga left COMPENSATING, as

@@ -32,9 +32,24 @@ type Store interface {
 	// Approvals lists pending requests: every saga's ordered by creation
 	// when sagaID is "", else one saga's ordered by seq.
 	Approvals(ctx context.Context, sagaID string) ([]ApprovalRequest, error)
-	// InDoubt lists calls that are running or compensating and were last
-	// touched before the given time, oldest first.
-	InDoubt(ctx context.Context, before time.Time) ([]Call, error)
+	// InDoubt lists calls that are running or compensating and were
+	// last touched before before, or whose runner was last seen before
+	// alive (or is gone), oldest first.
+	InDoubt(ctx context.Context, before, alive time.Time) ([]Call, error)
+	// CallKey returns the seq of the call a saga made under an agent's
+	// idempotency key; NotFound when none.
+	CallKey(ctx context.Context, sagaID, key string) (int64, error)
+
+	// Register records a runner, and retires the runners of its replica
+	// registered before it: processes of it that are gone.
+	Register(ctx context.Context, r Runner) error
+	// Beat records that runner id was alive at t; NotFound when it was
+	// retired.
+	Beat(ctx context.Context, id string, t time.Time) error
+	// Retire removes runner id.
+	Retire(ctx context.Context, id string) error
+	// Runner returns one runner; NotFound when it is gone.
+	Runner(ctx context.Context, id string) (Runner, error)
 	// Pending lists pending requests with what a list shows of each,
 	// oldest first; CountPending counts them, ignoring After and Limit.
 	Pending(ctx context.Context, f PendingFilter) ([]Pending, error)
@@ -162,4 +177,12 @@ type Tx interface {
 	PutCall(c Call) error
 	// Calls returns a saga's calls in any of the given states, ordered by seq.
 	Calls(sagaID string, states ...CallState) ([]Call, error)
+	// InDoubt returns a saga's calls in doubt as Store.InDoubt says, by
+	// seq.
+	InDoubt(sagaID string, before, alive time.Time) ([]Call, error)
+
+	// PutCallKey records that the saga's call at seq was made under an
+	// agent's idempotency key; an error wrapping ErrKeyTaken when the
+	// saga has a call under that key.
+	PutCallKey(sagaID, key string, seq int64) error
 }

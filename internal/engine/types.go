@@ -110,6 +110,9 @@ type Saga struct {
 	Reason    string // why the saga failed, when it did
 	HeadSeq   int64  // seq of the newest journal entry
 	HeadHash  string // hash of the newest journal entry
+	// Running counts the saga's calls that run or are being undone: a
+	// saga with none has no call in doubt.
+	Running   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	// Unreadable is set by a store when a column of the row could not be
@@ -159,10 +162,22 @@ type Call struct {
 	Result     string
 	StartedAt  time.Time
 	UpdatedAt  time.Time
+	// Request is the request a resumed call executes (its
+	// AWAITING_APPROVAL entry); 0 for an agent's call.
+	Request int64
+	// Runner is the server process that runs it or its undo, "" when
+	// none registered (see Heartbeat).
+	Runner string
 }
 
-// InDoubt reports whether the call's outcome is unknown to the journal.
-func (c Call) InDoubt() bool { return c.State == CallRunning || c.State == CallCompensating }
+// Unsettled reports whether the call's outcome, or its undo's, is not
+// journaled yet: it runs, or its runner went away mid-way (in doubt).
+func (c Call) Unsettled() bool { return c.State == CallRunning || c.State == CallCompensating }
+
+// Invocation is how the call is run: its tool is handed its key.
+func (c Call) Invocation() Invocation {
+	return Invocation{SagaID: c.SagaID, Seq: c.Seq, Request: c.Request, Tool: c.ToolName, Input: c.Input}
+}
 
 // Role is what a principal may do.
 type Role string

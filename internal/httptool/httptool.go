@@ -7,7 +7,7 @@
 //
 //	Content-Type:       application/json
 //	Sagacity-Saga-Id:   <saga id>
-//	Sagacity-Seq:       <seq>
+//	Sagacity-Seq:       <seq>, the request's for a resumed call, else the INTENT's
 //	Sagacity-Tool:      <tool name>
 //	Sagacity-Phase:     execute, or compensate
 //	Idempotency-Key:    <saga id>/<seq>, or <saga id>/<seq>/compensate
@@ -106,8 +106,7 @@ func (e *callError) Unwrap() error { return e.err }
 // encoding. Any other answer, a timeout, an unreachable server or a body
 // larger than MaxResult is an error.
 func (t *Tool) Execute(ctx context.Context, inv engine.Invocation) (string, error) {
-	key := toolsig.HeaderValue(inv.SagaID) + "/" + strconv.FormatInt(inv.Seq, 10)
-	return t.post(ctx, toolsig.Execute, t.Exec, inv, key, []byte(inv.Input))
+	return t.post(ctx, toolsig.Execute, t.Exec, inv, inv.Key(engine.ToolExecute), []byte(inv.Input))
 }
 
 // compensation is the body of an undo request.
@@ -130,13 +129,12 @@ func (t *Tool) Compensate(ctx context.Context, inv engine.Invocation, result str
 	if t.Undo == nil {
 		return &callError{msg: fmt.Sprintf("tool %s has no compensate endpoint", name)}
 	}
-	body, err := json.Marshal(compensation{SagaID: inv.SagaID, Seq: inv.Seq, ToolName: name, Input: inv.Input, Result: engine.EncodeText(result)})
+	body, err := json.Marshal(compensation{SagaID: inv.SagaID, Seq: inv.KeySeq(), ToolName: name, Input: inv.Input, Result: engine.EncodeText(result)})
 	if err != nil {
 		// Cannot happen with strings and an integer.
 		return &callError{msg: fmt.Sprintf("tool %s compensation: encoding the request failed", name), err: err}
 	}
-	key := toolsig.HeaderValue(inv.SagaID) + "/" + strconv.FormatInt(inv.Seq, 10) + "/compensate"
-	_, err = t.post(ctx, toolsig.Compensate, *t.Undo, inv, key, body)
+	_, err = t.post(ctx, toolsig.Compensate, *t.Undo, inv, inv.Key(engine.ToolCompensate), body)
 	return err
 }
 
@@ -197,7 +195,7 @@ func (t *Tool) post(ctx context.Context, phase toolsig.Phase, ep Endpoint, inv e
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set(toolsig.HeaderSaga, toolsig.HeaderValue(inv.SagaID))
-	h.Set(toolsig.HeaderSeq, strconv.FormatInt(inv.Seq, 10))
+	h.Set(toolsig.HeaderSeq, strconv.FormatInt(inv.KeySeq(), 10))
 	h.Set(toolsig.HeaderTool, tool)
 	h.Set(toolsig.HeaderPhase, string(phase))
 	h.Set(toolsig.HeaderKey, key)

@@ -10,6 +10,10 @@
 // An MCP session is a saga: the first call creates it, with the caller as
 // its initiator, and the session's end ends it. A Sagacity-Saga-Id header
 // (or "sagacity/saga" in a call's _meta) names another.
+//
+// A call's _meta may hold the agent's idempotency key,
+// "sagacity/idempotency-key": the call sent again under it, after a lost
+// answer or a restart, answers the first one's outcome and runs nothing.
 package mcpgw
 
 import (
@@ -39,8 +43,12 @@ const (
 // SagaHeader names the saga an HTTP request's calls belong to.
 const SagaHeader = "Sagacity-Saga-Id"
 
-// sagaMeta is the key in a call's _meta that names its saga.
-const sagaMeta = "sagacity/saga"
+// The keys in a call's _meta that name its saga and hold the agent's
+// idempotency key for it.
+const (
+	sagaMeta = "sagacity/saga"
+	keyMeta  = "sagacity/idempotency-key"
+)
 
 // Gateway is the MCP server over an engine.
 type Gateway struct {
@@ -54,6 +62,7 @@ type Gateway struct {
 	sessions map[*mcp.ServerSession]*session // sessions that called a tool
 	watched  map[string]*watch               // sagas some session subscribed to, by resource URI
 	owners   map[string]owner                // who opened each session, by its id
+	opening  map[string]int                  // sessions being opened, by principal, not yet in owners
 }
 
 // session is who called through an MCP session, and into which sagas.
@@ -86,7 +95,7 @@ var maxWatchedPerSession = 100
 // It runs until ctx ends: that stops the watcher of subscribed sagas.
 func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger) *Gateway {
 	g := &Gateway{ctx: ctx, engine: e, log: log, sessions: map[*mcp.ServerSession]*session{}, watched: map[string]*watch{},
-		owners: map[string]owner{}}
+		owners: map[string]owner{}, opening: map[string]int{}}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "sagacity", Title: "Sagacity", Version: version}, &mcp.ServerOptions{
 		Instructions: "Every tool call here is journaled. A tool that cannot be undone answers AWAITING_APPROVAL: " +
 			"a person decides it; ask " + statusTool + " (or subscribe to the saga's resource) and, once it is approved, " +
@@ -133,11 +142,13 @@ func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger
 // written.
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request) error {
 	p := auth.From(r.Context())
-	opening := r.Method == http.MethodPost && r.Header.Get(sessionHeader) == ""
-	if opening {
+	if r.Method == http.MethodPost && r.Header.Get(sessionHeader) == "" {
 		if err := g.admit(p.ID); err != nil {
 			return err
 		}
+		o := &opened{ResponseWriter: w, g: g, principal: p.ID}
+		defer o.note()
+		w = o
 	}
 	if p.Anonymous && r.Header.Get("Authorization") == "" {
 		// A dev-mode caller without a token: the SDK takes the principal
@@ -147,16 +158,60 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request) error {
 		r.Header.Set("Authorization", "Bearer anonymous")
 	}
 	g.bearer.ServeHTTP(w, r)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if id := w.Header().Get(sessionHeader); opening && id != "" {
-		g.owners[id] = owner{p.ID, time.Now()}
-	}
-	if id := r.Header.Get(sessionHeader); r.Method == http.MethodDelete && g.owners[id].principal == p.ID {
-		delete(g.owners, id) // the SDK ends only its own principal's session
+	if id := r.Header.Get(sessionHeader); r.Method == http.MethodDelete {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.owners[id].principal == p.ID {
+			delete(g.owners, id) // the SDK ends only its own principal's session
+		}
 	}
 	return nil
 }
+
+// opened is the answer to a request that may open a session: the
+// session is its principal's from the moment its id is sent, before the
+// client can open another (see admit).
+type opened struct {
+	http.ResponseWriter
+	g         *Gateway
+	principal string
+	noted     bool
+}
+
+// note takes the slot admit held for the session: the session's, once
+// the answer names it, or nobody's.
+func (o *opened) note() {
+	if o.noted {
+		return
+	}
+	o.noted = true
+	g := o.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.opening[o.principal]--; g.opening[o.principal] <= 0 {
+		delete(g.opening, o.principal)
+	}
+	if id := o.Header().Get(sessionHeader); id != "" {
+		g.owners[id] = owner{o.principal, time.Now()}
+	}
+}
+
+func (o *opened) WriteHeader(code int) {
+	o.note()
+	o.ResponseWriter.WriteHeader(code)
+}
+
+func (o *opened) Write(b []byte) (int, error) {
+	o.note()
+	return o.ResponseWriter.Write(b)
+}
+
+func (o *opened) Flush() {
+	o.note()
+	http.NewResponseController(o.ResponseWriter).Flush()
+}
+
+func (o *opened) Unwrap() http.ResponseWriter { return o.ResponseWriter }
 
 // owner is who opened a session, and when.
 type owner struct {
@@ -177,10 +232,13 @@ var (
 // sessionIdle is how long a session may go without a request.
 const sessionIdle = 10 * time.Minute
 
-// admit refuses a new session for principal when the sessions open are
-// at a bound: Unavailable, saying which. A session its client ended
+// admit refuses a new session for principal when the sessions open, and
+// being opened, are at a bound: Unavailable, saying which; otherwise it
+// holds a slot for the session (see opened). A session its client ended
 // (DELETE) counts no more; one the SDK ended (idle) once it no longer
-// holds it (one just opened may not be listed yet).
+// holds it (one just opened may not be listed yet). Sessions the SDK
+// keeps only while it answers (a client's server/discover) are not
+// counted: every session that lasts was opened through admit.
 func (g *Gateway) admit(principal string) error {
 	live := map[string]bool{}
 	for ss := range g.server.Sessions() {
@@ -188,7 +246,10 @@ func (g *Gateway) admit(principal string) error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	mine := 0
+	mine, opening := g.opening[principal], 0
+	for _, n := range g.opening {
+		opening += n
+	}
 	for id, o := range g.owners {
 		switch {
 		case !live[id] && time.Since(o.at) > time.Minute:
@@ -198,11 +259,12 @@ func (g *Gateway) admit(principal string) error {
 		}
 	}
 	switch {
-	case max(len(live), len(g.owners)) >= maxSessions:
+	case len(g.owners)+opening >= maxSessions:
 		return engine.Errorf(engine.Unavailable, "the server has %d MCP sessions open, the most it keeps: try again once one ends", maxSessions)
 	case mine >= maxSessionsEach:
 		return engine.Errorf(engine.Unavailable, "%s has %d MCP sessions open, the most one principal may: end one (DELETE /mcp) first", principal, maxSessionsEach)
 	}
+	g.opening[principal]++
 	return nil
 }
 
@@ -275,8 +337,12 @@ func (g *Gateway) call(t engine.ToolInfo) mcp.ToolHandler {
 		if input == "" {
 			input = "{}"
 		}
+		key, ok := req.Params.Meta[keyMeta].(string)
+		if _, set := req.Params.Meta[keyMeta]; set && (!ok || key == "") {
+			return failed(engine.Errorf(engine.Invalid, "_meta %q must be a string that is not empty", keyMeta))
+		}
 		g.joined(req.Session, p, saga)
-		r, err := g.engine.Call(ctx, p, saga, t.Name, input)
+		r, err := g.engine.CallOnce(ctx, p, saga, t.Name, input, key)
 		if err != nil {
 			return failed(err)
 		}
@@ -309,7 +375,11 @@ func failed(err error) (*mcp.CallToolResult, error) {
 	if !errors.As(err, &e) || e.Kind == engine.Internal || e.Kind == engine.Unavailable || e.Kind == engine.Unauthenticated {
 		return nil, errors.New("the server could not take the call; try again later")
 	}
-	return result(e.Msg, map[string]any{"error": e.Msg, "kind": e.Kind.String()}, true), nil
+	out := map[string]any{"error": e.Msg, "kind": e.Kind.String()}
+	if e.Code != "" {
+		out["code"] = e.Code
+	}
+	return result(e.Msg, out, true), nil
 }
 
 // track returns what the gateway knows of a session, noting it the first

@@ -24,7 +24,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,8 +35,8 @@ import (
 )
 
 // KeyMeta is the key, in each call's _meta, of the call's idempotency
-// key: "<saga>/<seq>" to execute, "<saga>/<seq>/compensate" to undo, as
-// HTTP tools get it. An upstream that keeps it can tell a retry from a new
+// key, engine.Invocation.Key: "<saga>/<seq>" to execute,
+// "<saga>/<seq>/compensate" to undo, as HTTP tools get it. An upstream that keeps it can tell a retry from a new
 // call.
 const KeyMeta = "sagacity/idempotency-key"
 
@@ -249,12 +248,10 @@ type tool struct {
 	how  config.UpstreamTool
 }
 
-func key(inv engine.Invocation) string { return inv.SagaID + "/" + strconv.FormatInt(inv.Seq, 10) }
-
 // Execute calls the tool with the call's input, byte for byte, as its
 // arguments.
 func (t *tool) Execute(ctx context.Context, inv engine.Invocation) (string, error) {
-	return t.up.call(ctx, t.name, json.RawMessage(inv.Input), key(inv))
+	return t.up.call(ctx, t.name, json.RawMessage(inv.Input), inv.Key(engine.ToolExecute))
 }
 
 // Compensate calls the tool's undo with the call's arguments or its
@@ -273,7 +270,7 @@ func (t *tool) Compensate(ctx context.Context, inv engine.Invocation, result str
 			return fmt.Errorf("tool %s is undone with its result, which is not a JSON object", t.name)
 		}
 	}
-	_, err := t.up.call(ctx, t.how.Compensate.Tool, json.RawMessage(args), key(inv)+"/compensate")
+	_, err := t.up.call(ctx, t.how.Compensate.Tool, json.RawMessage(args), inv.Key(engine.ToolCompensate))
 	return err
 }
 

@@ -49,6 +49,8 @@ func status(err error) int {
 		return http.StatusUnauthorized
 	case engine.Unavailable:
 		return http.StatusServiceUnavailable
+	case engine.Unprocessable:
+		return http.StatusUnprocessableEntity
 	}
 	return http.StatusInternalServerError
 }
@@ -75,6 +77,8 @@ type errorJSON struct {
 	Error      string `json:"error"`
 	SagaID     string `json:"sagaId,omitempty"`
 	JournalSeq int64  `json:"journalSeq,omitempty"`
+	// Code says in one word what the caller can act on (engine.Code…).
+	Code string `json:"code,omitempty"`
 }
 
 // handler is how every route is written: it returns an error instead of
@@ -105,7 +109,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		body := errorJSON{Error: msg}
 		if e, ok := errors.AsType[*engine.Error](err); ok {
-			body.SagaID, body.JournalSeq = e.SagaID, e.Seq
+			body.SagaID, body.JournalSeq, body.Code = e.SagaID, e.Seq, e.Code
 		}
 		api.WriteJSON(w, code, body)
 		return

@@ -173,6 +173,7 @@ func (s *server) routes() *chi.Mux {
 				r.Use(s.limit(decideIP, decideWho))
 				r.Post("/approve/{sagaId}/{seq}", s.h(s.API.Approve))
 				r.Post("/reject/{sagaId}/{seq}", s.h(s.API.Reject))
+				r.Post("/dismiss/{sagaId}/{seq}", s.h(s.API.Dismiss))
 				r.Post("/resume/{sagaId}/{seq}", s.h(s.API.Resume))
 			})
 		}

@@ -18,8 +18,15 @@ import (
 // unchanged did not hold (tx.LockAs).
 var errStale = &engine.Error{Kind: engine.Conflict, Msg: "the saga changed; try again", Err: engine.ErrStale}
 
-// divisionByZero is PostgreSQL's code for it.
-const divisionByZero = "22012"
+// errKeyTaken is the error of a call under an idempotency key the saga
+// has given a call already (tx.PutCallKey).
+var errKeyTaken = &engine.Error{Kind: engine.Conflict, Msg: "the idempotency key is taken", Err: engine.ErrKeyTaken}
+
+// PostgreSQL's codes of a division by zero and of a unique violation.
+const (
+	divisionByZero  = "22012"
+	uniqueViolation = "23505"
+)
 
 // mapErr is the one place database errors become engine kinds. Engine
 // errors pass through; the cause stays attached for logs, never for users.
@@ -40,8 +47,14 @@ func mapErr(err error) error {
 		if pe.Code == divisionByZero {
 			return errStale // only a broken promise divides (tx.LockAs)
 		}
+		if pe.Code == uniqueViolation && pe.TableName == "call_keys" {
+			return errKeyTaken
+		}
 		kind = pgKind(pe.Code)
 	} else if se, ok := errors.AsType[*sqlite.Error](err); ok {
+		if se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY && strings.Contains(se.Error(), "call_keys.") {
+			return errKeyTaken
+		}
 		kind = sqliteKind(se.Code())
 	} else if unreachable(err) {
 		kind = engine.Unavailable
@@ -75,7 +88,7 @@ func closed(msg string) bool {
 
 func pgKind(code string) engine.Kind {
 	switch {
-	case code == "23505" || code == "40001" || code == "40P01": // unique violation, serialization, deadlock
+	case code == uniqueViolation || code == "40001" || code == "40P01": // unique violation, serialization, deadlock
 		return engine.Conflict
 	case len(code) == 5 && (code[:2] == "08" || code[:2] == "53" || code[:2] == "57" || code[:2] == "28" || code[:2] == "3D"):
 		// connection exception, insufficient resources, operator

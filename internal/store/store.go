@@ -105,13 +105,14 @@ type sqlStore struct {
 }
 
 const (
-	sagaCols  = "id, status, initiator, ended, reason, head_seq, head_hash, created_at, updated_at"
+	sagaCols  = "id, status, initiator, ended, reason, head_seq, head_hash, running, created_at, updated_at"
 	entryCols = "saga_id, seq, tool_name, phase, input, payload, timestamp, hash"
 	entryRead = entryCols + ", leaf" // the sequencer sets leaf, never an insert
 	// entryReadJ is entryRead of a journal aliased j.
 	entryReadJ   = "j.saga_id, j.seq, j.tool_name, j.phase, j.input, j.payload, j.timestamp, j.hash, j.leaf"
 	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, requester, created_at"
-	callCols     = "saga_id, seq, tool_name, input, requester, state, outcome_seq, result, started_at, updated_at"
+	callCols     = "saga_id, seq, tool_name, input, requester, state, outcome_seq, result, started_at, updated_at, request_seq, runner"
+	runnerCols   = "id, replica, started_at, seen_at"
 )
 
 func scanSaga(r rows) (engine.Saga, error) { return scanSagaAnd(r) }
@@ -119,11 +120,11 @@ func scanSaga(r rows) (engine.Saga, error) { return scanSagaAnd(r) }
 // scanSagaAnd reads a saga, and then into more the columns a query
 // selects after it.
 func scanSagaAnd(r rows, more ...any) (s engine.Saga, err error) {
-	ended, head := boolCol{col: col{name: "ended"}}, intCol{col: col{name: "head_seq"}}
+	ended, head, running := boolCol{col: col{name: "ended"}}, intCol{col: col{name: "head_seq"}}, intCol{col: col{name: "running"}}
 	created, updated := timeCol{col: col{name: "created_at"}}, timeCol{col: col{name: "updated_at"}}
-	err = r.Scan(append([]any{&s.ID, &s.Status, &s.Initiator, &ended, &s.Reason, &head, &s.HeadHash, &created, &updated}, more...)...)
-	s.Ended, s.HeadSeq, s.CreatedAt, s.UpdatedAt = ended.v, head.v, created.v, updated.v
-	s.Unreadable = unreadable(&ended.col, &head.col, &created.col, &updated.col)
+	err = r.Scan(append([]any{&s.ID, &s.Status, &s.Initiator, &ended, &s.Reason, &head, &s.HeadHash, &running, &created, &updated}, more...)...)
+	s.Ended, s.HeadSeq, s.Running, s.CreatedAt, s.UpdatedAt = ended.v, head.v, running.v, created.v, updated.v
+	s.Unreadable = unreadable(&ended.col, &head.col, &running.col, &created.col, &updated.col)
 	return s, err
 }
 
@@ -147,9 +148,16 @@ func scanApproval(r rows) (a engine.ApprovalRequest, err error) {
 }
 
 func scanCall(r rows) (c engine.Call, err error) {
-	err = r.Scan(&c.SagaID, &c.Seq, &c.ToolName, &c.Input, &c.Requester, &c.State, &c.OutcomeSeq, &c.Result, &c.StartedAt, &c.UpdatedAt)
+	err = r.Scan(&c.SagaID, &c.Seq, &c.ToolName, &c.Input, &c.Requester, &c.State, &c.OutcomeSeq, &c.Result, &c.StartedAt, &c.UpdatedAt,
+		&c.Request, &c.Runner)
 	c.StartedAt, c.UpdatedAt = c.StartedAt.UTC(), c.UpdatedAt.UTC()
 	return c, err
+}
+
+func scanRunner(r rows) (x engine.Runner, err error) {
+	err = r.Scan(&x.ID, &x.Replica, &x.StartedAt, &x.SeenAt)
+	x.StartedAt, x.SeenAt = x.StartedAt.UTC(), x.SeenAt.UTC()
+	return x, err
 }
 
 // collect runs a query and scans every row with scan.
@@ -394,12 +402,68 @@ func (s *sqlStore) Approvals(ctx context.Context, sagaID string) ([]engine.Appro
 		" FROM approval_requests WHERE saga_id = $1 ORDER BY journal_seq LIMIT $2", sagaID, maxApprovals)
 }
 
-func (s *sqlStore) InDoubt(ctx context.Context, before time.Time) ([]engine.Call, error) {
+// inDoubt is the condition of a call in doubt, with $1 the time before
+// which it stood still and $2 the time since which its runner must have
+// been seen: unsettled, and still too long or cut off from its runner. A
+// call of no runner (one made before runners were recorded) is in doubt
+// only once it stood still.
+const inDoubt = "state IN ('RUNNING', 'COMPENSATING') AND (updated_at < $1 OR (runner <> ''" +
+	" AND NOT EXISTS (SELECT 1 FROM runners r WHERE r.id = calls.runner AND r.seen_at >= $2)))"
+
+func (s *sqlStore) InDoubt(ctx context.Context, before, alive time.Time) ([]engine.Call, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return collect(ctx, s.db, scanCall, "SELECT "+callCols+
-		" FROM calls WHERE state IN ('RUNNING', 'COMPENSATING') AND updated_at < $1"+
-		" ORDER BY updated_at, saga_id, seq LIMIT $2", before, maxApprovals)
+	return collect(ctx, s.db, scanCall, "SELECT "+callCols+" FROM calls WHERE "+inDoubt+
+		" ORDER BY updated_at, saga_id, seq LIMIT $3", before, alive, maxApprovals)
+}
+
+func (s *sqlStore) CallKey(ctx context.Context, sagaID, key string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return one(ctx, s.db, func(r rows) (seq int64, err error) { return seq, r.Scan(&seq) }, "call under the key",
+		"SELECT seq FROM call_keys WHERE saga_id = $1 AND key = $2", sagaID, key)
+}
+
+// runnersKept is how long a runner that was never retired (its process
+// died, and no process of its replica started since) is kept: its calls
+// are in doubt either way.
+const runnersKept = 24 * time.Hour
+
+func (s *sqlStore) Register(ctx context.Context, r engine.Runner) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return mapErr(s.begin(ctx, func(c conn) error {
+		if _, err := c.exec(ctx, "DELETE FROM runners WHERE (replica = $1 AND id <> $2) OR seen_at < $3",
+			r.Replica, r.ID, r.StartedAt.Add(-runnersKept)); err != nil {
+			return err
+		}
+		_, err := c.exec(ctx, "INSERT INTO runners ("+runnerCols+") VALUES ($1, $2, $3, $4)"+
+			" ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at", r.ID, r.Replica, r.StartedAt, r.SeenAt)
+		return err
+	}))
+}
+
+func (s *sqlStore) Beat(ctx context.Context, id string, t time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	n, err := s.db.exec(ctx, "UPDATE runners SET seen_at = $2 WHERE id = $1", id, t)
+	if err == nil && n == 0 {
+		return engine.Errorf(engine.NotFound, "runner %s not found", id)
+	}
+	return mapErr(err)
+}
+
+func (s *sqlStore) Retire(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	_, err := s.db.exec(ctx, "DELETE FROM runners WHERE id = $1", id)
+	return mapErr(err)
+}
+
+func (s *sqlStore) Runner(ctx context.Context, id string) (engine.Runner, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return one(ctx, s.db, scanRunner, "runner "+id, "SELECT "+runnerCols+" FROM runners WHERE id = $1", id)
 }
 
 // tx is an engine.Tx over one database transaction.
@@ -430,7 +494,7 @@ func (t *tx) LockAs(s engine.Saga, seq int64, want engine.CallState) error {
 			return err
 		}
 		if err != nil || got.Status != s.Status || got.Ended != s.Ended || got.Reason != s.Reason || got.HeadSeq != s.HeadSeq ||
-			got.HeadHash != s.HeadHash || !got.UpdatedAt.Equal(s.UpdatedAt) || (seq > 0 && state != want) {
+			got.HeadHash != s.HeadHash || got.Running != s.Running || !got.UpdatedAt.Equal(s.UpdatedAt) || (seq > 0 && state != want) {
 			return errStale
 		}
 		return nil
@@ -439,10 +503,10 @@ func (t *tx) LockAs(s engine.Saga, seq int64, want engine.CallState) error {
 	// row is not as promised it divides by zero, which fails the
 	// transaction before its COMMIT (see mapErr).
 	q := "SELECT 1 / (SELECT count(*)::int FROM (SELECT 1 FROM sagas WHERE id = $1 AND status = $2 AND ended = $3" +
-		" AND reason = $4 AND head_seq = $5 AND head_hash = $6 AND updated_at = $7"
-	args := []any{s.ID, s.Status, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.UpdatedAt}
+		" AND reason = $4 AND head_seq = $5 AND head_hash = $6 AND updated_at = $7 AND running = $8"
+	args := []any{s.ID, s.Status, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.UpdatedAt, s.Running}
 	if seq > 0 {
-		q += " AND EXISTS (SELECT 1 FROM calls WHERE saga_id = $1 AND seq = $8 AND state = $9)"
+		q += " AND EXISTS (SELECT 1 FROM calls WHERE saga_id = $1 AND seq = $9 AND state = $10)"
 		args = append(args, seq, want)
 	}
 	return t.c.queue(t.ctx, q+" FOR UPDATE) AS promised)", args...)
@@ -455,9 +519,9 @@ func (t *tx) CreateSaga(s engine.Saga) (engine.Saga, error) {
 	if got, err := t.LockSaga(s.ID); !engine.IsKind(err, engine.NotFound) {
 		return got, err
 	}
-	if err := t.c.queue(t.ctx, "INSERT INTO sagas ("+sagaCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"+
+	if err := t.c.queue(t.ctx, "INSERT INTO sagas ("+sagaCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"+
 		" ON CONFLICT (id) DO NOTHING",
-		s.ID, s.Status, s.Initiator, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.CreatedAt, s.UpdatedAt); err != nil {
+		s.ID, s.Status, s.Initiator, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.Running, s.CreatedAt, s.UpdatedAt); err != nil {
 		return engine.Saga{}, mapErr(err)
 	}
 	return t.LockSaga(s.ID)
@@ -465,7 +529,7 @@ func (t *tx) CreateSaga(s engine.Saga) (engine.Saga, error) {
 
 func (t *tx) PutSaga(s engine.Saga) error {
 	err := t.c.queue(t.ctx, "UPDATE sagas SET status = $2, ended = $3, reason = $4, head_seq = $5, head_hash = $6,"+
-		" updated_at = $7 WHERE id = $1", s.ID, s.Status, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.UpdatedAt)
+		" running = $7, updated_at = $8 WHERE id = $1", s.ID, s.Status, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.Running, s.UpdatedAt)
 	return mapErr(err)
 }
 
@@ -504,10 +568,11 @@ func (t *tx) Call(sagaID string, seq int64) (engine.Call, error) {
 }
 
 func (t *tx) PutCall(c engine.Call) error {
-	err := t.c.queue(t.ctx, "INSERT INTO calls ("+callCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"+
+	err := t.c.queue(t.ctx, "INSERT INTO calls ("+callCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"+
 		" ON CONFLICT (saga_id, seq) DO UPDATE SET state = excluded.state, outcome_seq = excluded.outcome_seq,"+
-		" result = excluded.result, updated_at = excluded.updated_at",
-		c.SagaID, c.Seq, c.ToolName, c.Input, c.Requester, c.State, c.OutcomeSeq, c.Result, c.StartedAt, c.UpdatedAt)
+		" result = excluded.result, updated_at = excluded.updated_at, runner = excluded.runner",
+		c.SagaID, c.Seq, c.ToolName, c.Input, c.Requester, c.State, c.OutcomeSeq, c.Result, c.StartedAt, c.UpdatedAt,
+		c.Request, c.Runner)
 	return mapErr(err)
 }
 
@@ -523,4 +588,14 @@ func (t *tx) Calls(sagaID string, states ...engine.CallState) ([]engine.Call, er
 		q += " AND state IN (" + strings.Join(ph, ", ") + ")"
 	}
 	return collect(t.ctx, t.c, scanCall, q+" ORDER BY seq", args...)
+}
+
+func (t *tx) InDoubt(sagaID string, before, alive time.Time) ([]engine.Call, error) {
+	return collect(t.ctx, t.c, scanCall, "SELECT "+callCols+" FROM calls WHERE "+inDoubt+
+		" AND saga_id = $3 ORDER BY seq", before, alive, sagaID)
+}
+
+func (t *tx) PutCallKey(sagaID, key string, seq int64) error {
+	err := t.c.queue(t.ctx, "INSERT INTO call_keys (saga_id, key, seq) VALUES ($1, $2, $3)", sagaID, key, seq)
+	return mapErr(err)
 }

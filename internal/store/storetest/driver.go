@@ -694,7 +694,7 @@ func testStoreInDoubt(t *testing.T, d *drv) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := d.db.InDoubt(t.Context(), tt.before)
+			got, err := d.db.InDoubt(t.Context(), tt.before, time.Time{})
 			var want []engine.Call
 			for _, k := range tt.want {
 				want = append(want, cs[k])

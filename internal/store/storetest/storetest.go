@@ -977,7 +977,7 @@ func testInDoubt(t *testing.T, newHarness func(*testing.T) Harness) {
 	}
 
 	calls, err = v.e.InDoubt(ctx, auditor, 0)
-	if err != nil || len(calls) != 1 || !calls[0].InDoubt() {
+	if err != nil || len(calls) != 1 || !calls[0].Unsettled() {
 		t.Fatalf("InDoubt() after the crash = %+v, %v; want the call", calls, err)
 	}
 	if old, _ := v.e.InDoubt(ctx, auditor, time.Hour); len(old) != 0 {

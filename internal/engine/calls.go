@@ -1,0 +1,435 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Outcome is what a tool call came to.
+type Outcome string
+
+// Call outcomes. A failed call compensates the saga, so its outcome is the
+// saga's status after compensation. IN_DOUBT: the tool ran, or may have,
+// but its outcome could not be journaled; a person must find out.
+const (
+	OutcomeExecuted           Outcome = "EXECUTED"
+	OutcomeAwaitingApproval   Outcome = "AWAITING_APPROVAL"
+	OutcomeCompensating       Outcome = "COMPENSATING"
+	OutcomeCompensated        Outcome = "COMPENSATED"
+	OutcomeCompensationFailed Outcome = "COMPENSATION_FAILED"
+	OutcomeInDoubt            Outcome = "IN_DOUBT"
+)
+
+// AwaitingMessage is what the model is told about a gated call.
+func AwaitingMessage(tool string) string {
+	return fmt.Sprintf("[AWAITING_APPROVAL] Tool '%s' requires human approval before execution.", tool)
+}
+
+// CallResult reports one tool call. Seq is the call's first entry: the
+// INTENT of an executed call, or the AWAITING_APPROVAL entry to approve and
+// resume.
+type CallResult struct {
+	SagaID    string
+	Seq       int64
+	ToolName  string
+	Outcome   Outcome
+	Result    string // EXECUTED: the tool's result
+	Message   string // AWAITING_APPROVAL: the model-facing message
+	InputHash string // AWAITING_APPROVAL: sha256 of the input
+	Error     string // failed or in doubt: what went wrong
+	Status    Status // the saga's status afterwards; "" when in doubt
+}
+
+// Call runs a tool inside a saga, creating the saga (with p as its
+// initiator) on its first call. A REVERSIBLE or COMPENSATABLE tool executes
+// between an INTENT and an EXECUTED entry; when it fails, FAILED is
+// journaled and the saga is compensated. An IRREVERSIBLE tool does not run:
+// the call is parked as a pending approval request. Either way the first
+// entry records p as the call's requester.
+//
+// Errors: Invalid for a bad id, tool name or input; NotFound for an unknown
+// tool (nothing is journaled); Conflict when the saga is final, compensating
+// or ended, or (Code CodeInDoubt) has a call in doubt; Forbidden without
+// the agent role or on another principal's saga (see Can); Unavailable
+// when the store is. A tool that ran but whose outcome could not be
+// journaled is not an error: its outcome is IN_DOUBT.
+func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input string) (CallResult, error) {
+	return e.CallOnce(ctx, p, sagaID, toolName, input, "")
+}
+
+// CallOnce is Call under the agent's idempotency key (none when ""): the
+// key is journaled with the call, and the call made again with the same
+// key and the same bytes returns the first one's outcome, or its in-doubt
+// state, and runs nothing; keys are kept for the saga's life. Errors
+// also: Unprocessable (CodeKeyReused) for the key sent with other bytes,
+// naming the first call; Conflict (CodeInProgress) while the first call
+// still runs; Invalid for a key that is not 1 to MaxKeyLen printable ASCII
+// characters.
+func (e *Engine) CallOnce(ctx context.Context, p Principal, sagaID, toolName, input, key string) (CallResult, error) {
+	res, err := e.call(ctx, p, sagaID, toolName, input, key)
+	if key != "" && err != nil && (errors.Is(err, ErrKeyTaken) || IsKind(err, Conflict)) {
+		// Made before under this key: its outcome, whatever the saga
+		// became since.
+		if first, ferr := e.replay(ctx, p, sagaID, toolName, input, key); !IsKind(ferr, NotFound) {
+			res, err = first, ferr
+		}
+	}
+	if _, ok := e.tools[toolName]; !ok {
+		toolName = "" // not a label for whatever an agent names
+	}
+	e.obs.Called(toolName, ended(res.Outcome, false, err))
+	return res, err
+}
+
+// MaxKeyLen is the longest idempotency key, in bytes.
+const MaxKeyLen = 255
+
+// ErrKeyTaken is wrapped by the error of a call whose idempotency key the
+// saga has given another call already; nothing of it is kept.
+var ErrKeyTaken = errors.New("the idempotency key is the saga's already")
+
+// validKey checks an agent's idempotency key: printable ASCII, since it
+// travels in a header and a journal line.
+func validKey(key string) error {
+	if len(key) > MaxKeyLen {
+		return Errorf(Invalid, "Idempotency-Key is longer than %d bytes", MaxKeyLen)
+	}
+	for _, c := range []byte(key) {
+		if c < 0x20 || c > 0x7e {
+			return Errorf(Invalid, "Idempotency-Key must be printable ASCII")
+		}
+	}
+	return nil
+}
+
+// call does what CallOnce says; CallOnce tells the observer how it ended.
+func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input, key string) (CallResult, error) {
+	if err := e.Can(p, ActCall, Subject{}); err != nil {
+		return CallResult{}, err
+	}
+	if err := validName("saga id", sagaID); err != nil {
+		return CallResult{}, err
+	}
+	if err := validName("tool name", toolName); err != nil {
+		return CallResult{}, err
+	}
+	if err := validKey(key); err != nil {
+		return CallResult{}, at(err, sagaID, 0)
+	}
+	if err := e.validInput("input", input); err != nil {
+		return CallResult{}, err
+	}
+	if err := ambiguous(input); err != nil {
+		return CallResult{}, at(err, sagaID, 0)
+	}
+	tool, ok := e.tools[toolName]
+	if !ok {
+		return CallResult{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("unknown tool %q", toolName), SagaID: sagaID}
+	}
+	if s := e.schemas[toolName]; s != nil {
+		if err := s.check(toolName, input); err != nil {
+			return CallResult{}, at(err, sagaID, 0)
+		}
+	}
+	var res CallResult
+	var call Call
+	_, err := e.transact(ctx, sagaID, 0, "", func(tx Tx) (Saga, bool, error) {
+		s, err := e.open(tx, p, sagaID)
+		return s, err == nil, err
+	}, func(tx Tx, s *Saga) error {
+		res, call = CallResult{}, Call{}
+		if err := e.admit(p, ActCall, *s); err != nil {
+			return err
+		}
+		if s.Ended {
+			return Errorf(Conflict, "saga %s has ended; start a new saga", sagaID)
+		}
+		if err := e.clear(tx, s); err != nil {
+			return err
+		}
+		phase := PhaseIntent
+		if tool.Reversibility == Irreversible {
+			phase = PhaseAwaitingApproval
+		}
+		en, err := e.append(tx, s, toolName, phase, input, requested(p, key))
+		if err != nil {
+			return err
+		}
+		if key != "" {
+			if err := tx.PutCallKey(sagaID, key, en.Seq); err != nil {
+				return err
+			}
+		}
+		if phase == PhaseAwaitingApproval {
+			r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
+				Input: input, InputHash: PayloadHash(input), Requester: p.ID, CreatedAt: en.Timestamp}
+			if err := tx.PutApproval(r); err != nil {
+				return err
+			}
+			s.Status = AwaitingApproval
+			res = CallResult{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Outcome: OutcomeAwaitingApproval,
+				Message: AwaitingMessage(toolName), InputHash: r.InputHash, Status: s.Status}
+			return nil
+		}
+		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Input: input, Requester: p.ID,
+			State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp, Runner: e.runnerID()}
+		return e.putCall(tx, s, "", call)
+	})
+	if err != nil {
+		return CallResult{}, at(err, sagaID, 0)
+	}
+	if call.Seq == 0 {
+		return res, nil
+	}
+	return e.execute(ctx, tool, call)
+}
+
+// clear refuses to start a call in a saga with a call in doubt: its
+// effect may or may not have happened, and the saga goes on only once a
+// person has found out (Conflict, CodeInDoubt, naming the call). A saga
+// with nothing running needs no look.
+func (e *Engine) clear(tx Tx, s *Saga) error {
+	if s.Running <= 0 {
+		return nil
+	}
+	before, alive := e.doubtful()
+	doubt, err := tx.InDoubt(s.ID, before, alive)
+	if err != nil || len(doubt) == 0 {
+		return err
+	}
+	c := doubt[0]
+	return &Error{Kind: Conflict, Code: CodeInDoubt, SagaID: s.ID, Seq: c.Seq, Msg: fmt.Sprintf(
+		"saga %s has a call in doubt at seq=%d (%s, started %s): its outcome is not journaled, so it may have taken effect; "+
+			"a person must find out from the tool's owner and resolve it (the console's in-doubt page, or POST /sagacity/in-doubt/%s/%d/resolve) "+
+			"before the saga takes another call", s.ID, c.Seq, c.ToolName, c.StartedAt.UTC().Format(time.RFC3339), s.ID, c.Seq)}
+}
+
+// doubtful says when an unsettled call is in doubt: it has stood still
+// since before before, or its runner has not been seen since alive.
+func (e *Engine) doubtful() (before, alive time.Time) {
+	now := e.now()
+	return now.Add(-e.inDoubtAfter), now.Add(-RunnerGone)
+}
+
+// putCall stores call c, which was in state from ("" for a new one), and
+// keeps the saga's count of unsettled calls.
+func (e *Engine) putCall(tx Tx, s *Saga, from CallState, c Call) error {
+	was, is := Call{State: from}.Unsettled(), c.Unsettled()
+	switch {
+	case is && !was:
+		s.Running++
+	case was && !is:
+		s.Running--
+	}
+	return tx.PutCall(c)
+}
+
+// replay answers a call made again under key with what the first one
+// under it came to: its outcome as the journal and the calls table hold
+// it now. NotFound when no call of the saga has the key.
+func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, input, key string) (CallResult, error) {
+	seq, err := e.store.CallKey(ctx, sagaID, key)
+	if err != nil {
+		return CallResult{}, err
+	}
+	snap, err := e.store.Snapshot(ctx, sagaID, true)
+	if err != nil {
+		return CallResult{}, err
+	}
+	if err := e.readSnapshot(p, snap); err != nil {
+		return CallResult{}, err
+	}
+	if snap.Saga == nil || seq < 1 || seq > int64(len(snap.Entries)) {
+		return CallResult{}, &Error{Kind: Internal, Msg: fmt.Sprintf("the call under key %q is not in the journal", key)}
+	}
+	first := snap.Entries[seq-1]
+	if first.ToolName != toolName || first.Input != input {
+		return CallResult{}, &Error{Kind: Unprocessable, Code: CodeKeyReused, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf(
+			"Idempotency-Key %q was used for the call at seq=%d (%s, input sha256 %s), with other bytes: "+
+				"a new call needs a new key", key, seq, first.ToolName, PayloadHash(first.Input))}
+	}
+	res := CallResult{SagaID: sagaID, Seq: seq, ToolName: toolName, Status: snap.Saga.Status}
+	if first.Phase == PhaseAwaitingApproval {
+		res.Outcome, res.Message, res.InputHash = OutcomeAwaitingApproval, AwaitingMessage(toolName), PayloadHash(input)
+		return res, nil
+	}
+	var c Call
+	for _, k := range snap.Calls {
+		if k.Seq == seq {
+			c = k
+		}
+	}
+	switch {
+	case c.State == CallFailed && c.OutcomeSeq > 0 && c.OutcomeSeq <= int64(len(snap.Entries)):
+		res.Outcome, res.Error = Outcome(snap.Saga.Status), snap.Entries[c.OutcomeSeq-1].Payload
+	case c.State == CallRunning:
+		before, alive := e.doubtful()
+		if !c.UpdatedAt.Before(before) && c.Runner != "" {
+			if up, err := e.runnerUp(ctx, c.Runner, alive); err != nil || up {
+				return CallResult{}, firstOf(err, &Error{Kind: Conflict, Code: CodeInProgress, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf(
+					"the call under Idempotency-Key %q (seq=%d) is still running: ask again for its outcome", key, seq)})
+			}
+		}
+		res.Outcome, res.Status = OutcomeInDoubt, ""
+		res.Error = fmt.Sprintf("the call under this Idempotency-Key (seq=%d) ran, or may have, and its outcome is not journaled: "+
+			"it is in doubt until a person resolves it; do not call it again", seq)
+	case c.State == "":
+		return CallResult{}, &Error{Kind: Internal, Msg: fmt.Sprintf("the call under key %q has no record", key)}
+	default:
+		// It executed (then perhaps was undone with its saga).
+		res.Outcome, res.Result = OutcomeExecuted, c.Result
+	}
+	return res, nil
+}
+
+// firstOf is err when it is not nil, else alt.
+func firstOf(err error, alt error) error {
+	if err != nil {
+		return err
+	}
+	return alt
+}
+
+// requested is the payload of the entry that opens a call: who asked for
+// it, how they signed in, through what, and the agent's key for it.
+func requested(p Principal, key string) string {
+	s := "requester=" + p.ID
+	if p.Auth != "" {
+		s += "\nauth=" + p.Auth
+	}
+	if p.Client != "" {
+		s += "\nclient=" + cleanLine(p.Client)
+	}
+	if key != "" {
+		s += "\n" + keyIdempotency + "=" + key
+	}
+	return s
+}
+
+// keyIdempotency is the payload key of an agent's idempotency key, on
+// the entry that opens its call.
+const keyIdempotency = "key"
+
+// execute runs a call whose INTENT is committed, journals its outcome and,
+// when it failed, compensates the saga. The journal is written even when
+// the caller has gone away, and retried while the store is unavailable:
+// an effect that happened must be recorded. When it still cannot be, the
+// call is left in doubt and the outcome says so.
+func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, error) {
+	ctx = context.WithoutCancel(ctx)
+	inv := c.Invocation()
+	result, runErr := e.safely(inv, ToolExecute, func() (string, error) { return tool.Executor.Execute(ctx, inv) })
+	if runErr == nil && len(result) > e.maxInput {
+		runErr, result = fmt.Errorf("result is larger than %d bytes", e.maxInput), ""
+	}
+	res := CallResult{SagaID: c.SagaID, Seq: c.Seq, ToolName: c.ToolName}
+	// ours is the head the outcome's entry made in the try that ran: the
+	// saga committed has it unless no try of ours committed (a try on a
+	// stale promise, or a person who resolved the call meanwhile).
+	var ours string
+	s, err := e.record(ctx, c.SagaID, c.Seq, CallRunning, func(tx Tx, s *Saga) error {
+		var err error
+		if runErr != nil {
+			err = e.close(tx, s, c, c.ToolName, PhaseFailed, c.Input, runErr.Error(), "", e.stamp(s))
+		} else {
+			err = e.close(tx, s, c, c.ToolName, PhaseExecuted, c.Input, result, result, e.stamp(s))
+		}
+		ours = s.HeadHash
+		return err
+	})
+	if err != nil {
+		e.log.Error("a tool ran but its outcome could not be journaled; the call is in doubt",
+			"saga", c.SagaID, "seq", c.Seq, "tool", c.ToolName, "err", err)
+		res.Outcome = OutcomeInDoubt
+		res.Error = fmt.Sprintf("tool %s was called but its outcome could not be journaled, so it may have taken effect; "+
+			"the call is in doubt until a person resolves it: do not retry it", c.ToolName)
+		return res, nil
+	}
+	if s.HeadHash != ours {
+		// The tool stood still past the in-doubt window and a person
+		// resolved the call: the journal holds their word, not this late
+		// answer, so the caller gets neither as the call's outcome.
+		e.log.Warn("a tool answered after a person had resolved its call; its answer is not journaled",
+			"saga", c.SagaID, "seq", c.Seq, "tool", c.ToolName, "failed", runErr != nil)
+		res.Status, res.Outcome = s.Status, OutcomeInDoubt
+		res.Error = fmt.Sprintf("tool %s answered after a person had resolved the call; the journal holds their resolution: "+
+			"read it before going on, and do not retry the call", c.ToolName)
+		return res, nil
+	}
+	if s.Status == Compensating {
+		// Also reached by a call that executed while another failed: its
+		// effect is undone with the rest.
+		s = e.compensateNow(ctx, s)
+	}
+	res.Status = s.Status
+	if runErr != nil {
+		res.Outcome, res.Error = Outcome(s.Status), EncodeText(runErr.Error())
+		return res, nil
+	}
+	res.Outcome, res.Result = OutcomeExecuted, EncodeText(result)
+	return res, nil
+}
+
+// close journals the outcome of running call c, at at, as an entry of tool
+// with phase (EXECUTED or FAILED), input and payload, and settles the
+// saga: a failure starts compensating it, unless it is compensating
+// already (the compensation in progress settles it). result is what the
+// call's undo is handed.
+func (e *Engine) close(tx Tx, s *Saga, c Call, tool string, phase Phase, input, payload, result string, at time.Time) error {
+	en, err := e.appendAt(tx, s, tool, phase, input, payload, at)
+	if err != nil {
+		return err
+	}
+	from := c.State
+	c.OutcomeSeq, c.UpdatedAt = en.Seq, en.Timestamp
+	if phase == PhaseFailed {
+		c.State = CallFailed
+		if err := e.putCall(tx, s, from, c); err != nil {
+			return err
+		}
+		if accepting(*s) != nil {
+			return nil
+		}
+		return e.fail(tx, s, fmt.Sprintf("tool %s failed: %s", c.ToolName, en.Payload))
+	}
+	c.State, c.Result = CallExecuted, EncodeText(result)
+	if err := e.putCall(tx, s, from, c); err != nil {
+		return err
+	}
+	if !s.Ended {
+		// An outcome changes no request, so a live saga's status, which
+		// says whether requests are pending, stands; only an ended one
+		// may now be complete.
+		return nil
+	}
+	return e.settle(tx, s)
+}
+
+// record journals what happened after a tool ran, its outcome or an
+// undo's, in one transaction like updateCall (seq is the call's, or 0,
+// and fn runs only while it is in state want: a commit whose answer was
+// lost may have done the work already), and retries with backoff while
+// the store is unavailable, for up to the engine's retry bound. The
+// backoff runs on real time, not the injected clock, which only stamps
+// entries.
+func (e *Engine) record(ctx context.Context, sagaID string, seq int64, want CallState, fn func(tx Tx, s *Saga) error) (Saga, error) {
+	start := time.Now()
+	wait := 50 * time.Millisecond
+	for {
+		s, err := e.updateCall(ctx, sagaID, seq, want, nil, fn)
+		if err == nil || !(IsKind(err, Unavailable) || IsKind(err, Conflict)) || time.Since(start)+wait > e.retryFor {
+			return s, err
+		}
+		e.log.Warn("store unavailable while journaling what a tool did; retrying", "saga", sagaID, "err", err, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return s, err
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
