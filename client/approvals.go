@@ -34,7 +34,7 @@ func (c *Client) Approvals(ctx context.Context, sagaID string) (ApprovalList, er
 	if sagaID != "" {
 		path = sagaPath("approvals", sagaID)
 	}
-	a, err := c.send(ctx, http.MethodGet, path, nil, nil)
+	a, err := c.send(ctx, http.MethodGet, path, nil, nil, nil)
 	if err != nil {
 		return ApprovalList{}, err
 	}
@@ -83,6 +83,15 @@ func (c *Client) Approve(ctx context.Context, sagaID string, seq int64, reason s
 // as Approve's.
 func (c *Client) Reject(ctx context.Context, sagaID string, seq int64, reason string) (Decision, error) {
 	path := fmt.Sprintf("%s/%d", sagaPath("reject", sagaID), seq)
+	return do[Decision](ctx, c, http.MethodPost, path, nil, decision{reason})
+}
+
+// Dismiss drops the request at seq, which the saga superseded with a
+// later request of the same tool, and the saga goes on:
+// POST /sagacity/dismiss/{sagaID}/{seq}. ErrConflict when the request is
+// not superseded (Reject ends the saga), other errors as Approve's.
+func (c *Client) Dismiss(ctx context.Context, sagaID string, seq int64, reason string) (Decision, error) {
+	path := fmt.Sprintf("%s/%d", sagaPath("dismiss", sagaID), seq)
 	return do[Decision](ctx, c, http.MethodPost, path, nil, decision{reason})
 }
 

@@ -26,10 +26,14 @@
 // call is AwaitingApproval, and a tool that ran but whose outcome could
 // not be journaled is InDoubt (do not retry it).
 //
-// A transport error (the server unreachable, ctx done) is returned as
-// net/http gives it; the outcome of a request that changes something is
-// then unknown. The client never retries a request. Answers are read up to
-// 64 MiB.
+// Call sends each call under an idempotency key of its own and, while
+// the answer is lost (a transport error, a restarting server: 429, 502,
+// 503, 504) or the call still runs (409 IN_PROGRESS), sends it again
+// under the same key for up to RetryFor: the server runs it at most once
+// and answers each repeat with the first call's outcome. No other request
+// is retried; a transport error is returned as net/http gives it, and the
+// outcome of a request that changes something is then unknown. Answers
+// are read up to 64 MiB.
 package client
 
 import (
@@ -42,6 +46,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Client calls one Sagacity server. Its zero value is not usable: set
@@ -55,6 +60,9 @@ type Client struct {
 	Token string
 	// HTTPClient sends the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// RetryFor bounds how long a call is sent again under its key (see
+	// CallWithKey); 0 means a minute, and a negative value sends it once.
+	RetryFor time.Duration
 }
 
 // maxAnswer caps how much of an answer is read.
@@ -68,9 +76,9 @@ type answer struct {
 	body         []byte
 }
 
-// send makes one request to path, with query, and a JSON body when in is
-// not nil, and reads the answer.
-func (c *Client) send(ctx context.Context, method, path string, query url.Values, in any) (answer, error) {
+// send makes one request to path, with query, header, and a JSON body
+// when in is not nil, and reads the answer.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, header http.Header, in any) (answer, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -86,6 +94,9 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return answer{}, err
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -127,11 +138,17 @@ func (a answer) decode(out any) error {
 // body, and that of a status in also, whose body says what happened as
 // well as why it is an error (which is returned with it).
 func do[T any](ctx context.Context, c *Client, method, path string, query url.Values, in any, also ...int) (T, error) {
-	var out T
-	a, err := c.send(ctx, method, path, query, in)
+	a, err := c.send(ctx, method, path, query, nil, in)
 	if err != nil {
-		return out, err
+		var zero T
+		return zero, err
 	}
+	return read[T](a, also...)
+}
+
+// read decodes an answer as do does.
+func read[T any](a answer, also ...int) (T, error) {
+	var out T
 	if !a.ok() {
 		if slices.Contains(also, a.code) {
 			json.Unmarshal(a.body, &out) // the body's outcome is extra; the error is the answer
@@ -147,7 +164,7 @@ func do[T any](ctx context.Context, c *Client, method, path string, query url.Va
 
 // text makes a GET request whose 2xx answer is text.
 func (c *Client) text(ctx context.Context, path string) (string, error) {
-	a, err := c.send(ctx, http.MethodGet, path, nil, nil)
+	a, err := c.send(ctx, http.MethodGet, path, nil, nil, nil)
 	if err != nil {
 		return "", err
 	}

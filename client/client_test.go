@@ -6,9 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -278,8 +283,6 @@ func TestErrors(t *testing.T) {
 			400, client.ErrInvalid, "LOST"},
 		{"no tool", func() error { _, err := agent.Call(ctx, "mine", "", "{}"); return err },
 			400, client.ErrInvalid, "tool"},
-		{"negative age", func() error { _, err := auditor.CallsInDoubt(ctx, -time.Second); return err },
-			400, client.ErrInvalid, "olderThan"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.do()
@@ -448,7 +451,8 @@ func TestInDoubt(t *testing.T) {
 	}
 
 	calls, err := auditor.CallsInDoubt(ctx, 0)
-	want := []client.CallInDoubt{{SagaID: "courier", Seq: 3, ToolName: book, Input: `{"pickup":"9:00"}`, Requester: "token:agent", State: "RUNNING"}}
+	want := []client.CallInDoubt{{SagaID: "courier", Seq: 3, ToolName: book, Input: `{"pickup":"9:00"}`, Requester: "token:agent", State: "RUNNING",
+		IdempotencyKey: "courier/3"}}
 	if diff := cmp.Diff(want, calls, cmpopts.IgnoreFields(client.CallInDoubt{}, "StartedAt", "UpdatedAt")); err != nil || diff != "" {
 		t.Fatalf("CallsInDoubt(0): %v (-want +got)\n%s", err, diff)
 	}
@@ -488,4 +492,84 @@ func TestInDoubt(t *testing.T) {
 func leafHash(e client.Entry) []byte {
 	seq := strconv.FormatInt(e.Seq, 10)
 	return rfc6962.DefaultHasher.HashLeaf([]byte(fmt.Sprintf("%d:%s%d:%s%d:%s", len(e.SagaID), e.SagaID, len(seq), seq, len(e.Hash), e.Hash)))
+}
+
+// flaky stands in front of the server as a load balancer that is having
+// a bad minute: it answers the first fail requests 503 without passing
+// them on, then passes on the next one and drops its answer (502), then
+// passes requests on; it notes each request's Idempotency-Key.
+type flaky struct {
+	mu   sync.Mutex
+	fail int
+	lose bool
+	keys []string
+}
+
+func (f *flaky) front(t *testing.T, backend string) string {
+	u, _ := url.Parse(backend)
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.keys = append(f.keys, r.Header.Get("Idempotency-Key"))
+		fail, lose := f.fail > 0, f.fail == 0 && f.lose
+		if fail {
+			f.fail--
+		} else if lose {
+			f.lose = false
+		}
+		f.mu.Unlock()
+		switch {
+		case fail:
+			http.Error(w, "upstream restarting", http.StatusServiceUnavailable)
+		case lose:
+			proxy.ServeHTTP(httptest.NewRecorder(), r)
+			http.Error(w, "upstream answer lost", http.StatusBadGateway)
+		default:
+			proxy.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// TestCallRetries: Call sends a call again under one key while its answer
+// is lost, and the server runs it once; RetryFor bounds it.
+func TestCallRetries(t *testing.T) {
+	s := newServer(t, sqliteURL(t.TempDir()))
+	ctx := t.Context()
+	f := &flaky{fail: 2, lose: true}
+	agent := &client.Client{BaseURL: f.front(t, s.url), Token: tokens["agent"], RetryFor: 30 * time.Second}
+	r, err := agent.Call(ctx, "retried", wire, `{"amount":"5","to":"bob"}`)
+	if err != nil || r.Status != client.AwaitingApproval || r.Seq != 1 {
+		t.Fatalf("Call through a flaky front = %+v, %v; want the gated call at seq 1", r, err)
+	}
+	r, err = agent.Call(ctx, "retried", reserve, `{"sku":"A"}`)
+	if err != nil || r.Status != client.Executed || r.Seq != 2 || s.tools.ran("/reserve") != 1 {
+		t.Fatalf("Call = %+v, %v (%d reservations); want one execution at seq 2", r, err, s.tools.ran("/reserve"))
+	}
+	f.mu.Lock()
+	keys := slices.Clone(f.keys)
+	f.mu.Unlock()
+	if len(keys) != 5 || keys[0] != keys[3] || keys[4] == keys[0] || !strings.HasPrefix(keys[0], `"`) {
+		t.Errorf("Idempotency-Keys sent = %q; want the first call's 4 attempts under one quoted key, the second call under another", keys)
+	}
+	// Answered for the gated call, the lost answer's repeat is the same
+	// request, pending once.
+	if l, err := s.as("approver").Approvals(ctx, "retried"); err != nil || len(l.Approvals) != 1 {
+		t.Errorf("pending after the retries = %+v, %v; want 1", l, err)
+	}
+
+	once := &flaky{fail: 1}
+	agent = &client.Client{BaseURL: once.front(t, s.url), Token: tokens["agent"], RetryFor: -1}
+	if _, err := agent.Call(ctx, "retried", reserve, `{"sku":"B"}`); !errorStatus(err, 503) {
+		t.Errorf("Call sent once into a 503 = %v; want the 503", err)
+	}
+	if _, err := agent.CallWithKey(ctx, "retried", reserve, `{"sku":"B"}`, "café"); err == nil || len(once.keys) != 1 {
+		t.Errorf("CallWithKey with a key that cannot be one = %v (%d requests); want an error, nothing sent", err, len(once.keys))
+	}
+}
+
+func errorStatus(err error, code int) bool {
+	e, ok := errors.AsType[*client.Error](err)
+	return ok && e.StatusCode == code
 }

@@ -48,7 +48,26 @@ type Error struct {
 	// SagaID and JournalSeq locate the refusal, when the server says.
 	SagaID     string
 	JournalSeq int64
+	// Code says in one word what to do about some refusals: CodeInDoubt,
+	// CodeInProgress, CodeKeyReused, CodeSuperseded; "" for the others.
+	Code string
 }
+
+// Codes of refusals a caller acts on (Error.Code).
+const (
+	// CodeInDoubt (409): a call of the saga is in doubt, at JournalSeq;
+	// the saga takes no other call until a person resolves it.
+	CodeInDoubt = "IN_DOUBT"
+	// CodeInProgress (409): the call the idempotency key names still
+	// runs; ask again (CallWithKey does) for its outcome.
+	CodeInProgress = "IN_PROGRESS"
+	// CodeKeyReused (422): the idempotency key names the saga's call at
+	// JournalSeq, whose tool or input differ; a new call needs a new key.
+	CodeKeyReused = "KEY_REUSED"
+	// CodeSuperseded (409): the request was replaced by the saga's later
+	// request of the same tool; it can only be dismissed.
+	CodeSuperseded = "SUPERSEDED"
+)
 
 // Error says the status and the server's message.
 func (e *Error) Error() string {
@@ -76,9 +95,10 @@ func newError(a answer) *Error {
 		Reason     string `json:"reason"`
 		SagaID     string `json:"sagaId"`
 		JournalSeq int64  `json:"journalSeq"`
+		Code       string `json:"code"`
 	}
 	if err := json.Unmarshal(a.body, &body); err == nil {
-		e.Message, e.SagaID, e.JournalSeq = cmp.Or(body.Error, body.Reason), body.SagaID, body.JournalSeq
+		e.Message, e.SagaID, e.JournalSeq, e.Code = cmp.Or(body.Error, body.Reason), body.SagaID, body.JournalSeq, body.Code
 		return e
 	}
 	msg := strings.TrimSpace(string(a.body))

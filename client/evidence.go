@@ -73,7 +73,7 @@ func (c *Client) AuditProofs(ctx context.Context, sagaID string, treeSize int64)
 // audit reads an export; the signed head of an export with proofs, its
 // last line, into head.
 func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, head *string) ([]Entry, error) {
-	a, err := c.send(ctx, http.MethodGet, sagaPath("audit", sagaID), query, nil)
+	a, err := c.send(ctx, http.MethodGet, sagaPath("audit", sagaID), query, nil, nil)
 	if err != nil {
 		return nil, err
 	}

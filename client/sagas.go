@@ -2,10 +2,12 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -63,14 +65,74 @@ type CallResult struct {
 // (Status Compensated or CompensationFailed, and the Error) with an *Error
 // of status 422. Other errors: ErrNotFound for an unknown tool (nothing
 // is journaled), ErrForbidden for another agent's saga, ErrConflict when
-// the saga is final, compensating or ended, ErrInvalid for an input the
-// tool's schema refuses.
+// the saga is final, compensating or ended, or has a call in doubt
+// (Code CodeInDoubt), ErrInvalid for an input the tool's schema refuses.
+//
+// Call sends the call under a new idempotency key and retries it under
+// that key as CallWithKey does; an agent that must go on asking after
+// RetryFor, or after its own restart, uses CallWithKey with a key it
+// keeps.
 func (c *Client) Call(ctx context.Context, sagaID, tool, input string) (CallResult, error) {
+	return c.CallWithKey(ctx, sagaID, tool, input, rand.Text())
+}
+
+// CallWithKey is Call under the idempotency key key: 1 to 255 printable
+// ASCII characters, one per logical call, kept by the server for the
+// saga's life. The same call sent again under key runs nothing and
+// answers the first one's outcome: executed, awaiting approval, failed,
+// or InDoubt when the server went away while it ran. CallWithKey sends it
+// again itself while the answer is lost or the call still runs, for up
+// to RetryFor, waiting longer each time. The key sent with another tool
+// or input is refused: an *Error of status 422, Code CodeKeyReused.
+func (c *Client) CallWithKey(ctx context.Context, sagaID, tool, input, key string) (CallResult, error) {
 	body := struct {
 		Tool  string `json:"tool"`
 		Input string `json:"input"`
 	}{tool, input}
-	return do[CallResult](ctx, c, http.MethodPost, sagaPath("sagas", sagaID)+"/calls", nil, body, http.StatusUnprocessableEntity)
+	if len(key) == 0 || len(key) > 255 || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		return CallResult{}, fmt.Errorf("sagacity: an idempotency key is 1 to 255 printable ASCII characters, not %q", key)
+	}
+	path := sagaPath("sagas", sagaID) + "/calls"
+	header := http.Header{"Idempotency-Key": {strconv.Quote(key)}} // an sf-string
+	retryFor := c.RetryFor
+	if retryFor == 0 {
+		retryFor = time.Minute
+	}
+	give := time.Now().Add(retryFor)
+	wait := 100 * time.Millisecond
+	for {
+		a, err := c.send(ctx, http.MethodPost, path, nil, header, body)
+		if !lost(a, err) || ctx.Err() != nil || time.Now().Add(wait).After(give) {
+			if err != nil {
+				return CallResult{}, err
+			}
+			return read[CallResult](a, http.StatusUnprocessableEntity)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return CallResult{}, ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// lost reports whether a call's answer is not its outcome: the request
+// or its answer was lost, the server could not take it yet, or the call
+// still runs.
+func lost(a answer, err error) bool {
+	if err != nil {
+		return true
+	}
+	switch a.code {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	case http.StatusConflict:
+		return newError(a).Code == CodeInProgress
+	}
+	return false
 }
 
 // Saga is the state of one saga.
@@ -150,14 +212,26 @@ type CallInDoubt struct {
 	State     string    `json:"state"`
 	StartedAt time.Time `json:"startedAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// IdempotencyKey is the key the tool was handed for what is in
+	// doubt, to ask its owner about: "<saga>/<seq>" for the execution
+	// (the request's seq for a resumed call), with "/compensate" for the
+	// undo, the saga id percent-encoded unless visible ASCII without '%'.
+	IdempotencyKey string `json:"idempotencyKey"`
 }
 
-// CallsInDoubt lists the calls whose outcome the journal does not know and
-// that have not moved for at least olderThan: GET /sagacity/in-doubt.
-// Nothing re-runs them; a person finds out what happened and Resolves
-// them. ErrForbidden without the approver or auditor role.
+// CallsInDoubt lists the calls whose outcome the journal does not know:
+// those a server process left when it went away, at once, and those that
+// have not moved for at least olderThan (a negative olderThan means the
+// server's in-doubt window, after which a person may resolve them):
+// GET /sagacity/in-doubt. Nothing re-runs them, and their saga takes no
+// other call; a person finds out what happened and Resolves them.
+// ErrForbidden without the approver or auditor role.
 func (c *Client) CallsInDoubt(ctx context.Context, olderThan time.Duration) ([]CallInDoubt, error) {
-	return do[[]CallInDoubt](ctx, c, http.MethodGet, "/sagacity/in-doubt", url.Values{"olderThan": {olderThan.String()}}, nil)
+	var q url.Values
+	if olderThan >= 0 {
+		q = url.Values{"olderThan": {olderThan.String()}}
+	}
+	return do[[]CallInDoubt](ctx, c, http.MethodGet, "/sagacity/in-doubt", q, nil)
 }
 
 // Resolution is what a person found out about a call in doubt.

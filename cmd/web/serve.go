@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -95,6 +96,16 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	} else if problem != "" {
 		log.Error("executions halted", "problem", problem)
 	}
+	// This process runs calls from here on: registered as a runner of
+	// its replica (the host and checkpoint directory), it retires the
+	// runner of the process before it, whose cut-off calls are then in
+	// doubt at once. It beats until the server has stopped.
+	beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBeat()
+	beatDone, err := engine.Heartbeat{Engine: eng, Replica: replica(cpDir), Logger: log}.Start(beat)
+	if err != nil {
+		return fmt.Errorf("SAGACITY_DATABASE_URL: registering this process: %w", err)
+	}
 	if cfg.Demo {
 		if err := demo.Seed(ctx, db, eng); err != nil {
 			return err
@@ -155,12 +166,24 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	stopBeat()
+	<-beatDone
 	<-seqDone
 	// A last checkpoint covers everything written before the stop.
 	if _, err := lg.Sequence(sctx, true); err != nil {
 		log.Warn("signing the last checkpoint failed; the next start signs it", "err", err)
 	}
 	return nil
+}
+
+// replica names the deployment this process is a start of: its host and
+// checkpoint directory, which no two live replicas share.
+func replica(cpDir string) string {
+	host, _ := os.Hostname()
+	if abs, err := filepath.Abs(cpDir); err == nil {
+		cpDir = abs
+	}
+	return host + ":" + cpDir
 }
 
 // recoverEvery is how often compensations that a crash or an outage

@@ -220,6 +220,9 @@ type inDoubtJSON struct {
 	State     engine.CallState `json:"state"`
 	StartedAt time.Time        `json:"startedAt"`
 	UpdatedAt time.Time        `json:"updatedAt"`
+	// IdempotencyKey is the key the tool was handed for what is in
+	// doubt: its execution, or its undo.
+	IdempotencyKey string `json:"idempotencyKey"`
 }
 
 // InDoubt lists calls whose outcome is unknown: those whose process is
@@ -241,7 +244,7 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := make([]inDoubtJSON, 0, len(calls))
 	for _, c := range calls {
-		out = append(out, inDoubtJSON{c.SagaID, c.Seq, c.ToolName, c.Input, c.Requester, c.State, c.StartedAt, c.UpdatedAt})
+		out = append(out, inDoubtJSON{c.SagaID, c.Seq, c.ToolName, c.Input, c.Requester, c.State, c.StartedAt, c.UpdatedAt, c.Key()})
 	}
 	return WriteJSON(w, http.StatusOK, out)
 }

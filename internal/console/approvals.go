@@ -27,7 +27,7 @@ func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	doubt, err := h.Engine.InDoubt(r.Context(), me, h.Engine.InDoubtAfter())
+	doubt, err := h.Engine.InDoubt(r.Context(), me, -1)
 	if err != nil {
 		return err
 	}
@@ -87,12 +87,12 @@ func (h *Handlers) rows(r *http.Request, me engine.Principal) (templates.Rows, e
 		row := templates.PendingRow{Href: templates.RequestHref(p.SagaID, p.JournalSeq), SagaHref: templates.SagaHref(p.SagaID),
 			SagaID: p.SagaID, Seq: p.JournalSeq, Tool: p.ToolName, Initiator: p.Initiator, Requester: p.Requester,
 			Requested: h.when(p.CreatedAt), Summary: fields, More: more, Approver: p.Approver(),
-			Replanned: p.Replanned, Refused: p.Refused, Flags: len(payload.Inspect(p.Input))}
+			Replanned: p.Replanned, Refused: p.Refused, SupersededBy: p.SupersededBy, Flags: len(payload.Inspect(p.Input))}
 		if row.Approver != "" {
 			row.Approved = h.when(p.ApprovedAt)
 		}
 		out.Items = append(out.Items, row)
-		parts = append(parts, p.SagaID, p.JournalSeq, row.Approver)
+		parts = append(parts, p.SagaID, p.JournalSeq, row.Approver, p.SupersededBy)
 	}
 	if len(page) == f.Limit {
 		last := page[len(page)-1]

@@ -15,33 +15,23 @@ import (
 // GET /in-doubt.
 func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
-	calls, err := h.Engine.InDoubt(r.Context(), me, h.Engine.InDoubtAfter())
+	doubts, err := h.Engine.Doubts(r.Context(), me, -1)
 	if err != nil {
 		return err
 	}
-	v := templates.InDoubtPage{Chrome: h.chrome(r, fmt.Sprintf("In doubt (%d)", len(calls)), "/in-doubt"),
+	v := templates.InDoubtPage{Chrome: h.chrome(r, fmt.Sprintf("In doubt (%d)", len(doubts)), "/in-doubt"),
 		After: h.Engine.InDoubtAfter().String()}
-	sagas := map[string]*engine.Saga{}
-	for _, c := range calls {
-		s, ok := sagas[c.SagaID]
-		if !ok {
-			found, err := h.Engine.Lookup(r.Context(), me, c.SagaID)
-			if err != nil {
-				return err
-			}
-			s = &found
-			sagas[c.SagaID] = s
-		}
-		phase := engine.ToolExecute
-		if c.State == engine.CallCompensating {
-			phase = engine.ToolCompensate
-		}
-		key := c.Invocation().Key(phase)
+	for _, d := range doubts {
+		c := d.Call
 		ic := templates.InDoubtCall{SagaID: c.SagaID, SagaHref: templates.SagaHref(c.SagaID), Seq: c.Seq, Tool: c.ToolName,
-			Input: payload.Reveal(c.Input), Key: key, Undo: c.State == engine.CallCompensating, Requester: c.Requester,
+			Input: payload.Reveal(c.Input), Key: d.Key, Undo: c.State == engine.CallCompensating, Requester: c.Requester,
 			Started: h.when(c.StartedAt), Updated: h.when(c.UpdatedAt), EntryHref: templates.EntryHref(c.SagaID, c.Seq)}
-		if err := h.Engine.Can(me, engine.ActResolve, engine.Subject{Saga: s, Requester: c.Requester}); err != nil {
+		if err := h.Engine.Can(me, engine.ActResolve, engine.Subject{Saga: &d.Saga, Requester: c.Requester}); err != nil {
 			ic.Why = "You cannot record what happened: " + message(err) + "."
+		}
+		for _, en := range d.Later {
+			ic.Later = append(ic.Later, templates.LaterCall{Seq: en.Seq, Tool: en.ToolName, Gated: en.Phase == engine.PhaseAwaitingApproval,
+				Same: en.ToolName == c.ToolName && en.Input == c.Input, Href: templates.EntryHref(c.SagaID, en.Seq)})
 		}
 		v.Calls = append(v.Calls, ic)
 	}

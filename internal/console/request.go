@@ -83,6 +83,7 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 		Payload:      prepare(g.Input),
 		Verification: rv.Verification,
 		TimelineHref: templates.EntryHref(saga, seq),
+		SupersededBy: rv.SupersededBy,
 	}
 	v.Status = h.status(rv)
 	v.Ref.Digest = digest(v.Status.State, len(v.Status.Decisions), rv.Saga.HeadSeq)
@@ -96,10 +97,15 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 			OldLabel: fmt.Sprintf("seq %d of saga %s", l.Seq, l.SagaID), OldHref: templates.EntryHref(l.SagaID, l.Seq),
 			D: payload.Compare(l.Input, g.Input)})
 	}
-	for _, c := range rv.WouldUndo {
-		v.WouldUndo = append(v.WouldUndo, templates.Step{Seq: c.Seq, Tool: c.ToolName, Input: c.Input, Detail: c.Result,
-			Href: templates.EntryHref(saga, c.Seq)})
+	executed := func(cs []engine.Call) []templates.Step {
+		var out []templates.Step
+		for _, c := range cs {
+			out = append(out, templates.Step{Seq: c.Seq, Tool: c.ToolName, Input: c.Input, Detail: c.Result,
+				Href: templates.EntryHref(saga, c.Seq)})
+		}
+		return out
 	}
+	v.WouldUndo, v.StaysDone = executed(rv.WouldUndo), executed(rv.StaysDone)
 	for _, s := range rv.Siblings {
 		fields, more := payload.Summary(s.Input, 4)
 		v.Siblings = append(v.Siblings, templates.Sibling{Seq: s.JournalSeq, Tool: s.ToolName,
@@ -121,9 +127,10 @@ func (h *Handlers) step(e engine.Entry) templates.Step {
 // status says what became of the request, with its evidence.
 func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 	s := templates.RequestStatus{State: rv.State}
-	for _, d := range []*engine.Decision{rv.Approval, rv.Rejection} {
+	for _, d := range []*engine.Decision{rv.Approval, rv.Rejection, rv.Dismissal} {
 		if d != nil {
-			s.Decisions = append(s.Decisions, templates.Decision{Approved: d.Approved, Who: d.Approver, At: h.when(d.DecidedAt), Reason: d.Reason})
+			s.Decisions = append(s.Decisions, templates.Decision{Approved: d.Approved, Dismissed: d == rv.Dismissal,
+				Who: d.Approver, At: h.when(d.DecidedAt), Reason: d.Reason})
 		}
 	}
 	if rv.Outcome != nil {
@@ -158,8 +165,11 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 			s.Headline = fmt.Sprintf("Dropped at seq %d: the saga failed (%s) before this was decided or executed", rv.Dropped.Seq, rv.Saga.Reason)
 		}
 	case engine.StateSuperseded:
-		s.Headline, s.Kind = fmt.Sprintf("Superseded: the saga re-planned, and its request at seq %d was approved; "+
+		s.Headline, s.Kind = fmt.Sprintf("Superseded: the saga re-planned, and its request at seq %d was approved or executed; "+
 			"this one can no longer be approved or executed", rv.SupersededBy), "warn"
+	case engine.StateDismissed:
+		s.Headline, s.Kind = fmt.Sprintf("Dismissed by %s: superseded by the saga's request at seq %d; the saga went on",
+			rv.Dismissal.Approver, rv.SupersededBy), "warn"
 	}
 	return s
 }
@@ -186,8 +196,11 @@ func (h *Handlers) actions(me engine.Principal, rv engine.Review) templates.Acti
 			a.Why = "You cannot act on this request: " + message(decide) + "."
 		}
 	case engine.StateSuperseded:
-		a.Reject = decide == nil
-		a.Why = "A later request of the saga replaced this one; it can only be rejected, which ends the saga."
+		dismiss := h.Engine.Can(me, engine.ActDismiss, engine.Subject{Saga: &rv.Saga, Requester: rv.Gated.Field("requester")})
+		a.Reject, a.Dismiss = decide == nil, dismiss == nil
+		if decide != nil && dismiss != nil {
+			a.Why = "A later request of the saga replaced this one, and you cannot act on it: " + message(dismiss) + "."
+		}
 	default:
 		a.Why = "This request is settled; nothing more can be done with it."
 	}
@@ -202,20 +215,22 @@ func message(err error) string {
 	return "internal error"
 }
 
-// Decide approves or rejects: POST /request/decide with saga, seq, hash
-// (of the bytes the form showed), decision, reason and, in the second
-// step, confirm=yes. The first step asks for confirmation, repeating the
+// Decide approves, rejects or dismisses: POST /request/decide with saga,
+// seq, hash (of the bytes the form showed), decision, reason and, in the
+// second step, confirm=yes. The first step asks for confirmation, repeating the
 // tool and the payload's key fields. A form that is out of date (the
 // request was decided or changed since) is answered with the request's
 // current state, never by deciding it again.
 func (h *Handlers) Decide(w http.ResponseWriter, r *http.Request) error {
-	return h.act(w, r, []string{"approve", "reject"}, func(me engine.Principal, v templates.RequestPage, reason string) error {
+	return h.act(w, r, []string{"approve", "reject", "dismiss"}, func(me engine.Principal, v templates.RequestPage, reason string) error {
 		var err error
 		switch r.PostForm.Get("decision") {
 		case "approve":
 			_, err = h.Engine.Approve(r.Context(), me, v.Ref.Saga, v.Ref.Seq, reason)
 		case "reject":
 			_, err = h.Engine.Reject(r.Context(), me, v.Ref.Saga, v.Ref.Seq, reason)
+		case "dismiss":
+			_, err = h.Engine.Dismiss(r.Context(), me, v.Ref.Saga, v.Ref.Seq, reason)
 		}
 		return err
 	})
@@ -253,6 +268,7 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 	allowed := map[string]func(templates.Actions) bool{
 		"approve": func(a templates.Actions) bool { return a.Approve },
 		"reject":  func(a templates.Actions) bool { return a.Reject },
+		"dismiss": func(a templates.Actions) bool { return a.Dismiss },
 		"execute": func(a templates.Actions) bool { return a.Execute },
 	}[decision]
 	if allowed == nil || !slices.Contains(serves, decision) {
@@ -271,6 +287,12 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 		fields, more := payload.Summary(v.Input, 6)
 		v.Confirm = &templates.Confirm{Tool: v.Tool, Decision: decision, Verb: strings.ToUpper(decision[:1]) + decision[1:],
 			Summary: fields, More: more, Reason: reason}
+		switch decision {
+		case "reject":
+			v.Confirm.Undo, v.Confirm.StaysDone, v.Confirm.Dropped = v.WouldUndo, v.StaysDone, v.Siblings
+		case "dismiss":
+			v.Confirm.Keeps = v.SupersededBy
+		}
 		return h.answer(w, r, http.StatusOK, v, "")
 	}
 	me := auth.From(r.Context())

@@ -156,6 +156,11 @@ func (h *Handlers) timelineEntry(hist engine.History, i int, at int64) templates
 	if e.Phase == engine.PhaseAwaitingApproval {
 		te.Request = templates.RequestHref(e.SagaID, e.Seq)
 	}
+	for _, c := range hist.InDoubt {
+		if c.Seq == e.Seq {
+			te.Orphan, te.Undo, te.DoubtHref = true, c.State == engine.CallCompensating, "/in-doubt"
+		}
+	}
 	if detail, attempted, ok := strings.Cut(e.Payload, "\nattempted="); ok && e.Phase == engine.PhaseRejected {
 		if gated, err := gatedOf(hist.Entries, e.Input); err == nil {
 			if bytes, err := engine.DecodeText(attempted); err == nil {

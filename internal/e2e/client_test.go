@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,7 @@ type answer struct {
 	body   string
 	err    error
 	bad    error // a body the public client could not read as documented
+	wrote  bool  // the request was written to a connection, once at least
 }
 
 func (a answer) String() string {
@@ -65,8 +67,22 @@ func (a answer) String() string {
 func (a answer) is(code int) bool { return a.err == nil && a.bad == nil && a.code == code }
 
 // ask makes one request to s through the public client, which fn is
-// given, and returns the exchange, which the transcript records too.
+// given, and returns the exchange, which the transcript records too. The
+// client sends a call once: a test that retries says so (retrying).
 func (c *client) ask(ctx context.Context, s *server, fn func(ctx context.Context, api *sagacity.Client) error) answer {
+	return c.retrying(ctx, s, -1, fn)
+}
+
+// endpoint is where a client sends its requests: a server, or what
+// stands in front of it.
+type endpoint interface {
+	URL() string
+	generation() string
+}
+
+// retrying is ask with a client that sends a call again for up to
+// retryFor while its answer is lost; the answer is the last exchange.
+func (c *client) retrying(ctx context.Context, s endpoint, retryFor time.Duration, fn func(ctx context.Context, api *sagacity.Client) error) answer {
 	gen := s.generation()
 	a := answer{who: c.name + "@" + gen}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
@@ -75,7 +91,7 @@ func (c *client) ask(ctx context.Context, s *server, fn func(ctx context.Context
 		Transport:     &recorder{c: c, gen: gen, a: &a},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	err := fn(ctx, &sagacity.Client{BaseURL: s.URL(), Token: c.token, HTTPClient: hc})
+	err := fn(ctx, &sagacity.Client{BaseURL: s.URL(), Token: c.token, HTTPClient: hc, RetryFor: retryFor})
 	if _, refused := errors.AsType[*sagacity.Error](err); err != nil && !refused && a.err == nil {
 		a.bad = err
 	}
@@ -100,6 +116,9 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r.a.method, r.a.path = req.Method, req.URL.RequestURI()
 	line := fmt.Sprintf("%s@%s %s %s %s %s", r.c.name, r.c.ip, r.gen, req.Method, r.a.path, sent)
+	req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { r.a.wrote = true },
+	}))
 	resp, err := r.c.transport.RoundTrip(req)
 	if err != nil {
 		r.a.err = err
@@ -264,4 +283,20 @@ func (p *pool) take(s *server) *client {
 		}
 	}
 	return nil
+}
+
+func (c *client) callWithKey(ctx context.Context, s endpoint, retryFor time.Duration, saga, tool, input, key string) (a answer, r sagacity.CallResult) {
+	a = c.retrying(ctx, s, retryFor, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.CallWithKey(ctx, saga, tool, input, key)
+		return err
+	})
+	return a, r
+}
+
+func (c *client) resolve(ctx context.Context, s *server, saga string, seq int64, happened bool, reason string) (a answer, r sagacity.Saga) {
+	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
+		r, err = api.Resolve(ctx, saga, seq, sagacity.Resolution{Happened: happened, Reason: reason})
+		return err
+	})
+	return a, r
 }

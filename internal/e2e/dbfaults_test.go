@@ -2,12 +2,10 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	mrand "math/rand/v2"
 	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -142,16 +140,8 @@ func testRefused(t *testing.T) {
 // the client was told is lost.
 func testTerminated(t *testing.T) {
 	f := newFixture(t, 70*time.Second)
-	direct := storetest.PostgresURL(t)
-	u, err := url.Parse(direct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app := "sagacity-e2e-" + strings.ToLower(rand.Text()[:10])
-	q := u.Query()
-	q.Set("application_name", app)
-	u.RawQuery = q.Encode()
-	srv := f.server("sagacity", u.String())
+	direct, tagged, app := taggedPostgres(t)
+	srv := f.server("sagacity", tagged)
 	conn, err := pgx.Connect(f.ctx, direct)
 	if err != nil {
 		t.Fatal(err)

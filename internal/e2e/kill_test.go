@@ -21,36 +21,50 @@ const killRounds = 30
 // restart, what the client was told must still hold (see driver.check).
 func TestKill9(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
-		direct := storetest.PostgresURL(t)
-		u, err := url.Parse(direct)
-		if err != nil {
-			t.Fatal(err)
-		}
-		app := "sagacity-e2e-" + strings.ToLower(rand.Text()[:10])
-		q := u.Query()
-		q.Set("application_name", app)
-		u.RawQuery = q.Encode()
-		killAgainAndAgain(t, "postgres", u.String(), func(f *fixture) {
-			// A backend of the dead process finishes the statement it
-			// received (a COMMIT, say) before it notices: wait for it.
-			conn, err := pgx.Connect(f.ctx, direct)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(f.ctx)
-			gone := eventually(f.ctx, 10*time.Second, func() bool {
-				var n int
-				err := conn.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
-				return err == nil && n == 0
-			})
-			if !gone {
-				t.Fatalf("backends with application_name=%s still there 10s after the server was killed", app)
-			}
-		})
+		dbURL, settle := killablePostgres(t)
+		killAgainAndAgain(t, "postgres", dbURL, settle)
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		killAgainAndAgain(t, "sqlite", storetest.SQLiteURL(t), func(*fixture) {})
 	})
+}
+
+// killablePostgres is a PostgreSQL database for a server that is killed,
+// and what to wait for after each kill: a backend of the dead process
+// finishes the statement it received (a COMMIT, say) before it notices.
+func killablePostgres(t *testing.T) (dbURL string, settle func(*fixture)) {
+	direct, tagged, app := taggedPostgres(t)
+	return tagged, func(f *fixture) {
+		conn, err := pgx.Connect(f.ctx, direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(f.ctx)
+		gone := eventually(f.ctx, 10*time.Second, func() bool {
+			var n int
+			err := conn.QueryRow(f.ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app).Scan(&n)
+			return err == nil && n == 0
+		})
+		if !gone {
+			t.Fatalf("backends with application_name=%s still there 10s after the server was killed", app)
+		}
+	}
+}
+
+// taggedPostgres is a fresh PostgreSQL database, by its URL and by one
+// whose connections carry an application_name of their own (app), by
+// which the server's backends are found.
+func taggedPostgres(t *testing.T) (direct, tagged, app string) {
+	direct = storetest.PostgresURL(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app = "sagacity-e2e-" + strings.ToLower(rand.Text()[:10])
+	q := u.Query()
+	q.Set("application_name", app)
+	u.RawQuery = q.Encode()
+	return direct, u.String(), app
 }
 
 // killAgainAndAgain runs killRounds rounds on dbURL: drive, kill, wait for

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -132,6 +133,22 @@ func (d *driver) statsLine() string {
 }
 
 func key(saga string, seq int64) string { return fmt.Sprintf("%s/%d", saga, seq) }
+
+// tool is the key the tool of the call at seq was handed: the request's,
+// for a resumed call (its INTENT says "resumes=seq=N").
+func tool(s *sagaState, seq int64) string {
+	if s == nil {
+		return ""
+	}
+	if e := at(s.journal, seq); e != nil {
+		if _, req, ok := strings.Cut(e.Payload, "\nresumes=seq="); ok {
+			if n, err := strconv.ParseInt(req, 10, 64); err == nil {
+				return key(s.id, n)
+			}
+		}
+	}
+	return key(s.id, seq)
+}
 
 // run drives the workers until stop is set or, once the server is being
 // killed, a request goes unanswered.
@@ -304,7 +321,7 @@ func (d *driver) step(w int) bool {
 func (d *driver) unexpected(s *sagaState, a answer, what string) bool {
 	t := d.f.t
 	switch {
-	case a.err != nil && d.killing.Load() && neverSent(a.err):
+	case a.err != nil && d.killing.Load() && neverSent(a):
 		d.count("refused after the kill")
 		return false
 	case a.err != nil && d.killing.Load():
@@ -459,8 +476,12 @@ func (d *driver) readBack(s *sagaState, eff effects) {
 			if e := at(es, x.seq); e == nil || e.Phase != "AWAITING_APPROVAL" || e.ToolName != x.tool || e.Input != x.input {
 				t.Errorf("saga %s: gated call of %s %s answered 202 with seq %d, but the journal has %s there", s.id, x.tool, x.input, x.seq, show(e))
 			}
-			if n := eff.execs[key(s.id, x.seq)]; n != 0 {
-				t.Errorf("saga %s: gated call at seq %d executed %d times without approval", s.id, x.seq, n)
+			// Its execution, once resumed, is under its own seq.
+			approved := find(es, func(e sagacity.Entry) bool {
+				return e.Phase == "APPROVED" && e.ToolName == gateTool && e.Input == fmt.Sprintf("seq=%d", x.seq)
+			}) != nil
+			if n := eff.execs[key(s.id, x.seq)]; n > 1 || (n == 1 && !approved) {
+				t.Errorf("saga %s: gated call at seq %d executed %d times (approved: %v)", s.id, x.seq, n, approved)
 			}
 		case "approve", "reject":
 			phase := map[string]string{"approve": "APPROVED", "reject": "REJECTED"}[x.what]
@@ -481,8 +502,9 @@ func (d *driver) readBack(s *sagaState, eff effects) {
 			if o := outcome(es, e.Seq, toolWire, x.input); o == nil || o.Phase != "EXECUTED" {
 				t.Errorf("saga %s: resume of seq %d answered 200, but the journal's outcome of its INTENT (seq %d) is %s", s.id, x.seq, e.Seq, show(o))
 			}
-			if n := eff.execs[key(s.id, e.Seq)]; n != 1 {
-				t.Errorf("saga %s: resume of seq %d answered 200, but %s executed %d times for key %s, want 1", s.id, x.seq, toolWire, n, key(s.id, e.Seq))
+			// A resumed call's key names the request it executes.
+			if n := eff.execs[key(s.id, x.seq)]; n != 1 {
+				t.Errorf("saga %s: resume of seq %d answered 200, but %s executed %d times for key %s, want 1", s.id, x.seq, toolWire, n, key(s.id, x.seq))
 			}
 		case "end":
 			if a, sg := au.saga(ctx, srv, s.id); !a.is(200) || !sg.Ended {
@@ -522,12 +544,14 @@ func (d *driver) checkInDoubt(eff effects) {
 			t.Errorf("call %s has an INTENT and no outcome in its journal, but GET /sagacity/in-doubt?olderThan=0s does not list it", k)
 		case c.State != "RUNNING":
 			t.Errorf("call %s has an INTENT and no outcome in its journal, but in-doubt lists it %s; want RUNNING", k, c.State)
+		case c.IdempotencyKey != tool(bySaga[c.SagaID], c.Seq):
+			t.Errorf("call %s is in doubt under key %q, but its tool was handed %q", k, c.IdempotencyKey, tool(bySaga[c.SagaID], c.Seq))
 		default:
 			if before, seen := d.doubts[k]; !seen {
-				d.doubts[k] = eff.execs[k]
+				d.doubts[k] = eff.execs[c.IdempotencyKey]
 				d.stats["calls in doubt"]++
-			} else if eff.execs[k] != before {
-				t.Errorf("call %s is in doubt and was executed again: the tool server counted %d, then %d", k, before, eff.execs[k])
+			} else if eff.execs[c.IdempotencyKey] != before {
+				t.Errorf("call %s is in doubt and was executed again: the tool server counted %d, then %d", k, before, eff.execs[c.IdempotencyKey])
 			}
 		}
 	}
@@ -597,6 +621,18 @@ func (d *driver) resumeApproved() {
 					t.Errorf("saga %s: approval of seq %d answered 200 earlier, and now %s, but its journal shows no resume and no rejection or failure that would have dropped it:\n%s",
 						s.id, g.seq, a, journalText(s.journal))
 				}
+			case a.is(409) && strings.Contains(a.body, `"code":"IN_DOUBT"`):
+				// A call of the saga was cut off by the kill: the saga
+				// takes nothing more until a person resolves it.
+				var body struct {
+					JournalSeq int64 `json:"journalSeq"`
+				}
+				json.Unmarshal([]byte(a.body), &body)
+				if !s.doubt[body.JournalSeq] {
+					t.Errorf("saga %s: resume of the approved seq %d: %s; but its journal shows no call in doubt at seq %d:\n%s",
+						s.id, g.seq, a, body.JournalSeq, journalText(s.journal))
+				}
+				d.count("resumes held by a call in doubt")
 			case a.is(409) && strings.Contains(a.body, "was superseded by"):
 				// A later request's approval the client did not see answered.
 				later := find(s.journal, func(e sagacity.Entry) bool {
@@ -620,11 +656,14 @@ func refOf(input string) int64 {
 	return n
 }
 
-// neverSent reports an error that means the request never reached a
-// server: the connection was refused.
-func neverSent(err error) bool {
+// neverSent reports an exchange that never reached a server: no attempt
+// wrote the request (net/http retries a request with an Idempotency-Key
+// on a new connection when a kept one turns out dead, and the request
+// may have reached the server on the first), and the connection was
+// refused.
+func neverSent(a answer) bool {
 	var op *net.OpError
-	return errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial")
+	return !a.wrote && (errors.Is(a.err, syscall.ECONNREFUSED) || (errors.As(a.err, &op) && op.Op == "dial"))
 }
 
 // at is the entry at seq, or nil.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -266,11 +267,13 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 		res.Outcome, res.Error = Outcome(snap.Saga.Status), snap.Entries[c.OutcomeSeq-1].Payload
 	case c.State == CallRunning:
 		before, alive := e.doubtful()
-		if !c.UpdatedAt.Before(before) && c.Runner != "" {
-			if up, err := e.runnerUp(ctx, c.Runner, alive); err != nil || up {
-				return CallResult{}, firstOf(err, &Error{Kind: Conflict, Code: CodeInProgress, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf(
-					"the call under Idempotency-Key %q (seq=%d) is still running: ask again for its outcome", key, seq)})
-			}
+		doubt, err := e.store.InDoubt(ctx, sagaID, before, alive)
+		if err != nil {
+			return CallResult{}, err
+		}
+		if !slices.ContainsFunc(doubt, func(d Call) bool { return d.Seq == seq }) {
+			return CallResult{}, &Error{Kind: Conflict, Code: CodeInProgress, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf(
+				"the call under Idempotency-Key %q (seq=%d) is still running: ask again for its outcome", key, seq)}
 		}
 		res.Outcome, res.Status = OutcomeInDoubt, ""
 		res.Error = fmt.Sprintf("the call under this Idempotency-Key (seq=%d) ran, or may have, and its outcome is not journaled: "+
@@ -282,14 +285,6 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 		res.Outcome, res.Result = OutcomeExecuted, c.Result
 	}
 	return res, nil
-}
-
-// firstOf is err when it is not nil, else alt.
-func firstOf(err error, alt error) error {
-	if err != nil {
-		return err
-	}
-	return alt
 }
 
 // requested is the payload of the entry that opens a call: who asked for

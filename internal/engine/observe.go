@@ -156,8 +156,8 @@ func (w watched) Approvals(ctx context.Context, sagaID string) ([]ApprovalReques
 	return rs, failing(ctx, w.obs, err)
 }
 
-func (w watched) InDoubt(ctx context.Context, before, alive time.Time) ([]Call, error) {
-	cs, err := w.s.InDoubt(ctx, before, alive)
+func (w watched) InDoubt(ctx context.Context, sagaID string, before, alive time.Time) ([]Call, error) {
+	cs, err := w.s.InDoubt(ctx, sagaID, before, alive)
 	return cs, failing(ctx, w.obs, err)
 }
 
@@ -176,11 +176,6 @@ func (w watched) Beat(ctx context.Context, id string, t time.Time) error {
 
 func (w watched) Retire(ctx context.Context, id string) error {
 	return failing(ctx, w.obs, w.s.Retire(ctx, id))
-}
-
-func (w watched) Runner(ctx context.Context, id string) (Runner, error) {
-	r, err := w.s.Runner(ctx, id)
-	return r, failing(ctx, w.obs, err)
 }
 
 func (w watched) Pending(ctx context.Context, f PendingFilter) ([]Pending, error) {

@@ -125,3 +125,48 @@ func (e *Engine) doubted(tx Tx, c Call) error {
 	}
 	return not
 }
+
+// Doubt is a call in doubt with what a person needs to find out what
+// became of it.
+type Doubt struct {
+	Call
+	Saga Saga
+	// Key is the idempotency key the tool was handed for what is in
+	// doubt: the call's execution, or its undo.
+	Key string
+	// Later are the calls the saga opened after it (INTENT and
+	// AWAITING_APPROVAL entries), oldest first: a retry of the same call
+	// among them may have done its effect again.
+	Later []Entry
+}
+
+// Doubts is InDoubt with each call's saga, key and later calls, read
+// from one snapshot of each saga. Errors as InDoubt's.
+func (e *Engine) Doubts(ctx context.Context, p Principal, olderThan time.Duration) ([]Doubt, error) {
+	calls, err := e.InDoubt(ctx, p, olderThan)
+	if err != nil {
+		return nil, err
+	}
+	snaps := map[string]Snapshot{}
+	out := make([]Doubt, 0, len(calls))
+	for _, c := range calls {
+		snap, ok := snaps[c.SagaID]
+		if !ok {
+			if snap, err = e.store.Snapshot(ctx, c.SagaID, false); err != nil {
+				return nil, err
+			}
+			if snap.Saga == nil {
+				continue // gone since it was listed
+			}
+			snaps[c.SagaID] = snap
+		}
+		d := Doubt{Call: c, Saga: *snap.Saga, Key: c.Key()}
+		for _, en := range snap.Entries {
+			if en.Seq > c.Seq && (en.Phase == PhaseIntent || en.Phase == PhaseAwaitingApproval) {
+				d.Later = append(d.Later, en)
+			}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}

@@ -28,8 +28,37 @@ func (e *Engine) Pending(ctx context.Context, p Principal, f PendingFilter) ([]P
 	if err != nil {
 		return nil, 0, err
 	}
+	if err := e.superseded(ctx, page); err != nil {
+		return nil, 0, err
+	}
 	n, err := e.store.CountPending(ctx, f)
 	return page, n, err
+}
+
+// superseded sets SupersededBy on the requests of page that the saga
+// proposed again later, as the saga's lifecycle says (ReadLifecycle):
+// only those sagas' journals are read, once each.
+func (e *Engine) superseded(ctx context.Context, page []Pending) error {
+	lives := map[string]Lifecycle{}
+	for i := range page {
+		p := &page[i]
+		if !p.Later {
+			continue
+		}
+		lc, ok := lives[p.SagaID]
+		if !ok {
+			es, err := e.store.Entries(ctx, p.SagaID)
+			if err != nil {
+				return err
+			}
+			lc, _ = ReadLifecycle(es)
+			lives[p.SagaID] = lc
+		}
+		if l := lc.Requests[p.JournalSeq]; l != nil {
+			p.SupersededBy = l.SupersededBy
+		}
+	}
+	return nil
 }
 
 // Backlog is what waits for people, as of one moment.
@@ -59,7 +88,7 @@ func (e *Engine) Backlog(ctx context.Context) (Backlog, error) {
 		b.Oldest = max(b.Oldest, now.Sub(p.Oldest))
 	}
 	before, alive := e.doubtful()
-	calls, err := e.store.InDoubt(ctx, before, alive)
+	calls, err := e.store.InDoubt(ctx, "", before, alive)
 	if err != nil {
 		return Backlog{}, err
 	}
@@ -116,10 +145,11 @@ type Review struct {
 	Outcome *Entry
 	Journal []Entry // the whole journal, by seq
 	// WouldUndo is what rejecting it compensates: the saga's executed
-	// steps that have an undo, newest first. Siblings are the saga's
-	// other pending requests, which a rejection drops.
-	WouldUndo []Call
-	Siblings  []ApprovalRequest
+	// steps that have an undo, newest first; StaysDone the executed
+	// steps of IRREVERSIBLE tools, which nothing undoes. Siblings are the
+	// saga's other pending requests, which a rejection drops.
+	WouldUndo, StaysDone []Call
+	Siblings             []ApprovalRequest
 	// Previous is the saga's earlier proposal of the same tool (it
 	// re-planned), and LastExecuted the newest executed call of the tool
 	// before this request, in any saga.
@@ -165,7 +195,12 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 	if r.Pending {
 		for i := len(snap.Calls) - 1; i >= 0; i-- {
 			c := snap.Calls[i]
-			if t, ok := e.tools[c.ToolName]; c.State == CallExecuted && (!ok || t.Reversibility != Irreversible) {
+			t, ok := e.tools[c.ToolName]
+			switch {
+			case c.State != CallExecuted:
+			case ok && t.Reversibility == Irreversible:
+				r.StaysDone = append(r.StaysDone, c)
+			default:
 				r.WouldUndo = append(r.WouldUndo, c)
 			}
 		}

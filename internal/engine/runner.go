@@ -38,18 +38,9 @@ func (e *Engine) runnerID() string {
 	return ""
 }
 
-// runnerUp reports whether runner id was seen since alive.
-func (e *Engine) runnerUp(ctx context.Context, id string, alive time.Time) (bool, error) {
-	r, err := e.store.Runner(ctx, id)
-	if IsKind(err, NotFound) {
-		return false, nil
-	}
-	return err == nil && !r.SeenAt.Before(alive), err
-}
-
 // Heartbeat registers the engine's process as a runner of Replica and
 // beats every Every (default 2s): a service the server starts before it
-// takes calls.
+// takes calls. Logger defaults to the engine's.
 type Heartbeat struct {
 	Engine  *Engine
 	Replica string
@@ -63,7 +54,7 @@ type Heartbeat struct {
 // the calls in flight have finished. Errors: Unavailable when the store
 // is, at the registration.
 func (h Heartbeat) Start(ctx context.Context) (done <-chan struct{}, err error) {
-	e := h.Engine
+	e, log := h.Engine, cmp.Or(h.Logger, h.Engine.log)
 	now := e.now()
 	id := rand.Text()
 	if err := e.store.Register(ctx, Runner{ID: id, Replica: h.Replica, StartedAt: now, SeenAt: now}); err != nil {
@@ -82,7 +73,7 @@ func (h Heartbeat) Start(ctx context.Context) (done <-chan struct{}, err error) 
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 				defer cancel()
 				if err := e.store.Retire(rctx, id); err != nil {
-					h.Logger.Warn("retiring this process's runner; other servers take its calls as in doubt once it is unseen", "err", err)
+					log.Warn("retiring this process's runner; other servers take its calls as in doubt once it is unseen", "err", err)
 				}
 				return
 			case <-t.C:
@@ -92,11 +83,11 @@ func (h Heartbeat) Start(ctx context.Context) (done <-chan struct{}, err error) 
 				// Another process of the replica started and retired this
 				// one: two processes share a replica's name.
 				err = e.store.Register(ctx, Runner{ID: id, Replica: h.Replica, StartedAt: now, SeenAt: e.now()})
-				h.Logger.Error("this process's runner was retired by another process of replica "+h.Replica+
+				log.Error("this process's runner was retired by another process of replica "+h.Replica+
 					"; give each replica its own checkpoint directory", "err", err)
 			}
 			if err != nil && !failing && ctx.Err() == nil {
-				h.Logger.Warn("recording that this process lives failed; trying again", "err", err)
+				log.Warn("recording that this process lives failed; trying again", "err", err)
 			}
 			failing = err != nil
 		}

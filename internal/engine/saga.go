@@ -283,6 +283,9 @@ type History struct {
 	// Decisions are the decisions people made in the saga, each with
 	// whether its receipt holds.
 	Decisions []DecisionReceipt
+	// InDoubt are the saga's calls in doubt (see InDoubt): INTENTs, or
+	// undos, whose outcome no entry records.
+	InDoubt []Call
 }
 
 // History reads saga id. NotFound ("no such saga") when it has neither a
@@ -304,7 +307,17 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 		return History{}, err
 	}
 	v, err := e.verify(ctx, snap)
-	return History{Snapshot: snap, Verification: v, Decisions: Decisions(snap.Entries, e.keys.Verifier())}, err
+	if err != nil {
+		return History{}, err
+	}
+	h := History{Snapshot: snap, Verification: v, Decisions: Decisions(snap.Entries, e.keys.Verifier())}
+	if snap.Saga != nil && snap.Saga.Running > 0 {
+		before, alive := e.doubtful()
+		if h.InDoubt, err = e.store.InDoubt(ctx, id, before, alive); err != nil {
+			return History{}, err
+		}
+	}
+	return h, nil
 }
 
 // verify checks a snapshot (see check), then that its entries are in the
@@ -433,7 +446,7 @@ func (e *Engine) InDoubt(ctx context.Context, p Principal, olderThan time.Durati
 	if olderThan >= 0 {
 		before = e.now().Add(-olderThan)
 	}
-	return e.store.InDoubt(ctx, before, alive)
+	return e.store.InDoubt(ctx, "", before, alive)
 }
 
 // Recover continues the compensation of every saga left COMPENSATING, as

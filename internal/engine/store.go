@@ -32,10 +32,11 @@ type Store interface {
 	// Approvals lists pending requests: every saga's ordered by creation
 	// when sagaID is "", else one saga's ordered by seq.
 	Approvals(ctx context.Context, sagaID string) ([]ApprovalRequest, error)
-	// InDoubt lists calls that are running or compensating and were
-	// last touched before before, or whose runner was last seen before
-	// alive (or is gone), oldest first.
-	InDoubt(ctx context.Context, before, alive time.Time) ([]Call, error)
+	// InDoubt lists the calls of saga sagaID, or of every saga when it
+	// is "", that are running or compensating and were last touched
+	// before before, or whose runner was last seen before alive (or is
+	// gone), oldest first. A call of no runner is in doubt only by time.
+	InDoubt(ctx context.Context, sagaID string, before, alive time.Time) ([]Call, error)
 	// CallKey returns the seq of the call a saga made under an agent's
 	// idempotency key; NotFound when none.
 	CallKey(ctx context.Context, sagaID, key string) (int64, error)
@@ -48,8 +49,6 @@ type Store interface {
 	Beat(ctx context.Context, id string, t time.Time) error
 	// Retire removes runner id.
 	Retire(ctx context.Context, id string) error
-	// Runner returns one runner; NotFound when it is gone.
-	Runner(ctx context.Context, id string) (Runner, error)
 	// Pending lists pending requests with what a list shows of each,
 	// oldest first; CountPending counts them, ignoring After and Limit.
 	Pending(ctx context.Context, f PendingFilter) ([]Pending, error)
@@ -123,6 +122,13 @@ type Pending struct {
 	ApprovedAt time.Time
 	Replanned  bool // the saga proposed the same tool at an earlier seq
 	Refused    bool // a resume of the same tool in the saga was refused before
+	// Later: the saga proposed the same tool at a later seq (a store
+	// sets it; Engine.Pending reads from it whether the request is
+	// superseded).
+	Later bool
+	// SupersededBy is the later request of the same tool that was
+	// approved or executed, 0 when none: Engine.Pending sets it.
+	SupersededBy int64
 }
 
 // SagaCursor is the position of one saga in a listing.
@@ -177,8 +183,7 @@ type Tx interface {
 	PutCall(c Call) error
 	// Calls returns a saga's calls in any of the given states, ordered by seq.
 	Calls(sagaID string, states ...CallState) ([]Call, error)
-	// InDoubt returns a saga's calls in doubt as Store.InDoubt says, by
-	// seq.
+	// InDoubt is Store.InDoubt in the transaction.
 	InDoubt(sagaID string, before, alive time.Time) ([]Call, error)
 
 	// PutCallKey records that the saga's call at seq was made under an

@@ -179,6 +179,16 @@ func (c Call) Invocation() Invocation {
 	return Invocation{SagaID: c.SagaID, Seq: c.Seq, Request: c.Request, Tool: c.ToolName, Input: c.Input}
 }
 
+// Key is the idempotency key of what the call does now, or last did: its
+// undo's once it is being undone, else its execution's.
+func (c Call) Key() string {
+	switch c.State {
+	case CallCompensating, CallCompensated, CallCompensationFailed:
+		return c.Invocation().Key(ToolCompensate)
+	}
+	return c.Invocation().Key(ToolExecute)
+}
+
 // Role is what a principal may do.
 type Role string
 

@@ -110,7 +110,7 @@ func (m *Recorder) Watch(e Backlogger) {
 		oldest: prometheus.NewDesc("sagacity_oldest_pending_request_age_seconds",
 			"How long the oldest pending request has waited; 0 when none is pending.", nil, nil),
 		inDoubt: prometheus.NewDesc("sagacity_calls_in_doubt",
-			"Calls whose outcome the journal does not know, still for longer than the in-doubt window: a person must find out.", nil, nil),
+			"Calls whose outcome the journal does not know (cut off by a process that is gone, or still for the in-doubt window): each blocks its saga until a person resolves it.", nil, nil),
 	})
 }
 

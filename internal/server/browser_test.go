@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -447,6 +448,140 @@ func TestConsoleInDoubt(t *testing.T) {
 	}
 }
 
+// TestConsoleCutOff: a call cut off by the death of the process that ran
+// it is listed at once when its replica starts again, not after the
+// in-doubt window (an hour here): on the in-doubt page, with the saga's
+// later calls (one of them the same call again), in the pending page's
+// warning, and flagged on the timeline; its saga takes no new call until
+// a person records what happened.
+func TestConsoleCutOff(t *testing.T) {
+	dbURL := storetest.SQLiteURL(t)
+	e := newAPI(t, dbURL, envOptions{inDoubtAfter: time.Hour})
+	const replica = "host-a:/var/lib/sagacity/checkpoints"
+	want(t, "reserve", e.call("cut", "createOrder", `{"sku":"SKU-1"}`), 200)
+	stop := hang(t, dbURL, replica, auth.Anonymous, "cut", "reserveInventory", `{"item":"dock"}`)
+	defer stop()
+	// While it runs on a live process it is in doubt nowhere, and the
+	// saga takes calls: here the same call again, which runs.
+	want(t, "the same call while it runs", e.call("cut", "reserveInventory", `{"item":"dock"}`), 200)
+	p := newTab(t, e)
+	p.signIn("reviewer@example.com")
+	p.open("/in-doubt")
+	if got := p.text("main"); !strings.Contains(got, "No call is in doubt") {
+		t.Errorf("in-doubt page while the call runs = %q; want none", got)
+	}
+
+	// Its process dies, and its replica starts again.
+	beat, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := (engine.Heartbeat{Engine: e.eng, Replica: replica}).Start(beat); err != nil {
+		t.Fatal(err)
+	}
+	p.open("/in-doubt")
+	p.accessible("the in-doubt page")
+	got := p.text("main")
+	for _, want := range []string{"reserveInventory in saga cut · seq 3", "cut/3", "reserveInventory seq 4",
+		"the same call again: its effect may have happened twice", "takes no other call"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("in-doubt page after the restart = %q; want %q", got, want)
+		}
+	}
+	if r := e.get("/sagacity/in-doubt"); r.code != 200 || !strings.Contains(r.body, `"sagaId":"cut","seq":3`) || !strings.Contains(r.body, `"idempotencyKey":"cut/3"`) {
+		t.Errorf("GET /sagacity/in-doubt after the restart = %d %s; want the call, under its key", r.code, r.body)
+	}
+	if r := e.call("cut", "createOrder", `{"sku":"SKU-2"}`); r.code != 409 || !strings.Contains(r.body, `"code":"IN_DOUBT"`) {
+		t.Errorf("a new call while one is in doubt = %d %s; want 409 IN_DOUBT", r.code, r.body)
+	}
+	p.open("/")
+	if got := p.text("main"); !strings.Contains(got, "1 call(s) in doubt block their sagas") {
+		t.Errorf("pending page = %q; want the call in doubt told", got)
+	}
+	p.open("/saga?id=cut")
+	if got := p.text("#e3"); !strings.Contains(got, "In doubt: this call started and no entry records its outcome") {
+		t.Errorf("timeline entry 3 = %q; want its INTENT flagged in doubt", got)
+	}
+	if got := p.text("#e4"); strings.Contains(got, "In doubt") {
+		t.Errorf("timeline entry 4 = %q; want no flag: it executed", got)
+	}
+	p.open("/in-doubt")
+	p.do("recording that it happened",
+		chromedp.Click(chromedp.CSS(`input[name="happened"][value="yes"]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name="reason"]`), "the warehouse shows the dock reserved"),
+		chromedp.Click(chromedp.CSS(`input[name="confirm"]`)),
+		chromedp.Click(chromedp.CSS(`form.resolve button.primary`)),
+		chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
+	)
+	want(t, "a new call once resolved", e.call("cut", "createOrder", `{"sku":"SKU-2"}`), 200)
+	p.noErrors()
+}
+
+// TestConsoleSuperseded: a request the saga re-planned, once its
+// replacement is approved, is marked superseded in the list and on its
+// page, offers no approval, and is dismissed, the saga going on; the
+// replacement's rejection says what it undoes and what stays done, and
+// ends the saga.
+func TestConsoleSuperseded(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e.seedScenario("re") // reserveInventory 1-2, the wire at 3
+	p := newTab(t, e)
+	p.signIn("reviewer@example.com")
+	decide := func(seq int64, button, confirm string) {
+		t.Helper()
+		p.open(fmt.Sprintf("/request?saga=re&seq=%d", seq))
+		p.click(`#actions button` + button)
+		p.waitText("#actions", confirm, 10*time.Second)
+		p.click(`#actions button[autofocus]`)
+	}
+	decide(3, ".approve", "Approve sendWireTransfer in saga re, seq 3?")
+	p.waitText("#status", "Approved by", 10*time.Second)
+	decide(3, ".primary", "Execute sendWireTransfer in saga re, seq 3?")
+	p.waitText("#status", "Executed with the approved bytes", 10*time.Second)
+	want(t, "a wire", e.call("re", "sendWireTransfer", `{"amount":"100","to":"bob"}`), 202)             // seq 7
+	want(t, "the wire re-planned", e.call("re", "sendWireTransfer", `{"amount":"90","to":"bob"}`), 202) // seq 8
+	decide(8, ".approve", "Approve sendWireTransfer in saga re, seq 8?")
+	p.waitText("#status", "Approved by", 10*time.Second)
+
+	p.open("/")
+	if got := p.text(`#rows`); !strings.Contains(got, "superseded by seq 8") {
+		t.Errorf("pending list = %q; want seq 7 marked superseded by seq 8", got)
+	}
+	p.open("/request?saga=re&seq=7")
+	p.accessible("a superseded request")
+	if got := p.text("#status"); !strings.Contains(got, "Superseded") {
+		t.Errorf("status of seq 7 = %q; want superseded", got)
+	}
+	if p.eval(`document.querySelector('#actions button.approve') !== null`) {
+		t.Errorf("a superseded request offers an approval")
+	}
+	p.click(`#actions button[value="dismiss"]`)
+	p.waitText("#actions", "Dismiss sendWireTransfer in saga re, seq 7?", 10*time.Second)
+	if got := p.text("#actions"); !strings.Contains(got, "the saga keeps running") || !strings.Contains(got, "seq 8") {
+		t.Errorf("dismissal's confirmation = %q; want it to say the saga goes on with seq 8", got)
+	}
+	p.click(`#actions button[autofocus]`)
+	p.waitText("#status", "Dismissed by reviewer@example.com", 10*time.Second)
+	if r := e.get("/sagacity/sagas/re"); !strings.Contains(r.body, `"status":"AWAITING_APPROVAL"`) {
+		t.Errorf("saga after the dismissal = %s; want it still waiting on seq 8", r.body)
+	}
+
+	p.open("/request?saga=re&seq=8")
+	p.click(`#actions button.reject`)
+	p.waitText("#actions", "Reject sendWireTransfer in saga re, seq 8?", 10*time.Second)
+	got := p.text("#actions")
+	for _, want := range []string{"The saga ends", "reserveInventory seq 1", "These irreversible effects stay done", "sendWireTransfer seq 5"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("rejection's confirmation = %q; want %q", got, want)
+		}
+	}
+	p.accessible("a rejection's confirmation")
+	p.click(`#actions button.reject[autofocus]`)
+	p.waitText("#status", "Rejected by reviewer@example.com", 10*time.Second)
+	if r := e.get("/sagacity/sagas/re"); !strings.Contains(r.body, `"status":"COMPENSATED"`) {
+		t.Errorf("saga after the rejection = %s; want COMPENSATED", r.body)
+	}
+	p.noErrors()
+}
+
 // TestConsoleRoles: an auditor reads everything and is offered no
 // decision, and told why.
 func TestConsoleRoles(t *testing.T) {
@@ -575,6 +710,16 @@ func strand(t *testing.T, dbURL, saga, tool, input string) {
 // strandAs is strand with the call asked for by p.
 func strandAs(t *testing.T, dbURL string, p engine.Principal, saga, tool, input string) {
 	t.Helper()
+	hang(t, dbURL, "", p, saga, tool, input)()
+}
+
+// hang starts a call of tool in saga, asked for by p, on another
+// process's engine (a runner of replica, when one is named) whose tool
+// does not return: the process is as good as killed mid-call. stop lets
+// the tool return once that process has lost its database, so nothing of
+// its is journaled.
+func hang(t *testing.T, dbURL, replica string, p engine.Principal, saga, tool, input string) (stop func()) {
+	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbURL)
 	if err != nil {
@@ -589,13 +734,20 @@ func strandAs(t *testing.T, dbURL string, p engine.Principal, saga, tool, input 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if replica != "" {
+		if _, err := (engine.Heartbeat{Engine: e, Replica: replica, Every: time.Hour}).Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		e.Call(ctx, p, saga, tool, input)
 	}()
 	<-started
-	db.Close()
-	close(release)
-	<-done
+	return func() {
+		db.Close()
+		close(release)
+		<-done
+	}
 }

@@ -216,6 +216,39 @@ func TestMCPApproved(t *testing.T) {
 	}
 }
 
+// TestMCPIdempotencyKey: a call sent again by an MCP client under the
+// same "sagacity/idempotency-key" in its _meta answers the first one's
+// outcome and runs nothing; the key with other arguments is refused,
+// naming the first call.
+func TestMCPIdempotencyKey(t *testing.T) {
+	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	ctx := t.Context()
+	cs := mcpSession(t, e, "retrying-agent", nil, nil)
+	params := func(sku string, key any) *mcp.CallToolParams {
+		return &mcp.CallToolParams{Name: "reserveInventory", Arguments: map[string]any{"sku": sku},
+			Meta: mcp.Meta{"sagacity/idempotency-key": key}}
+	}
+	first, err := cs.CallTool(ctx, params("SKU-1", "reserve-1"))
+	if err != nil || first.IsError {
+		t.Fatalf("first call = %v, %v", first, err)
+	}
+	again, err := cs.CallTool(ctx, params("SKU-1", "reserve-1"))
+	if err != nil || again.IsError || text(again) != text(first) {
+		t.Errorf("the call again under its key = %q, %v; want the first answer %q", text(again), err, text(first))
+	}
+	if n := strings.Count(strings.Join(e.tools.paths(), " "), "/reserve"); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
+	}
+	other, err := cs.CallTool(ctx, params("SKU-2", "reserve-1"))
+	b, _ := json.Marshal(other.StructuredContent)
+	if err != nil || !other.IsError || !strings.Contains(string(b), `"code":"KEY_REUSED"`) || !strings.Contains(text(other), "seq=1") {
+		t.Errorf("the key with other arguments = %q %s, %v; want a tool error KEY_REUSED naming seq=1", text(other), b, err)
+	}
+	if bad, err := cs.CallTool(ctx, params("SKU-3", 7)); err != nil || !bad.IsError || !strings.Contains(text(bad), "must be a string") {
+		t.Errorf("a key that is not a string = %v, %v; want it refused", bad, err)
+	}
+}
+
 // TestMCPAuth: /mcp takes the API's bearer tokens and no one else, and
 // nothing from another site's page.
 func TestMCPAuth(t *testing.T) {

@@ -233,11 +233,11 @@ func TestGatewayScenario(t *testing.T) {
 			t.Fatalf("tool server saw %d wire requests, want exactly 1", len(wires))
 		}
 		q := wires[0]
-		if q.Body != wire || q.Header.Get("Idempotency-Key") != "transfer-77/5" || q.Header.Get("Sagacity-Saga-Id") != "transfer-77" ||
-			q.Header.Get("Sagacity-Seq") != "5" || q.Header.Get("Sagacity-Tool") != "sendWireTransfer" || q.Header.Get("Sagacity-Phase") != "execute" {
-			t.Errorf("wire request = %+v, want the approved bytes, Idempotency-Key transfer-77/5 and the Sagacity headers", q)
+		if q.Body != wire || q.Header.Get("Idempotency-Key") != "transfer-77/3" || q.Header.Get("Sagacity-Saga-Id") != "transfer-77" ||
+			q.Header.Get("Sagacity-Seq") != "3" || q.Header.Get("Sagacity-Tool") != "sendWireTransfer" || q.Header.Get("Sagacity-Phase") != "execute" {
+			t.Errorf("wire request = %+v, want the approved bytes, Idempotency-Key transfer-77/3 (the request's seq) and the Sagacity headers", q)
 		}
-		signed := toolsig.Request{Method: "POST", Path: "/wire", Tool: "sendWireTransfer", Key: "transfer-77/5", Phase: toolsig.Execute}
+		signed := toolsig.Request{Method: "POST", Path: "/wire", Tool: "sendWireTransfer", Key: "transfer-77/3", Phase: toolsig.Execute}
 		if err := toolsig.Verify(secret, q.Header.Get(toolsig.Header), signed, []byte(q.Body), time.Now(), time.Minute); err != nil {
 			t.Errorf("wire request signature: %v", err)
 		}
@@ -350,6 +350,7 @@ func TestBadInput(t *testing.T) {
 			{"bad cursor", "GET", "/sagacity/sagas?cursor=zzz", "", "", 400, "cursor is not one this server returned"},
 			{"bad status", "GET", "/sagacity/sagas?status=DONE", "", "", 400, `unknown status "DONE"`},
 			{"bad olderThan", "GET", "/sagacity/in-doubt?olderThan=soon", "", "", 400, "olderThan must be a duration"},
+			{"negative olderThan", "GET", "/sagacity/in-doubt?olderThan=-1s", "", "", 400, "olderThan must be a duration"},
 			{"reason with a newline", "POST", "/sagacity/reject/s/3", "application/json", `{"reason":"ok\nauth=oidc"}`, 400, "control characters"},
 		}
 		for _, tt := range tests {
@@ -479,4 +480,58 @@ func TestStorageDown(t *testing.T) {
 			t.Errorf("with the database closed: %d %q, want 503 without SQL detail", r.code, r.body)
 		}
 	}
+}
+
+// TestCallIdempotencyKey: the Idempotency-Key header of a call, bare or
+// as the IETF draft's sf-string, names one logical call: sent again it
+// answers the first call's outcome, with other bytes 422 naming the
+// first; a key that cannot be one is 400, nothing journaled.
+func TestCallIdempotencyKey(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		e := newAPI(t, dbURL, envOptions{})
+		call := func(input, key string) response {
+			t.Helper()
+			b, _ := json.Marshal(map[string]string{"tool": "reserveInventory", "input": input})
+			return e.do("POST", "/sagacity/sagas/keyed/calls", "application/json", string(b), "Idempotency-Key", key)
+		}
+		first := call(`{"item":"laptop"}`, `"order-1"`)
+		want(t, "first call", first, 200)
+		for _, key := range []string{`"order-1"`, `order-1`, ` "order-1" `} {
+			if r := call(`{"item":"laptop"}`, key); r.code != 200 || r.body != first.body {
+				t.Errorf("the call again under %s = %d %s; want the first answer %s", key, r.code, r.body, first.body)
+			}
+		}
+		if n := strings.Count(strings.Join(e.tools.paths(), " "), "/reserve"); n != 1 {
+			t.Errorf("the tool ran %d times, want once", n)
+		}
+		r := call(`{"item":"phone"}`, "order-1")
+		if r.code != 422 || r.json(t)["code"] != "KEY_REUSED" || r.json(t)["journalSeq"] != 1.0 || !strings.Contains(r.body, "seq=1") {
+			t.Errorf("the key with other bytes = %d %s; want 422 KEY_REUSED naming seq 1", r.code, r.body)
+		}
+		if r := call(`{"item":"desk"}`, `"a\"b\\c"`); r.code != 200 {
+			t.Errorf("a key with escapes = %d %s; want it taken", r.code, r.body)
+		}
+		if r := call(`{"item":"desk"}`, `a"b\c`); r.code != 200 || !strings.Contains(r.body, `"seq":3`) {
+			t.Errorf("the same key bare = %d %s; want the call it named", r.code, r.body)
+		}
+		entries := len(e.get("/sagacity/audit/keyed").body)
+		for _, key := range []string{`""`, `"a\x"`, `"a"b"`, "café", strings.Repeat("k", 256)} {
+			if r := call(`{"item":"chair"}`, key); r.code != 400 {
+				t.Errorf("key %q = %d %s; want 400", key, r.code, r.body)
+			}
+		}
+		b, _ := json.Marshal(map[string]string{"tool": "reserveInventory", "input": `{"item":"chair"}`})
+		req, _ := http.NewRequest("POST", e.url+"/sagacity/sagas/keyed/calls", strings.NewReader(string(b)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Add("Idempotency-Key", "one")
+		req.Header.Add("Idempotency-Key", "two")
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
+			t.Errorf("two keys = %v, %v; want 400", resp, err)
+		} else {
+			resp.Body.Close()
+		}
+		if n := len(e.get("/sagacity/audit/keyed").body); n != entries {
+			t.Errorf("refused keys journaled something")
+		}
+	})
 }

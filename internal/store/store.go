@@ -154,12 +154,6 @@ func scanCall(r rows) (c engine.Call, err error) {
 	return c, err
 }
 
-func scanRunner(r rows) (x engine.Runner, err error) {
-	err = r.Scan(&x.ID, &x.Replica, &x.StartedAt, &x.SeenAt)
-	x.StartedAt, x.SeenAt = x.StartedAt.UTC(), x.SeenAt.UTC()
-	return x, err
-}
-
 // collect runs a query and scans every row with scan.
 func collect[T any](ctx context.Context, c conn, scan func(rows) (T, error), sql string, args ...any) ([]T, error) {
 	r, err := c.query(ctx, sql, args...)
@@ -314,14 +308,16 @@ func (s *sqlStore) Pending(ctx context.Context, f engine.PendingFilter) ([]engin
 		" COALESCE(a.payload, ''), COALESCE(a.timestamp, r.created_at)," +
 		" EXISTS (SELECT 1 FROM journal p WHERE p.saga_id = r.saga_id AND p.phase = 'AWAITING_APPROVAL'" +
 		" AND p.tool_name = r.tool_name AND p.seq < r.journal_seq)," +
-		" EXISTS (SELECT 1 FROM journal x WHERE x.saga_id = r.saga_id AND x.phase = 'REJECTED' AND x.tool_name = r.tool_name)" +
+		" EXISTS (SELECT 1 FROM journal x WHERE x.saga_id = r.saga_id AND x.phase = 'REJECTED' AND x.tool_name = r.tool_name)," +
+		" EXISTS (SELECT 1 FROM journal l WHERE l.saga_id = r.saga_id AND l.phase = 'AWAITING_APPROVAL'" +
+		" AND l.tool_name = r.tool_name AND l.seq > r.journal_seq)" +
 		pendingFrom + w.String() + " ORDER BY r.created_at, r.saga_id, r.journal_seq"
 	return collect(ctx, s.db, func(r rows) (p engine.Pending, err error) {
 		created, approved := timeCol{col: col{name: "created_at"}}, timeCol{col: col{name: "approved_at"}}
-		replanned, refused := boolCol{col: col{name: "replanned"}}, boolCol{col: col{name: "refused"}}
+		replanned, refused, later := boolCol{col: col{name: "replanned"}}, boolCol{col: col{name: "refused"}}, boolCol{col: col{name: "later"}}
 		err = r.Scan(&p.SagaID, &p.JournalSeq, &p.ToolName, &p.Input, &p.InputHash, &p.Requester, &created, &p.Initiator,
-			&p.Approval, &approved, &replanned, &refused)
-		p.CreatedAt, p.ApprovedAt, p.Replanned, p.Refused = created.v, approved.v, replanned.v, refused.v
+			&p.Approval, &approved, &replanned, &refused, &later)
+		p.CreatedAt, p.ApprovedAt, p.Replanned, p.Refused, p.Later = created.v, approved.v, replanned.v, refused.v, later.v
 		return p, err
 	}, q+w.limit(min(f.Limit, maxApprovals)), w.args...)
 }
@@ -410,11 +406,19 @@ func (s *sqlStore) Approvals(ctx context.Context, sagaID string) ([]engine.Appro
 const inDoubt = "state IN ('RUNNING', 'COMPENSATING') AND (updated_at < $1 OR (runner <> ''" +
 	" AND NOT EXISTS (SELECT 1 FROM runners r WHERE r.id = calls.runner AND r.seen_at >= $2)))"
 
-func (s *sqlStore) InDoubt(ctx context.Context, before, alive time.Time) ([]engine.Call, error) {
+func (s *sqlStore) InDoubt(ctx context.Context, sagaID string, before, alive time.Time) ([]engine.Call, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return collect(ctx, s.db, scanCall, "SELECT "+callCols+" FROM calls WHERE "+inDoubt+
-		" ORDER BY updated_at, saga_id, seq LIMIT $3", before, alive, maxApprovals)
+	return inDoubtCalls(ctx, s.db, sagaID, before, alive)
+}
+
+// inDoubtCalls lists calls in doubt, of one saga or all.
+func inDoubtCalls(ctx context.Context, c conn, sagaID string, before, alive time.Time) ([]engine.Call, error) {
+	q, args := "SELECT "+callCols+" FROM calls WHERE "+inDoubt, []any{before, alive, maxApprovals}
+	if sagaID != "" {
+		q, args = q+" AND saga_id = $4", append(args, sagaID)
+	}
+	return collect(ctx, c, scanCall, q+" ORDER BY updated_at, saga_id, seq LIMIT $3", args...)
 }
 
 func (s *sqlStore) CallKey(ctx context.Context, sagaID, key string) (int64, error) {
@@ -458,12 +462,6 @@ func (s *sqlStore) Retire(ctx context.Context, id string) error {
 	defer cancel()
 	_, err := s.db.exec(ctx, "DELETE FROM runners WHERE id = $1", id)
 	return mapErr(err)
-}
-
-func (s *sqlStore) Runner(ctx context.Context, id string) (engine.Runner, error) {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	return one(ctx, s.db, scanRunner, "runner "+id, "SELECT "+runnerCols+" FROM runners WHERE id = $1", id)
 }
 
 // tx is an engine.Tx over one database transaction.
@@ -591,8 +589,7 @@ func (t *tx) Calls(sagaID string, states ...engine.CallState) ([]engine.Call, er
 }
 
 func (t *tx) InDoubt(sagaID string, before, alive time.Time) ([]engine.Call, error) {
-	return collect(t.ctx, t.c, scanCall, "SELECT "+callCols+" FROM calls WHERE "+inDoubt+
-		" AND saga_id = $3 ORDER BY seq", before, alive, sagaID)
+	return inDoubtCalls(t.ctx, t.c, sagaID, before, alive)
 }
 
 func (t *tx) PutCallKey(sagaID, key string, seq int64) error {

@@ -2,7 +2,7 @@
 -- saga's life: a call repeated with its key returns the first one's
 -- outcome. The key is journaled too, on the call's first entry.
 CREATE TABLE call_keys (
-    saga_id TEXT NOT NULL REFERENCES sagas (id),
+    saga_id TEXT NOT NULL,
     key     TEXT NOT NULL,
     seq     BIGINT NOT NULL,
     PRIMARY KEY (saga_id, key)

@@ -45,7 +45,8 @@ type PendingRow struct {
 	Approver             string // set when approved, awaiting execution
 	Approved             Time
 	Replanned, Refused   bool
-	Flags                int // characters a reader cannot see or could misread
+	SupersededBy         int64 // the saga's later request that replaced it, 0 when none
+	Flags                int   // characters a reader cannot see or could misread
 }
 
 // RequestPage is one request with everything needed to decide it.
@@ -62,10 +63,14 @@ type RequestPage struct {
 	Input     string // the exact bytes, for a confirmation's summary
 	Payload   Payload
 	Diffs     []Diff
-	// WouldUndo is what a rejection compensates, newest first; Siblings
-	// are the other pending requests of the saga a rejection drops.
-	WouldUndo []Step
-	Siblings  []Sibling
+	// WouldUndo is what a rejection compensates, newest first, and
+	// StaysDone what it cannot (irreversible, executed); Siblings are the
+	// other pending requests of the saga a rejection drops.
+	WouldUndo, StaysDone []Step
+	Siblings             []Sibling
+	// SupersededBy is the saga's later request that replaced this one, 0
+	// when none.
+	SupersededBy int64
 	// Steps are the saga's entries before the request, newest first.
 	Steps        []Step
 	MoreSteps    int
@@ -99,15 +104,17 @@ type RequestStatus struct {
 
 // Decision is a person's recorded decision.
 type Decision struct {
-	Approved bool
-	Who      string
-	At       Time
-	Reason   string
+	Approved  bool
+	Dismissed bool // a dismissal of a superseded request, not a rejection
+	Who       string
+	At        Time
+	Reason    string
 }
 
 // Actions are what the signed-in person may do with the request now.
 type Actions struct {
 	Approve, Reject bool
+	Dismiss         bool   // drop a superseded request, the saga going on
 	Execute         bool   // resume with the approved bytes
 	Why             string // why not, when there is nothing they may do
 	Reason          string // a reason typed before a confirmation
@@ -118,11 +125,17 @@ type Actions struct {
 // about.
 type Confirm struct {
 	Tool     string
-	Decision string // "approve", "reject" or "execute"
-	Verb     string // "Approve", "Reject", "Execute"
+	Decision string // "approve", "reject", "dismiss" or "execute"
+	Verb     string // "Approve", "Reject", "Dismiss", "Execute"
 	Summary  []payload.Field
 	More     int
 	Reason   string
+	// What a rejection does besides: the steps it compensates, newest
+	// first, the irreversible ones that stay done, and the requests it
+	// drops. Keeps is, for a dismissal, the request that stands.
+	Undo, StaysDone []Step
+	Dropped         []Sibling
+	Keeps           int64
 }
 
 // Step is one journal entry as the request page and timeline show it.

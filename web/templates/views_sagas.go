@@ -68,6 +68,10 @@ type TimelineEntry struct {
 	Broken    string // why verification stops here, if it does
 	Request   string // the request page, for an AWAITING_APPROVAL entry
 	Attempted *Diff  // for a refused stale resume: approved against attempted
+	// Orphan is set on the INTENT of a call in doubt: no entry records
+	// its outcome (Undo: its undo's).
+	Orphan, Undo bool
+	DoubtHref    string // the in-doubt page, where a person records what happened
 }
 
 // AuditPage lists sagas with the state of their chains, and the job that
@@ -172,4 +176,15 @@ type InDoubtCall struct {
 	Started, Updated Time
 	EntryHref        string
 	Why              string // why the person may not resolve it; "" when they may
+	// Later are the calls the saga made after it, oldest first.
+	Later []LaterCall
+}
+
+// LaterCall is a call a saga made after one in doubt.
+type LaterCall struct {
+	Seq   int64
+	Tool  string
+	Gated bool // an AWAITING_APPROVAL request, not an INTENT
+	Same  bool // the same tool with the same bytes: perhaps a retry
+	Href  string
 }

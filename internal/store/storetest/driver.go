@@ -694,7 +694,7 @@ func testStoreInDoubt(t *testing.T, d *drv) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := d.db.InDoubt(t.Context(), tt.before, time.Time{})
+			got, err := d.db.InDoubt(t.Context(), "", tt.before, time.Time{})
 			var want []engine.Call
 			for _, k := range tt.want {
 				want = append(want, cs[k])
@@ -783,6 +783,8 @@ func pendingListing(t *testing.T, d *drv) (map[string]engine.Pending, []pendingC
 	set("a/3", func(p *engine.Pending) { p.Approval, p.ApprovedAt, p.Replanned = okA, stored(when(6)), true })
 	set("b/3", func(p *engine.Pending) { p.Replanned, p.Refused = true, true })
 	set("c/12", func(p *engine.Pending) { p.Approval, p.ApprovedAt, p.Replanned = okC, stored(when(8)), true })
+	set("a/1", func(p *engine.Pending) { p.Later = true })
+	set("c/1", func(p *engine.Pending) { p.Later = true })
 
 	after := func(n int, saga string, seq int64) *engine.PendingCursor {
 		return &engine.PendingCursor{CreatedAt: stored(when(n)), SagaID: d.id(saga), JournalSeq: seq}

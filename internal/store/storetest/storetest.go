@@ -54,6 +54,9 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Restart", testRestart},
 		{"Listing", withEnv(testListing)},
 		{"InDoubt", testInDoubt},
+		{"IdempotencyKeys", withEnv(testIdempotencyKeys)},
+		{"CutOff", testCutOff},
+		{"Dismiss", withEnv(testDismiss)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
