@@ -76,8 +76,8 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 		SagaHref:     templates.SagaHref(saga),
 		Saga:         rv.Saga,
 		Tool:         g.ToolName,
-		Requester:    g.Field("requester"),
-		Client:       g.Field("client"),
+		Requester:    g.Field(engine.KeyRequester),
+		Client:       g.Field(engine.KeyClient),
 		Requested:    h.when(g.Timestamp),
 		Input:        g.Input,
 		Payload:      prepare(g.Input),
@@ -151,13 +151,13 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 	case engine.StateRejected:
 		s.Headline, s.Kind = "Rejected by "+rv.Rejection.Approver, "bad"
 	case engine.StateRefused:
-		detail, attempted, _ := strings.Cut(rv.Refusal.Payload, "\nattempted=")
+		detail, attempted, _ := rv.Refusal.Refusal()
 		s.Headline, s.Kind = "Resume refused: "+detail, "bad"
 		st := h.step(*rv.Refusal)
 		s.Refusal = &st
-		if bytes, err := engine.DecodeText(attempted); attempted != "" && err == nil {
+		if attempted != "" {
 			s.Attempted = &templates.Diff{Title: "What the refused resume presented, against what was approved",
-				OldLabel: "the approved bytes (above)", D: payload.Compare(rv.Gated.Input, bytes)}
+				OldLabel: "the approved bytes (above)", D: payload.Compare(rv.Gated.Input, attempted)}
 		}
 	case engine.StateDropped:
 		s.Headline, s.Kind = "Dropped: the saga failed ("+rv.Saga.Reason+") before this was decided or executed", "warn"
@@ -182,7 +182,7 @@ func (h *Handlers) actions(me engine.Principal, rv engine.Review) templates.Acti
 		a.Why = "The saga's journal does not verify, so nothing may be decided or executed on it."
 		return a
 	}
-	decide := h.Engine.Can(me, engine.ActApprove, engine.Subject{Saga: &rv.Saga, Requester: rv.Gated.Field("requester")})
+	decide := h.Engine.Can(me, engine.ActApprove, engine.Subject{Saga: &rv.Saga, Requester: rv.Gated.Field(engine.KeyRequester)})
 	resume := h.Engine.Can(me, engine.ActResume, engine.Subject{Saga: &rv.Saga})
 	switch rv.State {
 	case engine.StateUndecided:
@@ -196,7 +196,7 @@ func (h *Handlers) actions(me engine.Principal, rv engine.Review) templates.Acti
 			a.Why = "You cannot act on this request: " + message(decide) + "."
 		}
 	case engine.StateSuperseded:
-		dismiss := h.Engine.Can(me, engine.ActDismiss, engine.Subject{Saga: &rv.Saga, Requester: rv.Gated.Field("requester")})
+		dismiss := h.Engine.Can(me, engine.ActDismiss, engine.Subject{Saga: &rv.Saga, Requester: rv.Gated.Field(engine.KeyRequester)})
 		a.Reject, a.Dismiss = decide == nil, dismiss == nil
 		if decide != nil && dismiss != nil {
 			a.Why = "A later request of the saga replaced this one, and you cannot act on it: " + message(dismiss) + "."

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -143,13 +142,7 @@ func (h *Handlers) timelineEntry(hist engine.History, i int, at int64) templates
 	}
 	te := templates.TimelineEntry{ID: "e" + strconv.FormatInt(e.Seq, 10), Seq: e.Seq, Tool: e.ToolName, Phase: e.Phase,
 		Input: payload.Reveal(e.Input), Payload: payload.Reveal(e.Payload), At: h.when(e.Timestamp), Hash: e.Hash, Prev: prev,
-		Target: e.Seq == at}
-	for _, k := range []string{"requester", "approver", "resolved-by"} {
-		if who := e.Field(k); who != "" {
-			te.Actor = who
-			break
-		}
-	}
+		Target: e.Seq == at, Actor: e.Actor()}
 	if v := hist.Verification; !v.Valid && v.BreakAtIndex == i {
 		te.Broken = v.Message
 	}
@@ -161,23 +154,12 @@ func (h *Handlers) timelineEntry(hist engine.History, i int, at int64) templates
 			te.Orphan, te.Undo, te.DoubtHref = true, c.State == engine.CallCompensating, "/in-doubt"
 		}
 	}
-	if detail, attempted, ok := strings.Cut(e.Payload, "\nattempted="); ok && e.Phase == engine.PhaseRejected {
-		if gated, err := gatedOf(hist.Entries, e.Input); err == nil {
-			if bytes, err := engine.DecodeText(attempted); err == nil {
-				te.Attempted = &templates.Diff{Title: "What the refused resume presented (" + detail + ")",
-					OldLabel: fmt.Sprintf("the approved bytes, seq %d", gated.Seq), OldHref: templates.EntryHref(e.SagaID, gated.Seq),
-					D: payload.Compare(gated.Input, bytes)}
-			}
+	if detail, attempted, ok := e.Refusal(); ok && attempted != "" {
+		if g := e.Refers(); g >= 1 && g <= int64(len(hist.Entries)) && hist.Entries[g-1].Phase == engine.PhaseAwaitingApproval {
+			te.Attempted = &templates.Diff{Title: "What the refused resume presented (" + detail + ")",
+				OldLabel: fmt.Sprintf("the approved bytes, seq %d", g), OldHref: templates.EntryHref(e.SagaID, g),
+				D: payload.Compare(hist.Entries[g-1].Input, attempted)}
 		}
 	}
 	return te
-}
-
-// gatedOf finds the AWAITING_APPROVAL entry a refusal's input (seq=N) names.
-func gatedOf(es []engine.Entry, ref string) (engine.Entry, error) {
-	seq, err := strconv.ParseInt(strings.TrimPrefix(ref, "seq="), 10, 64)
-	if err != nil || seq < 1 || seq > int64(len(es)) || es[seq-1].Phase != engine.PhaseAwaitingApproval {
-		return engine.Entry{}, engine.Errorf(engine.NotFound, "no request at %s", ref)
-	}
-	return es[seq-1], nil
 }

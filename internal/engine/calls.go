@@ -154,7 +154,7 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input,
 		if tool.Reversibility == Irreversible {
 			phase = PhaseAwaitingApproval
 		}
-		en, err := e.append(tx, s, toolName, phase, input, requested(p, key))
+		en, err := e.append(tx, s, toolName, phase, input, requested(p, key).String())
 		if err != nil {
 			return err
 		}
@@ -289,23 +289,9 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 
 // requested is the payload of the entry that opens a call: who asked for
 // it, how they signed in, through what, and the agent's key for it.
-func requested(p Principal, key string) string {
-	s := "requester=" + p.ID
-	if p.Auth != "" {
-		s += "\nauth=" + p.Auth
-	}
-	if p.Client != "" {
-		s += "\nclient=" + cleanLine(p.Client)
-	}
-	if key != "" {
-		s += "\n" + keyIdempotency + "=" + key
-	}
-	return s
+func requested(p Principal, key string) Lines {
+	return Lines{{KeyRequester, p.ID}}.With(KeyAuth, p.Auth).With(KeyClient, cleanLine(p.Client)).With(KeyIdempotency, key)
 }
-
-// keyIdempotency is the payload key of an agent's idempotency key, on
-// the entry that opens its call.
-const keyIdempotency = "key"
 
 // execute runs a call whose INTENT is committed, journals its outcome and,
 // when it failed, compensates the saga. The journal is written even when

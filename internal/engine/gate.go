@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -32,41 +31,13 @@ func gateRef(seq int64) string { return "seq=" + strconv.FormatInt(seq, 10) }
 // decision on entry g, made at at: who (key=<identity>), why, how they
 // signed in, the signed receipt, and the result they report last, when
 // they report one (it may hold line breaks).
-func (e *Engine) personalPayload(p Principal, g Entry, decision, key, reason string, result *string, at time.Time) (string, error) {
-	s := key + "=" + p.ID
-	if reason != "" {
-		s += "\nreason=" + reason
-	}
-	if p.Auth != "" {
-		s += "\nauth=" + p.Auth
-	}
+func (e *Engine) personalPayload(p Principal, g Entry, decision string, key Key, reason string, result *string, at time.Time) (string, error) {
 	receipt, err := e.signed(p, g, decision, reason, result, at)
+	ls := Lines{{key, p.ID}}.With(KeyReason, reason).With(KeyAuth, p.Auth).With(KeyReceipt, receipt)
 	if result != nil {
-		receipt += "\n" + keyResult + "=" + *result
+		ls = append(ls, Line{KeyResult, *result})
 	}
-	return s + receipt, err
-}
-
-// keyResult is the last line of a resolution that a call happened: the
-// result its owner reports.
-const keyResult = "result"
-
-// resultOf is the result a resolution reports, and whether it reports
-// one: everything after its result= line's key, line breaks and all.
-func resultOf(payload string) (string, bool) {
-	_, r, ok := strings.Cut(payload, "\n"+keyResult+"=")
-	return r, ok
-}
-
-// line returns the value of the first "key=value" line of a payload the
-// engine wrote (a request's requester, a decision's approver or reason).
-func line(payload, key string) string {
-	for line := range strings.SplitSeq(payload, "\n") {
-		if v, ok := strings.CutPrefix(line, key+"="); ok {
-			return v
-		}
-	}
-	return ""
+	return ls.String(), err
 }
 
 func noPending(sagaID string, seq int64) *Error {
@@ -134,7 +105,7 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 		if err != nil {
 			return err
 		}
-		if err := e.Can(p, a, Subject{Saga: s, Requester: b.gated.Field("requester")}); err != nil {
+		if err := e.Can(p, a, Subject{Saga: s, Requester: b.gated.Field(KeyRequester)}); err != nil {
 			return err
 		}
 		return fn(tx, s, b)
@@ -159,7 +130,7 @@ func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq in
 			return superseded(b.life)
 		}
 		at := e.stamp(s)
-		payload, err := e.personalPayload(p, b.gated, DecidedApproved, "approver", reason, nil, at)
+		payload, err := e.personalPayload(p, b.gated, DecidedApproved, KeyApprover, reason, nil, at)
 		if err != nil {
 			return err
 		}
@@ -184,7 +155,7 @@ func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int
 	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, func(tx Tx, s *Saga, b bound) error {
 		gated := b.gated
 		at := e.stamp(s)
-		payload, err := e.personalPayload(p, gated, DecidedRejected, "approver", reason, nil, at)
+		payload, err := e.personalPayload(p, gated, DecidedRejected, KeyApprover, reason, nil, at)
 		if err != nil {
 			return err
 		}
@@ -219,7 +190,7 @@ func (e *Engine) Dismiss(ctx context.Context, p Principal, sagaID string, seq in
 				"replaced can be dismissed; reject it to end the saga", seq)}
 		}
 		at := e.stamp(s)
-		payload, err := e.personalPayload(p, b.gated, DecidedDismissed, keyDismissedBy, reason, nil, at)
+		payload, err := e.personalPayload(p, b.gated, DecidedDismissed, KeyDismissedBy, reason, nil, at)
 		if err != nil {
 			return err
 		}
@@ -318,11 +289,11 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		}
 		refusal = refuse(b.life, gated, payload)
 		if refusal != "" {
-			detail := refusal
+			detail := Lines{{Value: refusal}}
 			if refusal == RefusedStale {
-				detail += "\nattempted=" + EncodeText(payload)
+				detail = detail.With(KeyAttempted, EncodeText(payload))
 			}
-			if _, err := e.append(tx, s, gated.ToolName, PhaseRejected, gateRef(seq), detail); err != nil {
+			if _, err := e.append(tx, s, gated.ToolName, PhaseRejected, gateRef(seq), detail.String()); err != nil {
 				return err
 			}
 			return e.fail(tx, s, fmt.Sprintf("resume of %s at seq=%d refused: %s", gated.ToolName, seq, refusal))
@@ -330,7 +301,7 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
 			return err
 		}
-		en, err := e.append(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p, "")+"\n"+keyResumes+"="+gateRef(seq))
+		en, err := e.append(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p, "").With(KeyResumes, gateRef(seq)).String())
 		if err != nil {
 			return err
 		}

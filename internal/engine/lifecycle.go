@@ -27,15 +27,6 @@ const (
 	ClosedDismissed Closing = "dismissed"
 )
 
-// Payload keys of the entries that open and close requests.
-const (
-	keyResumes = "resumes" // on a resume's INTENT: gateRef of the request
-	keyDropped = "dropped" // on the REJECTED that drops a request: why the saga failed
-	// keyDismissedBy is, instead of approver=, on a person's REJECTED
-	// that drops only a superseded request.
-	keyDismissedBy = "dismissed-by"
-)
-
 // Life is what the journal says became of one request.
 type Life struct {
 	Seq       int64 // its AWAITING_APPROVAL entry
@@ -107,7 +98,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 	closed := func(l *Life) string { return fmt.Sprintf("%s at seq=%d", l.Closing, l.Closed) }
 	for i, en := range entries {
 		if i == 0 {
-			lc.Initiator = en.Field("requester")
+			lc.Initiator = en.Field(KeyRequester)
 		} else if en.Timestamp.Before(entries[i-1].Timestamp) {
 			return bad(i, "is dated before seq=%d: the journal's time runs backwards", entries[i-1].Seq)
 		}
@@ -115,26 +106,26 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 		if opens && lc.FailedAt != 0 {
 			return bad(i, "opens a call after the saga failed at seq=%d", lc.FailedAt)
 		}
-		if decider := en.Field("resolved-by"); en.ToolName == GateTool && decider != "" {
+		if decider := en.Field(KeyResolvedBy); en.ToolName == GateTool && decider != "" {
 			// A person's word on a call in doubt: four-eyes as for
 			// decisions.
 			if decider == lc.Initiator {
 				return bad(i, "is a resolution by %s, who started the saga (four-eyes)", decider)
 			}
-			if c := refSeq(en.Input); c >= 1 && c < en.Seq && decider == entries[c-1].Field("requester") {
+			if c := refSeq(en.Input); c >= 1 && c < en.Seq && decider == entries[c-1].Field(KeyRequester) {
 				return bad(i, "is a resolution by %s, who asked for the call at seq=%d (four-eyes)", decider, c)
 			}
 		}
 		switch {
 		case en.ToolName != GateTool && en.Phase == PhaseAwaitingApproval:
-			lc.Requests[en.Seq] = &Life{Seq: en.Seq, Tool: en.ToolName, Requester: en.Field("requester")}
+			lc.Requests[en.Seq] = &Life{Seq: en.Seq, Tool: en.ToolName, Requester: en.Field(KeyRequester)}
 			lc.Order = append(lc.Order, en.Seq)
 
 		case en.ToolName == GateTool && (en.Phase == PhaseApproved || en.Phase == PhaseRejected):
 			l := lc.Requests[refSeq(en.Input)]
-			decider, dismissal := en.Field("approver"), en.Phase == PhaseRejected && en.Field(keyDismissedBy) != ""
+			decider, dismissal := en.Field(KeyApprover), en.Phase == PhaseRejected && en.Field(KeyDismissedBy) != ""
 			if dismissal {
-				decider = en.Field(keyDismissedBy)
+				decider = en.Field(KeyDismissedBy)
 			}
 			switch {
 			case l == nil:
@@ -169,18 +160,18 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				return bad(i, "refuses %s, which is no request of %s in this saga", en.Input, en.ToolName)
 			case !l.Open():
 				return bad(i, "refuses the request at seq=%d, %s", l.Seq, closed(l))
-			case strings.HasPrefix(en.Payload, keyDropped+"="):
+			case ParseLines(en.Payload)[0].Key == KeyDropped:
 				l.Closed, l.Closing = en.Seq, ClosedDropped
 			default:
 				l.Closed, l.Closing = en.Seq, ClosedRefused
 				lc.fail(en.Seq)
 			}
 
-		case en.Phase == PhaseIntent && en.Field(keyResumes) != "":
-			l := lc.Requests[refSeq(en.Field(keyResumes))]
+		case en.Phase == PhaseIntent && en.Field(KeyResumes) != "":
+			l := lc.Requests[refSeq(en.Field(KeyResumes))]
 			switch {
 			case l == nil || l.Tool != en.ToolName || entries[l.Seq-1].Input != en.Input:
-				return bad(i, "resumes %s, which is no request of these bytes of %s in this saga", en.Field(keyResumes), en.ToolName)
+				return bad(i, "resumes %s, which is no request of these bytes of %s in this saga", en.Field(KeyResumes), en.ToolName)
 			case !l.Open():
 				return bad(i, "executes the request at seq=%d again: it was %s", l.Seq, closed(l))
 			case len(l.Approvals) == 0:

@@ -217,10 +217,6 @@ func OpenReceipt(signed string, v note.Verifier) (Receipt, error) {
 	return ParseReceipt(n.Text)
 }
 
-// receiptLine is the payload line that carries a decision's receipt: the
-// signed note, base64 so that it stays one line.
-const receiptLine = "receipt"
-
 // signed makes the receipt line of a decision on entry g (a request's
 // AWAITING_APPROVAL entry or a call's INTENT), decided by p.
 func (e *Engine) signed(p Principal, g Entry, decision, reason string, result *string, at time.Time) (string, error) {
@@ -234,13 +230,13 @@ func (e *Engine) signed(p Principal, g Entry, decision, reason string, result *s
 	if err != nil {
 		return "", fmt.Errorf("signing a receipt: %w", err)
 	}
-	return "\n" + receiptLine + "=" + base64.StdEncoding.EncodeToString([]byte(n)), nil
+	return base64.StdEncoding.EncodeToString([]byte(n)), nil
 }
 
 // ReceiptOf returns the signed receipt a decision entry carries, "" when
 // it carries none.
 func ReceiptOf(e Entry) string {
-	b, err := base64.StdEncoding.DecodeString(e.Field(receiptLine))
+	b, err := base64.StdEncoding.DecodeString(e.Field(KeyReceipt))
 	if err != nil {
 		return ""
 	}
@@ -255,20 +251,20 @@ func personal(e Entry) (decision string, decider string, ok bool) {
 	}
 	switch e.Phase {
 	case PhaseApproved:
-		return DecidedApproved, e.Field("approver"), true
+		return DecidedApproved, e.Field(KeyApprover), true
 	case PhaseRejected:
-		if by := e.Field(keyDismissedBy); by != "" {
+		if by := e.Field(KeyDismissedBy); by != "" {
 			return DecidedDismissed, by, true
 		}
-		return DecidedRejected, e.Field("approver"), true
+		return DecidedRejected, e.Field(KeyApprover), true
 	case PhaseExecuted:
-		return DecidedHappened, e.Field("resolved-by"), true
+		return DecidedHappened, e.Field(KeyResolvedBy), true
 	case PhaseFailed:
-		return DecidedNotHappened, e.Field("resolved-by"), true
+		return DecidedNotHappened, e.Field(KeyResolvedBy), true
 	case PhaseCompensated:
-		return DecidedUndone, e.Field("resolved-by"), true
+		return DecidedUndone, e.Field(KeyResolvedBy), true
 	case PhaseCompensationFailed:
-		return DecidedNotUndone, e.Field("resolved-by"), true
+		return DecidedNotUndone, e.Field(KeyResolvedBy), true
 	}
 	return "", "", false
 }
@@ -343,10 +339,10 @@ func receiptProblem(entries []Entry, e Entry, decision, decider string, v note.V
 		return fmt.Sprintf("it records %s by %s", r.Decision, r.Decider), r.Auth
 	case !r.Time.Equal(e.Timestamp):
 		return "it was signed at another time", r.Auth
-	case r.Reason != e.Field("reason"):
+	case r.Reason != e.Field(KeyReason):
 		return "it was signed for another reason", r.Auth
 	}
-	if result, ok := resultOf(e.Payload); ok && r.ResultSHA256 != PayloadHash(result) {
+	if result, ok := ParseLines(e.Payload).Get(KeyResult); ok && r.ResultSHA256 != PayloadHash(result) {
 		return "it was signed for another result", r.Auth
 	} else if !ok && r.ResultSHA256 != "" {
 		return "it was signed for a result the entry does not report", r.Auth

@@ -66,7 +66,7 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		if seq > int64(len(entries)) {
 			return &Error{Kind: Conflict, Msg: fmt.Sprintf("journal of saga %s ends before seq=%d: refusing to act on it", sagaID, seq)}
 		}
-		if err := e.Can(p, ActResolve, Subject{Saga: s, Requester: line(entries[seq-1].Payload, "requester")}); err != nil {
+		if err := e.Can(p, ActResolve, Subject{Saga: s, Requester: entries[seq-1].Field(KeyRequester)}); err != nil {
 			return err
 		}
 		var reported *string
@@ -80,7 +80,7 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 			decision = DecidedUndone
 		}
 		at := e.stamp(s)
-		payload, err := e.personalPayload(p, entries[seq-1], decision, "resolved-by", reason, reported, at)
+		payload, err := e.personalPayload(p, entries[seq-1], decision, KeyResolvedBy, reason, reported, at)
 		if err != nil {
 			return err
 		}

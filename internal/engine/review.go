@@ -11,7 +11,7 @@ import (
 // everything needed to decide it, and what happened to a request since.
 
 // Approver is who approved a pending request, "" while it is undecided.
-func (p Pending) Approver() string { return line(p.Approval, "approver") }
+func (p Pending) Approver() string { return ParseLines(p.Approval).Value(KeyApprover) }
 
 // MaxPage caps a page of requests or sagas.
 const MaxPage = 200
@@ -302,5 +302,5 @@ func (r *Review) settle(l *Life, calls []Call) {
 func decisionOf(s Saga, seq int64, en Entry) Decision {
 	_, who, _ := personal(en)
 	return Decision{SagaID: s.ID, JournalSeq: seq, Approved: en.Phase == PhaseApproved, Approver: who,
-		Reason: line(en.Payload, "reason"), DecidedAt: en.Timestamp, Status: s.Status}
+		Reason: en.Field(KeyReason), DecidedAt: en.Timestamp, Status: s.Status}
 }

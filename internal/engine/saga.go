@@ -86,7 +86,7 @@ func (e *Engine) fail(tx Tx, s *Saga, reason string) error {
 	}
 	lc, _ := ReadLifecycle(entries)
 	for _, l := range lc.Open() {
-		if _, err := e.append(tx, s, l.Tool, PhaseRejected, gateRef(l.Seq), keyDropped+"="+cleanLine(reason)); err != nil {
+		if _, err := e.append(tx, s, l.Tool, PhaseRejected, gateRef(l.Seq), Lines{{KeyDropped, reason}}.String()); err != nil {
 			return err
 		}
 	}

@@ -94,12 +94,6 @@ type Entry struct {
 	Unreadable string
 }
 
-// Field returns the value of the first "key=value" line of the entry's
-// payload, for the payloads the engine writes: requester= on the entry
-// that opens a call, approver= and reason= on a decision, resolved-by= on
-// a resolution. "" when there is none.
-func (e Entry) Field(key string) string { return line(e.Payload, key) }
-
 // Saga is the working state of one saga. The journal is the evidence; this
 // row is what the engine locks and updates alongside it.
 type Saga struct {

@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"strings"
+)
+
+// The payloads the engine writes itself — on the entry that opens a call,
+// on a person's decision, on the entry that drops or refuses a request —
+// are lines of "key=value", hashed into the chain and covered by receipts.
+// Lines is their one grammar: every writer encodes with it and every
+// reader parses with it (golden vectors: testdata/lines.json). A tool's
+// own result or error is not lines, and is never read as such.
+
+// Key names a line.
+type Key string
+
+// The keys, in the order they are written.
+const (
+	KeyRequester   Key = "requester"    // who asked for the call, on the entry that opens it
+	KeyAuth        Key = "auth"         // how the person or agent signed in
+	KeyClient      Key = "client"       // the MCP client and session that asked, if one did
+	KeyIdempotency Key = "key"          // the agent's idempotency key for the call
+	KeyResumes     Key = "resumes"      // on a resume's INTENT: seq=<the request>
+	KeyApprover    Key = "approver"     // who approved or rejected a request
+	KeyDismissedBy Key = "dismissed-by" // who dismissed a superseded request
+	KeyResolvedBy  Key = "resolved-by"  // who recorded what became of a call in doubt
+	KeyReason      Key = "reason"       // why, in the person's words
+	KeyReceipt     Key = "receipt"      // the decision's signed receipt, base64
+	KeyDropped     Key = "dropped"      // why the saga failed, on the REJECTED that drops a request
+	// KeyAttempted and KeyResult run to the end of the payload, line
+	// breaks and all: the bytes a refused stale resume presented
+	// (EncodeText), and the result a resolution reports.
+	KeyAttempted Key = "attempted"
+	KeyResult    Key = "result"
+)
+
+// Line is one line of a payload: a key and its value, or, with no key, a
+// line of text (a refused resume's detail).
+type Line struct {
+	Key   Key
+	Value string
+}
+
+// Lines is a payload the engine writes.
+type Lines []Line
+
+// rest reports whether a key's value runs to the end of the payload.
+func rest(k Key) bool { return k == KeyAttempted || k == KeyResult }
+
+// ParseLines reads a payload the engine wrote. A line whose start is not
+// a key and "=" is text; a value of KeyAttempted or KeyResult is the rest
+// of the payload, so nothing in it reads as a line of its own.
+func ParseLines(payload string) Lines {
+	var ls Lines
+	for {
+		l, more, cut := strings.Cut(payload, "\n")
+		if k, v, ok := strings.Cut(l, "="); ok && validKeyName(k) {
+			if rest(Key(k)) {
+				_, v, _ = strings.Cut(payload, "=")
+				return append(ls, Line{Key: Key(k), Value: v})
+			}
+			ls = append(ls, Line{Key: Key(k), Value: v})
+		} else {
+			ls = append(ls, Line{Value: l})
+		}
+		if !cut {
+			return ls
+		}
+		payload = more
+	}
+}
+
+// validKeyName reports whether k can be a key: lower-case letters and
+// inner hyphens.
+func validKeyName(k string) bool {
+	if k == "" || k[0] == '-' || k[len(k)-1] == '-' {
+		return false
+	}
+	for _, c := range []byte(k) {
+		if (c < 'a' || c > 'z') && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// String encodes the lines. A value holds no line break unless it runs
+// to the end (KeyAttempted, KeyResult, which only the last line may
+// have): other values are made one line, so no value can add a line.
+func (ls Lines) String() string {
+	var b strings.Builder
+	for i, l := range ls {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		v := l.Value
+		if !rest(l.Key) || i < len(ls)-1 {
+			v = oneLine(v)
+		}
+		if l.Key != "" {
+			b.WriteString(string(l.Key) + "=")
+		}
+		b.WriteString(v)
+	}
+	return b.String()
+}
+
+// oneLine replaces line breaks, which would start another line.
+func oneLine(v string) string {
+	if !strings.ContainsAny(v, "\r\n") {
+		return v
+	}
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
+}
+
+// Get returns the value of the first line of key k, and whether there is
+// one.
+func (ls Lines) Get(k Key) (string, bool) {
+	for _, l := range ls {
+		if l.Key == k && k != "" {
+			return l.Value, true
+		}
+	}
+	return "", false
+}
+
+// Value is Get's value alone: "" when there is no line of key k.
+func (ls Lines) Value(k Key) string {
+	v, _ := ls.Get(k)
+	return v
+}
+
+// With returns the lines with a line of key k and value v added, unless
+// v is "".
+func (ls Lines) With(k Key, v string) Lines {
+	if v == "" {
+		return ls
+	}
+	return append(ls, Line{Key: k, Value: v})
+}
+
+// Field returns the value of the first line of key k of the entry's
+// payload, for the payloads the engine writes (see Lines); "" when there
+// is none.
+func (e Entry) Field(k Key) string { return ParseLines(e.Payload).Value(k) }
+
+// Refusal reads a refused resume's entry: the refusal in words and, for
+// a stale approval, the bytes that were presented (decoded). ok is false
+// for any other entry.
+func (e Entry) Refusal() (detail, attempted string, ok bool) {
+	if e.Phase != PhaseRejected || e.ToolName == GateTool {
+		return "", "", false
+	}
+	ls := ParseLines(e.Payload)
+	if len(ls) == 0 || ls[0].Key != "" {
+		return "", "", false // a drop: dropped=<why>
+	}
+	if a, has := ls.Get(KeyAttempted); has {
+		bytes, err := DecodeText(a)
+		if err != nil {
+			bytes = a
+		}
+		return ls[0].Value, bytes, true
+	}
+	return ls[0].Value, "", true
+}
+
+// Refers returns the seq an entry's input names ("seq=<N>", as the
+// approval gate's entries and a refusal's have it), 0 when it names none.
+func (e Entry) Refers() int64 { return refSeq(e.Input) }
+
+// Actor is who an entry the engine wrote names: who asked for the call
+// it opens, or who decided, dismissed or resolved; "" for the entries
+// that carry what a tool answered.
+func (e Entry) Actor() string {
+	switch {
+	case e.ToolName != GateTool && e.Phase != PhaseIntent && e.Phase != PhaseAwaitingApproval:
+		return ""
+	case e.ToolName != GateTool:
+		return e.Field(KeyRequester)
+	}
+	_, who, _ := personal(e)
+	return who
+}
