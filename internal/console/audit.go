@@ -9,8 +9,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -28,8 +26,12 @@ func (h *Handlers) Audit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	job, err := h.job(me)
+	if err != nil {
+		return err
+	}
 	return render(w, r, http.StatusOK, templates.Audit(templates.AuditPage{Chrome: h.chrome(r, "Audit", "/audit"),
-		Items: items, Next: next, Paged: r.URL.Query().Get("cursor") != "", Job: h.job(me), Log: h.logCard(r.Context(), me)}))
+		Items: items, Next: next, Paged: r.URL.Query().Get("cursor") != "", Job: job, Log: h.logCard(r.Context(), me)}))
 }
 
 // logCard shapes the global log's state for the audit page; a log that
@@ -187,124 +189,52 @@ func exportName(id string) string {
 	}, id) + ".ndjson"
 }
 
-// VerifyAll starts verifying every saga in the background: POST
-// /audit/verify-all. One run at a time per server; the page shows its
-// progress.
+// VerifyAll starts the engine's verification of every saga in the
+// background: POST /audit/verify-all. The page shows its progress.
 func (h *Handlers) VerifyAll(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
-	if err := h.Engine.Can(me, engine.ActVerify, engine.Subject{}); err != nil {
+	if err := h.Engine.VerifyAll(me); err != nil {
 		return err
 	}
-	h.audit.start(h, me)
 	if !htmx(r) {
 		http.Redirect(w, r, "/audit", http.StatusSeeOther)
 		return nil
 	}
-	return render(w, r, http.StatusOK, templates.AuditJob(h.job(me)))
+	return h.renderJob(w, r, me)
 }
 
-// AuditJob is the job's progress, for its update loop: GET /audit/job.
+// AuditJob is the run's progress, for its update loop: GET /audit/job.
 func (h *Handlers) AuditJob(w http.ResponseWriter, r *http.Request) error {
-	me := auth.From(r.Context())
-	if err := h.Engine.Can(me, engine.ActVerify, engine.Subject{}); err != nil {
+	return h.renderJob(w, r, auth.From(r.Context()))
+}
+
+func (h *Handlers) renderJob(w http.ResponseWriter, r *http.Request, me engine.Principal) error {
+	j, err := h.job(me)
+	if err != nil {
 		return err
 	}
-	return render(w, r, http.StatusOK, templates.AuditJob(h.job(me)))
+	return render(w, r, http.StatusOK, templates.AuditJob(j))
 }
 
-// maxBroken caps how many broken sagas a run remembers; it counts them all.
-const maxBroken = 100
-
-// auditJob is the verification of every saga on this server.
-type auditJob struct {
-	mu       sync.Mutex
-	running  bool
-	started  time.Time
-	finished time.Time
-	done     int
-	total    int
-	broken   []engine.Saga
-	chains   []engine.Verification
-	err      string
-}
-
-// jobTimeout bounds one run.
-const jobTimeout = time.Hour
-
-// start runs the job as me unless it is running.
-func (j *auditJob) start(h *Handlers, me engine.Principal) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.running {
-		return
-	}
-	j.running, j.started, j.finished, j.done, j.total, j.broken, j.chains, j.err = true, h.Now(), time.Time{}, 0, 0, nil, nil, ""
-	go j.run(h, me)
-}
-
-func (j *auditJob) run(h *Handlers, me engine.Principal) {
-	ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
-	defer cancel()
-	err := func() error {
-		total, err := h.Engine.CountSagas(ctx, me, engine.SagaFilter{})
-		if err != nil {
-			return err
-		}
-		j.mu.Lock()
-		j.total = total
-		j.mu.Unlock()
-		f := engine.SagaFilter{Limit: engine.MaxList}
-		for {
-			sagas, err := h.Engine.Sagas(ctx, me, f)
-			if err != nil {
-				return err
-			}
-			for _, s := range sagas {
-				v, err := h.Engine.Verify(ctx, me, s.ID)
-				if err != nil {
-					return err
-				}
-				j.mu.Lock()
-				j.done++
-				if !v.Valid && len(j.broken) < maxBroken {
-					j.broken, j.chains = append(j.broken, s), append(j.chains, v)
-				}
-				j.mu.Unlock()
-			}
-			if len(sagas) < f.Limit {
-				return nil
-			}
-			last := sagas[len(sagas)-1]
-			f.After = &engine.SagaCursor{CreatedAt: last.CreatedAt, ID: last.ID}
-		}
-	}()
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.running, j.finished = false, h.Now()
+// job shapes the engine's run for the page.
+func (h *Handlers) job(me engine.Principal) (templates.Job, error) {
+	run, err := h.Engine.AuditRun(me)
 	if err != nil {
-		j.err = message(err)
+		return templates.Job{}, err
 	}
-}
-
-// job shapes the job's state for the page.
-func (h *Handlers) job(me engine.Principal) templates.Job {
-	j := &h.audit
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	out := templates.Job{Running: j.running, Done: j.done, Total: j.total, Error: j.err,
-		CanStart: h.Engine.Can(me, engine.ActVerify, engine.Subject{}) == nil}
-	if !j.started.IsZero() {
-		out.Started = h.when(j.started)
+	out := templates.Job{Running: run.Running, Done: run.Done, Total: run.Total, Error: run.Err, CanStart: true}
+	if !run.Started.IsZero() {
+		out.Started = h.when(run.Started)
 	}
-	if !j.finished.IsZero() {
-		f := h.when(j.finished)
+	if !run.Finished.IsZero() {
+		f := h.when(run.Finished)
 		out.Finished = &f
 	}
-	for i, s := range j.broken {
-		v := j.chains[i]
+	for _, b := range run.Broken {
+		s, v := b.Saga, b.Verification
 		out.Broken = append(out.Broken, templates.SagaRow{ID: s.ID, Href: templates.SagaHref(s.ID), Status: s.Status,
 			Initiator: s.Initiator, Entries: s.HeadSeq, Created: h.when(s.CreatedAt), Updated: h.when(s.UpdatedAt),
 			Chain: &v, AuditHref: auditHref(s.ID), ExportHref: templates.ExportHref(s.ID)})
 	}
-	return out
+	return out, nil
 }

@@ -28,8 +28,6 @@ type Handlers struct {
 	Sessions *auth.Sessions
 	Mode     string // "oidc", "tokens" or "dev"
 	Now      func() time.Time
-
-	audit auditJob // verifying every saga, one run at a time
 }
 
 // render writes a page or fragment.

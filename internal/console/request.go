@@ -115,7 +115,7 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 		v.Steps = append(v.Steps, h.step(rv.Journal[i]))
 	}
 	v.MoreSteps = int(seq-1) - len(v.Steps)
-	v.Actions = h.actions(me, rv)
+	v.Actions = templates.Actions{Actions: h.Engine.Allowed(me, rv)}
 	return v, nil
 }
 
@@ -174,39 +174,6 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 	return s
 }
 
-// actions are what me may do with the request now, as the engine's
-// policy and the request's state allow; why not, when nothing.
-func (h *Handlers) actions(me engine.Principal, rv engine.Review) templates.Actions {
-	var a templates.Actions
-	if !rv.Verification.Valid {
-		a.Why = "The saga's journal does not verify, so nothing may be decided or executed on it."
-		return a
-	}
-	decide := h.Engine.Can(me, engine.ActApprove, engine.Subject{Saga: &rv.Saga, Requester: rv.Gated.Field(engine.KeyRequester)})
-	resume := h.Engine.Can(me, engine.ActResume, engine.Subject{Saga: &rv.Saga})
-	switch rv.State {
-	case engine.StateUndecided:
-		a.Approve, a.Reject = decide == nil, decide == nil
-		if decide != nil {
-			a.Why = "You cannot decide this request: " + message(decide) + "."
-		}
-	case engine.StateApproved:
-		a.Reject, a.Execute = decide == nil, resume == nil
-		if decide != nil && resume != nil {
-			a.Why = "You cannot act on this request: " + message(decide) + "."
-		}
-	case engine.StateSuperseded:
-		dismiss := h.Engine.Can(me, engine.ActDismiss, engine.Subject{Saga: &rv.Saga, Requester: rv.Gated.Field(engine.KeyRequester)})
-		a.Reject, a.Dismiss = decide == nil, dismiss == nil
-		if decide != nil && dismiss != nil {
-			a.Why = "A later request of the saga replaced this one, and you cannot act on it: " + message(dismiss) + "."
-		}
-	default:
-		a.Why = "This request is settled; nothing more can be done with it."
-	}
-	return a
-}
-
 // message is an engine error's message for people.
 func message(err error) string {
 	if e, ok := errors.AsType[*engine.Error](err); ok {
@@ -241,11 +208,7 @@ func (h *Handlers) Decide(w http.ResponseWriter, r *http.Request) error {
 // confirm=yes. It is the engine's own Resume, so every check applies.
 func (h *Handlers) Execute(w http.ResponseWriter, r *http.Request) error {
 	return h.act(w, r, []string{"execute"}, func(me engine.Principal, v templates.RequestPage, _ string) error {
-		rv, err := h.Engine.Review(r.Context(), me, v.Ref.Saga, v.Ref.Seq)
-		if err != nil {
-			return err
-		}
-		_, err = h.Engine.Resume(r.Context(), me, v.Ref.Saga, v.Ref.Seq, rv.Gated.Input)
+		_, err := h.Engine.Execute(r.Context(), me, v.Ref.Saga, v.Ref.Seq)
 		return err
 	})
 }

@@ -124,6 +124,8 @@ type Engine struct {
 	obs Observer
 	// runner is the process's runner id, once a Heartbeat registered it.
 	runner atomic.Pointer[string]
+	// audit is the verification of every saga under way (VerifyAll).
+	audit audit
 }
 
 // Option configures an Engine.

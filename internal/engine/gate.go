@@ -238,7 +238,23 @@ type ResumeResult struct {
 //
 // Other errors: NotFound when the request's tool is not registered;
 // Forbidden as Can says; Invalid for a payload larger than the input limit.
-func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int64, payload string) (rr ResumeResult, err error) {
+func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int64, payload string) (ResumeResult, error) {
+	if len(payload) > e.maxInput {
+		return ResumeResult{}, Errorf(Invalid, "payload is larger than %d bytes", e.maxInput)
+	}
+	return e.resume(ctx, p, sagaID, seq, &payload)
+}
+
+// Execute is Resume with the bytes the request's verified AWAITING_APPROVAL
+// entry holds: what a person who approved it, or the agent that asked,
+// runs from the console or MCP without presenting the bytes again. Every
+// check of Resume holds.
+func (e *Engine) Execute(ctx context.Context, p Principal, sagaID string, seq int64) (ResumeResult, error) {
+	return e.resume(ctx, p, sagaID, seq, nil)
+}
+
+// resume does Resume with payload, or Execute when it is nil.
+func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int64, payload *string) (rr ResumeResult, err error) {
 	var tool Tool // the request's, once found
 	defer func() { e.obs.Called(tool.Name, ended(rr.Call.Outcome, rr.Refused, err)) }()
 	if err := e.Can(p, ActResume, Subject{}); err != nil {
@@ -246,9 +262,6 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 	}
 	if err := validName("saga id", sagaID); err != nil {
 		return ResumeResult{}, err
-	}
-	if len(payload) > e.maxInput {
-		return ResumeResult{}, Errorf(Invalid, "payload is larger than %d bytes", e.maxInput)
 	}
 	if why := e.Halted(); why != "" {
 		// Nothing is journaled: the request stays pending until an
@@ -287,11 +300,15 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 		if err := e.clear(tx, s); err != nil {
 			return err
 		}
-		refusal = refuse(b.life, gated, payload)
+		presented := gated.Input
+		if payload != nil {
+			presented = *payload
+		}
+		refusal = refuse(b.life, gated, presented)
 		if refusal != "" {
 			detail := Lines{{Value: refusal}}
 			if refusal == RefusedStale {
-				detail = detail.With(KeyAttempted, EncodeText(payload))
+				detail = detail.With(KeyAttempted, EncodeText(presented))
 			}
 			if _, err := e.append(tx, s, gated.ToolName, PhaseRejected, gateRef(seq), detail.String()); err != nil {
 				return err

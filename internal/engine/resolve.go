@@ -22,7 +22,8 @@ const DefaultInDoubtAfter = 10 * time.Minute
 // (resolved-by=, reason=, auth=, and result= last), so no tool can write
 // one.
 //
-// Errors: NotFound for no such call; Conflict when it is not in doubt
+// Errors: Invalid without a reason (how the person knows: it is the
+// evidence); NotFound for no such call; Conflict when it is not in doubt
 // (settled, or touched within the in-doubt window); Forbidden as Can says
 // for ActResolve (four-eyes: not the saga's initiator, not whoever asked
 // for the call); Invalid for a bad result or reason; Unavailable when the
@@ -36,6 +37,10 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 	}
 	if err := validReason(reason); err != nil {
 		return Saga{}, err
+	}
+	if reason == "" {
+		// The reason is the evidence of what the person found out.
+		return Saga{}, Errorf(Invalid, "say how you know what happened: the reason is journaled with the resolution")
 	}
 	if err := e.validInput("result", result); err != nil {
 		return Saga{}, err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -303,4 +304,65 @@ func decisionOf(s Saga, seq int64, en Entry) Decision {
 	_, who, _ := personal(en)
 	return Decision{SagaID: s.ID, JournalSeq: seq, Approved: en.Phase == PhaseApproved, Approver: who,
 		Reason: en.Field(KeyReason), DecidedAt: en.Timestamp, Status: s.Status}
+}
+
+// Actions is what a principal may do with a request now, as the policy
+// and the request's state allow: approve or reject it while undecided;
+// reject or execute it once approved; dismiss or reject it superseded.
+type Actions struct {
+	Approve, Reject, Dismiss, Execute bool
+	// Why says, for people, why they may do none of them.
+	Why string
+}
+
+// Allowed says what p may do with the request r now. Each action is
+// still checked when it is taken; this is what a shell offers.
+func (e *Engine) Allowed(p Principal, r Review) Actions {
+	if !r.Verification.Valid {
+		return Actions{Why: "The saga's journal does not verify, so nothing may be decided or executed on it."}
+	}
+	sub := Subject{Saga: &r.Saga, Requester: r.Gated.Field(KeyRequester)}
+	may := func(a Action) (bool, string) {
+		err := e.Can(p, a, sub)
+		return err == nil, msgOf(err)
+	}
+	var a Actions
+	switch r.State {
+	case StateUndecided:
+		var why string
+		a.Approve, why = may(ActApprove)
+		a.Reject, _ = may(ActReject)
+		if !a.Approve && !a.Reject {
+			a.Why = "You cannot decide this request: " + why + "."
+		}
+	case StateApproved:
+		var why string
+		a.Reject, why = may(ActReject)
+		a.Execute, _ = may(ActResume)
+		if !a.Reject && !a.Execute {
+			a.Why = "You cannot act on this request: " + why + "."
+		}
+	case StateSuperseded:
+		var why string
+		a.Dismiss, why = may(ActDismiss)
+		a.Reject, _ = may(ActReject)
+		if !a.Dismiss && !a.Reject {
+			a.Why = "A later request of the saga replaced this one, and you cannot act on it: " + why + "."
+		}
+	default:
+		a.Why = "This request is settled; nothing more can be done with it."
+	}
+	return a
+}
+
+// msgOf is an error's message for people: an engine error's Msg, or
+// "internal error"; "" for none.
+func msgOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Msg
+	}
+	return "internal error"
 }

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -529,19 +528,10 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if err != nil {
 		return result(err.Error(), map[string]any{"error": err.Error()}, true), nil
 	}
-	// The agent resumes with the bytes its request journaled, which are
-	// the ones a person approved; Resume checks them against the verified
-	// journal.
+	// The agent executes the bytes its request journaled, which are the
+	// ones a person approved.
 	saga := sagaOf(req)
-	_, reqs, err := g.engine.Requests(ctx, p, saga)
-	if err != nil {
-		return failed(err)
-	}
-	i := slices.IndexFunc(reqs, func(r engine.Review) bool { return r.Gated.Seq == seq })
-	if i < 0 {
-		return failed(engine.Errorf(engine.NotFound, "saga %s has no request at seq=%d", saga, seq))
-	}
-	r, err := g.engine.Resume(ctx, p, saga, seq, reqs[i].Gated.Input)
+	r, err := g.engine.Execute(ctx, p, saga, seq)
 	if err != nil {
 		return failed(err)
 	}

@@ -111,14 +111,12 @@ type Decision struct {
 	Reason    string
 }
 
-// Actions are what the signed-in person may do with the request now.
+// Actions are what the signed-in person may do with the request now, as
+// the engine allows, and what the form carries.
 type Actions struct {
-	Approve, Reject bool
-	Dismiss         bool   // drop a superseded request, the saga going on
-	Execute         bool   // resume with the approved bytes
-	Why             string // why not, when there is nothing they may do
-	Reason          string // a reason typed before a confirmation
-	Notice          string // why the form was answered this way (a stale form)
+	engine.Actions
+	Reason string // a reason typed before a confirmation
+	Notice string // why the form was answered this way (a stale form)
 }
 
 // Confirm asks the person to confirm a decision, repeating what it is

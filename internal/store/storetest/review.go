@@ -215,16 +215,18 @@ func testResolve(t *testing.T, v *env) {
 		{"the initiator, also an approver", both, engine.Forbidden},
 		{"an auditor", auditor, engine.Forbidden},
 	} {
-		_, err := e.Resolve(ctx, tt.p, "ok", 3, true, "", "")
+		_, err := e.Resolve(ctx, tt.p, "ok", 3, true, "", "checked")
 		wantKind(t, "Resolve by "+tt.name, err, tt.want)
 	}
-	_, err := e.Resolve(ctx, approver, "ok", 9, true, "", "")
+	_, err := e.Resolve(ctx, approver, "ok", 3, true, "", "")
+	wantKind(t, "Resolve without saying how the person knows", err, engine.Invalid)
+	_, err = e.Resolve(ctx, approver, "ok", 9, true, "", "checked")
 	wantKind(t, "Resolve of no call", err, engine.NotFound)
-	_, err = e.Resolve(ctx, approver, "ok", 1, true, "", "")
+	_, err = e.Resolve(ctx, approver, "ok", 1, true, "", "checked")
 	wantKind(t, "Resolve of a settled call", err, engine.Conflict)
-	_, err = e.Resolve(ctx, approver, "ok", 3, true, "a\x00b", "")
+	_, err = e.Resolve(ctx, approver, "ok", 3, true, "a\x00b", "checked")
 	wantKind(t, "Resolve with a NUL in the result", err, engine.Invalid)
-	_, err = v.e.Resolve(ctx, approver, "ok", 3, true, "", "")
+	_, err = v.e.Resolve(ctx, approver, "ok", 3, true, "", "checked")
 	wantKind(t, "Resolve within the in-doubt window", err, engine.Conflict)
 
 	s, err := e.Resolve(ctx, approver, "ok", 3, true, "booked H-7", "hotel confirmed by phone")
@@ -246,7 +248,7 @@ func testResolve(t *testing.T, v *env) {
 	if doubt, _ := v.e.InDoubt(ctx, auditor, 0); len(doubt) != 0 {
 		t.Errorf("InDoubt after resolving = %+v, want none", doubt)
 	}
-	_, err = e.Resolve(ctx, approver, "ok", 3, false, "", "")
+	_, err = e.Resolve(ctx, approver, "ok", 3, false, "", "checked")
 	wantKind(t, "Resolve twice", err, engine.Conflict)
 	if _, err := e.Abort(ctx, agent, "ok", "done"); err != nil {
 		t.Fatal(err)
