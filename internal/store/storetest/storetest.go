@@ -57,6 +57,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"IdempotencyKeys", withEnv(testIdempotencyKeys)},
 		{"CutOff", testCutOff},
 		{"Dismiss", withEnv(testDismiss)},
+		{"VerifyAll", withEnv(testVerifyAll)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
