@@ -53,7 +53,7 @@ func verifyReceipt(args []string, stdout io.Writer) error {
 		out.Message = err.(*engine.Error).Msg
 	case r.PayloadSHA256 != engine.PayloadHash(string(payload)):
 		out.Receipt, out.Message = &r, "the receipt is about other bytes than "+fs.Arg(1)
-	case r.Auth == "dev" && !*allowDev:
+	case r.Auth == engine.AuthDev && !*allowDev:
 		out.Receipt, out.Message = &r, "the decision was made in dev mode (auth: dev): "+r.Decider+"'s name was typed, not verified; -allow-dev accepts it"
 	default:
 		out.Receipt, out.Valid = &r, true

@@ -149,7 +149,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	go recoverLoop(ctx, eng, log)
+	engine.Recoverer{Engine: eng, Logger: log}.Start(ctx)
 	seqDone := tlog.Sequencer{Log: lg, Logger: log}.Start(ctx)
 	tlog.Checker{Log: lg, Every: cfg.File.Log.CheckEvery, FullEvery: cfg.File.Log.FullCheckEvery, Logger: log}.Start(ctx)
 	select {
@@ -184,27 +184,6 @@ func replica(cpDir string) string {
 		cpDir = abs
 	}
 	return host + ":" + cpDir
-}
-
-// recoverEvery is how often compensations that a crash or an outage
-// interrupted are looked for and continued.
-const recoverEvery = time.Minute
-
-// recoverLoop continues interrupted compensations at start and then every
-// recoverEvery, until ctx ends.
-func recoverLoop(ctx context.Context, eng *engine.Engine, log *slog.Logger) {
-	t := time.NewTicker(recoverEvery)
-	defer t.Stop()
-	for {
-		if err := eng.Recover(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("continuing interrupted compensations failed; trying again later", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
 }
 
 // signingKeys reads the configured signing key. In dev mode without one,
@@ -339,12 +318,12 @@ func authOptions(ctx context.Context, cfg config.Config, db *store.DB) (server.O
 	sessions := &auth.Sessions{Store: db, Key: key, Now: time.Now,
 		Secure: !cfg.Loopback() || strings.HasPrefix(cfg.PublicURL, "https://")}
 	roles := auth.RoleMap{Claim: cfg.File.Roles.Claim, Map: cfg.File.Roles.Map}
-	bearer := &auth.Bearer{Roles: roles, Anonymous: cfg.Auth == "dev"}
+	bearer := &auth.Bearer{Roles: roles, Anonymous: cfg.Auth == auth.ModeDev}
 	for _, t := range cfg.File.Tokens {
 		bearer.Tokens = append(bearer.Tokens, auth.Token{Name: t.Name, SHA256: t.SHA256, Roles: t.Roles})
 	}
 	o := server.Options{APIAuth: bearer.Principal, Console: &console.Handlers{Sessions: sessions, Mode: cfg.Auth, Now: time.Now}}
-	if cfg.Auth != "oidc" {
+	if cfg.Auth != auth.ModeOIDC {
 		return o, nil
 	}
 	var err error

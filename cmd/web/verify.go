@@ -104,7 +104,7 @@ func verify(args []string, stdout io.Writer) error {
 // decider's name was typed, not verified, whatever key signed it.
 func notDev(entries []engine.Entry, v note.Verifier, res engine.Verification) engine.Verification {
 	for _, d := range engine.Decisions(entries, v) {
-		if d.Auth == "dev" {
+		if d.Auth == engine.AuthDev {
 			i := int(d.Seq - 1)
 			return engine.Verification{EntryCount: len(entries), BreakAtIndex: i, Message: fmt.Sprintf(
 				"seq=%d (entry %d) was decided in dev mode (auth: dev): %s's name was typed, not verified; -allow-dev accepts it", d.Seq, i, d.Decider)}

@@ -23,7 +23,17 @@ func From(ctx context.Context) engine.Principal {
 	return p
 }
 
+// Mode is how the server lets people and agents in (SAGACITY_AUTH).
+type Mode string
+
+// The modes.
+const (
+	ModeOIDC   Mode = "oidc"   // console through OIDC login, API through OIDC bearer tokens
+	ModeTokens Mode = "tokens" // API only, through the tokens declared in the file
+	ModeDev    Mode = "dev"    // everyone is let in; loopback only
+)
+
 // Anonymous is a dev-mode API caller without a token: every role, and a
 // decision is recorded under the approver it names. Dev mode is allowed on
 // loopback addresses alone.
-var Anonymous = engine.Principal{ID: "anonymous", Auth: "dev", Roles: engine.Roles, Anonymous: true}
+var Anonymous = engine.Principal{ID: "anonymous", Auth: engine.AuthDev, Roles: engine.Roles, Anonymous: true}

@@ -59,7 +59,7 @@ func (b *Bearer) Principal(r *http.Request) (engine.Principal, error) {
 		return engine.Principal{}, unauthenticated("the Authorization header must be Bearer <token>")
 	}
 	if t, ok := b.static(tok); ok {
-		return engine.Principal{ID: "token:" + t.Name, Name: t.Name, Auth: "token", Roles: t.Roles}, nil
+		return engine.Principal{ID: "token:" + t.Name, Name: t.Name, Auth: engine.AuthToken, Roles: t.Roles}, nil
 	}
 	if b.JWT != nil && strings.Count(tok, ".") == 2 {
 		idt, err := b.JWT.Verify(r.Context(), tok)
@@ -105,7 +105,7 @@ func (b *Bearer) static(tok string) (Token, bool) {
 // from the issuer and subject, a name to show, its roles, and when the
 // person last signed in at the provider (auth_time), when it says.
 func oidcPrincipal(issuer, subject string, claims map[string]any, roles RoleMap) engine.Principal {
-	p := engine.Principal{ID: Identity(issuer, subject), Name: displayName(claims, subject), Auth: "oidc",
+	p := engine.Principal{ID: Identity(issuer, subject), Name: displayName(claims, subject), Auth: engine.AuthOIDC,
 		Roles: roles.Of(claims), Issuer: issuer, Subject: subject}
 	if at, ok := claims["auth_time"].(float64); ok && at > 0 {
 		p.AuthTime = time.Unix(int64(at), 0).UTC()

@@ -14,6 +14,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/sagacity-go/sagacity/internal/auth"
 )
 
 // Config is the server's settings.
@@ -36,10 +38,10 @@ type Config struct {
 	// kept, outside the database: SAGACITY_CHECKPOINT_DIR ("" in dev mode
 	// without it: beside the database).
 	CheckpointDir     string
-	Auth              string // "oidc", "tokens" or "dev", resolved from SAGACITY_AUTH
-	ApprovalEndpoints bool   // SAGACITY_APPROVAL_ENDPOINTS_ENABLED, default true
-	Demo              bool   // SAGACITY_DEMO, default false
-	File              File   // the YAML file; defaults only when SAGACITY_CONFIG is unset
+	Auth              auth.Mode // resolved from SAGACITY_AUTH
+	ApprovalEndpoints bool      // SAGACITY_APPROVAL_ENDPOINTS_ENABLED, default true
+	Demo              bool      // SAGACITY_DEMO, default false
+	File              File      // the YAML file; defaults only when SAGACITY_CONFIG is unset
 	// Hosts are the host names requests may be addressed to, besides the
 	// loopback names: SAGACITY_PUBLIC_URL's, then SAGACITY_ALLOWED_HOSTS.
 	Hosts []string
@@ -51,13 +53,6 @@ type Config struct {
 const (
 	DefaultAddr        = "127.0.0.1:8080"
 	DefaultDatabaseURL = "sqlite:sagacity.db"
-)
-
-// The values of Config.Auth.
-const (
-	authOIDC   = "oidc"   // console through OIDC login, API through OIDC bearer tokens
-	authTokens = "tokens" // API only, through the tokens declared in the file
-	authDev    = "dev"    // everyone is let in; loopback only
 )
 
 // minKeyLen is the shortest session key or tool signing secret, in bytes.
@@ -140,11 +135,11 @@ func load(getenv func(string) string) (Config, error) {
 	if c.Demo, err = boolVar(getenv, "SAGACITY_DEMO", false); err != nil {
 		return c, err
 	}
-	auth := getenv("SAGACITY_AUTH")
-	switch auth {
-	case "", authOIDC, authTokens, authDev:
+	mode := auth.Mode(getenv("SAGACITY_AUTH"))
+	switch mode {
+	case "", auth.ModeOIDC, auth.ModeTokens, auth.ModeDev:
 	default:
-		return c, fmt.Errorf("SAGACITY_AUTH: %q is not one of oidc, tokens, dev", auth)
+		return c, fmt.Errorf("SAGACITY_AUTH: %q is not one of oidc, tokens, dev", mode)
 	}
 
 	c.File = defaultFile()
@@ -156,13 +151,13 @@ func load(getenv func(string) string) (Config, error) {
 	if len(c.File.Tools) > 0 && c.ToolSigningSecret == nil {
 		return c, fmt.Errorf("SAGACITY_TOOL_SIGNING_SECRET: required when SAGACITY_CONFIG declares tools (at least %d bytes)", minKeyLen)
 	}
-	if c.Auth, err = c.resolveAuth(auth); err != nil {
+	if c.Auth, err = c.resolveAuth(mode); err != nil {
 		return c, err
 	}
-	if c.SigningKey == "" && c.Auth != authDev {
+	if c.SigningKey == "" && c.Auth != auth.ModeDev {
 		return c, errors.New("SAGACITY_SIGNING_KEY: required unless SAGACITY_AUTH=dev: it signs the receipt of every decision and the log's checkpoints (sagacity keygen makes one; or set SAGACITY_SIGNING_KEY_FILE)")
 	}
-	if c.CheckpointDir == "" && c.Auth != authDev {
+	if c.CheckpointDir == "" && c.Auth != auth.ModeDev {
 		return c, errors.New("SAGACITY_CHECKPOINT_DIR: required unless SAGACITY_AUTH=dev: the log's signed checkpoints are kept there, outside the database, and the server checks the database against them (ship the directory to another machine)")
 	}
 	if len(c.Hosts) == 0 && !c.Loopback() {
@@ -174,18 +169,18 @@ func load(getenv func(string) string) (Config, error) {
 
 // resolveAuth applies the auth mode rules once everything else has parsed.
 // An unset mode defaults to dev only where dev cannot expose anything.
-func (c Config) resolveAuth(auth string) (string, error) {
-	switch auth {
+func (c Config) resolveAuth(mode auth.Mode) (auth.Mode, error) {
+	switch mode {
 	case "":
 		if c.Loopback() && c.OIDCIssuer == "" {
-			return authDev, nil
+			return auth.ModeDev, nil
 		}
 		return "", errors.New("SAGACITY_AUTH: not set; set oidc (console and API) or tokens (API only); dev is only for a loopback address without an issuer")
-	case authDev:
+	case auth.ModeDev:
 		if !c.Loopback() {
 			return "", fmt.Errorf("SAGACITY_AUTH: dev mode refuses to listen on %s: it accepts anyone; bind to 127.0.0.1 or use oidc or tokens", c.Addr)
 		}
-	case authOIDC:
+	case auth.ModeOIDC:
 		for _, req := range []struct {
 			name string
 			set  bool
@@ -200,12 +195,12 @@ func (c Config) resolveAuth(auth string) (string, error) {
 				return "", fmt.Errorf("%s: required when SAGACITY_AUTH=oidc%s", req.name, req.hint)
 			}
 		}
-	case authTokens:
+	case auth.ModeTokens:
 		if len(c.File.Tokens) == 0 {
 			return "", errors.New("SAGACITY_AUTH: tokens mode needs at least one entry under tokens: in SAGACITY_CONFIG")
 		}
 	}
-	return auth, nil
+	return mode, nil
 }
 
 // Loopback reports whether Addr's host is a loopback address (any 127.x,

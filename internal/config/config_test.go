@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
@@ -197,16 +198,16 @@ tools:
 		{"postgresql scheme", map[string]string{"SAGACITY_DATABASE_URL": "postgresql://db/s"}, "",
 			func(c Config) any { return c.DatabaseURL }, "postgresql://db/s"},
 		{"dev default on localhost", map[string]string{"SAGACITY_ADDR": "localhost:8080"}, "",
-			func(c Config) any { return c.Auth }, "dev"},
+			func(c Config) any { return c.Auth }, auth.ModeDev},
 		{"dev default on ::1", map[string]string{"SAGACITY_ADDR": "[::1]:8080"}, "",
-			func(c Config) any { return c.Auth }, "dev"},
+			func(c Config) any { return c.Auth }, auth.ModeDev},
 		{"dev default on 127.0.0.2", map[string]string{"SAGACITY_ADDR": "127.0.0.2:0"}, "",
-			func(c Config) any { return c.Auth }, "dev"},
+			func(c Config) any { return c.Auth }, auth.ModeDev},
 		{"dev explicit", map[string]string{"SAGACITY_AUTH": "dev"}, "",
-			func(c Config) any { return c.Auth }, "dev"},
+			func(c Config) any { return c.Auth }, auth.ModeDev},
 		{"tokens on every interface", map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_ADDR": ":8080", "SAGACITY_ALLOWED_HOSTS": "sagacity.internal",
 			"SAGACITY_SIGNING_KEY": receiptKey, "SAGACITY_CHECKPOINT_DIR": "cp"}, oneToken,
-			func(c Config) any { return c.Auth }, "tokens"},
+			func(c Config) any { return c.Auth }, auth.ModeTokens},
 		{"hosts from the public url and the allowed list", map[string]string{"SAGACITY_PUBLIC_URL": "https://Console.Example:8443/base",
 			"SAGACITY_ALLOWED_HOSTS": " sagacity.svc.cluster.local ,, API.internal"}, "",
 			func(c Config) any { return c.Hosts }, []string{"console.example", "sagacity.svc.cluster.local", "api.internal"}},
@@ -222,7 +223,7 @@ tools:
 		{"oidc without client secret", map[string]string{"SAGACITY_SIGNING_KEY": receiptKey, "SAGACITY_CHECKPOINT_DIR": "cp",
 			"SAGACITY_AUTH": "oidc", "SAGACITY_ADDR": "0.0.0.0:8080", "SAGACITY_OIDC_ISSUER": "https://idp.example",
 			"SAGACITY_OIDC_CLIENT_ID": "c", "SAGACITY_PUBLIC_URL": "https://s.example", "SAGACITY_SESSION_KEY": sessionKey}, "",
-			func(c Config) any { return c.Auth }, "oidc"},
+			func(c Config) any { return c.Auth }, auth.ModeOIDC},
 		{"approval endpoints off", map[string]string{"SAGACITY_APPROVAL_ENDPOINTS_ENABLED": "0"}, "",
 			func(c Config) any { return c.ApprovalEndpoints }, false},
 		{"demo on", map[string]string{"SAGACITY_DEMO": "1"}, "",

@@ -86,7 +86,7 @@ func (h *Handlers) VerifySaga(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	for _, d := range hist.Decisions {
-		v.Dev = v.Dev || d.Auth == "dev"
+		v.Dev = v.Dev || d.Auth == engine.AuthDev
 		v.Decisions = append(v.Decisions, templates.DecisionRow{Seq: d.Seq, Decision: d.Decision, Decider: d.Decider, Problem: d.Problem,
 			EntryHref: templates.EntryHref(id, d.Seq), Href: templates.ReceiptHref(id, d.Seq), File: receiptName(id, d.Seq)})
 	}

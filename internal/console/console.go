@@ -26,7 +26,7 @@ import (
 type Handlers struct {
 	Engine   *engine.Engine
 	Sessions *auth.Sessions
-	Mode     string // "oidc", "tokens" or "dev"
+	Mode     auth.Mode
 	Now      func() time.Time
 }
 

@@ -14,7 +14,7 @@ func (h *Handlers) Login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return render(w, r, http.StatusOK, templates.Login(templates.LoginPage{Chrome: templates.Chrome{Title: "Sign in"}, Mode: h.Mode, ReturnTo: returnTo}))
+	return render(w, r, http.StatusOK, templates.Login(templates.LoginPage{Chrome: templates.Chrome{Title: "Sign in"}, Dev: h.Mode == auth.ModeDev, ReturnTo: returnTo}))
 }
 
 // DevSignIn signs in whoever is named: POST /login in dev mode only. The

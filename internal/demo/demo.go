@@ -157,8 +157,8 @@ func toolError(err error) error {
 
 // Principals the seeded sagas are written by.
 var (
-	agent    = engine.Principal{ID: "demo-agent", Auth: "token", Roles: []engine.Role{engine.RoleAgent}}
-	reviewer = engine.Principal{ID: "reviewer@example.com", Auth: "dev", Roles: []engine.Role{engine.RoleApprover, engine.RoleAuditor}}
+	agent    = engine.Principal{ID: "demo-agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}
+	reviewer = engine.Principal{ID: "reviewer@example.com", Auth: engine.AuthDev, Roles: []engine.Role{engine.RoleApprover, engine.RoleAuditor}}
 )
 
 // Seeded is the saga the README's walkthrough approves: the seed's

@@ -290,7 +290,7 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 // requested is the payload of the entry that opens a call: who asked for
 // it, how they signed in, through what, and the agent's key for it.
 func requested(p Principal, key string) Lines {
-	return Lines{{KeyRequester, p.ID}}.With(KeyAuth, p.Auth).With(KeyClient, cleanLine(p.Client)).With(KeyIdempotency, key)
+	return Lines{{KeyRequester, p.ID}}.With(KeyAuth, string(p.Auth)).With(KeyClient, cleanLine(p.Client)).With(KeyIdempotency, key)
 }
 
 // execute runs a call whose INTENT is committed, journals its outcome and,

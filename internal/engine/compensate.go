@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -130,4 +132,55 @@ func (e *Engine) undoneAs(tx Tx, s *Saga, c Call, tool string, phase Phase, inpu
 	from := c.State
 	c.State, c.UpdatedAt = state, en.Timestamp
 	return e.putCall(tx, s, from, c)
+}
+
+// Recover continues the compensation of every saga left COMPENSATING, as
+// a crash or an outage in the middle of one leaves it: steps that are
+// undone, or whose undo is in doubt, are not undone again. The server runs
+// it at start and then periodically. Errors: Unavailable when the store is.
+func (e *Engine) Recover(ctx context.Context) error {
+	f := SagaFilter{Status: Compensating, Limit: MaxList}
+	for {
+		sagas, err := e.store.Sagas(ctx, f)
+		if err != nil {
+			return err
+		}
+		for _, s := range sagas {
+			if _, err := e.compensate(ctx, s.ID); err != nil {
+				return err
+			}
+		}
+		if len(sagas) < f.Limit {
+			return nil
+		}
+		last := sagas[len(sagas)-1]
+		f.After = &SagaCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+}
+
+// Recoverer continues interrupted compensations (Recover) at start and
+// then every Every (default a minute): a service the server starts.
+type Recoverer struct {
+	Engine *Engine
+	Every  time.Duration
+	Logger *slog.Logger
+}
+
+// Start runs Recover now and then every Every until ctx ends.
+func (r Recoverer) Start(ctx context.Context) {
+	e, log := r.Engine, cmp.Or(r.Logger, r.Engine.log)
+	go func() {
+		t := time.NewTicker(cmp.Or(r.Every, time.Minute))
+		defer t.Stop()
+		for {
+			if err := e.Recover(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("continuing interrupted compensations failed; trying again later", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
 }

@@ -31,9 +31,9 @@ func gateRef(seq int64) string { return "seq=" + strconv.FormatInt(seq, 10) }
 // decision on entry g, made at at: who (key=<identity>), why, how they
 // signed in, the signed receipt, and the result they report last, when
 // they report one (it may hold line breaks).
-func (e *Engine) personalPayload(p Principal, g Entry, decision string, key Key, reason string, result *string, at time.Time) (string, error) {
+func (e *Engine) personalPayload(p Principal, g Entry, decision Decided, key Key, reason string, result *string, at time.Time) (string, error) {
 	receipt, err := e.signed(p, g, decision, reason, result, at)
-	ls := Lines{{key, p.ID}}.With(KeyReason, reason).With(KeyAuth, p.Auth).With(KeyReceipt, receipt)
+	ls := Lines{{key, p.ID}}.With(KeyReason, reason).With(KeyAuth, string(p.Auth)).With(KeyReceipt, receipt)
 	if result != nil {
 		ls = append(ls, Line{KeyResult, *result})
 	}

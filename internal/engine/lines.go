@@ -2,6 +2,8 @@ package engine
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // The payloads the engine writes itself — on the entry that opens a call,
@@ -181,4 +183,21 @@ func (e Entry) Actor() string {
 	}
 	_, who, _ := personal(e)
 	return who
+}
+
+// cleanLine makes any text one line fit for a reason or a payload line:
+// control characters (line breaks among them) become spaces, invalid
+// UTF-8 is replaced and the length is capped.
+func cleanLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, "\uFFFD"))
+	for len(s) > MaxReasonLen {
+		_, size := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-size]
+	}
+	return s
 }

@@ -19,7 +19,7 @@ type Observer interface {
 	// receipt names it: DecidedApproved, DecidedRejected, or what a call
 	// in doubt came to (DecidedHappened, DecidedNotHappened,
 	// DecidedUndone, DecidedNotUndone).
-	Decided(decision string)
+	Decided(decision Decided)
 	// ToolRan reports how long one run of a tool's execute or compensate
 	// took, whatever it returned.
 	ToolRan(tool string, phase ToolPhase, took time.Duration)
@@ -96,7 +96,7 @@ func WithObserver(o Observer) Option { return func(e *Engine) { e.obs = o } }
 type unobserved struct{}
 
 func (unobserved) Called(string, CallEnd)                   {}
-func (unobserved) Decided(string)                           {}
+func (unobserved) Decided(Decided)                          {}
 func (unobserved) ToolRan(string, ToolPhase, time.Duration) {}
 func (unobserved) Compensated(Status)                       {}
 func (unobserved) VerifyFailed(Checked)                     {}

@@ -79,16 +79,23 @@ func (k *Keys) Sign(text string) (string, error) {
 	return string(b), err
 }
 
-// Decisions a receipt records.
+// Decided is what a person decided, as a receipt records it.
+type Decided string
+
+// The decisions.
 const (
-	DecidedApproved    = "approved"
-	DecidedRejected    = "rejected"
-	DecidedHappened    = "happened"     // a call in doubt had taken effect
-	DecidedNotHappened = "not-happened" // it had not
-	DecidedUndone      = "undone"       // an undo in doubt had taken effect
-	DecidedNotUndone   = "not-undone"   // it had not
-	DecidedDismissed   = "dismissed"    // a superseded request dropped, the saga going on
+	DecidedApproved    Decided = "approved"
+	DecidedRejected    Decided = "rejected"
+	DecidedHappened    Decided = "happened"     // a call in doubt had taken effect
+	DecidedNotHappened Decided = "not-happened" // it had not
+	DecidedUndone      Decided = "undone"       // an undo in doubt had taken effect
+	DecidedNotUndone   Decided = "not-undone"   // it had not
+	DecidedDismissed   Decided = "dismissed"    // a superseded request dropped, the saga going on
 )
+
+// Decideds lists every decision.
+var Decideds = []Decided{DecidedApproved, DecidedRejected, DecidedDismissed, DecidedHappened, DecidedNotHappened,
+	DecidedUndone, DecidedNotUndone}
 
 // Receipt is what a person decided, as signed.
 type Receipt struct {
@@ -97,12 +104,12 @@ type Receipt struct {
 	Entry  string // that entry's hash
 	// PayloadSHA256 is the hash of that entry's input: the bytes decided on.
 	PayloadSHA256 string
-	Decision      string
-	Decider       string    // the identity journaled
-	Issuer        string    // for an OIDC identity, its issuer
-	Subject       string    // and subject
-	AuthTime      time.Time // when they last signed in at the provider, when it says
-	Auth          string    // how they signed in here: oidc, token or dev
+	Decision      Decided
+	Decider       string     // the identity journaled
+	Issuer        string     // for an OIDC identity, its issuer
+	Subject       string     // and subject
+	AuthTime      time.Time  // when they last signed in at the provider, when it says
+	Auth          AuthMethod // how they signed in here
 	Time          time.Time
 	Policy        string // the policy in force
 	Reason        string // why, as they said; "" when they gave none
@@ -125,7 +132,7 @@ func (r Receipt) Text() string {
 	line("seq", strconv.FormatInt(r.Seq, 10))
 	line("entry", r.Entry)
 	line("payload-sha256", r.PayloadSHA256)
-	line("decision", r.Decision)
+	line("decision", string(r.Decision))
 	line("decider", r.Decider)
 	if r.Issuer != "" {
 		line("issuer", r.Issuer)
@@ -134,7 +141,7 @@ func (r Receipt) Text() string {
 	if !r.AuthTime.IsZero() {
 		line("auth-time", r.AuthTime.UTC().Format(time.RFC3339))
 	}
-	line("auth", r.Auth)
+	line("auth", string(r.Auth))
 	line("time", r.Time.UTC().Format(TimeLayout))
 	line("policy", r.Policy)
 	if r.Reason != "" {
@@ -173,7 +180,7 @@ func ParseReceipt(text string) (Receipt, error) {
 		case "payload-sha256":
 			r.PayloadSHA256 = v
 		case "decision":
-			r.Decision = v
+			r.Decision = Decided(v)
 		case "decider":
 			r.Decider = v
 		case "issuer":
@@ -183,7 +190,7 @@ func ParseReceipt(text string) (Receipt, error) {
 		case "auth-time":
 			r.AuthTime, err = time.Parse(time.RFC3339, v)
 		case "auth":
-			r.Auth = v
+			r.Auth = AuthMethod(v)
 		case "time":
 			r.Time, err = time.Parse(time.RFC3339Nano, v)
 		case "policy":
@@ -219,7 +226,7 @@ func OpenReceipt(signed string, v note.Verifier) (Receipt, error) {
 
 // signed makes the receipt line of a decision on entry g (a request's
 // AWAITING_APPROVAL entry or a call's INTENT), decided by p.
-func (e *Engine) signed(p Principal, g Entry, decision, reason string, result *string, at time.Time) (string, error) {
+func (e *Engine) signed(p Principal, g Entry, decision Decided, reason string, result *string, at time.Time) (string, error) {
 	r := Receipt{SagaID: g.SagaID, Seq: g.Seq, Entry: g.Hash, PayloadSHA256: PayloadHash(g.Input), Decision: decision,
 		Decider: p.ID, Issuer: p.Issuer, Subject: p.Subject, AuthTime: p.AuthTime, Auth: p.Auth, Time: at,
 		Policy: e.policy.String(), Reason: reason}
@@ -245,7 +252,7 @@ func ReceiptOf(e Entry) string {
 
 // personal reads the decision a person's entry records, and who made it;
 // ok is false for entries that are not a person's decision.
-func personal(e Entry) (decision string, decider string, ok bool) {
+func personal(e Entry) (decision Decided, decider string, ok bool) {
 	if e.ToolName != GateTool {
 		return "", "", false
 	}
@@ -289,11 +296,11 @@ func VerifyReceipts(entries []Entry, v note.Verifier) Verification {
 // DecisionReceipt is a person's decision in a journal and whether its
 // receipt holds.
 type DecisionReceipt struct {
-	Seq      int64  // of the decision's entry
-	Decision string // as the entry records it
+	Seq      int64   // of the decision's entry
+	Decision Decided // as the entry records it
 	Decider  string
-	Problem  string // why the receipt does not hold; "" when it does
-	Auth     string // how the decider signed in, as the receipt says
+	Problem  string     // why the receipt does not hold; "" when it does
+	Auth     AuthMethod // how the decider signed in, as the receipt says
 }
 
 // Decisions lists every decision a person made in a saga's journal
@@ -314,7 +321,7 @@ func Decisions(entries []Entry, v note.Verifier) []DecisionReceipt {
 
 // receiptProblem says why decision entry e's receipt does not hold, or
 // "", and how the decider signed in, as the receipt says.
-func receiptProblem(entries []Entry, e Entry, decision, decider string, v note.Verifier) (problem, auth string) {
+func receiptProblem(entries []Entry, e Entry, decision Decided, decider string, v note.Verifier) (problem string, auth AuthMethod) {
 	signed := ReceiptOf(e)
 	if signed == "" {
 		return "the decision carries no receipt", ""
@@ -323,8 +330,8 @@ func receiptProblem(entries []Entry, e Entry, decision, decider string, v note.V
 	if err != nil {
 		return err.(*Error).Msg, ""
 	}
-	seq, err := strconv.ParseInt(strings.TrimPrefix(e.Input, "seq="), 10, 64)
-	if err != nil || seq < 1 || seq >= e.Seq || seq > int64(len(entries)) {
+	seq := e.Refers()
+	if seq < 1 || seq >= e.Seq || seq > int64(len(entries)) {
 		return "it decides no earlier entry", r.Auth
 	}
 	g := entries[seq-1]

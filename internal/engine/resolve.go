@@ -49,7 +49,7 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		return Saga{}, at(err, sagaID, seq)
 	}
 	missing := &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no call at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
-	var decision string
+	var decision Decided
 	s, err := e.update(ctx, sagaID, missing, func(tx Tx, s *Saga) error {
 		c, err := tx.Call(sagaID, seq)
 		if IsKind(err, NotFound) {
@@ -175,3 +175,24 @@ func (e *Engine) Doubts(ctx context.Context, p Principal, olderThan time.Duratio
 	}
 	return out, nil
 }
+
+// InDoubt lists calls whose outcome the journal does not know, left
+// between INTENT and EXECUTED/FAILED, or mid-compensation, by a process
+// that is gone (a crash: at once) or for at least olderThan (a lost
+// connection, a tool that hangs; a negative olderThan means the in-doubt
+// window, InDoubtAfter). Nothing re-executes them; a person must find out
+// what happened.
+func (e *Engine) InDoubt(ctx context.Context, p Principal, olderThan time.Duration) ([]Call, error) {
+	if err := e.Can(p, ActInDoubt, Subject{}); err != nil {
+		return nil, err
+	}
+	before, alive := e.doubtful()
+	if olderThan >= 0 {
+		before = e.now().Add(-olderThan)
+	}
+	return e.store.InDoubt(ctx, "", before, alive)
+}
+
+// InDoubtAfter is how long a call must have stood still before Resolve
+// takes it (see WithInDoubtAfter).
+func (e *Engine) InDoubtAfter() time.Duration { return e.inDoubtAfter }

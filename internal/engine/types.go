@@ -196,12 +196,23 @@ const (
 // Roles lists every role.
 var Roles = []Role{RoleAgent, RoleApprover, RoleAuditor}
 
+// AuthMethod is how a principal signed in; decisions and receipts record
+// it.
+type AuthMethod string
+
+// How principals sign in.
+const (
+	AuthOIDC  AuthMethod = "oidc"  // an OpenID Connect session or bearer token
+	AuthToken AuthMethod = "token" // an API token declared in the configuration
+	AuthDev   AuthMethod = "dev"   // dev mode: whoever says so, on loopback
+)
+
 // Principal is an authenticated caller. ID is the stable identity that is
 // journaled and compared for four-eyes; Auth says how it was established.
 type Principal struct {
 	ID    string
 	Name  string // for display: an email or user name; ID is what counts
-	Auth  string // "oidc", "token" or "dev"
+	Auth  AuthMethod
 	Roles []Role
 	// Issuer and Subject are an OIDC identity's parts (ID is made of
 	// them), and AuthTime when the person last signed in at the provider,

@@ -76,9 +76,8 @@ func New(log *slog.Logger) *Recorder {
 		m.requests, m.requestSeconds, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The closed sets start at zero, so that an increase is seen from the
 	// first one.
-	for _, d := range []string{engine.DecidedApproved, engine.DecidedRejected, engine.DecidedHappened,
-		engine.DecidedNotHappened, engine.DecidedUndone, engine.DecidedNotUndone} {
-		m.decisions.WithLabelValues(d)
+	for _, d := range engine.Decideds {
+		m.decisions.WithLabelValues(string(d))
 	}
 	for _, s := range []engine.Status{engine.Compensated, engine.CompensationFailed} {
 		m.compensations.WithLabelValues(outcome(s))
@@ -176,7 +175,9 @@ func (m *Recorder) Called(tool string, end engine.CallEnd) {
 }
 
 // Decided counts a person's decision.
-func (m *Recorder) Decided(decision string) { m.decisions.WithLabelValues(decision).Inc() }
+func (m *Recorder) Decided(decision engine.Decided) {
+	m.decisions.WithLabelValues(string(decision)).Inc()
+}
 
 // ToolRan observes how long a tool took.
 func (m *Recorder) ToolRan(tool string, phase engine.ToolPhase, took time.Duration) {

@@ -232,9 +232,9 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	if o.now == nil {
 		o.now = time.Now
 	}
-	mode := "dev"
+	mode := auth.ModeDev
 	if o.tokens != nil {
-		mode = "tokens"
+		mode = auth.ModeTokens
 	}
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
@@ -242,7 +242,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	bearer := &auth.Bearer{Anonymous: o.tokens == nil && o.oidc == nil, Tokens: o.tokens}
 	var rp *auth.OIDC
 	if o.oidc != nil {
-		mode = "oidc"
+		mode = auth.ModeOIDC
 		issuer, id, sec := o.oidc(base + auth.CallbackPath)
 		roles := auth.RoleMap{Claim: "groups", Map: o.roles}
 		rp, err = auth.NewOIDC(ctx, auth.OIDCConfig{Issuer: issuer, ClientID: id, ClientSecret: sec, PublicURL: base,

@@ -120,7 +120,7 @@ func (s *server) routes() *chi.Mux {
 			return
 		}
 		r.Get("/login", s.h(s.Console.Login))
-		if s.Console.Mode == "dev" {
+		if s.Console.Mode == auth.ModeDev {
 			r.Post("/login", s.h(s.Console.DevSignIn))
 		}
 	})

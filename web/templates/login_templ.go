@@ -42,7 +42,7 @@ func Login(v LoginPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.Mode == "dev" {
+			if v.Dev {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 2, "<div class=\"card\"><p class=\"flash warn\">Development mode: whoever you say you are is who you are. Decisions are journaled with <code>auth=dev</code> so nobody mistakes them for a verified identity.</p><form class=\"signin\" method=\"post\" action=\"/login\"><input type=\"hidden\" name=\"return_to\" value=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

@@ -67,7 +67,7 @@ type ErrorPage struct {
 // LoginPage is the sign-in page of dev and tokens modes.
 type LoginPage struct {
 	Chrome
-	Mode     string // "dev" or "tokens"
+	Dev      bool // dev mode: whoever says who they are; else tokens mode
 	ReturnTo string
 }
 

@@ -148,7 +148,7 @@ func (v VerifyPage) VerifyFlags() string {
 // DecisionRow is a person's decision and its receipt.
 type DecisionRow struct {
 	Seq       int64
-	Decision  string
+	Decision  engine.Decided
 	Decider   string
 	Problem   string // why the receipt does not hold; "" when it does
 	EntryHref string // the decision in the timeline
