@@ -5,18 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
-)
 
-// Approval is a gated call waiting for a person's decision.
-type Approval struct {
-	SagaID     string `json:"sagaId"`
-	JournalSeq int64  `json:"journalSeq"` // its AWAITING_APPROVAL entry
-	ToolName   string `json:"toolName"`
-	Input      string `json:"input"`
-	InputHash  string `json:"inputHash"` // sha256 of Input, hex
-	Requester  string `json:"requester"` // the principal that made the call
-}
+	"github.com/sagacity-go/sagacity/wire"
+)
 
 // ApprovalList is the pending requests, oldest first.
 type ApprovalList struct {
@@ -51,22 +42,6 @@ func (c *Client) Approvals(ctx context.Context, sagaID string) (ApprovalList, er
 	return l, nil
 }
 
-// Decision is an approval or rejection, as journaled.
-type Decision struct {
-	SagaID     string `json:"sagaId"`
-	JournalSeq int64  `json:"journalSeq"` // the request decided
-	Approved   bool   `json:"approved"`
-	// ApproverIdentity is the authenticated principal the decision is
-	// journaled under, never a name from the request.
-	ApproverIdentity string    `json:"approverIdentity"`
-	DecidedAt        time.Time `json:"decidedAt"`
-	Status           Status    `json:"status"` // the saga's, afterwards
-}
-
-type decision struct {
-	Reason string `json:"reason,omitempty"`
-}
-
 // Approve approves the request at seq, with an optional reason, and
 // executes nothing: Resume does. POST /sagacity/approve/{sagaID}/{seq}.
 // ErrNotFound when nothing is pending at seq, ErrConflict when it is
@@ -75,7 +50,7 @@ type decision struct {
 // (four-eyes).
 func (c *Client) Approve(ctx context.Context, sagaID string, seq int64, reason string) (Decision, error) {
 	path := fmt.Sprintf("%s/%d", sagaPath("approve", sagaID), seq)
-	return do[Decision](ctx, c, http.MethodPost, path, nil, decision{reason})
+	return do[Decision](ctx, c, http.MethodPost, path, nil, wire.DecisionRequest{Reason: reason})
 }
 
 // Reject rejects the request at seq, or an approved one not yet resumed,
@@ -83,7 +58,7 @@ func (c *Client) Approve(ctx context.Context, sagaID string, seq int64, reason s
 // as Approve's.
 func (c *Client) Reject(ctx context.Context, sagaID string, seq int64, reason string) (Decision, error) {
 	path := fmt.Sprintf("%s/%d", sagaPath("reject", sagaID), seq)
-	return do[Decision](ctx, c, http.MethodPost, path, nil, decision{reason})
+	return do[Decision](ctx, c, http.MethodPost, path, nil, wire.DecisionRequest{Reason: reason})
 }
 
 // Dismiss drops the request at seq, which the saga superseded with a
@@ -92,33 +67,22 @@ func (c *Client) Reject(ctx context.Context, sagaID string, seq int64, reason st
 // not superseded (Reject ends the saga), other errors as Approve's.
 func (c *Client) Dismiss(ctx context.Context, sagaID string, seq int64, reason string) (Decision, error) {
 	path := fmt.Sprintf("%s/%d", sagaPath("dismiss", sagaID), seq)
-	return do[Decision](ctx, c, http.MethodPost, path, nil, decision{reason})
-}
-
-// ResumeResult is what became of a resumed request.
-type ResumeResult struct {
-	SagaID string `json:"sagaId"`
-	// Status is the saga's, or InDoubt: the tool ran but its outcome
-	// could not be journaled; do not retry.
-	Status Status `json:"status"`
-	Result string `json:"result"` // the tool's answer, when it executed
-	Reason string `json:"reason"` // why it was refused, failed or is in doubt
+	return do[Decision](ctx, c, http.MethodPost, path, nil, wire.DecisionRequest{Reason: reason})
 }
 
 // Resume executes the approved request at seq with payload, which must be
 // the exact bytes approved: POST /sagacity/resume/{sagaID}/{seq}. It runs
 // the tool at most once, however many resumes race.
 //
-// A refusal (other bytes, not approved, rejected) or a tool that failed
-// compensates the saga: Resume returns the result (the saga's Status and
-// the Reason) with an *Error of status 409 (ErrConflict). Other errors:
+// A refusal (other bytes, not approved, rejected: 409, ErrConflict) or a
+// tool that failed (422) compensates the saga: Resume returns the result
+// (its Outcome, the saga's Status and the Reason) with an *Error. Other
+// errors:
 // ErrNotFound when nothing is pending at seq (resumed already, or
 // dropped), ErrConflict without a result when the journal does not verify
 // (nothing is journaled), ErrForbidden.
 func (c *Client) Resume(ctx context.Context, sagaID string, seq int64, payload string) (ResumeResult, error) {
 	path := fmt.Sprintf("%s/%d", sagaPath("resume", sagaID), seq)
-	body := struct {
-		Payload string `json:"payload"`
-	}{payload}
-	return do[ResumeResult](ctx, c, http.MethodPost, path, nil, body, http.StatusConflict)
+	return do[ResumeResult](ctx, c, http.MethodPost, path, nil, wire.ResumeRequest{Payload: &payload},
+		http.StatusConflict, http.StatusUnprocessableEntity)
 }

@@ -1,9 +1,9 @@
 // Package client calls Sagacity's JSON API from Go: the agent gateway
 // (call a tool in a saga, end it, abort it), the approval endpoints
 // (approve, reject, resume), and what an auditor reads (journals,
-// verification, receipts, the global log's checkpoints and proofs). It
-// mirrors the API under /sagacity and imports nothing of the server, so any
-// module can use it.
+// verification, receipts, the global log's checkpoints and proofs). Its
+// types are package wire's, the API's one declaration, and it imports
+// nothing of the server, so any module can use it.
 //
 // A Client is the server's address and a bearer token:
 //
@@ -12,19 +12,20 @@
 //	if err != nil {
 //		return err
 //	}
-//	if res.Status == client.AwaitingApproval {
-//		// Once a person approves res.Seq: agent.Resume(ctx, "order-42", res.Seq, <the same input>).
+//	if res.Outcome == client.Gated {
+//		// Once a person approves res.JournalSeq: agent.Resume(ctx, "order-42", res.JournalSeq, <the same input>).
 //	}
 //
 // Every answer that is not 2xx is returned as an *Error holding the status
-// and the server's message, and errors.Is matches it against ErrInvalid
-// (400), ErrUnauthorized (401), ErrForbidden (403), ErrNotFound (404) and
-// ErrConflict (409); other statuses (413, 422, 429, 503…) are of no kind.
-// A few refusals are outcomes too: a call whose tool failed (422) and a
-// refused resume (409) also return their result, which says how the saga
-// was compensated. A 2xx answer may still not be an execution: a gated
-// call is AwaitingApproval, and a tool that ran but whose outcome could
-// not be journaled is InDoubt (do not retry it).
+// and what the server said (its message, kind and code), and errors.Is
+// matches it against ErrInvalid (400), ErrUnauthorized (401), ErrForbidden
+// (403), ErrNotFound (404) and ErrConflict (409); other statuses (413,
+// 422, 429, 503…) are of no kind. A few refusals are outcomes too: a call
+// or a resume whose tool failed (422) and a refused resume (409) also
+// return their result, which says how the saga was compensated. A 2xx
+// answer may still not be an execution: a gated call's Outcome is Gated,
+// and a tool that ran but whose outcome could not be journaled is InDoubt
+// (do not call it again). Status is always the saga's.
 //
 // Call sends each call under an idempotency key of its own and, while
 // the answer is lost (a transport error, a restarting server: 429, 502,

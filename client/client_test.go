@@ -40,11 +40,11 @@ func TestGatedFlow(t *testing.T) {
 	hash := hex.EncodeToString(sum[:])
 
 	res, err := agent.Call(ctx, saga, reserve, `{"sku":"desk","qty":1}`)
-	if diff := cmp.Diff(client.CallResult{SagaID: saga, Seq: 1, ToolName: reserve, Status: client.Executed, Result: "reserved"}, res); err != nil || diff != "" {
+	if diff := cmp.Diff(client.CallResult{SagaID: saga, JournalSeq: 1, ToolName: reserve, Outcome: client.Executed, Status: client.Running, Result: ptr("reserved")}, res); err != nil || diff != "" {
 		t.Fatalf("Call(%q, %s): %v (-want +got):\n%s", saga, reserve, err, diff)
 	}
 	gated, err := agent.Call(ctx, saga, wire, in)
-	if err != nil || gated.Status != client.AwaitingApproval || gated.Seq != 3 || gated.InputHash != hash || !strings.Contains(gated.Message, "requires human approval") {
+	if err != nil || gated.Outcome != client.Gated || gated.JournalSeq != 3 || gated.InputHash != hash || !strings.Contains(gated.Message, "requires human approval") {
 		t.Fatalf("Call(%q, %s) = %+v, %v; want AWAITING_APPROVAL at seq 3 with the input's hash", saga, wire, gated, err)
 	}
 
@@ -57,20 +57,20 @@ func TestGatedFlow(t *testing.T) {
 		}
 	}
 
-	d, err := approver.Approve(ctx, saga, gated.Seq, "invoice 1234 checked")
-	if err != nil || !d.Approved || d.ApproverIdentity != "token:approver" || d.JournalSeq != gated.Seq || d.DecidedAt.IsZero() {
-		t.Fatalf("Approve(%q, %d) = %+v, %v; want approved by token:approver", saga, gated.Seq, d, err)
+	d, err := approver.Approve(ctx, saga, gated.JournalSeq, "invoice 1234 checked")
+	if err != nil || !d.Approved || d.ApproverIdentity != "token:approver" || d.JournalSeq != gated.JournalSeq || d.DecidedAt.IsZero() {
+		t.Fatalf("Approve(%q, %d) = %+v, %v; want approved by token:approver", saga, gated.JournalSeq, d, err)
 	}
 	if n := s.tools.ran("/wire"); n != 0 {
 		t.Fatalf("the wire ran %d times before the resume", n)
 	}
-	key := toolsig.HeaderValue(saga) + "/" + strconv.FormatInt(gated.Seq, 10) // the request the resume executes
-	r, err := agent.Resume(ctx, saga, gated.Seq, in)
-	if err != nil || r.Status != client.Running || r.Result != "sent "+key {
-		t.Fatalf("Resume(%q, %d) = %+v, %v; want RUNNING with the wire's answer", saga, gated.Seq, r, err)
+	key := toolsig.HeaderValue(saga) + "/" + strconv.FormatInt(gated.JournalSeq, 10) // the request the resume executes
+	r, err := agent.Resume(ctx, saga, gated.JournalSeq, in)
+	if err != nil || r.Status != client.Running || r.Outcome != client.Executed || r.Result == nil || *r.Result != "sent "+key {
+		t.Fatalf("Resume(%q, %d) = %+v, %v; want RUNNING with the wire's answer", saga, gated.JournalSeq, r, err)
 	}
-	if _, err := agent.Resume(ctx, saga, gated.Seq, in); !errors.Is(err, client.ErrNotFound) {
-		t.Errorf("second Resume(%q, %d): %v; want ErrNotFound, nothing pending", saga, gated.Seq, err)
+	if _, err := agent.Resume(ctx, saga, gated.JournalSeq, in); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("second Resume(%q, %d): %v; want ErrNotFound, nothing pending", saga, gated.JournalSeq, err)
 	}
 	if n, once := s.tools.ran("/wire"), s.tools.count("/wire", key); n != 1 || once != 1 {
 		t.Errorf("the wire ran %d times, %d under %s; want once", n, once, key)
@@ -92,7 +92,7 @@ func TestGatedFlow(t *testing.T) {
 	var phases []string
 	for i, e := range entries {
 		phases = append(phases, fmt.Sprintf("%d %s %s", e.Seq, e.ToolName, e.Phase))
-		if e.SagaID != saga || len(e.Hash) != 64 || e.Timestamp.IsZero() || e.TreeSize != 0 || (i > 0 && e.Timestamp.Before(entries[i-1].Timestamp)) {
+		if e.SagaID != saga || len(e.Hash) != 64 || e.Timestamp == "" || e.TreeSize != nil || (i > 0 && e.Timestamp < entries[i-1].Timestamp) {
 			t.Errorf("Audit(%q) entry %d = %+v; want the saga's, hashed, in time order, without a proof", saga, i, e)
 		}
 	}
@@ -122,7 +122,7 @@ func TestEvidence(t *testing.T) {
 	if _, err := auditor.Checkpoint(ctx, client.Latest); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("Checkpoint(Latest) before the first: %v; want ErrNotFound", err)
 	}
-	if l, err := auditor.Log(ctx); err != nil || l.Size != 0 || l.Checkpoint != "" || !l.SignedAt.IsZero() || l.Halted != "" {
+	if l, err := auditor.Log(ctx); err != nil || l.Size != 0 || l.Checkpoint != nil || l.SignedAt != nil || l.Halted != "" {
 		t.Errorf("Log() before the first checkpoint = %+v, %v; want an empty log", l, err)
 	}
 	gated, err := agent.Call(ctx, "paid", wire, `{"amount":"5","to":"bob"}`)
@@ -130,7 +130,7 @@ func TestEvidence(t *testing.T) {
 		t.Fatal(err)
 	}
 	size1 := s.sequence(t)
-	if _, err := approver.Approve(ctx, "paid", gated.Seq, ""); err != nil {
+	if _, err := approver.Approve(ctx, "paid", gated.JournalSeq, ""); err != nil {
 		t.Fatal(err)
 	}
 	size2 := s.sequence(t)
@@ -143,21 +143,21 @@ func TestEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	receipt, err := auditor.Receipt(ctx, "paid", gated.Seq+1)
+	receipt, err := auditor.Receipt(ctx, "paid", gated.JournalSeq+1)
 	if n, oerr := note.Open([]byte(receipt), note.VerifierList(v)); err != nil || oerr != nil || !strings.Contains(n.Text, "decision: approved\n") {
-		t.Errorf("Receipt(paid, %d) = %q, %v; opened with the key: %v; want the approval, signed", gated.Seq+1, receipt, err, oerr)
+		t.Errorf("Receipt(paid, %d) = %q, %v; opened with the key: %v; want the approval, signed", gated.JournalSeq+1, receipt, err, oerr)
 	}
-	if _, err := auditor.Receipt(ctx, "paid", gated.Seq); !errors.Is(err, client.ErrNotFound) {
-		t.Errorf("Receipt(paid, %d), no decision: %v; want ErrNotFound", gated.Seq, err)
+	if _, err := auditor.Receipt(ctx, "paid", gated.JournalSeq); !errors.Is(err, client.ErrNotFound) {
+		t.Errorf("Receipt(paid, %d), no decision: %v; want ErrNotFound", gated.JournalSeq, err)
 	}
 
 	l, err := auditor.Log(ctx)
-	if err != nil || l.Size != size2 || l.SignedAt.IsZero() || l.Halted != "" {
+	if err != nil || l.Size != size2 || l.SignedAt == nil || l.Checkpoint == nil || l.Halted != "" {
 		t.Fatalf("Log() = %+v, %v; want size %d, signed", l, err, size2)
 	}
 	latest, err := auditor.Checkpoint(ctx, client.Latest)
-	if err != nil || latest != l.Checkpoint {
-		t.Errorf("Checkpoint(Latest) = %q, %v; want Log's %q", latest, err, l.Checkpoint)
+	if err != nil || latest != *l.Checkpoint {
+		t.Errorf("Checkpoint(Latest) = %q, %v; want Log's %q", latest, err, *l.Checkpoint)
 	}
 	root2 := checkpointRoot(t, v, latest, size2)
 	older, err := auditor.Checkpoint(ctx, size1)
@@ -185,15 +185,15 @@ func TestEvidence(t *testing.T) {
 		}
 		for _, e := range entries {
 			if e.Seq > size1 && at == size1 {
-				if e.TreeSize != 0 {
-					t.Errorf("AuditProofs(paid, %d): seq %d, logged later, has a proof against %d", at, e.Seq, e.TreeSize)
+				if e.TreeSize != nil {
+					t.Errorf("AuditProofs(paid, %d): seq %d, logged later, has a proof against %d", at, e.Seq, *e.TreeSize)
 				}
 				continue
 			}
-			if e.TreeSize != size {
-				t.Errorf("AuditProofs(paid, %d): seq %d proved against size %d; want %d", at, e.Seq, e.TreeSize, size)
-			} else if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(e.Leaf), uint64(size), leafHash(e), e.Proof, root); err != nil {
-				t.Errorf("AuditProofs(paid, %d): seq %d at leaf %d is not in the checkpoint: %v", at, e.Seq, e.Leaf, err)
+			if e.TreeSize == nil || *e.TreeSize != size || e.Leaf == nil || e.Proof == nil {
+				t.Errorf("AuditProofs(paid, %d): seq %d proved against size %v; want %d", at, e.Seq, e.TreeSize, size)
+			} else if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(*e.Leaf), uint64(size), leafHash(e), *e.Proof, root); err != nil {
+				t.Errorf("AuditProofs(paid, %d): seq %d at leaf %d is not in the checkpoint: %v", at, e.Seq, *e.Leaf, err)
 			}
 		}
 	}
@@ -229,7 +229,7 @@ func TestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := approver.Approve(ctx, "mine", gated.Seq, ""); err != nil {
+	if _, err := approver.Approve(ctx, "mine", gated.JournalSeq, ""); err != nil {
 		t.Fatal(err)
 	}
 	leads, err := lead.Call(ctx, "leads", wire, in)
@@ -263,18 +263,18 @@ func TestErrors(t *testing.T) {
 			404, client.ErrNotFound, ""},
 		{"unknown tool", func() error { _, err := agent.Call(ctx, "mine", "launchRocket", "{}"); return err },
 			404, client.ErrNotFound, "launchRocket"},
-		{"approved twice", func() error { _, err := approver.Approve(ctx, "mine", gated.Seq, ""); return err },
+		{"approved twice", func() error { _, err := approver.Approve(ctx, "mine", gated.JournalSeq, ""); return err },
 			409, client.ErrConflict, ""},
 		{"call in an ended saga", func() error { _, err := agent.Call(ctx, "done", reserve, "{}"); return err },
 			409, client.ErrConflict, "COMPLETED"},
-		{"initiator approves", func() error { _, err := lead.Approve(ctx, "leads", leads.Seq, ""); return err },
+		{"initiator approves", func() error { _, err := lead.Approve(ctx, "leads", leads.JournalSeq, ""); return err },
 			403, client.ErrForbidden, "token:lead"},
-		{"agent approves", func() error { _, err := agent.Reject(ctx, "leads", leads.Seq, "no"); return err },
+		{"agent approves", func() error { _, err := agent.Reject(ctx, "leads", leads.JournalSeq, "no"); return err },
 			403, client.ErrForbidden, "approver role"},
 		{"another agent's saga", func() error { _, err := other.Call(ctx, "mine", reserve, "{}"); return err },
 			403, client.ErrForbidden, "token:agent"},
 		{"auditor resolves", func() error {
-			_, err := auditor.Resolve(ctx, "mine", 1, client.Resolution{Happened: true})
+			_, err := auditor.Resolve(ctx, "mine", 1, true, "", "checked")
 			return err
 		}, 403, client.ErrForbidden, ""},
 		{"limit out of bounds", func() error { _, err := auditor.Sagas(ctx, client.SagaQuery{Limit: 501}); return err },
@@ -319,7 +319,7 @@ func TestToolFailed(t *testing.T) {
 			t.Errorf("errors.Is(%v, %v) = true; want no kind", err, k)
 		}
 	}
-	if res.Status != client.Compensated || res.Seq != 3 || res.ToolName != ship || res.Error != e.Message {
+	if res.Outcome != client.Failed || res.Status != client.Compensated || res.JournalSeq != 3 || res.ToolName != ship || res.Error != e.Message {
 		t.Errorf("Call(parcel, %s) = %+v; want COMPENSATED at seq 3, with the error", ship, res)
 	}
 	if n := s.tools.count("/release", "parcel/1/compensate"); n != 1 {
@@ -339,10 +339,10 @@ func TestRefusedResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := approver.Approve(ctx, "swap", gated.Seq, ""); err != nil {
+	if _, err := approver.Approve(ctx, "swap", gated.JournalSeq, ""); err != nil {
 		t.Fatal(err)
 	}
-	r, err := agent.Resume(ctx, "swap", gated.Seq, `{"amount":"100000","to":"mallory"}`)
+	r, err := agent.Resume(ctx, "swap", gated.JournalSeq, `{"amount":"100000","to":"mallory"}`)
 	var e *client.Error
 	if !errors.Is(err, client.ErrConflict) || !errors.As(err, &e) || e.Message != r.Reason {
 		t.Fatalf("Resume with other bytes: %v; want ErrConflict with the reason", err)
@@ -350,7 +350,7 @@ func TestRefusedResume(t *testing.T) {
 	if r.SagaID != "swap" || r.Status != client.Compensated || !strings.Contains(r.Reason, "payload changed since approval") {
 		t.Errorf("Resume with other bytes = %+v; want the saga COMPENSATED and why", r)
 	}
-	if _, err := agent.Resume(ctx, "swap", gated.Seq, in); !errors.Is(err, client.ErrNotFound) {
+	if _, err := agent.Resume(ctx, "swap", gated.JournalSeq, in); !errors.Is(err, client.ErrNotFound) {
 		t.Errorf("Resume with the approved bytes after the refusal: %v; want ErrNotFound, the request dropped", err)
 	}
 	if n := s.tools.ran("/wire"); n != 0 {
@@ -378,7 +378,7 @@ func TestSagas(t *testing.T) {
 	}
 	ids := func(p client.SagaPage) (out []string) {
 		for _, s := range p.Sagas {
-			out = append(out, s.ID)
+			out = append(out, s.SagaID)
 		}
 		return out
 	}
@@ -436,7 +436,7 @@ func TestInDoubt(t *testing.T) {
 	px.Cut()
 	release()
 	<-answered
-	if callErr != nil || res.Status != client.InDoubt || res.Seq != 3 || !strings.Contains(res.Error, "do not retry") {
+	if callErr != nil || res.Outcome != client.InDoubt || res.JournalSeq != 3 || !strings.Contains(res.Error, "do not retry") {
 		t.Fatalf("Call(courier, %s) with the database cut as the tool answered = %+v, %v; want IN_DOUBT", book, res, callErr)
 	}
 	var e *client.Error
@@ -451,7 +451,7 @@ func TestInDoubt(t *testing.T) {
 	}
 
 	calls, err := auditor.CallsInDoubt(ctx, 0)
-	want := []client.CallInDoubt{{SagaID: "courier", Seq: 3, ToolName: book, Input: `{"pickup":"9:00"}`, Requester: "token:agent", State: "RUNNING",
+	want := []client.CallInDoubt{{SagaID: "courier", JournalSeq: 3, ToolName: book, Input: `{"pickup":"9:00"}`, Requester: "token:agent", State: "RUNNING",
 		IdempotencyKey: "courier/3"}}
 	if diff := cmp.Diff(want, calls, cmpopts.IgnoreFields(client.CallInDoubt{}, "StartedAt", "UpdatedAt")); err != nil || diff != "" {
 		t.Fatalf("CallsInDoubt(0): %v (-want +got)\n%s", err, diff)
@@ -459,15 +459,14 @@ func TestInDoubt(t *testing.T) {
 	if calls, err := auditor.CallsInDoubt(ctx, time.Hour); err != nil || len(calls) != 0 {
 		t.Errorf("CallsInDoubt(1h) = %+v, %v; want none that old", calls, err)
 	}
-	if _, err := agent.Resolve(ctx, "courier", 3, client.Resolution{Happened: true}); !errors.Is(err, client.ErrForbidden) {
+	if _, err := agent.Resolve(ctx, "courier", 3, true, "", "checked"); !errors.Is(err, client.ErrForbidden) {
 		t.Errorf("Resolve by the saga's initiator: %v; want ErrForbidden", err)
 	}
-	resolution := client.Resolution{Happened: true, Result: "booked by phone", Reason: "the courier confirmed"}
-	sg, err := approver.Resolve(ctx, "courier", 3, resolution)
+	sg, err := approver.Resolve(ctx, "courier", 3, true, "booked by phone", "the courier confirmed")
 	if err != nil || sg.Status != client.Running {
 		t.Fatalf("Resolve(courier, 3) = %+v, %v; want the saga RUNNING", sg, err)
 	}
-	if _, err := approver.Resolve(ctx, "courier", 3, resolution); !errors.Is(err, client.ErrConflict) {
+	if _, err := approver.Resolve(ctx, "courier", 3, true, "booked by phone", "the courier confirmed"); !errors.Is(err, client.ErrConflict) {
 		t.Errorf("Resolve twice: %v; want ErrConflict", err)
 	}
 	if calls, err := auditor.CallsInDoubt(ctx, 0); err != nil || len(calls) != 0 {
@@ -540,11 +539,11 @@ func TestCallRetries(t *testing.T) {
 	f := &flaky{fail: 2, lose: true}
 	agent := &client.Client{BaseURL: f.front(t, s.url), Token: tokens["agent"], RetryFor: 30 * time.Second}
 	r, err := agent.Call(ctx, "retried", wire, `{"amount":"5","to":"bob"}`)
-	if err != nil || r.Status != client.AwaitingApproval || r.Seq != 1 {
+	if err != nil || r.Outcome != client.Gated || r.JournalSeq != 1 {
 		t.Fatalf("Call through a flaky front = %+v, %v; want the gated call at seq 1", r, err)
 	}
 	r, err = agent.Call(ctx, "retried", reserve, `{"sku":"A"}`)
-	if err != nil || r.Status != client.Executed || r.Seq != 2 || s.tools.ran("/reserve") != 1 {
+	if err != nil || r.Outcome != client.Executed || r.JournalSeq != 2 || s.tools.ran("/reserve") != 1 {
 		t.Fatalf("Call = %+v, %v (%d reservations); want one execution at seq 2", r, err, s.tools.ran("/reserve"))
 	}
 	f.mu.Lock()
@@ -573,3 +572,5 @@ func errorStatus(err error, code int) bool {
 	e, ok := errors.AsType[*client.Error](err)
 	return ok && e.StatusCode == code
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,12 +1,13 @@
 package client
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // The kinds of refusal, by status. errors.Is(err, ErrNotFound) reports
@@ -40,33 +41,28 @@ var kinds = map[int]error{
 // Error is an answer whose status is not 2xx.
 type Error struct {
 	StatusCode int
-	// Message is what the server said: its "error", or the "reason" of a
-	// refused resume; the body itself when it is not JSON (cut at 512
-	// bytes). For an internal error (500) it names the request id that
+	// Message is what the server said, its "error"; the body itself when
+	// it is not JSON (cut at 512 bytes). For an internal error (500) it names the request id that
 	// finds the cause in the server's log.
 	Message string
 	// SagaID and JournalSeq locate the refusal, when the server says.
 	SagaID     string
 	JournalSeq int64
-	// Code says in one word what to do about some refusals: CodeInDoubt,
-	// CodeInProgress, CodeKeyReused, CodeSuperseded; "" for the others.
-	Code string
+	// Kind says what kind of refusal it is in one word, and Code what to
+	// do about some (CodeInDoubt, CodeInProgress, CodeKeyReused, …; ""
+	// for the others), as the server said.
+	Kind wire.Kind
+	Code wire.Code
 }
 
-// Codes of refusals a caller acts on (Error.Code).
+// Codes of refusals a caller acts on (Error.Code); see package wire.
 const (
-	// CodeInDoubt (409): a call of the saga is in doubt, at JournalSeq;
-	// the saga takes no other call until a person resolves it.
-	CodeInDoubt = "IN_DOUBT"
-	// CodeInProgress (409): the call the idempotency key names still
-	// runs; ask again (CallWithKey does) for its outcome.
-	CodeInProgress = "IN_PROGRESS"
-	// CodeKeyReused (422): the idempotency key names the saga's call at
-	// JournalSeq, whose tool or input differ; a new call needs a new key.
-	CodeKeyReused = "KEY_REUSED"
-	// CodeSuperseded (409): the request was replaced by the saga's later
-	// request of the same tool; it can only be dismissed.
-	CodeSuperseded = "SUPERSEDED"
+	CodeInDoubt    = wire.CodeInDoubt
+	CodeInProgress = wire.CodeInProgress
+	CodeKeyReused  = wire.CodeKeyReused
+	CodeSuperseded = wire.CodeSuperseded
+	CodeToolFailed = wire.CodeToolFailed
+	CodeRefused    = wire.CodeRefused
 )
 
 // Error says the status and the server's message.
@@ -90,15 +86,9 @@ const maxMessage = 512
 
 func newError(a answer) *Error {
 	e := &Error{StatusCode: a.code}
-	var body struct {
-		Error      string `json:"error"`
-		Reason     string `json:"reason"`
-		SagaID     string `json:"sagaId"`
-		JournalSeq int64  `json:"journalSeq"`
-		Code       string `json:"code"`
-	}
+	var body wire.Error
 	if err := json.Unmarshal(a.body, &body); err == nil {
-		e.Message, e.SagaID, e.JournalSeq, e.Code = cmp.Or(body.Error, body.Reason), body.SagaID, body.JournalSeq, body.Code
+		e.Message, e.Kind, e.Code, e.SagaID, e.JournalSeq = body.Error, body.Kind, body.Code, body.SagaID, body.JournalSeq
 		return e
 	}
 	msg := strings.TrimSpace(string(a.body))

@@ -9,30 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
-)
 
-// Entry is one entry of a saga's journal, as exported. Its Hash chains it
-// to the entry before it.
-type Entry struct {
-	SagaID   string `json:"sagaId"`
-	Seq      int64  `json:"seq"`
-	ToolName string `json:"toolName"`
-	// Phase is INTENT, EXECUTED, FAILED, COMPENSATED,
-	// COMPENSATION_FAILED, AWAITING_APPROVAL, APPROVED or REJECTED.
-	Phase     string    `json:"phase"`
-	Input     string    `json:"input"`
-	Payload   string    `json:"payload"`
-	Timestamp time.Time `json:"timestamp"`
-	Hash      string    `json:"hash"` // hex
-	// In an export with proofs, an entry the checkpoint covers has its
-	// index in the global log (Leaf), the checkpoint's size (TreeSize) and
-	// its inclusion proof (RFC 6962 hashes). TreeSize is 0 for an entry
-	// without a proof.
-	Leaf     int64    `json:"leaf"`
-	TreeSize int64    `json:"treeSize"`
-	Proof    [][]byte `json:"proof"`
-}
+	"github.com/sagacity-go/sagacity/wire"
+)
 
 // Audit exports a saga's journal, oldest entry first: GET
 // /sagacity/audit/{sagaID}. An unknown saga's journal is empty.
@@ -87,11 +66,9 @@ func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, hea
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
-		var h struct {
-			Head *string `json:"head"`
-		}
-		if head != nil && json.Unmarshal(sc.Bytes(), &h) == nil && h.Head != nil {
-			*head = *h.Head
+		var h wire.ExportHead
+		if head != nil && json.Unmarshal(sc.Bytes(), &h) == nil && h.Head != "" {
+			*head = h.Head
 			continue
 		}
 		var e Entry
@@ -101,16 +78,6 @@ func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, hea
 		entries = append(entries, e)
 	}
 	return entries, sc.Err()
-}
-
-// Verification is what verifying a saga found.
-type Verification struct {
-	Valid      bool `json:"valid"`
-	EntryCount int  `json:"entryCount"`
-	// BreakAtIndex is the index of the first entry that does not verify,
-	// -1 when all do.
-	BreakAtIndex int    `json:"breakAtIndex"`
-	Message      string `json:"message"`
 }
 
 // Verify checks a saga's journal: its hash chain, the receipts of its
@@ -138,24 +105,6 @@ func (c *Client) Receipt(ctx context.Context, sagaID string, seq int64) (string,
 	return c.text(ctx, fmt.Sprintf("%s/%d", sagaPath("receipts", sagaID), seq))
 }
 
-// LogStatus is the state of the global log, which every journal entry is
-// appended to and whose signed checkpoints the server keeps outside its
-// database.
-type LogStatus struct {
-	Size int64 `json:"size"` // how many entries it holds
-	// Checkpoint is the newest, signed; "" before the first.
-	Checkpoint string    `json:"checkpoint"`
-	SignedAt   time.Time `json:"signedAt"`
-	// Halted names why executions of IRREVERSIBLE tools are halted: the
-	// database does not match the checkpoints. "" when they are not.
-	Halted string `json:"halted"`
-	// CheckedAt and FullCheckAt are when the database was last checked
-	// against the checkpoint, the newest entries and whole; zero before
-	// the first check.
-	CheckedAt   time.Time `json:"checkedAt"`
-	FullCheckAt time.Time `json:"fullCheckAt"`
-}
-
 // Log reports the global log's state: GET /sagacity/log.
 func (c *Client) Log(ctx context.Context) (LogStatus, error) {
 	return do[LogStatus](ctx, c, http.MethodGet, "/sagacity/log", nil, nil)
@@ -170,14 +119,6 @@ func (c *Client) Checkpoint(ctx context.Context, size int64) (string, error) {
 		s = strconv.FormatInt(size, 10)
 	}
 	return c.text(ctx, "/sagacity/checkpoints/"+s)
-}
-
-// ConsistencyProof proves that the log at size From is a prefix of the log
-// at size To (RFC 6962 hashes).
-type ConsistencyProof struct {
-	From  int64    `json:"from"`
-	To    int64    `json:"to"`
-	Proof [][]byte `json:"proof"`
 }
 
 // Consistency returns the proof that the log at size from is a prefix of

@@ -22,23 +22,23 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(call.Status, call.Seq)
+	fmt.Println(call.Outcome, call.JournalSeq)
 
 	// A person, with another token: the agent cannot approve its own call.
-	d, err := approver.Approve(ctx, "order-42", call.Seq, "invoice 1234 checked")
+	d, err := approver.Approve(ctx, "order-42", call.JournalSeq, "invoice 1234 checked")
 	if err != nil {
 		log.Fatal(err)
 	}
 	fmt.Println(d.Approved, d.ApproverIdentity)
 
-	res, err := agent.Resume(ctx, "order-42", call.Seq, input)
+	res, err := agent.Resume(ctx, "order-42", call.JournalSeq, input)
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(res.Status, res.Result)
+	fmt.Println(res.Status, *res.Result)
 
 	// The request is gone: a second resume runs nothing.
-	_, err = agent.Resume(ctx, "order-42", call.Seq, input)
+	_, err = agent.Resume(ctx, "order-42", call.JournalSeq, input)
 	fmt.Println(errors.Is(err, client.ErrNotFound))
 	// Output:
 	// AWAITING_APPROVAL 1

@@ -9,51 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sagacity-go/sagacity/wire"
 )
-
-// Status is where a saga stands, or what became of a call.
-type Status string
-
-// A saga's statuses. COMPLETED, COMPENSATED and COMPENSATION_FAILED are
-// final; COMPENSATING accepts nothing new.
-const (
-	Running            Status = "RUNNING"
-	AwaitingApproval   Status = "AWAITING_APPROVAL"
-	Compensating       Status = "COMPENSATING"
-	Completed          Status = "COMPLETED"
-	Compensated        Status = "COMPENSATED"
-	CompensationFailed Status = "COMPENSATION_FAILED"
-)
-
-// What became of a call, besides AwaitingApproval and, when its tool
-// failed, the saga's status after compensating.
-const (
-	// Executed: the tool ran and its result is journaled.
-	Executed Status = "EXECUTED"
-	// InDoubt: the tool ran, or may have, but its outcome could not be
-	// journaled. Do not retry the call: a person resolves it.
-	InDoubt Status = "IN_DOUBT"
-)
-
-// CallResult is what became of a call.
-type CallResult struct {
-	SagaID string `json:"sagaId"`
-	// Seq is the call's first journal entry: its INTENT, or, when gated,
-	// the AWAITING_APPROVAL entry to approve and resume.
-	Seq      int64  `json:"seq"`
-	ToolName string `json:"toolName"`
-	// Status is Executed, AwaitingApproval, InDoubt, or, when the tool
-	// failed, the saga's status after compensating.
-	Status Status `json:"status"`
-	// Result is the tool's answer, when Executed.
-	Result string `json:"result"`
-	// Message and InputHash (sha256 of the input, hex) describe a gated
-	// call.
-	Message   string `json:"message"`
-	InputHash string `json:"inputHash"`
-	// Error says why the tool failed, or why the call is in doubt.
-	Error string `json:"error"`
-}
 
 // Call runs a tool with input, the exact bytes the tool receives, in a
 // saga: POST /sagacity/sagas/{sagaID}/calls. The first call creates the
@@ -85,10 +43,7 @@ func (c *Client) Call(ctx context.Context, sagaID, tool, input string) (CallResu
 // to RetryFor, waiting longer each time. The key sent with another tool
 // or input is refused: an *Error of status 422, Code CodeKeyReused.
 func (c *Client) CallWithKey(ctx context.Context, sagaID, tool, input, key string) (CallResult, error) {
-	body := struct {
-		Tool  string `json:"tool"`
-		Input string `json:"input"`
-	}{tool, input}
+	body := wire.CallRequest{Tool: tool, Input: &input}
 	if len(key) == 0 || len(key) > 255 || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
 		return CallResult{}, fmt.Errorf("sagacity: an idempotency key is 1 to 255 printable ASCII characters, not %q", key)
 	}
@@ -135,19 +90,6 @@ func lost(a answer, err error) bool {
 	return false
 }
 
-// Saga is the state of one saga.
-type Saga struct {
-	ID        string    `json:"sagaId"`
-	Status    Status    `json:"status"`
-	Initiator string    `json:"initiator"` // the principal that made the first call
-	Ended     bool      `json:"ended"`     // the agent said its run is over
-	Reason    string    `json:"reason"`    // why the saga failed, when it did
-	HeadSeq   int64     `json:"headSeq"`   // the newest journal entry
-	HeadHash  string    `json:"headHash"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-}
-
 // End says the agent's run is over: POST /sagacity/sagas/{sagaID}/end. The
 // saga is COMPLETED, or AWAITING_APPROVAL until its last request is
 // resumed or rejected. ErrNotFound, ErrForbidden, ErrConflict.
@@ -159,10 +101,7 @@ func (c *Client) End(ctx context.Context, sagaID string) (Saga, error) {
 // pending requests: POST /sagacity/sagas/{sagaID}/abort. reason may be "".
 // ErrNotFound, ErrForbidden, ErrConflict.
 func (c *Client) Abort(ctx context.Context, sagaID, reason string) (Saga, error) {
-	body := struct {
-		Reason string `json:"reason,omitempty"`
-	}{reason}
-	return do[Saga](ctx, c, http.MethodPost, sagaPath("sagas", sagaID)+"/abort", nil, body)
+	return do[Saga](ctx, c, http.MethodPost, sagaPath("sagas", sagaID)+"/abort", nil, wire.AbortRequest{Reason: reason})
 }
 
 // Saga reads one saga: GET /sagacity/sagas/{sagaID}. ErrNotFound.
@@ -175,13 +114,6 @@ type SagaQuery struct {
 	Status Status // "" for any
 	Limit  int    // 1 to 500; 0 means the server's default, 50
 	Cursor string // a page's NextCursor, to read the page after it
-}
-
-// SagaPage is a page of sagas, newest first.
-type SagaPage struct {
-	Sagas []Saga `json:"sagas"`
-	// NextCursor continues the listing; "" on the last page.
-	NextCursor string `json:"nextCursor"`
 }
 
 // Sagas lists sagas, newest first: GET /sagacity/sagas. ErrInvalid for a
@@ -201,24 +133,6 @@ func (c *Client) Sagas(ctx context.Context, q SagaQuery) (SagaPage, error) {
 	return do[SagaPage](ctx, c, http.MethodGet, "/sagacity/sagas", v, nil)
 }
 
-// CallInDoubt is a call whose outcome the journal does not know.
-type CallInDoubt struct {
-	SagaID    string `json:"sagaId"`
-	Seq       int64  `json:"seq"` // the call's INTENT
-	ToolName  string `json:"toolName"`
-	Input     string `json:"input"`
-	Requester string `json:"requester"`
-	// State is RUNNING (its execution) or COMPENSATING (its undo).
-	State     string    `json:"state"`
-	StartedAt time.Time `json:"startedAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	// IdempotencyKey is the key the tool was handed for what is in
-	// doubt, to ask its owner about: "<saga>/<seq>" for the execution
-	// (the request's seq for a resumed call), with "/compensate" for the
-	// undo, the saga id percent-encoded unless visible ASCII without '%'.
-	IdempotencyKey string `json:"idempotencyKey"`
-}
-
 // CallsInDoubt lists the calls whose outcome the journal does not know:
 // those a server process left when it went away, at once, and those that
 // have not moved for at least olderThan (a negative olderThan means the
@@ -234,24 +148,13 @@ func (c *Client) CallsInDoubt(ctx context.Context, olderThan time.Duration) ([]C
 	return do[[]CallInDoubt](ctx, c, http.MethodGet, "/sagacity/in-doubt", q, nil)
 }
 
-// Resolution is what a person found out about a call in doubt.
-type Resolution struct {
-	// Happened says whether the call's effect (or its undo's) took place.
-	Happened bool `json:"happened"`
-	// Result is the tool's answer as its owner reports it, when it
-	// happened.
-	Result string `json:"result"`
-	// Reason says how the person knows.
-	Reason string `json:"reason"`
-}
-
 // Resolve records what became of the call in doubt at seq, and returns the
 // saga: POST /sagacity/in-doubt/{sagaID}/{seq}/resolve. A call that did
 // not happen fails, and the saga is compensated. ErrNotFound for no such
 // call, ErrConflict when it is not in doubt, ErrForbidden for the saga's
 // initiator or the call's requester (four-eyes) and without the approver
 // role.
-func (c *Client) Resolve(ctx context.Context, sagaID string, seq int64, r Resolution) (Saga, error) {
+func (c *Client) Resolve(ctx context.Context, sagaID string, seq int64, happened bool, result, reason string) (Saga, error) {
 	path := fmt.Sprintf("%s/%d/resolve", sagaPath("in-doubt", sagaID), seq)
-	return do[Saga](ctx, c, http.MethodPost, path, nil, r)
+	return do[Saga](ctx, c, http.MethodPost, path, nil, wire.Resolution{Happened: &happened, Result: result, Reason: reason})
 }

@@ -49,7 +49,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	wants := []string{
 		`"sagaId":"transfer-77","journalSeq":3,"toolName":"sendWireTransfer","input":"{\"amount\":\"100\",\"to\":\"alice\"}"`,
 		`"approved":true,"approverIdentity":"manager@company.com"`,
-		`{"sagaId":"transfer-77","status":"COMPLETED","result":"transfer-ok"}`,
+		`{"sagaId":"transfer-77","status":"COMPLETED","result":"transfer-ok",`,
 		`"seq":6,"toolName":"sendWireTransfer","phase":"EXECUTED"`,
 		`{"valid":true,"entryCount":6,"breakAtIndex":-1,"message":"all 6 entries verified`,
 		"sagacity decision receipt v1\nsaga: transfer-77\nseq: 3\n",

@@ -341,7 +341,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Errorf("server accepted a new request while shutting down")
 	}
 	close(release)
-	if got := <-answer; !strings.HasPrefix(got, `200 {"sagaId":"g","seq":1,"toolName":"writeLedger","status":"EXECUTED","result":"written"}`) {
+	if got := <-answer; !strings.HasPrefix(got, `200 {"sagaId":"g","journalSeq":1,"toolName":"writeLedger","outcome":"EXECUTED","status":"RUNNING","result":"written"}`) {
 		t.Errorf("in-flight call answered %s, want 200 EXECUTED", got)
 	}
 	if err := <-p.done; err != nil {

@@ -7,9 +7,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/tlog"
+	"github.com/sagacity-go/sagacity/wire"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -206,7 +206,7 @@ func verifyLog(args []string, stdout io.Writer) error {
 	if err != nil {
 		return exitError{2, fmt.Errorf("verify-log: -key is not a public key: %w", err)}
 	}
-	var p api.ConsistencyJSON
+	var p wire.ConsistencyProof
 	b, err := os.ReadFile(*proofFile)
 	if err != nil {
 		return exitError{2, err}

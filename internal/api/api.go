@@ -22,25 +22,12 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Handlers serves the API from one engine.
 type Handlers struct {
 	Engine *engine.Engine
-}
-
-// ErrMediaType marks a body that is not application/json; the server
-// answers it with 415.
-var ErrMediaType = errors.New("unsupported media type")
-
-// approvalJSON is a pending request, as the seed lists it.
-type approvalJSON struct {
-	SagaID     string `json:"sagaId"`
-	JournalSeq int64  `json:"journalSeq"`
-	ToolName   string `json:"toolName"`
-	Input      string `json:"input"`
-	InputHash  string `json:"inputHash"`
-	Requester  string `json:"requester"`
 }
 
 // Approvals lists pending requests: GET /sagacity/approvals[/{sagaId}],
@@ -64,25 +51,11 @@ func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("X-Total-Count", strconv.Itoa(total))
-	out := make([]approvalJSON, 0, len(reqs))
+	out := make([]wire.Approval, 0, len(reqs))
 	for _, q := range reqs {
-		out = append(out, approvalJSON{q.SagaID, q.JournalSeq, q.ToolName, q.Input, q.InputHash, q.Requester})
+		out = append(out, ApprovalOf(q))
 	}
 	return WriteJSON(w, http.StatusOK, out)
-}
-
-type decisionBody struct {
-	Approver string `json:"approver"`
-	Reason   string `json:"reason"`
-}
-
-type decisionJSON struct {
-	SagaID           string        `json:"sagaId"`
-	JournalSeq       int64         `json:"journalSeq"`
-	Approved         bool          `json:"approved"`
-	ApproverIdentity string        `json:"approverIdentity"`
-	DecidedAt        time.Time     `json:"decidedAt"`
-	Status           engine.Status `json:"status"`
 }
 
 // Approve records a decision: POST /sagacity/approve/{sagaId}/{seq}.
@@ -108,7 +81,7 @@ func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideF
 	if err != nil {
 		return err
 	}
-	var body decisionBody
+	var body wire.DecisionRequest
 	if err := decode(r, &body, true); err != nil {
 		return err
 	}
@@ -120,31 +93,21 @@ func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideF
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, decisionJSON{d.SagaID, d.JournalSeq, d.Approved, d.Approver, d.DecidedAt, d.Status})
-}
-
-type resumeBody struct {
-	Payload *string `json:"payload"`
-}
-
-type resumeJSON struct {
-	SagaID string  `json:"sagaId"`
-	Status string  `json:"status"` // the saga's status, or IN_DOUBT
-	Result *string `json:"result,omitempty"`
-	Reason string  `json:"reason,omitempty"`
+	return WriteJSON(w, http.StatusOK, DecisionOf(d))
 }
 
 // Resume executes an approved request bound to its payload:
-// POST /sagacity/resume/{sagaId}/{seq} with {"payload": "..."}. A refusal,
-// or a tool that failed, is a completed action: 409 with the saga's status
-// and the reason. A tool that ran but whose outcome could not be journaled
-// is 202 with status IN_DOUBT: it must not be retried.
+// POST /sagacity/resume/{sagaId}/{seq} with {"payload": "..."}. A refusal
+// is a completed action (409); so is a tool that failed (422); both with
+// the saga's status and the reason, after compensating. A tool that ran
+// but whose outcome could not be journaled is 202 IN_DOUBT: it must not
+// be retried.
 func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 	sagaID, seq, err := sagaSeq(r)
 	if err != nil {
 		return err
 	}
-	var body resumeBody
+	var body wire.ResumeRequest
 	if err := decode(r, &body, true); err != nil {
 		return err
 	}
@@ -155,13 +118,8 @@ func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case res.Call.Outcome == engine.OutcomeInDoubt:
-		return WriteJSON(w, http.StatusAccepted, resumeJSON{SagaID: sagaID, Status: string(engine.OutcomeInDoubt), Reason: res.Reason})
-	case res.Refused || res.Call.Outcome != engine.OutcomeExecuted:
-		return WriteJSON(w, http.StatusConflict, resumeJSON{SagaID: sagaID, Status: string(res.Status), Reason: res.Reason})
-	}
-	return WriteJSON(w, http.StatusOK, resumeJSON{SagaID: sagaID, Status: string(res.Status), Result: &res.Result})
+	out, code := ResumeOf(res)
+	return WriteJSON(w, code, out)
 }
 
 // Audit exports a saga's journal as NDJSON: GET /sagacity/audit/{sagaId}.
@@ -222,13 +180,6 @@ func (h *Handlers) Checkpoint(w http.ResponseWriter, r *http.Request) error {
 	return err
 }
 
-// ConsistencyJSON is a consistency proof between two sizes of the log.
-type ConsistencyJSON struct {
-	From  int64    `json:"from"`
-	To    int64    `json:"to"`
-	Proof [][]byte `json:"proof"` // base64 hashes
-}
-
 // Consistency proves that the log at size from is a prefix of the log at
 // size to: GET /sagacity/checkpoints/consistency?from=&to=.
 func (h *Handlers) Consistency(w http.ResponseWriter, r *http.Request) error {
@@ -245,17 +196,7 @@ func (h *Handlers) Consistency(w http.ResponseWriter, r *http.Request) error {
 	if p == nil {
 		p = [][]byte{}
 	}
-	return WriteJSON(w, http.StatusOK, ConsistencyJSON{From: from, To: to, Proof: p})
-}
-
-// logJSON is the log's status.
-type logJSON struct {
-	Size       int64      `json:"size"`
-	Checkpoint *string    `json:"checkpoint"` // the newest, signed; null when none yet
-	SignedAt   *time.Time `json:"signedAt"`
-	Halted     string     `json:"halted,omitempty"`
-	CheckedAt  *time.Time `json:"checkedAt"`
-	FullAt     *time.Time `json:"fullCheckAt"`
+	return WriteJSON(w, http.StatusOK, wire.ConsistencyProof{From: from, To: to, Proof: p})
 }
 
 // Log reports the global log: its size, the newest checkpoint outside
@@ -273,7 +214,7 @@ func (h *Handlers) Log(w http.ResponseWriter, r *http.Request) error {
 		t = t.UTC()
 		return &t
 	}
-	out := logJSON{Size: st.Size, SignedAt: opt(st.SignedAt), Halted: st.Halted, CheckedAt: opt(st.CheckedAt), FullAt: opt(st.FullAt)}
+	out := wire.LogStatus{Size: st.Size, SignedAt: opt(st.SignedAt), Halted: st.Halted, CheckedAt: opt(st.CheckedAt), FullCheckAt: opt(st.FullAt)}
 	if st.Signed != "" {
 		out.Checkpoint = &st.Signed
 	}
@@ -296,7 +237,7 @@ func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) error {
 // Keys serves the public key receipts and checkpoints verify with:
 // GET /sagacity/keys.
 func (h *Handlers) Keys(w http.ResponseWriter, r *http.Request) error {
-	return WriteJSON(w, http.StatusOK, map[string][]string{"keys": {h.Engine.VerifierKey()}})
+	return WriteJSON(w, http.StatusOK, wire.Keys{Keys: []string{h.Engine.VerifierKey()}})
 }
 
 // Receipt downloads the signed receipt of the decision journaled at seq:
@@ -361,7 +302,7 @@ func decode(r *http.Request, v any, allowEmpty bool) error {
 		return engine.Errorf(engine.Invalid, "request body is empty; send a JSON object")
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return &engine.Error{Kind: engine.Invalid, Msg: "Content-Type must be application/json", Err: ErrMediaType}
+		return ErrMediaType
 	}
 	return Unmarshal(body, v)
 }
@@ -373,14 +314,18 @@ func ReadBody(r *http.Request) ([]byte, error) {
 }
 
 // BodyError classifies an error reading a request body (or parsing a form
-// from it): a body over the server's cap keeps its *http.MaxBytesError
-// (413); one that cannot be read, as from a client that stalls or hangs
-// up, is Invalid: the client's problem, not the server's.
+// from it): a body over the server's cap is 413; one that cannot be read,
+// as from a client that stalls or hangs up, is Invalid: the client's
+// problem, not the server's.
 func BodyError(err error) error {
-	if _, tooBig := errors.AsType[*http.MaxBytesError](err); err != nil && !tooBig {
+	if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return &EdgeError{Status: http.StatusRequestEntityTooLarge, Kind: wire.KindTooLarge,
+			Msg: fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit), Err: err}
+	}
+	if err != nil {
 		return &engine.Error{Kind: engine.Invalid, Msg: "the request body could not be read", Err: err}
 	}
-	return err
+	return nil
 }
 
 // Unmarshal decodes one JSON object into v with decode's rules. Errors are

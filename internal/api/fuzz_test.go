@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // fuzzDecode feeds decode anything as the body of a request: it never
@@ -53,7 +54,7 @@ func FuzzDecodeCall(f *testing.F) {
 		`{"tool":"a","input":null}`,
 		`{"tool":"a","input":"x"} {}`,
 		`[`, ``,
-	}, func(t *testing.T, body []byte, v callBody) {
+	}, func(t *testing.T, body []byte, v wire.CallRequest) {
 		validText(t, body, "tool", v.Tool)
 		if v.Input != nil {
 			validText(t, body, "input", *v.Input)
@@ -69,7 +70,7 @@ func FuzzDecodeDecision(f *testing.F) {
 		`{"Approver":"a"}`,
 		`{"reason":"a\nauth=oidc"}`,
 		`{"reason":1}`,
-	}, func(t *testing.T, body []byte, v decisionBody) {
+	}, func(t *testing.T, body []byte, v wire.DecisionRequest) {
 		validText(t, body, "approver", v.Approver)
 		validText(t, body, "reason", v.Reason)
 	})
@@ -82,7 +83,7 @@ func FuzzDecodeResume(f *testing.F) {
 		`{"payload":"a","payload":"b"}`,
 		`{"Payload":"a"}`,
 		`{"payload":"\u0000\ud83d\ude00"}`,
-	}, func(t *testing.T, body []byte, v resumeBody) {
+	}, func(t *testing.T, body []byte, v wire.ResumeRequest) {
 		if v.Payload != nil {
 			validText(t, body, "payload", *v.Payload)
 		}

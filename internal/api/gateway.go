@@ -8,23 +8,8 @@ import (
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
 )
-
-type callBody struct {
-	Tool  string  `json:"tool"`
-	Input *string `json:"input"`
-}
-
-type callJSON struct {
-	SagaID    string         `json:"sagaId"`
-	Seq       int64          `json:"seq"`
-	ToolName  string         `json:"toolName"`
-	Status    engine.Outcome `json:"status"`
-	Result    *string        `json:"result,omitempty"`
-	Message   string         `json:"message,omitempty"`
-	InputHash string         `json:"inputHash,omitempty"`
-	Error     string         `json:"error,omitempty"`
-}
 
 // Call runs a tool in a saga: POST /sagacity/sagas/{sagaId}/calls with
 // {"tool": "...", "input": "<exact input>"} and, optionally, an
@@ -42,7 +27,7 @@ func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body callBody
+	var body wire.CallRequest
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
@@ -53,20 +38,8 @@ func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := callJSON{SagaID: res.SagaID, Seq: res.Seq, ToolName: res.ToolName, Status: res.Outcome}
-	switch res.Outcome {
-	case engine.OutcomeExecuted:
-		out.Result = &res.Result
-		return WriteJSON(w, http.StatusOK, out)
-	case engine.OutcomeAwaitingApproval:
-		out.Message, out.InputHash = res.Message, res.InputHash
-		return WriteJSON(w, http.StatusAccepted, out)
-	case engine.OutcomeInDoubt:
-		out.Error = res.Error
-		return WriteJSON(w, http.StatusAccepted, out)
-	}
-	out.Error = res.Error
-	return WriteJSON(w, http.StatusUnprocessableEntity, out)
+	out, code := CallOf(res)
+	return WriteJSON(w, code, out)
 }
 
 // KeyHeader is the header of an agent's idempotency key for a call.
@@ -106,22 +79,6 @@ func idempotencyKey(h http.Header) (string, error) {
 	return b.String(), nil
 }
 
-type sagaJSON struct {
-	SagaID    string        `json:"sagaId"`
-	Status    engine.Status `json:"status"`
-	Initiator string        `json:"initiator"`
-	Ended     bool          `json:"ended"`
-	Reason    string        `json:"reason,omitempty"`
-	HeadSeq   int64         `json:"headSeq"`
-	HeadHash  string        `json:"headHash"`
-	CreatedAt time.Time     `json:"createdAt"`
-	UpdatedAt time.Time     `json:"updatedAt"`
-}
-
-func toSagaJSON(s engine.Saga) sagaJSON {
-	return sagaJSON{s.ID, s.Status, s.Initiator, s.Ended, s.Reason, s.HeadSeq, s.HeadHash, s.CreatedAt, s.UpdatedAt}
-}
-
 // End says the agent's run is over: POST /sagacity/sagas/{sagaId}/end.
 func (h *Handlers) End(w http.ResponseWriter, r *http.Request) error {
 	sagaID, err := param(r, "sagaId")
@@ -135,7 +92,7 @@ func (h *Handlers) End(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, toSagaJSON(s))
+	return WriteJSON(w, http.StatusOK, SagaOf(s))
 }
 
 // Abort compensates the saga and drops its pending requests:
@@ -145,9 +102,7 @@ func (h *Handlers) Abort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body struct {
-		Reason string `json:"reason"`
-	}
+	var body wire.AbortRequest
 	if err := decode(r, &body, true); err != nil {
 		return err
 	}
@@ -155,7 +110,7 @@ func (h *Handlers) Abort(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, toSagaJSON(s))
+	return WriteJSON(w, http.StatusOK, SagaOf(s))
 }
 
 // Saga reads one saga: GET /sagacity/sagas/{sagaId}.
@@ -168,12 +123,7 @@ func (h *Handlers) Saga(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, toSagaJSON(s))
-}
-
-type sagaListJSON struct {
-	Sagas      []sagaJSON `json:"sagas"`
-	NextCursor string     `json:"nextCursor,omitempty"`
+	return WriteJSON(w, http.StatusOK, SagaOf(s))
 }
 
 // Sagas lists sagas, newest first: GET /sagacity/sagas?status=&limit=&cursor=.
@@ -200,29 +150,15 @@ func (h *Handlers) Sagas(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := sagaListJSON{Sagas: make([]sagaJSON, 0, len(sagas))}
+	out := wire.SagaPage{Sagas: make([]wire.Saga, 0, len(sagas))}
 	for _, s := range sagas {
-		out.Sagas = append(out.Sagas, toSagaJSON(s))
+		out.Sagas = append(out.Sagas, SagaOf(s))
 	}
 	if len(sagas) == f.Limit {
 		last := sagas[len(sagas)-1]
 		out.NextCursor = engine.SagaCursor{CreatedAt: last.CreatedAt, ID: last.ID}.String()
 	}
 	return WriteJSON(w, http.StatusOK, out)
-}
-
-type inDoubtJSON struct {
-	SagaID    string           `json:"sagaId"`
-	Seq       int64            `json:"seq"`
-	ToolName  string           `json:"toolName"`
-	Input     string           `json:"input"`
-	Requester string           `json:"requester"`
-	State     engine.CallState `json:"state"`
-	StartedAt time.Time        `json:"startedAt"`
-	UpdatedAt time.Time        `json:"updatedAt"`
-	// IdempotencyKey is the key the tool was handed for what is in
-	// doubt: its execution, or its undo.
-	IdempotencyKey string `json:"idempotencyKey"`
 }
 
 // InDoubt lists calls whose outcome is unknown: those whose process is
@@ -242,17 +178,11 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]inDoubtJSON, 0, len(calls))
+	out := make([]wire.CallInDoubt, 0, len(calls))
 	for _, c := range calls {
-		out = append(out, inDoubtJSON{c.SagaID, c.Seq, c.ToolName, c.Input, c.Requester, c.State, c.StartedAt, c.UpdatedAt, c.Key()})
+		out = append(out, CallInDoubtOf(c))
 	}
 	return WriteJSON(w, http.StatusOK, out)
-}
-
-type resolveBody struct {
-	Happened *bool  `json:"happened"`
-	Result   string `json:"result"`
-	Reason   string `json:"reason"`
 }
 
 // Resolve records what a person found out about a call in doubt:
@@ -263,7 +193,7 @@ func (h *Handlers) Resolve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body resolveBody
+	var body wire.Resolution
 	if err := decode(r, &body, false); err != nil {
 		return err
 	}
@@ -274,5 +204,5 @@ func (h *Handlers) Resolve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, toSagaJSON(s))
+	return WriteJSON(w, http.StatusOK, SagaOf(s))
 }

@@ -88,9 +88,9 @@ func TestTools(t *testing.T) {
 		text        string
 	}{
 		{"reserveInventory", `{"sku":"DOCK-USB4","qty":3}`, engine.OutcomeExecuted, `{"reserved":3,"sku":"DOCK-USB4","available":5}`},
-		{"reserveInventory", `{"sku":"DOCK-USB4","qty":6}`, engine.OutcomeCompensated, "only 5 of DOCK-USB4 available"},
-		{"reserveInventory", `{"sku":"NOPE","qty":1}`, engine.OutcomeCompensated, "SKU NOPE not found"},
-		{"sendWireTransfer", `{"amount":"0","to":"bob"}`, engine.OutcomeCompensated, `input needs a positive decimal "amount" and a "to"`},
+		{"reserveInventory", `{"sku":"DOCK-USB4","qty":6}`, engine.OutcomeFailed, "only 5 of DOCK-USB4 available"},
+		{"reserveInventory", `{"sku":"NOPE","qty":1}`, engine.OutcomeFailed, "SKU NOPE not found"},
+		{"sendWireTransfer", `{"amount":"0","to":"bob"}`, engine.OutcomeFailed, `input needs a positive decimal "amount" and a "to"`},
 	}
 	// Inputs their schemas refuse are refused before anything is journaled.
 	for _, in := range []struct{ tool, input string }{

@@ -295,7 +295,7 @@ func (c *client) callWithKey(ctx context.Context, s endpoint, retryFor time.Dura
 
 func (c *client) resolve(ctx context.Context, s *server, saga string, seq int64, happened bool, reason string) (a answer, r sagacity.Saga) {
 	a = c.ask(ctx, s, func(ctx context.Context, api *sagacity.Client) (err error) {
-		r, err = api.Resolve(ctx, saga, seq, sagacity.Resolution{Happened: happened, Reason: reason})
+		r, err = api.Resolve(ctx, saga, seq, happened, "", reason)
 		return err
 	})
 	return a, r

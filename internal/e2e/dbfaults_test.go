@@ -62,7 +62,7 @@ func testRefused(t *testing.T) {
 	if !a.is(202) {
 		t.Fatalf("%s; want 202", a)
 	}
-	if a, _ := approver.approve(ctx, srv, "outage-a", g.Seq); !a.is(200) {
+	if a, _ := approver.approve(ctx, srv, "outage-a", g.JournalSeq); !a.is(200) {
 		t.Fatalf("%s; want 200", a)
 	}
 	a, gb := agent.call(ctx, srv, "outage-b", toolWire, `{"amount":"5","to":"bob"}`)
@@ -79,9 +79,9 @@ func testRefused(t *testing.T) {
 		{"call in a new saga", func() answer { return first(agent.call(ctx, srv, "outage-new", toolReserve, `{"sku":"new","qty":1}`)) }},
 		{"call", func() answer { return first(agent.call(ctx, srv, "outage-a", toolReserve, `{"sku":"more","qty":1}`)) }},
 		{"gated call", func() answer { return first(agent.call(ctx, srv, "outage-a", toolWire, `{"amount":"7","to":"carol"}`)) }},
-		{"approve", func() answer { return first(approver.approve(ctx, srv, "outage-b", gb.Seq)) }},
-		{"reject", func() answer { return first(approver.reject(ctx, srv, "outage-b", gb.Seq)) }},
-		{"resume", func() answer { return first(resumer.resume(ctx, srv, "outage-a", g.Seq, in)) }},
+		{"approve", func() answer { return first(approver.approve(ctx, srv, "outage-b", gb.JournalSeq)) }},
+		{"reject", func() answer { return first(approver.reject(ctx, srv, "outage-b", gb.JournalSeq)) }},
+		{"resume", func() answer { return first(resumer.resume(ctx, srv, "outage-a", g.JournalSeq, in)) }},
 		{"end", func() answer { return first(agent.end(ctx, srv, "outage-a")) }},
 		{"saga", func() answer { return first(f.auditor.saga(ctx, srv, "outage-a")) }},
 		{"unknown saga", func() answer { return first(f.auditor.saga(ctx, srv, "outage-nobody")) }},
@@ -113,13 +113,13 @@ func testRefused(t *testing.T) {
 	if !eventually(ctx, 10*time.Second, func() bool { return readyz(f, srv).is(200) }) {
 		t.Fatalf("%s 10s after the database came back; want 200", readyz(f, srv))
 	}
-	if a, r := agent.call(ctx, srv, "outage-new", toolReserve, `{"sku":"new","qty":1}`); !a.is(200) || r.Status != "EXECUTED" {
+	if a, r := agent.call(ctx, srv, "outage-new", toolReserve, `{"sku":"new","qty":1}`); !a.is(200) || r.Outcome != "EXECUTED" {
 		t.Errorf("call after the database came back: %s; want 200 EXECUTED", a)
 	}
-	if a, r := resumer.resume(ctx, srv, "outage-a", g.Seq, in); !a.is(200) || r.Result == "" {
+	if a, r := resumer.resume(ctx, srv, "outage-a", g.JournalSeq, in); !a.is(200) || r.Result == nil || *r.Result == "" {
 		t.Errorf("resume of the approval made before the outage: %s; want 200", a)
 	}
-	if a, _ := approver.approve(ctx, srv, "outage-b", gb.Seq); !a.is(200) {
+	if a, _ := approver.approve(ctx, srv, "outage-b", gb.JournalSeq); !a.is(200) {
 		t.Errorf("approve of the request parked before the outage: %s; want 200", a)
 	}
 	if a, _ := f.auditor.saga(ctx, srv, "outage-nobody"); !a.is(404) {
@@ -200,7 +200,7 @@ func testCutDuringWire(t *testing.T) {
 		saga, input string
 		seq         int64 // the gated seq of a resume
 		a           answer
-		status      sagacity.Status
+		outcome     sagacity.Outcome
 	}
 	jobs := make([]*job, resumes+calls)
 	parallel(8, len(jobs), func(i int) {
@@ -219,7 +219,7 @@ func testCutDuringWire(t *testing.T) {
 		if !a.is(202) {
 			t.Errorf("%s; want 202", a)
 		}
-		x.seq = r.Seq
+		x.seq = r.JournalSeq
 		if c := f.approvers.take(srv); c == nil {
 			t.Errorf("no decision budget left")
 		} else if a, _ := c.approve(ctx, srv, x.saga, x.seq); !a.is(200) {
@@ -243,12 +243,12 @@ func testCutDuringWire(t *testing.T) {
 				}
 				var r sagacity.ResumeResult
 				x.a, r = c.resume(ctx, srv, x.saga, x.seq, x.input)
-				x.status = r.Status
+				x.outcome = r.Outcome
 				return
 			}
 			var r sagacity.CallResult
 			x.a, r = f.initiator(i).call(ctx, srv, x.saga, toolReserve, x.input)
-			x.status = r.Status
+			x.outcome = r.Outcome
 		})
 	}
 	running := func() bool {
@@ -273,7 +273,7 @@ func testCutDuringWire(t *testing.T) {
 		if i >= resumes {
 			what = "call of " + toolReserve + " in " + x.saga
 		}
-		if !(x.a.is(200) && x.status != "") && !(x.a.is(202) && x.status == "IN_DOUBT") {
+		if !(x.a.is(200) && x.outcome == "EXECUTED") && !(x.a.is(202) && x.outcome == "IN_DOUBT") {
 			t.Errorf("%s, whose tool ran while the database was cut for 2s: %s; want 200 once the outcome is written, or 202 IN_DOUBT; never 503 after the tool ran",
 				what, x.a)
 		}

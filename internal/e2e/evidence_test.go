@@ -127,14 +127,14 @@ func (f *fixture) waitLogged(s *server, sagas ...string) sagacity.LogStatus {
 			es = p.Entries
 			return err
 		})
-		return a.is(200) && !slices.ContainsFunc(es, func(e sagacity.Entry) bool { return e.TreeSize != size })
+		return a.is(200) && !slices.ContainsFunc(es, func(e sagacity.Entry) bool { return e.TreeSize == nil || *e.TreeSize != size })
 	}
 	ok := eventually(f.ctx, 20*time.Second, func() bool {
 		a, r = f.auditor.log(f.ctx, s)
-		if !a.is(200) || r.Checkpoint == "" || r.FullCheckAt.IsZero() {
+		if !a.is(200) || r.Checkpoint == nil || r.FullCheckAt == nil {
 			return false
 		}
-		cp := readCheckpoint(f.t, f.verifierKey(), r.Checkpoint, "/sagacity/log")
+		cp := readCheckpoint(f.t, f.verifierKey(), *r.Checkpoint, "/sagacity/log")
 		if cp.size != r.Size {
 			return false
 		}
@@ -255,7 +255,7 @@ func tamperMatrix(t *testing.T, newDB func(testing.TB) string) {
 			if !a.is(202) {
 				t.Fatalf("wire: %s", a)
 			}
-			w.gateSeq = r.Seq
+			w.gateSeq = r.JournalSeq
 			if a, _ := approver.approve(ctx, srv, "paid", w.gateSeq); !a.is(200) {
 				t.Fatalf("approve: %s", a)
 			}
@@ -267,7 +267,7 @@ func tamperMatrix(t *testing.T, newDB func(testing.TB) string) {
 			if a, r = agent.call(ctx, srv, w.forgedSaga, toolWire, w.forgedInput); !a.is(202) {
 				t.Fatalf("wire to be forged: %s", a)
 			}
-			w.forgedSeq = r.Seq
+			w.forgedSeq = r.JournalSeq
 			f.waitLogged(srv, "paid", "stock", w.forgedSaga)
 			_, w.paid = f.auditor.audit(ctx, srv, "paid")
 			_, w.stock = f.auditor.audit(ctx, srv, "stock")
@@ -350,7 +350,13 @@ func forgeApproval(t *testing.T, dbURL string, w written, payload string) {
 // engineEntry is the journal entry an exported one is.
 func engineEntry(e sagacity.Entry) engine.Entry {
 	return engine.Entry{SagaID: e.SagaID, Seq: e.Seq, ToolName: e.ToolName, Phase: engine.Phase(e.Phase),
-		Input: e.Input, Payload: e.Payload, Timestamp: e.Timestamp, Hash: e.Hash}
+		Input: e.Input, Payload: e.Payload, Timestamp: timestamp(e.Timestamp), Hash: e.Hash}
+}
+
+// timestamp reads an exported entry's time; zero when it is none.
+func timestamp(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
 }
 
 // insiderKeys is a key pair an insider makes, named as the server's.
@@ -384,7 +390,7 @@ func TestEvidence(t *testing.T) {
 	agent, approver := f.initiator(0), f.approvers.take(srv)
 	agent.call(ctx, srv, "paid", toolReserve, `{"sku":"desk","qty":1}`)
 	_, r := agent.call(ctx, srv, "paid", toolWire, `{"amount":"100","to":"alice"}`)
-	if a, _ := approver.approve(ctx, srv, "paid", r.Seq); !a.is(200) {
+	if a, _ := approver.approve(ctx, srv, "paid", r.JournalSeq); !a.is(200) {
 		t.Fatalf("approve: %s", a)
 	}
 	f.waitLogged(srv, "paid")
@@ -403,7 +409,7 @@ func TestEvidence(t *testing.T) {
 	}
 	var receipt string
 	a = f.auditor.ask(ctx, srv, func(ctx context.Context, api *sagacity.Client) (err error) {
-		receipt, err = api.Receipt(ctx, "paid", r.Seq+1)
+		receipt, err = api.Receipt(ctx, "paid", r.JournalSeq+1)
 		return err
 	})
 	if n, err := note.Open([]byte(receipt), note.VerifierList(v)); !a.is(200) || err != nil || !strings.Contains(n.Text, "decision: approved\n") {
@@ -428,7 +434,7 @@ func TestEvidence(t *testing.T) {
 		t.Fatalf("export with proofs: %s", a)
 	}
 	for _, e := range es {
-		if e.TreeSize != cp.size {
+		if e.TreeSize == nil || *e.TreeSize != cp.size || e.Leaf == nil || e.Proof == nil {
 			t.Fatalf("export entry %+v; want a leaf and a proof against size %d", e, cp.size)
 		}
 		// The leaf, as the README documents it: RFC 6962's leaf hash of
@@ -436,8 +442,16 @@ func TestEvidence(t *testing.T) {
 		// and its bytes.
 		seq := strconv.FormatInt(e.Seq, 10)
 		leaf := rfc6962.DefaultHasher.HashLeaf([]byte(fmt.Sprintf("%d:%s%d:%s%d:%s", len(e.SagaID), e.SagaID, len(seq), seq, len(e.Hash), e.Hash)))
-		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(e.Leaf), uint64(cp.size), leaf, e.Proof, cp.root); err != nil {
-			t.Errorf("seq=%d at leaf %d is not included in the checkpoint: %v", e.Seq, e.Leaf, err)
+		if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(*e.Leaf), uint64(cp.size), leaf, *e.Proof, cp.root); err != nil {
+			t.Errorf("seq=%d at leaf %d is not included in the checkpoint: %v", e.Seq, *e.Leaf, err)
 		}
 	}
+}
+
+// text is an optional text's value, "" when absent.
+func text(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

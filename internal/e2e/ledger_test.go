@@ -226,17 +226,17 @@ func (d *driver) step(w int) bool {
 	case "reserve":
 		in := fmt.Sprintf(`{"sku":"%s-%d","qty":1}`, s.id, n)
 		a, r := s.agent.call(ctx, srv, s.id, toolReserve, in)
-		if a.is(200) && r.Status == "EXECUTED" && r.Seq > 0 && r.ToolName == toolReserve {
-			s.succ = append(s.succ, success{what: "call", seq: r.Seq, tool: toolReserve, input: in})
+		if a.is(200) && r.Outcome == "EXECUTED" && r.JournalSeq > 0 && r.ToolName == toolReserve {
+			s.succ = append(s.succ, success{what: "call", seq: r.JournalSeq, tool: toolReserve, input: in})
 			return true
 		}
 		return d.unexpected(s, a, "call "+toolReserve+", want 200 EXECUTED")
 	case "wire":
 		in := fmt.Sprintf(`{"amount":"%d","to":"%s"}`, n, s.id)
 		a, r := s.agent.call(ctx, srv, s.id, toolWire, in)
-		if a.is(202) && r.Status == "AWAITING_APPROVAL" && r.Seq > 0 {
-			s.gates = append(s.gates, &gate{seq: r.Seq, input: in})
-			s.succ = append(s.succ, success{what: "gated", seq: r.Seq, tool: toolWire, input: in})
+		if a.is(202) && r.Outcome == "AWAITING_APPROVAL" && r.JournalSeq > 0 {
+			s.gates = append(s.gates, &gate{seq: r.JournalSeq, input: in})
+			s.succ = append(s.succ, success{what: "gated", seq: r.JournalSeq, tool: toolWire, input: in})
 			return true
 		}
 		return d.unexpected(s, a, "call "+toolWire+", want 202 AWAITING_APPROVAL")
@@ -244,8 +244,8 @@ func (d *driver) step(w int) bool {
 		in := fmt.Sprintf(`{"parcel":"%s-%d"}`, s.id, n)
 		a, r := s.agent.call(ctx, srv, s.id, toolShip, in)
 		// COMPENSATING: the database failed part way; compensation goes on.
-		if a.is(422) && r.Seq > 0 && (r.Status == "COMPENSATED" || r.Status == "COMPENSATING" || s.unsure) {
-			s.succ = append(s.succ, success{what: "failed", seq: r.Seq, tool: toolShip, input: in})
+		if a.is(422) && r.JournalSeq > 0 && r.Outcome == "FAILED" && (r.Status == "COMPENSATED" || r.Status == "COMPENSATING" || s.unsure) {
+			s.succ = append(s.succ, success{what: "failed", seq: r.JournalSeq, tool: toolShip, input: in})
 			s.closeGates()
 			s.retired = true
 			return true
@@ -306,7 +306,7 @@ func (d *driver) step(w int) bool {
 			return true
 		}
 		a, r := c.resume(ctx, srv, s.id, g.seq, g.input)
-		if a.is(200) && r.Result != "" {
+		if a.is(200) && r.Result != nil && *r.Result != "" {
 			g.closed = true
 			s.succ = append(s.succ, success{what: "resume", seq: g.seq, tool: toolWire, input: g.input})
 			return true
@@ -525,7 +525,7 @@ func (d *driver) checkInDoubt(eff effects) {
 	}
 	listed := map[string]sagacity.CallInDoubt{}
 	for _, c := range calls {
-		listed[key(c.SagaID, c.Seq)] = c
+		listed[key(c.SagaID, c.JournalSeq)] = c
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -544,8 +544,8 @@ func (d *driver) checkInDoubt(eff effects) {
 			t.Errorf("call %s has an INTENT and no outcome in its journal, but GET /sagacity/in-doubt?olderThan=0s does not list it", k)
 		case c.State != "RUNNING":
 			t.Errorf("call %s has an INTENT and no outcome in its journal, but in-doubt lists it %s; want RUNNING", k, c.State)
-		case c.IdempotencyKey != tool(bySaga[c.SagaID], c.Seq):
-			t.Errorf("call %s is in doubt under key %q, but its tool was handed %q", k, c.IdempotencyKey, tool(bySaga[c.SagaID], c.Seq))
+		case c.IdempotencyKey != tool(bySaga[c.SagaID], c.JournalSeq):
+			t.Errorf("call %s is in doubt under key %q, but its tool was handed %q", k, c.IdempotencyKey, tool(bySaga[c.SagaID], c.JournalSeq))
 		default:
 			if before, seen := d.doubts[k]; !seen {
 				d.doubts[k] = eff.execs[c.IdempotencyKey]
@@ -566,9 +566,9 @@ func (d *driver) checkInDoubt(eff effects) {
 		case s == nil:
 			t.Errorf("in-doubt lists %+v from a saga this suite never touched", c)
 		case c.State == "RUNNING" && !want[k]:
-			t.Errorf("in-doubt lists %+v RUNNING, but its journal has its outcome (or no INTENT at seq %d)", c, c.Seq)
+			t.Errorf("in-doubt lists %+v RUNNING, but its journal has its outcome (or no INTENT at seq %d)", c, c.JournalSeq)
 		case c.State == "COMPENSATING":
-			ex := outcome(s.journal, c.Seq, c.ToolName, c.Input)
+			ex := outcome(s.journal, c.JournalSeq, c.ToolName, c.Input)
 			undone := find(s.journal, func(e sagacity.Entry) bool {
 				return e.ToolName == c.ToolName && e.Input == c.Input && (e.Phase == "COMPENSATED" || e.Phase == "COMPENSATION_FAILED")
 			})

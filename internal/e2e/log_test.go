@@ -41,7 +41,7 @@ func TestRestore(t *testing.T) {
 			restore := backup(t, dbURL)
 
 			srv.start()
-			if a, _ := other.reject(ctx, srv, "paid", r.Seq); !a.is(200) {
+			if a, _ := other.reject(ctx, srv, "paid", r.JournalSeq); !a.is(200) {
 				t.Fatalf("reject: %s", a)
 			}
 			before := f.waitLogged(srv, "paid")
@@ -55,7 +55,7 @@ func TestRestore(t *testing.T) {
 				if !strings.Contains(st.Halted, "fewer than the") {
 					t.Errorf("%s: GET /sagacity/log halted = %q; want the rollback named", what, st.Halted)
 				}
-				if a, _ := agent.resume(ctx, srv, "paid", r.Seq, wire); a.code != 503 {
+				if a, _ := agent.resume(ctx, srv, "paid", r.JournalSeq, wire); a.code != 503 {
 					t.Errorf("%s: resume of the wire the lost rejection rejected: %s; want 503", what, a)
 				}
 			}
@@ -67,8 +67,8 @@ func TestRestore(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if a, st := f.auditor.log(ctx, srv); !a.is(200) || st.Checkpoint != before.Checkpoint {
-				t.Errorf("after writing on: the newest checkpoint is %q; want still %q, none of the rolled-back log", st.Checkpoint, before.Checkpoint)
+			if a, st := f.auditor.log(ctx, srv); !a.is(200) || text(st.Checkpoint) != text(before.Checkpoint) {
+				t.Errorf("after writing on: the newest checkpoint is %q; want still %q, none of the rolled-back log", text(st.Checkpoint), text(before.Checkpoint))
 			}
 			halted("after writing on")
 			// Only the checkpoints the backup predates remain on disk.
@@ -97,7 +97,7 @@ func (f *fixture) approvedWire(srv *server, agent *client, saga string) sagacity
 	if !a.is(202) {
 		f.t.Fatalf("wire: %s", a)
 	}
-	if a, _ := f.approvers.take(srv).approve(f.ctx, srv, saga, r.Seq); !a.is(200) {
+	if a, _ := f.approvers.take(srv).approve(f.ctx, srv, saga, r.JournalSeq); !a.is(200) {
 		f.t.Fatalf("approve: %s", a)
 	}
 	f.waitLogged(srv, saga)
@@ -194,7 +194,7 @@ func TestCheckpointDirectory(t *testing.T) {
 	if !stalled {
 		t.Fatalf("GET /sagacity/log halted = %q with the directory immutable; want executions halted", st.Halted)
 	}
-	if a, _ := agent.resume(ctx, srv, "paid", r.Seq, wire); a.code != 503 || !strings.Contains(a.body, "checkpoint directory") {
+	if a, _ := agent.resume(ctx, srv, "paid", r.JournalSeq, wire); a.code != 503 || !strings.Contains(a.body, "checkpoint directory") {
 		t.Errorf("resume while the directory takes nothing: %s; want 503 naming it", a)
 	}
 	if m := f.metrics(ctx, srv); !strings.Contains(m, "\nsagacity_executions_halted 1\n") {
@@ -207,7 +207,7 @@ func TestCheckpointDirectory(t *testing.T) {
 	}) {
 		t.Fatalf("GET /sagacity/log halted = %q with the directory writable again; want executions going on", st.Halted)
 	}
-	if a, _ := agent.resume(ctx, srv, "paid", r.Seq, wire); !a.is(200) {
+	if a, _ := agent.resume(ctx, srv, "paid", r.JournalSeq, wire); !a.is(200) {
 		t.Errorf("resume once the directory takes checkpoints again: %s; want 200", a)
 	}
 }

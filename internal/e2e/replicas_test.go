@@ -38,10 +38,10 @@ func TestReplicas(t *testing.T) {
 		saga, agent := fmt.Sprintf("rep-%d", i), f.initiator(i)
 		in := fmt.Sprintf(`{"amount":"%d","to":"%s"}`, i+1, saga)
 		a, r := agent.call(ctx, reps[i%2], saga, toolWire, in)
-		if !a.is(202) || r.Status != "AWAITING_APPROVAL" {
+		if !a.is(202) || r.Outcome != "AWAITING_APPROVAL" {
 			t.Errorf("gated call of saga %s: %s; want 202 AWAITING_APPROVAL", saga, a)
 		}
-		reqs[i] = request{saga, r.Seq, in}
+		reqs[i] = request{saga, r.JournalSeq, in}
 	})
 	parallel(8, len(reqs), func(k int) {
 		q, rep := reqs[k], reps[k%2]
@@ -121,14 +121,14 @@ func TestReplicas(t *testing.T) {
 		rs[i] = x
 		agent := f.initiator(i)
 		a, r := agent.call(ctx, reps[0], x.saga, toolReserve, fmt.Sprintf(`{"sku":"race-%d","qty":1}`, i))
-		if !a.is(200) || r.Status != "EXECUTED" {
+		if !a.is(200) || r.Outcome != "EXECUTED" {
 			t.Errorf("saga %s: %s; want 200 EXECUTED", x.saga, a)
 		}
-		x.reserveSeq = r.Seq
+		x.reserveSeq = r.JournalSeq
 		if a, r = agent.call(ctx, reps[1], x.saga, toolWire, x.input); !a.is(202) {
 			t.Errorf("saga %s: %s; want 202 AWAITING_APPROVAL", x.saga, a)
 		}
-		x.seq = r.Seq
+		x.seq = r.JournalSeq
 	})
 	if t.Failed() {
 		t.FailNow()

@@ -74,7 +74,7 @@ func retryAgainAndAgain(t *testing.T, name, dbURL string, settle func(*fixture))
 		srv.start()
 		got := <-done
 		toolKey := key(saga, 1)
-		if !got.a.is(202) || got.r.Status != sagacity.InDoubt || got.r.Seq != 1 {
+		if !got.a.is(202) || got.r.Outcome != sagacity.InDoubt || got.r.JournalSeq != 1 {
 			t.Errorf("round %d: the call sent again after the restart: %s; want 202 IN_DOUBT for its seq 1", round, got.a)
 		}
 		eff := f.tools.snapshot()
@@ -84,7 +84,7 @@ func retryAgainAndAgain(t *testing.T, name, dbURL string, settle func(*fixture))
 		a, calls := f.auditor.inDoubt(ctx, srv, -1)
 		listed := false
 		for _, c := range calls {
-			listed = listed || (c.SagaID == saga && c.Seq == 1 && c.IdempotencyKey == toolKey)
+			listed = listed || (c.SagaID == saga && c.JournalSeq == 1 && c.IdempotencyKey == toolKey)
 		}
 		if !a.is(200) || !listed {
 			t.Errorf("round %d: in-doubt with its default window, at once after the restart: %s; want %s/1 under key %s", round, a, saga, toolKey)
@@ -100,7 +100,7 @@ func retryAgainAndAgain(t *testing.T, name, dbURL string, settle func(*fixture))
 		if a, s := approver.resolve(ctx, srv, saga, 1, true, "the warehouse shows it reserved"); !a.is(200) || s.Status != sagacity.Running {
 			t.Errorf("round %d: resolve: %s; want 200 RUNNING", round, a)
 		}
-		if a, r := agent.callWithKey(ctx, lb, 0, saga, toolReserve, in, callKey); !a.is(200) || r.Status != sagacity.Executed || r.Seq != 1 {
+		if a, r := agent.callWithKey(ctx, lb, 0, saga, toolReserve, in, callKey); !a.is(200) || r.Outcome != sagacity.Executed || r.JournalSeq != 1 {
 			t.Errorf("round %d: the call again, once resolved: %s; want its resolution, EXECUTED at seq 1", round, a)
 		}
 
@@ -111,7 +111,7 @@ func retryAgainAndAgain(t *testing.T, name, dbURL string, settle func(*fixture))
 		lb.drop(lostKey)
 		a, r := agent.callWithKey(ctx, lb, 20*time.Second, saga, toolReserve, lost, lostKey)
 		want := `{"done":"reserve","key":"` + key(saga, 3) + `"}`
-		if !a.is(200) || r.Status != sagacity.Executed || r.Seq != 3 || r.Result != want {
+		if !a.is(200) || r.Outcome != sagacity.Executed || r.JournalSeq != 3 || r.Result == nil || *r.Result != want {
 			t.Errorf("round %d: a call whose answer was lost, sent again: %s; want 200 EXECUTED at seq 3 with %s", round, a, want)
 		}
 		if n := lb.dropped(lostKey); n != 1 {

@@ -11,16 +11,14 @@ import (
 // Outcome is what a tool call came to.
 type Outcome string
 
-// Call outcomes. A failed call compensates the saga, so its outcome is the
-// saga's status after compensation. IN_DOUBT: the tool ran, or may have,
-// but its outcome could not be journaled; a person must find out.
+// Call outcomes. A failed call compensates the saga: the result's Status
+// says how far. IN_DOUBT: the tool ran, or may have, but its outcome could
+// not be journaled; a person must find out.
 const (
-	OutcomeExecuted           Outcome = "EXECUTED"
-	OutcomeAwaitingApproval   Outcome = "AWAITING_APPROVAL"
-	OutcomeCompensating       Outcome = "COMPENSATING"
-	OutcomeCompensated        Outcome = "COMPENSATED"
-	OutcomeCompensationFailed Outcome = "COMPENSATION_FAILED"
-	OutcomeInDoubt            Outcome = "IN_DOUBT"
+	OutcomeExecuted         Outcome = "EXECUTED"
+	OutcomeAwaitingApproval Outcome = "AWAITING_APPROVAL"
+	OutcomeFailed           Outcome = "FAILED"
+	OutcomeInDoubt          Outcome = "IN_DOUBT"
 )
 
 // AwaitingMessage is what the model is told about a gated call.
@@ -264,7 +262,7 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 	}
 	switch {
 	case c.State == CallFailed && c.OutcomeSeq > 0 && c.OutcomeSeq <= int64(len(snap.Entries)):
-		res.Outcome, res.Error = Outcome(snap.Saga.Status), snap.Entries[c.OutcomeSeq-1].Payload
+		res.Outcome, res.Error = OutcomeFailed, snap.Entries[c.OutcomeSeq-1].Payload
 	case c.State == CallRunning:
 		before, alive := e.doubtful()
 		doubt, err := e.store.InDoubt(ctx, sagaID, before, alive)
@@ -346,7 +344,7 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 	}
 	res.Status = s.Status
 	if runErr != nil {
-		res.Outcome, res.Error = Outcome(s.Status), EncodeText(runErr.Error())
+		res.Outcome, res.Error = OutcomeFailed, EncodeText(runErr.Error())
 		return res, nil
 	}
 	res.Outcome, res.Result = OutcomeExecuted, EncodeText(result)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // ZeroHash is the previous hash of every saga's first entry.
@@ -110,13 +112,9 @@ func PayloadHash(input string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Verification is the result of walking a journal's hash chain.
-type Verification struct {
-	Valid        bool   `json:"valid"`
-	EntryCount   int    `json:"entryCount"`
-	BreakAtIndex int    `json:"breakAtIndex"`
-	Message      string `json:"message"`
-}
+// Verification is the result of walking a journal's hash chain, as the
+// API answers it.
+type Verification = wire.Verification
 
 // Verify walks entries (one saga's journal, ordered by seq) from the zero
 // hash, recomputing each entry from its stored fields and the previous

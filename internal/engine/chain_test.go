@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 type vectorFile struct {
@@ -19,7 +21,7 @@ type vectorFile struct {
 	Vectors []struct {
 		Name               string     `json:"name"`
 		PrevHash           string     `json:"prevHash"`
-		Entry              ndjsonLine `json:"entry"` // the export's line format, without a hash
+		Entry              wire.Entry `json:"entry"` // the export's line format, without a hash
 		CanonicalTimestamp string     `json:"canonicalTimestamp"`
 		PreimageHex        string     `json:"preimageHex"`
 		Hash               string     `json:"hash"`
@@ -46,7 +48,7 @@ func TestHashVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := Entry{SagaID: v.Entry.SagaID, Seq: v.Entry.Seq, ToolName: v.Entry.ToolName, Phase: v.Entry.Phase,
+			e := Entry{SagaID: v.Entry.SagaID, Seq: v.Entry.Seq, ToolName: v.Entry.ToolName, Phase: Phase(v.Entry.Phase),
 				Input: v.Entry.Input, Payload: v.Entry.Payload, Timestamp: ts}
 			if got := CanonicalTime(ts); got != v.CanonicalTimestamp {
 				t.Errorf("CanonicalTime(%s) = %q, want %q", v.Entry.Timestamp, got, v.CanonicalTimestamp)
@@ -163,20 +165,20 @@ func TestVerify(t *testing.T) {
 		mutate func([]Entry) []Entry
 		want   Verification
 	}{
-		{"empty", func([]Entry) []Entry { return nil }, Verification{true, 0, -1, "empty journal"}},
-		{"intact", func(es []Entry) []Entry { return es }, Verification{true, 4, -1, "all 4 entries verified"}},
+		{"empty", func([]Entry) []Entry { return nil }, Verification{Valid: true, EntryCount: 0, BreakAtIndex: -1, Message: "empty journal"}},
+		{"intact", func(es []Entry) []Entry { return es }, Verification{Valid: true, EntryCount: 4, BreakAtIndex: -1, Message: "all 4 entries verified"}},
 		{"payload changed", func(es []Entry) []Entry { es[1].Payload = "x"; return es },
-			Verification{false, 4, 1, "hash mismatch at seq=2 (entry 1)"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 1, Message: "hash mismatch at seq=2 (entry 1)"}},
 		{"hash replaced", func(es []Entry) []Entry { es[2].Hash = Hash(ZeroHash, es[2]); return es },
-			Verification{false, 4, 2, "hash mismatch at seq=3 (entry 2)"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 2, Message: "hash mismatch at seq=3 (entry 2)"}},
 		{"hash in upper case", func(es []Entry) []Entry { es[1].Hash = strings.ToUpper(es[1].Hash); return es },
-			Verification{false, 4, 1, "hash mismatch at seq=2 (entry 1)"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 1, Message: "hash mismatch at seq=2 (entry 1)"}},
 		{"hash cut short", func(es []Entry) []Entry { es[1].Hash = es[1].Hash[:63]; return es },
-			Verification{false, 4, 1, "hash mismatch at seq=2 (entry 1)"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 1, Message: "hash mismatch at seq=2 (entry 1)"}},
 		{"middle deleted", func(es []Entry) []Entry { return append(es[:1], es[2:]...) },
-			Verification{false, 3, 1, "hash mismatch at seq=3 (entry 1)"}},
+			Verification{Valid: false, EntryCount: 3, BreakAtIndex: 1, Message: "hash mismatch at seq=3 (entry 1)"}},
 		{"reordered", func(es []Entry) []Entry { es[0], es[1] = es[1], es[0]; return es },
-			Verification{false, 4, 0, "hash mismatch at seq=2 (entry 0)"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 0, Message: "hash mismatch at seq=2 (entry 0)"}},
 		{"rehashed with a gap", func(es []Entry) []Entry {
 			es = append(es[:1], es[2:]...)
 			prev := es[0].Hash
@@ -185,7 +187,7 @@ func TestVerify(t *testing.T) {
 				prev = es[i].Hash
 			}
 			return es
-		}, Verification{false, 3, 1, "sequence break at seq=3 (entry 1): expected seq=2 of saga \"s1\""}},
+		}, Verification{Valid: false, EntryCount: 3, BreakAtIndex: 1, Message: "sequence break at seq=3 (entry 1): expected seq=2 of saga \"s1\""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,37 +254,37 @@ func TestVerifySaga(t *testing.T) {
 		reqs    []ApprovalRequest
 		want    Verification
 	}{
-		{"intact", es, head, nil, Verification{true, 4, -1, "all 4 entries verified"}},
-		{"intact with its request", gated, gatedHead, []ApprovalRequest{req}, Verification{true, 4, -1, "all 4 entries verified"}},
-		{"tail deleted", es[:3], head, nil, Verification{false, 3, 3, "journal truncated: it ends at seq=3 but the saga's head is seq=4"}},
+		{"intact", es, head, nil, Verification{Valid: true, EntryCount: 4, BreakAtIndex: -1, Message: "all 4 entries verified"}},
+		{"intact with its request", gated, gatedHead, []ApprovalRequest{req}, Verification{Valid: true, EntryCount: 4, BreakAtIndex: -1, Message: "all 4 entries verified"}},
+		{"tail deleted", es[:3], head, nil, Verification{Valid: false, EntryCount: 3, BreakAtIndex: 3, Message: "journal truncated: it ends at seq=3 but the saga's head is seq=4"}},
 		{"all deleted", nil, Saga{ID: "s1", HeadSeq: 2, HeadHash: es[1].Hash}, nil,
-			Verification{false, 0, 0, "journal truncated: it ends at seq=0 but the saga's head is seq=2"}},
+			Verification{Valid: false, EntryCount: 0, BreakAtIndex: 0, Message: "journal truncated: it ends at seq=0 but the saga's head is seq=2"}},
 		{"head hash differs", es, Saga{ID: "s1", HeadSeq: 4, HeadHash: es[2].Hash}, nil,
-			Verification{false, 4, 3, "head mismatch at seq=4 (entry 3): the saga records head seq=4 hash=" + es[2].Hash}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 3, Message: "head mismatch at seq=4 (entry 3): the saga records head seq=4 hash=" + es[2].Hash}},
 		{"row behind the head", es, Saga{ID: "s1", HeadSeq: 3, HeadHash: es[2].Hash}, nil,
-			Verification{false, 4, 3, "head mismatch at seq=4 (entry 3): the saga records head seq=3 hash=" + es[2].Hash}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 3, Message: "head mismatch at seq=4 (entry 3): the saga records head seq=3 hash=" + es[2].Hash}},
 		{"saga row unreadable", es, Saga{ID: "s1", HeadSeq: 4, HeadHash: es[3].Hash, Unreadable: "column head_seq does not hold a value of its type"}, nil,
-			Verification{false, 4, 4, "saga record unreadable: column head_seq does not hold a value of its type"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 4, Message: "saga record unreadable: column head_seq does not hold a value of its type"}},
 		{"entry unreadable", func() []Entry {
 			c := chain(4)
 			c[1].Unreadable = "column timestamp does not hold a value of its type"
 			return c
 		}(), head, nil,
-			Verification{false, 4, 1, "unreadable entry at seq=2 (entry 1): column timestamp does not hold a value of its type"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 1, Message: "unreadable entry at seq=2 (entry 1): column timestamp does not hold a value of its type"}},
 		{"request input rewritten", gated, gatedHead, with(func(r *ApprovalRequest) { r.Input = `{"amount":"100","to":"mallory"}` }),
-			Verification{false, 4, 2, "approval request at seq=3 does not match the journal (entry 2)"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 2, Message: "approval request at seq=3 does not match the journal (entry 2)"}},
 		{"request input and hash rewritten", gated, gatedHead, with(func(r *ApprovalRequest) {
 			r.Input = `{"amount":"100","to":"mallory"}`
 			r.InputHash = PayloadHash(r.Input)
-		}), Verification{false, 4, 2, "approval request at seq=3 does not match the journal (entry 2)"}},
+		}), Verification{Valid: false, EntryCount: 4, BreakAtIndex: 2, Message: "approval request at seq=3 does not match the journal (entry 2)"}},
 		{"request hash emptied", gated, gatedHead, with(func(r *ApprovalRequest) { r.InputHash = "" }),
-			Verification{false, 4, 2, "approval request at seq=3 does not match the journal (entry 2)"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 2, Message: "approval request at seq=3 does not match the journal (entry 2)"}},
 		{"request tool renamed", gated, gatedHead, with(func(r *ApprovalRequest) { r.ToolName = "reserveInventory" }),
-			Verification{false, 4, 2, "approval request at seq=3 does not match the journal (entry 2)"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 2, Message: "approval request at seq=3 does not match the journal (entry 2)"}},
 		{"request on an entry that is not gated", gated, gatedHead, with(func(r *ApprovalRequest) { r.JournalSeq = 2 }),
-			Verification{false, 4, 1, "approval request at seq=2 does not match the journal (entry 1)"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 1, Message: "approval request at seq=2 does not match the journal (entry 1)"}},
 		{"request beyond the journal", gated, gatedHead, with(func(r *ApprovalRequest) { r.JournalSeq = 9 }),
-			Verification{false, 4, 4, "approval request at seq=9 has no journal entry"}},
+			Verification{Valid: false, EntryCount: 4, BreakAtIndex: 4, Message: "approval request at seq=9 has no journal entry"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,28 +9,13 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // TimeLayout is how journal exports write timestamps: RFC 3339, UTC, with
 // the six fractional digits the journal keeps.
 const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
-
-// ndjsonLine is one line of a journal export (SPEC §5), and, in an export
-// with proofs, the entry's leaf, the tree size proved against and the
-// inclusion proof (base64 hashes).
-type ndjsonLine struct {
-	SagaID    string    `json:"sagaId"`
-	Seq       int64     `json:"seq"`
-	ToolName  string    `json:"toolName"`
-	Phase     Phase     `json:"phase"`
-	Input     string    `json:"input"`
-	Payload   string    `json:"payload"`
-	Timestamp string    `json:"timestamp"`
-	Hash      string    `json:"hash"`
-	Leaf      *int64    `json:"leaf,omitempty"`
-	TreeSize  *int64    `json:"treeSize,omitempty"`
-	Proof     *[][]byte `json:"proof,omitempty"`
-}
 
 // Proofs prove an export's entries are leaves of the global log at
 // TreeSize: Of[i] is entries[i]'s inclusion proof, nil for an entry the
@@ -43,11 +28,6 @@ type Proofs struct {
 	Head     string
 }
 
-// headLine is an export's last line when it carries a signed head.
-type headLine struct {
-	Head string `json:"head"`
-}
-
 // WriteNDJSON writes entries as newline-delimited JSON, one object a line
 // with the keys sagaId, seq, toolName, phase, input, payload, timestamp and
 // hash; with proofs, each entry they cover adds leaf, treeSize and proof,
@@ -57,7 +37,7 @@ func WriteNDJSON(w io.Writer, entries []Entry, proofs *Proofs) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for i, e := range entries {
-		l := ndjsonLine{SagaID: e.SagaID, Seq: e.Seq, ToolName: e.ToolName, Phase: e.Phase,
+		l := wire.Entry{SagaID: e.SagaID, Seq: e.Seq, ToolName: e.ToolName, Phase: string(e.Phase),
 			Input: e.Input, Payload: e.Payload, Timestamp: e.Timestamp.UTC().Format(TimeLayout), Hash: e.Hash}
 		if proofs != nil && proofs.Of[i] != nil {
 			l.Leaf, l.TreeSize, l.Proof = &e.Leaf, &proofs.TreeSize, &proofs.Of[i]
@@ -67,7 +47,7 @@ func WriteNDJSON(w io.Writer, entries []Entry, proofs *Proofs) error {
 		}
 	}
 	if proofs != nil && proofs.Head != "" {
-		return enc.Encode(headLine{proofs.Head})
+		return enc.Encode(wire.ExportHead{Head: proofs.Head})
 	}
 	return nil
 }
@@ -139,15 +119,15 @@ func parseHead(line []byte) (string, bool) {
 	if json.Unmarshal(line, &keys) != nil || len(keys) != 1 || keys["head"] == nil {
 		return "", false
 	}
-	var h headLine
+	var h wire.ExportHead
 	if json.Unmarshal(line, &h) != nil {
 		return "", false
 	}
 	return h.Head, true
 }
 
-func parseLine(line []byte) (Entry, ndjsonLine, error) {
-	var l ndjsonLine
+func parseLine(line []byte) (Entry, wire.Entry, error) {
+	var l wire.Entry
 	var keys map[string]json.RawMessage
 	if err := json.Unmarshal(line, &keys); err != nil {
 		return Entry{}, l, err
@@ -166,10 +146,10 @@ func parseLine(line []byte) (Entry, ndjsonLine, error) {
 	if err != nil {
 		return Entry{}, l, fmt.Errorf("timestamp: %w", err)
 	}
-	if !slices.Contains(Phases, l.Phase) {
+	if !slices.Contains(Phases, Phase(l.Phase)) {
 		return Entry{}, l, fmt.Errorf("unknown phase %q", l.Phase)
 	}
-	e := Entry{SagaID: l.SagaID, Seq: l.Seq, ToolName: l.ToolName, Phase: l.Phase, Input: l.Input,
+	e := Entry{SagaID: l.SagaID, Seq: l.Seq, ToolName: l.ToolName, Phase: Phase(l.Phase), Input: l.Input,
 		Payload: l.Payload, Timestamp: t.UTC(), Hash: l.Hash, Leaf: -1}
 	switch proved := l.Leaf != nil && l.TreeSize != nil && l.Proof != nil; {
 	case !proved && (l.Leaf != nil || l.TreeSize != nil || l.Proof != nil):

@@ -66,7 +66,7 @@ func ended(o Outcome, refused bool, err error) CallEnd {
 	case o == OutcomeInDoubt:
 		return EndInDoubt
 	}
-	return EndFailed // the saga's status after compensating
+	return EndFailed
 }
 
 // ToolPhase is which of a tool's functions ran (the phase a tool signature

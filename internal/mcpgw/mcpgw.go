@@ -23,14 +23,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // The gateway's own tools, beside the engine's.
@@ -345,17 +348,14 @@ func (g *Gateway) call(t engine.ToolInfo) mcp.ToolHandler {
 		if err != nil {
 			return failed(err)
 		}
-		out := map[string]any{"sagaId": r.SagaID, "seq": r.Seq, "toolName": r.ToolName, "status": r.Outcome}
+		out, _ := api.CallOf(r)
 		switch r.Outcome {
 		case engine.OutcomeExecuted:
-			out["result"] = r.Result
 			return result(r.Result, out, false), nil
 		case engine.OutcomeAwaitingApproval:
-			out["message"], out["inputHash"] = r.Message, r.InputHash
 			return result(fmt.Sprintf("%s Its saga is %s, its seq %d: ask %s, and once it is approved call %s with that seq.",
 				r.Message, r.SagaID, r.Seq, statusTool, resumeTool), out, false), nil
 		}
-		out["error"] = r.Error
 		return result(fmt.Sprintf("%s: %s", r.Outcome, r.Error), out, true), nil
 	}
 }
@@ -374,11 +374,7 @@ func failed(err error) (*mcp.CallToolResult, error) {
 	if !errors.As(err, &e) || e.Kind == engine.Internal || e.Kind == engine.Unavailable || e.Kind == engine.Unauthenticated {
 		return nil, errors.New("the server could not take the call; try again later")
 	}
-	out := map[string]any{"error": e.Msg, "kind": e.Kind.String()}
-	if e.Code != "" {
-		out["code"] = e.Code
-	}
-	return result(e.Msg, out, true), nil
+	return result(e.Msg, api.Refusal(err, e.Msg), true), nil
 }
 
 // track returns what the gateway knows of a session, noting it the first
@@ -446,52 +442,33 @@ func seqArg(raw json.RawMessage) (int64, error) {
 	return a.Seq, nil
 }
 
-// requestState is one request of a saga, as sagacity_status and the
-// saga's resource report it.
-type requestState struct {
-	Seq       int64    `json:"seq"`
-	Tool      string   `json:"toolName"`
-	InputHash string   `json:"inputHash"`
-	State     string   `json:"state"`
-	Decided   []string `json:"decidedBy,omitempty"`
-	Result    string   `json:"result,omitempty"`
-}
-
-// sagaState is a saga as sagacity_status and its resource report it.
-type sagaState struct {
-	SagaID   string         `json:"sagaId"`
-	Status   engine.Status  `json:"status"`
-	Ended    bool           `json:"ended"`
-	Reason   string         `json:"reason,omitempty"`
-	Requests []requestState `json:"requests"`
-}
-
 // stateOf reads a saga and what became of its requests (only the one at
 // seq, unless 0), as p.
-func (g *Gateway) stateOf(ctx context.Context, p engine.Principal, saga string, seq int64) (sagaState, error) {
+func (g *Gateway) stateOf(ctx context.Context, p engine.Principal, saga string, seq int64) (wire.SagaRequests, error) {
 	sg, reqs, err := g.engine.Requests(ctx, p, saga)
 	if err != nil {
-		return sagaState{}, err
+		return wire.SagaRequests{}, err
 	}
-	out := sagaState{SagaID: saga, Status: sg.Status, Ended: sg.Ended, Reason: sg.Reason, Requests: []requestState{}}
+	out := wire.SagaRequests{SagaID: saga, Status: wire.Status(sg.Status), Ended: sg.Ended, Reason: sg.Reason, Requests: []wire.RequestState{}}
 	for _, rv := range reqs {
 		if seq != 0 && rv.Gated.Seq != seq {
 			continue
 		}
-		rs := requestState{Seq: rv.Gated.Seq, Tool: rv.Gated.ToolName, InputHash: engine.PayloadHash(rv.Gated.Input), State: string(rv.State)}
-		if d := rv.Approval; d != nil {
-			rs.Decided = append(rs.Decided, "approved by "+d.Approver)
+		rs := wire.RequestState{JournalSeq: rv.Gated.Seq, ToolName: rv.Gated.ToolName, InputHash: engine.PayloadHash(rv.Gated.Input),
+			State: string(rv.State)}
+		for what, d := range map[string]*engine.Decision{"approved": rv.Approval, "rejected": rv.Rejection, "dismissed": rv.Dismissal} {
+			if d != nil {
+				rs.DecidedBy = append(rs.DecidedBy, what+" by "+d.Approver)
+			}
 		}
-		if d := rv.Rejection; d != nil {
-			rs.Decided = append(rs.Decided, "rejected by "+d.Approver)
-		}
+		slices.Sort(rs.DecidedBy)
 		if rv.Outcome != nil {
 			rs.Result = rv.Outcome.Payload
 		}
 		out.Requests = append(out.Requests, rs)
 	}
 	if seq != 0 && len(out.Requests) == 0 {
-		return sagaState{}, engine.Errorf(engine.NotFound, "saga %s has no request at seq=%d", saga, seq)
+		return wire.SagaRequests{}, engine.Errorf(engine.NotFound, "saga %s has no request at seq=%d", saga, seq)
 	}
 	return out, nil
 }
@@ -504,7 +481,7 @@ func (g *Gateway) status(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	}
 	seq, err := seqArg(req.Params.Arguments)
 	if err != nil {
-		return result(err.Error(), map[string]any{"error": err.Error()}, true), nil
+		return failed(engine.Errorf(engine.Invalid, "%s", err.Error()))
 	}
 	st, err := g.stateOf(ctx, p, sagaOf(req), seq)
 	if err != nil {
@@ -526,7 +503,7 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		err = errors.New(`arguments must be {"seq": a positive integer}`)
 	}
 	if err != nil {
-		return result(err.Error(), map[string]any{"error": err.Error()}, true), nil
+		return failed(engine.Errorf(engine.Invalid, "%s", err.Error()))
 	}
 	// The agent executes the bytes its request journaled, which are the
 	// ones a person approved.
@@ -535,16 +512,10 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if err != nil {
 		return failed(err)
 	}
-	out := map[string]any{"sagaId": r.SagaID, "seq": seq, "status": r.Status}
-	switch {
-	case r.Refused:
-		out["reason"] = r.Reason
-		return result("refused: "+r.Reason, out, true), nil
-	case r.Call.Outcome != engine.OutcomeExecuted:
-		out["error"] = r.Reason
-		return result(fmt.Sprintf("%s: %s", r.Call.Outcome, r.Reason), out, true), nil
+	out, _ := api.ResumeOf(r)
+	if out.Outcome != wire.Executed {
+		return result(fmt.Sprintf("%s: %s", out.Outcome, r.Reason), out, true), nil
 	}
-	out["result"] = r.Result
 	return result(r.Result, out, false), nil
 }
 

@@ -67,7 +67,7 @@ func TestTokensMode(t *testing.T) {
 			t.Errorf("approve = %s, want approverIdentity token:approver", r.body)
 		}
 		want(t, "agent ends", e.do("POST", "/sagacity/sagas/s/end", "", "", bearer(agentTok)...), 200)
-		r = e.do("POST", "/sagacity/resume/s/3", js, e.payload(wire), bearer(agentTok)...)
+		r = e.do("POST", "/sagacity/resume/s/3", js, e.payload(transfer), bearer(agentTok)...)
 		if r.code != 200 || !strings.Contains(r.body, `"status":"COMPLETED"`) {
 			t.Errorf("agent resumes = %d %s, want 200 COMPLETED", r.code, r.body)
 		}
@@ -162,7 +162,7 @@ func TestConsoleDevSession(t *testing.T) {
 			t.Errorf("headers = %v, want nosniff, same-origin referrer and no-store", h)
 		}
 
-		hash := engine.PayloadHash(wire)
+		hash := engine.PayloadHash(transfer)
 		ask := form("saga", "transfer-77", "seq", "3", "hash", hash, "decision", "approve", "reason", "looks right")
 		decide := ask + "&confirm=yes"
 		for _, attack := range [][]string{

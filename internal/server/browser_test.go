@@ -6,10 +6,15 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +22,11 @@ import (
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/auth/authtest"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/toolsig"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // The console in a real headless Chromium: what reviewers and auditors do,
@@ -220,8 +228,8 @@ func TestConsoleApproveExecute(t *testing.T) {
 			wires = append(wires, r)
 		}
 	}
-	if len(wires) != 1 || wires[0].Body != wire {
-		t.Errorf("the tool server got %d wire calls %+v, want one with %s", len(wires), wires, wire)
+	if len(wires) != 1 || wires[0].Body != transfer {
+		t.Errorf("the tool server got %d wire calls %+v, want one with %s", len(wires), wires, transfer)
 	}
 	p.noErrors()
 }
@@ -486,7 +494,7 @@ func TestConsoleCutOff(t *testing.T) {
 			t.Errorf("in-doubt page after the restart = %q; want %q", got, want)
 		}
 	}
-	if r := e.get("/sagacity/in-doubt"); r.code != 200 || !strings.Contains(r.body, `"sagaId":"cut","seq":3`) || !strings.Contains(r.body, `"idempotencyKey":"cut/3"`) {
+	if r := e.get("/sagacity/in-doubt"); r.code != 200 || !strings.Contains(r.body, `"sagaId":"cut","journalSeq":3`) || !strings.Contains(r.body, `"idempotencyKey":"cut/3"`) {
 		t.Errorf("GET /sagacity/in-doubt after the restart = %d %s; want the call, under its key", r.code, r.body)
 	}
 	if r := e.call("cut", "createOrder", `{"sku":"SKU-2"}`); r.code != 409 || !strings.Contains(r.body, `"code":"IN_DOUBT"`) {
@@ -512,6 +520,66 @@ func TestConsoleCutOff(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("ol.timeline")),
 	)
 	want(t, "a new call once resolved", e.call("cut", "createOrder", `{"sku":"SKU-2"}`), 200)
+	p.noErrors()
+}
+
+// TestInDoubtKey: for a saga id with a space, '%' and non-ASCII, the
+// idempotency key of a call in doubt is one and the same as the tool
+// received it (through httptool, signed), on the console's in-doubt page,
+// and in GET /sagacity/in-doubt.
+func TestInDoubtKey(t *testing.T) {
+	dbURL := storetest.SQLiteURL(t)
+	e := newAPI(t, dbURL, envOptions{inDoubtAfter: time.Hour})
+	const replica, saga = "host-b:/srv/checkpoints", "payroll 100% März"
+	received := make(chan string, 1)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	holding := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { received <- r.Header.Get(toolsig.HeaderKey); close(started) })
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		io.WriteString(w, "reserved")
+	})
+	ts := httptest.NewServer(toolsig.Handler(secret, toolsig.Expect{Tool: "reserveInventory", Phase: toolsig.Execute}, 1<<20, holding))
+	defer ts.Close()
+	tool := engine.Tool{Name: "reserveInventory", Reversibility: engine.Compensatable, Executor: &httptool.Tool{
+		Name: "reserveInventory", Secret: secret, MaxResult: 1 << 20, Exec: httptool.Endpoint{URL: ts.URL, Timeout: time.Minute}}}
+	stop := hangWith(t, dbURL, replica, auth.Anonymous, saga, `{"item":"dock"}`, tool, started, release)
+	defer stop()
+	key := <-received
+	if want := "payroll%20100%25%20M%C3%A4rz/1"; key != want {
+		t.Errorf("the tool received Idempotency-Key %q; want %q", key, want)
+	}
+	// The process running it dies and its replica starts again: the call
+	// is in doubt at once.
+	beat, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := (engine.Heartbeat{Engine: e.eng, Replica: replica}).Start(beat); err != nil {
+		t.Fatal(err)
+	}
+
+	r := e.get("/sagacity/in-doubt")
+	var doubts []wire.CallInDoubt
+	if err := json.Unmarshal([]byte(r.body), &doubts); r.code != 200 || err != nil || len(doubts) != 1 {
+		t.Fatalf("GET /sagacity/in-doubt = %d %s (%v); want the one call", r.code, r.body, err)
+	}
+	if d := doubts[0]; d.SagaID != saga || d.JournalSeq != 1 || d.IdempotencyKey != key {
+		t.Errorf("GET /sagacity/in-doubt = %+v; want saga %q seq 1 under the key the tool received, %q", d, saga, key)
+	}
+
+	p := newTab(t, e)
+	p.signIn("reviewer@example.com")
+	p.open("/in-doubt")
+	p.accessible("the in-doubt page")
+	shown, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("main dd code")].map(c => c.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(shown, key) {
+		t.Errorf("the in-doubt page shows %q; want the key the tool received, %q", shown, key)
+	}
 	p.noErrors()
 }
 
@@ -589,7 +657,7 @@ func TestConsoleRoles(t *testing.T) {
 	agentT, agentTok := token("agent", engine.RoleAgent)
 	e := oidcAPI(t, storetest.SQLiteURL(t), pr, agentT)
 	want(t, "reserve", e.do("POST", "/sagacity/sagas/r/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
-	want(t, "gate", e.do("POST", "/sagacity/sagas/r/calls", js, callJSON("sendWireTransfer", wire), bearer(agentTok)...), 202)
+	want(t, "gate", e.do("POST", "/sagacity/sagas/r/calls", js, callJSON("sendWireTransfer", transfer), bearer(agentTok)...), 202)
 	p := newTab(t, e)
 	p.signInOIDC("carol", "carol-password-1")
 	p.open("/request?saga=r&seq=3")
@@ -616,7 +684,7 @@ func TestConsoleHalted(t *testing.T) {
 	e := oidcAPI(t, dbURL, pr, agentT)
 	for _, saga := range []string{"kept", "gone"} {
 		want(t, "reserve", e.do("POST", "/sagacity/sagas/"+saga+"/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
-		want(t, "gate", e.do("POST", "/sagacity/sagas/"+saga+"/calls", js, callJSON("sendWireTransfer", wire), bearer(agentTok)...), 202)
+		want(t, "gate", e.do("POST", "/sagacity/sagas/"+saga+"/calls", js, callJSON("sendWireTransfer", transfer), bearer(agentTok)...), 202)
 	}
 	e.sequence()
 	if problem, err := e.log.Check(context.Background(), true); problem != "" || err != nil {
@@ -720,17 +788,26 @@ func strandAs(t *testing.T, dbURL string, p engine.Principal, saga, tool, input 
 // its is journaled.
 func hang(t *testing.T, dbURL, replica string, p engine.Principal, saga, tool, input string) (stop func()) {
 	t.Helper()
+	started, release := make(chan struct{}), make(chan struct{})
+	exec := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
+		close(started)
+		<-release
+		return "too late", nil
+	}}
+	return hangWith(t, dbURL, replica, p, saga, input, engine.Tool{Name: tool, Executor: exec}, started, release)
+}
+
+// hangWith is hang with a tool of the test's that closes started once it
+// runs and returns once release is closed.
+func hangWith(t *testing.T, dbURL, replica string, p engine.Principal, saga, input string, tool engine.Tool,
+	started <-chan struct{}, release chan struct{}) (stop func()) {
+	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	started, release := make(chan struct{}), make(chan struct{})
-	e, err := engine.New(db, []engine.Tool{{Name: tool, Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
-		close(started)
-		<-release
-		return "too late", nil
-	}}}}, engine.WithKeys(storetest.Keys(t)), engine.WithOutcomeRetry(50*time.Millisecond))
+	e, err := engine.New(db, []engine.Tool{tool}, engine.WithKeys(storetest.Keys(t)), engine.WithOutcomeRetry(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -742,7 +819,7 @@ func hang(t *testing.T, dbURL, replica string, p engine.Principal, saga, tool, i
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.Call(ctx, p, saga, tool, input)
+		e.Call(ctx, p, saga, tool.Name, input)
 	}()
 	<-started
 	return func() {

@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -11,74 +10,32 @@ import (
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/web/templates"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
-// Errors of the HTTP layer itself.
+// Refusals of the HTTP layer itself.
 var (
-	errTooMany     = &engine.Error{Kind: engine.Unavailable, Msg: "too many requests; wait and try again"}
+	errTooMany     = &api.EdgeError{Status: http.StatusTooManyRequests, Kind: wire.KindTooManyRequests, Msg: "too many requests; wait and try again"}
+	errHost        = &api.EdgeError{Status: http.StatusMisdirectedRequest, Kind: wire.KindMisdirected, Msg: "this server does not answer to that host name"}
+	errMethod      = &api.EdgeError{Status: http.StatusMethodNotAllowed, Kind: wire.KindMethodNotAllowed, Msg: "method not allowed here"}
 	errCrossOrigin = &engine.Error{Kind: engine.Forbidden, Msg: "cross-origin request refused"}
-	errHost        = &engine.Error{Kind: engine.Forbidden, Msg: "this server does not answer to that host name"}
-	errMethod      = &engine.Error{Kind: engine.Invalid, Msg: "method not allowed here"}
 )
 
-// status is the one place an error becomes an HTTP status.
-func status(err error) int {
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, api.ErrMediaType):
-		return http.StatusUnsupportedMediaType
-	case err == errTooMany:
-		return http.StatusTooManyRequests
-	case err == errHost:
-		return http.StatusMisdirectedRequest
-	case err == errMethod:
-		return http.StatusMethodNotAllowed
-	}
-	switch engine.KindOf(err) {
-	case engine.NotFound:
-		return http.StatusNotFound
-	case engine.Invalid:
-		return http.StatusBadRequest
-	case engine.Conflict:
-		return http.StatusConflict
-	case engine.Forbidden:
-		return http.StatusForbidden
-	case engine.Unauthenticated:
-		return http.StatusUnauthorized
-	case engine.Unavailable:
-		return http.StatusServiceUnavailable
-	case engine.Unprocessable:
-		return http.StatusUnprocessableEntity
-	}
-	return http.StatusInternalServerError
-}
-
-// message is what the caller is told: the kind's message, never the
-// cause. Internal errors say only "internal error" and the request id.
+// message is what the caller is told: the refusal's own message, never
+// its cause. Internal and unavailable errors say only that, with the
+// request id that finds the cause in the log; a halt is the engine's own
+// word on why nothing executes, and names no database internals.
 func message(err error, code int, reqID string) string {
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit)
+	if e, ok := errors.AsType[*api.EdgeError](err); ok {
+		return e.Msg
 	}
-	// A halt is the engine's own word on why nothing executes, and names
-	// no database internals: it is said as it is.
-	if e, ok := errors.AsType[*engine.Error](err); ok && (code < 500 || err == errTooMany || errors.Is(err, engine.ErrHalted)) {
+	if e, ok := errors.AsType[*engine.Error](err); ok && (code < 500 || errors.Is(err, engine.ErrHalted)) {
 		return e.Msg
 	}
 	if code == http.StatusServiceUnavailable {
 		return "service unavailable, try again (request " + reqID + ")"
 	}
 	return "internal error (request " + reqID + ")"
-}
-
-type errorJSON struct {
-	Error      string `json:"error"`
-	SagaID     string `json:"sagaId,omitempty"`
-	JournalSeq int64  `json:"journalSeq,omitempty"`
-	// Code says in one word what the caller can act on (engine.Code…).
-	Code string `json:"code,omitempty"`
 }
 
 // handler is how every route is written: it returns an error instead of
@@ -94,24 +51,20 @@ func (s *server) h(fn handler) http.HandlerFunc {
 	}
 }
 
-// fail is the one adapter that writes every error response: JSON to the
-// bearer-token routes (under /sagacity/, /metrics, and /mcp, whose
-// clients are no browsers to send to a sign-in page), an htmx fragment
-// for htmx requests, an HTML page otherwise. The caller sees the kind's
-// message; the cause goes to the log.
+// fail is the one adapter that writes every error response, in the
+// language of the request's route group (see speaksJSON): JSON to the
+// bearer-token routes, an htmx fragment for htmx requests, an HTML page
+// otherwise. The caller sees the refusal's message; the cause goes to the
+// log.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code := status(err)
+	code, _ := api.Classify(err)
 	s.logError(r, err, code)
 	msg := message(err, code, requestID(r.Context()))
-	if strings.HasPrefix(r.URL.Path, "/sagacity/") || r.URL.Path == "/metrics" || r.URL.Path == "/mcp" {
+	if speaksJSON(r) {
 		if code == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sagacity"`)
 		}
-		body := errorJSON{Error: msg}
-		if e, ok := errors.AsType[*engine.Error](err); ok {
-			body.SagaID, body.JournalSeq, body.Code = e.SagaID, e.Seq, e.Code
-		}
-		api.WriteJSON(w, code, body)
+		api.WriteJSON(w, code, api.Refusal(err, msg))
 		return
 	}
 	signIn := "/login?return_to=" + url.QueryEscape(r.URL.RequestURI())
@@ -135,6 +88,37 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	s.Console.ErrorPage(w, r, code, msg)
+}
+
+// speaksJSON reports whether the request's answer is JSON: its route
+// group says so (jsonGroup); a request refused before any route took it
+// (another host, another site) is answered JSON unless a browser asked
+// for a page.
+func speaksJSON(r *http.Request) bool {
+	if in := infoFrom(r.Context()); in != nil && in.group != groupNone {
+		return in.group == groupJSON
+	}
+	return !strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// A request's route group, as far as errors are concerned.
+const (
+	groupNone = iota // not routed yet
+	groupJSON        // the bearer-token routes: /sagacity, /mcp, /metrics
+	groupHTML        // the console and its public pages
+)
+
+// inGroup marks the requests of a route group, so that their errors (a
+// panic included) answer in its language.
+func inGroup(group int) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if in := infoFrom(r.Context()); in != nil {
+				in.group = group
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 func (s *server) logError(r *http.Request, err error, code int) {

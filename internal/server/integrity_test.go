@@ -39,21 +39,21 @@ func TestFourEyesPerRequest(t *testing.T) {
 		e := newAPI(t, dbURL, envOptions{tokens: []auth.Token{agentT, botT, apprT}, shareSagas: true})
 
 		want(t, "agent1 starts the saga", e.do("POST", "/sagacity/sagas/s/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
-		want(t, "bot adds a wire", e.do("POST", "/sagacity/sagas/s/calls", js, callJSON("sendWireTransfer", wire), bearer(botTok)...), 202)
+		want(t, "bot adds a wire", e.do("POST", "/sagacity/sagas/s/calls", js, callJSON("sendWireTransfer", transfer), bearer(botTok)...), 202)
 		r := e.do("POST", "/sagacity/approve/s/3", js, `{}`, bearer(botTok)...)
 		want(t, "bot approves its own request", r, 403)
 		if !strings.Contains(r.body, "token:bot made this request and cannot decide it") {
 			t.Errorf("refusal = %s, want it to say the requester cannot decide", r.body)
 		}
 		want(t, "bot rejects its own request", e.do("POST", "/sagacity/reject/s/3", js, `{}`, bearer(botTok)...), 403)
-		want(t, "bot resumes unapproved", e.do("POST", "/sagacity/resume/s/3", js, e.payload(wire), bearer(botTok)...), 409)
+		want(t, "bot resumes unapproved", e.do("POST", "/sagacity/resume/s/3", js, e.payload(transfer), bearer(botTok)...), 409)
 		if paths := e.tools.paths(); strings.Contains(strings.Join(paths, " "), "/wire") {
 			t.Fatalf("the wire ran without a second person's approval: %v", paths)
 		}
 
 		// The requester is evidence: in the journal, and on the request.
 		want(t, "bot adds another wire", e.do("POST", "/sagacity/sagas/t/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
-		want(t, "bot gates again", e.do("POST", "/sagacity/sagas/t/calls", js, callJSON("sendWireTransfer", wire), bearer(botTok)...), 202)
+		want(t, "bot gates again", e.do("POST", "/sagacity/sagas/t/calls", js, callJSON("sendWireTransfer", transfer), bearer(botTok)...), 202)
 		audit := e.do("GET", "/sagacity/audit/t", "", "", bearer(apprTok)...).body
 		if !strings.Contains(audit, `"phase":"AWAITING_APPROVAL","input":"{\"amount\":\"100\",\"to\":\"alice\"}","payload":"requester=token:bot\nauth=token"`) ||
 			!strings.Contains(audit, `"phase":"INTENT","input":"{}","payload":"requester=token:agent1\nauth=token"`) {
@@ -63,7 +63,7 @@ func TestFourEyesPerRequest(t *testing.T) {
 			t.Errorf("approvals = %s, want the requester on the request", r.body)
 		}
 		want(t, "a second person approves", e.do("POST", "/sagacity/approve/t/3", js, `{}`, bearer(apprTok)...), 200)
-		want(t, "resume", e.do("POST", "/sagacity/resume/t/3", js, e.payload(wire), bearer(botTok)...), 200)
+		want(t, "resume", e.do("POST", "/sagacity/resume/t/3", js, e.payload(transfer), bearer(botTok)...), 200)
 	})
 }
 
@@ -78,16 +78,16 @@ func TestSagaOwnership(t *testing.T) {
 		e := newAPI(t, dbURL, envOptions{tokens: []auth.Token{agentT, otherT, botT, apprT}})
 
 		want(t, "agent1 starts", e.do("POST", "/sagacity/sagas/s/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
-		want(t, "agent1 gates", e.do("POST", "/sagacity/sagas/s/calls", js, callJSON("sendWireTransfer", wire), bearer(agentTok)...), 202)
+		want(t, "agent1 gates", e.do("POST", "/sagacity/sagas/s/calls", js, callJSON("sendWireTransfer", transfer), bearer(agentTok)...), 202)
 		want(t, "alice approves", e.do("POST", "/sagacity/approve/s/3", js, `{}`, bearer(apprTok)...), 200)
 		// A principal that is also an approver may still abort or resume
 		// (as a person would), but not act as an agent in the saga.
 		for _, tt := range []struct{ who, tok, what, path, body string }{
-			{"agent2", otherTok, "calls", "/sagacity/sagas/s/calls", callJSON("sendWireTransfer", wire)},
+			{"agent2", otherTok, "calls", "/sagacity/sagas/s/calls", callJSON("sendWireTransfer", transfer)},
 			{"agent2", otherTok, "ends", "/sagacity/sagas/s/end", ""},
 			{"agent2", otherTok, "aborts", "/sagacity/sagas/s/abort", ""},
-			{"agent2", otherTok, "resumes", "/sagacity/resume/s/3", e.payload(wire)},
-			{"bot", botTok, "calls", "/sagacity/sagas/s/calls", callJSON("sendWireTransfer", wire)},
+			{"agent2", otherTok, "resumes", "/sagacity/resume/s/3", e.payload(transfer)},
+			{"bot", botTok, "calls", "/sagacity/sagas/s/calls", callJSON("sendWireTransfer", transfer)},
 			{"bot", botTok, "ends", "/sagacity/sagas/s/end", ""},
 		} {
 			r := e.do("POST", tt.path, js, tt.body, bearer(tt.tok)...)
@@ -110,7 +110,7 @@ func TestSagaOwnership(t *testing.T) {
 			!strings.Contains(r.body, `"sagaId":"v"`) {
 			t.Errorf("agent2 lists sagas = %d %s, want its own alone", r.code, r.body)
 		}
-		want(t, "the initiator resumes", e.do("POST", "/sagacity/resume/s/3", js, e.payload(wire), bearer(agentTok)...), 200)
+		want(t, "the initiator resumes", e.do("POST", "/sagacity/resume/s/3", js, e.payload(transfer), bearer(agentTok)...), 200)
 		// A person may stop any saga.
 		want(t, "agent1 starts another", e.do("POST", "/sagacity/sagas/u/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
 		want(t, "an approver aborts it", e.do("POST", "/sagacity/sagas/u/abort", js, `{"reason":"runaway"}`, bearer(apprTok)...), 200)
@@ -133,7 +133,7 @@ func TestRequestRowSubstitution(t *testing.T) {
 		want(t, "approve", e.post("/sagacity/approve/s/3", `{"approver":"manager@company.com"}`), 200)
 		evil := `{"amount":"100000","to":"mallory"}`
 		storetest.Exec(t, dbURL, "UPDATE approval_requests SET input = $1, input_hash = $2 WHERE saga_id = 's'", evil, engine.PayloadHash(evil))
-		for _, p := range []string{evil, wire} {
+		for _, p := range []string{evil, transfer} {
 			r := e.post("/sagacity/resume/s/3", e.payload(p))
 			if r.code != 409 || !strings.Contains(r.body, "approval request at seq=3 does not match the journal") {
 				t.Errorf("resume with %s after the request row was rewritten = %d %s, want 409 naming the mismatch", p, r.code, r.body)
@@ -275,7 +275,7 @@ func TestUnstorableBytes(t *testing.T) {
 			t.Errorf("resume with a NUL = %d %s, want 409 COMPENSATED", r.code, r.body)
 		}
 		audit := e.get("/sagacity/audit/n").body
-		if attempted := engine.EncodeText(wire + "\x00"); !strings.Contains(audit, `attempted=`+attempted) {
+		if attempted := engine.EncodeText(transfer + "\x00"); !strings.Contains(audit, `attempted=`+attempted) {
 			t.Errorf("journal = %s, want the refusal with attempted=%s", audit, attempted)
 		}
 	})
@@ -319,7 +319,7 @@ func TestResolveAPI(t *testing.T) {
 		want(t, "reserve", e.do("POST", "/sagacity/sagas/lost/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
 		strandAs(t, dbURL, engine.Principal{ID: "token:agent1", Auth: "token", Roles: engine.Roles}, "lost", "createOrder", `{"sku":"A"}`)
 		r := e.do("GET", "/sagacity/in-doubt?olderThan=0s", "", "", bearer(apprTok)...)
-		if !strings.Contains(r.body, `"seq":3,"toolName":"createOrder","input":"{\"sku\":\"A\"}","requester":"token:agent1","state":"RUNNING"`) {
+		if !strings.Contains(r.body, `"journalSeq":3,"toolName":"createOrder","input":"{\"sku\":\"A\"}","requester":"token:agent1","state":"RUNNING"`) {
 			t.Fatalf("in-doubt = %s, want the stranded call with its requester", r.body)
 		}
 		body := `{"happened":true,"result":"order-7","reason":"the order service has it"}`

@@ -15,6 +15,7 @@ type requestInfo struct {
 	id        string
 	principal string
 	route     *chi.Context // the router fills it in: observe hands it down
+	group     int          // the route group that took it (see inGroup)
 }
 
 type requestKey struct{}

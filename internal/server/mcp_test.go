@@ -114,19 +114,19 @@ func TestMCP(t *testing.T) {
 		}
 		r = call("payTyped", map[string]any{"cents": 500, "to": "alice"})
 		var gate struct {
-			SagaID, Status, InputHash string
-			Seq                       int64
+			SagaID, Outcome, InputHash string
+			JournalSeq                 int64
 		}
 		b, _ := json.Marshal(r.StructuredContent)
 		json.Unmarshal(b, &gate)
 		if r.IsError || !strings.HasPrefix(text(r), "[AWAITING_APPROVAL] Tool 'payTyped' requires human approval before execution.") ||
-			gate.SagaID != "mcp-order" || gate.Seq != 3 || gate.Status != "AWAITING_APPROVAL" {
+			gate.SagaID != "mcp-order" || gate.JournalSeq != 3 || gate.Outcome != "AWAITING_APPROVAL" {
 			t.Fatalf("payTyped = %q %s (error %v), want the gate's text and the request, not an error", text(r), b, r.IsError)
 		}
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "sagacity://saga/mcp-order"}); err != nil {
 			t.Fatal(err)
 		}
-		if r := call("sagacity_resume", map[string]any{"seq": 3}); !r.IsError || !strings.Contains(text(r), "refused") {
+		if r := call("sagacity_resume", map[string]any{"seq": 3}); !r.IsError || !strings.Contains(text(r), "REFUSED") {
 			t.Errorf("resume before approval = %q (error %v), want it refused", text(r), r.IsError)
 		}
 
@@ -292,7 +292,7 @@ func TestMCPPrivacy(t *testing.T) {
 	mineT, mineTok := token("agent1", engine.RoleAgent)
 	otherT, otherTok := token("agent2", engine.RoleAgent)
 	e := newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{mineT, otherT}})
-	want(t, "agent1 gates", e.do("POST", "/sagacity/sagas/theirs/calls", js, callJSON("sendWireTransfer", wire), bearer(mineTok)...), 202)
+	want(t, "agent1 gates", e.do("POST", "/sagacity/sagas/theirs/calls", js, callJSON("sendWireTransfer", transfer), bearer(mineTok)...), 202)
 	cs := mcpSession(t, e, "agent2", http.Header{"Authorization": {"Bearer " + otherTok}}, nil)
 	ctx := t.Context()
 	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sagacity_status", Arguments: map[string]any{},

@@ -104,12 +104,12 @@ func TestMetrics(t *testing.T) {
 		call("ship-1", "reserveInventory", "{}", 200)
 		call("ship-1", "scheduleShipment", "{}", 422) // fails: reserveInventory is compensated
 		call("wire-1", "reserveInventory", "{}", 200)
-		call("wire-1", "sendWireTransfer", wire, 202)
+		call("wire-1", "sendWireTransfer", transfer, 202)
 		as(apprTok, "approve wire-1", "POST", "/sagacity/approve/wire-1/3", `{}`, 200)
-		as(agentTok, "resume wire-1", "POST", "/sagacity/resume/wire-1/3", e.payload(wire), 200)
-		call("wire-2", "sendWireTransfer", wire, 202) // left pending
+		as(agentTok, "resume wire-1", "POST", "/sagacity/resume/wire-1/3", e.payload(transfer), 200)
+		call("wire-2", "sendWireTransfer", transfer, 202) // left pending
 		call("wire-3", "reserveInventory", "{}", 200)
-		call("wire-3", "sendWireTransfer", wire, 202)
+		call("wire-3", "sendWireTransfer", transfer, 202)
 		as(apprTok, "reject wire-3", "POST", "/sagacity/reject/wire-3/3", `{}`, 200) // compensates reserveInventory
 		call("pay-1", "payTyped", `{"cents":100,"to":"bob"}`, 202)                   // left pending
 		call("pay-1", "payTyped", `{"cents":"a lot"}`, 400)                          // off its schema
@@ -133,7 +133,7 @@ func TestMetrics(t *testing.T) {
 		if problem, err := e.log.Check(context.Background(), true); problem == "" || err != nil {
 			t.Fatalf("CheckLog = %q, %v; want the deleted saga found", problem, err)
 		}
-		as(agentTok, "resume while halted", "POST", "/sagacity/resume/wire-2/1", e.payload(wire), 503)
+		as(agentTok, "resume while halted", "POST", "/sagacity/resume/wire-2/1", e.payload(transfer), 503)
 		want(t, "an unknown page", e.get("/no/such/page"), 404)
 		want(t, "an unknown API path", e.get("/sagacity/no/such/thing"), 401)
 

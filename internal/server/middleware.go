@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
@@ -43,7 +42,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // observe gives every request an id (echoed as X-Request-Id), logs it when
-// it ends, and turns a panic into a 500 that names the id. Logs carry the
+// it ends, and turns a panic into a 500 that names the id, in the
+// language of the route group the request was in. Logs carry the
 // method, the route's pattern and path, and who asked (see withRequest):
 // no query, header, cookie or body.
 // It makes the request's routing context for routes (the router next
@@ -61,7 +61,7 @@ func (s *server) observe(routes chi.Routes, next http.Handler) http.Handler {
 			if p := recover(); p != nil {
 				s.Log.ErrorContext(ctx, "panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 				if sw.code == 0 {
-					api.WriteJSON(sw, http.StatusInternalServerError, errorJSON{Error: "internal error (request " + in.id + ")"})
+					s.fail(sw, r, &engine.Error{Kind: engine.Internal, Msg: "internal error", Err: fmt.Errorf("panic: %v", p)})
 				}
 			}
 			s.Log.InfoContext(ctx, "request", "method", r.Method, "route", in.route.RoutePattern(), "path", r.URL.Path,

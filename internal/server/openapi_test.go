@@ -283,7 +283,7 @@ func TestOpenAPIRefuses(t *testing.T) {
 		line   = `"sagaId":"s","seq":1,"toolName":"t","input":"{}","payload":"requester=anonymous","timestamp":"2026-01-02T03:04:05.000000Z","hash":"` + engine.ZeroHash + `"`
 		jsonCT = "application/json"
 	)
-	errBody := func(code int) string { return `{"error":"` + http.StatusText(code) + `"}` }
+	errBody := func(code int) string { return `{"error":"` + http.StatusText(code) + `","kind":"not_found"}` }
 	tests := []struct {
 		name, method, path, reqBody string
 		code                        int
@@ -310,11 +310,14 @@ func TestOpenAPIRefuses(t *testing.T) {
 		{"a journal entry of no phase", "GET", "/sagacity/audit/s", "", 200, "application/x-ndjson", `{"phase":"INTENT",` + line + "}\n" + `{"phase":"BOGUS",` + line + "}\n", nil, false},
 		{"a proof without its leaf", "GET", "/sagacity/audit/s", "", 200, "application/x-ndjson", `{"phase":"INTENT","treeSize":1,"proof":[],` + line + "}\n", nil, false},
 		{"an accepted request without input", "POST", "/sagacity/sagas/s/calls", `{"tool":"t"}`, 200, jsonCT,
-			`{"sagaId":"s","seq":1,"toolName":"t","status":"EXECUTED","result":"ok"}`, nil, false},
+			`{"sagaId":"s","journalSeq":1,"toolName":"t","outcome":"EXECUTED","status":"RUNNING","result":"ok"}`, nil, false},
 		{"an accepted request", "POST", "/sagacity/sagas/s/calls", `{"tool":"t","input":""}`, 200, jsonCT,
-			`{"sagaId":"s","seq":1,"toolName":"t","status":"EXECUTED","result":"ok"}`, nil, true},
+			`{"sagaId":"s","journalSeq":1,"toolName":"t","outcome":"EXECUTED","status":"RUNNING","result":"ok"}`, nil, true},
+		{"a call's outcome given as its status", "POST", "/sagacity/sagas/s/calls", `{"tool":"t","input":""}`, 200, jsonCT,
+			`{"sagaId":"s","journalSeq":1,"toolName":"t","outcome":"EXECUTED","status":"EXECUTED","result":"ok"}`, nil, false},
 		{"a gated call without its hash", "POST", "/sagacity/sagas/s/calls", `{"tool":"t","input":""}`, 202, jsonCT,
-			`{"sagaId":"s","seq":1,"toolName":"t","status":"AWAITING_APPROVAL","message":"[AWAITING_APPROVAL] Tool 't' requires human approval before execution."}`, nil, false},
+			`{"sagaId":"s","journalSeq":1,"toolName":"t","outcome":"AWAITING_APPROVAL","status":"AWAITING_APPROVAL","message":"[AWAITING_APPROVAL] Tool 't' requires human approval before execution."}`, nil, false},
+		{"an error without its kind", "GET", "/sagacity/sagas/s", "", 404, jsonCT, `{"error":"no such saga"}`, nil, false},
 		{"an unknown path answered", "GET", "/sagacity/nope", "", 200, jsonCT, `{}`, nil, false},
 		{"an unknown path refused", "GET", "/sagacity/nope", "", 404, jsonCT, errBody(404), nil, true},
 		{"a wrong method refused as unknown", "GET", "/sagacity/approve/s/3", "", 404, jsonCT, errBody(404), nil, false},

@@ -109,11 +109,11 @@ func (s *server) routes() *chi.Mux {
 	})
 	// The description holds no secret, so it needs no token. A route of
 	// its own here wins over the bearer-token subrouter at /sagacity.
-	r.Get("/sagacity/openapi.json", s.h(api.Document))
+	r.With(inGroup(groupJSON)).Get("/sagacity/openapi.json", s.h(api.Document))
 	static, _ := fs.Sub(web.Static, "static")
 	r.Handle("/static/*", http.StripPrefix("/static/", cacheable(http.FileServerFS(static))))
 	r.Group(func(r chi.Router) {
-		r.Use(s.limit(signIn, nil))
+		r.Use(inGroup(groupHTML), s.limit(signIn, nil))
 		if s.OIDC != nil {
 			r.Get("/login", s.h(s.OIDC.Start))
 			r.Get(auth.CallbackPath, s.h(s.OIDC.Callback))
@@ -127,7 +127,7 @@ func (s *server) routes() *chi.Mux {
 
 	// Session (HTML): the console. Cross-origin protection wraps it all.
 	r.Group(func(r chi.Router) {
-		r.Use(s.authenticate(s.Console.Sessions.Principal))
+		r.Use(inGroup(groupHTML), s.authenticate(s.Console.Sessions.Principal))
 		r.Get("/", s.h(s.Console.Approvals))
 		r.Get("/approvals/rows", s.h(s.Console.ApprovalRows))
 		r.Get("/request", s.h(s.Console.Request))
@@ -155,17 +155,17 @@ func (s *server) routes() *chi.Mux {
 	// Bearer token: the MCP gateway, for agents (its SDK handles GET,
 	// POST and DELETE).
 	if s.MCP != nil {
-		r.With(s.authenticate(s.APIAuth)).Handle("/mcp", s.h(s.MCP.Serve))
+		r.With(inGroup(groupJSON), s.authenticate(s.APIAuth)).Handle("/mcp", s.h(s.MCP.Serve))
 	}
 
 	// Bearer token: the metrics, for Prometheus.
 	if s.Metrics != nil {
-		r.With(s.authenticate(s.APIAuth)).Get("/metrics", s.h(s.metrics))
+		r.With(inGroup(groupJSON), s.authenticate(s.APIAuth)).Get("/metrics", s.h(s.metrics))
 	}
 
 	// Bearer token (JSON): the approval endpoints and the agent gateway.
 	r.Route("/sagacity", func(r chi.Router) {
-		r.Use(s.authenticate(s.APIAuth))
+		r.Use(inGroup(groupJSON), s.authenticate(s.APIAuth))
 		r.Get("/approvals", s.h(s.API.Approvals))
 		r.Get("/approvals/{sagaId}", s.h(s.API.Approvals))
 		if s.ApprovalEndpoints {

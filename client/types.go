@@ -1,0 +1,54 @@
+package client
+
+import "github.com/sagacity-go/sagacity/wire"
+
+// The API's shapes are package wire's, declared once for the server and
+// every client; these are their names here.
+type (
+	// Status is where a saga stands.
+	Status = wire.Status
+	// Outcome is what became of a call or a resume.
+	Outcome = wire.Outcome
+	// CallResult is what became of a call.
+	CallResult = wire.CallResult
+	// Saga is the state of one saga.
+	Saga = wire.Saga
+	// SagaPage is a page of sagas, newest first.
+	SagaPage = wire.SagaPage
+	// CallInDoubt is a call whose outcome the journal does not know.
+	CallInDoubt = wire.CallInDoubt
+	// Approval is a gated call waiting for a person's decision.
+	Approval = wire.Approval
+	// Decision is an approval, rejection or dismissal, as journaled.
+	Decision = wire.Decision
+	// ResumeResult is what became of a resumed request.
+	ResumeResult = wire.ResumeResult
+	// Entry is one entry of a saga's journal, as exported.
+	Entry = wire.Entry
+	// Verification is what verifying a saga found.
+	Verification = wire.Verification
+	// LogStatus is the state of the global log.
+	LogStatus = wire.LogStatus
+	// ConsistencyProof proves that the log at size From is a prefix of
+	// the log at size To.
+	ConsistencyProof = wire.ConsistencyProof
+)
+
+// A saga's statuses.
+const (
+	Running            = wire.Running
+	AwaitingApproval   = wire.AwaitingApproval
+	Compensating       = wire.Compensating
+	Completed          = wire.Completed
+	Compensated        = wire.Compensated
+	CompensationFailed = wire.CompensationFailed
+)
+
+// What became of a call or a resume.
+const (
+	Executed = wire.Executed
+	Gated    = wire.Gated
+	Failed   = wire.Failed
+	Refused  = wire.Refused
+	InDoubt  = wire.InDoubt
+)

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
+)
+
+// The engine's values as the wire says them, and what status each
+// outcome and refusal answers: one table for the API, the MCP gateway's
+// structured content and the server's error adapter.
+
+// kinds maps each engine kind to its status and wire kind.
+var kinds = map[engine.Kind]struct {
+	status int
+	kind   wire.Kind
+}{
+	engine.Invalid:         {http.StatusBadRequest, wire.KindInvalid},
+	engine.Unauthenticated: {http.StatusUnauthorized, wire.KindUnauthenticated},
+	engine.Forbidden:       {http.StatusForbidden, wire.KindForbidden},
+	engine.NotFound:        {http.StatusNotFound, wire.KindNotFound},
+	engine.Conflict:        {http.StatusConflict, wire.KindConflict},
+	engine.Unprocessable:   {http.StatusUnprocessableEntity, wire.KindUnprocessable},
+	engine.Unavailable:     {http.StatusServiceUnavailable, wire.KindUnavailable},
+	engine.Internal:        {http.StatusInternalServerError, wire.KindInternal},
+}
+
+// EdgeError is a refusal of the HTTP layer itself (a method, a body, a
+// host, a rate), not of the engine: it says its status and kind.
+type EdgeError struct {
+	Status int
+	Kind   wire.Kind
+	Msg    string
+	Err    error // the cause, for logs only
+}
+
+func (e *EdgeError) Error() string { return e.Msg }
+func (e *EdgeError) Unwrap() error { return e.Err }
+
+// ErrMediaType is the refusal of a body that is not application/json.
+var ErrMediaType = &EdgeError{Status: http.StatusUnsupportedMediaType, Kind: wire.KindMediaType, Msg: "Content-Type must be application/json"}
+
+// Classify says what status an error answers and its kind: an EdgeError
+// says; an engine error by its kind; anything else is internal.
+func Classify(err error) (int, wire.Kind) {
+	if e, ok := errors.AsType[*EdgeError](err); ok {
+		return e.Status, e.Kind
+	}
+	k := kinds[engine.KindOf(err)]
+	return k.status, k.kind
+}
+
+// Refusal is the body of an error whose message msg the server chose
+// (the engine's for a refusal, a request id for an internal error).
+func Refusal(err error, msg string) wire.Error {
+	_, kind := Classify(err)
+	out := wire.Error{Problem: wire.Problem{Error: msg, Kind: kind}}
+	if e, ok := errors.AsType[*engine.Error](err); ok {
+		out.SagaID, out.JournalSeq, out.Code = e.SagaID, e.Seq, wire.Code(e.Code)
+	}
+	return out
+}
+
+// CallOf is a call's result on the wire, and the status it answers.
+func CallOf(r engine.CallResult) (wire.CallResult, int) {
+	out := wire.CallResult{SagaID: r.SagaID, JournalSeq: r.Seq, ToolName: r.ToolName, Outcome: wire.Outcome(r.Outcome),
+		Status: wire.Status(r.Status)}
+	switch r.Outcome {
+	case engine.OutcomeExecuted:
+		out.Result = &r.Result
+		return out, http.StatusOK
+	case engine.OutcomeAwaitingApproval:
+		out.Message, out.InputHash = r.Message, r.InputHash
+		return out, http.StatusAccepted
+	case engine.OutcomeInDoubt:
+		out.Problem = wire.Problem{Error: r.Error, Code: wire.CodeInDoubt}
+		return out, http.StatusAccepted
+	}
+	out.Problem = wire.Problem{Error: r.Error, Kind: wire.KindUnprocessable, Code: wire.CodeToolFailed}
+	return out, http.StatusUnprocessableEntity
+}
+
+// ResumeOf is a resume's result on the wire, and the status it answers.
+func ResumeOf(r engine.ResumeResult) (wire.ResumeResult, int) {
+	out := wire.ResumeResult{SagaID: r.SagaID, JournalSeq: r.Seq, Status: wire.Status(r.Status), Reason: r.Reason}
+	switch {
+	case r.Refused:
+		out.Outcome, out.Problem = wire.Refused, wire.Problem{Error: r.Reason, Kind: wire.KindConflict, Code: wire.CodeRefused}
+		return out, http.StatusConflict
+	case r.Call.Outcome == engine.OutcomeInDoubt:
+		out.Outcome, out.Problem = wire.InDoubt, wire.Problem{Error: r.Reason, Code: wire.CodeInDoubt}
+		return out, http.StatusAccepted
+	case r.Call.Outcome != engine.OutcomeExecuted:
+		out.Outcome, out.Problem = wire.Failed, wire.Problem{Error: r.Reason, Kind: wire.KindUnprocessable, Code: wire.CodeToolFailed}
+		return out, http.StatusUnprocessableEntity
+	}
+	out.Outcome, out.Result, out.Reason = wire.Executed, &r.Result, ""
+	return out, http.StatusOK
+}
+
+// SagaOf is a saga on the wire.
+func SagaOf(s engine.Saga) wire.Saga {
+	return wire.Saga{SagaID: s.ID, Status: wire.Status(s.Status), Initiator: s.Initiator, Ended: s.Ended, Reason: s.Reason,
+		HeadSeq: s.HeadSeq, HeadHash: s.HeadHash, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+}
+
+// DecisionOf is a decision on the wire.
+func DecisionOf(d engine.Decision) wire.Decision {
+	return wire.Decision{SagaID: d.SagaID, JournalSeq: d.JournalSeq, Approved: d.Approved, ApproverIdentity: d.Approver,
+		DecidedAt: d.DecidedAt, Status: wire.Status(d.Status)}
+}
+
+// ApprovalOf is a pending request on the wire.
+func ApprovalOf(q engine.ApprovalRequest) wire.Approval {
+	return wire.Approval{SagaID: q.SagaID, JournalSeq: q.JournalSeq, ToolName: q.ToolName, Input: q.Input, InputHash: q.InputHash,
+		Requester: q.Requester}
+}
+
+// CallInDoubtOf is a call in doubt on the wire.
+func CallInDoubtOf(c engine.Call) wire.CallInDoubt {
+	return wire.CallInDoubt{SagaID: c.SagaID, JournalSeq: c.Seq, ToolName: c.ToolName, Input: c.Input, Requester: c.Requester,
+		State: string(c.State), StartedAt: c.StartedAt, UpdatedAt: c.UpdatedAt, IdempotencyKey: c.Key()}
+}

@@ -1,0 +1,335 @@
+// Package wire is the JSON that Sagacity's API under /sagacity speaks,
+// declared once: one request and one response type per operation. The
+// server encodes them, the Go client (github.com/sagacity-go/sagacity/client)
+// decodes them, the MCP gateway hands them to agents as structured
+// content, and a test holds the OpenAPI document to them field by field.
+// It imports nothing of the server.
+//
+// Names mean one thing everywhere: journalSeq is the seq of the journal
+// entry an answer is about (a request's AWAITING_APPROVAL, a call's
+// INTENT); seq is only an exported entry's own; status is always a
+// saga's status, and outcome what became of a call or a resume. Every
+// answer that is not 2xx says error (in words), kind (in one word) and,
+// where the caller can act on it, code.
+package wire
+
+import "time"
+
+// Status is where a saga stands.
+type Status string
+
+// A saga's statuses. COMPLETED, COMPENSATED and COMPENSATION_FAILED are
+// final; COMPENSATING accepts nothing new.
+const (
+	Running            Status = "RUNNING"
+	AwaitingApproval   Status = "AWAITING_APPROVAL"
+	Compensating       Status = "COMPENSATING"
+	Completed          Status = "COMPLETED"
+	Compensated        Status = "COMPENSATED"
+	CompensationFailed Status = "COMPENSATION_FAILED"
+)
+
+// Outcome is what became of a call or a resume.
+type Outcome string
+
+// The outcomes.
+const (
+	// Executed: the tool ran and its result is journaled.
+	Executed Outcome = "EXECUTED"
+	// Gated: an IRREVERSIBLE tool's call waits for a person's approval.
+	Gated Outcome = "AWAITING_APPROVAL"
+	// Failed: the tool failed; FAILED is journaled and the saga
+	// compensated (its status says how far).
+	Failed Outcome = "FAILED"
+	// Refused: a resume was refused (no approval, or other bytes); the
+	// refusal is journaled and the saga compensated.
+	Refused Outcome = "REFUSED"
+	// InDoubt: the tool ran, or may have, but its outcome could not be
+	// journaled. Do not call it again: a person resolves it.
+	InDoubt Outcome = "IN_DOUBT"
+)
+
+// Kind says in one word what kind of refusal an answer that is not 2xx
+// is; each has its status.
+type Kind string
+
+// The kinds, with their statuses.
+const (
+	KindInvalid          Kind = "invalid"                // 400
+	KindUnauthenticated  Kind = "unauthenticated"        // 401
+	KindForbidden        Kind = "forbidden"              // 403
+	KindNotFound         Kind = "not_found"              // 404
+	KindMethodNotAllowed Kind = "method_not_allowed"     // 405
+	KindConflict         Kind = "conflict"               // 409
+	KindTooLarge         Kind = "too_large"              // 413
+	KindMediaType        Kind = "unsupported_media_type" // 415
+	KindMisdirected      Kind = "misdirected"            // 421
+	KindUnprocessable    Kind = "unprocessable"          // 422
+	KindTooManyRequests  Kind = "too_many_requests"      // 429
+	KindInternal         Kind = "internal"               // 500
+	KindUnavailable      Kind = "unavailable"            // 503
+)
+
+// Code says what the caller can do about some answers.
+type Code string
+
+// The codes.
+const (
+	// CodeInDoubt (409, or on a 202 IN_DOUBT answer): a call of the saga
+	// is in doubt, at journalSeq; the saga takes no other call until a
+	// person resolves it.
+	CodeInDoubt Code = "IN_DOUBT"
+	// CodeInProgress (409): the call the idempotency key names still
+	// runs; ask again for its outcome.
+	CodeInProgress Code = "IN_PROGRESS"
+	// CodeKeyReused (422): the idempotency key names the saga's call at
+	// journalSeq, made with another tool or input; a new call needs a new
+	// key.
+	CodeKeyReused Code = "KEY_REUSED"
+	// CodeSuperseded (409): a later request of the same tool replaced
+	// the request; it can only be dismissed or rejected.
+	CodeSuperseded Code = "SUPERSEDED"
+	// CodeToolFailed (422): the tool failed and the saga was compensated.
+	CodeToolFailed Code = "TOOL_FAILED"
+	// CodeRefused (409): the resume was refused and the saga compensated.
+	CodeRefused Code = "REFUSED"
+)
+
+// Problem is what an answer that is not 2xx says besides its outcome:
+// what went wrong in words, its kind, and a code when the caller can act
+// on it. An answer that carries an outcome (a tool that failed, a
+// refused resume, a call in doubt) has it too.
+type Problem struct {
+	Error string `json:"error,omitempty"`
+	Kind  Kind   `json:"kind,omitempty"`
+	Code  Code   `json:"code,omitempty"`
+}
+
+// Error is the body of every refusal that carries no outcome. An
+// internal error says only "internal error (request <id>)"; the id finds
+// the cause in the server's log.
+type Error struct {
+	Problem
+	SagaID     string `json:"sagaId,omitempty"`
+	JournalSeq int64  `json:"journalSeq,omitempty"`
+}
+
+// Approval is a pending request (GET /sagacity/approvals).
+type Approval struct {
+	SagaID     string `json:"sagaId"`
+	JournalSeq int64  `json:"journalSeq"`
+	ToolName   string `json:"toolName"`
+	// Input is the exact bytes the tool will receive, once approved.
+	Input string `json:"input"`
+	// InputHash is the hex SHA-256 of Input.
+	InputHash string `json:"inputHash"`
+	Requester string `json:"requester"`
+}
+
+// DecisionRequest is the body of approve, reject and dismiss. Approver is
+// taken only from a dev-mode caller without a token; everyone else is
+// journaled as who they signed in as.
+type DecisionRequest struct {
+	Approver string `json:"approver,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
+}
+
+// Decision is a person's decision, as journaled.
+type Decision struct {
+	SagaID     string `json:"sagaId"`
+	JournalSeq int64  `json:"journalSeq"`
+	Approved   bool   `json:"approved"`
+	// ApproverIdentity is the authenticated principal the decision is
+	// journaled under.
+	ApproverIdentity string    `json:"approverIdentity"`
+	DecidedAt        time.Time `json:"decidedAt"`
+	Status           Status    `json:"status"`
+}
+
+// ResumeRequest is the body of a resume: the exact bytes approved.
+type ResumeRequest struct {
+	Payload *string `json:"payload"`
+}
+
+// ResumeResult is what became of a resume: 200 executed, 409 refused
+// (Code REFUSED), 422 the tool failed (Code TOOL_FAILED), 202 in doubt.
+// Status is the saga's afterwards; Reason says why it was refused, or
+// what the tool's failure was.
+type ResumeResult struct {
+	SagaID     string  `json:"sagaId"`
+	Status     Status  `json:"status"`
+	Result     *string `json:"result,omitempty"`
+	Reason     string  `json:"reason,omitempty"`
+	JournalSeq int64   `json:"journalSeq"`
+	Outcome    Outcome `json:"outcome"`
+	Problem
+}
+
+// CallRequest is the body of a call: the tool and its exact input.
+type CallRequest struct {
+	Tool  string  `json:"tool"`
+	Input *string `json:"input"`
+}
+
+// CallResult is what became of a call: 200 executed, 202 gated (approve
+// and resume JournalSeq) or in doubt, 422 the tool failed (Code
+// TOOL_FAILED) and the saga was compensated. Status is the saga's
+// afterwards, absent when in doubt.
+type CallResult struct {
+	SagaID string `json:"sagaId"`
+	// JournalSeq is the call's first entry: its INTENT, or the
+	// AWAITING_APPROVAL entry to approve and resume.
+	JournalSeq int64   `json:"journalSeq"`
+	ToolName   string  `json:"toolName"`
+	Outcome    Outcome `json:"outcome"`
+	Status     Status  `json:"status,omitempty"`
+	// Result is the tool's answer, when executed.
+	Result *string `json:"result,omitempty"`
+	// Message and InputHash (hex SHA-256 of the input) describe a gated
+	// call.
+	Message   string `json:"message,omitempty"`
+	InputHash string `json:"inputHash,omitempty"`
+	Problem
+}
+
+// AbortRequest is the body of an abort.
+type AbortRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// Saga is the state of one saga.
+type Saga struct {
+	SagaID    string `json:"sagaId"`
+	Status    Status `json:"status"`
+	Initiator string `json:"initiator"` // the principal that made the first call
+	Ended     bool   `json:"ended"`     // the agent said its run is over
+	Reason    string `json:"reason,omitempty"`
+	// HeadSeq and HeadHash are the newest journal entry's.
+	HeadSeq   int64     `json:"headSeq"`
+	HeadHash  string    `json:"headHash"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// SagaPage is a page of sagas, newest first.
+type SagaPage struct {
+	Sagas []Saga `json:"sagas"`
+	// NextCursor continues the listing; absent on the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// CallInDoubt is a call whose outcome the journal does not know.
+type CallInDoubt struct {
+	SagaID     string `json:"sagaId"`
+	JournalSeq int64  `json:"journalSeq"` // the call's INTENT
+	ToolName   string `json:"toolName"`
+	Input      string `json:"input"`
+	Requester  string `json:"requester"`
+	// State is RUNNING (its execution) or COMPENSATING (its undo).
+	State     string    `json:"state"`
+	StartedAt time.Time `json:"startedAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	// IdempotencyKey is the key the tool was handed for what is in doubt,
+	// to ask its owner about: "<saga>/<seq>" for the execution (the
+	// request's seq for a resumed call), with "/compensate" for the undo,
+	// the saga id percent-encoded unless visible ASCII without '%'.
+	IdempotencyKey string `json:"idempotencyKey"`
+}
+
+// Resolution is what a person found out about a call in doubt.
+type Resolution struct {
+	// Happened says whether the call's effect (or its undo's) took
+	// place; required.
+	Happened *bool `json:"happened"`
+	// Result is the tool's answer as its owner reports it, when it
+	// happened.
+	Result string `json:"result,omitempty"`
+	// Reason says how the person knows; required, and journaled.
+	Reason string `json:"reason"`
+}
+
+// Entry is one line of a journal export: an entry and, in an export with
+// proofs, its index in the global log, the checkpoint's size and its
+// inclusion proof (RFC 6962 hashes). Timestamp is written as the hash
+// chain covers it: UTC, with six fractional digits.
+type Entry struct {
+	SagaID    string    `json:"sagaId"`
+	Seq       int64     `json:"seq"`
+	ToolName  string    `json:"toolName"`
+	Phase     string    `json:"phase"`
+	Input     string    `json:"input"`
+	Payload   string    `json:"payload"`
+	Timestamp string    `json:"timestamp"`
+	Hash      string    `json:"hash"`
+	Leaf      *int64    `json:"leaf,omitempty"`
+	TreeSize  *int64    `json:"treeSize,omitempty"`
+	Proof     *[][]byte `json:"proof,omitempty"`
+}
+
+// ExportHead is the last line of an export with proofs: the server's
+// signed note naming the saga's last entry.
+type ExportHead struct {
+	Head string `json:"head"`
+}
+
+// Verification is what verifying a saga's journal found.
+type Verification struct {
+	Valid      bool `json:"valid"`
+	EntryCount int  `json:"entryCount"`
+	// BreakAtIndex is the index of the first entry that does not verify,
+	// -1 when all do.
+	BreakAtIndex int    `json:"breakAtIndex"`
+	Message      string `json:"message"`
+}
+
+// Keys are the public keys receipts and checkpoints verify with.
+type Keys struct {
+	Keys []string `json:"keys"`
+}
+
+// LogStatus is the state of the global log.
+type LogStatus struct {
+	Size int64 `json:"size"`
+	// Checkpoint is the newest, a signed note; nil before the first.
+	Checkpoint *string    `json:"checkpoint"`
+	SignedAt   *time.Time `json:"signedAt"`
+	// Halted names why executions of IRREVERSIBLE tools are halted; absent
+	// when they are not.
+	Halted string `json:"halted,omitempty"`
+	// CheckedAt and FullCheckAt are when the database was last checked
+	// against the checkpoint, its newest entries and whole.
+	CheckedAt   *time.Time `json:"checkedAt"`
+	FullCheckAt *time.Time `json:"fullCheckAt"`
+}
+
+// ConsistencyProof proves that the log at size From is a prefix of the
+// log at size To.
+type ConsistencyProof struct {
+	From  int64    `json:"from"`
+	To    int64    `json:"to"`
+	Proof [][]byte `json:"proof"`
+}
+
+// RequestState is what became of one request, as the MCP gateway's
+// sagacity_status tells an agent.
+type RequestState struct {
+	JournalSeq int64  `json:"journalSeq"`
+	ToolName   string `json:"toolName"`
+	InputHash  string `json:"inputHash"`
+	// State is undecided, approved, executing, executed, failed,
+	// rejected, refused, dropped, superseded or dismissed.
+	State string `json:"state"`
+	// DecidedBy names who decided it.
+	DecidedBy []string `json:"decidedBy,omitempty"`
+	Result    string   `json:"result,omitempty"`
+}
+
+// SagaRequests is a saga with what became of its requests (sagacity_status
+// and the sagacity://saga/<id> resource).
+type SagaRequests struct {
+	SagaID   string         `json:"sagaId"`
+	Status   Status         `json:"status"`
+	Ended    bool           `json:"ended"`
+	Reason   string         `json:"reason,omitempty"`
+	Requests []RequestState `json:"requests"`
+}
