@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/sagacity-go/sagacity/client"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/toolsig"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -404,11 +404,11 @@ func TestSagas(t *testing.T) {
 // runs: the call is answered in doubt (202), listed, and resolved by a
 // person; the server is not ready while the database is gone.
 func TestInDoubt(t *testing.T) {
-	u, err := url.Parse(storetest.PostgresURL(t))
+	u, err := url.Parse(testkit.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := storetest.NewCutter(t, u.Host)
+	px := testkit.NewCutter(t, u.Host)
 	u.Host = px.Addr()
 	s := newServer(t, u.String())
 	ctx := t.Context()

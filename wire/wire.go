@@ -131,7 +131,7 @@ type Approval struct {
 // journaled as who they signed in as.
 type DecisionRequest struct {
 	Approver string `json:"approver,omitempty"`
-	Reason   string  `json:"reason,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // Decision is a person's decision, as journaled.

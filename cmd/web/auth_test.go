@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/sagacity-go/sagacity/internal/auth/authtest"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // freeAddr finds a loopback port the server can have, for settings that
@@ -56,7 +56,7 @@ func TestRunOIDC(t *testing.T) {
 		"SAGACITY_SIGNING_KEY": testSigningKey(t), "SAGACITY_CHECKPOINT_DIR": t.TempDir(),
 		"SAGACITY_OIDC_CLIENT_ID": id, "SAGACITY_OIDC_CLIENT_SECRET": secret, "SAGACITY_PUBLIC_URL": public,
 		"SAGACITY_SESSION_KEY": "session-key-for-this-test-0123456789", "SAGACITY_CONFIG": cfg,
-		"SAGACITY_DATABASE_URL": storetest.SQLiteURL(t)})
+		"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t)})
 	defer func() { launched.cancel(); <-launched.done }()
 
 	j, _ := cookiejar.New(nil)
@@ -102,7 +102,7 @@ func TestRunTokens(t *testing.T) {
 	}
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
 	os.WriteFile(cfg, []byte(yaml), 0o644)
-	base, logs := start(t, map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_CONFIG": cfg, "SAGACITY_DATABASE_URL": storetest.SQLiteURL(t),
+	base, logs := start(t, map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_CONFIG": cfg, "SAGACITY_DATABASE_URL": testkit.SQLiteURL(t),
 		"SAGACITY_SIGNING_KEY": testSigningKey(t), "SAGACITY_CHECKPOINT_DIR": t.TempDir()})
 	if code := status(t, http.DefaultClient, "GET", base+"/sagacity/approvals", tok); code != 200 {
 		t.Errorf("API call with the new token = %d, want 200", code)

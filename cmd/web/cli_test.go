@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/sagacity-go/sagacity/internal/config"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // TestHelp: help, and --help on any command wherever it stands, prints
@@ -65,7 +65,7 @@ func TestVersion(t *testing.T) {
 // TestHealthcheck: the container's probe answers 0 for a ready server,
 // at the address SAGACITY_ADDR names or the URL given, and 1 otherwise.
 func TestHealthcheck(t *testing.T) {
-	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": storetest.SQLiteURL(t)})
+	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t)})
 	var b bytes.Buffer
 	if err := run(context.Background(), []string{"healthcheck", base + "/readyz"}, nil, &b); err != nil || b.String() != "ok\n" {
 		t.Errorf("healthcheck %s = %q, %v; want ok", base, b.String(), err)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // TestVerifyOffline: what an auditor downloads from the server (the
@@ -24,7 +24,7 @@ import (
 func TestVerifyOffline(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
 	os.WriteFile(cfg, []byte("log: {checkpointEvery: 1, checkpointInterval: 100ms}\n"), 0o644)
-	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": storetest.SQLiteURL(t), "SAGACITY_DEMO": "true", "SAGACITY_CONFIG": cfg})
+	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_DEMO": "true", "SAGACITY_CONFIG": cfg})
 	dir := t.TempDir()
 	save := func(name, content string) string {
 		p := filepath.Join(dir, name)

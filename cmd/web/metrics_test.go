@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // TestServeMetrics: the server that run starts counts what its engine and its
 // routes do, and in dev mode serves /metrics to the anonymous caller.
 func TestServeMetrics(t *testing.T) {
-	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": storetest.SQLiteURL(t)})
+	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t)})
 	get(t, base+"/healthz")
 	resp, err := http.Post(base+"/sagacity/sagas/s/calls", "application/json", strings.NewReader(`{"tool":"noSuchTool","input":"{}"}`))
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // walkthrough returns the shell commands of the README's walkthrough block,
@@ -44,7 +44,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed to run the README's walkthrough:", err)
 	}
-	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": storetest.SQLiteURL(t), "SAGACITY_DEMO": "true"})
+	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_DEMO": "true"})
 	host := strings.TrimPrefix(base, "http://")
 	wants := []string{
 		`"sagaId":"transfer-77","journalSeq":3,"toolName":"sendWireTransfer","input":"{\"amount\":\"100\",\"to\":\"alice\"}"`,

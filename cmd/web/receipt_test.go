@@ -10,14 +10,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // TestVerifyReceipt: a decision's receipt, downloaded from the server with
 // its public key, is checked offline against the payload's bytes, without
 // the server.
 func TestVerifyReceipt(t *testing.T) {
-	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": storetest.SQLiteURL(t), "SAGACITY_DEMO": "true"})
+	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_DEMO": "true"})
 	post := func(path, body string) {
 		t.Helper()
 		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))

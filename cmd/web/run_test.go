@@ -12,33 +12,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/toolsig"
 )
-
-// syncBuffer is a bytes.Buffer safe for a server goroutine and a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // env is an environment as os.Environ gives it.
 func env(m map[string]string) []string {
@@ -52,7 +33,7 @@ func env(m map[string]string) []string {
 // proc is a server started by run in the test process.
 type proc struct {
 	base   string
-	out    *syncBuffer
+	out    *testkit.Buffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -72,7 +53,7 @@ func launch(t *testing.T, vars map[string]string) *proc {
 		vars["SAGACITY_SIGNING_KEY"] = testSigningKey(t)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &proc{out: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	p := &proc{out: &testkit.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() { p.done <- run(ctx, []string{"serve"}, env(vars), p.out) }()
 	re := regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+)"`)
 	for range 400 {
@@ -92,7 +73,7 @@ func launch(t *testing.T, vars map[string]string) *proc {
 }
 
 // start launches the server and stops it when the test ends.
-func start(t *testing.T, vars map[string]string) (string, *syncBuffer) {
+func start(t *testing.T, vars map[string]string) (string, *testkit.Buffer) {
 	t.Helper()
 	p := launch(t, vars)
 	t.Cleanup(func() {
@@ -116,7 +97,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestServeHealth(t *testing.T) {
-	for name, url := range map[string]func(testing.TB) string{"sqlite": storetest.SQLiteURL, "postgres": storetest.PostgresURL} {
+	for name, url := range map[string]func(testing.TB) string{"sqlite": testkit.SQLiteURL, "postgres": testkit.PostgresURL} {
 		t.Run(name, func(t *testing.T) {
 			base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": url(t)})
 			for _, path := range []string{"/healthz", "/readyz"} {
@@ -189,14 +170,14 @@ func TestServeBadConfig(t *testing.T) {
 // export runs a small saga on a real store and returns its NDJSON export.
 func export(t *testing.T) []byte {
 	ctx := context.Background()
-	db, err := store.Open(ctx, storetest.SQLiteURL(t))
+	db, err := store.Open(ctx, testkit.SQLiteURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "ok\nwith a newline", nil }}
 	e, err := engine.New(db, []engine.Tool{{Name: "reserveInventory", Executor: ok},
-		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok}}, engine.WithKeys(storetest.Keys(t)))
+		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok}}, engine.WithKeys(testkit.Keys(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,7 +58,7 @@ func Refusal(err error, msg string) wire.Error {
 	_, kind := Classify(err)
 	out := wire.Error{Problem: wire.Problem{Error: msg, Kind: kind}}
 	if e, ok := errors.AsType[*engine.Error](err); ok {
-		out.SagaID, out.JournalSeq, out.Code = e.SagaID, e.Seq, wire.Code(e.Code)
+		out.SagaID, out.JournalSeq, out.Code = e.SagaID, e.Seq, e.Code
 	}
 	return out
 }

@@ -9,20 +9,20 @@ import (
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 var auditor = engine.Principal{ID: "auditor", Roles: []engine.Role{engine.RoleAuditor, engine.RoleApprover}}
 
 func TestSeed(t *testing.T) {
 	ctx := context.Background()
-	url := storetest.SQLiteURL(t)
+	url := testkit.SQLiteURL(t)
 	for run := range 2 { // a restart seeds nothing twice
 		db, err := store.Open(ctx, url)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := engine.New(db, demo.Tools(db, time.Now), engine.WithKeys(storetest.Keys(t)))
+		e, err := engine.New(db, demo.Tools(db, time.Now), engine.WithKeys(testkit.Keys(t)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,7 @@ func TestSeed(t *testing.T) {
 
 func TestTools(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, storetest.SQLiteURL(t))
+	db, err := store.Open(ctx, testkit.SQLiteURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestTools(t *testing.T) {
 	if err := db.StockDemo(ctx, demo.Stock); err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(db, demo.Tools(db, time.Now), engine.WithKeys(storetest.Keys(t)))
+	e, err := engine.New(db, demo.Tools(db, time.Now), engine.WithKeys(testkit.Keys(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

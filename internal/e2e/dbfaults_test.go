@@ -13,7 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	sagacity "github.com/sagacity-go/sagacity/client"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // TestDatabaseFaults takes PostgreSQL away from a running server: new
@@ -27,13 +27,13 @@ func TestDatabaseFaults(t *testing.T) {
 
 // behindProxy starts the server on a fresh schema reached through a
 // cutter.
-func behindProxy(t *testing.T, f *fixture) (*server, *storetest.Cutter) {
+func behindProxy(t *testing.T, f *fixture) (*server, *testkit.Cutter) {
 	t.Helper()
-	u, err := url.Parse(storetest.PostgresURL(t))
+	u, err := url.Parse(testkit.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := storetest.NewCutter(t, u.Host)
+	px := testkit.NewCutter(t, u.Host)
 	u.Host = px.Addr()
 	return f.server("sagacity", u.String()), px
 }

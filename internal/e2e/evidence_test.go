@@ -15,7 +15,7 @@ import (
 
 	sagacity "github.com/sagacity-go/sagacity/client"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
@@ -160,7 +160,7 @@ func TestTamper(t *testing.T) {
 	for _, db := range []struct {
 		name string
 		url  func(testing.TB) string
-	}{{"postgres", storetest.PostgresURL}, {"sqlite", storetest.SQLiteURL}} {
+	}{{"postgres", testkit.PostgresURL}, {"sqlite", testkit.SQLiteURL}} {
 		t.Run(db.name, func(t *testing.T) { tamperMatrix(t, db.url) })
 	}
 }
@@ -195,16 +195,16 @@ func tamperMatrix(t *testing.T, newDB func(testing.TB) string) {
 	cases := []tamperCase{
 		{name: "tail deleted", halts: "is missing (rows deleted, a saga removed)",
 			tamper: func(t *testing.T, dbURL string, w written) {
-				storetest.Exec(t, dbURL, "DELETE FROM journal WHERE saga_id = 'stock' AND seq >= 3")
-				storetest.Exec(t, dbURL, "DELETE FROM calls WHERE saga_id = 'stock' AND seq >= 3")
-				storetest.Exec(t, dbURL, "UPDATE sagas SET head_seq = 2, head_hash = $1 WHERE id = 'stock'", w.stock[1].Hash)
+				testkit.Exec(t, dbURL, "DELETE FROM journal WHERE saga_id = 'stock' AND seq >= 3")
+				testkit.Exec(t, dbURL, "DELETE FROM calls WHERE saga_id = 'stock' AND seq >= 3")
+				testkit.Exec(t, dbURL, "UPDATE sagas SET head_seq = 2, head_hash = $1 WHERE id = 'stock'", w.stock[1].Hash)
 			}},
 		{name: "saga deleted", halts: "is missing (rows deleted, a saga removed)",
 			tamper: func(t *testing.T, dbURL string, w written) {
 				for _, table := range []string{"journal", "calls", "approval_requests"} {
-					storetest.Exec(t, dbURL, "DELETE FROM "+table+" WHERE saga_id = 'stock'")
+					testkit.Exec(t, dbURL, "DELETE FROM "+table+" WHERE saga_id = 'stock'")
 				}
-				storetest.Exec(t, dbURL, "DELETE FROM sagas WHERE id = 'stock'")
+				testkit.Exec(t, dbURL, "DELETE FROM sagas WHERE id = 'stock'")
 			}},
 		{name: "chain recomputed", halts: "from the journal's entries, is not the one signed (history rewritten)",
 			broken: "stock", why: "is not in the log as the checkpoint of size",
@@ -217,9 +217,9 @@ func tamperMatrix(t *testing.T, newDB func(testing.TB) string) {
 					}
 					en.Hash = engine.Hash(prev, en)
 					prev = en.Hash
-					storetest.Exec(t, dbURL, "UPDATE journal SET input = $1, hash = $2 WHERE saga_id = $3 AND seq = $4", en.Input, en.Hash, en.SagaID, en.Seq)
+					testkit.Exec(t, dbURL, "UPDATE journal SET input = $1, hash = $2 WHERE saga_id = $3 AND seq = $4", en.Input, en.Hash, en.SagaID, en.Seq)
 				}
-				storetest.Exec(t, dbURL, "UPDATE sagas SET head_hash = $1 WHERE id = 'stock'", prev)
+				testkit.Exec(t, dbURL, "UPDATE sagas SET head_hash = $1 WHERE id = 'stock'", prev)
 			}},
 		{name: "forged APPROVED", broken: "forged", why: "the decision carries no receipt",
 			tamper: func(t *testing.T, dbURL string, w written) {
@@ -237,7 +237,7 @@ func tamperMatrix(t *testing.T, newDB func(testing.TB) string) {
 		{name: "public key replaced", refused: "the database records the signing key",
 			tamper: func(t *testing.T, dbURL string, w written) {
 				_, vkey := insiderKeys(t, w.f)
-				storetest.Exec(t, dbURL, "UPDATE log_state SET verifier_key = $1", vkey)
+				testkit.Exec(t, dbURL, "UPDATE log_state SET verifier_key = $1", vkey)
 			}},
 	}
 	for _, tc := range cases {
@@ -327,7 +327,7 @@ func (f *fixture) waitChecked(s *server) sagacity.LogStatus {
 	var a answer
 	if !eventually(f.ctx, 20*time.Second, func() bool {
 		a, r = f.auditor.log(f.ctx, s)
-		return a.is(200) && !r.FullCheckAt.IsZero()
+		return a.is(200) && r.FullCheckAt != nil
 	}) {
 		f.t.Fatalf("no full check of the log after the start: %s", a)
 	}
@@ -342,9 +342,9 @@ func forgeApproval(t *testing.T, dbURL string, w written, payload string) {
 	f := engine.Entry{SagaID: w.forgedSaga, Seq: last.Seq + 1, ToolName: engine.GateTool, Phase: engine.PhaseApproved,
 		Input: fmt.Sprintf("seq=%d", w.forgedSeq), Payload: payload, Timestamp: last.Timestamp.Add(time.Second)}
 	f.Hash = engine.Hash(last.Hash, f)
-	storetest.Exec(t, dbURL, "INSERT INTO journal (saga_id, seq, tool_name, phase, input, payload, timestamp, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+	testkit.Exec(t, dbURL, "INSERT INTO journal (saga_id, seq, tool_name, phase, input, payload, timestamp, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 		f.SagaID, f.Seq, f.ToolName, f.Phase, f.Input, f.Payload, f.Timestamp, f.Hash)
-	storetest.Exec(t, dbURL, "UPDATE sagas SET head_seq = $2, head_hash = $3 WHERE id = $1", f.SagaID, f.Seq, f.Hash)
+	testkit.Exec(t, dbURL, "UPDATE sagas SET head_seq = $2, head_hash = $3 WHERE id = $1", f.SagaID, f.Seq, f.Hash)
 }
 
 // engineEntry is the journal entry an exported one is.
@@ -366,15 +366,7 @@ func insiderKeys(t *testing.T, f *fixture) (*engine.Keys, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	skey, vkey, err := engine.GenerateKeys(v.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := engine.NewKeys(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k, vkey
+	return testkit.NewKeys(t, v.Name())
 }
 
 // TestEvidence checks what the server hands an auditor with the standard
@@ -386,7 +378,7 @@ func insiderKeys(t *testing.T, f *fixture) (*engine.Keys, string) {
 func TestEvidence(t *testing.T) {
 	f := newFixture(t, 30*time.Second)
 	ctx := f.ctx
-	srv := f.server("sagacity", storetest.SQLiteURL(t))
+	srv := f.server("sagacity", testkit.SQLiteURL(t))
 	agent, approver := f.initiator(0), f.approvers.take(srv)
 	agent.call(ctx, srv, "paid", toolReserve, `{"sku":"desk","qty":1}`)
 	_, r := agent.call(ctx, srv, "paid", toolWire, `{"amount":"100","to":"alice"}`)

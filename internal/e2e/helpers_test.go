@@ -12,7 +12,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -104,24 +103,6 @@ func needLoopbackRange(t testing.TB) {
 	if loopback.err != nil {
 		t.Fatal(loopback.err)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a child's output and a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // transcript records every request the suite made and every answer it got,

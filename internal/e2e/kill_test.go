@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // killRounds is how many times each store's server is killed.
@@ -25,7 +25,7 @@ func TestKill9(t *testing.T) {
 		killAgainAndAgain(t, "postgres", dbURL, settle)
 	})
 	t.Run("sqlite", func(t *testing.T) {
-		killAgainAndAgain(t, "sqlite", storetest.SQLiteURL(t), func(*fixture) {})
+		killAgainAndAgain(t, "sqlite", testkit.SQLiteURL(t), func(*fixture) {})
 	})
 }
 
@@ -55,7 +55,7 @@ func killablePostgres(t *testing.T) (dbURL string, settle func(*fixture)) {
 // whose connections carry an application_name of their own (app), by
 // which the server's backends are found.
 func taggedPostgres(t *testing.T) (direct, tagged, app string) {
-	direct = storetest.PostgresURL(t)
+	direct = testkit.PostgresURL(t)
 	u, err := url.Parse(direct)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 
 	sagacity "github.com/sagacity-go/sagacity/client"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // TestRestore: the database restored from a backup older than the
@@ -28,7 +28,7 @@ func TestRestore(t *testing.T) {
 	for _, db := range []struct {
 		name string
 		url  func(testing.TB) string
-	}{{"postgres", storetest.PostgresURL}, {"sqlite", storetest.SQLiteURL}} {
+	}{{"postgres", testkit.PostgresURL}, {"sqlite", testkit.SQLiteURL}} {
 		t.Run(db.name, func(t *testing.T) {
 			f := newFixture(t, 60*time.Second)
 			ctx := f.ctx
@@ -129,12 +129,12 @@ func backup(t *testing.T, dbURL string) (restore func()) {
 	}
 	tables := []string{"sagas", "journal", "approval_requests", "calls", "call_keys", "log_nodes", "log_state"}
 	for _, table := range tables {
-		storetest.Exec(t, dbURL, "CREATE TABLE backup_"+table+" AS TABLE "+table)
+		testkit.Exec(t, dbURL, "CREATE TABLE backup_"+table+" AS TABLE "+table)
 	}
 	return func() {
-		storetest.Exec(t, dbURL, "TRUNCATE "+strings.Join(tables, ", "))
+		testkit.Exec(t, dbURL, "TRUNCATE "+strings.Join(tables, ", "))
 		for _, table := range tables {
-			storetest.Exec(t, dbURL, "INSERT INTO "+table+" TABLE backup_"+table)
+			testkit.Exec(t, dbURL, "INSERT INTO "+table+" TABLE backup_"+table)
 		}
 	}
 }
@@ -173,7 +173,7 @@ func TestCheckpointDirectory(t *testing.T) {
 	}
 	f := newFixture(t, 60*time.Second)
 	ctx := f.ctx
-	srv := f.server("sagacity", storetest.SQLiteURL(t))
+	srv := f.server("sagacity", testkit.SQLiteURL(t))
 	agent := f.initiator(0)
 	r := f.approvedWire(srv, agent, "paid")
 	dir := f.checkpointDir("sagacity")
@@ -237,7 +237,7 @@ func (f *fixture) metrics(ctx context.Context, s *server) string {
 // public keys; the first replica goes on.
 func TestOtherKey(t *testing.T) {
 	f := newFixture(t, 60*time.Second)
-	dbURL := storetest.PostgresURL(t)
+	dbURL := testkit.PostgresURL(t)
 	first := f.server("replica-1", dbURL)
 	skey, vkey, err := engine.GenerateKeys("sagacity.e2e")
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // startTimeout bounds how long a server may take to print its URL.
@@ -25,7 +27,7 @@ type server struct {
 	t    testing.TB
 	name string
 	env  []string
-	log  *syncBuffer // the output of every start, in order
+	log  *testkit.Buffer // the output of every start, in order
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -44,7 +46,7 @@ func newServer(t testing.TB, name string, env map[string]string) *server {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	s := &server{t: t, name: name, log: &syncBuffer{}}
+	s := &server{t: t, name: name, log: &testkit.Buffer{}}
 	for _, k := range keys {
 		s.env = append(s.env, k+"="+env[k])
 	}
@@ -87,7 +89,7 @@ func (s *server) launch() (bool, string) {
 	if running {
 		s.t.Fatalf("%s: start while running", s.name)
 	}
-	out := &syncBuffer{}
+	out := &testkit.Buffer{}
 	fmt.Fprintf(s.log, "=== %s start %d at %s\n", s.name, gen, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(binary(s.t), "serve")
 	cmd.Env = s.env

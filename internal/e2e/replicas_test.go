@@ -10,7 +10,7 @@ import (
 	"time"
 
 	sagacity "github.com/sagacity-go/sagacity/client"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // TestReplicas runs two servers on one PostgreSQL schema. However many
@@ -20,7 +20,7 @@ import (
 func TestReplicas(t *testing.T) {
 	start := time.Now()
 	f := newFixture(t, 80*time.Second)
-	dbURL := storetest.PostgresURL(t)
+	dbURL := testkit.PostgresURL(t)
 	reps := []*server{f.server("replica-1", dbURL), f.server("replica-2", dbURL)}
 	ctx := f.ctx
 

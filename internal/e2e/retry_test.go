@@ -14,7 +14,7 @@ import (
 	"time"
 
 	sagacity "github.com/sagacity-go/sagacity/client"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // retryRounds is how many times each store's server is killed under a
@@ -37,7 +37,7 @@ func TestRetryAfterKill(t *testing.T) {
 		retryAgainAndAgain(t, "postgres", dbURL, settle)
 	})
 	t.Run("sqlite", func(t *testing.T) {
-		retryAgainAndAgain(t, "sqlite", storetest.SQLiteURL(t), func(*fixture) {})
+		retryAgainAndAgain(t, "sqlite", testkit.SQLiteURL(t), func(*fixture) {})
 	})
 }
 

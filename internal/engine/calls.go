@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Outcome is what a tool call came to.
@@ -50,7 +52,7 @@ type CallResult struct {
 //
 // Errors: Invalid for a bad id, tool name or input; NotFound for an unknown
 // tool (nothing is journaled); Conflict when the saga is final, compensating
-// or ended, or (Code CodeInDoubt) has a call in doubt; Forbidden without
+// or ended, or (Code wire.CodeInDoubt) has a call in doubt; Forbidden without
 // the agent role or on another principal's saga (see Can); Unavailable
 // when the store is. A tool that ran but whose outcome could not be
 // journaled is not an error: its outcome is IN_DOUBT.
@@ -62,8 +64,8 @@ func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input 
 // key is journaled with the call, and the call made again with the same
 // key and the same bytes returns the first one's outcome, or its in-doubt
 // state, and runs nothing; keys are kept for the saga's life. Errors
-// also: Unprocessable (CodeKeyReused) for the key sent with other bytes,
-// naming the first call; Conflict (CodeInProgress) while the first call
+// also: Unprocessable (wire.CodeKeyReused) for the key sent with other bytes,
+// naming the first call; Conflict (wire.CodeInProgress) while the first call
 // still runs; Invalid for a key that is not 1 to MaxKeyLen printable ASCII
 // characters.
 func (e *Engine) CallOnce(ctx context.Context, p Principal, sagaID, toolName, input, key string) (CallResult, error) {
@@ -187,7 +189,7 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input,
 
 // clear refuses to start a call in a saga with a call in doubt: its
 // effect may or may not have happened, and the saga goes on only once a
-// person has found out (Conflict, CodeInDoubt, naming the call). A saga
+// person has found out (Conflict, wire.CodeInDoubt, naming the call). A saga
 // with nothing running needs no look.
 func (e *Engine) clear(tx Tx, s *Saga) error {
 	if s.Running <= 0 {
@@ -199,7 +201,7 @@ func (e *Engine) clear(tx Tx, s *Saga) error {
 		return err
 	}
 	c := doubt[0]
-	return &Error{Kind: Conflict, Code: CodeInDoubt, SagaID: s.ID, Seq: c.Seq, Msg: fmt.Sprintf(
+	return &Error{Kind: Conflict, Code: wire.CodeInDoubt, SagaID: s.ID, Seq: c.Seq, Msg: fmt.Sprintf(
 		"saga %s has a call in doubt at seq=%d (%s, started %s): its outcome is not journaled, so it may have taken effect; "+
 			"a person must find out from the tool's owner and resolve it (the console's in-doubt page, or POST /sagacity/in-doubt/%s/%d/resolve) "+
 			"before the saga takes another call", s.ID, c.Seq, c.ToolName, c.StartedAt.UTC().Format(time.RFC3339), s.ID, c.Seq)}
@@ -245,7 +247,7 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 	}
 	first := snap.Entries[seq-1]
 	if first.ToolName != toolName || first.Input != input {
-		return CallResult{}, &Error{Kind: Unprocessable, Code: CodeKeyReused, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf(
+		return CallResult{}, &Error{Kind: Unprocessable, Code: wire.CodeKeyReused, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf(
 			"Idempotency-Key %q was used for the call at seq=%d (%s, input sha256 %s), with other bytes: "+
 				"a new call needs a new key", key, seq, first.ToolName, PayloadHash(first.Input))}
 	}
@@ -270,7 +272,7 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 			return CallResult{}, err
 		}
 		if !slices.ContainsFunc(doubt, func(d Call) bool { return d.Seq == seq }) {
-			return CallResult{}, &Error{Kind: Conflict, Code: CodeInProgress, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf(
+			return CallResult{}, &Error{Kind: Conflict, Code: wire.CodeInProgress, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf(
 				"the call under Idempotency-Key %q (seq=%d) is still running: ask again for its outcome", key, seq)}
 		}
 		res.Outcome, res.Status = OutcomeInDoubt, ""

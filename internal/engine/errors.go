@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Kind classifies an Error. The set is closed; the HTTP layer maps each kind
@@ -29,29 +31,15 @@ func (k Kind) String() string { return kindNames[k] }
 
 // Error is the engine's one error type. Msg is safe to show to the caller;
 // Err is the cause, for logs only. Code, when set, says in one word what
-// a caller can act on (CodeInDoubt, …).
+// a caller can act on (wire.CodeInDoubt, …): the codes are the wire's.
 type Error struct {
 	Kind   Kind
 	Msg    string
 	SagaID string
 	Seq    int64
-	Code   string
+	Code   wire.Code
 	Err    error
 }
-
-// Codes of refusals a caller acts on.
-const (
-	// CodeInDoubt: a call of the saga is in doubt; a person must resolve
-	// it before the saga takes another (Seq names it).
-	CodeInDoubt = "IN_DOUBT"
-	// CodeInProgress: the call an idempotency key names is still
-	// running; ask again for its outcome.
-	CodeInProgress = "IN_PROGRESS"
-	// CodeKeyReused: the idempotency key names a call with other bytes.
-	CodeKeyReused = "KEY_REUSED"
-	// CodeSuperseded: the request was superseded by the saga's later one.
-	CodeSuperseded = "SUPERSEDED"
-)
 
 func (e *Error) Error() string {
 	if e.Err != nil {

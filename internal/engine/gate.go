@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Refusal details journaled when a resume fails closed (SPEC §4).
@@ -72,7 +74,7 @@ func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 
 // superseded is the Conflict of acting on a request the saga re-planned.
 func superseded(l *Life) *Error {
-	return &Error{Kind: Conflict, Code: CodeSuperseded, Msg: fmt.Sprintf("the request at seq=%d was superseded by the saga's request at seq=%d: "+
+	return &Error{Kind: Conflict, Code: wire.CodeSuperseded, Msg: fmt.Sprintf("the request at seq=%d was superseded by the saga's request at seq=%d: "+
 		"it can no longer be approved or executed", l.Seq, l.SupersededBy)}
 }
 

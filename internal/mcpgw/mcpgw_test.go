@@ -13,7 +13,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // TestWatches: the sagas watched are bounded, in all and for one
@@ -85,12 +85,12 @@ func TestWatches(t *testing.T) {
 // serving the principal its bearer token names (withToken), with every
 // role; it stops when the test ends.
 func serve(t *testing.T) (*Gateway, *engine.Engine, *httptest.Server) {
-	db, err := store.Open(t.Context(), storetest.SQLiteURL(t))
+	db, err := store.Open(t.Context(), testkit.SQLiteURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	e, err := engine.New(db, nil, engine.WithKeys(storetest.Keys(t)))
+	e, err := engine.New(db, nil, engine.WithKeys(testkit.Keys(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/metrics"
 	"github.com/sagacity-go/sagacity/internal/store"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // scrape reads the metrics as Prometheus would: the families, and each
@@ -57,7 +57,7 @@ func scrape(t *testing.T, rec *metrics.Recorder) (map[string]*dto.MetricFamily, 
 // serves the counters that say so, without the backlog it cannot read.
 func TestStoreGone(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, storetest.SQLiteURL(t))
+	db, err := store.Open(ctx, testkit.SQLiteURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestStoreGone(t *testing.T) {
 	// journaled: the call is in doubt.
 	last := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { db.Close(); return "done", nil }}
 	eng, err := engine.New(db, []engine.Tool{{Name: "ok", Executor: ok}, {Name: "last", Executor: last}},
-		engine.WithKeys(storetest.Keys(t)), engine.WithObserver(rec), engine.WithOutcomeRetry(0))
+		engine.WithKeys(testkit.Keys(t)), engine.WithObserver(rec), engine.WithOutcomeRetry(0))
 	if err != nil {
 		t.Fatal(err)
 	}

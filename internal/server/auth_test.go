@@ -12,7 +12,7 @@ import (
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // token makes a static API token with roles, as `sagacity token` does.
@@ -144,7 +144,7 @@ func TestConsoleDevSession(t *testing.T) {
 		}
 		credential(c.Value)
 		// A call a crash left between INTENT and its outcome is shown, not re-run.
-		storetest.Exec(t, dbURL, "INSERT INTO calls (saga_id, seq, tool_name, input, state, started_at, updated_at)"+
+		testkit.Exec(t, dbURL, "INSERT INTO calls (saga_id, seq, tool_name, input, state, started_at, updated_at)"+
 			" VALUES ('transfer-77', 99, 'chargeCard', '{}', 'RUNNING', $1, $1)", time.Now().Add(-time.Hour))
 		page := e.do("GET", "/", "", "", "Cookie", c.String())
 		if !strings.Contains(page.body, `<a href="/in-doubt">1 call(s) in doubt</a>`) {
@@ -228,7 +228,7 @@ func TestSessionTimeouts(t *testing.T) {
 	now.Store(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
 	advance := func(d time.Duration) { now.Add(int64(d)) }
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{now: clock})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{now: clock})
 	c := e.session(t, "alice")
 	page := func() int { return e.do("GET", "/", "", "", "Cookie", c.String()).code }
 	for range 30 { // active every 25 minutes for 12.5 hours
@@ -252,7 +252,7 @@ func TestSessionTimeouts(t *testing.T) {
 }
 
 func TestReturnTo(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	for _, to := range []string{"https://evil.example/", "//evil.example/x", `/\evil.example`, "javascript:alert(1)", "evil"} {
 		r := e.get("/login?return_to=" + url.QueryEscape(to))
 		want(t, "return_to="+to, r, 400)
@@ -265,7 +265,7 @@ func TestReturnTo(t *testing.T) {
 }
 
 func TestRateLimits(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	var last response
 	for i := range 25 {
 		last = e.do("POST", "/login", formType, form("name", fmt.Sprint("user", i)))
@@ -277,7 +277,7 @@ func TestRateLimits(t *testing.T) {
 		t.Errorf("25 sign-ins in a row: last = %d %v, want 429 with Retry-After", last.code, last.header)
 	}
 	apprT, apprTok := token("hasty", engine.RoleApprover)
-	e = newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{apprT}})
+	e = newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{apprT}})
 	for i := range 70 {
 		last = e.do("POST", "/sagacity/approve/s/1", "application/json", "{}", bearer(apprTok)...)
 		if last.code == 429 {
@@ -298,7 +298,7 @@ func TestRateLimits(t *testing.T) {
 func TestRequestLog(t *testing.T) {
 	agentT, agentTok := token("bot", engine.RoleAgent)
 	approverT, approverTok := token("boss", engine.RoleApprover)
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, approverT}})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, approverT}})
 	call := `{"tool":"sendWireTransfer","input":"{\"amount\":\"1\"}"}`
 	want(t, "call", e.do("POST", "/sagacity/sagas/log-1/calls", "application/json", call, "Authorization", "Bearer "+agentTok), 202)
 	want(t, "approve", e.do("POST", "/sagacity/approve/log-1/1", "application/json", `{}`, "Authorization", "Bearer "+approverTok), 200)

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // BenchmarkGateway measures agent gateway calls over real HTTP: an executed
@@ -25,7 +25,7 @@ func BenchmarkGateway(b *testing.B) {
 	for _, st := range []struct {
 		name string
 		url  func(testing.TB) string
-	}{{"sqlite", storetest.SQLiteURL}, {"postgres", storetest.PostgresURL}} {
+	}{{"sqlite", testkit.SQLiteURL}, {"postgres", testkit.PostgresURL}} {
 		for _, tc := range []struct{ name, tool, code string }{
 			{"executed", "reserveInventory", "200"}, {"gated", "sendWireTransfer", "202"},
 		} {
@@ -91,7 +91,7 @@ func BenchmarkConsole(b *testing.B) {
 	for _, st := range []struct {
 		name string
 		url  func(testing.TB) string
-	}{{"sqlite", storetest.SQLiteURL}, {"postgres", storetest.PostgresURL}} {
+	}{{"sqlite", testkit.SQLiteURL}, {"postgres", testkit.PostgresURL}} {
 		// Loaded here, once per store, only when one of its cases runs.
 		b.Run(st.name, func(b *testing.B) {
 			env := newAPI(b, st.url(b), envOptions{})
@@ -156,7 +156,7 @@ func loadConsoleData(b *testing.B, e *apiEnv) {
 	eng, err := engine.New(e.db, []engine.Tool{
 		{Name: "reserveInventory", Reversibility: engine.Compensatable, Executor: noop},
 		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: noop},
-	}, engine.WithKeys(storetest.Keys(b)))
+	}, engine.WithKeys(testkit.Keys(b)))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/store"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/toolsig"
 	"github.com/sagacity-go/sagacity/wire"
 )
@@ -189,7 +189,7 @@ func (p *tab) noErrors() {
 // console, confirming what it is about, then executes it; the tool server
 // receives the exact approved bytes once.
 func TestConsoleApproveExecute(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("pay-1")
 	p := newTab(t, e)
 	p.signIn("reviewer@example.com")
@@ -237,7 +237,7 @@ func TestConsoleApproveExecute(t *testing.T) {
 // TestConsoleRejectCompensates: a rejection with a reason compensates the
 // saga, and the timeline shows it.
 func TestConsoleRejectCompensates(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("pay-2")
 	p := newTab(t, e)
 	p.signIn("reviewer@example.com")
@@ -264,7 +264,7 @@ func TestConsoleRejectCompensates(t *testing.T) {
 // second one's page shows the first one's decision on its own, and their
 // form, now stale, gets the current state instead of deciding again.
 func TestConsoleSecondReviewer(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("pay-3")
 	alice := newTab(t, e)
 	bob := alice.another()
@@ -296,7 +296,7 @@ func TestConsoleSecondReviewer(t *testing.T) {
 // the refused stale resume, the initiator told why they cannot decide,
 // and every main page accessible.
 func TestConsoleDemo(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{demo: true})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{demo: true})
 	p := newTab(t, e)
 	p.signIn("reviewer2@example.com")
 	for _, path := range []string{"/", "/sagas", "/sagas?status=COMPENSATION_FAILED", "/saga?id=order-1002", "/audit",
@@ -329,7 +329,7 @@ func TestConsoleDemo(t *testing.T) {
 // ones only in whitespace is refused, and the console says only the
 // formatting differs.
 func TestConsoleFormattingOnly(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("pay-4")
 	want(t, "approve", e.post("/sagacity/approve/pay-4/3", `{"approver":"manager@company.com"}`), 200)
 	want(t, "resume with spaces", e.post("/sagacity/resume/pay-4/3", e.payload(`{ "amount": "100", "to": "alice" }`)), 409)
@@ -348,11 +348,11 @@ func TestConsoleFormattingOnly(t *testing.T) {
 // TestConsoleTampered: a row edited in the database is shown broken at the
 // right entry on the audit page and in the timeline.
 func TestConsoleTampered(t *testing.T) {
-	dbURL := storetest.SQLiteURL(t)
+	dbURL := testkit.SQLiteURL(t)
 	e := newAPI(t, dbURL, envOptions{})
 	e.seedScenario("pay-5")
 	e.seedScenario("fine")
-	storetest.Exec(t, dbURL, `UPDATE journal SET payload = '{"reserved":99}' WHERE saga_id = 'pay-5' AND seq = 2`)
+	testkit.Exec(t, dbURL, `UPDATE journal SET payload = '{"reserved":99}' WHERE saga_id = 'pay-5' AND seq = 2`)
 	p := newTab(t, e)
 	p.signIn("auditor@example.com")
 	p.open("/audit")
@@ -387,7 +387,7 @@ func TestConsoleTampered(t *testing.T) {
 // </textarea>, and a right-to-left override are shown as text and
 // flagged.
 func TestConsoleInert(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	xss := `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"></textarea><a href="javascript:window.__pwned=3">x</a>` +
 		`<div hx-get="/sagacity/approve/x/1" hx-trigger="load">`
 	bidi := "{\"amount\":\"100\",\"to\":\"alice\u202Eeilla\"}"
@@ -429,7 +429,7 @@ func TestConsoleInert(t *testing.T) {
 // shown with its evidence, and a person records that it did not happen:
 // journaled under their name, and the saga compensates.
 func TestConsoleInDoubt(t *testing.T) {
-	dbURL := storetest.SQLiteURL(t)
+	dbURL := testkit.SQLiteURL(t)
 	e := newAPI(t, dbURL, envOptions{})
 	want(t, "reserve", e.call("lost", "reserveInventory", "{}"), 200)
 	strand(t, dbURL, "lost", "createOrder", `{"sku":"SKU-1"}`)
@@ -463,7 +463,7 @@ func TestConsoleInDoubt(t *testing.T) {
 // warning, and flagged on the timeline; its saga takes no new call until
 // a person records what happened.
 func TestConsoleCutOff(t *testing.T) {
-	dbURL := storetest.SQLiteURL(t)
+	dbURL := testkit.SQLiteURL(t)
 	e := newAPI(t, dbURL, envOptions{inDoubtAfter: time.Hour})
 	const replica = "host-a:/var/lib/sagacity/checkpoints"
 	want(t, "reserve", e.call("cut", "createOrder", `{"sku":"SKU-1"}`), 200)
@@ -528,7 +528,7 @@ func TestConsoleCutOff(t *testing.T) {
 // received it (through httptool, signed), on the console's in-doubt page,
 // and in GET /sagacity/in-doubt.
 func TestInDoubtKey(t *testing.T) {
-	dbURL := storetest.SQLiteURL(t)
+	dbURL := testkit.SQLiteURL(t)
 	e := newAPI(t, dbURL, envOptions{inDoubtAfter: time.Hour})
 	const replica, saga = "host-b:/srv/checkpoints", "payroll 100% März"
 	received := make(chan string, 1)
@@ -589,7 +589,7 @@ func TestInDoubtKey(t *testing.T) {
 // replacement's rejection says what it undoes and what stays done, and
 // ends the saga.
 func TestConsoleSuperseded(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("re") // reserveInventory 1-2, the wire at 3
 	p := newTab(t, e)
 	p.signIn("reviewer@example.com")
@@ -655,7 +655,7 @@ func TestConsoleSuperseded(t *testing.T) {
 func TestConsoleRoles(t *testing.T) {
 	pr := authtest.NewProvider(t, people...)
 	agentT, agentTok := token("agent", engine.RoleAgent)
-	e := oidcAPI(t, storetest.SQLiteURL(t), pr, agentT)
+	e := oidcAPI(t, testkit.SQLiteURL(t), pr, agentT)
 	want(t, "reserve", e.do("POST", "/sagacity/sagas/r/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
 	want(t, "gate", e.do("POST", "/sagacity/sagas/r/calls", js, callJSON("sendWireTransfer", transfer), bearer(agentTok)...), 202)
 	p := newTab(t, e)
@@ -680,7 +680,7 @@ func TestConsoleRoles(t *testing.T) {
 func TestConsoleHalted(t *testing.T) {
 	pr := authtest.NewProvider(t, people...)
 	agentT, agentTok := token("agent", engine.RoleAgent)
-	dbURL := storetest.SQLiteURL(t)
+	dbURL := testkit.SQLiteURL(t)
 	e := oidcAPI(t, dbURL, pr, agentT)
 	for _, saga := range []string{"kept", "gone"} {
 		want(t, "reserve", e.do("POST", "/sagacity/sagas/"+saga+"/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
@@ -701,7 +701,7 @@ func TestConsoleHalted(t *testing.T) {
 		if table == "sagas" {
 			col = "id"
 		}
-		storetest.Exec(t, dbURL, "DELETE FROM "+table+" WHERE "+col+" = 'gone'")
+		testkit.Exec(t, dbURL, "DELETE FROM "+table+" WHERE "+col+" = 'gone'")
 	}
 	if problem, err := e.log.Check(context.Background(), true); problem == "" || err != nil {
 		t.Fatalf("CheckLog = %q, %v; want the deleted saga found", problem, err)
@@ -731,7 +731,7 @@ func TestConsoleHalted(t *testing.T) {
 // wider than the screen. With -screenshots DIR it also writes them as PNGs
 // (make screenshots, for the README).
 func TestScreenshots(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{demo: true})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{demo: true})
 	e.sequence() // as the server's loops do: the demo is logged, signed and checked
 	if _, err := e.log.Check(context.Background(), true); err != nil {
 		t.Fatal(err)
@@ -807,7 +807,7 @@ func hangWith(t *testing.T, dbURL, replica string, p engine.Principal, saga, inp
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := engine.New(db, []engine.Tool{tool}, engine.WithKeys(storetest.Keys(t)), engine.WithOutcomeRetry(50*time.Millisecond))
+	e, err := engine.New(db, []engine.Tool{tool}, engine.WithKeys(testkit.Keys(t)), engine.WithOutcomeRetry(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -105,7 +105,7 @@ func TestLogAPI(t *testing.T) {
 // offline commands check: a decision's receipt, a checkpoint, and the
 // journal with proofs against it.
 func TestConsoleDownloads(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("pay")
 	want(t, "approve", e.post("/sagacity/approve/pay/3", `{"approver":"manager@company.com"}`), 200)
 	size := e.sequence()

@@ -23,7 +23,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/metrics"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
 	"github.com/sagacity-go/sagacity/toolsig"
@@ -140,7 +140,7 @@ type apiEnv struct {
 	tools *toolServer
 	db    *store.DB
 	dbURL string
-	logs  *lockedWriter // what the server logged
+	logs  *testkit.Buffer // what the server logged
 	eng   *engine.Engine
 	log   *tlog.Log      // to sequence and check, as the server's services do
 	opts  server.Options // what the server was built from
@@ -210,15 +210,15 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedWriter{w: &bytes.Buffer{}}
+	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, suiteLog), nil))
 	rec := metrics.New(log)
 	// Checkpoints are signed when a test sequences the log.
-	lg := tlog.New(db, checkpoints, storetest.Keys(t), tlog.Options{Every: 1, Interval: 24 * time.Hour, Observer: rec})
+	lg := tlog.New(db, checkpoints, testkit.Keys(t), tlog.Options{Every: 1, Interval: 24 * time.Hour, Observer: rec})
 	if err := lg.Claim(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(db, tools, engine.WithKeys(storetest.Keys(t)), engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}),
+	eng, err := engine.New(db, tools, engine.WithKeys(testkit.Keys(t)), engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}),
 		engine.WithInDoubtAfter(o.inDoubtAfter), engine.WithLog(lg), engine.WithObserver(rec))
 	if err != nil {
 		t.Fatal(err)
@@ -276,24 +276,6 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 
 // noRedirects shows redirects to the test instead of following them.
 var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// String is what was written, when l writes to a buffer.
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.(*bytes.Buffer).String()
-}
 
 // closedURL is the address of a listener that no longer listens.
 func closedURL(t testing.TB) string {
@@ -374,6 +356,6 @@ func want(t testing.TB, what string, r response, code int) {
 
 // stores runs fn against PostgreSQL and SQLite.
 func stores(t *testing.T, fn func(t *testing.T, dbURL string)) {
-	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, storetest.SQLiteURL(t)) })
-	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, storetest.PostgresURL(t)) })
+	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, testkit.SQLiteURL(t)) })
+	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, testkit.PostgresURL(t)) })
 }

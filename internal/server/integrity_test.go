@@ -12,7 +12,7 @@ import (
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // The gate's integrity, attacked from outside through the real server: each
@@ -115,7 +115,7 @@ func TestSagaOwnership(t *testing.T) {
 		want(t, "agent1 starts another", e.do("POST", "/sagacity/sagas/u/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
 		want(t, "an approver aborts it", e.do("POST", "/sagacity/sagas/u/abort", js, `{"reason":"runaway"}`, bearer(apprTok)...), 200)
 
-		shared := newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, otherT}, shareSagas: true})
+		shared := newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, otherT}, shareSagas: true})
 		want(t, "shared: agent1 starts", shared.do("POST", "/sagacity/sagas/s/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
 		want(t, "shared: agent2 calls", shared.do("POST", "/sagacity/sagas/s/calls", js, callJSON("reserveInventory", "{}"), bearer(otherTok)...), 200)
 		want(t, "shared: agent2 ends", shared.do("POST", "/sagacity/sagas/s/end", js, "", bearer(otherTok)...), 200)
@@ -132,7 +132,7 @@ func TestRequestRowSubstitution(t *testing.T) {
 		e.seedScenario("s")
 		want(t, "approve", e.post("/sagacity/approve/s/3", `{"approver":"manager@company.com"}`), 200)
 		evil := `{"amount":"100000","to":"mallory"}`
-		storetest.Exec(t, dbURL, "UPDATE approval_requests SET input = $1, input_hash = $2 WHERE saga_id = 's'", evil, engine.PayloadHash(evil))
+		testkit.Exec(t, dbURL, "UPDATE approval_requests SET input = $1, input_hash = $2 WHERE saga_id = 's'", evil, engine.PayloadHash(evil))
 		for _, p := range []string{evil, transfer} {
 			r := e.post("/sagacity/resume/s/3", e.payload(p))
 			if r.code != 409 || !strings.Contains(r.body, "approval request at seq=3 does not match the journal") {
@@ -153,7 +153,7 @@ func TestRequestRowSubstitution(t *testing.T) {
 // server (DNS rebinding) is same-origin with it as far as the browser
 // knows. Only the configured host names, and loopback, are served.
 func TestHostAllowlist(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{hosts: []string{"sagacity.example"}})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{hosts: []string{"sagacity.example"}})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.url, "http://"))
 	do := func(method, path, host, body string) response {
 		req, err := http.NewRequest(method, e.url+path, strings.NewReader(body))
@@ -191,7 +191,7 @@ func TestHostAllowlist(t *testing.T) {
 
 // TestMethods: a wrong method is 405 with Allow, and HEAD works where GET does.
 func TestMethods(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	for _, tt := range []struct{ method, path, allow string }{
 		{"GET", "/sagacity/approve/s/3", "POST"},
 		{"POST", "/healthz", "GET, HEAD"},
@@ -213,7 +213,7 @@ func TestMethods(t *testing.T) {
 // is answered 400 when the server's read timeout fires, and logged as the
 // client's problem, not as a server error.
 func TestStalledBody(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{readTimeout: 300 * time.Millisecond})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{readTimeout: 300 * time.Millisecond})
 	for _, path := range []string{"/sagacity/sagas/s/calls", "/login"} {
 		conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
 		if err != nil {
@@ -287,7 +287,7 @@ func TestVerifyUnreadableRow(t *testing.T) {
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		e.seedScenario("s")
-		storetest.Exec(t, dbURL, "UPDATE journal SET timestamp = 'infinity' WHERE saga_id = 's' AND seq = 2")
+		testkit.Exec(t, dbURL, "UPDATE journal SET timestamp = 'infinity' WHERE saga_id = 's' AND seq = 2")
 		r := e.get("/sagacity/audit/s/verify")
 		if r.code != 200 || !strings.Contains(r.body, `"valid":false,"entryCount":3,"breakAtIndex":1,"message":"unreadable entry at seq=2 (entry 1)`) {
 			t.Errorf("verify with a garbage timestamp = %d %s, want 200 broken at entry 1", r.code, r.body)
@@ -299,7 +299,7 @@ func TestVerifyUnreadableRow(t *testing.T) {
 // TestForgedNotice: the notice after a decision is what the journal says,
 // so a link cannot paint a decision that never happened.
 func TestForgedNotice(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("s")
 	c := e.session(t, "alice@example.com")
 	for _, path := range []string{"/?decided=s&seq=3", "/?decided=approved&saga=s&seq=3", "/?decided=%3Cb%3Eyes&seq=9"} {
@@ -339,7 +339,7 @@ func TestResolveAPI(t *testing.T) {
 // summarised in the list at a bounded size, what is left out counted:
 // the list is sent again every few seconds to every reviewer.
 func TestPendingSummaryBounded(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	big := strings.Repeat("x", 200_000)
 	input := fmt.Sprintf(`{"a":"%s","b":"%s","c":"%s","d":"%s"}`, big, big, big, big)
 	want(t, "a gated call with huge fields", e.post("/sagacity/sagas/big/calls", callJSON("sendWireTransfer", input)), 202)

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/sagacity-go/sagacity/internal/mcpproxy/upstreamtest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // suiteLog collects what every server in this package logs, and secrets
@@ -20,7 +21,7 @@ import (
 // cookie value, code or ID token ever reached a log line. The tool signing
 // secret is one of them.
 var (
-	suiteLog = &lockedWriter{w: &bytes.Buffer{}}
+	suiteLog = &testkit.Buffer{}
 	secretMu sync.Mutex
 	secrets  []string
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/mcpgw"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // withHeaders adds headers to every request a client sends.
@@ -146,7 +146,7 @@ func TestMCP(t *testing.T) {
 // TestMCPApproved continues: a person approves, the agent is told, and the
 // resume executes the approved bytes once.
 func TestMCPApproved(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	ctx := t.Context()
 	updated := make(chan string, 10)
 	cs := mcpSession(t, e, "test-agent", nil, &mcp.ClientOptions{
@@ -221,7 +221,7 @@ func TestMCPApproved(t *testing.T) {
 // outcome and runs nothing; the key with other arguments is refused,
 // naming the first call.
 func TestMCPIdempotencyKey(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	ctx := t.Context()
 	cs := mcpSession(t, e, "retrying-agent", nil, nil)
 	params := func(sku string, key any) *mcp.CallToolParams {
@@ -254,7 +254,7 @@ func TestMCPIdempotencyKey(t *testing.T) {
 func TestMCPAuth(t *testing.T) {
 	agentT, agentTok := token("agent", engine.RoleAgent)
 	auditorT, auditorTok := token("auditor", engine.RoleAuditor)
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, auditorT}})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, auditorT}})
 	// An MCP client is told to authenticate as the JSON API tells it, not
 	// sent to the console's sign-in page.
 	for _, method := range []string{"GET", "POST", "DELETE"} {
@@ -291,7 +291,7 @@ func TestMCPAuth(t *testing.T) {
 func TestMCPPrivacy(t *testing.T) {
 	mineT, mineTok := token("agent1", engine.RoleAgent)
 	otherT, otherTok := token("agent2", engine.RoleAgent)
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{mineT, otherT}})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{mineT, otherT}})
 	want(t, "agent1 gates", e.do("POST", "/sagacity/sagas/theirs/calls", js, callJSON("sendWireTransfer", transfer), bearer(mineTok)...), 202)
 	cs := mcpSession(t, e, "agent2", http.Header{"Authorization": {"Bearer " + otherTok}}, nil)
 	ctx := t.Context()

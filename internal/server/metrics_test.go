@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // scrape reads /metrics with a token and parses it as Prometheus does.
@@ -119,7 +119,7 @@ func TestMetrics(t *testing.T) {
 		strandAs(t, dbURL, agent, "lost-2", "createOrder", `{"sku":"B"}`) // left in doubt
 		as(apprTok, "resolve lost-1", "POST", "/sagacity/in-doubt/lost-1/1/resolve", `{"happened":true,"result":"order-9","reason":"the shop has it"}`, 200)
 		e.sequence() // order-1 is logged as it was written
-		storetest.Exec(t, dbURL, "UPDATE journal SET payload = 'forged' WHERE saga_id = 'order-1' AND seq = 1")
+		testkit.Exec(t, dbURL, "UPDATE journal SET payload = 'forged' WHERE saga_id = 'order-1' AND seq = 1")
 		r := e.do("GET", "/sagacity/audit/order-1/verify", "", "", bearer(audTok)...)
 		if r.code != 200 || !strings.Contains(r.body, `"valid":false`) {
 			t.Fatalf("verify the forged journal = %d %s, want it invalid", r.code, r.body)
@@ -128,7 +128,7 @@ func TestMetrics(t *testing.T) {
 		e.sequence()
 		for _, q := range []string{"DELETE FROM journal WHERE saga_id = 'gone'", "DELETE FROM calls WHERE saga_id = 'gone'",
 			"DELETE FROM sagas WHERE id = 'gone'"} {
-			storetest.Exec(t, dbURL, q)
+			testkit.Exec(t, dbURL, q)
 		}
 		if problem, err := e.log.Check(context.Background(), true); problem == "" || err != nil {
 			t.Fatalf("CheckLog = %q, %v; want the deleted saga found", problem, err)

@@ -13,7 +13,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/auth/authtest"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 var people = []authtest.User{
@@ -101,7 +101,7 @@ func TestOIDCSignIn(t *testing.T) {
 
 func TestOIDCCallbackRefusals(t *testing.T) {
 	p := authtest.NewProvider(t, people...)
-	e := oidcAPI(t, storetest.SQLiteURL(t), p)
+	e := oidcAPI(t, testkit.SQLiteURL(t), p)
 	withQuery := func(u string, f func(url.Values)) string {
 		pu, _ := url.Parse(u)
 		q := pu.Query()
@@ -132,7 +132,7 @@ func TestOIDCCallbackRefusals(t *testing.T) {
 		{"wrong PKCE verifier", func(t *testing.T) (*http.Client, string) {
 			c := jar(t)
 			u := callback(t, e, c, "alice", "alice-password-1")
-			storetest.Exec(t, e.dbURL, "UPDATE logins SET verifier = $1", strings.Repeat("x", 43))
+			testkit.Exec(t, e.dbURL, "UPDATE logins SET verifier = $1", strings.Repeat("x", 43))
 			return c, u
 		}},
 	}
@@ -172,7 +172,7 @@ func TestOIDCBadIDTokens(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := authtest.NewRogue(t)
 			r.IDToken = tt.hook
-			e := newAPI(t, storetest.SQLiteURL(t), envOptions{roles: groupRoles,
+			e := newAPI(t, testkit.SQLiteURL(t), envOptions{roles: groupRoles,
 				oidc: func(string) (string, string, string) { return r.Issuer, "sagacity-console", "rogue-secret" }})
 			c := jar(t)
 			u := authtest.LoginHTTP(t, c, e.url+"/login", e.url+auth.CallbackPath, "", "")
@@ -193,7 +193,7 @@ func TestOIDCBadIDTokens(t *testing.T) {
 // TestAPIJWT: bearer JWTs from the issuer, for the API audience only.
 func TestAPIJWT(t *testing.T) {
 	r := authtest.NewRogue(t)
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{roles: groupRoles, apiAudience: "sagacity-api",
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{roles: groupRoles, apiAudience: "sagacity-api",
 		oidc: func(string) (string, string, string) { return r.Issuer, "sagacity-console", "rogue-secret" }})
 	jwt := func(mut func(map[string]any), alg string) string {
 		c := map[string]any{"iss": r.Issuer, "aud": "sagacity-api", "sub": "svc-7", "exp": time.Now().Add(time.Hour).Unix(),
@@ -240,7 +240,7 @@ func TestBrowserApproval(t *testing.T) {
 	p := authtest.NewProvider(t, people...)
 	agentT, agentTok := token("agent", engine.RoleAgent)
 	audT, audTok := token("auditor", engine.RoleAuditor)
-	e := oidcAPI(t, storetest.SQLiteURL(t), p, agentT, audT)
+	e := oidcAPI(t, testkit.SQLiteURL(t), p, agentT, audT)
 	js := "application/json"
 	want(t, "agent reserves", e.do("POST", "/sagacity/sagas/b/calls", js, `{"tool":"reserveInventory","input":"{}"}`, bearer(agentTok)...), 200)
 	want(t, "agent gates", e.do("POST", "/sagacity/sagas/b/calls", js, `{"tool":"sendWireTransfer","input":"<b>100</b> to alice"}`, bearer(agentTok)...), 202)
@@ -301,7 +301,7 @@ func TestBrowserApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := engine.OpenReceipt(engine.ReceiptOf(entries[len(entries)-1]), storetest.Keys(t).Verifier())
+	r, err := engine.OpenReceipt(engine.ReceiptOf(entries[len(entries)-1]), testkit.Keys(t).Verifier())
 	if err != nil || r.Issuer != p.Issuer || r.Subject != "alice-id" || r.Auth != "oidc" || r.Decision != engine.DecidedApproved {
 		t.Errorf("receipt = %+v, %v; want approved by issuer %s, subject alice-id, through oidc", r, err, p.Issuer)
 	}

@@ -27,7 +27,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/server"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // contract is the OpenAPI document the server serves (api.OpenAPI, the
@@ -228,7 +228,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Errorf("a document with a response without its description passes as valid OpenAPI 3.1")
 	}
 	agent, _ := token("agent", engine.RoleAgent)
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{tokens: []auth.Token{agent}})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{agent}})
 	r := e.get("/sagacity/openapi.json")
 	if r.code != 200 || r.header.Get("Content-Type") != "application/json" || r.body != string(api.OpenAPI) {
 		t.Errorf("GET /sagacity/openapi.json without a token = %d %s, %d bytes; want 200 application/json, the %d embedded bytes",
@@ -243,7 +243,7 @@ func TestOpenAPIRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	routed := map[string]bool{}
 	err = chi.Walk(server.Routes(e.opts), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		routed[method+" "+route] = true

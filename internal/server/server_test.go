@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/toolsig"
 )
 
@@ -127,7 +127,7 @@ func TestSeedEndpoints(t *testing.T) {
 		if r.code != 200 || r.body != `{"valid":true,"entryCount":6,"breakAtIndex":-1,"message":"all 6 entries verified"}`+"\n" {
 			t.Errorf("verify = %d %s, want all 6 entries verified", r.code, r.body)
 		}
-		storetest.Exec(t, dbURL, "UPDATE journal SET payload = 'approver=mallory' WHERE saga_id = 'transfer-77' AND seq = 4")
+		testkit.Exec(t, dbURL, "UPDATE journal SET payload = 'approver=mallory' WHERE saga_id = 'transfer-77' AND seq = 4")
 		r = e.get("/sagacity/audit/transfer-77/verify")
 		if r.code != 200 || r.body != `{"valid":false,"entryCount":6,"breakAtIndex":3,"message":"hash mismatch at seq=4 (entry 3)"}`+"\n" {
 			t.Errorf("verify after tampering = %d %s, want broken at entry 3", r.code, r.body)
@@ -255,7 +255,7 @@ func TestGatewayScenario(t *testing.T) {
 // endpoint: the tool server refuses it, so the gate cannot be bypassed with
 // bytes signed for another tool.
 func TestReplayToWire(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	// An agent can be talked into sending any input to an ungated tool,
 	// such as a wire transfer's.
 	want(t, "reserve", e.call("r", "reserveInventory", transfer), 200)
@@ -413,7 +413,7 @@ func TestFailingTools(t *testing.T) {
 }
 
 func TestApprovalEndpointsDisabled(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{noApprovalEndpoints: true})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{noApprovalEndpoints: true})
 	e.seedScenario("s")
 	for _, path := range []string{"/sagacity/approve/s/3", "/sagacity/reject/s/3", "/sagacity/resume/s/3"} {
 		want(t, path, e.post(path, e.payload(transfer)), 404)
@@ -467,7 +467,7 @@ func TestSagaListing(t *testing.T) {
 // TestStorageDown: a database that is gone answers 503, never 404, and
 // says nothing of SQL.
 func TestStorageDown(t *testing.T) {
-	e := newAPI(t, storetest.SQLiteURL(t), envOptions{})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("s")
 	e.db.Close()
 	for _, r := range []response{

@@ -18,7 +18,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/mcpgw"
 	"github.com/sagacity-go/sagacity/internal/mcpproxy"
 	"github.com/sagacity-go/sagacity/internal/mcpproxy/upstreamtest"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // filesConfig puts the files server behind the gate: write_file runs at
@@ -65,7 +65,7 @@ func TestUpstream(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { up.Close() })
-			e := newAPI(t, storetest.SQLiteURL(t), envOptions{upstream: tools})
+			e := newAPI(t, testkit.SQLiteURL(t), envOptions{upstream: tools})
 			ctx := t.Context()
 			listed := map[string]*mcp.Tool{}
 			cs := mcpSession(t, e, "agent", http.Header{mcpgw.SagaHeader: {"upstream-1"}}, nil)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
 )
@@ -15,7 +15,7 @@ import (
 var benchStores = []struct {
 	name string
 	url  func(testing.TB) string
-}{{"sqlite", storetest.SQLiteURL}, {"postgres", storetest.PostgresURL}}
+}{{"sqlite", testkit.SQLiteURL}, {"postgres", testkit.PostgresURL}}
 
 // benchAgent calls tools and resumes them; benchApprover, somebody else,
 // decides.
@@ -38,7 +38,7 @@ func benchEngine(b *testing.B, url string, log bool) (*engine.Engine, *tlog.Log)
 	if log {
 		checkpoints = b.TempDir()
 	}
-	e, l, err := newBenchEngine(db, storetest.Keys(b), checkpoints)
+	e, l, err := newBenchEngine(db, testkit.Keys(b), checkpoints)
 	if err != nil {
 		b.Fatal(err)
 	}

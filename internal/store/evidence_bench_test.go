@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
@@ -81,7 +81,7 @@ func BenchmarkEvidence(b *testing.B) {
 					journal, r := decision(b, nolog)
 					start := time.Now()
 					for range receiptRounds {
-						if err := receiptWork(storetest.Keys(b), journal, r); err != nil {
+						if err := receiptWork(testkit.Keys(b), journal, r); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -184,7 +184,7 @@ func decision(b *testing.B, e *engine.Engine) ([]engine.Entry, engine.Receipt) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := engine.OpenReceipt(engine.ReceiptOf(journal[len(journal)-1]), storetest.Keys(b).Verifier())
+	r, err := engine.OpenReceipt(engine.ReceiptOf(journal[len(journal)-1]), testkit.Keys(b).Verifier())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -208,9 +208,9 @@ func receiptWork(keys *engine.Keys, journal []engine.Entry, r engine.Receipt) er
 // what the resume adds (verifying the receipts of a journal holding that
 // one decision).
 func BenchmarkReceipt(b *testing.B) {
-	e, _ := benchEngine(b, storetest.SQLiteURL(b), false)
+	e, _ := benchEngine(b, testkit.SQLiteURL(b), false)
 	journal, r := decision(b, e)
-	keys := storetest.Keys(b)
+	keys := testkit.Keys(b)
 	b.Run("sign", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := keys.Sign(r.Text()); err != nil {
@@ -250,7 +250,7 @@ const (
 // The first two run in memory, on random entry hashes.
 func BenchmarkVerify1M(b *testing.B) {
 	l := newAuditLog(b)
-	v := storetest.Keys(b).Verifier()
+	v := testkit.Keys(b).Verifier()
 	b.Run("full", func(b *testing.B) {
 		for b.Loop() {
 			cp, err := tlog.OpenCheckpoint(l.old, v)
@@ -367,7 +367,7 @@ func newAuditLog(b *testing.B) *auditLog {
 	for _, n := range need[1:] {
 		l.proofs.Of = append(l.proofs.Of, rehash(n))
 	}
-	keys := storetest.Keys(b)
+	keys := testkit.Keys(b)
 	l.old, err = keys.Sign(engine.Checkpoint{Origin: keys.Name(), Size: verifySize, Root: oldRoot}.Text())
 	check(err)
 	l.new, err = keys.Sign(engine.Checkpoint{Origin: keys.Name(), Size: size, Root: newRoot}.Text())
@@ -514,8 +514,8 @@ func fill(b *testing.B, dir string, keys *engine.Keys) {
 				sargs = append(sargs, e.SagaID, e.Hash, epoch.UnixMicro(), e.Timestamp.UnixMicro())
 			}
 		}
-		storetest.Exec(b, "sqlite:"+path, sq.String(), sargs...)
-		storetest.Exec(b, "sqlite:"+path, q.String(), args...)
+		testkit.Exec(b, "sqlite:"+path, sq.String(), sargs...)
+		testkit.Exec(b, "sqlite:"+path, q.String(), args...)
 		if _, err := l.Sequence(context.Background(), false); err != nil {
 			b.Fatal(err)
 		}

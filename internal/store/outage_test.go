@@ -11,26 +11,26 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // outage is an engine over PostgreSQL reached through a cutter, with a
 // tool that cuts the line as soon as it has done its work: the effect has
 // happened and the database is gone before the outcome can be journaled.
 type outage struct {
-	px       *storetest.Cutter
+	px       *testkit.Cutter
 	db       *DB
 	e        *engine.Engine
 	executed atomic.Int64
 }
 
 func newOutage(t *testing.T, retry time.Duration) *outage {
-	direct := storetest.PostgresURL(t)
+	direct := testkit.PostgresURL(t)
 	u, err := url.Parse(direct)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &outage{px: storetest.NewCutter(t, u.Host)}
+	o := &outage{px: testkit.NewCutter(t, u.Host)}
 	u.Host = o.px.Addr()
 	if o.db, err = Open(context.Background(), u.String()); err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func newOutage(t *testing.T, retry time.Duration) *outage {
 			return "done", nil
 		}}},
 	}
-	if o.e, err = engine.New(o.db, tools, engine.WithKeys(storetest.Keys(t)), engine.WithOutcomeRetry(retry)); err != nil {
+	if o.e, err = engine.New(o.db, tools, engine.WithKeys(testkit.Keys(t)), engine.WithOutcomeRetry(retry)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.e.Call(context.Background(), outageAgent, "s", "ok", "{}"); err != nil {
@@ -140,10 +140,10 @@ func TestPostgresOutageLong(t *testing.T) {
 func TestPostgresDropped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	base := storetest.PostgresURL(t)
+	base := testkit.PostgresURL(t)
 	name := "sgc_dropped_" + strings.ToLower(rand.Text()[:12])
-	storetest.Exec(t, base, "CREATE DATABASE "+name)
-	t.Cleanup(func() { storetest.Exec(t, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
+	testkit.Exec(t, base, "CREATE DATABASE "+name)
+	t.Cleanup(func() { testkit.Exec(t, base, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)") })
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +157,7 @@ func TestPostgresDropped(t *testing.T) {
 	if _, err := db.Sagas(ctx, engine.SagaFilter{Limit: 1}); err != nil {
 		t.Fatal(err)
 	}
-	storetest.Exec(t, base, "DROP DATABASE "+name+" WITH (FORCE)")
+	testkit.Exec(t, base, "DROP DATABASE "+name+" WITH (FORCE)")
 	for range 2 { // the first call may meet a connection the drop cut
 		_, err = db.Sagas(ctx, engine.SagaFilter{Limit: 1})
 	}

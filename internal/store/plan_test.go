@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 )
 
@@ -41,7 +41,7 @@ func plannedStatements(postgres bool) []planned {
 // TestPlansSQLite: no statement above scans the journal or the tree in
 // SQLite.
 func TestPlansSQLite(t *testing.T) {
-	url := storetest.SQLiteURL(t)
+	url := testkit.SQLiteURL(t)
 	db, err := Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -87,14 +87,14 @@ func TestPlansSQLite(t *testing.T) {
 // call does not grow with the store.
 func TestPlansPostgres(t *testing.T) {
 	ctx := context.Background()
-	url := storetest.PostgresURL(t)
+	url := testkit.PostgresURL(t)
 	var seen trips
 	db, err := openPostgres(ctx, url, &seen)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e, l, err := newBenchEngine(db, storetest.Keys(t), t.TempDir())
+	e, l, err := newBenchEngine(db, testkit.Keys(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,16 +5,17 @@ import (
 	"testing"
 
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 func TestPostgres(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(storetest.PostgresURL(t), "postgres") })
+	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(testkit.PostgresURL(t), "postgres") })
 }
 
 func TestSQLite(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(storetest.SQLiteURL(t), "sqlite") })
+	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(testkit.SQLiteURL(t), "sqlite") })
 }
 
 func harness(url, dialect string) storetest.Harness {
@@ -27,7 +28,7 @@ func harness(url, dialect string) storetest.Harness {
 			}
 			return db
 		},
-		Exec:  func(t *testing.T, sql string, args ...any) { storetest.Exec(t, url, sql, args...) },
-		Count: func(t *testing.T, sql string, args ...any) int64 { return storetest.Count(t, url, sql, args...) },
+		Exec:  func(t *testing.T, sql string, args ...any) { testkit.Exec(t, url, sql, args...) },
+		Count: func(t *testing.T, sql string, args ...any) int64 { return testkit.Count(t, url, sql, args...) },
 	}
 }

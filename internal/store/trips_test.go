@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // trips counts round trips to PostgreSQL: a statement sent alone is one,
@@ -57,12 +57,12 @@ func (c *trips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)
 // cost of a change, to be justified (BENCHMARKS.md).
 func TestRoundTrips(t *testing.T) {
 	var c trips
-	db, err := openPostgres(context.Background(), storetest.PostgresURL(t), &c)
+	db, err := openPostgres(context.Background(), testkit.PostgresURL(t), &c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	e, _, err := newBenchEngine(db, storetest.Keys(t), "")
+	e, _, err := newBenchEngine(db, testkit.Keys(t), "")
 	if err != nil {
 		t.Fatal(err)
 	}

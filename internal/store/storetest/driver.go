@@ -878,7 +878,7 @@ func testPendingByTool(t *testing.T, d *drv) {
 
 func testLastExecuted(t *testing.T, d *drv) {
 	// Tools of this test's own: the question spans every saga.
-	wire, card := d.id("sendWireTransfer"), d.id("chargeCard")
+	transfer, card := d.id("sendWireTransfer"), d.id("chargeCard")
 	a, b := d.id("a"), d.id("b")
 	entry := func(saga string, seq int64, at int, tool string, ph engine.Phase) engine.Entry {
 		e := mkEntry(saga, seq, when(at))
@@ -886,17 +886,17 @@ func testLastExecuted(t *testing.T, d *drv) {
 		return e
 	}
 	// The newest is not the one with the highest seq.
-	sent := entry(a, 2, 6, wire, engine.PhaseExecuted)
+	sent := entry(a, 2, 6, transfer, engine.PhaseExecuted)
 	sent.Payload = "sent\nreference=WT-77"
 	es := map[string]engine.Entry{
-		"b/1": entry(b, 1, 1, wire, engine.PhaseIntent),
-		"b/2": entry(b, 2, 2, wire, engine.PhaseExecuted),
-		"b/3": entry(b, 3, 3, wire, engine.PhaseIntent),
-		"b/4": entry(b, 4, 4, wire, engine.PhaseExecuted),
-		"b/5": entry(b, 5, 5, wire, engine.PhaseFailed),
-		"a/1": entry(a, 1, 5, wire, engine.PhaseIntent),
+		"b/1": entry(b, 1, 1, transfer, engine.PhaseIntent),
+		"b/2": entry(b, 2, 2, transfer, engine.PhaseExecuted),
+		"b/3": entry(b, 3, 3, transfer, engine.PhaseIntent),
+		"b/4": entry(b, 4, 4, transfer, engine.PhaseExecuted),
+		"b/5": entry(b, 5, 5, transfer, engine.PhaseFailed),
+		"a/1": entry(a, 1, 5, transfer, engine.PhaseIntent),
 		"a/2": sent,
-		"b/6": entry(b, 6, 7, wire, engine.PhaseCompensated),
+		"b/6": entry(b, 6, 7, transfer, engine.PhaseCompensated),
 		"b/7": entry(b, 7, 8, card, engine.PhaseExecuted),
 		"a/3": entry(a, 3, 9, engine.GateTool, engine.PhaseExecuted), // a resolution
 	}
@@ -914,11 +914,11 @@ func testLastExecuted(t *testing.T, d *drv) {
 		before time.Time
 		want   string // "" for NotFound
 	}{
-		{"the newest, in any saga", wire, when(100), "a/2"},
-		{"strictly before", wire, stored(when(6)), "b/4"},
-		{"strictly before, again", wire, stored(when(4)), "b/2"},
-		{"before, given in another zone", wire, stored(when(5)).In(time.FixedZone("PDT", -7*60*60)), "b/4"},
-		{"none that old", wire, stored(when(2)), ""},
+		{"the newest, in any saga", transfer, when(100), "a/2"},
+		{"strictly before", transfer, stored(when(6)), "b/4"},
+		{"strictly before, again", transfer, stored(when(4)), "b/2"},
+		{"before, given in another zone", transfer, stored(when(5)).In(time.FixedZone("PDT", -7*60*60)), "b/4"},
+		{"none that old", transfer, stored(when(2)), ""},
 		{"another tool", card, when(100), "b/7"},
 		{"a tool never executed", d.id("reserveInventory"), when(100), ""},
 	}

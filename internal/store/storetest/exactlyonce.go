@@ -9,10 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // wantCode fails unless err is an engine error of kind k and code code.
-func wantCode(t *testing.T, what string, err error, k engine.Kind, code string) *engine.Error {
+func wantCode(t *testing.T, what string, err error, k engine.Kind, code wire.Code) *engine.Error {
 	t.Helper()
 	e, ok := errors.AsType[*engine.Error](err)
 	if !ok || e.Kind != k || e.Code != code {
@@ -48,21 +49,21 @@ func testIdempotencyKeys(t *testing.T, v *env) {
 
 	entries := len(v.journal("k"))
 	e := wantCode(t, "the key with other bytes", second(once("k", "reserveInventory", `{"item":"phone"}`, "order-1")),
-		engine.Unprocessable, engine.CodeKeyReused)
+		engine.Unprocessable, wire.CodeKeyReused)
 	if e.Seq != 1 || !strings.Contains(e.Msg, "seq=1") {
 		t.Errorf("the key with other bytes: %+v; want it to name the call at seq=1", e)
 	}
 	wantCode(t, "the key with another tool", second(once("k", "createOrder", in, "order-1")),
-		engine.Unprocessable, engine.CodeKeyReused)
+		engine.Unprocessable, wire.CodeKeyReused)
 	if n := len(v.journal("k")); n != entries {
 		t.Errorf("refused repeats journaled %d entries", n-entries)
 	}
 
-	gated, err := once("k", "sendWireTransfer", wire, "pay-1")
+	gated, err := once("k", "sendWireTransfer", transfer, "pay-1")
 	if err != nil || gated.Outcome != engine.OutcomeAwaitingApproval {
 		t.Fatalf("gated call = %+v, %v", gated, err)
 	}
-	if again, err := once("k", "sendWireTransfer", wire, "pay-1"); err != nil || again.Seq != gated.Seq ||
+	if again, err := once("k", "sendWireTransfer", transfer, "pay-1"); err != nil || again.Seq != gated.Seq ||
 		again.Outcome != engine.OutcomeAwaitingApproval || again.InputHash != gated.InputHash || v.pending("k") != 1 {
 		t.Errorf("the gated call again = %+v, %v (%d pending); want the first request, still the only one", again, err, v.pending("k"))
 	}
@@ -143,7 +144,7 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 
 	// Running on a live process: not in doubt, and the saga goes on.
 	wantCode(t, "the running call again", second(restarted.CallOnce(ctx, agent, "payout", "slowPayout", in, "payout-1")),
-		engine.Conflict, engine.CodeInProgress)
+		engine.Conflict, wire.CodeInProgress)
 	if calls, err := restarted.InDoubt(ctx, auditor, -1); err != nil || len(calls) != 0 {
 		t.Errorf("InDoubt while it runs on a live process = %+v, %v; want none", calls, err)
 	}
@@ -165,9 +166,9 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 		t.Errorf("the cut-off call again = %+v, %v; want IN_DOUBT, naming seq 3", again, err)
 	}
 	wantCode(t, "the key with other bytes", second(restarted.CallOnce(ctx, agent, "payout", "slowPayout", `{"to":"alice","cents":101}`, "payout-1")),
-		engine.Unprocessable, engine.CodeKeyReused)
+		engine.Unprocessable, wire.CodeKeyReused)
 	blocked := wantCode(t, "a new call", second(restarted.Call(ctx, agent, "payout", "reserveInventory", `{"item":"dock"}`)),
-		engine.Conflict, engine.CodeInDoubt)
+		engine.Conflict, wire.CodeInDoubt)
 	if blocked.Seq != 3 || !strings.Contains(blocked.Msg, "resolve") {
 		t.Errorf("a new call: %+v; want it to name the call in doubt and what a person must do", blocked)
 	}
@@ -224,7 +225,7 @@ func testDismiss(t *testing.T, v *env) {
 	if err != nil || len(page) != 2 || page[0].SupersededBy != next || page[1].SupersededBy != 0 {
 		t.Fatalf("Pending = %+v, %v; want the first superseded by %d, the second not", page, err, next)
 	}
-	wantCode(t, "Approve of the superseded request", second(v.e.Approve(ctx, controller, "re", first, "")), engine.Conflict, engine.CodeSuperseded)
+	wantCode(t, "Approve of the superseded request", second(v.e.Approve(ctx, controller, "re", first, "")), engine.Conflict, wire.CodeSuperseded)
 	_, err = v.e.Dismiss(ctx, controller, "re", next, "")
 	wantKind(t, "Dismiss of the request that stands", err, engine.Conflict)
 	_, err = v.e.Dismiss(ctx, agent, "re", first, "")
@@ -258,8 +259,8 @@ func testDismiss(t *testing.T, v *env) {
 	if _, err := v.e.Reject(ctx, controller, "re", later, "no more payments"); err != nil {
 		t.Fatal(err)
 	}
-	if st := v.status("re"); st != engine.Compensated || v.fx.wire.Load() != 1 || v.fx.count("undo reserveInventory reserved") != 1 {
+	if st := v.status("re"); st != engine.Compensated || v.fx.transfer.Load() != 1 || v.fx.count("undo reserveInventory reserved") != 1 {
 		t.Errorf("after Reject: %s, %d wires, %d undos; want COMPENSATED, the wire done once, the reservation undone",
-			st, v.fx.wire.Load(), v.fx.count("undo reserveInventory reserved"))
+			st, v.fx.transfer.Load(), v.fx.count("undo reserveInventory reserved"))
 	}
 }

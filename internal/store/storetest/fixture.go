@@ -17,6 +17,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
 )
@@ -57,13 +58,13 @@ var (
 	auditor    = engine.Principal{ID: "auditor@company.com", Auth: "oidc", Roles: []engine.Role{engine.RoleAuditor}}
 )
 
-const wire = `{"amount":"100","to":"alice"}`
+const transfer = `{"amount":"100","to":"alice"}`
 
 // effects records what the fixture's tools did, in order.
 type effects struct {
-	mu   sync.Mutex
-	log  []string
-	wire atomic.Int64 // executions of sendWireTransfer
+	mu       sync.Mutex
+	log      []string
+	transfer atomic.Int64 // executions of sendWireTransfer
 }
 
 func (f *effects) add(s string) {
@@ -122,7 +123,7 @@ func (f *effects) tools() []engine.Tool {
 		{Name: "explode", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { panic("boom") }, Undo: undo}},
 		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: engine.Funcs{
 			Exec: func(_ context.Context, inv engine.Invocation) (string, error) {
-				f.wire.Add(1)
+				f.transfer.Add(1)
 				f.add("exec " + inv.Tool + " " + inv.Input)
 				return "transfer-ok", nil
 			}}},
@@ -190,8 +191,8 @@ func (v *env) process(db DB, tools ...engine.Tool) (*engine.Engine, *tlog.Log) {
 		tools = v.fx.tools()
 	}
 	// Checkpoints are signed when a test sequences the log, never by time.
-	l := tlog.New(db, v.w, Keys(v.t), tlog.Options{Every: 1, Interval: 24 * time.Hour, Now: clk.now})
-	e, err := engine.New(db, tools, engine.WithKeys(Keys(v.t)), engine.WithClock(clk.now), engine.WithLog(l))
+	l := tlog.New(db, v.w, testkit.Keys(v.t), tlog.Options{Every: 1, Interval: 24 * time.Hour, Now: clk.now})
+	e, err := engine.New(db, tools, engine.WithKeys(testkit.Keys(v.t)), engine.WithClock(clk.now), engine.WithLog(l))
 	if err != nil {
 		v.t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func (v *env) call(saga, tool, input string) engine.CallResult {
 func (v *env) gate(saga string) int64 {
 	v.t.Helper()
 	v.call(saga, "reserveInventory", `{"item":"laptop"}`)
-	r := v.call(saga, "sendWireTransfer", wire)
+	r := v.call(saga, "sendWireTransfer", transfer)
 	if r.Outcome != engine.OutcomeAwaitingApproval {
 		v.t.Fatalf("Call(sendWireTransfer) outcome = %s, want AWAITING_APPROVAL", r.Outcome)
 	}

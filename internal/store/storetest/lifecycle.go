@@ -32,17 +32,17 @@ func testLifecycle(t *testing.T, v *env) {
 	// request, and that verification names the entry that closed it.
 	refused := func(t *testing.T, saga string, seq int64, closed string) {
 		t.Helper()
-		before, wires := len(v.journal(saga)), v.fx.wire.Load()
-		_, err := v.e.Resume(ctx, second, saga, seq, wire)
+		before, wires := len(v.journal(saga)), v.fx.transfer.Load()
+		_, err := v.e.Resume(ctx, second, saga, seq, transfer)
 		wantKind(t, "Resume of a revived request", err, engine.Conflict)
 		if err == nil || !strings.Contains(err.Error(), "does not verify") {
 			t.Errorf("Resume of a revived request: %v; want the journal named as not verifying", err)
 		}
 		_, err = v.e.Approve(ctx, second, saga, seq, "")
 		wantKind(t, "Approve of a revived request", err, engine.Conflict)
-		if n := len(v.journal(saga)); n != before || v.fx.wire.Load() != wires {
+		if n := len(v.journal(saga)); n != before || v.fx.transfer.Load() != wires {
 			t.Errorf("after resuming a revived request: %d entries (was %d), %d more wires; want nothing journaled or run",
-				n, before, v.fx.wire.Load()-wires)
+				n, before, v.fx.transfer.Load()-wires)
 		}
 		if got := v.verify(saga); got.Valid || !strings.Contains(got.Message, "approval request at seq=3 is pending, but the journal closed it: "+closed) {
 			t.Errorf("Verify = %+v, want broken: the request closed %s", got, closed)
@@ -52,13 +52,13 @@ func testLifecycle(t *testing.T, v *env) {
 	t.Run("resumed", func(t *testing.T) {
 		seq := v.gate("resumed")
 		v.approve("resumed", seq)
-		if _, err := v.e.Resume(ctx, agent, "resumed", seq, wire); err != nil {
+		if _, err := v.e.Resume(ctx, agent, "resumed", seq, transfer); err != nil {
 			t.Fatal(err)
 		}
-		if v.fx.wire.Load() != 1 {
-			t.Fatalf("wire ran %d times, want 1", v.fx.wire.Load())
+		if v.fx.transfer.Load() != 1 {
+			t.Fatalf("wire ran %d times, want 1", v.fx.transfer.Load())
 		}
-		revive(t, "resumed", seq, wire)
+		revive(t, "resumed", seq, transfer)
 		refused(t, "resumed", seq, "resumed at seq=5 (entry 4)")
 	})
 	t.Run("rejected", func(t *testing.T) {
@@ -67,7 +67,7 @@ func testLifecycle(t *testing.T, v *env) {
 		if _, err := v.e.Reject(ctx, second, "rejected", seq, "changed my mind"); err != nil {
 			t.Fatal(err)
 		}
-		revive(t, "rejected", seq, wire)
+		revive(t, "rejected", seq, transfer)
 		refused(t, "rejected", seq, "rejected at seq=5 (entry 4)")
 	})
 	t.Run("dropped", func(t *testing.T) {
@@ -88,11 +88,11 @@ func testLifecycle(t *testing.T, v *env) {
 		if got := v.verify("dropped"); !got.Valid {
 			t.Errorf("Verify after an abort = %+v", got)
 		}
-		revive(t, "dropped", seq, wire)
+		revive(t, "dropped", seq, transfer)
 		refused(t, "dropped", seq, "dropped at seq=5 (entry 4)")
 	})
 	t.Run("superseded", func(t *testing.T) {
-		wires := v.fx.wire.Load()
+		wires := v.fx.transfer.Load()
 		first := v.gate("replanned")
 		v.approve("replanned", first)
 		replan := `{"amount":"90","to":"alice"}`
@@ -106,14 +106,14 @@ func testLifecycle(t *testing.T, v *env) {
 			t.Errorf("approved request whose replacement was approved: %s superseded by %d (pending %v); want superseded by %d, pending",
 				r.State, r.SupersededBy, r.Pending, next)
 		}
-		_, err := v.e.Resume(ctx, agent, "replanned", first, wire)
+		_, err := v.e.Resume(ctx, agent, "replanned", first, transfer)
 		wantKind(t, "Resume of a superseded request", err, engine.Conflict)
 		if err == nil || !strings.Contains(err.Error(), "superseded by the saga's request at seq=5") {
 			t.Errorf("Resume of a superseded request: %v; want it named superseded", err)
 		}
-		if v.fx.wire.Load() != wires || v.status("replanned") != engine.AwaitingApproval {
+		if v.fx.transfer.Load() != wires || v.status("replanned") != engine.AwaitingApproval {
 			t.Errorf("after resuming a superseded request: %d wires, status %s; want none and the saga still waiting",
-				v.fx.wire.Load()-wires, v.status("replanned"))
+				v.fx.transfer.Load()-wires, v.status("replanned"))
 		}
 		if res, err := v.e.Resume(ctx, agent, "replanned", next, replan); err != nil || res.Result != "transfer-ok" {
 			t.Errorf("Resume of the replacement = %+v, %v; want it executed", res, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
 	"github.com/transparency-dev/merkle/proof"
@@ -38,7 +39,7 @@ func (v *env) checkpoint() engine.Checkpoint {
 	if err != nil || signed == "" {
 		v.t.Fatalf("newest checkpoint = %q, %v; want one", signed, err)
 	}
-	verifier, err := note.NewVerifier(Keys(v.t).VerifierKey())
+	verifier, err := note.NewVerifier(testkit.Keys(v.t).VerifierKey())
 	if err != nil {
 		v.t.Fatal(err)
 	}
@@ -76,8 +77,8 @@ func testLog(t *testing.T, v *env) {
 		t.Errorf("log size = %d, want the 6 entries written", st.Size)
 	}
 	cp1 := v.checkpoint()
-	if cp1.Size != st.Size || hex.EncodeToString(cp1.Root) != hex.EncodeToString(st.Root) || cp1.Origin != Keys(t).Name() {
-		t.Errorf("checkpoint = %+v, want the log's state %+v, origin %s", cp1, st, Keys(t).Name())
+	if cp1.Size != st.Size || hex.EncodeToString(cp1.Root) != hex.EncodeToString(st.Root) || cp1.Origin != testkit.Keys(t).Name() {
+		t.Errorf("checkpoint = %+v, want the log's state %+v, origin %s", cp1, st, testkit.Keys(t).Name())
 	}
 	seen := map[int64]string{}
 	for _, saga := range []string{"a", "b"} {
@@ -202,7 +203,7 @@ func testLogTamper(t *testing.T, nh func(*testing.T) Harness) {
 			v.h.Exec(t, "UPDATE log_nodes SET hash = $1 WHERE level = 2 AND idx = 0", strings.Repeat("ab", 32))
 		}, "its root at that size is not the one signed (history rewritten)"},
 		{"key replaced", false, func(t *testing.T, v *env) {
-			_, vkey := otherKeys(t)
+			_, vkey := testkit.NewKeys(t, testkit.Keys(t).Name())
 			v.h.Exec(t, "UPDATE log_state SET verifier_key = $1", vkey)
 		}, "the database records the signing key"},
 	}
@@ -233,14 +234,14 @@ func testLogTamper(t *testing.T, nh func(*testing.T) Harness) {
 			if err != nil || !strings.Contains(problem, tt.want) || v.e.Halted() != problem {
 				t.Fatalf("Check(full) = %q, %v (halted %q); want %q", problem, err, v.e.Halted(), tt.want)
 			}
-			_, err = v.e.Resume(ctx, agent, "a", seq, wire)
+			_, err = v.e.Resume(ctx, agent, "a", seq, transfer)
 			wantKind(t, "Resume while halted", err, engine.Unavailable)
 			if !errors.Is(err, engine.ErrHalted) || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Resume while halted = %v, want ErrHalted naming %q", err, tt.want)
 			}
-			if n := len(v.journal("a")); n != before || v.fx.wire.Load() != 0 || v.pending("a") != 1 {
+			if n := len(v.journal("a")); n != before || v.fx.transfer.Load() != 0 || v.pending("a") != 1 {
 				t.Errorf("after a refused resume: journal %d entries (want %d), %d wires (want 0), %d pending (want 1)",
-					n, before, v.fx.wire.Load(), v.pending("a"))
+					n, before, v.fx.transfer.Load(), v.pending("a"))
 			}
 			if st, err := v.e.LogStatus(ctx, auditor); err != nil || st.Halted != problem {
 				t.Errorf("LogStatus = %+v, %v; want it to read, halted", st, err)
@@ -352,7 +353,7 @@ func testLogRollback(t *testing.T, nh func(*testing.T) Harness) {
 		t.Errorf("after refilling: newest checkpoint of size %d (was %d), halted %q; want no new checkpoint and still halted",
 			now.Size, cp.Size, v.e.Halted())
 	}
-	_, err := v.e.Resume(ctx, agent, "a", seq, wire)
+	_, err := v.e.Resume(ctx, agent, "a", seq, transfer)
 	wantKind(t, "Resume on the rolled-back database", err, engine.Unavailable)
 }
 
@@ -446,7 +447,7 @@ func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
 			t.Errorf("Check(full) once the row is back = %q, halted %q; want executions going on", problem, v.e.Halted())
 		}
 		v.approve("a", seq)
-		if _, err := v.e.Resume(ctx, agent, "a", seq, wire); err != nil {
+		if _, err := v.e.Resume(ctx, agent, "a", seq, transfer); err != nil {
 			t.Errorf("Resume once the database matches again: %v", err)
 		}
 	})
@@ -455,7 +456,7 @@ func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
 		// database's evidence would not verify with.
 		v := newEnv(t, nh)
 		seq := v.gate("a")
-		_, vkey := otherKeys(t)
+		_, vkey := testkit.NewKeys(t, testkit.Keys(t).Name())
 		v.h.Exec(t, "UPDATE log_state SET verifier_key = $1", vkey)
 		before := len(v.journal("a"))
 		for name, err := range map[string]error{
@@ -463,7 +464,7 @@ func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
 			"Reject":  second(v.e.Reject(ctx, approver, "a", seq, "")),
 		} {
 			wantKind(t, name+" with another key recorded", err, engine.Conflict)
-			if err == nil || !strings.Contains(err.Error(), vkey) || !strings.Contains(err.Error(), Keys(t).VerifierKey()) {
+			if err == nil || !strings.Contains(err.Error(), vkey) || !strings.Contains(err.Error(), testkit.Keys(t).VerifierKey()) {
 				t.Errorf("%s = %v; want it refused, naming both keys", name, err)
 			}
 		}
@@ -481,12 +482,12 @@ func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
 		var clock clock
 		db := h.Open(t)
 		t.Cleanup(db.Close)
-		l := tlog.New(db, w, Keys(t), tlog.Options{Every: 1, Interval: time.Second, Now: clock.now})
+		l := tlog.New(db, w, testkit.Keys(t), tlog.Options{Every: 1, Interval: time.Second, Now: clock.now})
 		if err := l.Claim(ctx); err != nil {
 			t.Fatal(err)
 		}
 		fx := &effects{}
-		e, err := engine.New(db, fx.tools(), engine.WithKeys(Keys(t)), engine.WithClock(clock.now), engine.WithLog(l))
+		e, err := engine.New(db, fx.tools(), engine.WithKeys(testkit.Keys(t)), engine.WithClock(clock.now), engine.WithLog(l))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -522,18 +523,4 @@ func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
 			t.Errorf("Sequence once the directory is back = %v, halted %q; want a checkpoint and executions going on", err, e.Halted())
 		}
 	})
-}
-
-// otherKeys is a key pair an insider makes, named as the server's.
-func otherKeys(t *testing.T) (*engine.Keys, string) {
-	t.Helper()
-	skey, vkey, err := engine.GenerateKeys(Keys(t).Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := engine.NewKeys(skey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k, vkey
 }

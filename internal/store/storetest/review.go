@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -26,7 +27,7 @@ func testPending(t *testing.T, v *env) {
 	v.approve("b", v.gate("b"))                                        // approved, seq 3
 	v.call("c", "sendWireTransfer", `{"amount":"250.00","to":"bob"}`)  // seq 1
 	v.call("c", "sendWireTransfer", `{"amount":"2500.00","to":"bob"}`) // seq 2, re-planned
-	if _, err := v.e.Call(ctx, other, "d", "sendWireTransfer", wire); err != nil {
+	if _, err := v.e.Call(ctx, other, "d", "sendWireTransfer", transfer); err != nil {
 		t.Fatal(err)
 	}
 	key := func(p engine.Pending) string { return p.SagaID + "/" + string(rune('0'+p.JournalSeq)) }
@@ -95,7 +96,7 @@ func testReview(t *testing.T, v *env) {
 	}
 	// An earlier saga executed the wire: the nearest prior approved call.
 	v.approve("paid", v.gate("paid"))
-	if _, err := v.e.Resume(ctx, approver, "paid", 3, wire); err != nil {
+	if _, err := v.e.Resume(ctx, approver, "paid", 3, transfer); err != nil {
 		t.Fatal(err)
 	}
 	v.call("s", "reserveInventory", `{"item":"laptop"}`)
@@ -106,7 +107,7 @@ func testReview(t *testing.T, v *env) {
 		line(r.Gated.Payload) != "requester=agent-1" || !r.Verification.Valid {
 		t.Errorf("Review(s, 4) = state %s, pending %v, gated %+v, %+v; want the undecided request", r.State, r.Pending, r.Gated, r.Verification)
 	}
-	if r.Previous == nil || r.Previous.Seq != 3 || r.LastExecuted == nil || r.LastExecuted.SagaID != "paid" || r.LastExecuted.Input != wire {
+	if r.Previous == nil || r.Previous.Seq != 3 || r.LastExecuted == nil || r.LastExecuted.SagaID != "paid" || r.LastExecuted.Input != transfer {
 		t.Errorf("Review(s, 4): previous %+v, last executed %+v; want seq 3 of s and the wire of saga paid", r.Previous, r.LastExecuted)
 	}
 	if len(r.WouldUndo) != 1 || r.WouldUndo[0].ToolName != "reserveInventory" || len(r.Siblings) != 1 || r.Siblings[0].JournalSeq != 3 {
@@ -178,7 +179,7 @@ func (v *env) inDoubt(saga string) *engine.Engine {
 		return "too late", nil
 	}, Undo: func(context.Context, engine.Invocation, string) error { return nil }}}
 	tools := append(v.fx.tools(), hang)
-	crashing, err := engine.New(doomed, tools, engine.WithKeys(Keys(v.t)), engine.WithClock(clk.now), engine.WithOutcomeRetry(50*time.Millisecond))
+	crashing, err := engine.New(doomed, tools, engine.WithKeys(testkit.Keys(v.t)), engine.WithClock(clk.now), engine.WithOutcomeRetry(50*time.Millisecond))
 	if err != nil {
 		v.t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func (v *env) inDoubt(saga string) *engine.Engine {
 	doomed.Close()
 	close(release)
 	<-done
-	e, err := engine.New(v.db, tools, engine.WithKeys(Keys(v.t)), engine.WithClock(clk.now), engine.WithInDoubtAfter(0))
+	e, err := engine.New(v.db, tools, engine.WithKeys(testkit.Keys(v.t)), engine.WithClock(clk.now), engine.WithInDoubtAfter(0))
 	if err != nil {
 		v.t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func testResolve(t *testing.T, v *env) {
 		<-release
 		return "late answer", nil
 	}, Undo: func(context.Context, engine.Invocation, string) error { return nil }}}
-	live, err := engine.New(v.db, append(v.fx.tools(), slow), engine.WithKeys(Keys(t)), engine.WithClock(clk.now), engine.WithInDoubtAfter(0))
+	live, err := engine.New(v.db, append(v.fx.tools(), slow), engine.WithKeys(testkit.Keys(t)), engine.WithClock(clk.now), engine.WithInDoubtAfter(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +339,7 @@ func testReceipts(t *testing.T, v *env) {
 	if err != nil {
 		t.Fatalf("APPROVED payload %q: no base64 receipt: %v", approved.Payload, err)
 	}
-	verifier, err := note.NewVerifier(Keys(t).VerifierKey())
+	verifier, err := note.NewVerifier(testkit.Keys(t).VerifierKey())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +348,7 @@ func testReceipts(t *testing.T, v *env) {
 		t.Fatalf("note.Open(receipt) with the public key: %v", err)
 	}
 	gated := v.journal("ok")[2]
-	for _, want := range []string{"saga: ok\n", "seq: 3\n", "entry: " + gated.Hash + "\n", "payload-sha256: " + engine.PayloadHash(wire) + "\n",
+	for _, want := range []string{"saga: ok\n", "seq: 3\n", "entry: " + gated.Hash + "\n", "payload-sha256: " + engine.PayloadHash(transfer) + "\n",
 		"decision: approved\n", "decider: manager@company.com\n", "auth: oidc\n"} {
 		if !strings.Contains(n.Text, want) {
 			t.Errorf("receipt text %q lacks %q", n.Text, want)
@@ -355,14 +356,7 @@ func testReceipts(t *testing.T, v *env) {
 	}
 
 	// An insider appends a decision with the right chain hash and head.
-	otherKey, _, err := engine.GenerateKeys("sagacity.test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := engine.NewKeys(otherKey)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other, _ := testkit.NewKeys(t, testkit.Keys(t).Name())
 	forgedBy := func(k *engine.Keys) string {
 		signed, err := k.Sign(strings.Replace(n.Text, "saga: ok\n", "saga: SAGA\n", 1))
 		if err != nil {
@@ -392,10 +386,10 @@ func testReceipts(t *testing.T, v *env) {
 		if got.Valid || got.BreakAtIndex != 3 || !strings.Contains(got.Message, tt.why) {
 			t.Errorf("%s: Verify = %+v, want broken at the forged decision: %s", tt.name, got, tt.why)
 		}
-		wires := v.fx.wire.Load()
-		_, err := v.e.Resume(ctx, approver, saga, 3, wire)
+		wires := v.fx.transfer.Load()
+		_, err := v.e.Resume(ctx, approver, saga, 3, transfer)
 		wantKind(t, tt.name+": Resume on a forged approval", err, engine.Conflict)
-		if v.fx.wire.Load() != wires {
+		if v.fx.transfer.Load() != wires {
 			t.Errorf("%s: the wire ran on a forged approval", tt.name)
 		}
 	}

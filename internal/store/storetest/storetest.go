@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // Run runs the conformance suite. newHarness must return a fresh, empty
@@ -119,7 +120,7 @@ func prevHash(es []engine.Entry, i int) string {
 func testGateApproveResume(t *testing.T, v *env) {
 	ctx := context.Background()
 	v.call("transfer-77", "reserveInventory", `{"item":"laptop"}`)
-	r := v.call("transfer-77", "sendWireTransfer", wire)
+	r := v.call("transfer-77", "sendWireTransfer", transfer)
 	want := engine.CallResult{SagaID: "transfer-77", Seq: 3, ToolName: "sendWireTransfer", Outcome: engine.OutcomeAwaitingApproval,
 		Message:   "[AWAITING_APPROVAL] Tool 'sendWireTransfer' requires human approval before execution.",
 		InputHash: "79c2a2413a3be71034f0a649bde0d50c5c3e32d5482db1d21549e82c59653e9b", Status: engine.AwaitingApproval}
@@ -130,17 +131,17 @@ func testGateApproveResume(t *testing.T, v *env) {
 	if err != nil || len(reqs) != 1 {
 		t.Fatalf("Approvals() = %v, %v; want one request", reqs, err)
 	}
-	if q := reqs[0]; q.SagaID != "transfer-77" || q.JournalSeq != 3 || q.ToolName != "sendWireTransfer" || q.Input != wire ||
-		q.InputHash != engine.PayloadHash(wire) {
+	if q := reqs[0]; q.SagaID != "transfer-77" || q.JournalSeq != 3 || q.ToolName != "sendWireTransfer" || q.Input != transfer ||
+		q.InputHash != engine.PayloadHash(transfer) {
 		t.Errorf("pending request = %+v, want transfer-77 seq 3 with the exact input and its sha256", q)
 	}
 	d, err := v.e.Approve(ctx, approver, "transfer-77", 3, "")
 	if err != nil || !d.Approved || d.Approver != approver.ID || d.JournalSeq != 3 || d.Status != engine.AwaitingApproval {
 		t.Fatalf("Approve = %+v, %v; want approved by %s", d, err, approver.ID)
 	}
-	if v.pending("transfer-77") != 1 || v.fx.wire.Load() != 0 {
+	if v.pending("transfer-77") != 1 || v.fx.transfer.Load() != 0 {
 		t.Errorf("after Approve: %d pending, wire ran %d times; want the request still pending and nothing executed",
-			v.pending("transfer-77"), v.fx.wire.Load())
+			v.pending("transfer-77"), v.fx.transfer.Load())
 	}
 	_, err = v.e.Approve(ctx, approver, "transfer-77", 3, "")
 	wantKind(t, "second Approve", err, engine.Conflict)
@@ -152,17 +153,17 @@ func testGateApproveResume(t *testing.T, v *env) {
 	if _, err := v.e.End(ctx, agent, "transfer-77"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := v.e.Resume(ctx, approver, "transfer-77", 3, wire)
+	res, err := v.e.Resume(ctx, approver, "transfer-77", 3, transfer)
 	if err != nil || res.Refused || res.Result != "transfer-ok" || res.Status != engine.Completed {
 		t.Fatalf("Resume = %+v, %v; want executed with transfer-ok and the saga COMPLETED", res, err)
 	}
-	if got := v.fx.count("exec sendWireTransfer " + wire); got != 1 {
+	if got := v.fx.count("exec sendWireTransfer " + transfer); got != 1 {
 		t.Errorf("wire executed %d times with the approved bytes, want 1", got)
 	}
-	_, err = v.e.Resume(ctx, approver, "transfer-77", 3, wire)
+	_, err = v.e.Resume(ctx, approver, "transfer-77", 3, transfer)
 	wantKind(t, "second Resume", err, engine.NotFound)
-	if v.fx.wire.Load() != 1 {
-		t.Errorf("wire executed %d times after a second resume, want 1", v.fx.wire.Load())
+	if v.fx.transfer.Load() != 1 {
+		t.Errorf("wire executed %d times after a second resume, want 1", v.fx.transfer.Load())
 	}
 	wantPhases := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "sendWireTransfer AWAITING_APPROVAL",
 		"approval-gate APPROVED", "sendWireTransfer INTENT", "sendWireTransfer EXECUTED"}
@@ -187,12 +188,12 @@ func testRefusedResume(t *testing.T, newHarness func(*testing.T) Harness) {
 	}{
 		{"whitespace only", true, `{ "amount": "100", "to": "alice" }`, stale + `{ "amount": "100", "to": "alice" }`},
 		{"amount changed", true, `{"amount":"999999","to":"mallory"}`, stale + `{"amount":"999999","to":"mallory"}`},
-		{"not approved", false, wire, "no human approval recorded"},
+		{"not approved", false, transfer, "no human approval recorded"},
 		// Bytes no store keeps as they are are still a refusal, journaled
 		// in the reversible encoding.
-		{"NUL added", true, wire + "\x00", stale + engine.EncodeText(wire+"\x00")},
-		{"invalid UTF-8", true, "\xff" + wire, stale + engine.EncodeText("\xff"+wire)},
-		{"the encoding's prefix", true, engine.EncodedPrefix + wire, stale + engine.EncodeText(engine.EncodedPrefix+wire)},
+		{"NUL added", true, transfer + "\x00", stale + engine.EncodeText(transfer+"\x00")},
+		{"invalid UTF-8", true, "\xff" + transfer, stale + engine.EncodeText("\xff"+transfer)},
+		{"the encoding's prefix", true, engine.EncodedPrefix + transfer, stale + engine.EncodeText(engine.EncodedPrefix+transfer)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,18 +223,18 @@ func testRefusedResume(t *testing.T, newHarness func(*testing.T) Harness) {
 				last.Payload != "compensated effect seq=2" {
 				t.Errorf("last entry = %+v, want reserveInventory COMPENSATED effect seq=2", last)
 			}
-			if v.fx.wire.Load() != 0 || v.fx.count("undo reserveInventory reserved") != 1 || v.pending("s") != 0 {
+			if v.fx.transfer.Load() != 0 || v.fx.count("undo reserveInventory reserved") != 1 || v.pending("s") != 0 {
 				t.Errorf("wire ran %d times, reserve undone %d times, %d pending; want 0, 1, 0",
-					v.fx.wire.Load(), v.fx.count("undo reserveInventory reserved"), v.pending("s"))
+					v.fx.transfer.Load(), v.fx.count("undo reserveInventory reserved"), v.pending("s"))
 			}
-			_, err = v.e.Resume(ctx, approver, "s", seq, wire)
+			_, err = v.e.Resume(ctx, approver, "s", seq, transfer)
 			wantKind(t, "Resume after refusal", err, engine.NotFound)
 			_, err = v.e.Reject(ctx, approver, "s", seq, "")
 			wantKind(t, "Reject after refusal", err, engine.NotFound)
 			_, err = v.e.Approve(ctx, approver, "s", seq, "")
 			wantKind(t, "Approve after refusal", err, engine.NotFound)
-			if n := v.fx.count("undo reserveInventory reserved"); n != 1 || v.fx.wire.Load() != 0 {
-				t.Errorf("after more attempts: reserve undone %d times, wire ran %d times; want 1 and 0", n, v.fx.wire.Load())
+			if n := v.fx.count("undo reserveInventory reserved"); n != 1 || v.fx.transfer.Load() != 0 {
+				t.Errorf("after more attempts: reserve undone %d times, wire ran %d times; want 1 and 0", n, v.fx.transfer.Load())
 			}
 			if got := v.verify("s"); !got.Valid {
 				t.Errorf("Verify = %+v, want valid", got)
@@ -246,7 +247,7 @@ func testReject(t *testing.T, v *env) {
 	ctx := context.Background()
 	v.call("s", "reserveInventory", `{"item":"laptop"}`)
 	v.call("s", "createOrder", `{"sku":"SKU-9"}`)
-	seq := v.call("s", "sendWireTransfer", wire).Seq
+	seq := v.call("s", "sendWireTransfer", transfer).Seq
 	d, err := v.e.Reject(ctx, approver, "s", seq, "amount looks wrong")
 	if err != nil || d.Approved || d.Approver != approver.ID || d.Status != engine.Compensated {
 		t.Fatalf("Reject = %+v, %v; want rejected by %s and COMPENSATED", d, err, approver.ID)
@@ -269,9 +270,9 @@ func testReject(t *testing.T, v *env) {
 	}
 	_, err = v.e.Reject(ctx, approver, "s", seq, "")
 	wantKind(t, "second Reject", err, engine.NotFound)
-	_, err = v.e.Resume(ctx, approver, "s", seq, wire)
+	_, err = v.e.Resume(ctx, approver, "s", seq, transfer)
 	wantKind(t, "Resume after Reject", err, engine.NotFound)
-	if len(v.fx.Log()) != 4 || v.fx.wire.Load() != 0 {
+	if len(v.fx.Log()) != 4 || v.fx.transfer.Load() != 0 {
 		t.Errorf("effects = %v; want no second compensation and no wire", v.fx.Log())
 	}
 }
@@ -280,7 +281,7 @@ func testFinishedSaga(t *testing.T, v *env) {
 	ctx := context.Background()
 	seq := v.gate("s")
 	v.approve("s", seq)
-	if _, err := v.e.Resume(ctx, approver, "s", seq, wire); err != nil {
+	if _, err := v.e.Resume(ctx, approver, "s", seq, transfer); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v.e.End(ctx, agent, "s"); err != nil {
@@ -293,7 +294,7 @@ func testFinishedSaga(t *testing.T, v *env) {
 	wantKind(t, "Approve on a completed saga", err, engine.NotFound)
 	_, err = v.e.Reject(ctx, approver, "s", seq, "")
 	wantKind(t, "Reject on a completed saga", err, engine.NotFound)
-	_, err = v.e.Resume(ctx, approver, "s", seq, wire)
+	_, err = v.e.Resume(ctx, approver, "s", seq, transfer)
 	wantKind(t, "Resume on a completed saga", err, engine.NotFound)
 	_, err = v.e.Call(ctx, agent, "s", "reserveInventory", "{}")
 	wantKind(t, "Call on a completed saga", err, engine.Conflict)
@@ -301,8 +302,8 @@ func testFinishedSaga(t *testing.T, v *env) {
 	wantKind(t, "Abort on a completed saga", err, engine.Conflict)
 	_, err = v.e.End(ctx, agent, "s")
 	wantKind(t, "End on a completed saga", err, engine.Conflict)
-	if n := v.fx.count("undo reserveInventory reserved"); n != 0 || v.fx.wire.Load() != 1 {
-		t.Errorf("reserve undone %d times, wire ran %d times; want 0 and 1", n, v.fx.wire.Load())
+	if n := v.fx.count("undo reserveInventory reserved"); n != 0 || v.fx.transfer.Load() != 1 {
+		t.Errorf("reserve undone %d times, wire ran %d times; want 0 and 1", n, v.fx.transfer.Load())
 	}
 }
 
@@ -371,19 +372,19 @@ func testGatedThenFailed(t *testing.T, v *env) {
 	if r := v.review("s", seq); r.State != engine.StateDropped || r.Dropped == nil || r.Dropped.Payload != "dropped=tool scheduleShipment failed: no carrier available" {
 		t.Errorf("Review of the dropped request: %s, dropped by %+v; want dropped, saying why", r.State, r.Dropped)
 	}
-	_, err := v.e.Resume(ctx, approver, "s", seq, wire)
+	_, err := v.e.Resume(ctx, approver, "s", seq, transfer)
 	wantKind(t, "Resume after the saga failed", err, engine.NotFound)
-	if v.fx.wire.Load() != 0 {
-		t.Errorf("wire ran %d times after compensation, want 0", v.fx.wire.Load())
+	if v.fx.transfer.Load() != 0 {
+		t.Errorf("wire ran %d times after compensation, want 0", v.fx.transfer.Load())
 	}
 }
 
 func testResumedToolFails(t *testing.T, v *env) {
 	ctx := context.Background()
 	v.call("s", "reserveInventory", `{"item":"laptop"}`)
-	seq := v.call("s", "wireViaDownGateway", wire).Seq
+	seq := v.call("s", "wireViaDownGateway", transfer).Seq
 	v.approve("s", seq)
-	res, err := v.e.Resume(ctx, approver, "s", seq, wire)
+	res, err := v.e.Resume(ctx, approver, "s", seq, transfer)
 	if err != nil || res.Refused || res.Status != engine.Compensated || res.Reason != "payment gateway unreachable" {
 		t.Fatalf("Resume = %+v, %v; want executed, failed with the gateway's error, COMPENSATED", res, err)
 	}
@@ -425,9 +426,9 @@ func testAuthorization(t *testing.T, v *env) {
 		{"another agent calls in the saga", second(v.e.Call(ctx, otherAgent, "s", "reserveInventory", "{}")), engine.Forbidden},
 		{"another agent ends the saga", second(v.e.End(ctx, otherAgent, "s")), engine.Forbidden},
 		{"another agent aborts the saga", second(v.e.Abort(ctx, otherAgent, "s", "")), engine.Forbidden},
-		{"another agent resumes in the saga", second(v.e.Resume(ctx, otherAgent, "s", seq, wire)), engine.Forbidden},
+		{"another agent resumes in the saga", second(v.e.Resume(ctx, otherAgent, "s", seq, transfer)), engine.Forbidden},
 		{"approver calls a tool", second(v.e.Call(ctx, approver, "s", "reserveInventory", "{}")), engine.Forbidden},
-		{"auditor resumes", second(v.e.Resume(ctx, auditor, "s", seq, wire)), engine.Forbidden},
+		{"auditor resumes", second(v.e.Resume(ctx, auditor, "s", seq, transfer)), engine.Forbidden},
 		{"agent verifies", second(v.e.Verify(ctx, agent, "s")), engine.Forbidden},
 		{"nobody", second(v.e.Approve(ctx, engine.Principal{}, "s", seq, "")), engine.Unauthenticated},
 		// Another agent's saga names its payees, approvers and sessions.
@@ -468,7 +469,7 @@ func testAuthorization(t *testing.T, v *env) {
 			t.Errorf("Sagas(%s, %+v) = %v (count %d), %v, %v; want %v", tt.p.ID, tt.f, got, n, err, cerr, tt.want)
 		}
 	}
-	shared, err := engine.New(v.db, v.fx.tools(), engine.WithKeys(Keys(t)), engine.WithClock(clk.now),
+	shared, err := engine.New(v.db, v.fx.tools(), engine.WithKeys(testkit.Keys(t)), engine.WithClock(clk.now),
 		engine.WithPolicy(engine.Policy{ShareSagas: true}))
 	if err != nil {
 		t.Fatal(err)
@@ -479,8 +480,8 @@ func testAuthorization(t *testing.T, v *env) {
 	if sagas, err := shared.Sagas(ctx, otherAgent, engine.SagaFilter{}); err != nil || len(sagas) != 3 {
 		t.Errorf("shareSagas: another agent lists %d sagas, %v; want all 3", len(sagas), err)
 	}
-	if v.pending("s") != 1 || len(v.journal("s")) != 3 || v.fx.wire.Load() != 0 {
-		t.Errorf("refused calls changed state: %d pending, %d entries, wire ran %d times", v.pending("s"), len(v.journal("s")), v.fx.wire.Load())
+	if v.pending("s") != 1 || len(v.journal("s")) != 3 || v.fx.transfer.Load() != 0 {
+		t.Errorf("refused calls changed state: %d pending, %d entries, wire ran %d times", v.pending("s"), len(v.journal("s")), v.fx.transfer.Load())
 	}
 }
 
@@ -507,7 +508,7 @@ func testBadInput(t *testing.T, v *env) {
 		{"reason with a newline", second(v.e.Abort(ctx, agent, "s", "ok\nauth=oidc")), engine.Invalid},
 		{"unknown saga ends", second(v.e.End(ctx, agent, "nope")), engine.NotFound},
 		{"unknown saga approved", second(v.e.Approve(ctx, approver, "nope", 1, "")), engine.NotFound},
-		{"unknown seq resumed", second(v.e.Resume(ctx, approver, "nope", 99, wire)), engine.NotFound},
+		{"unknown seq resumed", second(v.e.Resume(ctx, approver, "nope", 99, transfer)), engine.NotFound},
 		{"unknown status listed", second(v.e.Sagas(ctx, auditor, engine.SagaFilter{Status: "DONE"})), engine.Invalid},
 		{"input not JSON where a schema is", second(v.e.Call(ctx, agent, "s", "payTyped", "cents=5")), engine.Invalid},
 		{"input off its schema", second(v.e.Call(ctx, agent, "s", "payTyped", `{"cents":0,"to":"alice"}`)), engine.Invalid},
@@ -554,7 +555,7 @@ func testAbortAndEnd(t *testing.T, v *env) {
 	_, err = v.e.Call(ctx, agent, "e", "reserveInventory", "{}")
 	wantKind(t, "Call after End", err, engine.Conflict)
 	v.approve("e", seq)
-	if res, err := v.e.Resume(ctx, approver, "e", seq, wire); err != nil || res.Status != engine.Completed {
+	if res, err := v.e.Resume(ctx, approver, "e", seq, transfer); err != nil || res.Status != engine.Completed {
 		t.Errorf("last Resume = %+v, %v; want the saga COMPLETED", res, err)
 	}
 
@@ -570,7 +571,7 @@ func testSagaFunc(t *testing.T, v *env) {
 		if _, err := r.Call("reserveInventory", "{}"); err != nil {
 			return err
 		}
-		msg, err := r.Call("sendWireTransfer", wire)
+		msg, err := r.Call("sendWireTransfer", transfer)
 		if err != nil || msg != engine.AwaitingMessage("sendWireTransfer") {
 			return fmt.Errorf("gated call = %q, %v", msg, err)
 		}
@@ -658,7 +659,7 @@ func testStalePromises(t *testing.T, v *env) {
 		}
 	}
 	v.call("s", "reserveInventory", `{"n":2}`)
-	v.call("s", "sendWireTransfer", wire)
+	v.call("s", "sendWireTransfer", transfer)
 	es := v.journal("s")
 	if len(es) != 9 || v.verify("s").Valid != true {
 		t.Fatalf("journal of %d entries, verify %+v; want 9 chained entries", len(es), v.verify("s"))
@@ -691,7 +692,7 @@ func testConcurrentResumes(t *testing.T, newHarness func(*testing.T) Harness) {
 	engines := []*engine.Engine{v.e, e2}
 	for rep := range 100 {
 		saga := fmt.Sprintf("race-%d", rep)
-		before := v.fx.wire.Load()
+		before := v.fx.transfer.Load()
 		seq := v.gate(saga)
 		v.approve(saga, seq)
 		var wg sync.WaitGroup
@@ -699,7 +700,7 @@ func testConcurrentResumes(t *testing.T, newHarness func(*testing.T) Harness) {
 		outcomes := map[string]int{}
 		for i := range 16 {
 			wg.Go(func() {
-				res, err := engines[i%2].Resume(ctx, approver, saga, seq, wire)
+				res, err := engines[i%2].Resume(ctx, approver, saga, seq, transfer)
 				key := "executed"
 				switch {
 				case err != nil:
@@ -713,7 +714,7 @@ func testConcurrentResumes(t *testing.T, newHarness func(*testing.T) Harness) {
 			})
 		}
 		wg.Wait()
-		if runs := v.fx.wire.Load() - before; runs != 1 || outcomes["executed"] != 1 || outcomes["not found"] != 15 {
+		if runs := v.fx.transfer.Load() - before; runs != 1 || outcomes["executed"] != 1 || outcomes["not found"] != 15 {
 			t.Fatalf("rep %d: wire ran %d times, outcomes %v; want exactly 1 execution and 15 not found", rep, runs, outcomes)
 		}
 	}
@@ -807,18 +808,18 @@ func testTampering(t *testing.T, v *env) {
 				t.Errorf("Verify = %+v, want broken at index %d: %q", got, tt.breakAt, tt.msg)
 			}
 			before := len(v.journal(saga))
-			wires := v.fx.wire.Load()
+			wires := v.fx.transfer.Load()
 			// The tampered request row's bytes, when there is one, or the
 			// approved ones: either way nothing runs.
-			for _, payload := range []string{wire, `{"amount":"100","to":"mallory"}`} {
+			for _, payload := range []string{transfer, `{"amount":"100","to":"mallory"}`} {
 				_, err := v.e.Resume(context.Background(), approver, saga, 3, payload)
 				if !engine.IsKind(err, engine.Conflict) && !engine.IsKind(err, engine.NotFound) {
 					t.Errorf("Resume(%s) on a tampered saga: error = %v, want a conflict", payload, err)
 				}
 			}
-			if n := len(v.journal(saga)); n != before || v.fx.wire.Load() != wires {
+			if n := len(v.journal(saga)); n != before || v.fx.transfer.Load() != wires {
 				t.Errorf("after refusing a tampered saga: %d entries (was %d), wire ran %d more times; want nothing journaled or run",
-					n, before, v.fx.wire.Load()-wires)
+					n, before, v.fx.transfer.Load()-wires)
 			}
 		})
 	}
@@ -835,7 +836,7 @@ func testVerifyWhileWriting(t *testing.T, v *env) {
 		for i := range 60 {
 			v.call("w", "reserveInventory", fmt.Sprintf(`{"n":%d}`, i))
 			if i%10 == 0 {
-				v.approve("w", v.call("w", "sendWireTransfer", wire).Seq)
+				v.approve("w", v.call("w", "sendWireTransfer", transfer).Seq)
 			}
 		}
 	}()
@@ -890,7 +891,7 @@ func testRestart(t *testing.T, newHarness func(*testing.T) Harness) {
 			t.Errorf("state changed across restart (-before +after):\n%s", d)
 		}
 	}
-	res, err := v.e.Resume(ctx, approver, "pending", seq, wire)
+	res, err := v.e.Resume(ctx, approver, "pending", seq, transfer)
 	if err != nil || res.Result != "transfer-ok" {
 		t.Errorf("Resume after restart = %+v, %v; want executed", res, err)
 	}
@@ -957,7 +958,7 @@ func testInDoubt(t *testing.T, newHarness func(*testing.T) Harness) {
 		<-release
 		return "too late", nil
 	}}}
-	e2, err := engine.New(doomed, []engine.Tool{hang}, engine.WithKeys(Keys(t)), engine.WithClock(clk.now), engine.WithOutcomeRetry(200*time.Millisecond))
+	e2, err := engine.New(doomed, []engine.Tool{hang}, engine.WithKeys(testkit.Keys(t)), engine.WithClock(clk.now), engine.WithOutcomeRetry(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package storetest
+package testkit
 
 import (
 	"context"
@@ -164,4 +164,19 @@ func Keys(t testing.TB) *engine.Keys {
 		}
 	})
 	return keys
+}
+
+// NewKeys makes a fresh key pair named name, and says its verifier key:
+// a server's own, or one an insider makes under the server's name.
+func NewKeys(t testing.TB, name string) (*engine.Keys, string) {
+	t.Helper()
+	skey, vkey, err := engine.GenerateKeys(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := engine.NewKeys(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k, vkey
 }
