@@ -93,6 +93,9 @@ const (
 	CodeToolFailed Code = "TOOL_FAILED"
 	// CodeRefused (409): the resume was refused and the saga compensated.
 	CodeRefused Code = "REFUSED"
+	// CodeUndecided (409): nobody has decided the request yet; nothing
+	// was changed. Wait, then execute it once it is approved.
+	CodeUndecided Code = "UNDECIDED"
 )
 
 // Problem is what an answer that is not 2xx says besides its outcome:
@@ -308,6 +311,20 @@ type ConsistencyProof struct {
 	From  int64    `json:"from"`
 	To    int64    `json:"to"`
 	Proof [][]byte `json:"proof"`
+}
+
+// ResourceMetadata is what an OAuth client learns of the API and /mcp as
+// protected resources (RFC 9728): where to get a token for them.
+type ResourceMetadata struct {
+	// Resource is the resource's identifier: the server's URL, or its
+	// /mcp endpoint's.
+	Resource string `json:"resource"`
+	// AuthorizationServers are the issuers whose access tokens the server
+	// takes; absent when only static tokens (sagacity token) are.
+	AuthorizationServers   []string `json:"authorization_servers,omitempty"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	ResourceName           string   `json:"resource_name"`
+	ResourceDocumentation  string   `json:"resource_documentation"`
 }
 
 // RequestState is what became of one request, as the MCP gateway's

@@ -56,7 +56,9 @@ func launch(t *testing.T, vars map[string]string) *proc {
 	p := &proc{out: &testkit.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() { p.done <- run(ctx, []string{"serve"}, env(vars), p.out) }()
 	re := regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+)"`)
-	for range 400 {
+	// A cold start under -race on a loaded machine can take many seconds
+	// (keys, migrations, the first full log check).
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
 		if m := re.FindStringSubmatch(p.out.String()); m != nil {
 			p.base = m[1]
 			return p

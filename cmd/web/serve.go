@@ -120,7 +120,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	opts.MCP = mcpgw.New(ctx, eng, version(), log)
 	opts.Console.Engine = eng
 	opts.ApprovalEndpoints, opts.MaxBody, opts.Hosts = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes, cfg.Hosts
-	opts.Metrics = rec
+	opts.Metrics, opts.PublicURL = rec, cfg.PublicURL
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("SAGACITY_ADDR: %s is in use by another process; stop it, or set SAGACITY_ADDR to another port", cfg.Addr)
@@ -334,6 +334,7 @@ func authOptions(ctx context.Context, cfg config.Config, db *store.DB) (server.O
 	}
 	if cfg.APIAudience != "" {
 		bearer.JWT, bearer.Issuer = o.OIDC.APIVerifier(cfg.APIAudience), cfg.OIDCIssuer
+		o.TokenIssuers = []string{cfg.OIDCIssuer}
 	}
 	return o, nil
 }

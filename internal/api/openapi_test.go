@@ -37,6 +37,7 @@ var schemaTypes = map[string]reflect.Type{
 	"LogStatus":            reflect.TypeFor[wire.LogStatus](),
 	"Consistency":          reflect.TypeFor[wire.ConsistencyProof](),
 	"ExportHead":           reflect.TypeFor[wire.ExportHead](),
+	"ResourceMetadata":     reflect.TypeFor[wire.ResourceMetadata](),
 	"JournalEntry":         reflect.TypeFor[wire.Entry](),
 }
 

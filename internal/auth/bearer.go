@@ -3,7 +3,9 @@ package auth
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -62,6 +64,12 @@ func (b *Bearer) Principal(r *http.Request) (engine.Principal, error) {
 		return engine.Principal{ID: "token:" + t.Name, Name: t.Name, Auth: engine.AuthToken, Roles: t.Roles}, nil
 	}
 	if b.JWT != nil && strings.Count(tok, ".") == 2 {
+		if !accessToken(tok) {
+			// An ID token says who signed in to some client, not that
+			// this API may be called: where the API's audience is also a
+			// client's id (Dex), it would pass every other check.
+			return engine.Principal{}, unauthenticated(`the token is not an access token (its JWT "typ" must be "at+jwt"); ID tokens are refused`)
+		}
 		idt, err := b.JWT.Verify(r.Context(), tok)
 		if err != nil {
 			return engine.Principal{}, &engine.Error{Kind: engine.Unauthenticated, Msg: "invalid or expired token", Err: err}
@@ -81,6 +89,21 @@ func (b *Bearer) Principal(r *http.Request) (engine.Principal, error) {
 		return oidcPrincipal(b.Issuer, idt.Subject, claims, b.Roles), nil
 	}
 	return engine.Principal{}, unauthenticated("invalid or expired token")
+}
+
+// accessToken reports whether a compact JWT's header types it as an
+// OAuth access token (RFC 9068 §2.1: "at+jwt", "application/" optional,
+// case-insensitive). Its signature is checked after.
+func accessToken(tok string) bool {
+	h, err := base64.RawURLEncoding.DecodeString(tok[:strings.IndexByte(tok, '.')])
+	var header struct {
+		Typ string `json:"typ"`
+	}
+	if err != nil || json.Unmarshal(h, &header) != nil {
+		return false
+	}
+	typ := strings.ToLower(header.Typ)
+	return typ == "at+jwt" || typ == "application/at+jwt"
 }
 
 // static finds a configured token in time that does not depend on which

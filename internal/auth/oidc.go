@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +26,21 @@ const loginTTL = 10 * time.Minute
 // CallbackPath is where the provider sends the browser back.
 const CallbackPath = "/auth/callback"
 
+// SignedOutPath is the page a person lands on after signing out, back
+// from the provider when it ended its session too.
+const SignedOutPath = "/signed-out"
+
+// signedOutCookie marks a browser that signed out: its next sign-in asks
+// the provider for its login form (prompt=login), whatever session the
+// provider kept.
+const signedOutCookie = "sagacity-signed-out"
+
+// maxAge is the max_age every sign-in asks for: a provider must then say
+// when the person authenticated (auth_time, which receipts carry), and
+// authenticate again a person whose sign-in there is older than a
+// session here may last.
+const maxAge = AbsoluteTimeout
+
 // OIDC signs people in to the console with the authorisation code flow,
 // PKCE (S256), state and nonce, all kept server-side and bound to the
 // browser that started the sign-in.
@@ -35,6 +51,11 @@ type OIDC struct {
 	Issuer   string
 	Roles    RoleMap
 	Sessions *Sessions
+	// EndSession is the provider's end_session_endpoint (RP-initiated
+	// logout), "" when it offers none.
+	EndSession string
+	// PublicURL is the console's external base URL.
+	PublicURL string
 }
 
 // OIDCConfig is what NewOIDC needs.
@@ -59,7 +80,8 @@ func NewOIDC(ctx context.Context, c OIDCConfig) (*OIDC, error) {
 	// not know. Ask for it where the provider says it has it.
 	scopes := []string{oidc.ScopeOpenID, "profile", "email"}
 	var meta struct {
-		Scopes []string `json:"scopes_supported"`
+		Scopes     []string `json:"scopes_supported"`
+		EndSession string   `json:"end_session_endpoint"`
 	}
 	if p.Claims(&meta) == nil && c.Roles.Claim != "" && slices.Contains(meta.Scopes, c.Roles.Claim) {
 		scopes = append(scopes, c.Roles.Claim)
@@ -69,9 +91,11 @@ func NewOIDC(ctx context.Context, c OIDCConfig) (*OIDC, error) {
 		Issuer:   c.Issuer,
 		OAuth: oauth2.Config{ClientID: c.ClientID, ClientSecret: c.ClientSecret, Endpoint: p.Endpoint(),
 			RedirectURL: c.PublicURL + CallbackPath, Scopes: scopes},
-		Verifier: p.Verifier(&oidc.Config{ClientID: c.ClientID, SupportedSigningAlgs: SigningAlgs}),
-		Roles:    c.Roles,
-		Sessions: c.Sessions,
+		Verifier:   p.Verifier(&oidc.Config{ClientID: c.ClientID, SupportedSigningAlgs: SigningAlgs}),
+		Roles:      c.Roles,
+		Sessions:   c.Sessions,
+		EndSession: meta.EndSession,
+		PublicURL:  c.PublicURL,
 	}, nil
 }
 
@@ -111,7 +135,38 @@ func (o *OIDC) Start(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.set(w, "sagacity-login", id, int(loginTTL.Seconds()))
-	http.Redirect(w, r, o.OAuth.AuthCodeURL(l.State, oidc.Nonce(l.Nonce), oauth2.S256ChallengeOption(l.Verifier)), http.StatusFound)
+	opts := []oauth2.AuthCodeOption{oidc.Nonce(l.Nonce), oauth2.S256ChallengeOption(l.Verifier),
+		oauth2.SetAuthURLParam("max_age", strconv.Itoa(int(maxAge.Seconds())))}
+	if _, err := r.Cookie(s.cookie(signedOutCookie)); err == nil {
+		opts = append(opts, oauth2.SetAuthURLParam("prompt", "login"))
+	}
+	http.Redirect(w, r, o.OAuth.AuthCodeURL(l.State, opts...), http.StatusFound)
+	return nil
+}
+
+// Logout ends the session here and, where the provider offers
+// RP-initiated logout, there too: POST /logout sends the browser to the
+// provider's end_session_endpoint, which sends it back to the signed-out
+// page. Either way the next sign-in asks for the provider's login form.
+func (o *OIDC) Logout(w http.ResponseWriter, r *http.Request) error {
+	s := o.Sessions
+	if err := s.SignOut(w, r); err != nil {
+		return err
+	}
+	s.set(w, signedOutCookie, "1", int(AbsoluteTimeout.Seconds()))
+	if o.EndSession == "" {
+		http.Redirect(w, r, SignedOutPath, http.StatusSeeOther)
+		return nil
+	}
+	u, err := url.Parse(o.EndSession)
+	if err != nil {
+		return fmt.Errorf("the provider's end_session_endpoint: %w", err)
+	}
+	q := u.Query()
+	q.Set("client_id", o.OAuth.ClientID)
+	q.Set("post_logout_redirect_uri", o.PublicURL+SignedOutPath)
+	u.RawQuery = q.Encode()
+	http.Redirect(w, r, u.String(), http.StatusSeeOther)
 	return nil
 }
 
@@ -166,6 +221,15 @@ func (o *OIDC) Callback(w http.ResponseWriter, r *http.Request) error {
 	if err := idt.Claims(&claims); err != nil {
 		return invalid("the ID token's claims are unreadable")
 	}
+	// Asked with max_age, a provider must say when the person
+	// authenticated; receipts carry it.
+	at, _ := claims["auth_time"].(float64)
+	switch {
+	case at <= 0:
+		return invalid("the identity provider sent no auth_time although the sign-in asked for max_age; it must say when the person authenticated")
+	case s.Now().Sub(time.Unix(int64(at), 0)) > maxAge+5*time.Minute:
+		return invalid("the identity provider did not authenticate the person again although their sign-in there is older than max_age")
+	}
 	if _, hasRoles := claims[o.Roles.Claim]; !hasRoles || displayName(claims, "") == "" {
 		// Some providers put email and groups in userinfo only.
 		ui, err := o.Provider.UserInfo(ctx, oauth2.StaticTokenSource(tok))
@@ -187,6 +251,7 @@ func (o *OIDC) Callback(w http.ResponseWriter, r *http.Request) error {
 	if err := s.SignIn(w, r, oidcPrincipal(o.Issuer, idt.Subject, claims, o.Roles)); err != nil {
 		return err
 	}
+	s.set(w, signedOutCookie, "", -1)
 	http.Redirect(w, r, l.ReturnTo, http.StatusFound)
 	return nil
 }

@@ -42,6 +42,12 @@ func (h *Handlers) DevSignIn(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// SignedOut is the page a person lands on after signing out in oidc
+// mode: GET /signed-out.
+func (h *Handlers) SignedOut(w http.ResponseWriter, r *http.Request) error {
+	return render(w, r, http.StatusOK, templates.SignedOut(templates.Chrome{Title: "Signed out"}))
+}
+
 // Logout ends the session: POST /logout.
 func (h *Handlers) Logout(w http.ResponseWriter, r *http.Request) error {
 	if err := h.Sessions.SignOut(w, r); err != nil {

@@ -250,7 +250,9 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 // Execute is Resume with the bytes the request's verified AWAITING_APPROVAL
 // entry holds: what a person who approved it, or the agent that asked,
 // runs from the console or MCP without presenting the bytes again. Every
-// check of Resume holds.
+// check of Resume holds; and a request nobody has decided yet is Conflict
+// (Code wire.CodeUndecided) with nothing changed, where Resume refuses it
+// and compensates the saga.
 func (e *Engine) Execute(ctx context.Context, p Principal, sagaID string, seq int64) (ResumeResult, error) {
 	return e.resume(ctx, p, sagaID, seq, nil)
 }
@@ -298,6 +300,12 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 			// Not a refusal: the saga goes on with the request that
 			// replaced this one.
 			return superseded(b.life)
+		}
+		if payload == nil && len(b.life.Approvals) == 0 {
+			// Execute runs what a person approved; asked before anyone
+			// decided, it changes nothing.
+			return &Error{Kind: Conflict, Code: wire.CodeUndecided, Msg: fmt.Sprintf("the request at seq=%d is not decided yet: "+
+				"nothing was run or changed; wait until a person approves it, then execute it", seq)}
 		}
 		if err := e.clear(tx, s); err != nil {
 			return err

@@ -117,7 +117,8 @@ func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger
 	}, g.status)
 	g.server.AddTool(&mcp.Tool{Name: resumeTool, Title: "Execute an approved request",
 		Description: "Executes the request at seq of this session's saga once a person has approved it, with exactly the bytes " +
-			"they approved. Before that it fails and says why.",
+			"they approved. Asked before anyone decided, it changes nothing and says to wait (ask " + statusTool + " or subscribe " +
+			"to the saga's resource).",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"seq":{"type":"integer","minimum":1}},"required":["seq"],"additionalProperties":false}`),
 	}, g.resume)
 	g.server.AddResourceTemplate(&mcp.ResourceTemplate{Name: "saga", URITemplate: "sagacity://saga/{id}", MIMEType: "application/json",
@@ -294,20 +295,20 @@ func caller(ss *mcp.ServerSession, extra *mcp.RequestExtra) (engine.Principal, e
 }
 
 // sagaOf is the saga a call belongs to: named by its _meta or its HTTP
-// request's header, else the session's.
-func sagaOf(req *mcp.CallToolRequest) string {
+// request's header (named), else the session's own.
+func sagaOf(req *mcp.CallToolRequest) (saga string, named bool) {
 	if s, ok := req.Params.Meta[sagaMeta].(string); ok && s != "" {
-		return s
+		return s, true
 	}
 	if req.Extra != nil {
 		if s := req.Extra.Header.Get(SagaHeader); s != "" {
-			return s
+			return s, true
 		}
 	}
 	if id := req.Session.ID(); id != "" {
-		return "mcp-" + id
+		return "mcp-" + id, false
 	}
-	return "mcp-" + fmt.Sprintf("%p", req.Session)
+	return "mcp-" + fmt.Sprintf("%p", req.Session), false
 }
 
 // listed is how a tool is listed: its schema, or any object, and what its
@@ -334,7 +335,7 @@ func (g *Gateway) call(t engine.ToolInfo) mcp.ToolHandler {
 		if err != nil {
 			return nil, err
 		}
-		saga := sagaOf(req)
+		saga, named := sagaOf(req)
 		input := string(req.Params.Arguments)
 		if input == "" {
 			input = "{}"
@@ -343,7 +344,9 @@ func (g *Gateway) call(t engine.ToolInfo) mcp.ToolHandler {
 		if _, set := req.Params.Meta[keyMeta]; set && (!ok || key == "") {
 			return failed(engine.Errorf(engine.Invalid, "_meta %q must be a string that is not empty", keyMeta))
 		}
-		g.joined(req.Session, p, saga)
+		if !named {
+			g.joined(req.Session, p, saga)
+		}
 		r, err := g.engine.CallOnce(ctx, p, saga, t.Name, input, key)
 		if err != nil {
 			return failed(err)
@@ -389,8 +392,9 @@ func (g *Gateway) track(ss *mcp.ServerSession) *session {
 	return s
 }
 
-// joined notes that session, as p, called into saga, so that the
-// session's end ends it.
+// joined notes that session, as p, called into its own saga, so that
+// the session's end ends it. A saga a call names outlives the session:
+// clients open one session per call, and later sessions name it too.
 func (g *Gateway) joined(ss *mcp.ServerSession, p engine.Principal, saga string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -483,7 +487,8 @@ func (g *Gateway) status(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if err != nil {
 		return failed(engine.Errorf(engine.Invalid, "%s", err.Error()))
 	}
-	st, err := g.stateOf(ctx, p, sagaOf(req), seq)
+	saga, _ := sagaOf(req)
+	st, err := g.stateOf(ctx, p, saga, seq)
 	if err != nil {
 		return failed(err)
 	}
@@ -507,7 +512,7 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	}
 	// The agent executes the bytes its request journaled, which are the
 	// ones a person approved.
-	saga := sagaOf(req)
+	saga, _ := sagaOf(req)
 	r, err := g.engine.Execute(ctx, p, saga, seq)
 	if err != nil {
 		return failed(err)

@@ -62,7 +62,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	msg := message(err, code, requestID(r.Context()))
 	if speaksJSON(r) {
 		if code == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="sagacity"`)
+			w.Header().Set("WWW-Authenticate", s.challenge(r))
 		}
 		api.WriteJSON(w, code, api.Refusal(err, msg))
 		return

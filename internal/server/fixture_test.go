@@ -241,6 +241,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	sessions := &auth.Sessions{Store: db, Key: []byte("test-session-key-0123456789abcdef"), Now: o.now}
 	bearer := &auth.Bearer{Anonymous: o.tokens == nil && o.oidc == nil, Tokens: o.tokens}
 	var rp *auth.OIDC
+	var issuers []string
 	if o.oidc != nil {
 		mode = auth.ModeOIDC
 		issuer, id, sec := o.oidc(base + auth.CallbackPath)
@@ -252,6 +253,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		}
 		if o.apiAudience != "" {
 			bearer.JWT, bearer.Issuer, bearer.Roles = rp.APIVerifier(o.apiAudience), issuer, roles
+			issuers = []string{issuer}
 		}
 	}
 	opts := server.Options{
@@ -261,6 +263,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		MCP:               mcpgw.New(t.Context(), eng, "test", log),
 		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: mode, Now: o.now},
 		APIAuth:           bearer.Principal,
+		TokenIssuers:      issuers,
 		OIDC:              rp,
 		ApprovalEndpoints: !o.noApprovalEndpoints,
 		MaxBody:           o.maxBody,

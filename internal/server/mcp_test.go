@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -126,8 +127,22 @@ func TestMCP(t *testing.T) {
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "sagacity://saga/mcp-order"}); err != nil {
 			t.Fatal(err)
 		}
-		if r := call("sagacity_resume", map[string]any{"seq": 3}); !r.IsError || !strings.Contains(text(r), "REFUSED") {
-			t.Errorf("resume before approval = %q (error %v), want it refused", text(r), r.IsError)
+		// An eager model resuming before anyone decided is told to wait,
+		// and nothing changes: not the journal, the request, the saga.
+		before := e.get("/sagacity/audit/mcp-order").body
+		r = call("sagacity_resume", map[string]any{"seq": 3})
+		b, _ = json.Marshal(r.StructuredContent)
+		if !r.IsError || !strings.Contains(text(r), "not decided yet") || !strings.Contains(text(r), "wait") || !strings.Contains(string(b), `"code":"UNDECIDED"`) {
+			t.Errorf("resume before a decision = %q %s (error %v), want it told to wait", text(r), b, r.IsError)
+		}
+		if after := e.get("/sagacity/audit/mcp-order").body; after != before {
+			t.Errorf("resume before a decision changed the journal:\n%s\nwas\n%s", after, before)
+		}
+		if saga := e.get("/sagacity/sagas/mcp-order").json(t); saga["status"] != "AWAITING_APPROVAL" {
+			t.Errorf("saga after resume before a decision = %v; want it still awaiting approval", saga)
+		}
+		if pending := e.get("/sagacity/approvals/mcp-order").body; !strings.Contains(pending, `"journalSeq":3`) {
+			t.Errorf("pending after resume before a decision = %s; want the request still pending", pending)
 		}
 
 		// The request shows who asked, through which client and session.
@@ -216,6 +231,44 @@ func TestMCPApproved(t *testing.T) {
 	}
 }
 
+// TestMCPSessionPerCall: a client that opens one session per call and
+// names its saga runs two steps through two sessions: the end of the
+// first session ends only the session's own saga, never one a call named.
+func TestMCPSessionPerCall(t *testing.T) {
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
+	ctx := t.Context()
+	call := func(cs *mcp.ClientSession, tool string, meta mcp.Meta) *mcp.CallToolResult {
+		t.Helper()
+		r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"item": "desk"}, Meta: meta})
+		if err != nil || r.IsError {
+			t.Fatalf("%s = %v, %v", tool, r, err)
+		}
+		return r
+	}
+	first := mcpSession(t, e, "per-call", nil, nil)
+	call(first, "reserveInventory", mcp.Meta{"sagacity/saga": "shared"})
+	call(first, "createOrder", nil) // in the session's own saga
+	own := "mcp-" + first.ID()
+	first.Close()
+	saga := func(id string) map[string]any { return e.get("/sagacity/sagas/" + url.PathEscape(id)).json(t) }
+	deadline := time.Now().Add(10 * time.Second)
+	for saga(own)["ended"] != true {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session's own saga after it closed = %v; want it ended", saga(own))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := saga("shared"); s["ended"] != false || s["status"] != "RUNNING" {
+		t.Fatalf("the named saga after the first session closed = %v; want it running, not ended", s)
+	}
+	second := mcpSession(t, e, "per-call", http.Header{mcpgw.SagaHeader: {"shared"}}, nil)
+	call(second, "createOrder", nil)
+	second.Close()
+	if s := saga("shared"); s["headSeq"] != float64(4) || s["ended"] != false {
+		t.Errorf("the named saga after the second step = %v; want both steps journaled (4 entries), still open", s)
+	}
+}
+
 // TestMCPIdempotencyKey: a call sent again by an MCP client under the
 // same "sagacity/idempotency-key" in its _meta answers the first one's
 // outcome and runs nothing; the key with other arguments is refused,
@@ -259,7 +312,8 @@ func TestMCPAuth(t *testing.T) {
 	// sent to the console's sign-in page.
 	for _, method := range []string{"GET", "POST", "DELETE"} {
 		r := e.do(method, "/mcp", "", "")
-		if r.code != 401 || r.header.Get("WWW-Authenticate") != `Bearer realm="sagacity"` || r.header.Get("Content-Type") != "application/json" {
+		if r.code != 401 || r.header.Get("WWW-Authenticate") != `Bearer realm="sagacity", resource_metadata="`+e.url+`/.well-known/oauth-protected-resource/mcp"` ||
+			r.header.Get("Content-Type") != "application/json" {
 			t.Errorf("%s /mcp without a token = %d %v %q, want 401 application/json with WWW-Authenticate", method, r.code, r.header, r.body)
 		}
 	}

@@ -101,16 +101,20 @@ func (s *server) limitBody(next http.Handler) http.Handler {
 }
 
 // csp allows scripts, styles and requests from this origin only: no
-// inline script, no eval, no framing.
-const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
-	"object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+// inline script, no eval, no framing; forms go to formAction (this origin,
+// and the OpenID provider's end-session page a sign-out goes on to).
+func csp(formAction string) string {
+	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+		"object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action " + formAction
+}
 
-// secureHeaders sets the headers every response carries. Pages are never
-// cached: they show who is signed in and what awaits them.
-func secureHeaders(next http.Handler) http.Handler {
+// secureHeaders sets the headers every response carries, with the
+// content security policy given. Pages are never cached: they show who is
+// signed in and what awaits them.
+func secureHeaders(policy string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", csp)
+		h.Set("Content-Security-Policy", policy)
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")

@@ -30,7 +30,7 @@ var groupRoles = map[string][]engine.Role{
 // API also takes the static tokens given.
 func oidcAPI(t *testing.T, dbURL string, p *authtest.Provider, tokens ...auth.Token) *apiEnv {
 	return newAPI(t, dbURL, envOptions{roles: groupRoles, tokens: tokens, oidc: func(redirect string) (string, string, string) {
-		id, sec := p.WebClient(t, redirect)
+		id, sec := p.WebClient(t, redirect, strings.TrimSuffix(redirect, auth.CallbackPath)+auth.SignedOutPath)
 		credential(sec)
 		return p.Issuer, id, sec
 	}})
@@ -149,6 +149,51 @@ func TestOIDCCallbackRefusals(t *testing.T) {
 	}
 }
 
+// TestOIDCSignOutPrompt: against a provider with no end-session endpoint,
+// every sign-in asks for max_age, sign-out lands on the signed-out page,
+// and the next sign-in asks the provider for its login form
+// (prompt=login), once.
+func TestOIDCSignOutPrompt(t *testing.T) {
+	r := authtest.NewRogue(t)
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{roles: groupRoles,
+		oidc: func(string) (string, string, string) { return r.Issuer, "sagacity-console", "rogue-secret" }})
+	c := jar(t)
+	signIn := func() {
+		t.Helper()
+		u := authtest.LoginHTTP(t, c, e.url+"/login", e.url+auth.CallbackPath, "", "")
+		if code, _ := visit(t, c, u); code != 302 || !signedIn(t, e, c) {
+			t.Fatalf("sign-in: callback %d; want a session", code)
+		}
+	}
+	signIn()
+	req, _ := http.NewRequest("POST", e.url+"/logout", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 303 || resp.Header.Get("Location") != auth.SignedOutPath || signedIn(t, e, c) {
+		t.Fatalf("POST /logout = %d to %q; want 303 to %s and no session", resp.StatusCode, resp.Header.Get("Location"), auth.SignedOutPath)
+	}
+	if code, _ := visit(t, c, e.url+auth.SignedOutPath); code != 200 {
+		t.Errorf("the signed-out page = %d; want 200", code)
+	}
+	signIn()
+	signIn()
+	got := r.Authorized()
+	if len(got) != 3 {
+		t.Fatalf("the provider was asked %d times; want 3", len(got))
+	}
+	for i, q := range got {
+		if q.Get("max_age") != "43200" {
+			t.Errorf("sign-in %d asked max_age %q; want 43200, the session's longest life", i+1, q.Get("max_age"))
+		}
+		if wantPrompt := map[int]string{1: "login"}[i]; q.Get("prompt") != wantPrompt {
+			t.Errorf("sign-in %d asked prompt %q; want %q", i+1, q.Get("prompt"), wantPrompt)
+		}
+	}
+}
+
 // TestOIDCBadIDTokens signs in against a provider that issues bad ID tokens.
 func TestOIDCBadIDTokens(t *testing.T) {
 	tests := []struct {
@@ -164,6 +209,13 @@ func TestOIDCBadIDTokens(t *testing.T) {
 		}},
 		{"alg none", func(c map[string]any) (map[string]any, string) { return c, "none" }},
 		{"HS256 with the public key", func(c map[string]any) (map[string]any, string) { return c, "HS256" }},
+		// Asked for max_age, a provider must say when the person
+		// authenticated, and must have authenticated them since.
+		{"no auth_time", func(c map[string]any) (map[string]any, string) { delete(c, "auth_time"); return c, "RS256" }},
+		{"auth_time older than max_age", func(c map[string]any) (map[string]any, string) {
+			c["auth_time"] = time.Now().Add(-13 * time.Hour).Unix()
+			return c, "RS256"
+		}},
 	}
 	for _, tt := range append(tests, struct {
 		name string
@@ -195,16 +247,17 @@ func TestAPIJWT(t *testing.T) {
 	r := authtest.NewRogue(t)
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{roles: groupRoles, apiAudience: "sagacity-api",
 		oidc: func(string) (string, string, string) { return r.Issuer, "sagacity-console", "rogue-secret" }})
-	jwt := func(mut func(map[string]any), alg string) string {
+	jwtOf := func(typ string, mut func(map[string]any), alg string) string {
 		c := map[string]any{"iss": r.Issuer, "aud": "sagacity-api", "sub": "svc-7", "exp": time.Now().Add(time.Hour).Unix(),
 			"iat": time.Now().Unix(), "groups": []string{"agents"}}
 		if mut != nil {
 			mut(c)
 		}
-		tok := r.Sign(t, c, alg)
+		tok := r.Sign(t, typ, c, alg)
 		credential(tok)
 		return tok
 	}
+	jwt := func(mut func(map[string]any), alg string) string { return jwtOf("at+jwt", mut, alg) }
 	call := `{"tool":"sendWireTransfer","input":"{}"}`
 	if r := e.do("POST", "/sagacity/sagas/j/calls", "application/json", call, bearer(jwt(nil, "RS256"))...); r.code != 202 {
 		t.Fatalf("agent JWT call = %d %s, want 202", r.code, r.body)
@@ -223,6 +276,13 @@ func TestAPIJWT(t *testing.T) {
 			c["iat"], c["exp"] = time.Now().Add(-time.Hour).Unix(), time.Now().Add(24*time.Hour).Unix()
 		}, "RS256"),
 		"valid for two days, with no iat": jwt(func(c map[string]any) { delete(c, "iat"); c["exp"] = time.Now().Add(48 * time.Hour).Unix() }, "RS256"),
+		// Signed by the issuer for the audience, but not access tokens:
+		// an ID token (typ JWT, a nonce and auth_time), a JWT of no type,
+		// one of another type.
+		"an ID token":                       jwtOf("JWT", func(c map[string]any) { c["nonce"], c["auth_time"] = "n-1", time.Now().Unix() }, "RS256"),
+		"a JWT of no type":                  jwtOf("", nil, "RS256"),
+		"a logout token (typ logout+jwt)":   jwtOf("logout+jwt", nil, "RS256"),
+		"an access token typed in a prefix": jwtOf("at+jwt+x", nil, "RS256"),
 	} {
 		want(t, name, e.do("POST", "/sagacity/sagas/j2/calls", "application/json", call, bearer(tok)...), 401)
 	}
@@ -304,5 +364,34 @@ func TestBrowserApproval(t *testing.T) {
 	r, err := engine.OpenReceipt(engine.ReceiptOf(entries[len(entries)-1]), testkit.Keys(t).Verifier())
 	if err != nil || r.Issuer != p.Issuer || r.Subject != "alice-id" || r.Auth != "oidc" || r.Decision != engine.DecidedApproved {
 		t.Errorf("receipt = %+v, %v; want approved by issuer %s, subject alice-id, through oidc", r, err, p.Issuer)
+	}
+	// The provider, as its defaults are, said when alice authenticated:
+	// the sign-in asked for max_age.
+	if r.AuthTime.IsZero() || time.Since(r.AuthTime) > 10*time.Minute {
+		t.Errorf("receipt's auth time = %v; want when alice signed in, a moment ago", r.AuthTime)
+	}
+
+	// Sign out ends the provider's session too (RP-initiated logout),
+	// lands on the signed-out page, and the next visit is the provider's
+	// login form, not the console.
+	err = chromedp.Do(tctx,
+		chromedp.Click(chromedp.CSS(`form[action="/logout"] button`)),
+		chromedp.WaitVisible(chromedp.ID("signed-out")),
+	)
+	if err != nil {
+		t.Fatalf("signing out: %v", err)
+	}
+	if got := p.SignOuts(); len(got) != 1 || got[0] != e.opts.OIDC.OAuth.ClientID {
+		t.Errorf("the provider's end-session endpoint took sign-outs %q; want one, of the console's client %s", got, e.opts.OIDC.OAuth.ClientID)
+	}
+	err = chromedp.Do(tctx, chromedp.Navigate(e.url+"/"), chromedp.WaitVisible(chromedp.ID("username")))
+	if err != nil {
+		t.Fatalf("the next visit after signing out: %v; want the provider's login form", err)
+	}
+	if where, _ := chromedp.Run(tctx, chromedp.Location()); !strings.HasPrefix(where, p.Issuer) {
+		t.Errorf("the next visit after signing out is at %s; want the provider's login form", where)
+	}
+	if errs := authtest.ConsoleErrors(b); len(errs) > 0 {
+		t.Errorf("signing out, the browser reported errors: %q", errs)
 	}
 }

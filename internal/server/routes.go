@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -30,6 +31,12 @@ type Options struct {
 	// APIAuth names the caller of a JSON request (bearer token, or
 	// anonymous in dev mode), or refuses it.
 	APIAuth func(*http.Request) (engine.Principal, error)
+	// TokenIssuers are the OpenID providers whose access tokens APIAuth
+	// takes, told to OAuth clients as the API's authorization servers.
+	TokenIssuers []string
+	// PublicURL is where clients reach the server; "" is the URL each
+	// request was addressed to (its host is one the server serves).
+	PublicURL string
 	// OIDC signs people in to the console; nil unless the mode is oidc.
 	OIDC *auth.OIDC
 	// MCP is the MCP gateway (internal/mcpgw), served at /mcp to the
@@ -68,7 +75,15 @@ func New(o Options) http.Handler {
 	// origin (or from no browser at all). No bypass patterns.
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, errCrossOrigin) }))
-	return s.observe(r, s.hosts(secureHeaders(cop.Handler(r))))
+	formAction := "'self'"
+	if o.OIDC != nil && o.OIDC.EndSession != "" {
+		// Sign out posts a form whose answer sends the browser on to the
+		// provider's end-session page.
+		if u, err := url.Parse(o.OIDC.EndSession); err == nil && u.Host != "" {
+			formAction += " " + u.Scheme + "://" + u.Host
+		}
+	}
+	return s.observe(r, s.hosts(secureHeaders(csp(formAction), cop.Handler(r))))
 }
 
 // routes is the one route table.
@@ -110,6 +125,10 @@ func (s *server) routes() *chi.Mux {
 	// The description holds no secret, so it needs no token. A route of
 	// its own here wins over the bearer-token subrouter at /sagacity.
 	r.With(inGroup(groupJSON)).Get("/sagacity/openapi.json", s.h(api.Document))
+	// Where OAuth clients (MCP clients first) learn how to get a token:
+	// for the whole server, and for /mcp (RFC 9728 §3.1).
+	r.With(inGroup(groupJSON)).Get(resourceMetadataPath, s.resourceMetadata(""))
+	r.With(inGroup(groupJSON)).Get(resourceMetadataPath+"/mcp", s.resourceMetadata("/mcp"))
 	static, _ := fs.Sub(web.Static, "static")
 	r.Handle("/static/*", http.StripPrefix("/static/", cacheable(http.FileServerFS(static))))
 	r.Group(func(r chi.Router) {
@@ -117,6 +136,7 @@ func (s *server) routes() *chi.Mux {
 		if s.OIDC != nil {
 			r.Get("/login", s.h(s.OIDC.Start))
 			r.Get(auth.CallbackPath, s.h(s.OIDC.Callback))
+			r.Get(auth.SignedOutPath, s.h(s.Console.SignedOut))
 			return
 		}
 		r.Get("/login", s.h(s.Console.Login))
@@ -149,7 +169,11 @@ func (s *server) routes() *chi.Mux {
 			r.Post("/request/execute", s.h(s.Console.Execute))
 			r.Post("/in-doubt/resolve", s.h(s.Console.Resolve))
 		})
-		r.Post("/logout", s.h(s.Console.Logout))
+		if s.OIDC != nil {
+			r.Post("/logout", s.h(s.OIDC.Logout))
+		} else {
+			r.Post("/logout", s.h(s.Console.Logout))
+		}
 	})
 
 	// Bearer token: the MCP gateway, for agents (its SDK handles GET,

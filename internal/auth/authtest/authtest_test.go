@@ -551,7 +551,7 @@ func TestRogueSign(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tok := r.Sign(t, tt.claims, tt.alg)
+			tok := r.Sign(t, "JWT", tt.claims, tt.alg)
 			_, err := verifier.Verify(t.Context(), tok)
 			switch {
 			case tt.wantErr == "" && err != nil:
@@ -562,7 +562,7 @@ func TestRogueSign(t *testing.T) {
 		})
 	}
 
-	if msg := failsWith(t, func(tb testing.TB) { r.Sign(tb, claims(nil), "ES256") }); !strings.Contains(msg, "unknown alg") {
+	if msg := failsWith(t, func(tb testing.TB) { r.Sign(tb, "JWT", claims(nil), "ES256") }); !strings.Contains(msg, "unknown alg") {
 		t.Errorf("Sign with alg ES256 failed with %q, want an unknown-alg failure", msg)
 	}
 }

@@ -93,26 +93,47 @@ var clientSeq atomic.Uint64
 // WebClient registers a confidential web client (client secret sent with
 // HTTP Basic or in the form; authorization code flow, PKCE S256 honoured
 // when the relying party sends a challenge) that may redirect only to
-// redirectURI. Every call returns a fresh, unique client id and secret.
-func (p *Provider) WebClient(t testing.TB, redirectURI string) (clientID, clientSecret string) {
+// redirectURI, and whose sign-outs (RP-initiated logout) may return only
+// to postLogout, if given. Every call returns a fresh, unique client id
+// and secret.
+func (p *Provider) WebClient(t testing.TB, redirectURI string, postLogout ...string) (clientID, clientSecret string) {
 	t.Helper()
 	clientID = fmt.Sprintf("web-%d-%s", clientSeq.Add(1), rand.Text()[:8])
 	clientSecret = rand.Text()
 	p.storage.mu.Lock()
 	defer p.storage.mu.Unlock()
 	p.storage.clients[clientID] = webClient{
-		client: storage.WebClient(clientID, clientSecret, redirectURI),
-		secret: clientSecret,
+		client:     storage.WebClient(clientID, clientSecret, redirectURI),
+		secret:     clientSecret,
+		postLogout: postLogout,
 	}
 	return clientID, clientSecret
+}
+
+// SignOuts lists the clients whose sign-outs the provider's end-session
+// endpoint took, in order.
+func (p *Provider) SignOuts() []string {
+	p.storage.mu.Lock()
+	defer p.storage.mu.Unlock()
+	return slices.Clone(p.storage.signOuts)
 }
 
 // webClient keeps the secret next to the example client, whose own copy is
 // unexported.
 type webClient struct {
-	client *storage.Client
-	secret string
+	client     *storage.Client
+	secret     string
+	postLogout []string
 }
+
+// loggingOut is a client with the post-logout redirect URIs it was
+// registered with.
+type loggingOut struct {
+	op.Client
+	uris []string
+}
+
+func (c loggingOut) PostLogoutRedirectURIs() []string { return c.uris }
 
 // opStorage is the example OP's storage with users from the test, clients
 // from WebClient, and a "groups" claim.
@@ -120,8 +141,17 @@ type opStorage struct {
 	*storage.Storage
 	users map[string]User // read-only after NewProvider
 
-	mu      sync.Mutex
-	clients map[string]webClient
+	mu       sync.Mutex
+	clients  map[string]webClient
+	signOuts []string
+}
+
+// TerminateSession records a sign-out the end-session endpoint took.
+func (s *opStorage) TerminateSession(ctx context.Context, userID, clientID string) error {
+	s.mu.Lock()
+	s.signOuts = append(s.signOuts, clientID)
+	s.mu.Unlock()
+	return s.Storage.TerminateSession(ctx, userID, clientID)
 }
 
 // GetClientByClientID replaces the example storage's lookup in the
@@ -133,7 +163,7 @@ func (s *opStorage) GetClientByClientID(_ context.Context, clientID string) (op.
 	if !ok {
 		return nil, errors.New("client not found")
 	}
-	return storage.RedirectGlobsClient(c.client), nil
+	return loggingOut{storage.RedirectGlobsClient(c.client), c.postLogout}, nil
 }
 
 // AuthorizeClientIDSecret checks a client's secret at the token endpoint.

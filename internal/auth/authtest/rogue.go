@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,8 +44,9 @@ type Rogue struct {
 
 	// IDToken, when set, shapes the ID token that /token returns. It gets
 	// the default claims (iss, sub, aud = client_id, exp = now+5m, iat = now,
-	// nonce from /authorize, email, email_verified, groups, and name when
-	// User has one) and returns the claims to sign and the alg: "RS256"
+	// nonce from /authorize, email, email_verified, groups, name when
+	// User has one, and auth_time = now when /authorize had max_age, as
+	// OpenID Connect requires) and returns the claims to sign and the alg: "RS256"
 	// (normal), "none" (unsigned), "HS256" (key confusion, see Sign) or
 	// "RS256-other".
 	IDToken func(claims map[string]any) (map[string]any, string)
@@ -55,14 +57,24 @@ type Rogue struct {
 	otherOnce sync.Once
 	other     *rsa.PrivateKey
 
-	mu     sync.Mutex
-	grants map[string]rogueGrant // by code
-	tokens map[string]User       // by access token
+	mu         sync.Mutex
+	grants     map[string]rogueGrant // by code
+	tokens     map[string]User       // by access token
+	authorized []url.Values          // every /authorize request's query
+}
+
+// Authorized lists the queries of the /authorize requests the rogue got,
+// in order.
+func (r *Rogue) Authorized() []url.Values {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.authorized)
 }
 
 // rogueGrant is what /authorize remembers for /token.
 type rogueGrant struct {
 	clientID, nonce, challenge, redirectURI string
+	maxAge                                  bool // the request asked for max_age
 }
 
 // NewRogue starts a Rogue on 127.0.0.1; it is stopped at t's cleanup.
@@ -101,17 +113,22 @@ func NewRogue(t testing.TB) *Rogue {
 // key-confusion attack on verifiers that let the token pick the algorithm),
 // or "RS256-other" (RS256 with the rogue's kid but signed by another RSA key
 // that is not in the JWKS, so only a real signature check rejects it).
-func (r *Rogue) Sign(t testing.TB, claims map[string]any, alg string) string {
+// typ is the header's type: "at+jwt" for an access token (RFC 9068),
+// "JWT" as ID tokens have it, or "" for none.
+func (r *Rogue) Sign(t testing.TB, typ string, claims map[string]any, alg string) string {
 	t.Helper()
-	tok, err := r.sign(claims, alg)
+	tok, err := r.sign(typ, claims, alg)
 	if err != nil {
 		t.Fatalf("Rogue.Sign(alg %q): %v", alg, err)
 	}
 	return tok
 }
 
-func (r *Rogue) sign(claims map[string]any, alg string) (string, error) {
-	header := map[string]any{"typ": "JWT", "alg": alg, "kid": r.kid}
+func (r *Rogue) sign(typ string, claims map[string]any, alg string) (string, error) {
+	header := map[string]any{"typ": typ, "alg": alg, "kid": r.kid}
+	if typ == "" {
+		delete(header, "typ")
+	}
 	switch alg {
 	case "none":
 		delete(header, "kid")
@@ -197,11 +214,13 @@ func (r *Rogue) authorize(w http.ResponseWriter, req *http.Request) {
 	}
 	code := rand.Text()
 	r.mu.Lock()
+	r.authorized = append(r.authorized, q)
 	r.grants[code] = rogueGrant{
 		clientID:    q.Get("client_id"),
 		nonce:       q.Get("nonce"),
 		challenge:   q.Get("code_challenge"),
 		redirectURI: redirect.String(),
+		maxAge:      q.Has("max_age"),
 	}
 	r.mu.Unlock()
 	back := redirect.Query()
@@ -256,6 +275,9 @@ func (r *Rogue) token(w http.ResponseWriter, req *http.Request) {
 	if g.nonce != "" {
 		claims["nonce"] = g.nonce
 	}
+	if g.maxAge {
+		claims["auth_time"] = now.Unix()
+	}
 	if user.Name != "" {
 		claims["name"] = user.Name
 	}
@@ -263,7 +285,7 @@ func (r *Rogue) token(w http.ResponseWriter, req *http.Request) {
 	if r.IDToken != nil {
 		claims, alg = r.IDToken(claims)
 	}
-	idToken, err := r.sign(claims, alg)
+	idToken, err := r.sign("JWT", claims, alg)
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "server_error", "error_description": err.Error()})
 		return
