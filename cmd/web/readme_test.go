@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sagacity-go/sagacity/internal/api/apitest"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
@@ -45,7 +46,14 @@ func TestReadmeWalkthrough(t *testing.T) {
 		t.Fatal("curl is needed to run the README's walkthrough:", err)
 	}
 	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_DEMO": "true"})
-	host := strings.TrimPrefix(base, "http://")
+	// Through a proxy that holds every request and answer to the OpenAPI
+	// document: dev mode's anonymous calls included.
+	proxy, err := apitest.NewProxy(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	host := strings.TrimPrefix(proxy.URL, "http://")
 	wants := []string{
 		`"sagaId":"transfer-77","journalSeq":3,"toolName":"sendWireTransfer","input":"{\"amount\":\"100\",\"to\":\"alice\"}"`,
 		`"approved":true,"approverIdentity":"manager@company.com"`,
@@ -64,5 +72,8 @@ func TestReadmeWalkthrough(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), wants[i]) {
 			t.Errorf("README step %d: %s\n= %v %s\nwant output containing %s", i+1, c, err, out, wants[i])
 		}
+	}
+	for _, err := range proxy.Errors() {
+		t.Errorf("the walkthrough departs from the OpenAPI document: %v", err)
 	}
 }

@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/auth/authtest"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/mcpgw"
 	"github.com/sagacity-go/sagacity/internal/testkit"
@@ -267,6 +272,85 @@ func TestMCPSessionPerCall(t *testing.T) {
 	if s := saga("shared"); s["headSeq"] != float64(4) || s["ended"] != false {
 		t.Errorf("the named saga after the second step = %v; want both steps journaled (4 entries), still open", s)
 	}
+}
+
+// TestMCPTypeScript drives the server with the official MCP TypeScript
+// SDK (testdata/node, installed by .ci/run with npm ci): from /mcp's 401
+// it discovers the protected-resource metadata and, from it, the OpenID
+// provider as the authorization server; then it runs two steps of one
+// named saga, one session each, and the second step runs.
+func TestMCPTypeScript(t *testing.T) {
+	if _, err := os.Stat("testdata/node/node_modules/@modelcontextprotocol/sdk"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the MCP TypeScript SDK is not installed (npm ci --prefix internal/server/testdata/node): %v", err)
+		}
+		t.Skip("the MCP TypeScript SDK is not installed: npm ci --prefix internal/server/testdata/node")
+	}
+	p := authtest.NewProvider(t, people...)
+	agentT, agentTok := token("agent", engine.RoleAgent)
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{roles: groupRoles, tokens: []auth.Token{agentT}, apiAudience: "sagacity-api",
+		oidc: func(redirect string) (string, string, string) {
+			id, sec := p.WebClient(t, redirect)
+			credential(sec)
+			return p.Issuer, id, sec
+		}})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "mcp.mjs", e.url, agentTok, "ts-shared")
+	cmd.Dir = "testdata/node"
+	stdout, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node mcp.mjs: %v\n%s", err, stderr)
+	}
+	var got struct {
+		Status                int
+		ResourceMetadataURL   string
+		Resource              string
+		AuthorizationServers  []string
+		AuthorizationEndpoint string
+		Steps                 []struct {
+			IsError    bool
+			Text       string
+			Structured map[string]any
+			Version    string
+		}
+	}
+	if err := json.Unmarshal(stdout, &got); err != nil {
+		t.Fatalf("node mcp.mjs printed %s: %v", stdout, err)
+	}
+	if got.Status != 401 || got.ResourceMetadataURL != e.url+"/.well-known/oauth-protected-resource/mcp" || got.Resource != e.url+"/mcp" ||
+		!slices.Equal(got.AuthorizationServers, []string{p.Issuer}) || !strings.HasPrefix(got.AuthorizationEndpoint, p.Issuer) {
+		t.Errorf("discovery = %+v; want the 401 to lead to %s/mcp's metadata and the provider %s as its authorization server", got, e.url, p.Issuer)
+	}
+	if len(got.Steps) != 2 {
+		t.Fatalf("steps = %+v; want two", got.Steps)
+	}
+	for i, st := range got.Steps {
+		if st.IsError || st.Structured["sagaId"] != "ts-shared" || st.Structured["outcome"] != "EXECUTED" {
+			t.Errorf("step %d = %+v; want it executed in saga ts-shared", i+1, st)
+		}
+		if !strings.Contains(apiDescription(t, "/mcp"), st.Version) || st.Version == "" {
+			t.Errorf("step %d spoke MCP %q; want a version the OpenAPI document names", i+1, st.Version)
+		}
+	}
+	if s := e.do("GET", "/sagacity/sagas/ts-shared", "", "", bearer(agentTok)...).json(t); s["ended"] != false || s["headSeq"] != float64(4) {
+		t.Errorf("saga after two sessions = %v; want both steps, and not ended by the first session's end", s)
+	}
+}
+
+// apiDescription is the OpenAPI document's description of path.
+func apiDescription(t *testing.T, path string) string {
+	var doc struct {
+		Paths map[string]struct{ Description string } `json:"paths"`
+	}
+	if err := json.Unmarshal(api.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Paths[path].Description
 }
 
 // TestMCPIdempotencyKey: a call sent again by an MCP client under the
