@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/client"
-	"github.com/sagacity-go/sagacity/internal/api"
+	"github.com/sagacity-go/sagacity/internal/app"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/console"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -202,39 +202,34 @@ func start(dbURL, dir string, logs io.Writer) (*sagacity, error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	lg := tlog.New(db, checkpoints, keys, tlog.Options{Every: 1, Interval: 24 * time.Hour})
-	if err := lg.Claim(context.Background()); err != nil {
-		stop()
-		return nil, err
-	}
-	// Calls in doubt may be resolved at once, and an outcome that cannot
-	// be journaled is given up on after 200ms.
-	eng, err := engine.New(db, []engine.Tool{
-		tool(reserve, engine.Compensatable, "/reserve", "/release"),
-		tool(wire, engine.Irreversible, "/wire", ""),
-		tool(ship, engine.Compensatable, "/ship", ""),
-		tool(book, engine.Compensatable, "/book", "/unbook"),
-	}, engine.WithKeys(keys), engine.WithLogger(log), engine.WithLog(lg),
-		engine.WithInDoubtAfter(0), engine.WithOutcomeRetry(200*time.Millisecond))
-	if err != nil {
-		stop()
-		return nil, err
-	}
 	var declared []auth.Token
 	for name, value := range tokens {
 		declared = append(declared, auth.Token{Name: name, SHA256: engine.PayloadHash(value), Roles: roles[name]})
 	}
 	sessions := &auth.Sessions{Store: db, Key: []byte("client-test-session-key-0123456789"), Now: time.Now}
-	srv := httptest.NewServer(server.New(server.Options{
-		Log:               log,
-		Ready:             db.Ping,
-		API:               &api.Handlers{Engine: eng},
-		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: "tokens", Now: time.Now},
-		APIAuth:           (&auth.Bearer{Tokens: declared}).Principal,
-		ApprovalEndpoints: true,
-		MaxBody:           1 << 20,
-	}))
-	return &sagacity{url: srv.URL, tools: ts, log: lg, close: func() { srv.Close(); stop() }}, nil
+	a, err := app.Build(context.Background(), app.Parts{DB: db, Checkpoints: checkpoints, Keys: keys, Logger: log, Version: "test",
+		Tools: []engine.Tool{
+			tool(reserve, engine.Compensatable, "/reserve", "/release"),
+			tool(wire, engine.Irreversible, "/wire", ""),
+			tool(ship, engine.Compensatable, "/ship", ""),
+			tool(book, engine.Compensatable, "/book", "/unbook"),
+		},
+		Log: tlog.Options{Every: 1, Interval: 24 * time.Hour},
+		// Calls in doubt may be resolved at once, and an outcome that
+		// cannot be journaled is given up on after 200ms.
+		Engine: []engine.Option{engine.WithInDoubtAfter(0), engine.WithOutcomeRetry(200 * time.Millisecond)},
+		Server: server.Options{
+			Console:           &console.Handlers{Sessions: sessions, Mode: auth.ModeTokens, Now: time.Now},
+			APIAuth:           (&auth.Bearer{Tokens: declared}).Principal,
+			ApprovalEndpoints: true,
+			MaxBody:           1 << 20,
+		}})
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	srv := httptest.NewServer(a.Handler)
+	return &sagacity{url: srv.URL, tools: ts, log: a.Log, close: func() { srv.Close(); stop() }}, nil
 }
 
 // newServer runs a server on dbURL for the test.

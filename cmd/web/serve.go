@@ -17,16 +17,14 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
-	"github.com/sagacity-go/sagacity/internal/api"
+	"github.com/sagacity-go/sagacity/internal/app"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/config"
 	"github.com/sagacity-go/sagacity/internal/console"
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
-	"github.com/sagacity-go/sagacity/internal/mcpgw"
 	"github.com/sagacity-go/sagacity/internal/mcpproxy"
-	"github.com/sagacity-go/sagacity/internal/metrics"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/tlog"
@@ -74,20 +72,31 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 			u.Close()
 		}
 	}()
-	rec := metrics.New(log)
-	// The log extends nothing it has not checked in full since the start.
-	lg := tlog.New(db, w, keys, tlog.Options{Every: cfg.File.Log.Every, Interval: cfg.File.Log.Interval, Observer: rec,
-		FullCheckFirst: true})
-	if err := lg.Claim(ctx); errors.Is(err, tlog.ErrKey) {
-		return fmt.Errorf("SAGACITY_SIGNING_KEY: %w; start with the key the database was first started with, or with a new database", err)
-	} else if err != nil {
-		return fmt.Errorf("SAGACITY_DATABASE_URL: recording the signing key: %w", err)
-	}
-	eng, err := newEngine(cfg, db, keys, upstream.tools, engine.WithLog(lg), rec, log)
+	tools, err := configuredTools(cfg, db, upstream.tools)
 	if err != nil {
 		return err
 	}
-	rec.Watch(eng)
+	opts, err := authOptions(ctx, cfg, db)
+	if err != nil {
+		return err
+	}
+	opts.ApprovalEndpoints, opts.MaxBody, opts.Hosts = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes, cfg.Hosts
+	opts.PublicURL = cfg.PublicURL
+	a, err := app.Build(ctx, app.Parts{DB: db, Checkpoints: w, Keys: keys, Tools: tools, Logger: log, Version: version(),
+		// The log extends nothing it has not checked in full since the start.
+		Log: tlog.Options{Every: cfg.File.Log.Every, Interval: cfg.File.Log.Interval, FullCheckFirst: true},
+		Engine: []engine.Option{engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
+			engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas})},
+		Server: opts})
+	switch {
+	case errors.Is(err, tlog.ErrKey):
+		return fmt.Errorf("SAGACITY_SIGNING_KEY: %w; start with the key the database was first started with, or with a new database", err)
+	case errors.Is(err, app.ErrClaim):
+		return fmt.Errorf("SAGACITY_DATABASE_URL: %w", err)
+	case err != nil:
+		return err
+	}
+	eng, lg := a.Engine, a.Log
 	// Before the first request: a database rolled back behind the newest
 	// checkpoint executes nothing. The full check follows in the
 	// background, and the sequencer once it has run.
@@ -111,16 +120,6 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 			return err
 		}
 	}
-	opts, err := authOptions(ctx, cfg, db)
-	if err != nil {
-		return err
-	}
-	opts.Log, opts.Ready = log, db.Ping
-	opts.API = &api.Handlers{Engine: eng}
-	opts.MCP = mcpgw.New(ctx, eng, version(), log)
-	opts.Console.Engine = eng
-	opts.ApprovalEndpoints, opts.MaxBody, opts.Hosts = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes, cfg.Hosts
-	opts.Metrics, opts.PublicURL = rec, cfg.PublicURL
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("SAGACITY_ADDR: %s is in use by another process; stop it, or set SAGACITY_ADDR to another port", cfg.Addr)
@@ -128,7 +127,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 		return fmt.Errorf("SAGACITY_ADDR: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           server.New(opts),
+		Handler:           a.Handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      2 * time.Minute, // a gateway call waits for its tool
@@ -277,9 +276,9 @@ func openUpstreams(ctx context.Context, cfg config.Config, log *slog.Logger) (up
 	return out, nil
 }
 
-// newEngine registers the configured HTTP tools, the upstream MCP
-// servers' and, in demo mode, the built-in ones; obs is told what it does.
-func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, upstream []engine.Tool, tlog engine.Option, obs engine.Observer, log *slog.Logger) (*engine.Engine, error) {
+// configuredTools are the configured HTTP tools, the upstream MCP
+// servers' and, in demo mode, the built-in ones.
+func configuredTools(cfg config.Config, db *store.DB, upstream []engine.Tool) ([]engine.Tool, error) {
 	var tools []engine.Tool
 	for _, t := range cfg.File.Tools {
 		ht := &httptool.Tool{Name: t.Name, Exec: httptool.Endpoint(t.Execute), Secret: cfg.ToolSigningSecret,
@@ -302,8 +301,7 @@ func newEngine(cfg config.Config, db *store.DB, keys *engine.Keys, upstream []en
 			tools = append(tools, t)
 		}
 	}
-	return engine.New(db, tools, engine.WithKeys(keys), tlog, engine.WithLogger(log), engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
-		engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas}), engine.WithObserver(obs))
+	return tools, nil
 }
 
 // authOptions builds who-is-calling for the configured mode: sessions for

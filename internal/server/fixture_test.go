@@ -13,14 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sagacity-go/sagacity/internal/api"
+	"github.com/sagacity-go/sagacity/internal/app"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/console"
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
-	"github.com/sagacity-go/sagacity/internal/mcpgw"
-	"github.com/sagacity-go/sagacity/internal/metrics"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/testkit"
@@ -212,23 +210,6 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	}
 	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, suiteLog), nil))
-	rec := metrics.New(log)
-	// Checkpoints are signed when a test sequences the log.
-	lg := tlog.New(db, checkpoints, testkit.Keys(t), tlog.Options{Every: 1, Interval: 24 * time.Hour, Observer: rec})
-	if err := lg.Claim(ctx); err != nil {
-		t.Fatal(err)
-	}
-	eng, err := engine.New(db, tools, engine.WithKeys(testkit.Keys(t)), engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}),
-		engine.WithInDoubtAfter(o.inDoubtAfter), engine.WithLog(lg), engine.WithObserver(rec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec.Watch(eng)
-	if o.demo {
-		if err := demo.Seed(ctx, db, eng); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if o.now == nil {
 		o.now = time.Now
 	}
@@ -256,25 +237,33 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 			issuers = []string{issuer}
 		}
 	}
-	opts := server.Options{
-		Log:               log,
-		Ready:             db.Ping,
-		API:               &api.Handlers{Engine: eng},
-		MCP:               mcpgw.New(t.Context(), eng, "test", log),
-		Console:           &console.Handlers{Engine: eng, Sessions: sessions, Mode: mode, Now: o.now},
-		APIAuth:           bearer.Principal,
-		TokenIssuers:      issuers,
-		OIDC:              rp,
-		ApprovalEndpoints: !o.noApprovalEndpoints,
-		MaxBody:           o.maxBody,
-		Hosts:             o.hosts,
-		Metrics:           rec,
+	a, err := app.Build(t.Context(), app.Parts{DB: db, Checkpoints: checkpoints, Keys: testkit.Keys(t), Tools: tools, Logger: log,
+		Version: "test",
+		// Checkpoints are signed when a test sequences the log.
+		Log:    tlog.Options{Every: 1, Interval: 24 * time.Hour},
+		Engine: []engine.Option{engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}), engine.WithInDoubtAfter(o.inDoubtAfter)},
+		Server: server.Options{
+			Console:           &console.Handlers{Sessions: sessions, Mode: mode, Now: o.now},
+			APIAuth:           bearer.Principal,
+			TokenIssuers:      issuers,
+			OIDC:              rp,
+			ApprovalEndpoints: !o.noApprovalEndpoints,
+			MaxBody:           o.maxBody,
+			Hosts:             o.hosts,
+		}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	srv.Config.Handler = server.New(opts)
+	if o.demo {
+		if err := demo.Seed(ctx, db, a.Engine); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.Config.Handler = a.Handler
 	srv.Config.ReadTimeout = o.readTimeout
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); db.Close() })
-	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL, eng: eng, log: lg, opts: opts}
+	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL, eng: a.Engine, log: a.Log, opts: a.Options}
 }
 
 // noRedirects shows redirects to the test instead of following them.
