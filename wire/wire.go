@@ -41,7 +41,8 @@ const (
 	// Failed: the tool failed; FAILED is journaled and the saga
 	// compensated (its status says how far).
 	Failed Outcome = "FAILED"
-	// Refused: a resume was refused (no approval, or other bytes); the
+	// Refused: a resume was refused (no approval, or other bytes), or the
+	// gate refused a call no rule of the approval policy applies to; the
 	// refusal is journaled and the saga compensated.
 	Refused Outcome = "REFUSED"
 	// InDoubt: the tool ran, or may have, but its outcome could not be
@@ -91,7 +92,9 @@ const (
 	CodeSuperseded Code = "SUPERSEDED"
 	// CodeToolFailed (422): the tool failed and the saga was compensated.
 	CodeToolFailed Code = "TOOL_FAILED"
-	// CodeRefused (409): the resume was refused and the saga compensated.
+	// CodeRefused (409): the resume was refused, or the gate refused the
+	// call (no rule of the approval policy applies to it); journaled, and
+	// the saga compensated.
 	CodeRefused Code = "REFUSED"
 	// CodeUndecided (409): nobody has decided the request yet; nothing
 	// was changed. Wait, then execute it once it is approved.

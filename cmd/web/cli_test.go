@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sagacity-go/sagacity/internal/config"
+	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
@@ -83,5 +87,30 @@ func TestHealthcheck(t *testing.T) {
 	err = run(context.Background(), []string{"healthcheck", "http://" + closed.Addr().String() + "/readyz"}, nil, &bytes.Buffer{})
 	if ee, ok := errors.AsType[exitError](err); !ok || ee.code != 1 {
 		t.Errorf("healthcheck of nothing = %v, want exit 1", err)
+	}
+}
+
+// TestPolicyCommand: sagacity policy prints the hash requests will carry
+// for a configuration file, and refuses one whose condition does not
+// compile, naming the rule and the column.
+func TestPolicyCommand(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte("approval:\n  tools:\n    sendWireTransfer:\n      - {name: up-to-1000, when: \"double(payload.amount) <= 1000.0\"}\n"), 0o644)
+	want, err := engine.CompilePolicy(engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools: map[string][]engine.RuleSpec{
+		"sendWireTransfer": {{Name: "up-to-1000", When: "double(payload.amount) <= 1000.0"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"policy", good}, nil, &out); err != nil ||
+		!strings.HasPrefix(out.String(), "# approval policy sha256:"+want.Hash+"\n") || !strings.Contains(out.String(), `"when": "double(payload.amount) <= 1000.0"`) {
+		t.Errorf("policy %s = %v\n%s\nwant the hash %s and the rule", good, err, out.String(), want.Hash)
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("approval:\n  default:\n    - when: payload.amount >\n"), 0o644)
+	err = run(context.Background(), []string{"policy", bad}, nil, io.Discard)
+	if e, ok := err.(exitError); !ok || e.code != 2 || !strings.Contains(err.Error(), "default, rule 1 (default#1): condition, column 17") {
+		t.Errorf("policy %s = %v; want exit status 2 naming the rule and the column", bad, err)
 	}
 }

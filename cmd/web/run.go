@@ -67,6 +67,12 @@ var commands = []command{
 	{name: "token", args: "[-name NAME] [-roles agent,approver,auditor]", short: "print a new API token",
 		help: "Prints a new API token and the lines that declare it in SAGACITY_CONFIG (only its SHA-256).",
 		run:  offline(token)},
+	{name: "policy", args: "[FILE]", short: "print the approval policy a configuration file puts in force, and its hash",
+		help: "Prints the approval policy of the configuration FILE (the default without one) as requests record it:\n" +
+			"its SHA-256, which every request's policy= line carries, and its canonical document.\n" +
+			"A condition that does not compile is refused, naming the tool, the rule and the column.\n" +
+			"Exit status 0: printed, 2: the file is unreadable or refused.",
+		run: offline(policy)},
 	{name: "keygen", args: "[-name NAME]", short: "print a new signing key",
 		help: "Prints a new signing key (for SAGACITY_SIGNING_KEY) and its public key.",
 		run:  offline(keygen)},

@@ -86,7 +86,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 		// The log extends nothing it has not checked in full since the start.
 		Log: tlog.Options{Every: cfg.File.Log.Every, Interval: cfg.File.Log.Interval, FullCheckFirst: true},
 		Engine: []engine.Option{engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
-			engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas})},
+			engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas}), engine.WithApprovals(cfg.File.Approvals)},
 		Server: opts})
 	switch {
 	case errors.Is(err, tlog.ErrKey):

@@ -29,6 +29,7 @@ var schemaTypes = map[string]reflect.Type{
 	"CallAwaitingApproval": reflect.TypeFor[wire.CallResult](),
 	"CallInDoubt":          reflect.TypeFor[wire.CallResult](),
 	"CallFailed":           reflect.TypeFor[wire.CallResult](),
+	"CallRefused":          reflect.TypeFor[wire.CallResult](),
 	"AbortRequest":         reflect.TypeFor[wire.AbortRequest](),
 	"ResolveRequest":       reflect.TypeFor[wire.Resolution](),
 	"InDoubtCall":          reflect.TypeFor[wire.CallInDoubt](),

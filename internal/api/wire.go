@@ -77,6 +77,10 @@ func CallOf(r engine.CallResult) (wire.CallResult, int) {
 	case engine.OutcomeInDoubt:
 		out.Problem = wire.Problem{Error: r.Error, Code: wire.CodeInDoubt}
 		return out, http.StatusAccepted
+	case engine.OutcomeRefused:
+		out.InputHash = r.InputHash
+		out.Problem = wire.Problem{Error: r.Error, Kind: wire.KindConflict, Code: wire.CodeRefused}
+		return out, http.StatusConflict
 	}
 	out.Problem = wire.Problem{Error: r.Error, Kind: wire.KindUnprocessable, Code: wire.CodeToolFailed}
 	return out, http.StatusUnprocessableEntity

@@ -144,7 +144,7 @@ func load(getenv func(string) string) (Config, error) {
 
 	c.File = defaultFile()
 	if c.ConfigPath != "" {
-		if c.File, err = readFile(c.ConfigPath); err != nil {
+		if c.File, err = ReadFile(c.ConfigPath); err != nil {
 			return c, err
 		}
 	}

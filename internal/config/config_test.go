@@ -245,6 +245,13 @@ tools:
 			func(c Config) any { return c.File.Roles }, Roles{Claim: "groups", Map: map[string][]engine.Role{"ops": {engine.RoleApprover, engine.RoleAuditor}}}},
 		{"claim set", nil, "roles: {claim: roles}\n",
 			func(c Config) any { return c.File.Roles }, Roles{Claim: "roles"}},
+		// The policy is the one the same rules compile to, whatever the
+		// YAML's spelling; without default, the engine's stays.
+		{"an approval policy", nil, "approval:\n  tools:\n    wire:\n      - {name: small, when: \"double(payload.amount) <= 1000.0\"}\n",
+			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{Default: engine.DefaultPolicy.Default,
+				Tools: map[string][]engine.RuleSpec{"wire": {{Name: "small", When: "double(payload.amount) <= 1000.0"}}}})},
+		{"an approval policy refusing what it has no rule for", nil, "approval: {default: []}\n",
+			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -386,6 +393,12 @@ func errorCases() []errorCase {
 		{name: "checkpoints too often", yaml: "log: {checkpointInterval: 1ms}\n", want: "log.checkpointInterval: 1ms must be at least 100ms and at most 1h0m0s"},
 		{name: "checkpoint interval not a duration", yaml: "log: {checkpointInterval: soon}\n", want: `log.checkpointInterval: "soon" is not a duration like 10s or 1m`},
 		{name: "checks too often", yaml: "log: {checkEvery: 10ms}\n", want: "log.checkEvery: 10ms must be at least 100ms and at most 1h0m0s"},
+		{name: "an approval condition that does not compile", yaml: "approval:\n  tools:\n    sendWireTransfer:\n      - name: big\n        when: payload.amount >\n",
+			want: "approval: tool sendWireTransfer, rule 1 (big): condition, column"},
+		{name: "an approval condition naming an unknown variable", yaml: "approval:\n  default:\n    - when: amount > 5\n",
+			want: "approval: default, rule 1 (default#1): condition, column 1: undeclared reference to 'amount'"},
+		{name: "an approval rule of an unknown key", yaml: "approval:\n  default:\n    - if: true\n", want: `unknown key "if"`},
+		{name: "a quorum not enforced yet", yaml: "approval:\n  default:\n    - quorum: 2\n", want: "a quorum above 1 are not enforced by this version"},
 		{name: "full checks too rarely", yaml: "log: {fullCheckEvery: 48h}\n", want: "log.fullCheckEvery: 48h must be at least 1s and at most 24h0m0s"},
 		{name: "checkpoint every not a number", yaml: "log: {checkpointEvery: many}\n", want: `log.checkpointEvery: "many" is not a number of entries, at least 1`},
 		{name: "an input schema of a string", yaml: "tools:" + strings.Replace(wire, "execute:", "inputSchema: {type: string}\n    execute:", 1),
@@ -602,4 +615,13 @@ func TestSigningKeyFile(t *testing.T) {
 	if err != nil || c.SigningKey != receiptKey {
 		t.Errorf("Load(SAGACITY_SIGNING_KEY_FILE=%s) = %q, %v; want the key in the file", path, c.SigningKey, err)
 	}
+}
+
+// compiled is the hash of the approval policy spec compiles to.
+func compiled(t *testing.T, spec engine.PolicySpec) string {
+	a, err := engine.CompilePolicy(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Hash
 }

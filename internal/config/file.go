@@ -31,6 +31,10 @@ type File struct {
 	Roles     Roles      // how OIDC claims map to roles
 	Policy    Policy     // size limits
 	Log       Log        // when checkpoints of the global log are signed
+	// Approvals is the approval policy: which rule applies to each
+	// request of an IRREVERSIBLE tool (engine.DefaultPolicy without an
+	// approval: section).
+	Approvals *engine.Approvals
 }
 
 // Log says when the server signs a checkpoint of the global log: after
@@ -160,6 +164,22 @@ type yamlFile struct {
 	Roles     yamlRoles      `yaml:"roles"`
 	Policy    yamlPolicy     `yaml:"policy"`
 	Log       yamlLog        `yaml:"log"`
+	Approval  yamlApproval   `yaml:"approval"`
+}
+
+// yamlApproval is the approval policy. Without default, tools without
+// rules of their own go by engine.DefaultPolicy's; default: [] refuses
+// their requests.
+type yamlApproval struct {
+	Default *[]yamlRule           `yaml:"default"`
+	Tools   map[string][]yamlRule `yaml:"tools"`
+}
+
+type yamlRule struct {
+	Name      string   `yaml:"name"`
+	When      string   `yaml:"when"`
+	Approvers []string `yaml:"approvers"`
+	Quorum    int      `yaml:"quorum"`
 }
 
 type yamlUpstream struct {
@@ -220,9 +240,9 @@ type yamlPolicy struct {
 	ShareSagas bool   `yaml:"shareSagas"`
 }
 
-// readFile reads and checks the file at path. Every error starts with
+// ReadFile reads and checks the configuration file at path. Every error starts with
 // "SAGACITY_CONFIG (<path>): ".
-func readFile(path string) (File, error) {
+func ReadFile(path string) (File, error) {
 	prefix := "SAGACITY_CONFIG (" + path + "): "
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -326,6 +346,9 @@ func (y yamlFile) check() (File, error) {
 		return File{}, err
 	}
 	f.Policy.ShareSagas = y.Policy.ShareSagas
+	if f.Approvals, err = checkApproval(y.Approval); err != nil {
+		return File{}, err
+	}
 	if v := y.Log.CheckpointEvery; v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 1 {
@@ -685,4 +708,31 @@ func size(field, s string) (int64, error) {
 		return 0, fmt.Errorf("%s: %s is out of range: must be between 1KiB and 64MiB", field, s)
 	}
 	return n * unit, nil
+}
+
+// checkApproval compiles the approval policy; nil, the engine's default,
+// without an approval: section.
+func checkApproval(y yamlApproval) (*engine.Approvals, error) {
+	if y.Default == nil && len(y.Tools) == 0 {
+		return nil, nil
+	}
+	rules := func(ys []yamlRule) []engine.RuleSpec {
+		out := []engine.RuleSpec{}
+		for _, r := range ys {
+			out = append(out, engine.RuleSpec{Name: r.Name, When: r.When, Approvers: r.Approvers, Quorum: r.Quorum})
+		}
+		return out
+	}
+	spec := engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools: map[string][]engine.RuleSpec{}}
+	if y.Default != nil {
+		spec.Default = rules(*y.Default)
+	}
+	for tool, rs := range y.Tools {
+		spec.Tools[tool] = rules(rs)
+	}
+	a, err := engine.CompilePolicy(spec)
+	if err != nil {
+		return nil, fmt.Errorf("approval: %w", err)
+	}
+	return a, nil
 }

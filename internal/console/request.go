@@ -78,6 +78,8 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 		Tool:         g.ToolName,
 		Requester:    g.Field(engine.KeyRequester),
 		Client:       g.Field(engine.KeyClient),
+		Rule:         g.Field(engine.KeyRule),
+		Policy:       g.Field(engine.KeyPolicy),
 		Requested:    h.when(g.Timestamp),
 		Input:        g.Input,
 		Payload:      prepare(g.Input),

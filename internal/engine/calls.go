@@ -21,6 +21,9 @@ const (
 	OutcomeAwaitingApproval Outcome = "AWAITING_APPROVAL"
 	OutcomeFailed           Outcome = "FAILED"
 	OutcomeInDoubt          Outcome = "IN_DOUBT"
+	// OutcomeRefused: the gate refused the request (no rule of the
+	// approval policy applies); journaled, and the saga compensated.
+	OutcomeRefused Outcome = "REFUSED"
 )
 
 // AwaitingMessage is what the model is told about a gated call.
@@ -136,7 +139,7 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input,
 	}
 	var res CallResult
 	var call Call
-	_, err := e.transact(ctx, sagaID, 0, "", func(tx Tx) (Saga, bool, error) {
+	s, err := e.transact(ctx, sagaID, 0, "", func(tx Tx) (Saga, bool, error) {
 		s, err := e.open(tx, p, sagaID)
 		return s, err == nil, err
 	}, func(tx Tx, s *Saga) error {
@@ -150,11 +153,19 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input,
 		if err := e.clear(tx, s); err != nil {
 			return err
 		}
-		phase := PhaseIntent
+		phase, lines, matched := PhaseIntent, requested(p, key), true
 		if tool.Reversibility == Irreversible {
+			// The request is decided by the rule that applies now, and
+			// records it with the policy's hash: frozen at request time.
+			var rule Rule
+			rule, matched = e.approvals.Match(toolName, sagaID, p.ID, input)
 			phase = PhaseAwaitingApproval
+			if matched {
+				lines = lines.With(KeyRule, rule.Name)
+			}
+			lines = lines.With(KeyPolicy, e.approvals.Hash)
 		}
-		en, err := e.append(tx, s, toolName, phase, input, requested(p, key).String())
+		en, err := e.append(tx, s, toolName, phase, input, lines.String())
 		if err != nil {
 			return err
 		}
@@ -162,6 +173,16 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input,
 			if err := tx.PutCallKey(sagaID, key, en.Seq); err != nil {
 				return err
 			}
+		}
+		if !matched {
+			// Fail closed: journaled as a refused request, and the saga
+			// compensated, as a refused resume is.
+			if _, err := e.append(tx, s, toolName, PhaseRejected, gateRef(en.Seq), RefusedNoRule); err != nil {
+				return err
+			}
+			res = CallResult{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Outcome: OutcomeRefused, InputHash: PayloadHash(input),
+				Error: fmt.Sprintf("%s: the request at seq=%d cannot be approved, and the saga is compensated", RefusedNoRule, en.Seq)}
+			return e.fail(tx, s, fmt.Sprintf("the request of %s at seq=%d was refused at the gate: %s", toolName, en.Seq, RefusedNoRule))
 		}
 		if phase == PhaseAwaitingApproval {
 			r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
@@ -180,6 +201,10 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input,
 	})
 	if err != nil {
 		return CallResult{}, at(err, sagaID, 0)
+	}
+	if res.Outcome == OutcomeRefused {
+		res.Status = e.compensateNow(ctx, s).Status
+		return res, nil
 	}
 	if call.Seq == 0 {
 		return res, nil
@@ -254,6 +279,11 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 	res := CallResult{SagaID: sagaID, Seq: seq, ToolName: toolName, Status: snap.Saga.Status}
 	if first.Phase == PhaseAwaitingApproval {
 		res.Outcome, res.Message, res.InputHash = OutcomeAwaitingApproval, AwaitingMessage(toolName), PayloadHash(input)
+		if seq < int64(len(snap.Entries)) {
+			if next := snap.Entries[seq]; next.Phase == PhaseRejected && next.ToolName == toolName && next.Payload == RefusedNoRule {
+				res.Outcome, res.Message, res.Error = OutcomeRefused, "", RefusedNoRule
+			}
+		}
 		return res, nil
 	}
 	var c Call

@@ -114,6 +114,9 @@ type Engine struct {
 	retryFor time.Duration
 	// inDoubtAfter is how long a call must stand still to be resolved.
 	inDoubtAfter time.Duration
+	// approvals says which rule applies to each request of an
+	// IRREVERSIBLE tool.
+	approvals *Approvals
 	// keys sign the receipts of people's decisions, and verify them.
 	keys *Keys
 	// tlog is the global log; nil when there is none (tests).
@@ -147,6 +150,9 @@ func WithPolicy(p Policy) Option { return func(e *Engine) { e.policy = p } }
 // engine without one.
 func WithKeys(k *Keys) Option { return func(e *Engine) { e.keys = k } }
 
+// WithApprovals sets the approval policy (default DefaultPolicy).
+func WithApprovals(a *Approvals) Option { return func(e *Engine) { e.approvals = a } }
+
 // WithInDoubtAfter sets how long a call must have stood still before a
 // person may resolve it (default DefaultInDoubtAfter).
 func WithInDoubtAfter(d time.Duration) Option { return func(e *Engine) { e.inDoubtAfter = d } }
@@ -169,6 +175,13 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 	e.store = watched{s: s, obs: e.obs}
 	if e.keys == nil {
 		return nil, Errorf(Invalid, "no signing key: decisions could not be given receipts")
+	}
+	if e.approvals == nil {
+		a, err := CompilePolicy(DefaultPolicy)
+		if err != nil {
+			return nil, err
+		}
+		e.approvals = a
 	}
 	for _, t := range tools {
 		if err := validName("tool name", t.Name); err != nil {
@@ -196,6 +209,11 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 		}
 		if s != nil {
 			e.schemas[t.Name] = s
+		}
+	}
+	for tool := range e.approvals.tools {
+		if t, ok := e.tools[tool]; !ok || t.Reversibility != Irreversible {
+			return nil, Errorf(Invalid, "the approval policy has rules for %q, which is no IRREVERSIBLE tool: only those are approved", tool)
 		}
 	}
 	return e, nil

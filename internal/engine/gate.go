@@ -12,7 +12,10 @@ import (
 // Refusal details journaled when a resume fails closed (SPEC §4).
 const (
 	RefusedNoApproval = "no human approval recorded"
-	RefusedStale      = "stale-approval: payload changed since approval was granted"
+	// RefusedNoRule refuses, at the gate, a request no rule of the
+	// approval policy applies to: nobody could approve it.
+	RefusedNoRule = "no rule of the approval policy applies to this request"
+	RefusedStale  = "stale-approval: payload changed since approval was granted"
 )
 
 // Decision is a recorded approve or reject.

@@ -22,6 +22,8 @@ const (
 	KeyAuth        Key = "auth"         // how the person or agent signed in
 	KeyClient      Key = "client"       // the MCP client and session that asked, if one did
 	KeyIdempotency Key = "key"          // the agent's idempotency key for the call
+	KeyRule        Key = "rule"         // on a request: the approval rule that applies
+	KeyPolicy      Key = "policy"       // on a request: the SHA-256 of the approval policy in force
 	KeyResumes     Key = "resumes"      // on a resume's INTENT: seq=<the request>
 	KeyApprover    Key = "approver"     // who approved or rejected a request
 	KeyDismissedBy Key = "dismissed-by" // who dismissed a superseded request

@@ -57,7 +57,7 @@ func ended(o Outcome, refused bool, err error) CallEnd {
 	switch {
 	case err != nil && !errors.Is(err, ErrHalted) && (KindOf(err) == Unavailable || KindOf(err) == Internal):
 		return EndError
-	case err != nil || refused:
+	case err != nil || refused || o == OutcomeRefused:
 		return EndRefused
 	case o == OutcomeExecuted:
 		return EndExecuted

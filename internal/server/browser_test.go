@@ -600,6 +600,11 @@ func TestConsoleSuperseded(t *testing.T) {
 		p.waitText("#actions", confirm, 10*time.Second)
 		p.click(`#actions button[autofocus]`)
 	}
+	// The page names the approval rule the request is decided by.
+	p.open("/request?saga=re&seq=3")
+	if got := p.text("#rule"); got != "default" {
+		t.Errorf("the request's approval rule = %q; want default", got)
+	}
 	decide(3, ".approve", "Approve sendWireTransfer in saga re, seq 3?")
 	p.waitText("#status", "Approved by", 10*time.Second)
 	decide(3, ".primary", "Execute sendWireTransfer in saga re, seq 3?")

@@ -152,6 +152,7 @@ type envOptions struct {
 	// roles maps the groups claim in oidc mode.
 	roles               map[string][]engine.Role
 	apiAudience         string
+	approvals           *engine.Approvals // the approval policy; the engine's default when nil
 	now                 func() time.Time
 	noApprovalEndpoints bool
 	maxBody             int64
@@ -240,8 +241,9 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	a, err := app.Build(t.Context(), app.Parts{DB: db, Checkpoints: checkpoints, Keys: testkit.Keys(t), Tools: tools, Logger: log,
 		Version: "test",
 		// Checkpoints are signed when a test sequences the log.
-		Log:    tlog.Options{Every: 1, Interval: 24 * time.Hour},
-		Engine: []engine.Option{engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}), engine.WithInDoubtAfter(o.inDoubtAfter)},
+		Log: tlog.Options{Every: 1, Interval: 24 * time.Hour},
+		Engine: []engine.Option{engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}), engine.WithInDoubtAfter(o.inDoubtAfter),
+			engine.WithApprovals(o.approvals)},
 		Server: server.Options{
 			Console:           &console.Handlers{Sessions: sessions, Mode: mode, Now: o.now},
 			APIAuth:           bearer.Principal,

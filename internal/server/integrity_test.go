@@ -55,7 +55,7 @@ func TestFourEyesPerRequest(t *testing.T) {
 		want(t, "bot adds another wire", e.do("POST", "/sagacity/sagas/t/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
 		want(t, "bot gates again", e.do("POST", "/sagacity/sagas/t/calls", js, callJSON("sendWireTransfer", transfer), bearer(botTok)...), 202)
 		audit := e.do("GET", "/sagacity/audit/t", "", "", bearer(apprTok)...).body
-		if !strings.Contains(audit, `"phase":"AWAITING_APPROVAL","input":"{\"amount\":\"100\",\"to\":\"alice\"}","payload":"requester=token:bot\nauth=token"`) ||
+		if !strings.Contains(audit, `"phase":"AWAITING_APPROVAL","input":"{\"amount\":\"100\",\"to\":\"alice\"}","payload":"requester=token:bot\nauth=token\nrule=default\npolicy=`) ||
 			!strings.Contains(audit, `"phase":"INTENT","input":"{}","payload":"requester=token:agent1\nauth=token"`) {
 			t.Errorf("journal = %s, want each call's first entry to name its requester", audit)
 		}

@@ -535,3 +535,26 @@ func TestCallIdempotencyKey(t *testing.T) {
 		}
 	})
 }
+
+// TestGateRefusal: a call no rule of the approval policy applies to is
+// answered 409 REFUSED, as the OpenAPI document says, with the request
+// and its refusal journaled and the saga compensated.
+func TestGateRefusal(t *testing.T) {
+	policy, err := engine.CompilePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{
+		"sendWireTransfer": {{Name: "up-to-1000", When: `double(payload.amount) <= 1000.0`}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{approvals: policy})
+	want(t, "reserve", e.call("g", "reserveInventory", `{"item":"desk"}`), 200)
+	want(t, "a small transfer", e.call("g", "sendWireTransfer", `{"amount":"100","to":"alice"}`), 202)
+	r := e.call("h", "sendWireTransfer", `{"amount":"250000","to":"alice"}`)
+	body := r.json(t)
+	if r.code != 409 || body["outcome"] != "REFUSED" || body["code"] != "REFUSED" || body["kind"] != "conflict" ||
+		body["status"] != "COMPENSATED" || !strings.Contains(fmt.Sprint(body["error"]), engine.RefusedNoRule) {
+		t.Errorf("a transfer no rule applies to = %d %s; want 409 REFUSED, the saga compensated", r.code, r.body)
+	}
+	if audit := e.get("/sagacity/audit/h").body; !strings.Contains(audit, `"phase":"REJECTED"`) || !strings.Contains(audit, `policy=`+policy.Hash) {
+		t.Errorf("journal = %s; want the request under the policy and its refusal", audit)
+	}
+}

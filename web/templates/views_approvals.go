@@ -58,11 +58,15 @@ type RequestPage struct {
 	Tool      string
 	Requester string
 	Client    string // the MCP client and session that asked, if one did
-	Requested Time
-	Status    RequestStatus
-	Input     string // the exact bytes, for a confirmation's summary
-	Payload   Payload
-	Diffs     []Diff
+	// Rule is the approval rule the request is decided by, and Policy
+	// the SHA-256 of the approval policy it was made under ("" for a
+	// request made before policies were recorded).
+	Rule, Policy string
+	Requested    Time
+	Status       RequestStatus
+	Input        string // the exact bytes, for a confirmation's summary
+	Payload      Payload
+	Diffs        []Diff
 	// WouldUndo is what a rejection compensates, newest first, and
 	// StaysDone what it cannot (irreversible, executed); Siblings are the
 	// other pending requests of the saga a rejection drops.

@@ -151,6 +151,8 @@ type env struct {
 	log *tlog.Log // e's global log
 	fx  *effects
 	w   *witness.Dir // the checkpoints, outside the database
+	// opts are the engine's options besides its keys, clock and log.
+	opts []engine.Option
 }
 
 func newEnv(t *testing.T, newHarness func(t *testing.T) Harness) *env {
@@ -192,7 +194,8 @@ func (v *env) process(db DB, tools ...engine.Tool) (*engine.Engine, *tlog.Log) {
 	}
 	// Checkpoints are signed when a test sequences the log, never by time.
 	l := tlog.New(db, v.w, testkit.Keys(v.t), tlog.Options{Every: 1, Interval: 24 * time.Hour, Now: clk.now})
-	e, err := engine.New(db, tools, engine.WithKeys(testkit.Keys(v.t)), engine.WithClock(clk.now), engine.WithLog(l))
+	e, err := engine.New(db, tools, append([]engine.Option{engine.WithKeys(testkit.Keys(v.t)), engine.WithClock(clk.now),
+		engine.WithLog(l)}, v.opts...)...)
 	if err != nil {
 		v.t.Fatal(err)
 	}

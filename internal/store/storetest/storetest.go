@@ -58,6 +58,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"IdempotencyKeys", withEnv(testIdempotencyKeys)},
 		{"CutOff", testCutOff},
 		{"Dismiss", withEnv(testDismiss)},
+		{"ApprovalRules", withEnv(testApprovalRules)},
 		{"VerifyAll", withEnv(testVerifyAll)},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+)
+
+// An approval policy says who must approve a request of an IRREVERSIBLE
+// tool, how many of them, and until when: per tool and as a default, an
+// ordered list of rules, the first whose condition holds for the exact
+// request applying. It is compiled once, at start-up; a policy that does
+// not compile is refused, naming the tool, the rule and the column.
+
+// RuleSpec is one rule as the configuration writes it.
+type RuleSpec struct {
+	// Name names the rule in journals and receipts; "<tool>#<n>" (or
+	// "default#<n>") when empty, n counting from 1.
+	Name string `json:"name,omitempty"`
+	// When is a CEL condition over payload (the input parsed as a JSON
+	// object), tool, saga and requester; empty, the rule always applies.
+	When string `json:"when,omitempty"`
+	// Approvers are the roles or groups whose members may vote; the
+	// approver role when empty.
+	Approvers []string `json:"approvers,omitempty"`
+	// Quorum is how many distinct people must approve; 1 when 0.
+	Quorum int `json:"quorum,omitempty"`
+}
+
+// PolicySpec is the approval policy as the configuration writes it.
+type PolicySpec struct {
+	Default []RuleSpec            `json:"default,omitempty"`
+	Tools   map[string][]RuleSpec `json:"tools,omitempty"`
+}
+
+// Rule is a compiled rule.
+type Rule struct {
+	Name      string
+	When      string
+	Approvers []string
+	Quorum    int
+	prog      cel.Program // nil without a condition
+}
+
+// Approvals is a compiled approval policy.
+type Approvals struct {
+	// Text is the policy's canonical document (JSON, rules in order,
+	// names and defaults filled in); Hash is its hex SHA-256, which
+	// every request records.
+	Text, Hash string
+	tools      map[string][]Rule
+	fallback   []Rule
+}
+
+// conditionCost bounds what evaluating one condition may cost (CEL's
+// cost units, roughly one per value visited).
+const conditionCost = 100_000
+
+// DefaultPolicy is the policy without configuration: one approver
+// approves any request.
+var DefaultPolicy = PolicySpec{Default: []RuleSpec{{Name: "default", Approvers: []string{string(RoleApprover)}, Quorum: 1}}}
+
+// CompilePolicy compiles spec: every condition must parse, type-check to
+// a boolean, and name only payload, tool, saga and requester.
+func CompilePolicy(spec PolicySpec) (*Approvals, error) {
+	env, err := cel.NewEnv(
+		cel.Variable("payload", cel.DynType),
+		cel.Variable("tool", cel.StringType),
+		cel.Variable("saga", cel.StringType),
+		cel.Variable("requester", cel.StringType),
+	)
+	if err != nil {
+		return nil, err
+	}
+	canon := PolicySpec{Tools: map[string][]RuleSpec{}}
+	a := &Approvals{tools: map[string][]Rule{}}
+	// compile compiles the rules of owner (a tool, or "default"), as
+	// messages name it (label).
+	compile := func(owner, label string, specs []RuleSpec) ([]RuleSpec, []Rule, error) {
+		var outSpecs []RuleSpec
+		var rules []Rule
+		names := map[string]bool{}
+		for i, rs := range specs {
+			if rs.Name == "" {
+				rs.Name = fmt.Sprintf("%s#%d", owner, i+1)
+			}
+			where := fmt.Sprintf("%s, rule %d (%s)", label, i+1, rs.Name)
+			if err := validName("rule name", rs.Name); err != nil || strings.ContainsAny(rs.Name, " \n") {
+				return nil, nil, fmt.Errorf("%s: a rule's name must be printable, without spaces", where)
+			}
+			if names[rs.Name] {
+				return nil, nil, fmt.Errorf("%s: another rule of %s has that name", where, label)
+			}
+			names[rs.Name] = true
+			if len(rs.Approvers) == 0 {
+				rs.Approvers = []string{string(RoleApprover)}
+			}
+			if rs.Quorum == 0 {
+				rs.Quorum = 1
+			}
+			if rs.Quorum < 1 {
+				return nil, nil, fmt.Errorf("%s: quorum must be at least 1", where)
+			}
+			// Votes by group and quorums are not counted yet: a rule that
+			// asks for them would be silently weaker than written.
+			if rs.Quorum != 1 || len(rs.Approvers) != 1 || rs.Approvers[0] != string(RoleApprover) {
+				return nil, nil, fmt.Errorf("%s: approvers other than [approver] and a quorum above 1 are not enforced by this version; "+
+					"a rule says when a request may be approved, by one person with the approver role", where)
+			}
+			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: rs.Quorum}
+			if rs.When != "" {
+				ast, iss := env.Compile(rs.When)
+				if iss != nil && iss.Err() != nil {
+					e := iss.Errors()[0]
+					return nil, nil, fmt.Errorf("%s: condition, column %d: %s", where, e.Location.Column()+1, e.Message)
+				}
+				if ast.OutputType() != cel.BoolType {
+					return nil, nil, fmt.Errorf("%s: condition is a %s, not a boolean", where, ast.OutputType())
+				}
+				if r.prog, err = env.Program(ast, cel.CostLimit(conditionCost)); err != nil {
+					return nil, nil, fmt.Errorf("%s: condition: %w", where, err)
+				}
+			}
+			outSpecs, rules = append(outSpecs, rs), append(rules, r)
+		}
+		return outSpecs, rules, nil
+	}
+	if canon.Default, a.fallback, err = compile("default", "default", spec.Default); err != nil {
+		return nil, err
+	}
+	for _, tool := range slices.Sorted(maps.Keys(spec.Tools)) {
+		s, rules, err := compile(tool, "tool "+tool, spec.Tools[tool])
+		if err != nil {
+			return nil, err
+		}
+		canon.Tools[tool], a.tools[tool] = s, rules
+	}
+	var text bytes.Buffer
+	enc := json.NewEncoder(&text)
+	enc.SetEscapeHTML(false) // conditions keep their < and >, as written
+	if err := enc.Encode(canon); err != nil {
+		return nil, err
+	}
+	a.Text = strings.TrimSuffix(text.String(), "\n")
+	sum := sha256.Sum256([]byte(a.Text))
+	a.Hash = hex.EncodeToString(sum[:])
+	return a, nil
+}
+
+// Match returns the rule that applies to a request of tool in saga by
+// requester with input: the first whose condition holds among the tool's
+// rules, or the default's for a tool without rules of its own; false when
+// none does (the request is refused). A
+// condition that fails to evaluate (a missing field, a wrong type, too
+// costly) does not hold; a request whose input is not a JSON object
+// matches only rules without a condition.
+func (a *Approvals) Match(tool, saga, requester, input string) (Rule, bool) {
+	var payload map[string]any
+	object := json.Unmarshal([]byte(input), &payload) == nil && payload != nil
+	vars := map[string]any{"payload": payload, "tool": tool, "saga": saga, "requester": requester}
+	rules := a.fallback
+	if own, ok := a.tools[tool]; ok {
+		rules = own
+	}
+	for _, r := range rules {
+		if r.prog == nil {
+			return r, true
+		}
+		if !object {
+			continue
+		}
+		if out, _, err := r.prog.Eval(vars); err == nil && out.Value() == true {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}

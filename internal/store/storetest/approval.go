@@ -1,0 +1,75 @@
+package storetest
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
+)
+
+// testApprovalRules: the approval policy's first matching rule is pinned,
+// with the policy's hash, on the request it applies to; a request no rule
+// applies to is refused at the gate — journaled, the saga compensated,
+// nothing left to approve — and the same call again under its key answers
+// the refusal; a policy with rules for a tool that is not IRREVERSIBLE is
+// refused at start.
+func testApprovalRules(t *testing.T, v *env) {
+	ctx := context.Background()
+	policy, err := engine.CompilePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{
+		"sendWireTransfer": {{Name: "up-to-1000", When: `double(payload.amount) <= 1000.0`}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.opts = []engine.Option{engine.WithApprovals(policy)}
+	v.e, v.log = v.engine(v.db)
+
+	seq := v.gate("small") // 100 to alice
+	req := v.journal("small")[seq-1]
+	if req.Field(engine.KeyRule) != "up-to-1000" || req.Field(engine.KeyPolicy) != policy.Hash {
+		t.Errorf("the request's payload = %q; want rule up-to-1000 and policy %s", req.Payload, policy.Hash)
+	}
+
+	v.call("big", "reserveInventory", `{"item":"laptop"}`)
+	const big = `{"amount":"250000","to":"alice"}`
+	r, err := v.e.CallOnce(ctx, agent, "big", "sendWireTransfer", big, "wire-1")
+	if err != nil || r.Outcome != engine.OutcomeRefused || r.Status != engine.Compensated || !strings.Contains(r.Error, engine.RefusedNoRule) {
+		t.Fatalf("a transfer no rule applies to = %+v, %v; want it refused at the gate and the saga compensated", r, err)
+	}
+	j := v.journal("big")
+	if len(j) < 4 || j[2].Phase != engine.PhaseAwaitingApproval || j[2].Field(engine.KeyRule) != "" ||
+		j[2].Field(engine.KeyPolicy) != policy.Hash || j[3].Phase != engine.PhaseRejected || j[3].Payload != engine.RefusedNoRule {
+		t.Errorf("journal = %+v; want the request, under the policy and no rule, then its refusal", j)
+	}
+	if v.pending("big") != 0 || v.fx.count("undo reserveInventory reserved") != 1 || v.fx.transfer.Load() != 0 {
+		t.Errorf("after the refusal: %d pending, reserve undone %d times, wire ran %d times; want 0, 1, 0",
+			v.pending("big"), v.fx.count("undo reserveInventory reserved"), v.fx.transfer.Load())
+	}
+	if res, err := v.e.Verify(ctx, auditor, "big"); err != nil || !res.Valid {
+		t.Errorf("Verify(big) = %+v, %v; want the refused request's journal to verify", res, err)
+	}
+	if again, err := v.e.CallOnce(ctx, agent, "big", "sendWireTransfer", big, "wire-1"); err != nil || again.Outcome != engine.OutcomeRefused {
+		t.Errorf("the refused call again under its key = %+v, %v; want the refusal", again, err)
+	}
+
+	// A condition that cannot be evaluated, or input that is no JSON
+	// object, matches no rule: refused, never allowed.
+	for i, input := range []string{`{"to":"alice"}`, `{"amount":"a lot","to":"alice"}`, `"250000 to alice"`} {
+		saga := "odd-" + string(rune('a'+i))
+		v.call(saga, "reserveInventory", `{"item":"laptop"}`)
+		if r := v.call(saga, "sendWireTransfer", input); r.Outcome != engine.OutcomeRefused {
+			t.Errorf("sendWireTransfer(%s) = %s; want refused", input, r.Outcome)
+		}
+	}
+
+	bad, err := engine.CompilePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"reserveInventory": {{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.New(v.db, v.fx.tools(), engine.WithKeys(testkit.Keys(t)), engine.WithApprovals(bad)); err == nil ||
+		!strings.Contains(err.Error(), `rules for "reserveInventory", which is no IRREVERSIBLE tool`) {
+		t.Errorf("an engine whose policy has rules for a compensatable tool: %v; want it refused", err)
+	}
+}
