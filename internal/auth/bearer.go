@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -129,7 +130,7 @@ func (b *Bearer) static(tok string) (Token, bool) {
 // person last signed in at the provider (auth_time), when it says.
 func oidcPrincipal(issuer, subject string, claims map[string]any, roles RoleMap) engine.Principal {
 	p := engine.Principal{ID: Identity(issuer, subject), Name: displayName(claims, subject), Auth: engine.AuthOIDC,
-		Roles: roles.Of(claims), Issuer: issuer, Subject: subject}
+		Roles: roles.Of(claims), Groups: roles.values(claims), Issuer: issuer, Subject: subject}
 	if at, ok := claims["auth_time"].(float64); ok && at > 0 {
 		p.AuthTime = time.Unix(int64(at), 0).UTC()
 	}
@@ -146,21 +147,32 @@ type RoleMap struct {
 	Map   map[string][]engine.Role
 }
 
-// Of returns the roles the claims map to, each once.
-func (m RoleMap) Of(claims map[string]any) []engine.Role {
+// values are the claim's values, each once: the person's groups. A value
+// that is empty, long or holds control characters is left out.
+func (m RoleMap) values(claims map[string]any) []string {
 	var values []string
+	add := func(s string) {
+		if s != "" && len(s) <= 200 && !strings.ContainsFunc(s, unicode.IsControl) && !slices.Contains(values, s) {
+			values = append(values, s)
+		}
+	}
 	switch v := claims[m.Claim].(type) {
 	case string:
-		values = []string{v}
+		add(v)
 	case []any:
 		for _, x := range v {
 			if s, ok := x.(string); ok {
-				values = append(values, s)
+				add(s)
 			}
 		}
 	}
+	return values
+}
+
+// Of returns the roles the claims map to, each once.
+func (m RoleMap) Of(claims map[string]any) []engine.Role {
 	var roles []engine.Role
-	for _, v := range values {
+	for _, v := range m.values(claims) {
 		for _, r := range m.Map[v] {
 			if !slices.Contains(roles, r) {
 				roles = append(roles, r)

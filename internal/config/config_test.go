@@ -398,7 +398,7 @@ func errorCases() []errorCase {
 		{name: "an approval condition naming an unknown variable", yaml: "approval:\n  default:\n    - when: amount > 5\n",
 			want: "approval: default, rule 1 (default#1): condition, column 1: undeclared reference to 'amount'"},
 		{name: "an approval rule of an unknown key", yaml: "approval:\n  default:\n    - if: true\n", want: `unknown key "if"`},
-		{name: "a quorum not enforced yet", yaml: "approval:\n  default:\n    - quorum: 2\n", want: "a quorum above 1 are not enforced by this version"},
+		{name: "a quorum not enforced yet", yaml: "approval:\n  default:\n    - quorum: 2\n", want: "a quorum above 1 is not enforced by this version"},
 		{name: "full checks too rarely", yaml: "log: {fullCheckEvery: 48h}\n", want: "log.fullCheckEvery: 48h must be at least 1s and at most 24h0m0s"},
 		{name: "checkpoint every not a number", yaml: "log: {checkpointEvery: many}\n", want: `log.checkpointEvery: "many" is not a number of entries, at least 1`},
 		{name: "an input schema of a string", yaml: "tools:" + strings.Replace(wire, "execute:", "inputSchema: {type: string}\n    execute:", 1),

@@ -108,11 +108,16 @@ func CompilePolicy(spec PolicySpec) (*Approvals, error) {
 			if rs.Quorum < 1 {
 				return nil, nil, fmt.Errorf("%s: quorum must be at least 1", where)
 			}
-			// Votes by group and quorums are not counted yet: a rule that
-			// asks for them would be silently weaker than written.
-			if rs.Quorum != 1 || len(rs.Approvers) != 1 || rs.Approvers[0] != string(RoleApprover) {
-				return nil, nil, fmt.Errorf("%s: approvers other than [approver] and a quorum above 1 are not enforced by this version; "+
-					"a rule says when a request may be approved, by one person with the approver role", where)
+			// Quorums are not counted yet: a rule that asks for one would
+			// be silently weaker than written.
+			if rs.Quorum != 1 {
+				return nil, nil, fmt.Errorf("%s: a quorum above 1 is not enforced by this version; a request is approved by one "+
+					"person of the rule's approvers", where)
+			}
+			for _, g := range rs.Approvers {
+				if err := validName("approvers", g); err != nil {
+					return nil, nil, fmt.Errorf("%s: %w", where, err)
+				}
 			}
 			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: rs.Quorum}
 			if rs.When != "" {
@@ -181,4 +186,54 @@ func (a *Approvals) Match(tool, saga, requester, input string) (Rule, bool) {
 		}
 	}
 	return Rule{}, false
+}
+
+// Eligible reports whether p may vote under r: p holds a role, or is in
+// a group, that r's approvers name. Deciding at all takes the approver
+// role besides (see Can).
+func (r Rule) Eligible(p Principal) bool {
+	for _, a := range r.Approvers {
+		if slices.Contains(p.Roles, Role(a)) || slices.Contains(p.Groups, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// legacyRule decides a request made before requests recorded a policy:
+// one person with the approver role.
+var legacyRule = Rule{Name: "default", Approvers: []string{string(RoleApprover)}, Quorum: 1}
+
+// ruleOf is the rule a request is decided by: the one its
+// AWAITING_APPROVAL entry records, of the policy it records. Conflict
+// when that policy is not the one in force (its rules are not known
+// here), or names no such rule.
+func (e *Engine) ruleOf(gated Entry) (Rule, error) {
+	hash, name := gated.Field(KeyPolicy), gated.Field(KeyRule)
+	if hash == "" {
+		return legacyRule, nil
+	}
+	if hash != e.approvals.Hash {
+		return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: fmt.Sprintf(
+			"the request at seq=%d was made under approval policy %s, and this server runs policy %s: it is decided by "+
+				"the rules it was made under, so a server with that policy must decide it", gated.Seq, short12(hash), short12(e.approvals.Hash))}
+	}
+	rules := e.approvals.fallback
+	if own, ok := e.approvals.tools[gated.ToolName]; ok {
+		rules = own
+	}
+	for _, r := range rules {
+		if r.Name == name {
+			return r, nil
+		}
+	}
+	return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: fmt.Sprintf(
+		"the request at seq=%d names approval rule %q, which its policy does not have for %s", gated.Seq, name, gated.ToolName)}
+}
+
+func short12(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }

@@ -84,8 +84,8 @@ func TestPolicyRefused(t *testing.T) {
 		{PolicySpec{Default: []RuleSpec{{When: `"yes"`}}}, "condition is a string, not a boolean"},
 		{PolicySpec{Default: []RuleSpec{{Quorum: -1}}}, "quorum must be at least 1"},
 		// Not counted yet, so refused rather than silently weaker.
-		{PolicySpec{Default: []RuleSpec{{Quorum: 2}}}, "a quorum above 1 are not enforced by this version"},
-		{PolicySpec{Default: []RuleSpec{{Approvers: []string{"finance-leads"}}}}, "approvers other than [approver]"},
+		{PolicySpec{Default: []RuleSpec{{Quorum: 2}}}, "a quorum above 1 is not enforced by this version"},
+		{PolicySpec{Default: []RuleSpec{{Approvers: []string{"finance\nleads"}}}}, "approvers contains control characters"},
 		{PolicySpec{Default: []RuleSpec{{Name: "a"}, {Name: "a"}}}, "another rule of default has that name"},
 		{PolicySpec{Default: []RuleSpec{{Name: "two words"}}}, "a rule's name must be printable, without spaces"},
 	} {
@@ -110,5 +110,23 @@ func TestPolicyHash(t *testing.T) {
 	}
 	if d, _ := CompilePolicy(DefaultPolicy); d.Text != `{"default":[{"name":"default","approvers":["approver"],"quorum":1}]}` {
 		t.Errorf("the default policy's text = %s", d.Text)
+	}
+}
+
+// A rule's approvers are roles or groups; holding either is enough.
+func TestRuleEligible(t *testing.T) {
+	r := Rule{Name: "large", Approvers: []string{"finance-leads", "auditor"}}
+	for _, tt := range []struct {
+		p    Principal
+		want bool
+	}{
+		{Principal{ID: "a", Roles: []Role{RoleApprover}, Groups: []string{"finance-leads"}}, true},
+		{Principal{ID: "b", Roles: []Role{RoleApprover, RoleAuditor}}, true},
+		{Principal{ID: "c", Roles: []Role{RoleApprover}, Groups: []string{"finance"}}, false},
+		{Principal{ID: "d", Roles: []Role{RoleApprover}, Groups: []string{"Finance-Leads"}}, false},
+	} {
+		if got := r.Eligible(tt.p); got != tt.want {
+			t.Errorf("Eligible(%+v) = %v; want %v", tt.p, got, tt.want)
+		}
 	}
 }

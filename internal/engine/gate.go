@@ -110,7 +110,11 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 		if err != nil {
 			return err
 		}
-		if err := e.Can(p, a, Subject{Saga: s, Requester: b.gated.Field(KeyRequester)}); err != nil {
+		rule, err := e.ruleOf(b.gated)
+		if err != nil {
+			return err
+		}
+		if err := e.Can(p, a, Subject{Saga: s, Requester: b.gated.Field(KeyRequester), Rule: &rule}); err != nil {
 			return err
 		}
 		return fn(tx, s, b)

@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // This file is the one place that says who may do what. Every command of
 // the engine asks allow before it changes anything, and views ask Can, so
@@ -45,6 +48,9 @@ type Subject struct {
 	// Requester is the principal that made the request being decided, as
 	// its journal entry records it.
 	Requester string
+	// Rule is the approval rule the request is decided by: only its
+	// approvers may approve or reject it.
+	Rule *Rule
 }
 
 // roles lists who may ask for each action at all.
@@ -101,6 +107,10 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 		}
 		if sub.Requester != "" && p.ID == sub.Requester {
 			return &Error{Kind: Forbidden, Msg: fmt.Sprintf("%s made this request and cannot decide it", p.ID), SagaID: s.ID}
+		}
+		if r := sub.Rule; r != nil && (a == ActApprove || a == ActReject) && !r.Eligible(p) {
+			return &Error{Kind: Forbidden, SagaID: s.ID, Msg: fmt.Sprintf("deciding this request takes one of %s (approval rule %s); %s is in none",
+				strings.Join(r.Approvers, ", "), r.Name, p.ID)}
 		}
 	case ActRead:
 		// An agent reads its own sagas: another's journal names its

@@ -321,7 +321,11 @@ func (e *Engine) Allowed(p Principal, r Review) Actions {
 	if !r.Verification.Valid {
 		return Actions{Why: "The saga's journal does not verify, so nothing may be decided or executed on it."}
 	}
-	sub := Subject{Saga: &r.Saga, Requester: r.Gated.Field(KeyRequester)}
+	rule, err := e.ruleOf(r.Gated)
+	if err != nil {
+		return Actions{Why: msgOf(err) + "."}
+	}
+	sub := Subject{Saga: &r.Saga, Requester: r.Gated.Field(KeyRequester), Rule: &rule}
 	may := func(a Action) (bool, string) {
 		err := e.Can(p, a, sub)
 		return err == nil, msgOf(err)

@@ -214,6 +214,10 @@ type Principal struct {
 	Name  string // for display: an email or user name; ID is what counts
 	Auth  AuthMethod
 	Roles []Role
+	// Groups are what the identity provider's roles claim lists for the
+	// person (whatever of it maps to roles or not): approval rules name
+	// groups as well as roles.
+	Groups []string
 	// Issuer and Subject are an OIDC identity's parts (ID is made of
 	// them), and AuthTime when the person last signed in at the provider,
 	// when it says: receipts record them.

@@ -395,3 +395,29 @@ func TestBrowserApproval(t *testing.T) {
 		t.Errorf("signing out, the browser reported errors: %q", errs)
 	}
 }
+
+// TestApproverGroups: a rule's approvers may name a group the provider's
+// roles claim lists, whether or not it maps to a role: an approver in it
+// may approve, one outside it is refused, saying which rule asks for what.
+func TestApproverGroups(t *testing.T) {
+	policy, err := engine.CompilePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{
+		"sendWireTransfer": {{Name: "finance", Approvers: []string{"finance-leads"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := authtest.NewRogue(t)
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{roles: groupRoles, apiAudience: "sagacity-api", approvals: policy,
+		oidc: func(string) (string, string, string) { return r.Issuer, "sagacity-console", "rogue-secret" }})
+	jwt := func(sub string, groups ...string) []string {
+		tok := r.Sign(t, "at+jwt", map[string]any{"iss": r.Issuer, "aud": "sagacity-api", "sub": sub, "iat": time.Now().Unix(),
+			"exp": time.Now().Add(time.Hour).Unix(), "groups": groups}, "RS256")
+		credential(tok)
+		return bearer(tok)
+	}
+	want(t, "gate", e.do("POST", "/sagacity/sagas/g/calls", "application/json", `{"tool":"sendWireTransfer","input":"{}"}`, jwt("bot", "agents")...), 202)
+	refused := e.do("POST", "/sagacity/approve/g/1", "application/json", `{}`, jwt("ann", "approvers")...)
+	if refused.code != 403 || !strings.Contains(refused.body, "takes one of finance-leads (approval rule finance)") {
+		t.Errorf("approval by an approver outside finance-leads = %d %s; want 403 naming the rule", refused.code, refused.body)
+	}
+	want(t, "approval by a finance lead", e.do("POST", "/sagacity/approve/g/1", "application/json", `{}`, jwt("fin", "approvers", "finance-leads")...), 200)
+}

@@ -26,9 +26,10 @@ func (s *sqlStore) PutSession(ctx context.Context, ss auth.Session) error {
 		if p := ss.Principal; !p.AuthTime.IsZero() {
 			authTime = p.AuthTime.Unix()
 		}
-		_, err := c.exec(ctx, "INSERT INTO sessions (id_hash, principal, name, auth, roles, issuer, subject, auth_time, created_at, seen_at, expires_at)"+
-			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", ss.IDHash, ss.Principal.ID, ss.Principal.Name, ss.Principal.Auth,
-			strings.Join(roles, ","), ss.Principal.Issuer, ss.Principal.Subject, authTime, ss.CreatedAt, ss.SeenAt, ss.ExpiresAt)
+		_, err := c.exec(ctx, "INSERT INTO sessions (id_hash, principal, name, auth, roles, member_of, issuer, subject, auth_time, created_at, seen_at, expires_at)"+
+			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)", ss.IDHash, ss.Principal.ID, ss.Principal.Name, ss.Principal.Auth,
+			strings.Join(roles, ","), strings.Join(ss.Principal.Groups, "\n"), ss.Principal.Issuer, ss.Principal.Subject, authTime,
+			ss.CreatedAt, ss.SeenAt, ss.ExpiresAt)
 		return err
 	})
 }
@@ -38,10 +39,13 @@ func (s *sqlStore) Session(ctx context.Context, idHash string) (auth.Session, er
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	return one(ctx, s.db, func(r rows) (ss auth.Session, err error) {
-		var roles string
+		var roles, groups string
 		var authTime int64
-		err = r.Scan(&ss.IDHash, &ss.Principal.ID, &ss.Principal.Name, &ss.Principal.Auth, &roles, &ss.Principal.Issuer,
+		err = r.Scan(&ss.IDHash, &ss.Principal.ID, &ss.Principal.Name, &ss.Principal.Auth, &roles, &groups, &ss.Principal.Issuer,
 			&ss.Principal.Subject, &authTime, &ss.CreatedAt, &ss.SeenAt, &ss.ExpiresAt)
+		if groups != "" {
+			ss.Principal.Groups = strings.Split(groups, "\n")
+		}
 		if authTime != 0 {
 			ss.Principal.AuthTime = time.Unix(authTime, 0).UTC()
 		}
@@ -52,7 +56,7 @@ func (s *sqlStore) Session(ctx context.Context, idHash string) (auth.Session, er
 		}
 		ss.CreatedAt, ss.SeenAt, ss.ExpiresAt = ss.CreatedAt.UTC(), ss.SeenAt.UTC(), ss.ExpiresAt.UTC()
 		return ss, err
-	}, "session", "SELECT id_hash, principal, name, auth, roles, issuer, subject, auth_time, created_at, seen_at, expires_at"+
+	}, "session", "SELECT id_hash, principal, name, auth, roles, member_of, issuer, subject, auth_time, created_at, seen_at, expires_at"+
 		" FROM sessions WHERE id_hash = $1", idHash)
 }
 

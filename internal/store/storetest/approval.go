@@ -64,6 +64,8 @@ func testApprovalRules(t *testing.T, v *env) {
 		}
 	}
 
+	testApprovers(t, v)
+
 	bad, err := engine.CompilePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"reserveInventory": {{}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -71,5 +73,56 @@ func testApprovalRules(t *testing.T, v *env) {
 	if _, err := engine.New(v.db, v.fx.tools(), engine.WithKeys(testkit.Keys(t)), engine.WithApprovals(bad)); err == nil ||
 		!strings.Contains(err.Error(), `rules for "reserveInventory", which is no IRREVERSIBLE tool`) {
 		t.Errorf("an engine whose policy has rules for a compensatable tool: %v; want it refused", err)
+	}
+}
+
+// testApprovers: only the rule's approvers (a role or a group) may decide
+// a request, and the console is told so; a request made under another
+// policy is not decided by this one.
+func testApprovers(t *testing.T, v *env) {
+	ctx := context.Background()
+	policy, err := engine.CompilePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{
+		"sendWireTransfer": {{Name: "finance", Approvers: []string{"finance-leads"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.opts = []engine.Option{engine.WithApprovals(policy)}
+	v.e, v.log = v.engine(v.db)
+	seq := v.gate("fin")
+	lead := engine.Principal{ID: "lead@company.com", Auth: "oidc", Roles: []engine.Role{engine.RoleApprover}, Groups: []string{"finance-leads"}}
+	for _, a := range []string{"approve", "reject"} {
+		var err error
+		if a == "approve" {
+			_, err = v.e.Approve(ctx, approver, "fin", seq, "")
+		} else {
+			_, err = v.e.Reject(ctx, approver, "fin", seq, "")
+		}
+		if !engine.IsKind(err, engine.Forbidden) || !strings.Contains(err.Error(), "takes one of finance-leads (approval rule finance)") {
+			t.Errorf("%s by an approver outside finance-leads: %v; want Forbidden naming the rule", a, err)
+		}
+	}
+	rv, err := v.e.Review(ctx, approver, "fin", seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acts := v.e.Allowed(approver, rv); acts.Approve || acts.Reject || !strings.Contains(acts.Why, "finance-leads") {
+		t.Errorf("Allowed(an approver outside finance-leads) = %+v; want nothing, saying why", acts)
+	}
+	if acts := v.e.Allowed(lead, rv); !acts.Approve || !acts.Reject {
+		t.Errorf("Allowed(a finance lead) = %+v; want approve and reject", acts)
+	}
+	if _, err := v.e.Approve(ctx, lead, "fin", seq, "invoice checked"); err != nil {
+		t.Fatalf("Approve by a finance lead: %v", err)
+	}
+
+	// The server restarts with another policy: requests made under the
+	// first are not decided by the second's rules.
+	seq = v.gate("fin-2")
+	v.opts = nil
+	v.e, v.log = v.engine(v.db)
+	if _, err := v.e.Approve(ctx, approver, "fin-2", seq, ""); !engine.IsKind(err, engine.Conflict) ||
+		!strings.Contains(err.Error(), "was made under approval policy "+policy.Hash[:12]) {
+		t.Errorf("Approve under another policy: %v; want Conflict naming the request's policy", err)
 	}
 }

@@ -1421,6 +1421,12 @@ func testPutSession(t *testing.T, d *drv) {
 		putSession(t, d.db, s)
 		wantSession(t, d.db, s.IDHash, &s)
 	})
+	t.Run("a principal in groups", func(t *testing.T) {
+		s := mkSession(d.id("h3"), when(0))
+		s.Principal.Groups = []string{"finance-leads", "payments, EU", "Zahlungsfreigabe"}
+		putSession(t, d.db, s)
+		wantSession(t, d.db, s.IDHash, &s)
+	})
 	t.Run("id taken", func(t *testing.T) {
 		s := mkSession(h1, when(1))
 		s.Principal.ID = "mallory"
