@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,61 +59,10 @@ type Tool struct {
 	InputSchema json.RawMessage
 }
 
-// Upstream is an MCP server whose tools Sagacity lists as its own and runs
-// through the engine: journaled, gated and compensated. Exactly one of URL
-// and Command is set.
-type Upstream struct {
-	Name    string            // unique; names the upstream in messages
-	URL     string            // a streamable HTTP endpoint, or
-	Command []string          // a program and its arguments, spoken to over stdio
-	Env     map[string]string // the program's environment besides PATH
-	Timeout time.Duration     // for each call, default 30s, at most 5m
-	Prefix  string            // put before each tool's name, to keep names apart
-	// Default is the reversibility of every tool Tools does not name:
-	// IRREVERSIBLE when the file says nothing, so a tool the upstream
-	// adds later waits for a person.
-	Default engine.Reversibility
-	Tools   map[string]UpstreamTool // by the upstream's tool name
-}
-
-// UpstreamTool is how one upstream tool runs.
-type UpstreamTool struct {
-	// Reversibility is the tool's; the upstream's default when empty.
-	Reversibility engine.Reversibility
-	// ReadOnly marks a tool with no effect: it runs at once, and undoing
-	// it does nothing.
-	ReadOnly bool
-	// Compensate undoes the tool; every tool that runs at once and is not
-	// read-only has one.
-	Compensate *UpstreamUndo
-}
-
-// UpstreamUndo is the upstream tool that undoes another, and what it is
-// given: the call's own arguments ("input") or its result, a JSON object
-// ("result").
-type UpstreamUndo struct {
-	Tool      string
-	Arguments string // "input" (the default) or "result"
-}
-
 // Endpoint is where an HTTP tool is called.
 type Endpoint struct {
 	URL     string        // absolute http or https URL with a host
 	Timeout time.Duration // default 10s, at most 5m
-}
-
-// Token is an API bearer token. Only its hash is configured, so the file
-// holds nothing that would let its reader call the API.
-type Token struct {
-	Name   string        // unique; names the principal
-	SHA256 string        // hex SHA-256 of the token, lowercase
-	Roles  []engine.Role // at least one
-}
-
-// Roles maps the values of an OIDC claim to roles.
-type Roles struct {
-	Claim string                   // the claim holding group names, default "groups"
-	Map   map[string][]engine.Role // claim value → roles
 }
 
 // Policy holds size limits, in bytes, and who may act on whose sagas.
@@ -167,41 +114,6 @@ type yamlFile struct {
 	Approval  yamlApproval   `yaml:"approval"`
 }
 
-// yamlApproval is the approval policy. Without default, tools without
-// rules of their own go by engine.DefaultPolicy's; default: [] refuses
-// their requests.
-type yamlApproval struct {
-	Default *[]yamlRule           `yaml:"default"`
-	Tools   map[string][]yamlRule `yaml:"tools"`
-}
-
-type yamlRule struct {
-	Name      string   `yaml:"name"`
-	When      string   `yaml:"when"`
-	Approvers []string `yaml:"approvers"`
-	Quorum    int      `yaml:"quorum"`
-}
-
-type yamlUpstream struct {
-	Name    string                      `yaml:"name"`
-	URL     string                      `yaml:"url"`
-	Command []string                    `yaml:"command"`
-	Env     map[string]string           `yaml:"env"`
-	Timeout string                      `yaml:"timeout"`
-	Prefix  string                      `yaml:"prefix"`
-	Default string                      `yaml:"default"`
-	Tools   map[string]yamlUpstreamTool `yaml:"tools"`
-}
-
-type yamlUpstreamTool struct {
-	Reversibility string `yaml:"reversibility"`
-	ReadOnly      bool   `yaml:"readOnly"`
-	Compensate    *struct {
-		Tool      string `yaml:"tool"`
-		Arguments string `yaml:"arguments"`
-	} `yaml:"compensate"`
-}
-
 type yamlLog struct {
 	CheckpointEvery    string `yaml:"checkpointEvery"`
 	CheckpointInterval string `yaml:"checkpointInterval"`
@@ -221,17 +133,6 @@ type yamlTool struct {
 type yamlEndpoint struct {
 	URL     string `yaml:"url"`
 	Timeout string `yaml:"timeout"`
-}
-
-type yamlToken struct {
-	Name   string   `yaml:"name"`
-	SHA256 string   `yaml:"sha256"`
-	Roles  []string `yaml:"roles"`
-}
-
-type yamlRoles struct {
-	Claim string              `yaml:"claim"`
-	Map   map[string][]string `yaml:"map"`
 }
 
 type yamlPolicy struct {
@@ -445,123 +346,6 @@ func checkSchema(tool string, y map[string]any) (json.RawMessage, error) {
 	return raw, nil
 }
 
-func checkUpstreams(ys []yamlUpstream) ([]Upstream, error) {
-	var ups []Upstream
-	seen := map[string]int{}
-	for i, y := range ys {
-		where := fmt.Sprintf("upstreams[%d]", i)
-		if err := checkName(y.Name); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		where += fmt.Sprintf(" %q", y.Name)
-		if j, dup := seen[y.Name]; dup {
-			return nil, fmt.Errorf("%s: name is already used by upstreams[%d]", where, j)
-		}
-		seen[y.Name] = i
-		u, err := checkUpstream(y)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		ups = append(ups, u)
-	}
-	return ups, nil
-}
-
-func checkUpstream(y yamlUpstream) (Upstream, error) {
-	u := Upstream{Name: y.Name, URL: y.URL, Command: y.Command, Env: y.Env, Timeout: defaultUpstreamTimeout,
-		Prefix: y.Prefix, Default: engine.Irreversible, Tools: map[string]UpstreamTool{}}
-	switch {
-	case (y.URL == "") == (len(y.Command) == 0):
-		return Upstream{}, errors.New("give either url (an MCP server's streamable HTTP endpoint) or command (a program spoken to over stdio), not both")
-	case y.URL != "":
-		if _, err := parseHTTPURL(y.URL); err != nil {
-			return Upstream{}, fmt.Errorf("url: %w", err)
-		}
-	case y.Command[0] == "":
-		return Upstream{}, errors.New("command: the program's name is empty")
-	}
-	for k := range y.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return Upstream{}, fmt.Errorf("env: %q is not a variable name", k)
-		}
-	}
-	if y.Timeout != "" {
-		d, err := time.ParseDuration(y.Timeout)
-		if err != nil || d <= 0 || d > maxTimeout {
-			return Upstream{}, fmt.Errorf("timeout: %q must be a duration like 30s, more than 0 and at most %s", y.Timeout, maxTimeout)
-		}
-		u.Timeout = d
-	}
-	if y.Prefix != "" {
-		if err := checkName(y.Prefix); err != nil {
-			return Upstream{}, fmt.Errorf("prefix: %w", err)
-		}
-	}
-	if y.Default != "" {
-		r, err := engine.ParseReversibility(y.Default)
-		if err != nil {
-			return Upstream{}, fmt.Errorf("default: %w", err)
-		}
-		u.Default = r
-	}
-	// Sorted, so that the same file always reports the same problem.
-	for _, name := range slices.Sorted(maps.Keys(y.Tools)) {
-		t, err := checkUpstreamTool(y.Tools[name])
-		if err != nil {
-			return Upstream{}, fmt.Errorf("tools[%q]: %w", name, err)
-		}
-		u.Tools[name] = t
-	}
-	return u, nil
-}
-
-func checkUpstreamTool(y yamlUpstreamTool) (UpstreamTool, error) {
-	var t UpstreamTool
-	if y.Reversibility != "" {
-		r, err := engine.ParseReversibility(y.Reversibility)
-		if err != nil {
-			return t, err
-		}
-		t.Reversibility = r
-	}
-	t.ReadOnly = y.ReadOnly
-	switch {
-	case y.ReadOnly && y.Reversibility != "":
-		return t, errors.New("a readOnly tool runs at once and has nothing to undo; remove its reversibility")
-	case y.ReadOnly && y.Compensate != nil:
-		return t, errors.New("a readOnly tool has nothing to undo; remove its compensate block")
-	case t.Reversibility == engine.Irreversible && y.Compensate != nil:
-		return t, errors.New("an IRREVERSIBLE tool has no undo, so it cannot have a compensate block; remove it or change the reversibility")
-	case y.Compensate == nil:
-		return t, nil
-	}
-	t.Compensate = &UpstreamUndo{Tool: y.Compensate.Tool, Arguments: or(y.Compensate.Arguments, "input")}
-	if t.Compensate.Tool == "" {
-		return t, errors.New("compensate.tool is missing: the upstream tool that undoes this one")
-	}
-	if a := t.Compensate.Arguments; a != "input" && a != "result" {
-		return t, fmt.Errorf("compensate.arguments: %q is not input (the call's own arguments) or result (its result, a JSON object)", a)
-	}
-	return t, nil
-}
-
-// Resolve is how the upstream's tool name runs: its reversibility, and
-// whether it is read-only (which runs at once with nothing to undo).
-// Whether a tool that runs at once has its undo is the caller's to check,
-// once the upstream's tools are known.
-func (u Upstream) Resolve(name string) (engine.Reversibility, UpstreamTool) {
-	t, ok := u.Tools[name]
-	switch {
-	case !ok:
-		return u.Default, UpstreamTool{Reversibility: u.Default}
-	case t.ReadOnly:
-		return engine.Reversible, t
-	case t.Reversibility == "":
-		return u.Default, t
-	}
-	return t.Reversibility, t
-}
-
 func checkEndpoint(field string, y yamlEndpoint) (Endpoint, error) {
 	if y.URL == "" {
 		return Endpoint{}, fmt.Errorf("%s.url is missing", field)
@@ -581,82 +365,6 @@ func checkEndpoint(field string, y yamlEndpoint) (Endpoint, error) {
 		e.Timeout = d
 	}
 	return e, nil
-}
-
-func checkTokens(ys []yamlToken) ([]Token, error) {
-	var tokens []Token
-	names, hashes := map[string]int{}, map[string]int{}
-	for i, y := range ys {
-		where := fmt.Sprintf("tokens[%d]", i)
-		if err := checkName(y.Name); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		where += fmt.Sprintf(" %q", y.Name)
-		if j, dup := names[y.Name]; dup {
-			return nil, fmt.Errorf("%s: name is already used by tokens[%d]", where, j)
-		}
-		names[y.Name] = i
-		// The value is not repeated: it may be a token pasted in by mistake.
-		h := strings.ToLower(y.SHA256)
-		switch {
-		case h == "":
-			return nil, fmt.Errorf("%s: sha256 is missing", where)
-		case !isHex(h, 64):
-			return nil, fmt.Errorf("%s: sha256 must be 64 hex characters, the SHA-256 of the token (not the token itself)", where)
-		}
-		if j, dup := hashes[h]; dup {
-			return nil, fmt.Errorf("%s: sha256 is the same as tokens[%d] %q's", where, j, ys[j].Name)
-		}
-		hashes[h] = i
-		roles, err := checkRoleList(y.Roles)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
-		}
-		tokens = append(tokens, Token{Name: y.Name, SHA256: h, Roles: roles})
-	}
-	return tokens, nil
-}
-
-func checkRoles(y yamlRoles) (Roles, error) {
-	r := Roles{Claim: or(y.Claim, defaultClaim)}
-	if y.Map == nil {
-		return r, nil
-	}
-	r.Map = make(map[string][]engine.Role, len(y.Map))
-	// Sorted, so that the same file always reports the same problem.
-	for _, k := range slices.Sorted(maps.Keys(y.Map)) {
-		if k == "" {
-			return Roles{}, errors.New(`roles.map: a claim value is empty`)
-		}
-		roles, err := checkRoleList(y.Map[k])
-		if err != nil {
-			return Roles{}, fmt.Errorf("roles.map[%q]: %w", k, err)
-		}
-		r.Map[k] = roles
-	}
-	return r, nil
-}
-
-func checkRoleList(ss []string) ([]engine.Role, error) {
-	if len(ss) == 0 {
-		return nil, fmt.Errorf("roles is missing; give at least one of %s", roleNames())
-	}
-	roles := make([]engine.Role, len(ss))
-	for i, s := range ss {
-		if !slices.Contains(engine.Roles, engine.Role(s)) {
-			return nil, fmt.Errorf("role %q is not one of %s", s, roleNames())
-		}
-		roles[i] = engine.Role(s)
-	}
-	return roles, nil
-}
-
-func roleNames() string {
-	names := make([]string, len(engine.Roles))
-	for i, r := range engine.Roles {
-		names[i] = string(r)
-	}
-	return strings.Join(names, ", ")
 }
 
 // checkName applies the engine's rules for tool names and principal ids,
@@ -708,31 +416,4 @@ func size(field, s string) (int64, error) {
 		return 0, fmt.Errorf("%s: %s is out of range: must be between 1KiB and 64MiB", field, s)
 	}
 	return n * unit, nil
-}
-
-// checkApproval compiles the approval policy; nil, the engine's default,
-// without an approval: section.
-func checkApproval(y yamlApproval) (*engine.Approvals, error) {
-	if y.Default == nil && len(y.Tools) == 0 {
-		return nil, nil
-	}
-	rules := func(ys []yamlRule) []engine.RuleSpec {
-		out := []engine.RuleSpec{}
-		for _, r := range ys {
-			out = append(out, engine.RuleSpec{Name: r.Name, When: r.When, Approvers: r.Approvers, Quorum: r.Quorum})
-		}
-		return out
-	}
-	spec := engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools: map[string][]engine.RuleSpec{}}
-	if y.Default != nil {
-		spec.Default = rules(*y.Default)
-	}
-	for tool, rs := range y.Tools {
-		spec.Tools[tool] = rules(rs)
-	}
-	a, err := engine.CompilePolicy(spec)
-	if err != nil {
-		return nil, fmt.Errorf("approval: %w", err)
-	}
-	return a, nil
 }

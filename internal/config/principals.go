@@ -1,0 +1,114 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+)
+
+// Who may call: API tokens and how an OIDC claim maps to roles.
+
+// Token is an API bearer token. Only its hash is configured, so the file
+// holds nothing that would let its reader call the API.
+type Token struct {
+	Name   string        // unique; names the principal
+	SHA256 string        // hex SHA-256 of the token, lowercase
+	Roles  []engine.Role // at least one
+}
+
+// Roles maps the values of an OIDC claim to roles.
+type Roles struct {
+	Claim string                   // the claim holding group names, default "groups"
+	Map   map[string][]engine.Role // claim value → roles
+}
+
+type yamlToken struct {
+	Name   string   `yaml:"name"`
+	SHA256 string   `yaml:"sha256"`
+	Roles  []string `yaml:"roles"`
+}
+
+type yamlRoles struct {
+	Claim string              `yaml:"claim"`
+	Map   map[string][]string `yaml:"map"`
+}
+
+func checkTokens(ys []yamlToken) ([]Token, error) {
+	var tokens []Token
+	names, hashes := map[string]int{}, map[string]int{}
+	for i, y := range ys {
+		where := fmt.Sprintf("tokens[%d]", i)
+		if err := checkName(y.Name); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		where += fmt.Sprintf(" %q", y.Name)
+		if j, dup := names[y.Name]; dup {
+			return nil, fmt.Errorf("%s: name is already used by tokens[%d]", where, j)
+		}
+		names[y.Name] = i
+		// The value is not repeated: it may be a token pasted in by mistake.
+		h := strings.ToLower(y.SHA256)
+		switch {
+		case h == "":
+			return nil, fmt.Errorf("%s: sha256 is missing", where)
+		case !isHex(h, 64):
+			return nil, fmt.Errorf("%s: sha256 must be 64 hex characters, the SHA-256 of the token (not the token itself)", where)
+		}
+		if j, dup := hashes[h]; dup {
+			return nil, fmt.Errorf("%s: sha256 is the same as tokens[%d] %q's", where, j, ys[j].Name)
+		}
+		hashes[h] = i
+		roles, err := checkRoleList(y.Roles)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		tokens = append(tokens, Token{Name: y.Name, SHA256: h, Roles: roles})
+	}
+	return tokens, nil
+}
+
+func checkRoles(y yamlRoles) (Roles, error) {
+	r := Roles{Claim: or(y.Claim, defaultClaim)}
+	if y.Map == nil {
+		return r, nil
+	}
+	r.Map = make(map[string][]engine.Role, len(y.Map))
+	// Sorted, so that the same file always reports the same problem.
+	for _, k := range slices.Sorted(maps.Keys(y.Map)) {
+		if k == "" {
+			return Roles{}, errors.New(`roles.map: a claim value is empty`)
+		}
+		roles, err := checkRoleList(y.Map[k])
+		if err != nil {
+			return Roles{}, fmt.Errorf("roles.map[%q]: %w", k, err)
+		}
+		r.Map[k] = roles
+	}
+	return r, nil
+}
+
+func checkRoleList(ss []string) ([]engine.Role, error) {
+	if len(ss) == 0 {
+		return nil, fmt.Errorf("roles is missing; give at least one of %s", roleNames())
+	}
+	roles := make([]engine.Role, len(ss))
+	for i, s := range ss {
+		if !slices.Contains(engine.Roles, engine.Role(s)) {
+			return nil, fmt.Errorf("role %q is not one of %s", s, roleNames())
+		}
+		roles[i] = engine.Role(s)
+	}
+	return roles, nil
+}
+
+func roleNames() string {
+	names := make([]string, len(engine.Roles))
+	for i, r := range engine.Roles {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
