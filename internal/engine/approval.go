@@ -40,12 +40,11 @@ type PolicySpec struct {
 	Tools   map[string][]RuleSpec `json:"tools,omitempty"`
 }
 
-// Rule is a compiled rule.
+// Rule is a compiled rule. Its quorum is one (CompilePolicy refuses
+// others until votes are counted).
 type Rule struct {
 	Name      string
-	When      string
 	Approvers []string
-	Quorum    int
 	prog      cel.Program // nil without a condition
 }
 
@@ -119,7 +118,7 @@ func CompilePolicy(spec PolicySpec) (*Approvals, error) {
 					return nil, nil, fmt.Errorf("%s: %w", where, err)
 				}
 			}
-			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: rs.Quorum}
+			r := Rule{Name: rs.Name, Approvers: slices.Clone(rs.Approvers)}
 			if rs.When != "" {
 				ast, iss := env.Compile(rs.When)
 				if iss != nil && iss.Err() != nil {
@@ -202,12 +201,14 @@ func (r Rule) Eligible(p Principal) bool {
 
 // legacyRule decides a request made before requests recorded a policy:
 // one person with the approver role.
-var legacyRule = Rule{Name: "default", Approvers: []string{string(RoleApprover)}, Quorum: 1}
+var legacyRule = Rule{Name: "default", Approvers: []string{string(RoleApprover)}}
 
 // ruleOf is the rule a request is decided by: the one its
-// AWAITING_APPROVAL entry records, of the policy it records. Conflict
-// when that policy is not the one in force (its rules are not known
-// here), or names no such rule.
+// AWAITING_APPROVAL entry records, of the policy it records. The rule is
+// found again from the request's bytes, so an entry that records another
+// rule than its policy gives it (written into the database to pass for a
+// laxer one) decides nothing. Conflict when the recorded policy is not
+// the one in force (its rules are not known here), or the rules differ.
 func (e *Engine) ruleOf(gated Entry) (Rule, error) {
 	hash, name := gated.Field(KeyPolicy), gated.Field(KeyRule)
 	if hash == "" {
@@ -218,17 +219,13 @@ func (e *Engine) ruleOf(gated Entry) (Rule, error) {
 			"the request at seq=%d was made under approval policy %s, and this server runs policy %s: it is decided by "+
 				"the rules it was made under, so a server with that policy must decide it", gated.Seq, short12(hash), short12(e.approvals.Hash))}
 	}
-	rules := e.approvals.fallback
-	if own, ok := e.approvals.tools[gated.ToolName]; ok {
-		rules = own
+	r, ok := e.approvals.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input)
+	if !ok || r.Name != name {
+		return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: fmt.Sprintf(
+			"the request at seq=%d records approval rule %q, but its policy gives its bytes %s: nothing is decided on it",
+			gated.Seq, name, map[bool]string{true: fmt.Sprintf("rule %q", r.Name), false: "no rule"}[ok])}
 	}
-	for _, r := range rules {
-		if r.Name == name {
-			return r, nil
-		}
-	}
-	return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: fmt.Sprintf(
-		"the request at seq=%d names approval rule %q, which its policy does not have for %s", gated.Seq, name, gated.ToolName)}
+	return r, nil
 }
 
 func short12(h string) string {

@@ -47,7 +47,7 @@ func TestPolicyMatch(t *testing.T) {
 			t.Errorf("Match(%s, %s) = %q; want %q", tt.tool, tt.input, got, tt.want)
 		}
 	}
-	if r, _ := a.Match("deleteAccount", "s", "agent", `{}`); r.Quorum != 1 || r.Approvers[0] != "approver" {
+	if r, _ := a.Match("deleteAccount", "s", "agent", `{}`); r.Approvers[0] != "approver" {
 		t.Errorf("default = %+v; want one approver", r)
 	}
 }
@@ -128,5 +128,40 @@ func TestRuleEligible(t *testing.T) {
 		if got := r.Eligible(tt.p); got != tt.want {
 			t.Errorf("Eligible(%+v) = %v; want %v", tt.p, got, tt.want)
 		}
+	}
+}
+
+// A request is decided by the rule its policy gives its bytes: an entry
+// that records another rule (an insider's row, to pass for a laxer one)
+// or another policy decides nothing; one from before policies has one
+// approver.
+func TestRuleOf(t *testing.T) {
+	a, err := CompilePolicy(PolicySpec{Tools: map[string][]RuleSpec{"wire": {
+		{Name: "large", When: `double(payload.amount) > 1000.0`, Approvers: []string{"finance-leads"}},
+		{Name: "small"},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{approvals: a}
+	request := func(input string, lines Lines) Entry {
+		return Entry{SagaID: "s", Seq: 3, ToolName: "wire", Phase: PhaseAwaitingApproval, Input: input,
+			Payload: Lines{{KeyRequester, "agent"}}.String() + "\n" + lines.String()}
+	}
+	large := `{"amount":"5000"}`
+	if r, err := e.ruleOf(request(large, Lines{{KeyRule, "large"}, {KeyPolicy, a.Hash}})); err != nil || r.Name != "large" {
+		t.Errorf("ruleOf(the rule its policy gives) = %+v, %v; want large", r, err)
+	}
+	for what, lines := range map[string]Lines{
+		"a laxer rule than its bytes get": {{KeyRule, "small"}, {KeyPolicy, a.Hash}},
+		"no rule":                         {{KeyPolicy, a.Hash}},
+		"another policy":                  {{KeyRule, "large"}, {KeyPolicy, PayloadHash("another")}},
+	} {
+		if _, err := e.ruleOf(request(large, lines)); !IsKind(err, Conflict) {
+			t.Errorf("ruleOf(%s) = %v; want Conflict", what, err)
+		}
+	}
+	if r, err := e.ruleOf(request(large, nil)); err != nil || r.Name != "default" || r.Approvers[0] != "approver" {
+		t.Errorf("ruleOf(a request from before policies) = %+v, %v; want one approver", r, err)
 	}
 }

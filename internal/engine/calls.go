@@ -137,6 +137,19 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input,
 			return CallResult{}, at(err, sagaID, 0)
 		}
 	}
+	// The request is decided by the rule that applies now, and records it
+	// with the policy's hash: frozen at request time. The rule depends on
+	// the request alone, so it is found before the saga is locked.
+	phase, lines, matched := PhaseIntent, requested(p, key), true
+	if tool.Reversibility == Irreversible {
+		var rule Rule
+		rule, matched = e.approvals.Match(toolName, sagaID, p.ID, input)
+		phase = PhaseAwaitingApproval
+		if matched {
+			lines = lines.With(KeyRule, rule.Name)
+		}
+		lines = lines.With(KeyPolicy, e.approvals.Hash)
+	}
 	var res CallResult
 	var call Call
 	s, err := e.transact(ctx, sagaID, 0, "", func(tx Tx) (Saga, bool, error) {
@@ -152,18 +165,6 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input,
 		}
 		if err := e.clear(tx, s); err != nil {
 			return err
-		}
-		phase, lines, matched := PhaseIntent, requested(p, key), true
-		if tool.Reversibility == Irreversible {
-			// The request is decided by the rule that applies now, and
-			// records it with the policy's hash: frozen at request time.
-			var rule Rule
-			rule, matched = e.approvals.Match(toolName, sagaID, p.ID, input)
-			phase = PhaseAwaitingApproval
-			if matched {
-				lines = lines.With(KeyRule, rule.Name)
-			}
-			lines = lines.With(KeyPolicy, e.approvals.Hash)
 		}
 		en, err := e.append(tx, s, toolName, phase, input, lines.String())
 		if err != nil {
