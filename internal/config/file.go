@@ -413,7 +413,7 @@ func size(field, s string) (int64, error) {
 	}
 	// Compare before multiplying, so a huge number cannot wrap around.
 	if n < 1 || n > maxSize/unit || n*unit < minSize {
-		return 0, fmt.Errorf("%s: %s is out of range: must be between 1KiB and 64MiB", field, s)
+		return 0, fmt.Errorf("%s: %s is out of range: must be between 1KiB and 64MiB", field, oneLine(s))
 	}
 	return n * unit, nil
 }
