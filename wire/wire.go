@@ -96,9 +96,23 @@ const (
 	// call (no rule of the approval policy applies to it); journaled, and
 	// the saga compensated.
 	CodeRefused Code = "REFUSED"
-	// CodeUndecided (409): nobody has decided the request yet; nothing
-	// was changed. Wait, then execute it once it is approved.
+	// CodeUndecided (409): the request has not the approvals its rule
+	// asks for yet; nothing was changed. Wait, then execute it once it
+	// is approved.
 	CodeUndecided Code = "UNDECIDED"
+	// CodeChangesRequested (409): a reviewer sent the request back; the
+	// error says what to change, as the model reads it
+	// ("[CHANGES_REQUESTED] Tool '<tool>': <reason>"). The saga goes on:
+	// call the tool again with what was asked for.
+	CodeChangesRequested Code = "CHANGES_REQUESTED"
+	// CodeExpired (409): the request's rule gave it a deadline and no
+	// quorum was reached by it, or its approval's grant ended before it
+	// was executed; the server closed it and compensated the saga.
+	CodeExpired Code = "EXPIRED"
+	// CodeStepUp (403): the request's rule counts a vote only from a
+	// sign-in more recent than the caller's: sign in again, then vote.
+	// A static token never can.
+	CodeStepUp Code = "STEP_UP"
 )
 
 // Problem is what an answer that is not 2xx says besides its outcome:

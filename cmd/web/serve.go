@@ -149,6 +149,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	engine.Recoverer{Engine: eng, Logger: log}.Start(ctx)
+	engine.Lapser{Engine: eng, Logger: log}.Start(ctx)
 	seqDone := tlog.Sequencer{Log: lg, Logger: log}.Start(ctx)
 	tlog.Checker{Log: lg, Every: cfg.File.Log.CheckEvery, FullEvery: cfg.File.Log.FullCheckEvery, Logger: log}.Start(ctx)
 	select {

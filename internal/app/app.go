@@ -71,6 +71,11 @@ func Build(ctx context.Context, p Parts) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The approval policy takes effect: its document goes into the
+	// journal, and so into the log, before any request is pinned to it.
+	if err := eng.RecordPolicy(ctx); err != nil {
+		return nil, fmt.Errorf("recording the approval policy: %w", err)
+	}
 	rec.Watch(eng)
 	o := p.Server
 	o.Log, o.Ready, o.Metrics = p.Logger, p.DB.Ping, rec

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
@@ -19,6 +20,10 @@ type yamlRule struct {
 	When      string   `yaml:"when"`
 	Approvers []string `yaml:"approvers"`
 	Quorum    int      `yaml:"quorum"`
+	Expires   string   `yaml:"expires"`
+	Grant     string   `yaml:"grant"`
+	Reason    string   `yaml:"reason"`
+	StepUp    string   `yaml:"stepUp"`
 }
 
 // checkApproval compiles the approval policy; nil, the engine's default,
@@ -27,19 +32,38 @@ func checkApproval(y yamlApproval) (*engine.Approvals, error) {
 	if y.Default == nil && len(y.Tools) == 0 {
 		return nil, nil
 	}
-	rules := func(ys []yamlRule) []engine.RuleSpec {
+	rules := func(label string, ys []yamlRule) ([]engine.RuleSpec, error) {
 		out := []engine.RuleSpec{}
-		for _, r := range ys {
-			out = append(out, engine.RuleSpec{Name: r.Name, When: r.When, Approvers: r.Approvers, Quorum: r.Quorum})
+		for i, r := range ys {
+			rs := engine.RuleSpec{Name: r.Name, When: r.When, Approvers: r.Approvers, Quorum: r.Quorum, Reason: r.Reason}
+			for _, d := range []struct {
+				key, v string
+				to     *engine.Duration
+			}{{"expires", r.Expires, &rs.Expires}, {"grant", r.Grant, &rs.Grant}, {"stepUp", r.StepUp, &rs.StepUp}} {
+				if d.v == "" {
+					continue
+				}
+				v, err := time.ParseDuration(d.v)
+				if err != nil {
+					return nil, fmt.Errorf("approval: %s, rule %d: %s: %q is not a duration like 30m or 2h", label, i+1, d.key, d.v)
+				}
+				*d.to = engine.Duration(v)
+			}
+			out = append(out, rs)
 		}
-		return out
+		return out, nil
 	}
 	spec := engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools: map[string][]engine.RuleSpec{}}
+	var err error
 	if y.Default != nil {
-		spec.Default = rules(*y.Default)
+		if spec.Default, err = rules("default", *y.Default); err != nil {
+			return nil, err
+		}
 	}
 	for tool, rs := range y.Tools {
-		spec.Tools[tool] = rules(rs)
+		if spec.Tools[tool], err = rules("tool "+tool, rs); err != nil {
+			return nil, err
+		}
 	}
 	a, err := engine.CompilePolicy(spec)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
 // Config is the server's settings.
@@ -198,6 +199,17 @@ func (c Config) resolveAuth(mode auth.Mode) (auth.Mode, error) {
 	case auth.ModeTokens:
 		if len(c.File.Tokens) == 0 {
 			return "", errors.New("SAGACITY_AUTH: tokens mode needs at least one entry under tokens: in SAGACITY_CONFIG")
+		}
+		if a := c.File.Approvals; a != nil {
+			// Only the tokens vote here: a rule they cannot meet would
+			// leave its requests to expire, or wait for ever.
+			var voters []engine.Principal
+			for _, t := range c.File.Tokens {
+				voters = append(voters, engine.Principal{ID: t.Name, Roles: t.Roles})
+			}
+			if err := a.Unmeetable(voters); err != nil {
+				return "", fmt.Errorf("approval: %s (SAGACITY_AUTH=tokens)", err.(*engine.Error).Msg)
+			}
 		}
 	}
 	return mode, nil

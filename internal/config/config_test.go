@@ -398,7 +398,13 @@ func errorCases() []errorCase {
 		{name: "an approval condition naming an unknown variable", yaml: "approval:\n  default:\n    - when: amount > 5\n",
 			want: "approval: default, rule 1 (default#1): condition, column 1: undeclared reference to 'amount'"},
 		{name: "an approval rule of an unknown key", yaml: "approval:\n  default:\n    - if: true\n", want: `unknown key "if"`},
-		{name: "a quorum not enforced yet", yaml: "approval:\n  default:\n    - quorum: 2\n", want: "a quorum above 1 is not enforced by this version"},
+		{name: "a quorum too large", yaml: "approval:\n  default:\n    - quorum: 51\n", want: "approval: default, rule 1 (default#1): quorum must be from 1 to 50"},
+		{name: "an expiry that is no duration", yaml: "approval:\n  default:\n    - expires: soon\n",
+			want: `approval: default, rule 1: expires: "soon" is not a duration like 30m or 2h`},
+		{name: "a step-up too short", yaml: "approval:\n  tools:\n    sendWireTransfer:\n      - stepUp: 10s\n",
+			want: "approval: tool sendWireTransfer, rule 1 (sendWireTransfer#1): stepUp must be from 1m0s to 12h0m0s (got 10s)"},
+		{name: "a reason that is neither required nor absent", yaml: "approval:\n  default:\n    - reason: optional\n",
+			want: `approval: default, rule 1 (default#1): reason must be "required" or absent (got "optional")`},
 		{name: "full checks too rarely", yaml: "log: {fullCheckEvery: 48h}\n", want: "log.fullCheckEvery: 48h must be at least 1s and at most 24h0m0s"},
 		{name: "checkpoint every not a number", yaml: "log: {checkpointEvery: many}\n", want: `log.checkpointEvery: "many" is not a number of entries, at least 1`},
 		{name: "an input schema of a string", yaml: "tools:" + strings.Replace(wire, "execute:", "inputSchema: {type: string}\n    execute:", 1),
@@ -425,6 +431,16 @@ func errorCases() []errorCase {
 		{name: "tokens without a file", vars: map[string]string{"SAGACITY_AUTH": "tokens"},
 			want: "SAGACITY_AUTH: tokens mode needs at least one entry under tokens: in SAGACITY_CONFIG"},
 		{name: "tokens with none in the file", vars: map[string]string{"SAGACITY_AUTH": "tokens"}, yaml: "tokens: []\n", want: "SAGACITY_AUTH: tokens mode needs at least one entry"},
+		{name: "tokens and a quorum they cannot meet", vars: map[string]string{"SAGACITY_AUTH": "tokens"},
+			yaml: approverTokens + "approval:\n  default:\n    - quorum: 3\n",
+			want: "approval: default, rule default#1: a quorum of 3 can never be met here: only 2 configured token(s) hold the approver role " +
+				"and one of approver (SAGACITY_AUTH=tokens)"},
+		{name: "tokens and a group no token is in", vars: map[string]string{"SAGACITY_AUTH": "tokens"},
+			yaml: approverTokens + "approval:\n  tools:\n    sendWireTransfer:\n      - {name: large, approvers: [finance-leads]}\n",
+			want: "approval: tool sendWireTransfer, rule large: a quorum of 1 can never be met here: only 0 configured token(s)"},
+		{name: "tokens and a step-up", vars: map[string]string{"SAGACITY_AUTH": "tokens"},
+			yaml: approverTokens + "approval:\n  default:\n    - {stepUp: 15m}\n",
+			want: "approval: default, rule default#1: stepUp can never be met here: a vote counts only from a recent sign-in, and a static token has none"},
 
 		// Reading the file.
 		{name: "file missing", vars: map[string]string{"SAGACITY_CONFIG": "{dir}/missing.yaml"}, want: "SAGACITY_CONFIG ({dir}/missing.yaml): cannot read: no such file or directory"},
@@ -572,6 +588,14 @@ func loadCase(t *testing.T, tc errorCase) (err error, want string, vars map[stri
 	}
 	return err, expand(tc.want), vars
 }
+
+// approverTokens declares an agent and two approvers, with the tools they
+// call (for tokens mode).
+const approverTokens = "tools:" + wire + `tokens:
+  - {name: bot, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, roles: [agent]}
+  - {name: alice, sha256: 60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752, roles: [approver]}
+  - {name: bob, sha256: fd61a03af4f77d870fc21e05e7e80678095c92d808cfb3b5c279ee04c74aca13, roles: [approver, auditor]}
+`
 
 func TestLoadErrors(t *testing.T) {
 	for _, tc := range errorCases() {

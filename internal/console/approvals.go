@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -86,13 +87,10 @@ func (h *Handlers) rows(r *http.Request, me engine.Principal) (templates.Rows, e
 		fields, more := payload.Summary(p.Input, 4)
 		row := templates.PendingRow{Href: templates.RequestHref(p.SagaID, p.JournalSeq), SagaHref: templates.SagaHref(p.SagaID),
 			SagaID: p.SagaID, Seq: p.JournalSeq, Tool: p.ToolName, Initiator: p.Initiator, Requester: p.Requester,
-			Requested: h.when(p.CreatedAt), Summary: fields, More: more, Approver: p.Approver(),
+			Requested: h.when(p.CreatedAt), Summary: fields, More: more, Voters: p.Voters, Quorum: p.Quorum, Approved: p.Approved(),
 			Replanned: p.Replanned, Refused: p.Refused, SupersededBy: p.SupersededBy, Flags: len(payload.Inspect(p.Input))}
-		if row.Approver != "" {
-			row.Approved = h.when(p.ApprovedAt)
-		}
 		out.Items = append(out.Items, row)
-		parts = append(parts, p.SagaID, p.JournalSeq, row.Approver, p.SupersededBy)
+		parts = append(parts, p.SagaID, p.JournalSeq, strings.Join(p.Voters, ","), p.SupersededBy)
 	}
 	if len(page) == f.Limit {
 		last := page[len(page)-1]

@@ -129,7 +129,11 @@ func (h *Handlers) step(e engine.Entry) templates.Step {
 // status says what became of the request, with its evidence.
 func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 	s := templates.RequestStatus{State: rv.State}
-	for _, d := range []*engine.Decision{rv.Approval, rv.Rejection, rv.Dismissal} {
+	decided := []*engine.Decision{}
+	for _, b := range rv.Votes {
+		decided = append(decided, &b.Decision, b.Withdrawal)
+	}
+	for _, d := range append(decided, rv.Rejection, rv.Dismissal, rv.Changes, rv.Expiry) {
 		if d != nil {
 			s.Decisions = append(s.Decisions, templates.Decision{Approved: d.Approved, Dismissed: d == rv.Dismissal,
 				Who: d.Approver, At: h.when(d.DecidedAt), Reason: d.Reason})
@@ -143,7 +147,7 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 	case engine.StateUndecided:
 		s.Headline = "Undecided: waiting for a person"
 	case engine.StateApproved:
-		s.Headline, s.Kind = "Approved by "+rv.Approval.Approver+", awaiting execution", "ok"
+		s.Headline, s.Kind = "Approved by "+strings.Join(rv.Tally.Voters(), ", ")+", awaiting execution", "ok"
 	case engine.StateExecuting:
 		s.Headline, s.Kind = "Executing: the tool was called and its outcome is not journaled yet", "warn"
 	case engine.StateExecuted:

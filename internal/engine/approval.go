@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/cel-go/cel"
 )
@@ -32,6 +34,41 @@ type RuleSpec struct {
 	Approvers []string `json:"approvers,omitempty"`
 	// Quorum is how many distinct people must approve; 1 when 0.
 	Quorum int `json:"quorum,omitempty"`
+	// Expires is how long a request may wait for its quorum before the
+	// server rejects it; never when 0.
+	Expires Duration `json:"expires,omitempty"`
+	// Grant is how long after its quorum a request may still be
+	// executed; without end when 0.
+	Grant Duration `json:"grant,omitempty"`
+	// Reason is ReasonRequired when every vote must say why; "" when a
+	// reason is optional.
+	Reason string `json:"reason,omitempty"`
+	// StepUp is how recent a voter's sign-in must be for the vote to
+	// count; any sign-in when 0.
+	StepUp Duration `json:"stepUp,omitempty"`
+}
+
+// ReasonRequired is RuleSpec.Reason for a rule whose votes must say why.
+const ReasonRequired = "required"
+
+// Duration is a length of time as a policy writes it: "30m", "2h",
+// "168h". Its JSON is Go's duration text.
+type Duration time.Duration
+
+// MarshalJSON writes d as Go's duration text ("1h30m0s").
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return []byte(strconv.Quote(time.Duration(d).String())), nil
+}
+
+// UnmarshalJSON reads Go's duration text.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return fmt.Errorf("a duration is a string such as \"30m\"")
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
 }
 
 // PolicySpec is the approval policy as the configuration writes it.
@@ -40,12 +77,17 @@ type PolicySpec struct {
 	Tools   map[string][]RuleSpec `json:"tools,omitempty"`
 }
 
-// Rule is a compiled rule. Its quorum is one (CompilePolicy refuses
-// others until votes are counted).
+// Rule is a compiled rule.
 type Rule struct {
-	Name      string
+	Name string
+	// When is the condition as written, for people ("" for none).
+	When      string
 	Approvers []string
-	prog      cel.Program // nil without a condition
+	Quorum    int
+	// Expires, Grant and StepUp are 0 when the rule sets none.
+	Expires, Grant, StepUp time.Duration
+	ReasonRequired         bool
+	prog                   cel.Program // nil without a condition
 }
 
 // Approvals is a compiled approval policy.
@@ -58,6 +100,18 @@ type Approvals struct {
 	fallback   []Rule
 }
 
+// Bounds on what a rule may ask.
+const (
+	// MaxQuorum is the largest quorum a rule may ask for.
+	MaxQuorum = 50
+	// MinWindow is the shortest expiry, grant or step-up window.
+	MinWindow = time.Minute
+	// MaxWindow is the longest expiry or grant window.
+	MaxWindow = 366 * 24 * time.Hour
+	// MaxStepUp is the longest step-up window: no sign-in lasts longer.
+	MaxStepUp = 12 * time.Hour
+)
+
 // conditionCost bounds what evaluating one condition may cost (CEL's
 // cost units, roughly one per value visited).
 const conditionCost = 100_000
@@ -67,7 +121,9 @@ const conditionCost = 100_000
 var DefaultPolicy = PolicySpec{Default: []RuleSpec{{Name: "default", Approvers: []string{string(RoleApprover)}, Quorum: 1}}}
 
 // CompilePolicy compiles spec: every condition must parse, type-check to
-// a boolean, and name only payload, tool, saga and requester.
+// a boolean, and name only payload, tool, saga and requester; every
+// window must be within bounds. Errors name the tool, the rule and the
+// field.
 func CompilePolicy(spec PolicySpec) (*Approvals, error) {
 	env, err := cel.NewEnv(
 		cel.Variable("payload", cel.DynType),
@@ -104,21 +160,20 @@ func CompilePolicy(spec PolicySpec) (*Approvals, error) {
 			if rs.Quorum == 0 {
 				rs.Quorum = 1
 			}
-			if rs.Quorum < 1 {
-				return nil, nil, fmt.Errorf("%s: quorum must be at least 1", where)
-			}
-			// Quorums are not counted yet: a rule that asks for one would
-			// be silently weaker than written.
-			if rs.Quorum != 1 {
-				return nil, nil, fmt.Errorf("%s: a quorum above 1 is not enforced by this version; a request is approved by one "+
-					"person of the rule's approvers", where)
+			if rs.Quorum < 1 || rs.Quorum > MaxQuorum {
+				return nil, nil, fmt.Errorf("%s: quorum must be from 1 to %d", where, MaxQuorum)
 			}
 			for _, g := range rs.Approvers {
 				if err := validName("approvers", g); err != nil {
 					return nil, nil, fmt.Errorf("%s: %w", where, err)
 				}
 			}
-			r := Rule{Name: rs.Name, Approvers: slices.Clone(rs.Approvers)}
+			if err := checkWindows(rs); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", where, err)
+			}
+			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: rs.Quorum,
+				Expires: time.Duration(rs.Expires), Grant: time.Duration(rs.Grant), StepUp: time.Duration(rs.StepUp),
+				ReasonRequired: rs.Reason == ReasonRequired}
 			if rs.When != "" {
 				ast, iss := env.Compile(rs.When)
 				if iss != nil && iss.Err() != nil {
@@ -158,6 +213,44 @@ func CompilePolicy(spec PolicySpec) (*Approvals, error) {
 	return a, nil
 }
 
+// checkWindows checks a rule's clocks and reason: whole minutes or more,
+// within bounds, and a reason that is required or not set.
+func checkWindows(rs RuleSpec) error {
+	for _, w := range []struct {
+		name string
+		d    Duration
+		max  time.Duration
+	}{{"expires", rs.Expires, MaxWindow}, {"grant", rs.Grant, MaxWindow}, {"stepUp", rs.StepUp, MaxStepUp}} {
+		if d := time.Duration(w.d); d != 0 && (d < MinWindow || d > w.max) {
+			return fmt.Errorf("%s must be from %s to %s (got %s)", w.name, MinWindow, w.max, d)
+		}
+	}
+	if rs.Reason != "" && rs.Reason != ReasonRequired {
+		return fmt.Errorf("reason must be %q or absent (got %q)", ReasonRequired, rs.Reason)
+	}
+	return nil
+}
+
+// ParsePolicy compiles a canonical policy document (Approvals.Text),
+// as the global log keeps it. Invalid when it is not one: other bytes
+// than CompilePolicy would write for the rules it holds.
+func ParsePolicy(text string) (*Approvals, error) {
+	var spec PolicySpec
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return nil, Errorf(Invalid, "not an approval policy document: %v", err)
+	}
+	a, err := CompilePolicy(spec)
+	if err != nil {
+		return nil, Errorf(Invalid, "the approval policy document does not compile: %v", err)
+	}
+	if a.Text != text {
+		return nil, Errorf(Invalid, "not a canonical approval policy document")
+	}
+	return a, nil
+}
+
 // Match returns the rule that applies to a request of tool in saga by
 // requester with input: the first whose condition holds among the tool's
 // rules, or the default's for a tool without rules of its own; false when
@@ -169,11 +262,7 @@ func (a *Approvals) Match(tool, saga, requester, input string) (Rule, bool) {
 	var payload map[string]any
 	object := json.Unmarshal([]byte(input), &payload) == nil && payload != nil
 	vars := map[string]any{"payload": payload, "tool": tool, "saga": saga, "requester": requester}
-	rules := a.fallback
-	if own, ok := a.tools[tool]; ok {
-		rules = own
-	}
-	for _, r := range rules {
+	for _, r := range a.Rules(tool) {
 		if r.prog == nil {
 			return r, true
 		}
@@ -187,45 +276,78 @@ func (a *Approvals) Match(tool, saga, requester, input string) (Rule, bool) {
 	return Rule{}, false
 }
 
+// Rules are the rules a request of tool is matched against, in order:
+// the tool's own, or the default's.
+func (a *Approvals) Rules(tool string) []Rule {
+	if own, ok := a.tools[tool]; ok {
+		return own
+	}
+	return a.fallback
+}
+
+// Tools lists the tools with rules of their own, by name.
+func (a *Approvals) Tools() []string { return slices.Sorted(maps.Keys(a.tools)) }
+
+// Rule returns the rule of tool named name.
+func (a *Approvals) Rule(tool, name string) (Rule, bool) {
+	for _, r := range a.Rules(tool) {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
 // Eligible reports whether p may vote under r: p holds a role, or is in
 // a group, that r's approvers name. Deciding at all takes the approver
 // role besides (see Can).
-func (r Rule) Eligible(p Principal) bool {
+func (r Rule) Eligible(p Principal) bool { return r.EligibleAs(p) != "" }
+
+// EligibleAs is the first of r's approvers (a role or a group) that p
+// holds, which its votes' receipts record; "" when none.
+func (r Rule) EligibleAs(p Principal) string {
 	for _, a := range r.Approvers {
 		if slices.Contains(p.Roles, Role(a)) || slices.Contains(p.Groups, a) {
-			return true
+			return a
 		}
 	}
-	return false
+	return ""
 }
 
-// legacyRule decides a request made before requests recorded a policy:
-// one person with the approver role.
-var legacyRule = Rule{Name: "default", Approvers: []string{string(RoleApprover)}}
-
-// ruleOf is the rule a request is decided by: the one its
-// AWAITING_APPROVAL entry records, of the policy it records. The rule is
-// found again from the request's bytes, so an entry that records another
-// rule than its policy gives it (written into the database to pass for a
-// laxer one) decides nothing. Conflict when the recorded policy is not
-// the one in force (its rules are not known here), or the rules differ.
-func (e *Engine) ruleOf(gated Entry) (Rule, error) {
-	hash, name := gated.Field(KeyPolicy), gated.Field(KeyRule)
-	if hash == "" {
-		return legacyRule, nil
+// Unmeetable checks, for a deployment whose only voters are the given
+// principals (static tokens, in tokens mode), that every rule can be
+// met: enough of them may approve under it, and none needs a recent
+// sign-in, which a token never has. Invalid naming the first rule that
+// cannot.
+func (a *Approvals) Unmeetable(voters []Principal) error {
+	check := func(label string, rules []Rule) error {
+		for _, r := range rules {
+			n := 0
+			for _, p := range voters {
+				if p.Has(RoleApprover) && r.Eligible(p) {
+					n++
+				}
+			}
+			switch {
+			case r.StepUp > 0:
+				return Errorf(Invalid, "%s, rule %s: stepUp can never be met here: a vote counts only from a recent sign-in, and "+
+					"a static token has none (sign people in with OIDC, or drop stepUp)", label, r.Name)
+			case n < r.Quorum:
+				return Errorf(Invalid, "%s, rule %s: a quorum of %d can never be met here: only %d configured token(s) hold the "+
+					"approver role and one of %s", label, r.Name, r.Quorum, n, strings.Join(r.Approvers, ", "))
+			}
+		}
+		return nil
 	}
-	if hash != e.approvals.Hash {
-		return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: fmt.Sprintf(
-			"the request at seq=%d was made under approval policy %s, and this server runs policy %s: it is decided by "+
-				"the rules it was made under, so a server with that policy must decide it", gated.Seq, short12(hash), short12(e.approvals.Hash))}
+	if err := check("default", a.fallback); err != nil {
+		return err
 	}
-	r, ok := e.approvals.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input)
-	if !ok || r.Name != name {
-		return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: fmt.Sprintf(
-			"the request at seq=%d records approval rule %q, but its policy gives its bytes %s: nothing is decided on it",
-			gated.Seq, name, map[bool]string{true: fmt.Sprintf("rule %q", r.Name), false: "no rule"}[ok])}
+	for _, tool := range a.Tools() {
+		if err := check("tool "+tool, a.tools[tool]); err != nil {
+			return err
+		}
 	}
-	return r, nil
+	return nil
 }
 
 func short12(h string) string {

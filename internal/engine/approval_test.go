@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // wirePolicy tells large or external transfers from small ones, and
@@ -82,9 +84,12 @@ func TestPolicyRefused(t *testing.T) {
 		{PolicySpec{Tools: map[string][]RuleSpec{"wire": {{}, {Name: "x", When: `amount > 5`}}}}, "tool wire, rule 2 (x): condition, column 1: undeclared reference to 'amount'"},
 		{PolicySpec{Default: []RuleSpec{{When: `payload.amount`}}}, "default, rule 1 (default#1): condition is a dyn, not a boolean"},
 		{PolicySpec{Default: []RuleSpec{{When: `"yes"`}}}, "condition is a string, not a boolean"},
-		{PolicySpec{Default: []RuleSpec{{Quorum: -1}}}, "quorum must be at least 1"},
-		// Not counted yet, so refused rather than silently weaker.
-		{PolicySpec{Default: []RuleSpec{{Quorum: 2}}}, "a quorum above 1 is not enforced by this version"},
+		{PolicySpec{Default: []RuleSpec{{Quorum: -1}}}, "quorum must be from 1 to 50"},
+		{PolicySpec{Default: []RuleSpec{{Quorum: 51}}}, "quorum must be from 1 to 50"},
+		{PolicySpec{Default: []RuleSpec{{Expires: Duration(30 * time.Second)}}}, "expires must be from 1m0s to 8784h0m0s (got 30s)"},
+		{PolicySpec{Default: []RuleSpec{{Grant: Duration(-time.Hour)}}}, "grant must be from 1m0s"},
+		{PolicySpec{Default: []RuleSpec{{StepUp: Duration(13 * time.Hour)}}}, "stepUp must be from 1m0s to 12h0m0s (got 13h0m0s)"},
+		{PolicySpec{Default: []RuleSpec{{Reason: "optional"}}}, `reason must be "required" or absent (got "optional")`},
 		{PolicySpec{Default: []RuleSpec{{Approvers: []string{"finance\nleads"}}}}, "approvers contains control characters"},
 		{PolicySpec{Default: []RuleSpec{{Name: "a"}, {Name: "a"}}}, "another rule of default has that name"},
 		{PolicySpec{Default: []RuleSpec{{Name: "two words"}}}, "a rule's name must be printable, without spaces"},
@@ -144,24 +149,28 @@ func TestRuleOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &Engine{approvals: a}
+	e.policies.put(a)
 	request := func(input string, lines Lines) Entry {
 		return Entry{SagaID: "s", Seq: 3, ToolName: "wire", Phase: PhaseAwaitingApproval, Input: input,
 			Payload: Lines{{KeyRequester, "agent"}}.String() + "\n" + lines.String()}
 	}
 	large := `{"amount":"5000"}`
-	if r, err := e.ruleOf(request(large, Lines{{KeyRule, "large"}, {KeyPolicy, a.Hash}})); err != nil || r.Name != "large" {
+	if r, err := e.ruleIn(request(large, Lines{{KeyRule, "large"}, {KeyPolicy, a.Hash}})); err != nil || r.Name != "large" {
 		t.Errorf("ruleOf(the rule its policy gives) = %+v, %v; want large", r, err)
 	}
 	for what, lines := range map[string]Lines{
 		"a laxer rule than its bytes get": {{KeyRule, "small"}, {KeyPolicy, a.Hash}},
 		"no rule":                         {{KeyPolicy, a.Hash}},
-		"another policy":                  {{KeyRule, "large"}, {KeyPolicy, PayloadHash("another")}},
 	} {
-		if _, err := e.ruleOf(request(large, lines)); !IsKind(err, Conflict) {
-			t.Errorf("ruleOf(%s) = %v; want Conflict", what, err)
+		if _, err := e.ruleIn(request(large, lines)); !IsKind(err, Conflict) {
+			t.Errorf("ruleIn(%s) = %v; want Conflict", what, err)
 		}
 	}
-	if r, err := e.ruleOf(request(large, nil)); err != nil || r.Name != "default" || r.Approvers[0] != "approver" {
+	// Another policy's rules are read before anything is decided.
+	if _, err := e.ruleIn(request(large, Lines{{KeyRule, "large"}, {KeyPolicy, PayloadHash("another")}})); !errors.As(err, new(*unloaded)) {
+		t.Errorf("ruleIn(another policy) = %v; want it read first", err)
+	}
+	if r, err := e.ruleIn(request(large, nil)); err != nil || r.Name != "default" || r.Approvers[0] != "approver" {
 		t.Errorf("ruleOf(a request from before policies) = %+v, %v; want one approver", r, err)
 	}
 }

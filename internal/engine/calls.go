@@ -60,26 +60,37 @@ type CallResult struct {
 // when the store is. A tool that ran but whose outcome could not be
 // journaled is not an error: its outcome is IN_DOUBT.
 func (e *Engine) Call(ctx context.Context, p Principal, sagaID, toolName, input string) (CallResult, error) {
-	return e.CallOnce(ctx, p, sagaID, toolName, input, "")
+	return e.CallOnce(ctx, p, sagaID, Ask{Tool: toolName, Input: input})
 }
 
-// CallOnce is Call under the agent's idempotency key (none when ""): the
-// key is journaled with the call, and the call made again with the same
-// key and the same bytes returns the first one's outcome, or its in-doubt
-// state, and runs nothing; keys are kept for the saga's life. Errors
-// also: Unprocessable (wire.CodeKeyReused) for the key sent with other bytes,
-// naming the first call; Conflict (wire.CodeInProgress) while the first call
-// still runs; Invalid for a key that is not 1 to MaxKeyLen printable ASCII
-// characters.
-func (e *Engine) CallOnce(ctx context.Context, p Principal, sagaID, toolName, input, key string) (CallResult, error) {
-	res, err := e.call(ctx, p, sagaID, toolName, input, key)
-	if key != "" && err != nil && (errors.Is(err, ErrKeyTaken) || IsKind(err, Conflict)) {
+// Ask is an agent's call: the tool and its exact input, and optionally
+// the agent's idempotency key for it and the reason it gives, which is
+// journaled with the call and shown to the people who decide it.
+type Ask struct {
+	Tool, Input string
+	Key, Reason string
+}
+
+// CallOnce is Call with a's key and reason. Under the agent's
+// idempotency key (none when ""), the key is journaled with the call,
+// and the call made again with the same key and the same bytes returns
+// the first one's outcome, or its in-doubt state, and runs nothing; keys
+// are kept for the saga's life. Errors also: Unprocessable
+// (wire.CodeKeyReused) for the key sent with other bytes, naming the
+// first call; Conflict (wire.CodeInProgress) while the first call still
+// runs; Invalid for a key that is not 1 to MaxKeyLen printable ASCII
+// characters, or a reason that is not one line of at most MaxReasonLen
+// bytes.
+func (e *Engine) CallOnce(ctx context.Context, p Principal, sagaID string, a Ask) (CallResult, error) {
+	res, err := e.call(ctx, p, sagaID, a)
+	if a.Key != "" && err != nil && (errors.Is(err, ErrKeyTaken) || IsKind(err, Conflict)) {
 		// Made before under this key: its outcome, whatever the saga
 		// became since.
-		if first, ferr := e.replay(ctx, p, sagaID, toolName, input, key); !IsKind(ferr, NotFound) {
+		if first, ferr := e.replay(ctx, p, sagaID, a.Tool, a.Input, a.Key); !IsKind(ferr, NotFound) {
 			res, err = first, ferr
 		}
 	}
+	toolName := a.Tool
 	if _, ok := e.tools[toolName]; !ok {
 		toolName = "" // not a label for whatever an agent names
 	}
@@ -109,12 +120,19 @@ func validKey(key string) error {
 }
 
 // call does what CallOnce says; CallOnce tells the observer how it ended.
-func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input, key string) (CallResult, error) {
+func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (CallResult, error) {
+	toolName, input, key := a.Tool, a.Input, a.Key
 	if err := e.Can(p, ActCall, Subject{}); err != nil {
 		return CallResult{}, err
 	}
 	if err := validName("saga id", sagaID); err != nil {
 		return CallResult{}, err
+	}
+	if err := notReserved(sagaID); err != nil {
+		return CallResult{}, err
+	}
+	if err := validReason(a.Reason); err != nil {
+		return CallResult{}, at(err, sagaID, 0)
 	}
 	if err := validName("tool name", toolName); err != nil {
 		return CallResult{}, err
@@ -141,8 +159,8 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input,
 	// with the policy's hash: frozen at request time. The rule depends on
 	// the request alone, so it is found before the saga is locked.
 	phase, lines, matched := PhaseIntent, requested(p, key), true
+	var rule Rule
 	if tool.Reversibility == Irreversible {
-		var rule Rule
 		rule, matched = e.approvals.Match(toolName, sagaID, p.ID, input)
 		phase = PhaseAwaitingApproval
 		if matched {
@@ -150,6 +168,7 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input,
 		}
 		lines = lines.With(KeyPolicy, e.approvals.Hash)
 	}
+	lines = lines.With(KeyReason, a.Reason)
 	var res CallResult
 	var call Call
 	s, err := e.transact(ctx, sagaID, 0, "", func(tx Tx) (Saga, bool, error) {
@@ -187,7 +206,8 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID, toolName, input,
 		}
 		if phase == PhaseAwaitingApproval {
 			r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
-				Input: input, InputHash: PayloadHash(input), Requester: p.ID, CreatedAt: en.Timestamp}
+				Input: input, InputHash: PayloadHash(input), Requester: p.ID, CreatedAt: en.Timestamp,
+				Rule: rule.Name, Policy: e.approvals.Hash, Quorum: rule.Quorum, Due: tally(en, nil, rule).Due()}
 			if err := tx.PutApproval(r); err != nil {
 				return err
 			}

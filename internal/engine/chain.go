@@ -232,17 +232,27 @@ func VerifySaga(entries []Entry, s Saga, reqs []ApprovalRequest) Verification {
 			return broken(n, n, fmt.Sprintf("approval request at seq=%d has no journal entry", r.JournalSeq))
 		}
 		l := lc.Requests[r.JournalSeq]
-		if g := entries[i]; l == nil || r.SagaID != s.ID || g.ToolName != r.ToolName ||
-			g.Input != r.Input || r.InputHash != PayloadHash(g.Input) {
-			return broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i))
-		}
-		if !l.Open() {
+		if l != nil && !l.Open() {
 			c := int(l.Closed - 1)
 			return broken(n, c, fmt.Sprintf("approval request at seq=%d is pending, but the journal closed it: %s at seq=%d (entry %d)",
 				r.JournalSeq, l.Closing, l.Closed, c))
 		}
+		if g := entries[i]; l == nil || r.SagaID != s.ID || g.ToolName != r.ToolName ||
+			g.Input != r.Input || r.InputHash != PayloadHash(g.Input) || r.Rule != g.Field(KeyRule) ||
+			r.Policy != g.Field(KeyPolicy) {
+			return broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i))
+		}
 	}
 	return v
+}
+
+// voters names who cast votes.
+func voters(vs []Vote) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Voter)
+	}
+	return out
 }
 
 func broken(n, i int, msg string) Verification {

@@ -168,14 +168,22 @@ type Recoverer struct {
 
 // Start runs Recover now and then every Every until ctx ends.
 func (r Recoverer) Start(ctx context.Context) {
-	e, log := r.Engine, cmp.Or(r.Logger, r.Engine.log)
+	log := cmp.Or(r.Logger, r.Engine.log)
+	periodically(ctx, cmp.Or(r.Every, time.Minute), func() {
+		if err := r.Engine.Recover(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("continuing interrupted compensations failed; trying again later", "err", err)
+		}
+	})
+}
+
+// periodically runs run now, then every d until ctx ends, in a goroutine
+// of its own: the loop of the engine's services.
+func periodically(ctx context.Context, d time.Duration, run func()) {
 	go func() {
-		t := time.NewTicker(cmp.Or(r.Every, time.Minute))
+		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
-			if err := e.Recover(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("continuing interrupted compensations failed; trying again later", "err", err)
-			}
+			run()
 			select {
 			case <-ctx.Done():
 				return

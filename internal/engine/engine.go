@@ -117,6 +117,9 @@ type Engine struct {
 	// approvals says which rule applies to each request of an
 	// IRREVERSIBLE tool.
 	approvals *Approvals
+	// policies are every policy read so far, the one in force among
+	// them: requests are decided by the policy they record.
+	policies history
 	// keys sign the receipts of people's decisions, and verify them.
 	keys *Keys
 	// tlog is the global log; nil when there is none (tests).
@@ -183,6 +186,7 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 		}
 		e.approvals = a
 	}
+	e.policies.put(e.approvals)
 	for _, t := range tools {
 		if err := validName("tool name", t.Name); err != nil {
 			return nil, err

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sagacity-go/sagacity/wire"
@@ -16,29 +19,47 @@ const (
 	// approval policy applies to: nobody could approve it.
 	RefusedNoRule = "no rule of the approval policy applies to this request"
 	RefusedStale  = "stale-approval: payload changed since approval was granted"
+	// RefusedQuorum starts the refusal of a request approved by fewer
+	// people than its rule asks for.
+	RefusedQuorum = "quorum not reached"
+	// RefusedGrant starts the refusal of a request whose approval's
+	// grant ended before it was executed.
+	RefusedGrant = "grant-expired: the approval's grant ended before execution"
 )
 
-// Decision is a recorded approve or reject.
+// Decision is a recorded decision on a request: an approval (a vote), a
+// rejection, a dismissal, a withdrawal or a request for changes.
 type Decision struct {
 	SagaID     string
 	JournalSeq int64
-	Approved   bool
+	Decided    Decided
+	Approved   bool // Decided is DecidedApproved
 	Approver   string
 	Reason     string
 	DecidedAt  time.Time
 	Status     Status // the saga's status afterwards
+	// Votes and Quorum say where the approvals stand afterwards.
+	Votes, Quorum int
+	// Receipt is the entry that records it (its receipt's seq).
+	Receipt int64
+}
+
+// ChangesMessage is what the model is told of a request a reviewer sent
+// back.
+func ChangesMessage(tool, reason string) string {
+	return fmt.Sprintf("[CHANGES_REQUESTED] Tool '%s': %s", tool, reason)
 }
 
 // gateRef is the input of decision and refusal entries: the gated entry's seq.
 func gateRef(seq int64) string { return "seq=" + strconv.FormatInt(seq, 10) }
 
 // personalPayload is the payload of an entry that records a person's
-// decision on entry g, made at at: who (key=<identity>), why, how they
+// decision r on entry g, made at at: who (key=<identity>), why, how they
 // signed in, the signed receipt, and the result they report last, when
 // they report one (it may hold line breaks).
-func (e *Engine) personalPayload(p Principal, g Entry, decision Decided, key Key, reason string, result *string, at time.Time) (string, error) {
-	receipt, err := e.signed(p, g, decision, reason, result, at)
-	ls := Lines{{key, p.ID}}.With(KeyReason, reason).With(KeyAuth, string(p.Auth)).With(KeyReceipt, receipt)
+func (e *Engine) personalPayload(p Principal, g Entry, r Receipt, key Key, result *string, at time.Time) (string, error) {
+	receipt, err := e.signed(p, g, r, result, at)
+	ls := Lines{{key, p.ID}}.With(KeyReason, r.Reason).With(KeyAuth, string(p.Auth)).With(KeyReceipt, receipt)
 	if result != nil {
 		ls = append(ls, Line{KeyResult, *result})
 	}
@@ -50,19 +71,25 @@ func noPending(sagaID string, seq int64) *Error {
 		SagaID: sagaID, Seq: seq}
 }
 
-// bound is a pending request as its verified journal has it.
+// bound is a pending request as its verified journal has it, with the
+// rule it is decided by and where its votes stand.
 type bound struct {
 	entries []Entry
 	gated   Entry // the AWAITING_APPROVAL entry the request row stands for
 	life    *Life // what the journal says became of it: open, so far
+	rule    Rule
+	tally   Tally
+	row     ApprovalRequest
 }
 
 // bind reads a locked saga's journal, verifies it against the saga's head
-// and the pending request r (see VerifySaga: the journal must say r is
-// still open), and returns it with the AWAITING_APPROVAL entry r stands
-// for. Decisions and resumes act on that verified entry, never on the
-// request row, which is only the index of what is pending. Conflict when
-// the journal or r does not verify (see intact).
+// and the pending request r (see check: the journal must say r is still
+// open), and returns it with the AWAITING_APPROVAL entry r stands for and
+// the rule that entry records. Decisions and resumes act on that verified
+// entry, never on the request row, which is only the index of what is
+// pending. Conflict when the journal or r does not verify (see intact),
+// or the rule cannot be found; an *unloaded error when the request's
+// policy must be read first.
 func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 	entries, err := tx.Entries(s.ID)
 	if err != nil {
@@ -72,7 +99,12 @@ func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 		return bound{}, err
 	}
 	lc, _ := ReadLifecycle(entries)
-	return bound{entries: entries, gated: entries[r.JournalSeq-1], life: lc.Requests[r.JournalSeq]}, nil
+	b := bound{entries: entries, gated: entries[r.JournalSeq-1], life: lc.Requests[r.JournalSeq], row: r}
+	if b.rule, err = e.ruleIn(b.gated); err != nil {
+		return bound{}, err
+	}
+	b.tally = tally(b.gated, b.life, b.rule)
+	return b, nil
 }
 
 // superseded is the Conflict of acting on a request the saga re-planned.
@@ -81,11 +113,26 @@ func superseded(l *Life) *Error {
 		"it can no longer be approved or executed", l.Seq, l.SupersededBy)}
 }
 
+// errExpired is returned by a transaction that closed an expired request
+// (the server's REJECTED, the saga failing): the work is committed, and
+// the caller, once the saga is compensated, is told so.
+type errExpired struct{ why string }
+
+func (x *errExpired) Error() string { return x.why }
+
+// expiredError is the Conflict a person or agent acting on an expired
+// request gets, after the server closed it.
+func expiredError(sagaID string, seq int64, why string) *Error {
+	return &Error{Kind: Conflict, Code: wire.CodeExpired, SagaID: sagaID, Seq: seq, Msg: why}
+}
+
 // decide opens a decision on a pending request: it locks the saga, finds
-// the request and its verified journal entry, and checks that p may take
-// action a on it.
+// the request, its verified journal entry and its rule, checks that p may
+// take action a on it, closes it as expired when its time ran out
+// (Conflict, code EXPIRED, after the saga is compensated), and for a vote
+// checks the rule's reason and step-up. fn then journals the decision.
 func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string,
-	fn func(tx Tx, s *Saga, b bound) error) (Saga, error) {
+	fn func(tx Tx, s *Saga, b bound, at time.Time) error) (Saga, error) {
 	if err := e.Can(p, a, Subject{}); err != nil {
 		return Saga{}, err
 	}
@@ -98,82 +145,155 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 	if err := e.signing(ctx); err != nil {
 		return Saga{}, at(err, sagaID, seq)
 	}
-	s, err := e.update(ctx, sagaID, noPending(sagaID, seq), func(tx Tx, s *Saga) error {
-		r, err := tx.Approval(sagaID, seq)
-		if IsKind(err, NotFound) {
-			return noPending(sagaID, seq)
-		}
-		if err != nil {
+	var expired *errExpired
+	s, err := e.onRequest(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
+		expired = nil
+		if err := e.Can(p, a, Subject{Saga: s, Requester: b.gated.Field(KeyRequester), Rule: &b.rule}); err != nil {
 			return err
 		}
-		b, err := e.bind(tx, s, r)
-		if err != nil {
+		now := e.stamp(s)
+		if b.life.SupersededBy == 0 && b.tally.Expired(now) {
+			// A superseded request never expires: the saga went on
+			// with the one that replaced it.
+			expired = &errExpired{}
+			expired.why, err = e.expire(tx, s, b, now)
 			return err
 		}
-		rule, err := e.ruleOf(b.gated)
-		if err != nil {
-			return err
+		if a == ActApprove || a == ActReject || a == ActRequestChanges {
+			if err := voteAllowed(p, b.rule, reason, now); err != nil {
+				return err
+			}
 		}
-		if err := e.Can(p, a, Subject{Saga: s, Requester: b.gated.Field(KeyRequester), Rule: &rule}); err != nil {
-			return err
-		}
-		return fn(tx, s, b)
+		return fn(tx, s, b, now)
 	})
+	if expired != nil && err == nil {
+		e.compensateNow(ctx, s)
+		return Saga{}, expiredError(sagaID, seq, expired.why)
+	}
 	return s, at(err, sagaID, seq)
 }
 
-// Approve records p's approval of the request at seq: an APPROVED entry.
-// It executes nothing and leaves the request pending for Resume.
-//
-// Errors: NotFound when no request is pending at seq; Conflict when it is
-// already approved, or when the saga's journal or the request does not
-// verify; Forbidden without the approver role, or when p started the saga
-// or made the request (four-eyes); Invalid for a bad reason.
-func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
+// decideOn is decide for the decisions that leave the saga going (all but
+// a rejection): fn journals the decision and returns it; the observer is
+// told, and the saga's status filled in.
+func (e *Engine) decideOn(ctx context.Context, p Principal, a Action, decided Decided, sagaID string, seq int64, reason string,
+	fn func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error)) (Decision, error) {
 	var d Decision
-	s, err := e.decide(ctx, p, ActApprove, sagaID, seq, reason, func(tx Tx, s *Saga, b bound) error {
-		switch {
-		case len(b.life.Approvals) > 0:
-			return &Error{Kind: Conflict, Msg: fmt.Sprintf("saga=%s seq=%d is already approved", sagaID, seq)}
-		case b.life.SupersededBy != 0:
-			return superseded(b.life)
-		}
-		at := e.stamp(s)
-		payload, err := e.personalPayload(p, b.gated, DecidedApproved, KeyApprover, reason, nil, at)
-		if err != nil {
-			return err
-		}
-		en, err := e.appendAt(tx, s, GateTool, PhaseApproved, gateRef(seq), payload, at)
-		d = Decision{SagaID: sagaID, JournalSeq: seq, Approved: true, Approver: p.ID, Reason: reason, DecidedAt: en.Timestamp}
+	s, err := e.decide(ctx, p, a, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) (err error) {
+		d, err = fn(tx, s, b, at)
 		return err
 	})
 	if err == nil {
-		e.obs.Decided(DecidedApproved)
+		e.obs.Decided(decided)
 	}
 	d.Status = s.Status
 	return d, err
 }
 
-// Reject records p's rejection of the request at seq: a REJECTED entry.
-// Every pending request of the saga is dropped and every executed step is
-// compensated once, newest first.
+// voteAllowed checks a vote by p at at against rule r: a reason where
+// the rule requires one (Invalid), a sign-in recent enough for its
+// step-up (Forbidden, code STEP_UP).
+func voteAllowed(p Principal, r Rule, reason string, at time.Time) error {
+	if r.ReasonRequired && reason == "" {
+		return Errorf(Invalid, "approval rule %s requires a reason with every vote: say why", r.Name)
+	}
+	if r.StepUp <= 0 {
+		return nil
+	}
+	if p.AuthTime.IsZero() {
+		return &Error{Kind: Forbidden, Code: wire.CodeStepUp, Msg: fmt.Sprintf("approval rule %s counts a vote only from a sign-in "+
+			"within the last %s, and %s has no sign-in time (a static token never has): vote from the console", r.Name, r.StepUp, p.ID)}
+	}
+	if signedIn := p.AuthTime.Truncate(time.Second); signedIn.Before(at.Add(-r.StepUp).Truncate(time.Second)) {
+		return &Error{Kind: Forbidden, Code: wire.CodeStepUp, Msg: fmt.Sprintf("approval rule %s counts a vote only from a sign-in "+
+			"within the last %s; you signed in %s ago: sign in again, then vote", r.Name, r.StepUp, at.Sub(signedIn).Round(time.Second))}
+	}
+	return nil
+}
+
+// ballot is the part of a decision's receipt that says what it counts
+// for under the request's rule.
+func ballot(b bound, decision Decided, p Principal, reason string) Receipt {
+	r := Receipt{Decision: decision, Reason: reason, ApprovalPolicy: b.gated.Field(KeyPolicy)}
+	if r.ApprovalPolicy != "" {
+		r.Rule = b.rule.Name
+	}
+	if decision != DecidedWithdrawn && decision != DecidedDismissed {
+		r.EligibleAs = b.rule.EligibleAs(p)
+	}
+	return r
+}
+
+// vote journals p's decision on bound request b at at, as an entry of
+// the approval gate of phase with the identity under key, and returns it.
+func (e *Engine) vote(tx Tx, s *Saga, b bound, p Principal, r Receipt, phase Phase, key Key, at time.Time) (Decision, error) {
+	payload, err := e.personalPayload(p, b.gated, r, key, nil, at)
+	if err != nil {
+		return Decision{}, err
+	}
+	en, err := e.appendAt(tx, s, GateTool, phase, gateRef(b.gated.Seq), payload, at)
+	return Decision{SagaID: s.ID, JournalSeq: b.gated.Seq, Decided: r.Decision, Approved: r.Decision == DecidedApproved,
+		Approver: p.ID, Reason: r.Reason, DecidedAt: en.Timestamp, Receipt: en.Seq, Quorum: b.rule.Quorum}, err
+}
+
+// count records in the request's row where its votes stand after a vote
+// or a withdrawal, and returns how many stand.
+func (e *Engine) count(tx Tx, b bound, standing []Vote) (int, error) {
+	t := tally(b.gated, &Life{Votes: standing}, b.rule)
+	return len(standing), tx.PutVotes(b.row.SagaID, b.row.JournalSeq, t.Voters(), t.Due())
+}
+
+// Approve records p's approval of the request at seq: a vote, journaled
+// as an APPROVED entry with its receipt. It executes nothing; the request
+// may be executed once its rule's quorum of distinct people stand behind
+// it.
 //
-// Errors: as Approve, without the Conflict for an approved request.
+// Errors: NotFound when no request is pending at seq; Conflict when its
+// quorum is reached already, p approved it already (one person counts
+// once, whatever groups, tokens or sessions they have), it expired (code
+// EXPIRED: closed now, and the saga compensated), it was superseded, or
+// the saga's journal or the request does not verify; Forbidden without
+// the approver role, outside the rule's approvers, when p started the
+// saga or made the request (four-eyes), or from a sign-in older than the
+// rule's step-up (code STEP_UP); Invalid for a bad reason, or none where
+// the rule requires one.
+func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
+	return e.decideOn(ctx, p, ActApprove, DecidedApproved, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+		if mine, ok := b.life.standing(p.ID); ok {
+			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s approved the request at seq=%d already (seq=%d): one person counts once",
+				p.ID, seq, mine.Seq)}
+		}
+		switch {
+		case b.tally.Met():
+			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("saga=%s seq=%d is already approved: %s", sagaID, seq, b.tally.Progress())}
+		case b.life.SupersededBy != 0:
+			return Decision{}, superseded(b.life)
+		}
+		r := ballot(b, DecidedApproved, p, reason)
+		r.Vote, r.Quorum = len(b.tally.Votes)+1, b.rule.Quorum
+		d, err := e.vote(tx, s, b, p, r, PhaseApproved, KeyApprover, at)
+		if err != nil {
+			return d, err
+		}
+		d.Votes, err = e.count(tx, b, append(b.tally.Votes, Vote{Seq: d.Receipt, Voter: p.ID, At: d.DecidedAt}))
+		return d, err
+	})
+}
+
+// Reject records p's rejection of the request at seq: a REJECTED entry.
+// One eligible rejection rejects, whatever the votes. Every pending
+// request of the saga is dropped and every executed step is compensated
+// once, newest first.
+//
+// Errors: as Approve, without the Conflicts of an approved request.
 func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
 	var d Decision
-	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, func(tx Tx, s *Saga, b bound) error {
-		gated := b.gated
-		at := e.stamp(s)
-		payload, err := e.personalPayload(p, gated, DecidedRejected, KeyApprover, reason, nil, at)
-		if err != nil {
+	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) error {
+		var err error
+		if d, err = e.vote(tx, s, b, p, ballot(b, DecidedRejected, p, reason), PhaseRejected, KeyApprover, at); err != nil {
 			return err
 		}
-		en, err := e.appendAt(tx, s, GateTool, PhaseRejected, gateRef(seq), payload, at)
-		if err != nil {
-			return err
-		}
-		d = Decision{SagaID: sagaID, JournalSeq: seq, Approved: false, Approver: p.ID, Reason: reason, DecidedAt: en.Timestamp}
-		return e.fail(tx, s, fmt.Sprintf("%s at seq=%d rejected by %s", gated.ToolName, seq, p.ID))
+		return e.fail(tx, s, fmt.Sprintf("%s at seq=%d rejected by %s", b.gated.ToolName, seq, p.ID))
 	})
 	if err != nil {
 		e.unknown(sagaID, err)
@@ -192,32 +312,117 @@ func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int
 // Errors: Conflict when the request is not superseded (reject it
 // instead), and as Reject.
 func (e *Engine) Dismiss(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
-	var d Decision
-	s, err := e.decide(ctx, p, ActDismiss, sagaID, seq, reason, func(tx Tx, s *Saga, b bound) error {
+	return e.decideOn(ctx, p, ActDismiss, DecidedDismissed, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
 		if b.life.SupersededBy == 0 {
-			return &Error{Kind: Conflict, Msg: fmt.Sprintf("the request at seq=%d is not superseded: only a request the saga "+
+			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("the request at seq=%d is not superseded: only a request the saga "+
 				"replaced can be dismissed; reject it to end the saga", seq)}
 		}
-		at := e.stamp(s)
-		payload, err := e.personalPayload(p, b.gated, DecidedDismissed, KeyDismissedBy, reason, nil, at)
-		if err != nil {
-			return err
-		}
-		en, err := e.appendAt(tx, s, GateTool, PhaseRejected, gateRef(seq), payload, at)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
-			return err
-		}
-		d = Decision{SagaID: sagaID, JournalSeq: seq, Approver: p.ID, Reason: reason, DecidedAt: en.Timestamp}
-		return e.settle(tx, s)
+		return e.drop(tx, s, b, p, ballot(b, DecidedDismissed, p, reason), KeyDismissedBy, at)
 	})
-	if err == nil {
-		e.obs.Decided(DecidedDismissed)
+}
+
+// drop journals p's decision r that drops bound request b alone, the
+// saga going on, as the approval gate's REJECTED naming p under key.
+func (e *Engine) drop(tx Tx, s *Saga, b bound, p Principal, r Receipt, key Key, at time.Time) (Decision, error) {
+	d, err := e.vote(tx, s, b, p, r, PhaseRejected, key, at)
+	if err != nil {
+		return d, err
 	}
-	d.Status = s.Status
-	return d, err
+	if _, err := tx.DeleteApprovals(s.ID, b.gated.Seq); err != nil {
+		return d, err
+	}
+	return d, e.settle(tx, s)
+}
+
+// Withdraw takes back p's approval of the request at seq, until it is
+// executed: a REJECTED entry of the approval gate naming p as
+// withdrawn-by, with its receipt. The request stays pending, one vote
+// short.
+//
+// Errors: Conflict when p has no standing approval of it; otherwise as
+// Approve.
+func (e *Engine) Withdraw(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
+	return e.decideOn(ctx, p, ActWithdraw, DecidedWithdrawn, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+		mine, ok := b.life.standing(p.ID)
+		if !ok {
+			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s has no approval of the request at seq=%d to withdraw", p.ID, seq)}
+		}
+		d, err := e.vote(tx, s, b, p, ballot(b, DecidedWithdrawn, p, reason), PhaseRejected, KeyWithdrawnBy, at)
+		if err != nil {
+			return d, err
+		}
+		rest := slices.DeleteFunc(slices.Clone(b.tally.Votes), func(v Vote) bool { return v.Seq == mine.Seq })
+		d.Votes, err = e.count(tx, b, rest)
+		return d, err
+	})
+}
+
+// RequestChanges sends the request at seq back to the agent with p's
+// reason, which the agent reads as ChangesMessage: a REJECTED entry of
+// the approval gate naming p as changes-requested-by, with its receipt.
+// It drops that request alone; the saga keeps running, nothing is
+// compensated, and the agent may call the tool again with what was asked
+// for.
+//
+// Errors: Invalid without a reason (it is what the agent is told); as
+// Approve otherwise.
+func (e *Engine) RequestChanges(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
+	if reason == "" {
+		return Decision{}, Errorf(Invalid, "say what should change: the reason is what the agent is told")
+	}
+	return e.decideOn(ctx, p, ActRequestChanges, DecidedChanges, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+		return e.drop(tx, s, b, p, ballot(b, DecidedChanges, p, reason), KeyChangesBy, at)
+	})
+}
+
+// expire closes bound request b, whose deadline passed with its votes
+// short, as the server's REJECTED with a receipt, and fails the saga (the
+// caller compensates it once committed). It returns why, for whoever
+// acted on it.
+func (e *Engine) expire(tx Tx, s *Saga, b bound, at time.Time) (string, error) {
+	server := Principal{ID: ServerDecider, Auth: AuthServer}
+	r := ballot(b, DecidedExpired, server, "")
+	r.EligibleAs = ""
+	receipt, err := e.signed(server, b.gated, r, nil, at)
+	if err != nil {
+		return "", err
+	}
+	deadline := b.tally.Deadline.UTC().Format(TimeLayout)
+	payload := Lines{{KeyExpired, deadline}, {KeyAuth, string(AuthServer)}, {KeyReceipt, receipt}}.String()
+	if _, err := e.appendAt(tx, s, GateTool, PhaseRejected, gateRef(b.gated.Seq), payload, at); err != nil {
+		return "", err
+	}
+	why := fmt.Sprintf("the request at seq=%d expired at %s with %s: the server rejected it and the saga is compensated",
+		b.gated.Seq, deadline, b.tally.Progress())
+	return why, e.fail(tx, s, fmt.Sprintf("%s at seq=%d expired without its quorum (%s)", b.gated.ToolName, b.gated.Seq, b.tally.Progress()))
+}
+
+// closedError says what became of a request that is not pending: its
+// reviewer's request for changes (Conflict, code CHANGES_REQUESTED,
+// with what the agent is told), its expiry or its lapsed grant (Conflict,
+// code EXPIRED); NotFound for anything else.
+func (e *Engine) closedError(tx Tx, sagaID string, seq int64) error {
+	entries, err := tx.Entries(sagaID)
+	if err != nil {
+		return err
+	}
+	lc, _ := ReadLifecycle(entries)
+	l := lc.Requests[seq]
+	if l == nil || l.Open() || l.Closed > int64(len(entries)) {
+		return noPending(sagaID, seq)
+	}
+	closing := entries[l.Closed-1]
+	switch detail, _, _ := closing.Refusal(); {
+	case l.Closing == ClosedChanges:
+		return &Error{Kind: Conflict, Code: wire.CodeChangesRequested, SagaID: sagaID, Seq: seq,
+			Msg: ChangesMessage(l.Tool, closing.Field(KeyReason))}
+	case l.Closing == ClosedExpired:
+		return expiredError(sagaID, seq, fmt.Sprintf("the request at seq=%d expired at %s without its quorum; the server rejected it",
+			seq, closing.Field(KeyExpired)))
+	case l.Closing == ClosedRefused && strings.HasPrefix(detail, RefusedGrant):
+		return expiredError(sagaID, seq, fmt.Sprintf("the request at seq=%d was closed at seq=%d: %s", seq, closing.Seq, detail))
+	}
+	return noPending(sagaID, seq)
 }
 
 // ResumeResult reports a resume. A refused resume is a completed action,
@@ -235,15 +440,20 @@ type ResumeResult struct {
 
 // Resume executes an approved request, bound to the payload that was
 // approved. It fails closed, in this order: no pending request → NotFound,
-// nothing journaled; a journal that does not verify, or a request that
-// does not match its AWAITING_APPROVAL entry → Conflict, nothing
-// journaled; no APPROVED entry for exactly this seq, or sha256(payload) ≠
-// the hash of the input that entry journaled (byte-exact, whatever the
-// bytes) → refused: REJECTED is journaled (with the attempted bytes, see
-// EncodeText), the saga's pending requests are dropped and its executed
-// steps compensated. Otherwise the request is claimed and dropped in the
-// transaction that journals INTENT, so however many resumes race, across
-// processes, the tool runs at most once; the others get NotFound.
+// nothing journaled (Conflict with code CHANGES_REQUESTED or EXPIRED when
+// a reviewer sent it back, or the server closed it); a journal that does
+// not verify, a request that does not match its AWAITING_APPROVAL entry,
+// or one whose rule cannot be found → Conflict, nothing journaled; a
+// request whose deadline passed without its quorum → expired: the
+// server's REJECTED is journaled and the saga compensated (Refused);
+// fewer standing approvals than its rule's quorum (RefusedNoApproval for
+// none), a grant that ended, or sha256(payload) ≠ the hash of the input
+// that entry journaled (byte-exact, whatever the bytes) → refused:
+// REJECTED is journaled (with the attempted bytes, see EncodeText), the
+// saga's pending requests are dropped and its executed steps compensated.
+// Otherwise the request is claimed and dropped in the transaction that
+// journals INTENT, so however many resumes race, across processes, the
+// tool runs at most once; the others get NotFound.
 //
 // Other errors: NotFound when the request's tool is not registered;
 // Forbidden as Can says; Invalid for a payload larger than the input limit.
@@ -257,9 +467,9 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 // Execute is Resume with the bytes the request's verified AWAITING_APPROVAL
 // entry holds: what a person who approved it, or the agent that asked,
 // runs from the console or MCP without presenting the bytes again. Every
-// check of Resume holds; and a request nobody has decided yet is Conflict
-// (Code wire.CodeUndecided) with nothing changed, where Resume refuses it
-// and compensates the saga.
+// check of Resume holds; and a request whose quorum is not reached yet is
+// Conflict (Code wire.CodeUndecided) with nothing changed, where Resume
+// refuses it and compensates the saga.
 func (e *Engine) Execute(ctx context.Context, p Principal, sagaID string, seq int64) (ResumeResult, error) {
 	return e.resume(ctx, p, sagaID, seq, nil)
 }
@@ -282,19 +492,8 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 	}
 	var refusal string
 	var call Call
-	s, err := e.update(ctx, sagaID, noPending(sagaID, seq), func(tx Tx, s *Saga) error {
+	s, err := e.onRequest(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
 		refusal, call = "", Call{}
-		r, err := tx.Approval(sagaID, seq)
-		if IsKind(err, NotFound) {
-			return noPending(sagaID, seq)
-		}
-		if err != nil {
-			return err
-		}
-		b, err := e.bind(tx, s, r)
-		if err != nil {
-			return err
-		}
 		gated := b.gated
 		if err := e.Can(p, ActResume, Subject{Saga: s}); err != nil {
 			return err
@@ -308,26 +507,30 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 			// replaced this one.
 			return superseded(b.life)
 		}
-		if payload == nil && len(b.life.Approvals) == 0 {
-			// Execute runs what a person approved; asked before anyone
-			// decided, it changes nothing.
-			return &Error{Kind: Conflict, Code: wire.CodeUndecided, Msg: fmt.Sprintf("the request at seq=%d is not decided yet: "+
-				"nothing was run or changed; wait until a person approves it, then execute it", seq)}
+		now := e.stamp(s)
+		if payload == nil && !b.tally.Met() && !b.tally.Expired(now) {
+			// Execute runs what people approved; asked before they
+			// did, it changes nothing.
+			return &Error{Kind: Conflict, Code: wire.CodeUndecided, Msg: fmt.Sprintf("the request at seq=%d is not decided yet (%s): "+
+				"nothing was run or changed; wait until it is approved, then execute it", seq, b.tally.Progress())}
 		}
 		if err := e.clear(tx, s); err != nil {
+			return err
+		}
+		if b.tally.Expired(now) {
+			refusal, err = e.expire(tx, s, b, now)
 			return err
 		}
 		presented := gated.Input
 		if payload != nil {
 			presented = *payload
 		}
-		refusal = refuse(b.life, gated, presented)
-		if refusal != "" {
+		if refusal = refuse(b.tally, gated, presented, now); refusal != "" {
 			detail := Lines{{Value: refusal}}
 			if refusal == RefusedStale {
 				detail = detail.With(KeyAttempted, EncodeText(presented))
 			}
-			if _, err := e.append(tx, s, gated.ToolName, PhaseRejected, gateRef(seq), detail.String()); err != nil {
+			if _, err := e.appendAt(tx, s, gated.ToolName, PhaseRejected, gateRef(seq), detail.String(), now); err != nil {
 				return err
 			}
 			return e.fail(tx, s, fmt.Sprintf("resume of %s at seq=%d refused: %s", gated.ToolName, seq, refusal))
@@ -335,7 +538,7 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
 			return err
 		}
-		en, err := e.append(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p, "").With(KeyResumes, gateRef(seq)).String())
+		en, err := e.appendAt(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p, "").With(KeyResumes, gateRef(seq)).String(), now)
 		if err != nil {
 			return err
 		}
@@ -360,14 +563,80 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 	return ResumeResult{SagaID: sagaID, Seq: seq, Status: cr.Status, Result: cr.Result, Reason: cr.Error, Call: cr}, nil
 }
 
-// refuse returns why payload may not run as the verified gated entry,
-// whose lifecycle is l, or "".
-func refuse(l *Life, gated Entry, payload string) string {
-	if len(l.Approvals) == 0 {
+// refuse returns why payload may not run at at as the verified gated
+// entry, whose votes stand as t, or "".
+func refuse(t Tally, gated Entry, payload string, at time.Time) string {
+	switch {
+	case len(t.Votes) == 0:
 		return RefusedNoApproval
-	}
-	if PayloadHash(payload) != PayloadHash(gated.Input) {
+	case !t.Met():
+		return RefusedQuorum + ": " + t.Progress()
+	case t.Lapsed(at):
+		return fmt.Sprintf("%s (quorum reached at %s, grant of %s)", RefusedGrant, t.Reached.UTC().Format(time.RFC3339), t.Rule.Grant)
+	case PayloadHash(payload) != PayloadHash(gated.Input):
 		return RefusedStale
 	}
 	return ""
+}
+
+// onRequest runs fn on the pending request at seq of saga sagaID, bound
+// to its verified journal and rule (see bind), in one transaction on the
+// locked saga; when the request is not pending, closed says what to do
+// instead. A policy the request records is read first when need be.
+func (e *Engine) onRequest(ctx context.Context, sagaID string, seq int64, closed func(tx Tx, sagaID string, seq int64) error,
+	fn func(tx Tx, s *Saga, b bound) error) (Saga, error) {
+	return e.withPolicies(ctx, func() (Saga, error) {
+		return e.update(ctx, sagaID, noPending(sagaID, seq), func(tx Tx, s *Saga) error {
+			r, err := tx.Approval(sagaID, seq)
+			if IsKind(err, NotFound) {
+				return closed(tx, sagaID, seq)
+			}
+			if err != nil {
+				return err
+			}
+			b, err := e.bind(tx, s, r)
+			if err != nil {
+				return err
+			}
+			return fn(tx, s, b)
+		})
+	})
+}
+
+// unloaded is the error of a transaction that needs a policy this engine
+// has not read yet: the caller reads it, outside the transaction, and
+// tries again.
+type unloaded struct{ hash string }
+
+func (u *unloaded) Error() string { return "approval policy " + short12(u.hash) + " is not loaded" }
+
+// withPolicies runs f, and once more when it needed a policy that had to
+// be read first.
+func (e *Engine) withPolicies(ctx context.Context, f func() (Saga, error)) (Saga, error) {
+	s, err := f()
+	if u, ok := errors.AsType[*unloaded](err); ok {
+		if _, lerr := e.Policy(ctx, u.hash); lerr != nil {
+			if IsKind(lerr, NotFound) {
+				return s, &Error{Kind: Conflict, Msg: fmt.Sprintf("a request of this saga was made under approval policy %s, which never "+
+					"took effect here (this server runs %s): nothing is decided on it", short12(u.hash), short12(e.approvals.Hash))}
+			}
+			return s, lerr
+		}
+		s, err = f()
+	}
+	return s, err
+}
+
+// ruleIn is ruleOf from what the engine has read: an *unloaded error
+// when the request's policy is not among it.
+func (e *Engine) ruleIn(gated Entry) (Rule, error) {
+	hash := gated.Field(KeyPolicy)
+	if hash == "" {
+		return legacyRule, nil
+	}
+	a, ok := e.policies.get(hash)
+	if !ok {
+		return Rule{}, &unloaded{hash}
+	}
+	return matchRecorded(a, gated)
 }

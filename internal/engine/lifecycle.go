@@ -4,14 +4,18 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The journal alone says what became of each request: an AWAITING_APPROVAL
 // entry opens one, and exactly one later entry closes it — the INTENT that
-// resumes it, a person's REJECTED, a refused resume's REJECTED, or the
-// REJECTED that drops it when its saga fails. The request rows are an index
-// of what is open, never the truth: a row for a request the journal closed
-// is a break, and nothing is decided or executed on it.
+// resumes it, a person's REJECTED, a refused resume's REJECTED, the
+// REJECTED that drops it when its saga fails, the server's REJECTED when
+// it expired, or a reviewer's request for changes. Votes come in between:
+// each approval is an APPROVED entry of its own, and a voter may withdraw
+// theirs. The request rows are an index of what is open, never the truth:
+// a row for a request the journal closed is a break, and nothing is
+// decided or executed on it.
 
 // Closing is how a request left the pending state.
 type Closing string
@@ -25,21 +29,57 @@ const (
 	// ClosedDismissed: a person dropped it, superseded, and the saga
 	// went on.
 	ClosedDismissed Closing = "dismissed"
+	// ClosedChanges: a reviewer sent it back to the agent with what to
+	// change; the saga went on.
+	ClosedChanges Closing = "changes-requested"
+	// ClosedExpired: no quorum was reached in time, and the server
+	// rejected it.
+	ClosedExpired Closing = "expired"
 )
+
+// Vote is an approval of a request, as the journal records it.
+type Vote struct {
+	Seq   int64 // its APPROVED entry
+	Voter string
+	At    time.Time
+	// Withdrawn is the entry that withdrew it; 0 while it stands.
+	Withdrawn int64
+}
 
 // Life is what the journal says became of one request.
 type Life struct {
 	Seq       int64 // its AWAITING_APPROVAL entry
 	Tool      string
 	Requester string
-	// Approvals are the seqs of its APPROVED entries.
-	Approvals []int64
+	// Votes are its approvals, in order, withdrawn ones too.
+	Votes []Vote
 	// SupersededBy is the saga's later request of the same tool that was
 	// approved or executed while this one was open (it re-planned); 0
 	// when none. A superseded request is neither approved nor executed.
 	SupersededBy int64
 	Closed       int64 // the entry that closed it; 0 while it is open
 	Closing      Closing
+}
+
+// Standing are the votes not withdrawn, in order.
+func (l *Life) Standing() []Vote {
+	var out []Vote
+	for _, v := range l.Votes {
+		if v.Withdrawn == 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// standing returns voter's standing vote, if any.
+func (l *Life) standing(voter string) (Vote, bool) {
+	for _, v := range l.Votes {
+		if v.Voter == voter && v.Withdrawn == 0 {
+			return v, true
+		}
+	}
+	return Vote{}, false
 }
 
 // Open reports whether the request is still pending, as the journal says.
@@ -82,8 +122,9 @@ func refSeq(input string) int64 {
 // ReadLifecycle walks a journal (ordered by seq, its chain verified) and
 // says what became of each request, checking the rules every journal the
 // engine writes keeps: a decision or a resume names an open request, a
-// request is approved once and resumed only once approved and never after
-// it was superseded, nothing opens a call after the saga failed, nobody
+// person's vote on it stands once at a time and only a standing vote is
+// withdrawn, a request is resumed only with a standing vote and never
+// after it was superseded, nothing opens a call after the saga failed, nobody
 // decides a request of a saga they started or a request they made, and
 // time never runs backwards. The first entry that breaks one breaks the
 // journal; the lifecycle up to it is returned either way. ReadLifecycle is
@@ -123,32 +164,51 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 
 		case en.ToolName == GateTool && (en.Phase == PhaseApproved || en.Phase == PhaseRejected):
 			l := lc.Requests[refSeq(en.Input)]
-			decider, dismissal := en.Field(KeyApprover), en.Phase == PhaseRejected && en.Field(KeyDismissedBy) != ""
-			if dismissal {
-				decider = en.Field(KeyDismissedBy)
-			}
+			decision, decider, _ := personal(en)
 			switch {
 			case l == nil:
 				return bad(i, "decides %s, which is no request of this saga", en.Input)
 			case !l.Open():
 				return bad(i, "decides the request at seq=%d, %s", l.Seq, closed(l))
+			case decision == DecidedExpired:
+				// The server's word: nobody's four eyes.
+				l.Closed, l.Closing = en.Seq, ClosedExpired
+				lc.fail(en.Seq)
+				continue
 			case decider == lc.Initiator:
 				return bad(i, "is a decision by %s, who started the saga (four-eyes)", decider)
 			case decider == l.Requester:
 				return bad(i, "is a decision by %s, who made the request at seq=%d (four-eyes)", decider, l.Seq)
-			case dismissal && l.SupersededBy == 0:
-				return bad(i, "dismisses the request at seq=%d, which nothing superseded", l.Seq)
-			case dismissal:
+			}
+			switch decision {
+			case DecidedDismissed:
+				if l.SupersededBy == 0 {
+					return bad(i, "dismisses the request at seq=%d, which nothing superseded", l.Seq)
+				}
 				l.Closed, l.Closing = en.Seq, ClosedDismissed
-			case en.Phase == PhaseRejected:
+			case DecidedChanges:
+				l.Closed, l.Closing = en.Seq, ClosedChanges
+			case DecidedWithdrawn:
+				v, ok := l.standing(decider)
+				if !ok {
+					return bad(i, "withdraws %s's vote on the request at seq=%d, which has none standing", decider, l.Seq)
+				}
+				for k := range l.Votes {
+					if l.Votes[k].Seq == v.Seq {
+						l.Votes[k].Withdrawn = en.Seq
+					}
+				}
+			case DecidedRejected:
 				l.Closed, l.Closing = en.Seq, ClosedRejected
 				lc.fail(en.Seq)
-			case len(l.Approvals) > 0:
-				return bad(i, "approves the request at seq=%d a second time (approved at seq=%d)", l.Seq, l.Approvals[0])
-			case l.SupersededBy != 0:
-				return bad(i, "approves the request at seq=%d, superseded by the request at seq=%d", l.Seq, l.SupersededBy)
-			default:
-				l.Approvals = append(l.Approvals, en.Seq)
+			default: // approved
+				if v, ok := l.standing(decider); ok {
+					return bad(i, "is %s's second approval of the request at seq=%d (the first at seq=%d stands)", decider, l.Seq, v.Seq)
+				}
+				if l.SupersededBy != 0 {
+					return bad(i, "approves the request at seq=%d, superseded by the request at seq=%d", l.Seq, l.SupersededBy)
+				}
+				l.Votes = append(l.Votes, Vote{Seq: en.Seq, Voter: decider, At: en.Timestamp})
 				lc.supersede(l)
 			}
 
@@ -174,7 +234,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				return bad(i, "resumes %s, which is no request of these bytes of %s in this saga", en.Field(KeyResumes), en.ToolName)
 			case !l.Open():
 				return bad(i, "executes the request at seq=%d again: it was %s", l.Seq, closed(l))
-			case len(l.Approvals) == 0:
+			case len(l.Standing()) == 0:
 				return bad(i, "executes the request at seq=%d, which nobody approved", l.Seq)
 			case l.SupersededBy != 0:
 				return bad(i, "executes the request at seq=%d, superseded by the request at seq=%d", l.Seq, l.SupersededBy)

@@ -52,6 +52,18 @@ func rejectedBy(seq, who string) step {
 	return step{GateTool, PhaseRejected, "seq=" + seq, "approver=" + who + "\nauth=oidc"}
 }
 
+func withdrawnBy(seq, who string) step {
+	return step{GateTool, PhaseRejected, "seq=" + seq, "withdrawn-by=" + who + "\nauth=oidc"}
+}
+
+func changesBy(seq, who string) step {
+	return step{GateTool, PhaseRejected, "seq=" + seq, "changes-requested-by=" + who + "\nreason=smaller\nauth=oidc"}
+}
+
+func expiredAt(seq string) step {
+	return step{GateTool, PhaseRejected, "seq=" + seq, "expired=2026-07-21T10:00:00.000000Z\nauth=server"}
+}
+
 func resumes(seq string) step {
 	return step{"sendWireTransfer", PhaseIntent, wireIn, "requester=agent-1\nauth=token\nresumes=seq=" + seq}
 }
@@ -74,8 +86,25 @@ func TestReadLifecycle(t *testing.T) {
 			"seq=5 (entry 4) resumes seq=3, which is no request of these bytes of sendWireTransfer"},
 		{"resumes no request", []step{reserve, reserved, resumes("2")}, nil,
 			"seq=3 (entry 2) resumes seq=2, which is no request"},
-		{"approved twice", []step{reserve, reserved, gated, approvedBy("3", "bob"), approvedBy("3", "carol")}, nil,
-			"seq=5 (entry 4) approves the request at seq=3 a second time (approved at seq=4)"},
+		{"approved by two people", []step{reserve, reserved, gated, approvedBy("3", "bob"), approvedBy("3", "carol"), resumes("3")}, nil, ""},
+		{"approved twice by one person", []step{reserve, reserved, gated, approvedBy("3", "bob"), approvedBy("3", "bob")}, nil,
+			"seq=5 (entry 4) is bob's second approval of the request at seq=3 (the first at seq=4 stands)"},
+		{"withdrawn, then approved again", []step{reserve, reserved, gated, approvedBy("3", "bob"), withdrawnBy("3", "bob"),
+			approvedBy("3", "bob"), resumes("3")}, nil, ""},
+		{"withdrawn, then resumed", []step{reserve, reserved, gated, approvedBy("3", "bob"), withdrawnBy("3", "bob"), resumes("3")}, nil,
+			"seq=6 (entry 5) executes the request at seq=3, which nobody approved"},
+		{"withdrawn by another", []step{reserve, reserved, gated, approvedBy("3", "bob"), withdrawnBy("3", "carol")}, nil,
+			"seq=5 (entry 4) withdraws carol's vote on the request at seq=3, which has none standing"},
+		{"sent back, then the saga goes on", []step{reserve, reserved, gated, changesBy("3", "bob"),
+			{"sendWireTransfer", PhaseAwaitingApproval, `{"amount":"90","to":"alice"}`, "requester=agent-1"}}, nil, ""},
+		{"sent back, then resumed", []step{reserve, reserved, gated, approvedBy("3", "carol"), changesBy("3", "bob"), resumes("3")}, nil,
+			"seq=6 (entry 5) executes the request at seq=3 again: it was changes-requested at seq=5"},
+		{"changes requested by the requester", []step{reserve, reserved, gated, changesBy("3", "agent-1")}, nil,
+			"seq=4 (entry 3) is a decision by agent-1, who started the saga (four-eyes)"},
+		{"expired, then a call", []step{reserve, reserved, gated, expiredAt("3"), reserve}, nil,
+			"seq=5 (entry 4) opens a call after the saga failed at seq=4"},
+		{"expired twice", []step{reserve, reserved, gated, expiredAt("3"), expiredAt("3")}, nil,
+			"seq=5 (entry 4) decides the request at seq=3, expired at seq=4"},
 		{"decided after its rejection", []step{reserve, reserved, gated, rejectedBy("3", "bob"), approvedBy("3", "carol")}, nil,
 			"seq=5 (entry 4) decides the request at seq=3, rejected at seq=4"},
 		{"executed after its rejection", []step{reserve, reserved, gated, approvedBy("3", "bob"), rejectedBy("3", "carol"), resumes("3")}, nil,
@@ -157,7 +186,7 @@ func TestLifecycleStates(t *testing.T) {
 	want := map[int64]state{3: {10, ClosedDropped, 4, 0}, 4: {6, ClosedResumed, 0, 1}, 8: {9, ClosedRejected, 0, 0}}
 	for seq, w := range want {
 		l := lc.Requests[seq]
-		if got := (state{l.Closed, l.Closing, l.SupersededBy, len(l.Approvals)}); got != w {
+		if got := (state{l.Closed, l.Closing, l.SupersededBy, len(l.Standing())}); got != w {
 			t.Errorf("request at seq=%d: %+v, want %+v", seq, got, w)
 		}
 	}

@@ -18,19 +18,22 @@ type Key string
 
 // The keys, in the order they are written.
 const (
-	KeyRequester   Key = "requester"    // who asked for the call, on the entry that opens it
-	KeyAuth        Key = "auth"         // how the person or agent signed in
-	KeyClient      Key = "client"       // the MCP client and session that asked, if one did
-	KeyIdempotency Key = "key"          // the agent's idempotency key for the call
-	KeyRule        Key = "rule"         // on a request: the approval rule that applies
-	KeyPolicy      Key = "policy"       // on a request: the SHA-256 of the approval policy in force
-	KeyResumes     Key = "resumes"      // on a resume's INTENT: seq=<the request>
-	KeyApprover    Key = "approver"     // who approved or rejected a request
-	KeyDismissedBy Key = "dismissed-by" // who dismissed a superseded request
-	KeyResolvedBy  Key = "resolved-by"  // who recorded what became of a call in doubt
-	KeyReason      Key = "reason"       // why, in the person's words
-	KeyReceipt     Key = "receipt"      // the decision's signed receipt, base64
-	KeyDropped     Key = "dropped"      // why the saga failed, on the REJECTED that drops a request
+	KeyRequester   Key = "requester"            // who asked for the call, on the entry that opens it
+	KeyAuth        Key = "auth"                 // how the person or agent signed in
+	KeyClient      Key = "client"               // the MCP client and session that asked, if one did
+	KeyIdempotency Key = "key"                  // the agent's idempotency key for the call
+	KeyRule        Key = "rule"                 // on a request: the approval rule that applies
+	KeyPolicy      Key = "policy"               // on a request: the SHA-256 of the approval policy in force
+	KeyResumes     Key = "resumes"              // on a resume's INTENT: seq=<the request>
+	KeyApprover    Key = "approver"             // who approved or rejected a request
+	KeyDismissedBy Key = "dismissed-by"         // who dismissed a superseded request
+	KeyWithdrawnBy Key = "withdrawn-by"         // who withdrew their approval of a request
+	KeyChangesBy   Key = "changes-requested-by" // who sent a request back to the agent for changes
+	KeyExpired     Key = "expired"              // on the server's REJECTED of a request that expired: when it did
+	KeyResolvedBy  Key = "resolved-by"          // who recorded what became of a call in doubt
+	KeyReason      Key = "reason"               // why, in the person's words (on a request: the requester's)
+	KeyReceipt     Key = "receipt"              // the decision's signed receipt, base64
+	KeyDropped     Key = "dropped"              // why the saga failed, on the REJECTED that drops a request
 	// KeyAttempted and KeyResult run to the end of the payload, line
 	// breaks and all: the bytes a refused stale resume presented
 	// (EncodeText), and the result a resolution reports.

@@ -197,3 +197,8 @@ func (w watched) LastExecuted(ctx context.Context, tool string, before time.Time
 	en, err := w.s.LastExecuted(ctx, tool, before)
 	return en, failing(ctx, w.obs, err)
 }
+
+func (w watched) DueApprovals(ctx context.Context, t time.Time, limit int) ([]ApprovalRequest, error) {
+	rs, err := w.s.DueApprovals(ctx, t, limit)
+	return rs, failing(ctx, w.obs, err)
+}

@@ -14,19 +14,23 @@ type Action string
 
 // Actions.
 const (
-	ActCall    Action = "call"     // call a tool in a saga, creating it on the first call
-	ActEnd     Action = "end"      // say the agent's run is over
-	ActAbort   Action = "abort"    // fail the saga and compensate it
-	ActApprove Action = "approve"  // approve a pending request
-	ActReject  Action = "reject"   // reject a pending request
-	ActDismiss Action = "dismiss"  // drop a superseded request, the saga going on
-	ActResume  Action = "resume"   // execute an approved request
-	ActRead    Action = "read"     // read sagas and their journals
-	ActVerify  Action = "verify"   // verify a journal
-	ActReview  Action = "review"   // list pending requests
-	ActInDoubt Action = "in-doubt" // list calls in doubt
-	ActResolve Action = "resolve"  // record what a call in doubt came to
-	ActMetrics Action = "metrics"  // read the metrics: counts, no saga's content
+	ActCall     Action = "call"     // call a tool in a saga, creating it on the first call
+	ActEnd      Action = "end"      // say the agent's run is over
+	ActAbort    Action = "abort"    // fail the saga and compensate it
+	ActApprove  Action = "approve"  // approve a pending request
+	ActReject   Action = "reject"   // reject a pending request
+	ActDismiss  Action = "dismiss"  // drop a superseded request, the saga going on
+	ActWithdraw Action = "withdraw" // take back one's own approval of a request
+	// ActRequestChanges sends a request back to the agent with what to
+	// change, the saga going on.
+	ActRequestChanges Action = "request-changes"
+	ActResume         Action = "resume"   // execute an approved request
+	ActRead           Action = "read"     // read sagas and their journals
+	ActVerify         Action = "verify"   // verify a journal
+	ActReview         Action = "review"   // list pending requests
+	ActInDoubt        Action = "in-doubt" // list calls in doubt
+	ActResolve        Action = "resolve"  // record what a call in doubt came to
+	ActMetrics        Action = "metrics"  // read the metrics: counts, no saga's content
 )
 
 // Policy is the configurable part of who may do what.
@@ -55,25 +59,27 @@ type Subject struct {
 
 // roles lists who may ask for each action at all.
 var roles = map[Action][]Role{
-	ActCall:    {RoleAgent},
-	ActEnd:     {RoleAgent},
-	ActAbort:   {RoleAgent, RoleApprover},
-	ActApprove: {RoleApprover},
-	ActReject:  {RoleApprover},
-	ActDismiss: {RoleApprover},
-	ActResume:  {RoleAgent, RoleApprover},
-	ActRead:    Roles,
-	ActVerify:  {RoleAuditor, RoleApprover},
-	ActReview:  {RoleApprover, RoleAuditor},
-	ActInDoubt: {RoleApprover, RoleAuditor},
-	ActResolve: {RoleApprover},
+	ActCall:           {RoleAgent},
+	ActEnd:            {RoleAgent},
+	ActAbort:          {RoleAgent, RoleApprover},
+	ActApprove:        {RoleApprover},
+	ActReject:         {RoleApprover},
+	ActDismiss:        {RoleApprover},
+	ActWithdraw:       {RoleApprover},
+	ActRequestChanges: {RoleApprover},
+	ActResume:         {RoleAgent, RoleApprover},
+	ActRead:           Roles,
+	ActVerify:         {RoleAuditor, RoleApprover},
+	ActReview:         {RoleApprover, RoleAuditor},
+	ActInDoubt:        {RoleApprover, RoleAuditor},
+	ActResolve:        {RoleApprover},
 	// The backlog the metrics count is what review and in-doubt list.
 	ActMetrics: {RoleAuditor, RoleApprover},
 }
 
 var doing = map[Action]string{
 	ActCall: "calling a tool", ActEnd: "ending a saga", ActAbort: "aborting a saga", ActApprove: "approving",
-	ActReject: "rejecting", ActDismiss: "dismissing", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
+	ActReject: "rejecting", ActDismiss: "dismissing", ActWithdraw: "withdrawing a vote", ActRequestChanges: "requesting changes", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
 	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt", ActResolve: "resolving a call in doubt",
 	ActMetrics: "reading metrics",
 }
@@ -98,7 +104,7 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 		return nil
 	}
 	switch a {
-	case ActApprove, ActReject, ActDismiss, ActResolve:
+	case ActApprove, ActReject, ActDismiss, ActResolve, ActWithdraw, ActRequestChanges:
 		// Four-eyes: a request, or what a call in doubt came to, is
 		// decided by somebody other than whoever started the saga and
 		// whoever asked for the call.
@@ -108,7 +114,7 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 		if sub.Requester != "" && p.ID == sub.Requester {
 			return &Error{Kind: Forbidden, Msg: fmt.Sprintf("%s made this request and cannot decide it", p.ID), SagaID: s.ID}
 		}
-		if r := sub.Rule; r != nil && (a == ActApprove || a == ActReject) && !r.Eligible(p) {
+		if r := sub.Rule; r != nil && (a == ActApprove || a == ActReject || a == ActRequestChanges) && !r.Eligible(p) {
 			return &Error{Kind: Forbidden, SagaID: s.ID, Msg: fmt.Sprintf("deciding this request takes one of %s (approval rule %s); %s is in none",
 				strings.Join(r.Approvers, ", "), r.Name, p.ID)}
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -86,16 +87,26 @@ type Decided string
 const (
 	DecidedApproved    Decided = "approved"
 	DecidedRejected    Decided = "rejected"
-	DecidedHappened    Decided = "happened"     // a call in doubt had taken effect
-	DecidedNotHappened Decided = "not-happened" // it had not
-	DecidedUndone      Decided = "undone"       // an undo in doubt had taken effect
-	DecidedNotUndone   Decided = "not-undone"   // it had not
-	DecidedDismissed   Decided = "dismissed"    // a superseded request dropped, the saga going on
+	DecidedHappened    Decided = "happened"          // a call in doubt had taken effect
+	DecidedNotHappened Decided = "not-happened"      // it had not
+	DecidedUndone      Decided = "undone"            // an undo in doubt had taken effect
+	DecidedNotUndone   Decided = "not-undone"        // it had not
+	DecidedDismissed   Decided = "dismissed"         // a superseded request dropped, the saga going on
+	DecidedWithdrawn   Decided = "withdrawn"         // a voter took back their approval
+	DecidedChanges     Decided = "changes-requested" // a request sent back to the agent, the saga going on
+	DecidedExpired     Decided = "expired"           // the server: no quorum was reached in time
 )
 
+// ServerDecider is who the receipts of the server's own decisions (a
+// request that expired) name.
+const ServerDecider = "server"
+
+// AuthServer is how the server "signs in" on its own decisions.
+const AuthServer AuthMethod = "server"
+
 // Decideds lists every decision.
-var Decideds = []Decided{DecidedApproved, DecidedRejected, DecidedDismissed, DecidedHappened, DecidedNotHappened,
-	DecidedUndone, DecidedNotUndone}
+var Decideds = []Decided{DecidedApproved, DecidedRejected, DecidedDismissed, DecidedWithdrawn, DecidedChanges, DecidedExpired,
+	DecidedHappened, DecidedNotHappened, DecidedUndone, DecidedNotUndone}
 
 // Receipt is what a person decided, as signed.
 type Receipt struct {
@@ -112,7 +123,17 @@ type Receipt struct {
 	Auth          AuthMethod // how they signed in here
 	Time          time.Time
 	Policy        string // the policy in force
-	Reason        string // why, as they said; "" when they gave none
+	// ApprovalPolicy and Rule are the approval policy's hash and the
+	// rule a decision on a request was made under, as its
+	// AWAITING_APPROVAL entry records them; "" for a call in doubt.
+	ApprovalPolicy, Rule string
+	// EligibleAs is which of the rule's approvers (a role or a group)
+	// the decider voted as; "" for a decision that is no vote.
+	EligibleAs string
+	// Vote and Quorum place an approval: it made Vote standing approvals
+	// of the Quorum the rule asks for. 0 for any other decision.
+	Vote, Quorum int
+	Reason       string // why, as they said; "" when they gave none
 	// ResultSHA256 is the hash of the result a person reports for a call
 	// in doubt that happened; "" for any other decision.
 	ResultSHA256 string
@@ -144,6 +165,16 @@ func (r Receipt) Text() string {
 	line("auth", string(r.Auth))
 	line("time", r.Time.UTC().Format(TimeLayout))
 	line("policy", r.Policy)
+	if r.ApprovalPolicy != "" {
+		line("approval-policy", r.ApprovalPolicy)
+		line("rule", r.Rule)
+	}
+	if r.EligibleAs != "" {
+		line("eligible-as", r.EligibleAs)
+	}
+	if r.Quorum > 0 {
+		line("vote", fmt.Sprintf("%d of %d", r.Vote, r.Quorum))
+	}
 	if r.Reason != "" {
 		line("reason", r.Reason)
 	}
@@ -162,6 +193,9 @@ func ParseReceipt(text string) (Receipt, error) {
 		return bad("no " + receiptHeader + " header")
 	}
 	var r Receipt
+	fields := map[string]*string{"saga": &r.SagaID, "entry": &r.Entry, "payload-sha256": &r.PayloadSHA256, "decider": &r.Decider,
+		"issuer": &r.Issuer, "subject": &r.Subject, "policy": &r.Policy, "approval-policy": &r.ApprovalPolicy, "rule": &r.Rule,
+		"eligible-as": &r.EligibleAs, "reason": &r.Reason, "result-sha256": &r.ResultSHA256}
 	seen := map[string]bool{}
 	for _, l := range lines[1:] {
 		k, v, ok := strings.Cut(l, ": ")
@@ -171,36 +205,27 @@ func ParseReceipt(text string) (Receipt, error) {
 		seen[k] = true
 		var err error
 		switch k {
-		case "saga":
-			r.SagaID = v
 		case "seq":
 			r.Seq, err = strconv.ParseInt(v, 10, 64)
-		case "entry":
-			r.Entry = v
-		case "payload-sha256":
-			r.PayloadSHA256 = v
 		case "decision":
 			r.Decision = Decided(v)
-		case "decider":
-			r.Decider = v
-		case "issuer":
-			r.Issuer = v
-		case "subject":
-			r.Subject = v
-		case "auth-time":
-			r.AuthTime, err = time.Parse(time.RFC3339, v)
 		case "auth":
 			r.Auth = AuthMethod(v)
+		case "auth-time":
+			r.AuthTime, err = time.Parse(time.RFC3339, v)
 		case "time":
 			r.Time, err = time.Parse(time.RFC3339Nano, v)
-		case "policy":
-			r.Policy = v
-		case "reason":
-			r.Reason = v
-		case "result-sha256":
-			r.ResultSHA256 = v
+		case "vote":
+			if n, serr := fmt.Sscanf(v, "%d of %d", &r.Vote, &r.Quorum); n != 2 || serr != nil || r.Vote < 1 || r.Quorum < r.Vote ||
+				v != fmt.Sprintf("%d of %d", r.Vote, r.Quorum) {
+				err = errors.New("not <k> of <m>")
+			}
 		default:
-			return bad("unknown field " + strconv.Quote(k))
+			to, ok := fields[k]
+			if !ok {
+				return bad("unknown field " + strconv.Quote(k))
+			}
+			*to = v
 		}
 		if err != nil {
 			return bad("field " + k)
@@ -224,12 +249,13 @@ func OpenReceipt(signed string, v note.Verifier) (Receipt, error) {
 	return ParseReceipt(n.Text)
 }
 
-// signed makes the receipt line of a decision on entry g (a request's
-// AWAITING_APPROVAL entry or a call's INTENT), decided by p.
-func (e *Engine) signed(p Principal, g Entry, decision Decided, reason string, result *string, at time.Time) (string, error) {
-	r := Receipt{SagaID: g.SagaID, Seq: g.Seq, Entry: g.Hash, PayloadSHA256: PayloadHash(g.Input), Decision: decision,
-		Decider: p.ID, Issuer: p.Issuer, Subject: p.Subject, AuthTime: p.AuthTime, Auth: p.Auth, Time: at,
-		Policy: e.policy.String(), Reason: reason}
+// signed makes the receipt line of decision r (its decision, reason and,
+// on a request, ballot filled in) on entry g (a request's
+// AWAITING_APPROVAL entry or a call's INTENT), decided by p at at.
+func (e *Engine) signed(p Principal, g Entry, r Receipt, result *string, at time.Time) (string, error) {
+	r.SagaID, r.Seq, r.Entry, r.PayloadSHA256 = g.SagaID, g.Seq, g.Hash, PayloadHash(g.Input)
+	r.Decider, r.Issuer, r.Subject, r.AuthTime, r.Auth, r.Time = p.ID, p.Issuer, p.Subject, p.AuthTime, p.Auth, at
+	r.Policy = e.policy.String()
 	if result != nil {
 		r.ResultSHA256 = PayloadHash(*result)
 	}
@@ -260,10 +286,19 @@ func personal(e Entry) (decision Decided, decider string, ok bool) {
 	case PhaseApproved:
 		return DecidedApproved, e.Field(KeyApprover), true
 	case PhaseRejected:
-		if by := e.Field(KeyDismissedBy); by != "" {
-			return DecidedDismissed, by, true
+		ls := ParseLines(e.Payload)
+		for _, d := range []struct {
+			k Key
+			d Decided
+		}{{KeyDismissedBy, DecidedDismissed}, {KeyWithdrawnBy, DecidedWithdrawn}, {KeyChangesBy, DecidedChanges}} {
+			if by := ls.Value(d.k); by != "" {
+				return d.d, by, true
+			}
 		}
-		return DecidedRejected, e.Field(KeyApprover), true
+		if _, ok := ls.Get(KeyExpired); ok {
+			return DecidedExpired, ServerDecider, true
+		}
+		return DecidedRejected, ls.Value(KeyApprover), true
 	case PhaseExecuted:
 		return DecidedHappened, e.Field(KeyResolvedBy), true
 	case PhaseFailed:
@@ -348,6 +383,10 @@ func receiptProblem(entries []Entry, e Entry, decision Decided, decider string, 
 		return "it was signed at another time", r.Auth
 	case r.Reason != e.Field(KeyReason):
 		return "it was signed for another reason", r.Auth
+	case r.ApprovalPolicy != "" && (r.ApprovalPolicy != g.Field(KeyPolicy) || r.Rule != g.Field(KeyRule)):
+		return "it was signed under another approval rule than the request records", r.Auth
+	case decision == DecidedExpired && r.Auth != AuthServer:
+		return "an expiry is the server's own decision", r.Auth
 	}
 	if result, ok := ParseLines(e.Payload).Get(KeyResult); ok && r.ResultSHA256 != PayloadHash(result) {
 		return "it was signed for another result", r.Auth

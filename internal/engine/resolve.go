@@ -85,7 +85,7 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 			decision = DecidedUndone
 		}
 		at := e.stamp(s)
-		payload, err := e.personalPayload(p, entries[seq-1], decision, KeyResolvedBy, reason, reported, at)
+		payload, err := e.personalPayload(p, entries[seq-1], Receipt{Decision: decision, Reason: reason}, KeyResolvedBy, reported, at)
 		if err != nil {
 			return err
 		}

@@ -6,25 +6,37 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // What a reviewer reads: requests as a list shows them, one request with
 // everything needed to decide it, and what happened to a request since.
 
-// Approver is who approved a pending request, "" while it is undecided.
-func (p Pending) Approver() string { return ParseLines(p.Approval).Value(KeyApprover) }
+// Approved reports whether a pending request has its quorum.
+func (p Pending) Approved() bool { return len(p.Voters) >= max(p.Quorum, 1) }
 
 // MaxPage caps a page of requests or sagas.
 const MaxPage = 200
 
 // Pending lists pending requests, oldest first, a page of at most
-// f.Limit (1..MaxPage, 0 means 50), and counts all that f selects.
+// f.Limit (1..MaxPage, 0 means 50), and counts all that f selects. With
+// f.ForMe, only those p may vote on and has not (the engine sets
+// f.Voter; a caller's is ignored).
 // Errors: Forbidden as Can says for ActReview, Unavailable when the store is.
 func (e *Engine) Pending(ctx context.Context, p Principal, f PendingFilter) ([]Pending, int, error) {
 	if err := e.Can(p, ActReview, Subject{}); err != nil {
 		return nil, 0, err
 	}
 	f.Limit = clamp(f.Limit, 50, MaxPage)
+	f.Voter = nil
+	if f.ForMe {
+		v, err := e.voter(ctx, p)
+		if err != nil {
+			return nil, 0, err
+		}
+		f.Voter = v
+	}
 	page, err := e.store.Pending(ctx, f)
 	if err != nil {
 		return nil, 0, err
@@ -112,8 +124,8 @@ type RequestState string
 
 // Request states.
 const (
-	StateUndecided RequestState = "undecided" // pending, nobody has decided
-	StateApproved  RequestState = "approved"  // pending, approved, awaiting execution
+	StateUndecided RequestState = "undecided" // pending, without the approvals its rule asks for
+	StateApproved  RequestState = "approved"  // pending, approved by its quorum, awaiting execution
 	StateExecuting RequestState = "executing" // resumed; its outcome is not journaled yet
 	StateExecuted  RequestState = "executed"  // resumed and executed
 	StateFailed    RequestState = "failed"    // resumed, and the tool failed
@@ -124,7 +136,18 @@ const (
 	// tool was approved or executed; it can be neither.
 	StateSuperseded RequestState = "superseded"
 	StateDismissed  RequestState = "dismissed" // superseded, and a person dropped it
+	// StateChangesRequested: a reviewer sent it back to the agent, the
+	// saga going on.
+	StateChangesRequested RequestState = "changes-requested"
+	StateExpired          RequestState = "expired" // no quorum in time: the server rejected it
 )
+
+// Ballot is an approval of a request, and its withdrawal if it was
+// withdrawn.
+type Ballot struct {
+	Decision
+	Withdrawal *Decision
+}
 
 // Review is everything a person needs to decide one request, read from
 // one snapshot of its saga.
@@ -133,9 +156,17 @@ type Review struct {
 	Gated   Entry // the AWAITING_APPROVAL entry: the bytes, their tool, who asked
 	State   RequestState
 	Pending bool
-	// Approval and Rejection (or Dismissal) are the decisions recorded
-	// on it, if any.
-	Approval, Rejection, Dismissal *Decision
+	// Rule is the approval rule the request is decided by, nil when it
+	// cannot be found (RuleProblem says why); Tally is where its votes
+	// stand under it.
+	Rule        *Rule
+	RuleProblem string
+	Tally       Tally
+	// Votes are its approvals, in order, each with its withdrawal.
+	Votes []Ballot
+	// Rejection, Dismissal, Changes (a request for changes) and Expiry
+	// are the decisions that closed it, if one did.
+	Rejection, Dismissal, Changes, Expiry *Decision
 	// Refusal is the refused resume's entry, if any (State refused); its
 	// payload holds what was attempted. Dropped is the entry that
 	// dropped it when the saga failed, if any.
@@ -152,8 +183,8 @@ type Review struct {
 	WouldUndo, StaysDone []Call
 	Siblings             []ApprovalRequest
 	// Previous is the saga's earlier proposal of the same tool (it
-	// re-planned), and LastExecuted the newest executed call of the tool
-	// before this request, in any saga.
+	// re-planned, perhaps sent back for changes), and LastExecuted the
+	// newest executed call of the tool before this request, in any saga.
 	Previous, LastExecuted *Entry
 	Verification           Verification
 }
@@ -192,6 +223,9 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 		}
 	}
 	lc, _ := ReadLifecycle(es)
+	if err := e.ruled(ctx, &r, lc.Requests[seq]); err != nil {
+		return Review{}, err
+	}
 	r.settle(lc.Requests[seq], snap.Calls)
 	if r.Pending {
 		for i := len(snap.Calls) - 1; i >= 0; i-- {
@@ -247,40 +281,71 @@ func (e *Engine) Requests(ctx context.Context, p Principal, sagaID string) (Saga
 	for _, seq := range lc.Order {
 		r := Review{Saga: *snap.Saga, Gated: snap.Entries[seq-1], Journal: snap.Entries}
 		r.Pending = slices.ContainsFunc(snap.Requests, func(q ApprovalRequest) bool { return q.JournalSeq == seq })
+		if err := e.ruled(ctx, &r, lc.Requests[seq]); err != nil {
+			return Saga{}, nil, err
+		}
 		r.settle(lc.Requests[seq], snap.Calls)
 		out = append(out, r)
 	}
 	return *snap.Saga, out, nil
 }
 
+// ruled finds the rule the request is decided by and counts its votes
+// under it; when the rule cannot be found it says why, and the request
+// counts as undecided.
+func (e *Engine) ruled(ctx context.Context, r *Review, l *Life) error {
+	rule, err := e.ruleOf(ctx, r.Gated)
+	switch {
+	case err == nil:
+		r.Rule, r.Tally = &rule, tally(r.Gated, l, rule)
+	case IsKind(err, Conflict):
+		r.RuleProblem = msgOf(err)
+	default:
+		return err
+	}
+	return nil
+}
+
 // settle says what became of the request from what its journal says (l,
-// nil when a break stopped the journal's reading before it), and from the
-// calls table which entry closed its execution.
+// nil when a break stopped the journal's reading before it) and its
+// rule's tally, and from the calls table which entry closed its
+// execution.
 func (r *Review) settle(l *Life, calls []Call) {
 	r.State = StateDropped // a request with no row and nothing that closed it: an older journal's drop
 	if l == nil {
 		return
 	}
 	at := func(seq int64) *Entry { return &r.Journal[seq-1] }
-	if len(l.Approvals) > 0 {
-		d := decisionOf(r.Saga, l.Seq, *at(l.Approvals[0]))
-		r.Approval = &d
+	r.Votes = nil
+	for _, v := range l.Votes {
+		b := Ballot{Decision: decisionOf(r.Saga, l.Seq, *at(v.Seq))}
+		if v.Withdrawn != 0 {
+			w := decisionOf(r.Saga, l.Seq, *at(v.Withdrawn))
+			b.Withdrawal = &w
+		}
+		r.Votes = append(r.Votes, b)
 	}
 	r.SupersededBy = l.SupersededBy
+	closing := func() *Decision {
+		d := decisionOf(r.Saga, l.Seq, *at(l.Closed))
+		return &d
+	}
 	switch {
 	case l.Open() && !r.Pending:
 	case l.Open() && l.SupersededBy != 0:
 		r.State = StateSuperseded
-	case l.Open() && r.Approval != nil:
+	case l.Open() && r.Rule != nil && r.Tally.Met():
 		r.State = StateApproved
 	case l.Open():
 		r.State = StateUndecided
 	case l.Closing == ClosedRejected:
-		d := decisionOf(r.Saga, l.Seq, *at(l.Closed))
-		r.Rejection, r.State = &d, StateRejected
+		r.Rejection, r.State = closing(), StateRejected
 	case l.Closing == ClosedDismissed:
-		d := decisionOf(r.Saga, l.Seq, *at(l.Closed))
-		r.Dismissal, r.State = &d, StateDismissed
+		r.Dismissal, r.State = closing(), StateDismissed
+	case l.Closing == ClosedChanges:
+		r.Changes, r.State = closing(), StateChangesRequested
+	case l.Closing == ClosedExpired:
+		r.Expiry, r.State = closing(), StateExpired
 	case l.Closing == ClosedRefused:
 		r.Refusal, r.State = at(l.Closed), StateRefused
 	case l.Closing == ClosedDropped:
@@ -301,16 +366,22 @@ func (r *Review) settle(l *Life, calls []Call) {
 
 // decisionOf reads a decision entry.
 func decisionOf(s Saga, seq int64, en Entry) Decision {
-	_, who, _ := personal(en)
-	return Decision{SagaID: s.ID, JournalSeq: seq, Approved: en.Phase == PhaseApproved, Approver: who,
-		Reason: en.Field(KeyReason), DecidedAt: en.Timestamp, Status: s.Status}
+	decided, who, _ := personal(en)
+	return Decision{SagaID: s.ID, JournalSeq: seq, Decided: decided, Approved: decided == DecidedApproved, Approver: who,
+		Reason: en.Field(KeyReason), DecidedAt: en.Timestamp, Status: s.Status, Receipt: en.Seq}
 }
 
-// Actions is what a principal may do with a request now, as the policy
-// and the request's state allow: approve or reject it while undecided;
-// reject or execute it once approved; dismiss or reject it superseded.
+// Actions is what a principal may do with a request now, as the policy,
+// the request's rule and its state allow: vote on it (approve, reject,
+// request changes) while its quorum is short; reject it, request changes
+// or execute it once approved; withdraw their own standing approval
+// until it is executed; dismiss or reject it superseded.
 type Actions struct {
-	Approve, Reject, Dismiss, Execute bool
+	Approve, Reject, Dismiss, Execute, Withdraw, RequestChanges bool
+	// StepUp says, when the rule counts votes only from a recent sign-in
+	// and the person's is older, how recent it must be (a vote first
+	// takes them to sign in again); 0 otherwise.
+	StepUp time.Duration
 	// Why says, for people, why they may do none of them.
 	Why string
 }
@@ -318,33 +389,47 @@ type Actions struct {
 // Allowed says what p may do with the request r now. Each action is
 // still checked when it is taken; this is what a shell offers.
 func (e *Engine) Allowed(p Principal, r Review) Actions {
-	if !r.Verification.Valid {
+	switch {
+	case !r.Verification.Valid:
 		return Actions{Why: "The saga's journal does not verify, so nothing may be decided or executed on it."}
+	case r.Rule == nil:
+		return Actions{Why: r.RuleProblem + "."}
 	}
-	rule, err := e.ruleOf(r.Gated)
-	if err != nil {
-		return Actions{Why: msgOf(err) + "."}
-	}
-	sub := Subject{Saga: &r.Saga, Requester: r.Gated.Field(KeyRequester), Rule: &rule}
+	sub := Subject{Saga: &r.Saga, Requester: r.Gated.Field(KeyRequester), Rule: r.Rule}
 	may := func(a Action) (bool, string) {
 		err := e.Can(p, a, sub)
 		return err == nil, msgOf(err)
 	}
+	now := e.now()
 	var a Actions
+	_, voted := (&Life{Votes: r.Tally.Votes}).standing(p.ID)
+	a.Withdraw = voted && (r.State == StateUndecided || r.State == StateApproved) && e.Can(p, ActWithdraw, sub) == nil
 	switch r.State {
-	case StateUndecided:
+	case StateUndecided, StateApproved:
+		if r.Tally.Expired(now) {
+			a.Withdraw = false
+			a.Why = "Its time ran out without its quorum: the server rejects it."
+			return a
+		}
 		var why string
 		a.Approve, why = may(ActApprove)
+		a.Approve = a.Approve && !voted && r.State == StateUndecided
 		a.Reject, _ = may(ActReject)
-		if !a.Approve && !a.Reject {
-			a.Why = "You cannot decide this request: " + why + "."
+		a.RequestChanges, _ = may(ActRequestChanges)
+		if r.State == StateApproved {
+			a.Execute, _ = may(ActResume)
+			a.Execute = a.Execute && !r.Tally.Lapsed(now)
 		}
-	case StateApproved:
-		var why string
-		a.Reject, why = may(ActReject)
-		a.Execute, _ = may(ActResume)
-		if !a.Reject && !a.Execute {
+		if err := voteAllowed(p, *r.Rule, "-", now); err != nil && (a.Approve || a.Reject || a.RequestChanges) {
+			if e, ok := errors.AsType[*Error](err); ok && e.Code == wire.CodeStepUp {
+				a.StepUp = r.Rule.StepUp
+			}
+		}
+		if !a.Approve && !a.Reject && !a.RequestChanges && !a.Execute && !a.Withdraw {
 			a.Why = "You cannot act on this request: " + why + "."
+			if r.State == StateUndecided {
+				a.Why = "You cannot decide this request: " + why + "."
+			}
 		}
 	case StateSuperseded:
 		var why string

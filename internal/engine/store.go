@@ -53,6 +53,9 @@ type Store interface {
 	// oldest first; CountPending counts them, ignoring After and Limit.
 	Pending(ctx context.Context, f PendingFilter) ([]Pending, error)
 	CountPending(ctx context.Context, f PendingFilter) (int, error)
+	// DueApprovals lists the pending requests due at or before t (see
+	// ApprovalRequest.Due), the soonest first, at most limit.
+	DueApprovals(ctx context.Context, t time.Time, limit int) ([]ApprovalRequest, error)
 	// PendingByTool counts pending requests by tool, with when each
 	// tool's oldest was made, ordered by tool.
 	PendingByTool(ctx context.Context) ([]ToolPending, error)
@@ -92,9 +95,30 @@ type PendingFilter struct {
 	Tool      string
 	SagaID    string
 	Initiator string
-	Approved  *bool // true: approved, awaiting execution; false: undecided
-	Limit     int
-	After     *PendingCursor
+	Approved  *bool // true: its quorum reached, awaiting execution; false: short of it
+	// ForMe asks Engine.Pending for the requests that wait for the
+	// principal's vote: it sets Voter.
+	ForMe bool
+	// Voter, when set, selects the requests Voter.ID may vote on and has
+	// not: short of their quorum, under one of Voter.Rules, neither
+	// made nor started by them, and not among their voters.
+	Voter *Voter
+	Limit int
+	After *PendingCursor
+}
+
+// Voter is a person looking for what waits for their vote: who they are,
+// and the rules (of every policy that took effect) they are one of the
+// approvers of.
+type Voter struct {
+	ID    string
+	Rules []RuleRef
+}
+
+// RuleRef names a rule of a policy; a request from before policies has
+// neither.
+type RuleRef struct {
+	Policy, Rule string
 }
 
 // ToolPending is how many requests for one tool are pending, and when
@@ -116,12 +140,8 @@ type PendingCursor struct {
 type Pending struct {
 	ApprovalRequest
 	Initiator string // who started the saga
-	// Approval is the payload of its APPROVED entry when it is approved
-	// and awaits execution ("" when undecided), and ApprovedAt its time.
-	Approval   string
-	ApprovedAt time.Time
-	Replanned  bool // the saga proposed the same tool at an earlier seq
-	Refused    bool // a resume of the same tool in the saga was refused before
+	Replanned bool   // the saga proposed the same tool at an earlier seq
+	Refused   bool   // a resume of the same tool in the saga was refused before
 	// Later: the saga proposed the same tool at a later seq (a store
 	// sets it; Engine.Pending reads from it whether the request is
 	// superseded).
@@ -174,6 +194,9 @@ type Tx interface {
 	// DeleteApprovals drops a saga's pending requests: the one at seq, or
 	// all of them when seq is 0. It returns how many it dropped.
 	DeleteApprovals(sagaID string, seq int64) (int, error)
+	// PutVotes records who stands behind a pending request and when it
+	// is due (see ApprovalRequest).
+	PutVotes(sagaID string, seq int64, voters []string, due time.Time) error
 	// CountApprovals counts a saga's pending requests.
 	CountApprovals(sagaID string) (int, error)
 

@@ -126,6 +126,17 @@ type ApprovalRequest struct {
 	InputHash  string
 	Requester  string
 	CreatedAt  time.Time
+	// Rule and Policy are the approval rule and policy the request's
+	// entry records ("" for a request from before policies); Quorum is
+	// how many approvals the rule asks for.
+	Rule, Policy string
+	Quorum       int
+	// Voters are the people whose approvals stand, in order; Due is when
+	// the server next acts on the request by itself (expires it, or
+	// closes its lapsed grant), zero for never. The engine keeps both in
+	// step with the journal, in the transactions that change it.
+	Voters []string
+	Due    time.Time
 }
 
 // CallState tracks one tool execution between its INTENT and its outcome,

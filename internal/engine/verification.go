@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 )
 
 // verify checks a snapshot (see check), then that its entries are in the
@@ -17,7 +20,9 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot) (Verification, error
 	case snap.Saga == nil:
 		v = broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries)))
 	default:
-		v, err = e.included(ctx, snap.Entries, e.check(snap.Entries, *snap.Saga, snap.Requests))
+		v, err = e.included(ctx, snap.Entries, e.check(snap.Entries, *snap.Saga, snap.Requests, func(hash string) (*Approvals, error) {
+			return e.Policy(ctx, hash)
+		}))
 	}
 	if err == nil && !v.Valid {
 		e.obs.VerifyFailed(CheckedJournal)
@@ -27,9 +32,22 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot) (Verification, error
 
 // intact is check before acting on a locked saga's journal: Conflict,
 // told, when it does not verify, for nothing may be decided or executed on
-// evidence that does not hold.
+// evidence that does not hold; an *unloaded error when a policy its
+// requests record must be read first.
 func (e *Engine) intact(entries []Entry, s Saga, reqs []ApprovalRequest) error {
-	if v := e.check(entries, s, reqs); !v.Valid {
+	var miss *unloaded
+	v := e.check(entries, s, reqs, func(hash string) (*Approvals, error) {
+		a, ok := e.policies.get(hash)
+		if !ok {
+			miss = &unloaded{hash}
+			return nil, miss
+		}
+		return a, nil
+	})
+	if miss != nil {
+		return miss
+	}
+	if !v.Valid {
 		e.obs.VerifyFailed(CheckedJournal)
 		return &Error{Kind: Conflict, Msg: fmt.Sprintf("journal of saga %s does not verify (%s): refusing to act on it", s.ID, v.Message)}
 	}
@@ -38,12 +56,47 @@ func (e *Engine) intact(entries []Entry, s Saga, reqs []ApprovalRequest) error {
 
 // check verifies a saga's journal against its row and pending requests
 // (VerifySaga), then every person's decision against its receipt
-// (VerifyReceipts) with the engine's key.
-func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest) Verification {
+// (VerifyReceipts) with the engine's key, then every request's votes
+// against the rule its policy gives it (VerifyVotes), and each pending
+// request's row against those: who stands behind it, the quorum and
+// when it is due.
+func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies Policies) Verification {
 	if v := VerifySaga(entries, s, reqs); !v.Valid {
 		return v
 	}
-	return VerifyReceipts(entries, e.keys.Verifier())
+	if v := VerifyReceipts(entries, e.keys.Verifier()); !v.Valid {
+		return v
+	}
+	lc, _ := ReadLifecycle(entries)
+	v, _ := VerifyVotes(entries, lc, policies, e.keys.Verifier())
+	if !v.Valid {
+		return v
+	}
+	for _, r := range reqs {
+		g, l := entries[r.JournalSeq-1], lc.Requests[r.JournalSeq]
+		rule := legacyRule
+		if h := g.Field(KeyPolicy); h != "" {
+			a, err := policies(h)
+			if err != nil {
+				return broken(len(entries), int(g.Seq-1), msgOf(err))
+			}
+			if rule, err = matchRecorded(a, g); err != nil {
+				return broken(len(entries), int(g.Seq-1), msgOf(err))
+			}
+		}
+		// A superseded request is never due: the sweep may have said so
+		// already, or not yet.
+		t := tally(g, l, rule)
+		if !slices.Equal(r.Voters, t.Voters()) {
+			return broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d names other voters (%s) than the journal (%s)",
+				r.JournalSeq, strings.Join(r.Voters, ", "), strings.Join(t.Voters(), ", ")))
+		}
+		if r.Quorum != rule.Quorum || !(r.Due.Equal(t.Due()) || (l.SupersededBy != 0 && r.Due.IsZero())) {
+			return broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d does not match its rule %s "+
+				"(it records a quorum of %d, due %s)", r.JournalSeq, rule.Name, r.Quorum, r.Due.UTC().Format(time.RFC3339)))
+		}
+	}
+	return v
 }
 
 // Verify checks a saga's journal (see VerifySaga): its hash chain, the

@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -347,7 +346,7 @@ func (g *Gateway) call(t engine.ToolInfo) mcp.ToolHandler {
 		if !named {
 			g.joined(req.Session, p, saga)
 		}
-		r, err := g.engine.CallOnce(ctx, p, saga, t.Name, input, key)
+		r, err := g.engine.CallOnce(ctx, p, saga, engine.Ask{Tool: t.Name, Input: input, Key: key})
 		if err != nil {
 			return failed(err)
 		}
@@ -460,12 +459,16 @@ func (g *Gateway) stateOf(ctx context.Context, p engine.Principal, saga string, 
 		}
 		rs := wire.RequestState{JournalSeq: rv.Gated.Seq, ToolName: rv.Gated.ToolName, InputHash: engine.PayloadHash(rv.Gated.Input),
 			State: string(rv.State)}
-		for what, d := range map[string]*engine.Decision{"approved": rv.Approval, "rejected": rv.Rejection, "dismissed": rv.Dismissal} {
+		for _, b := range rv.Votes {
+			if b.Withdrawal == nil {
+				rs.DecidedBy = append(rs.DecidedBy, "approved by "+b.Approver)
+			}
+		}
+		for what, d := range map[string]*engine.Decision{"rejected": rv.Rejection, "dismissed": rv.Dismissal, "changes requested": rv.Changes} {
 			if d != nil {
 				rs.DecidedBy = append(rs.DecidedBy, what+" by "+d.Approver)
 			}
 		}
-		slices.Sort(rs.DecidedBy)
 		if rv.Outcome != nil {
 			rs.Result = rv.Outcome.Payload
 		}

@@ -379,7 +379,7 @@ func TestConsoleTampered(t *testing.T) {
 	// Verifying every saga runs in the background and shows its progress.
 	p.open("/audit")
 	p.click(`#job button.primary`)
-	p.waitText("#job", "1 of 2 sagas do not verify", 15*time.Second)
+	p.waitText("#job", "1 of 3 sagas do not verify", 15*time.Second) // pay-5, another, and the policies
 }
 
 // TestConsoleInert: untrusted payloads are shown, never run: a script, an

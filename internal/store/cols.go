@@ -91,3 +91,20 @@ func (c *presentCol) Scan(src any) error {
 	c.ok = src != nil
 	return nil
 }
+
+// nullTime reads a timestamp that may be NULL (zero).
+type nullTime struct {
+	col
+	v time.Time
+}
+
+func (c *nullTime) Scan(src any) error {
+	if src == nil {
+		c.v = time.Time{}
+		return nil
+	}
+	t := timeCol{col: c.col}
+	err := t.Scan(src)
+	c.v, c.bad = t.v, t.bad
+	return err
+}

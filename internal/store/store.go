@@ -110,7 +110,7 @@ const (
 	entryRead = entryCols + ", leaf" // the sequencer sets leaf, never an insert
 	// entryReadJ is entryRead of a journal aliased j.
 	entryReadJ   = "j.saga_id, j.seq, j.tool_name, j.phase, j.input, j.payload, j.timestamp, j.hash, j.leaf"
-	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, requester, created_at"
+	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, requester, created_at, rule, policy, quorum, voters, due_at"
 	callCols     = "saga_id, seq, tool_name, input, requester, state, outcome_seq, result, started_at, updated_at, request_seq, runner"
 	runnerCols   = "id, replica, started_at, seen_at"
 )
@@ -141,10 +141,44 @@ func scanEntryAnd(r rows, more ...any) (e engine.Entry, err error) {
 	return e, err
 }
 
-func scanApproval(r rows) (a engine.ApprovalRequest, err error) {
-	err = r.Scan(&a.SagaID, &a.JournalSeq, &a.ToolName, &a.Input, &a.InputHash, &a.Requester, &a.CreatedAt)
-	a.CreatedAt = a.CreatedAt.UTC()
+func scanApproval(r rows) (engine.ApprovalRequest, error) { return scanApprovalAnd(r) }
+
+// scanApprovalAnd reads a pending request, and then into more the
+// columns a query selects after it.
+func scanApprovalAnd(r rows, more ...any) (a engine.ApprovalRequest, err error) {
+	var voters string
+	due := nullTime{col: col{name: "due_at"}}
+	err = r.Scan(append([]any{&a.SagaID, &a.JournalSeq, &a.ToolName, &a.Input, &a.InputHash, &a.Requester, &a.CreatedAt,
+		&a.Rule, &a.Policy, &a.Quorum, &voters, &due}, more...)...)
+	a.CreatedAt, a.Voters, a.Due = a.CreatedAt.UTC(), splitVoters(voters), due.v
+	if err == nil && due.bad {
+		err = fmt.Errorf("approval request %s/%d: due_at is no time", a.SagaID, a.JournalSeq)
+	}
 	return a, err
+}
+
+// joinVoters writes who stands behind a request as its row keeps them:
+// each between line breaks, so that one is found with LIKE.
+func joinVoters(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return "\n" + strings.Join(vs, "\n") + "\n"
+}
+
+func splitVoters(s string) []string {
+	if s = strings.Trim(s, "\n"); s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+// due is a request's due time as its row keeps it: NULL for never.
+func due(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
 }
 
 func scanCall(r rows) (c engine.Call, err error) {
@@ -270,10 +304,8 @@ func sagaWhere(f engine.SagaFilter) *where {
 }
 
 // pendingFrom is what Pending and CountPending select from: each pending
-// request with its saga and, when approved, its APPROVED entry.
-const pendingFrom = " FROM approval_requests r JOIN sagas s ON s.id = r.saga_id" +
-	" LEFT JOIN journal a ON a.saga_id = r.saga_id AND a.phase = 'APPROVED' AND a.tool_name = 'approval-gate'" +
-	" AND a.input = 'seq=' || r.journal_seq"
+// request with its saga.
+const pendingFrom = " FROM approval_requests r JOIN sagas s ON s.id = r.saga_id"
 
 func pendingWhere(f engine.PendingFilter) *where {
 	w := &where{}
@@ -289,12 +321,30 @@ func pendingWhere(f engine.PendingFilter) *where {
 	switch {
 	case f.Approved == nil:
 	case *f.Approved:
-		w.add("a.saga_id IS NOT NULL")
+		w.add("r.votes >= r.quorum")
 	default:
-		w.add("a.saga_id IS NULL")
+		w.add("r.votes < r.quorum")
+	}
+	if v := f.Voter; v != nil {
+		// Short of its quorum, neither asked for nor started by the voter,
+		// not voted on by them, and under a rule they are an approver of.
+		w.add("r.votes < r.quorum AND r.requester <> %s AND s.initiator <> %[1]s AND r.voters NOT LIKE %s ESCAPE '\\'",
+			v.ID, "%\n"+likeEscaper.Replace(v.ID)+"\n%")
+		rules := make([]string, 0, len(v.Rules))
+		var args []any
+		for _, rr := range v.Rules {
+			rules, args = append(rules, "(r.policy = %s AND r.rule = %s)"), append(args, rr.Policy, rr.Rule)
+		}
+		if len(rules) == 0 {
+			rules = []string{"1 = 0"}
+		}
+		w.add("("+strings.Join(rules, " OR ")+")", args...)
 	}
 	return w
 }
+
+// likeEscaper escapes what LIKE reads as patterns.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 func (s *sqlStore) Pending(ctx context.Context, f engine.PendingFilter) ([]engine.Pending, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
@@ -304,8 +354,8 @@ func (s *sqlStore) Pending(ctx context.Context, f engine.PendingFilter) ([]engin
 		w.add("(r.created_at > %s OR (r.created_at = %[1]s AND (r.saga_id > %s OR (r.saga_id = %[2]s AND r.journal_seq > %s))))",
 			c.CreatedAt, c.SagaID, c.JournalSeq)
 	}
-	q := "SELECT r.saga_id, r.journal_seq, r.tool_name, r.input, r.input_hash, r.requester, r.created_at, s.initiator," +
-		" COALESCE(a.payload, ''), COALESCE(a.timestamp, r.created_at)," +
+	q := "SELECT r.saga_id, r.journal_seq, r.tool_name, r.input, r.input_hash, r.requester, r.created_at, r.rule, r.policy," +
+		" r.quorum, r.voters, r.due_at, s.initiator," +
 		" EXISTS (SELECT 1 FROM journal p WHERE p.saga_id = r.saga_id AND p.phase = 'AWAITING_APPROVAL'" +
 		" AND p.tool_name = r.tool_name AND p.seq < r.journal_seq)," +
 		" EXISTS (SELECT 1 FROM journal x WHERE x.saga_id = r.saga_id AND x.phase = 'REJECTED' AND x.tool_name = r.tool_name)," +
@@ -313,13 +363,20 @@ func (s *sqlStore) Pending(ctx context.Context, f engine.PendingFilter) ([]engin
 		" AND l.tool_name = r.tool_name AND l.seq > r.journal_seq)" +
 		pendingFrom + w.String() + " ORDER BY r.created_at, r.saga_id, r.journal_seq"
 	return collect(ctx, s.db, func(r rows) (p engine.Pending, err error) {
-		created, approved := timeCol{col: col{name: "created_at"}}, timeCol{col: col{name: "approved_at"}}
 		replanned, refused, later := boolCol{col: col{name: "replanned"}}, boolCol{col: col{name: "refused"}}, boolCol{col: col{name: "later"}}
-		err = r.Scan(&p.SagaID, &p.JournalSeq, &p.ToolName, &p.Input, &p.InputHash, &p.Requester, &created, &p.Initiator,
-			&p.Approval, &approved, &replanned, &refused, &later)
-		p.CreatedAt, p.ApprovedAt, p.Replanned, p.Refused, p.Later = created.v, approved.v, replanned.v, refused.v, later.v
+		p.ApprovalRequest, err = scanApprovalAnd(r, &p.Initiator, &replanned, &refused, &later)
+		p.Replanned, p.Refused, p.Later = replanned.v, refused.v, later.v
 		return p, err
 	}, q+w.limit(min(f.Limit, maxApprovals)), w.args...)
+}
+
+// DueApprovals lists pending requests due at or before t, the soonest
+// first, at most limit.
+func (s *sqlStore) DueApprovals(ctx context.Context, t time.Time, limit int) ([]engine.ApprovalRequest, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return collect(ctx, s.db, scanApproval, "SELECT "+approvalCols+" FROM approval_requests WHERE due_at <= $1"+
+		" ORDER BY due_at LIMIT $2", t, min(limit, maxApprovals))
 }
 
 func (s *sqlStore) CountPending(ctx context.Context, f engine.PendingFilter) (int, error) {
@@ -545,8 +602,16 @@ func (t *tx) Approval(sagaID string, seq int64) (engine.ApprovalRequest, error) 
 }
 
 func (t *tx) PutApproval(r engine.ApprovalRequest) error {
-	err := t.c.queue(t.ctx, "INSERT INTO approval_requests ("+approvalCols+") VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		r.SagaID, r.JournalSeq, r.ToolName, r.Input, r.InputHash, r.Requester, r.CreatedAt)
+	err := t.c.queue(t.ctx, "INSERT INTO approval_requests ("+approvalCols+", votes)"+
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+		r.SagaID, r.JournalSeq, r.ToolName, r.Input, r.InputHash, r.Requester, r.CreatedAt, r.Rule, r.Policy, r.Quorum,
+		joinVoters(r.Voters), due(r.Due), len(r.Voters))
+	return mapErr(err)
+}
+
+func (t *tx) PutVotes(sagaID string, seq int64, voters []string, at time.Time) error {
+	err := t.c.queue(t.ctx, "UPDATE approval_requests SET voters = $3, votes = $4, due_at = $5 WHERE saga_id = $1 AND journal_seq = $2",
+		sagaID, seq, joinVoters(voters), len(voters), due(at))
 	return mapErr(err)
 }
 

@@ -41,12 +41,15 @@ type PendingRow struct {
 	Initiator, Requester string
 	Requested            Time
 	Summary              []payload.Field
-	More                 int    // fields or bytes the summary leaves out
-	Approver             string // set when approved, awaiting execution
-	Approved             Time
-	Replanned, Refused   bool
-	SupersededBy         int64 // the saga's later request that replaced it, 0 when none
-	Flags                int   // characters a reader cannot see or could misread
+	More                 int // fields or bytes the summary leaves out
+	// Voters are who approved it so far, of the Quorum its rule asks
+	// for; Approved once they are enough, awaiting execution.
+	Voters             []string
+	Quorum             int
+	Approved           bool
+	Replanned, Refused bool
+	SupersededBy       int64 // the saga's later request that replaced it, 0 when none
+	Flags              int   // characters a reader cannot see or could misread
 }
 
 // RequestPage is one request with everything needed to decide it.

@@ -34,7 +34,7 @@ func testApprovalRules(t *testing.T, v *env) {
 
 	v.call("big", "reserveInventory", `{"item":"laptop"}`)
 	const big = `{"amount":"250000","to":"alice"}`
-	r, err := v.e.CallOnce(ctx, agent, "big", "sendWireTransfer", big, "wire-1")
+	r, err := v.e.CallOnce(ctx, agent, "big", engine.Ask{Tool: "sendWireTransfer", Input: big, Key: "wire-1"})
 	if err != nil || r.Outcome != engine.OutcomeRefused || r.Status != engine.Compensated || !strings.Contains(r.Error, engine.RefusedNoRule) {
 		t.Fatalf("a transfer no rule applies to = %+v, %v; want it refused at the gate and the saga compensated", r, err)
 	}
@@ -50,7 +50,7 @@ func testApprovalRules(t *testing.T, v *env) {
 	if res, err := v.e.Verify(ctx, auditor, "big"); err != nil || !res.Valid {
 		t.Errorf("Verify(big) = %+v, %v; want the refused request's journal to verify", res, err)
 	}
-	if again, err := v.e.CallOnce(ctx, agent, "big", "sendWireTransfer", big, "wire-1"); err != nil || again.Outcome != engine.OutcomeRefused {
+	if again, err := v.e.CallOnce(ctx, agent, "big", engine.Ask{Tool: "sendWireTransfer", Input: big, Key: "wire-1"}); err != nil || again.Outcome != engine.OutcomeRefused {
 		t.Errorf("the refused call again under its key = %+v, %v; want the refusal", again, err)
 	}
 

@@ -40,6 +40,7 @@ var driverTests = []struct {
 	{"Store.Pending", true, testStorePending},
 	{"Store.CountPending", true, testCountPending},
 	{"Store.PendingByTool", true, testPendingByTool},
+	{"Store.DueApprovals", true, testDueApprovals},
 	{"Store.LastExecuted", false, testLastExecuted},
 	{"Tx.LockSaga", false, testLockSaga},
 	{"Tx.LockSagaCall", false, testLockSagaCall},
@@ -50,6 +51,7 @@ var driverTests = []struct {
 	{"Tx.Entries", false, testTxEntries},
 	{"Tx.Approval", false, testApproval},
 	{"Tx.PutApproval", false, testPutApproval},
+	{"Tx.PutVotes", false, testPutVotes},
 	{"Tx.DeleteApprovals", false, testDeleteApprovals},
 	{"Tx.CountApprovals", false, testCountApprovals},
 	{"Tx.Call", false, testCall},
@@ -158,7 +160,7 @@ func mkEntry(sagaID string, seq int64, ts time.Time) engine.Entry {
 func mkRequest(sagaID string, seq int64, created time.Time) engine.ApprovalRequest {
 	input := fmt.Sprintf(`{"amount":"%d","to":"alice"}`, seq)
 	return engine.ApprovalRequest{SagaID: sagaID, JournalSeq: seq, ToolName: "sendWireTransfer", Input: input,
-		InputHash: engine.PayloadHash(input), Requester: "agent-1", CreatedAt: created}
+		InputHash: engine.PayloadHash(input), Requester: "agent-1", CreatedAt: created, Quorum: 1}
 }
 
 func mkCall(sagaID string, seq int64, st engine.CallState, updated time.Time) engine.Call {
@@ -185,6 +187,9 @@ func storedRequests(rs ...engine.ApprovalRequest) []engine.ApprovalRequest {
 	out := slices.Clone(rs)
 	for i := range out {
 		out[i].CreatedAt = stored(out[i].CreatedAt)
+		if !out[i].Due.IsZero() {
+			out[i].Due = stored(out[i].Due)
+		}
 	}
 	return out
 }
@@ -742,6 +747,23 @@ func pendingListing(t *testing.T, d *drv) (map[string]engine.Pending, []pendingC
 		"a/3":  req(a, 3, "sendWireTransfer", 4),
 		"c/12": req(c, 12, "sendWireTransfer", 7),
 	}
+	// Their rules and votes: a/3 and c/12 are approved; b/3 and b/4
+	// wait for a second approval under rule "two" of policy p2, a/1 and
+	// c/1 for any vote under rule "large" of policy p1; b/3 is due.
+	set := func(k, policy, rule string, quorum int, voters ...string) {
+		r := rs[k]
+		r.Policy, r.Rule, r.Quorum, r.Voters = policy, rule, quorum, voters
+		rs[k] = r
+	}
+	set("a/3", "", "", 1, "manager@company.com")
+	set("c/12", "", "", 1, "cfo@company.com")
+	set("b/3", "p2", "two", 2, "manager@company.com")
+	set("b/4", "p2", "two", 2, "a_b%c\\d")
+	set("a/1", "p1", "large", 1)
+	set("c/1", "p1", "large", 1)
+	b3 := rs["b/3"]
+	b3.Due = when(9)
+	rs["b/3"] = b3
 	gated := func(r engine.ApprovalRequest) engine.Entry {
 		e := mkEntry(r.SagaID, r.JournalSeq, r.CreatedAt)
 		e.ToolName, e.Phase, e.Input = r.ToolName, engine.PhaseAwaitingApproval, r.Input
@@ -773,18 +795,20 @@ func pendingListing(t *testing.T, d *drv) (map[string]engine.Pending, []pendingC
 	})
 	want := map[string]engine.Pending{}
 	for k, r := range rs {
-		p := engine.Pending{ApprovalRequest: storedRequests(r)[0], Initiator: "agent-a", ApprovedAt: stored(r.CreatedAt)}
+		p := engine.Pending{ApprovalRequest: storedRequests(r)[0], Initiator: "agent-a"}
 		if r.SagaID == b {
 			p.Initiator = "agent-b"
 		}
 		want[k] = p
 	}
-	set := func(k string, f func(*engine.Pending)) { p := want[k]; f(&p); want[k] = p }
-	set("a/3", func(p *engine.Pending) { p.Approval, p.ApprovedAt, p.Replanned = okA, stored(when(6)), true })
-	set("b/3", func(p *engine.Pending) { p.Replanned, p.Refused = true, true })
-	set("c/12", func(p *engine.Pending) { p.Approval, p.ApprovedAt, p.Replanned = okC, stored(when(8)), true })
-	set("a/1", func(p *engine.Pending) { p.Later = true })
-	set("c/1", func(p *engine.Pending) { p.Later = true })
+	mark := func(k string, f func(*engine.Pending)) { p := want[k]; f(&p); want[k] = p }
+	mark("a/3", func(p *engine.Pending) { p.Replanned = true })
+	mark("b/3", func(p *engine.Pending) { p.Replanned, p.Refused = true, true })
+	mark("c/12", func(p *engine.Pending) { p.Replanned = true })
+	mark("a/1", func(p *engine.Pending) { p.Later = true })
+	mark("c/1", func(p *engine.Pending) { p.Later = true })
+	voter := func(id string, rules ...engine.RuleRef) *engine.Voter { return &engine.Voter{ID: id, Rules: rules} }
+	large, two, legacy := engine.RuleRef{Policy: "p1", Rule: "large"}, engine.RuleRef{Policy: "p2", Rule: "two"}, engine.RuleRef{}
 
 	after := func(n int, saga string, seq int64) *engine.PendingCursor {
 		return &engine.PendingCursor{CreatedAt: stored(when(n)), SagaID: d.id(saga), JournalSeq: seq}
@@ -812,6 +836,15 @@ func pendingListing(t *testing.T, d *drv) (map[string]engine.Pending, []pendingC
 		{"after, given in another zone", engine.PendingFilter{After: &engine.PendingCursor{CreatedAt: stored(when(2)).In(zone),
 			SagaID: b, JournalSeq: 4}, Limit: 20}, all[4:], 7},
 		{"after, undecided and limit", engine.PendingFilter{Approved: &no, After: after(2, "b", 3), Limit: 1}, []string{"b/4"}, 5},
+		{"waiting for a voter of every rule", engine.PendingFilter{Voter: voter("someone", large, two, legacy), Limit: 20},
+			[]string{"a/1", "a/2", "b/3", "b/4", "c/1"}, 5},
+		{"waiting for a voter of one rule", engine.PendingFilter{Voter: voter("someone", two), Limit: 20}, []string{"b/3", "b/4"}, 2},
+		{"not what they voted on", engine.PendingFilter{Voter: voter("manager@company.com", two, legacy), Limit: 20}, []string{"a/2", "b/4"}, 2},
+		{"a voter whose name holds LIKE's wildcards", engine.PendingFilter{Voter: voter("a_b%c\\d", two), Limit: 20}, []string{"b/3"}, 1},
+		{"a name that only matches as a pattern", engine.PendingFilter{Voter: voter("axb%c\\d", two), Limit: 20}, []string{"b/3", "b/4"}, 2},
+		{"not what they started", engine.PendingFilter{Voter: voter("agent-a", large, two), Limit: 20}, []string{"b/3", "b/4"}, 2},
+		{"not what they asked for", engine.PendingFilter{Voter: voter("agent-1", large, two), Limit: 20}, nil, 0},
+		{"a voter of no rule", engine.PendingFilter{Voter: voter("someone"), Limit: 20}, nil, 0},
 	}
 }
 
@@ -1186,6 +1219,7 @@ func testPutApproval(t *testing.T, d *drv) {
 	r := mkRequest(id, 3, when(1))
 	r.Input = "{\"amount\":\"100\",\r\n \"to\":\"名前\"}" // the exact bytes the agent sent
 	r.InputHash = engine.PayloadHash(r.Input)
+	r.Rule, r.Policy, r.Quorum, r.Due = "large", engine.PayloadHash("policy"), 3, when(600)
 	createSagas(t, d.db, mkSaga(id, engine.AwaitingApproval, when(0)))
 	write(t, d.db, func(tx engine.Tx) error { return tx.PutApproval(r) })
 	inTx(t, d.db, func(tx engine.Tx) {
@@ -1195,6 +1229,78 @@ func testPutApproval(t *testing.T, d *drv) {
 	})
 	if got, err := d.db.Approvals(t.Context(), id); err != nil || !cmp.Equal(storedRequests(r), got, exact...) {
 		t.Errorf("Approvals(%s) after PutApproval(%+v) = %+v, %v; want it", id, r, got, err)
+	}
+}
+
+// testPutVotes: who stands behind a request and when it is due, kept
+// as written, and nothing else of the row changed; no voters and no due
+// time read back as none.
+func testPutVotes(t *testing.T, d *drv) {
+	id := d.id("s")
+	r := mkRequest(id, 3, when(1))
+	r.Quorum, r.Due = 2, when(60)
+	createSagas(t, d.db, mkSaga(id, engine.AwaitingApproval, when(0)))
+	write(t, d.db, func(tx engine.Tx) error {
+		return errors.Join(tx.PutApproval(r), tx.PutApproval(mkRequest(id, 5, when(2))))
+	})
+	for _, tt := range []struct {
+		name   string
+		voters []string
+		due    time.Time
+	}{
+		{"one vote", []string{"https://idp.example.com#alice"}, when(60)},
+		{"quorum, a grant", []string{"https://idp.example.com#alice", "token:bob"}, when(7200)},
+		{"withdrawn, no deadline", nil, time.Time{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			write(t, d.db, func(tx engine.Tx) error { return tx.PutVotes(id, 3, tt.voters, tt.due) })
+			want := r
+			want.Voters, want.Due = tt.voters, tt.due
+			got, err := d.db.Approvals(t.Context(), id)
+			if err != nil || len(got) != 2 || !cmp.Equal(storedRequests(want, mkRequest(id, 5, when(2))), got, exact...) {
+				t.Errorf("Approvals(%s) after PutVotes(%v, %v) = %+v, %v;\n(-want +got):\n%s", id, tt.voters, tt.due, got, err,
+					cmp.Diff(storedRequests(want, mkRequest(id, 5, when(2))), got, exact...))
+			}
+		})
+	}
+}
+
+// testDueApprovals: the requests due at or before a time, soonest first;
+// none that has no due time.
+func testDueApprovals(t *testing.T, d *drv) {
+	id := d.id("s")
+	createSagas(t, d.db, mkSaga(id, engine.AwaitingApproval, when(0)))
+	rs := []engine.ApprovalRequest{mkRequest(id, 1, when(1)), mkRequest(id, 2, when(1)), mkRequest(id, 3, when(1)), mkRequest(id, 4, when(1))}
+	rs[0].Due, rs[1].Due, rs[3].Due = when(30), when(10), when(20)
+	write(t, d.db, func(tx engine.Tx) error {
+		return errors.Join(tx.PutApproval(rs[0]), tx.PutApproval(rs[1]), tx.PutApproval(rs[2]), tx.PutApproval(rs[3]))
+	})
+	mine := func(got []engine.ApprovalRequest) []int64 {
+		var seqs []int64
+		for _, r := range got {
+			if r.SagaID == id {
+				seqs = append(seqs, r.JournalSeq)
+			}
+		}
+		return seqs
+	}
+	for _, tt := range []struct {
+		name  string
+		at    time.Time
+		limit int
+		want  []int64
+	}{
+		{"every one due", when(100), 10, []int64{2, 4, 1}},
+		{"due at that very time", stored(when(20)), 10, []int64{2, 4}},
+		{"given in another zone", stored(when(20)).In(time.FixedZone("PDT", -7*60*60)), 10, []int64{2, 4}},
+		{"none yet", when(5), 10, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := d.db.DueApprovals(t.Context(), tt.at, tt.limit)
+			if err != nil || !slices.Equal(mine(got), tt.want) {
+				t.Errorf("DueApprovals(%v, %d) = %v, %v; want seqs %v", tt.at, tt.limit, mine(got), err, tt.want)
+			}
+		})
 	}
 }
 

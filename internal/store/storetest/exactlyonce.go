@@ -29,7 +29,7 @@ func wantCode(t *testing.T, what string, err error, k engine.Kind, code wire.Cod
 func testIdempotencyKeys(t *testing.T, v *env) {
 	ctx := context.Background()
 	once := func(saga, tool, input, key string) (engine.CallResult, error) {
-		return v.e.CallOnce(ctx, agent, saga, tool, input, key)
+		return v.e.CallOnce(ctx, agent, saga, engine.Ask{Tool: tool, Input: input, Key: key})
 	}
 	in := `{"item":"laptop"}`
 	first, err := once("k", "reserveInventory", in, "order-1")
@@ -94,7 +94,7 @@ func testIdempotencyKeys(t *testing.T, v *env) {
 	if r, err := once("k2", "reserveInventory", in, "order-1"); err != nil || r.Seq != 1 || r.Outcome != engine.OutcomeExecuted {
 		t.Errorf("the key in another saga = %+v, %v; want a new call", r, err)
 	}
-	_, err = v.e.CallOnce(ctx, otherAgent, "k2", "reserveInventory", in, "order-1")
+	_, err = v.e.CallOnce(ctx, otherAgent, "k2", engine.Ask{Tool: "reserveInventory", Input: in, Key: "order-1"})
 	wantKind(t, "another agent replaying the key", err, engine.Forbidden)
 	for _, key := range []string{strings.Repeat("k", engine.MaxKeyLen+1), "a\nb", "café"} {
 		_, err := once("k3", "reserveInventory", in, key)
@@ -134,7 +134,7 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 	in := `{"to":"alice","cents":100}`
 	done := make(chan engine.CallResult, 1)
 	go func() {
-		r, err := doomed.CallOnce(ctx, agent, "payout", "slowPayout", in, "payout-1")
+		r, err := doomed.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: in, Key: "payout-1"})
 		if err != nil {
 			t.Errorf("the cut-off call: %v", err)
 		}
@@ -143,7 +143,7 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 	<-started
 
 	// Running on a live process: not in doubt, and the saga goes on.
-	wantCode(t, "the running call again", second(restarted.CallOnce(ctx, agent, "payout", "slowPayout", in, "payout-1")),
+	wantCode(t, "the running call again", second(restarted.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: in, Key: "payout-1"})),
 		engine.Conflict, wire.CodeInProgress)
 	if calls, err := restarted.InDoubt(ctx, auditor, -1); err != nil || len(calls) != 0 {
 		t.Errorf("InDoubt while it runs on a live process = %+v, %v; want none", calls, err)
@@ -161,11 +161,11 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 	if err != nil || len(calls) != 1 || calls[0].Seq != 3 || calls[0].ToolName != "slowPayout" {
 		t.Fatalf("InDoubt after the restart = %+v, %v; want the cut-off call, at once", calls, err)
 	}
-	again, err := restarted.CallOnce(ctx, agent, "payout", "slowPayout", in, "payout-1")
+	again, err := restarted.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: in, Key: "payout-1"})
 	if err != nil || again.Outcome != engine.OutcomeInDoubt || again.Seq != 3 || !strings.Contains(again.Error, "do not call it again") {
 		t.Errorf("the cut-off call again = %+v, %v; want IN_DOUBT, naming seq 3", again, err)
 	}
-	wantCode(t, "the key with other bytes", second(restarted.CallOnce(ctx, agent, "payout", "slowPayout", `{"to":"alice","cents":101}`, "payout-1")),
+	wantCode(t, "the key with other bytes", second(restarted.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: `{"to":"alice","cents":101}`, Key: "payout-1"})),
 		engine.Unprocessable, wire.CodeKeyReused)
 	blocked := wantCode(t, "a new call", second(restarted.Call(ctx, agent, "payout", "reserveInventory", `{"item":"dock"}`)),
 		engine.Conflict, wire.CodeInDoubt)
@@ -188,7 +188,7 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 	if r, err := restarted.Call(ctx, agent, "payout", "reserveInventory", `{"item":"dock"}`); err != nil || r.Outcome != engine.OutcomeExecuted {
 		t.Errorf("a new call once resolved = %+v, %v; want it executed", r, err)
 	}
-	if again, err := restarted.CallOnce(ctx, agent, "payout", "slowPayout", in, "payout-1"); err != nil ||
+	if again, err := restarted.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: in, Key: "payout-1"}); err != nil ||
 		again.Outcome != engine.OutcomeExecuted || again.Result != "paid" {
 		t.Errorf("the call again once resolved = %+v, %v; want the resolution's outcome", again, err)
 	}

@@ -24,8 +24,9 @@ func testLifecycle(t *testing.T, v *env) {
 	revive := func(t *testing.T, saga string, seq int64, input string) {
 		t.Helper()
 		g := v.journal(saga)[seq-1]
-		v.h.Exec(t, "INSERT INTO approval_requests (saga_id, journal_seq, tool_name, input, input_hash, requester, created_at)"+
-			" VALUES ($1, $2, $3, $4, $5, $6, $7)", saga, seq, g.ToolName, input, engine.PayloadHash(input), agent.ID, g.Timestamp)
+		v.h.Exec(t, "INSERT INTO approval_requests (saga_id, journal_seq, tool_name, input, input_hash, requester, created_at, rule, policy)"+
+			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)", saga, seq, g.ToolName, input, engine.PayloadHash(input), agent.ID, g.Timestamp,
+			g.Field(engine.KeyRule), g.Field(engine.KeyPolicy))
 		v.h.Exec(t, "UPDATE sagas SET status = 'AWAITING_APPROVAL' WHERE id = $1", saga)
 	}
 	// refused checks that nothing more runs or is journaled on a revived

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,10 +72,10 @@ func testPending(t *testing.T, v *env) {
 	for _, p := range all {
 		byKey[key(p)] = p
 	}
-	if p := byKey["b/3"]; p.Approver() != approver.ID || p.ApprovedAt.IsZero() || p.Initiator != agent.ID || p.Requester != agent.ID {
+	if p := byKey["b/3"]; !p.Approved() || !slices.Equal(p.Voters, []string{approver.ID}) || p.Initiator != agent.ID || p.Requester != agent.ID {
 		t.Errorf("approved request = %+v, want approved by %s, started and requested by %s", p, approver.ID, agent.ID)
 	}
-	if p := byKey["a/3"]; p.Approver() != "" || p.Replanned || p.Refused {
+	if p := byKey["a/3"]; p.Approved() || len(p.Voters) > 0 || p.Replanned || p.Refused {
 		t.Errorf("undecided request = %+v, want no approver and no badges", p)
 	}
 	if p := byKey["c/2"]; !p.Replanned || byKey["c/1"].Replanned {
@@ -119,8 +120,9 @@ func testReview(t *testing.T, v *env) {
 	wantKind(t, "Review of an unknown saga", err, engine.NotFound)
 
 	v.approve("s", 4)
-	if r := review("s", 4); r.State != engine.StateApproved || r.Approval == nil || r.Approval.Approver != approver.ID {
-		t.Errorf("after Approve: state %s, approval %+v; want approved by %s", r.State, r.Approval, approver.ID)
+	if r := review("s", 4); r.State != engine.StateApproved || len(r.Votes) != 1 || r.Votes[0].Approver != approver.ID ||
+		r.Tally.Progress() != "1 of 1 approval ("+approver.ID+")" {
+		t.Errorf("after Approve: state %s, votes %+v, %s; want approved by %s", r.State, r.Votes, r.Tally.Progress(), approver.ID)
 	}
 	if _, err := v.e.Reject(ctx, approver, "s", 3, "wrong amount"); err != nil {
 		t.Fatal(err)
@@ -128,7 +130,7 @@ func testReview(t *testing.T, v *env) {
 	if r := review("s", 3); r.State != engine.StateRejected || r.Pending || r.Rejection == nil || r.Rejection.Reason != "wrong amount" {
 		t.Errorf("rejected request: state %s, rejection %+v", r.State, r.Rejection)
 	}
-	if r := review("s", 4); r.State != engine.StateDropped || r.Pending || r.Approval == nil {
+	if r := review("s", 4); r.State != engine.StateDropped || r.Pending || len(r.Votes) != 1 {
 		t.Errorf("sibling of a rejected request: state %s, pending %v; want dropped, still showing its approval", r.State, r.Pending)
 	}
 	if r := review("paid", 3); r.State != engine.StateExecuted || r.Outcome == nil || r.Outcome.Payload != "transfer-ok" {
@@ -141,7 +143,7 @@ func testReview(t *testing.T, v *env) {
 		states = append(states, fmt.Sprintf("%d %s", r.Gated.Seq, r.State))
 	}
 	if err != nil || sg.ID != "s" || !cmp.Equal(states, []string{"3 rejected", "4 dropped"}) ||
-		reqs[0].Rejection == nil || reqs[1].Approval == nil {
+		reqs[0].Rejection == nil || len(reqs[1].Votes) != 1 {
 		t.Errorf("Requests(s) = %v, %v; want seq 3 rejected and seq 4 dropped, with their decisions", states, err)
 	}
 	_, _, err = v.e.Requests(ctx, agent, "nope")
@@ -382,6 +384,7 @@ func testReceipts(t *testing.T, v *env) {
 		v.h.Exec(t, "INSERT INTO journal (saga_id, seq, tool_name, phase, input, payload, timestamp, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 			f.SagaID, f.Seq, f.ToolName, f.Phase, f.Input, f.Payload, f.Timestamp, f.Hash)
 		v.h.Exec(t, "UPDATE sagas SET head_seq = 4, head_hash = $2 WHERE id = $1", saga, f.Hash)
+		v.h.Exec(t, "UPDATE approval_requests SET voters = $2, votes = 1 WHERE saga_id = $1", saga, "\nmallory\n")
 		got := v.verify(saga)
 		if got.Valid || got.BreakAtIndex != 3 || !strings.Contains(got.Message, tt.why) {
 			t.Errorf("%s: Verify = %+v, want broken at the forged decision: %s", tt.name, got, tt.why)

@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// How the votes on a request stand under its rule, and whether a journal
+// kept its rules: what the server asks before it counts a vote or runs a
+// request, and what verification, on the server and offline, checks
+// afterwards. Both are pure.
+
+// Tally is where the votes on a request stand under its rule.
+type Tally struct {
+	Rule Rule
+	// Votes are the standing approvals, oldest first.
+	Votes []Vote
+	// Requested is when the request was made; Deadline that plus the
+	// rule's Expires (zero when it sets none).
+	Requested, Deadline time.Time
+	// Reached is when the Quorum-th standing vote was cast, zero while
+	// the votes are short; GrantUntil is Reached plus the rule's Grant
+	// (zero when it sets none or while short).
+	Reached, GrantUntil time.Time
+}
+
+// tally counts the standing votes of request l, made by entry gated,
+// under rule r.
+func tally(gated Entry, l *Life, r Rule) Tally {
+	t := Tally{Rule: r, Requested: gated.Timestamp}
+	if l != nil {
+		t.Votes = l.Standing()
+	}
+	if r.Expires > 0 {
+		t.Deadline = gated.Timestamp.Add(r.Expires)
+	}
+	if q := r.Quorum; q > 0 && len(t.Votes) >= q {
+		t.Reached = t.Votes[q-1].At
+		if r.Grant > 0 {
+			t.GrantUntil = t.Reached.Add(r.Grant)
+		}
+	}
+	return t
+}
+
+// Met reports whether the quorum is reached.
+func (t Tally) Met() bool { return len(t.Votes) >= max(t.Rule.Quorum, 1) }
+
+// Expired reports whether the request ran out of time at at: no quorum
+// by its deadline.
+func (t Tally) Expired(at time.Time) bool {
+	return !t.Met() && !t.Deadline.IsZero() && at.After(t.Deadline)
+}
+
+// Lapsed reports whether its grant ran out at at: the quorum was
+// reached, and it was not executed in time.
+func (t Tally) Lapsed(at time.Time) bool {
+	return t.Met() && !t.GrantUntil.IsZero() && at.After(t.GrantUntil)
+}
+
+// Due is when the server next acts on the request by itself: the
+// deadline while the votes are short, the end of the grant once they are
+// not; zero for never.
+func (t Tally) Due() time.Time {
+	if t.Met() {
+		return t.GrantUntil
+	}
+	return t.Deadline
+}
+
+// Voters names who voted, in order.
+func (t Tally) Voters() []string { return voters(t.Votes) }
+
+// Progress says where the votes stand, for people: "1 of 2 approvals
+// (alice); waiting for 1 more from finance-leads".
+func (t Tally) Progress() string {
+	q := max(t.Rule.Quorum, 1)
+	s := fmt.Sprintf("%d of %d approval", len(t.Votes), q)
+	if q > 1 {
+		s += "s"
+	}
+	if len(t.Votes) > 0 {
+		s += " (" + strings.Join(t.Voters(), ", ") + ")"
+	}
+	if n := q - len(t.Votes); n > 0 {
+		s += fmt.Sprintf("; waiting for %d more from %s", n, strings.Join(t.Rule.Approvers, " or "))
+	}
+	return s
+}
+
+// Ruling is what a journal says of a request decided under an approval
+// rule: the policy and rule, how it closed and who approved it.
+type Ruling struct {
+	Seq     int64
+	Policy  string // "" for a request from before policies
+	Rule    string
+	Closing Closing // "" while it is open
+	Voters  []string
+}
+
+// String says it in a line: "seq=3 (rule large of policy 1f2e3d4c5b6a):
+// resumed, approved by alice, bob".
+func (r Ruling) String() string {
+	s := fmt.Sprintf("seq=%d (rule %s", r.Seq, r.Rule)
+	if r.Policy != "" {
+		s += " of policy " + short12(r.Policy)
+	}
+	s += "): "
+	if r.Closing == "" {
+		s += "open"
+	} else {
+		s += string(r.Closing)
+	}
+	if len(r.Voters) > 0 {
+		s += ", approved by " + strings.Join(r.Voters, ", ")
+	}
+	return s
+}
+
+// Policies find the compiled policy of a hash; an error when they know
+// none (the verification breaks).
+type Policies func(hash string) (*Approvals, error)
+
+// VerifyVotes checks a journal (ordered by seq, whose chain, lifecycle
+// and receipts verify: lc is its lifecycle) against the approval rules
+// its requests record. For each request: the rule its policy gives its
+// bytes is the one it records; each approval's receipt (v verifies it)
+// places it as the k-th standing vote of the rule's quorum, by one of the
+// rule's approvers, cast before the deadline, from a sign-in recent
+// enough for its step-up, with a reason when the rule requires one (so
+// do rejections and requests for changes); a resumed request had its
+// quorum, and was resumed within its grant; an expired one had not, and
+// only after its deadline. The first request that breaks a rule breaks
+// the journal; the rulings of the requests are returned either way.
+func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifier) (Verification, []Ruling) {
+	n := len(entries)
+	var out []Ruling
+	decisions := map[int64][]Entry{} // the approval gate's entries, by the request they name
+	for _, en := range entries {
+		if en.ToolName == GateTool && lc.Requests[en.Refers()] != nil {
+			decisions[en.Refers()] = append(decisions[en.Refers()], en)
+		}
+	}
+	bad := func(seq int64, format string, args ...any) (Verification, []Ruling) {
+		i := int(seq - 1)
+		return broken(n, i, fmt.Sprintf("seq=%d (entry %d) ", seq, i)+fmt.Sprintf(format, args...)), out
+	}
+	for _, seq := range lc.Order {
+		l, gated := lc.Requests[seq], entries[seq-1]
+		hash := gated.Field(KeyPolicy)
+		rule := legacyRule
+		if hash != "" {
+			a, err := policies(hash)
+			if err != nil {
+				return bad(seq, "is a request under approval policy %s: %s", short12(hash), msgOf(err))
+			}
+			if gated.Field(KeyRule) == "" {
+				// No rule applied: the gate must have refused it at once.
+				if r, ok := a.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input); ok {
+					return bad(seq, "records no approval rule, but its policy gives its bytes rule %q", r.Name)
+				}
+				if detail, _, _ := entries[min(seq, int64(n)-1)].Refusal(); l.Closed != seq+1 || detail != RefusedNoRule {
+					return bad(seq, "is a request no rule applies to, which the gate did not refuse at once")
+				}
+				out = append(out, Ruling{Seq: seq, Policy: hash, Closing: l.Closing})
+				continue
+			}
+			if rule, err = matchRecorded(a, gated); err != nil {
+				return bad(seq, "%s", strings.TrimPrefix(msgOf(err), fmt.Sprintf("the request at seq=%d ", seq)))
+			}
+		}
+		ru := Ruling{Seq: seq, Policy: hash, Rule: rule.Name, Closing: l.Closing}
+		// Each vote against the rule, in the order they were cast.
+		standing := 0
+		for _, en := range decisions[seq] {
+			decision, decider, _ := personal(en)
+			if decision == DecidedExpired {
+				continue // checked below, with the tally
+			}
+			r, err := OpenReceipt(ReceiptOf(en), v)
+			if err != nil {
+				return bad(en.Seq, "carries no receipt the key signed")
+			}
+			switch decision {
+			case DecidedWithdrawn:
+				standing--
+				continue
+			case DecidedDismissed:
+				continue
+			case DecidedApproved:
+				standing++
+			}
+			if r.ApprovalPolicy == "" {
+				// Signed before votes were counted, when one approver
+				// decided and the server checked who: nothing more to
+				// read from it.
+				continue
+			}
+			switch {
+			case !slices.Contains(rule.Approvers, r.EligibleAs):
+				return bad(en.Seq, "is a vote by %s as %q, which is none of rule %s's approvers (%s)", decider, r.EligibleAs,
+					rule.Name, strings.Join(rule.Approvers, ", "))
+			case rule.ReasonRequired && r.Reason == "":
+				return bad(en.Seq, "is a vote by %s without a reason, which rule %s requires", decider, rule.Name)
+			case rule.StepUp > 0 && (r.AuthTime.IsZero() || r.AuthTime.Before(en.Timestamp.Add(-rule.StepUp).Truncate(time.Second))):
+				return bad(en.Seq, "is a vote by %s from a sign-in older than rule %s's step-up of %s", decider, rule.Name, rule.StepUp)
+			case rule.Expires > 0 && en.Timestamp.After(gated.Timestamp.Add(rule.Expires)):
+				return bad(en.Seq, "is a vote by %s after the request at seq=%d expired", decider, seq)
+			case decision == DecidedApproved && (r.Vote != standing || r.Quorum != rule.Quorum):
+				return bad(en.Seq, "is %s's approval, signed as vote %d of %d, but it is vote %d of %d under rule %s", decider,
+					r.Vote, r.Quorum, standing, rule.Quorum, rule.Name)
+			}
+		}
+		t := tally(gated, l, rule)
+		ru.Voters = t.Voters()
+		out = append(out, ru)
+		if l.Closed == 0 {
+			continue
+		}
+		closing := entries[l.Closed-1]
+		switch l.Closing {
+		case ClosedResumed:
+			switch {
+			case !t.Met():
+				return bad(closing.Seq, "executes the request at seq=%d with %s", seq, t.Progress())
+			case t.Lapsed(closing.Timestamp):
+				return bad(closing.Seq, "executes the request at seq=%d after its grant ended at %s", seq,
+					t.GrantUntil.UTC().Format(time.RFC3339))
+			}
+		case ClosedExpired:
+			if !t.Expired(closing.Timestamp) {
+				return bad(closing.Seq, "expires the request at seq=%d, which had not expired (%s, deadline %s)", seq, t.Progress(),
+					t.Deadline.UTC().Format(time.RFC3339))
+			}
+		}
+	}
+	return Verification{Valid: true, EntryCount: n, BreakAtIndex: -1, Message: fmt.Sprintf("all %d entries verified", n)}, out
+}
