@@ -59,6 +59,10 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"CutOff", testCutOff},
 		{"Dismiss", withEnv(testDismiss)},
 		{"ApprovalRules", withEnv(testApprovalRules)},
+		{"Votes", withEnv(testVotes)},
+		{"Clocks", withEnv(testClocks)},
+		{"PolicyChange", withEnv(testPolicyChange)},
+		{"VoteRace", testVoteRace},
 		{"VerifyAll", withEnv(testVerifyAll)},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,466 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
+)
+
+// The people of the vote scenarios. alice is in two of the rule's
+// groups and counts once; bob is in one; carol holds the approver role
+// and no group of the rule; dave is an agent who approves too, and
+// starts the sagas he calls in.
+var (
+	alice = engine.Principal{ID: "https://idp.example.com#alice", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover},
+		Groups: []string{"finance-leads", "treasury"}, Issuer: "https://idp.example.com", Subject: "alice"}
+	bob = engine.Principal{ID: "https://idp.example.com#bob", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover},
+		Groups: []string{"treasury"}, Issuer: "https://idp.example.com", Subject: "bob"}
+	erin = engine.Principal{ID: "https://idp.example.com#erin", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover},
+		Groups: []string{"finance-leads"}, Issuer: "https://idp.example.com", Subject: "erin"}
+	carol = engine.Principal{ID: "carol@company.com", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover}}
+	dave  = engine.Principal{ID: "token:dave", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent, engine.RoleApprover},
+		Groups: nil}
+)
+
+// votePolicy asks two of finance-leads or treasury for a transfer of
+// 1000 or more, with a reason; one approver for less.
+var votePolicy = engine.PolicySpec{Tools: map[string][]engine.RuleSpec{
+	"sendWireTransfer": {
+		{Name: "large", When: `double(payload.amount) >= 1000.0`, Approvers: []string{"finance-leads", "treasury"}, Quorum: 2,
+			Reason: engine.ReasonRequired},
+		{Name: "small"},
+	},
+}}
+
+const large = `{"amount":"5000","to":"alice"}`
+
+// gateLarge makes saga's request of a large transfer, after a
+// reservation, as the agent, and returns its seq.
+func (v *env) gateLarge(saga string, by engine.Principal) int64 {
+	v.t.Helper()
+	ctx := context.Background()
+	if _, err := v.e.Call(ctx, by, saga, "reserveInventory", `{"item":"laptop"}`); err != nil {
+		v.t.Fatal(err)
+	}
+	r, err := v.e.Call(ctx, by, saga, "sendWireTransfer", large)
+	if err != nil || r.Outcome != engine.OutcomeAwaitingApproval {
+		v.t.Fatalf("Call(large transfer) = %+v, %v; want it gated", r, err)
+	}
+	return r.Seq
+}
+
+// usePolicy restarts v's engine with the policy spec, recorded.
+func (v *env) usePolicy(spec engine.PolicySpec, opts ...engine.Option) *engine.Approvals {
+	v.t.Helper()
+	a, err := engine.CompilePolicy(spec)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	v.opts = append([]engine.Option{engine.WithApprovals(a)}, opts...)
+	v.e, v.log = v.engine(v.db)
+	if err := v.e.RecordPolicy(context.Background()); err != nil {
+		v.t.Fatal(err)
+	}
+	return a
+}
+
+// testVotes: a quorum of two distinct eligible people, each counted once
+// whatever groups or credentials they hold, the initiator and the
+// requester never; one eligible rejection rejects; a withdrawal drops the
+// count; a request for changes sends the request back, the saga going on.
+func testVotes(t *testing.T, v *env) {
+	ctx := context.Background()
+	v.usePolicy(votePolicy)
+	wires := func() int64 { return v.fx.transfer.Load() }
+
+	seq := v.gateLarge("q", agent)
+	if p := v.journal("q")[seq-1]; p.Field(engine.KeyRule) != "large" {
+		t.Fatalf("the request's rule = %q; want large", p.Field(engine.KeyRule))
+	}
+	_, err := v.e.Approve(ctx, alice, "q", seq, "")
+	wantKind(t, "an approval without the reason the rule requires", err, engine.Invalid)
+	_, err = v.e.Approve(ctx, carol, "q", seq, "looks fine")
+	wantKind(t, "an approval by an approver of no group of the rule", err, engine.Forbidden)
+	d, err := v.e.Approve(ctx, alice, "q", seq, "invoice 77 checked")
+	if err != nil || d.Votes != 1 || d.Quorum != 2 || d.Status != engine.AwaitingApproval {
+		t.Fatalf("alice's approval = %+v, %v; want vote 1 of 2", d, err)
+	}
+	// alice again: the same person, another credential of the same
+	// identity (her access token rather than her session), and two groups.
+	again := alice
+	again.Auth, again.AuthTime = engine.AuthOIDC, time.Time{}
+	_, err = v.e.Approve(ctx, again, "q", seq, "once more")
+	wantKind(t, "alice's second approval", err, engine.Conflict)
+	if err == nil || !strings.Contains(err.Error(), "one person counts once") {
+		t.Errorf("alice's second approval: %v; want it said that one person counts once", err)
+	}
+	// Not executable on one vote: the agent's resume is refused, and the
+	// console's Execute changes nothing.
+	_, err = v.e.Execute(ctx, agent, "q", seq)
+	wantCode(t, "Execute on one vote of two", err, engine.Conflict, wire.CodeUndecided)
+	rv := v.review("q", seq)
+	if rv.State != engine.StateUndecided || rv.Tally.Progress() != "1 of 2 approvals (https://idp.example.com#alice); waiting for 1 more from finance-leads or treasury" {
+		t.Errorf("review after one vote: %s, %q", rv.State, rv.Tally.Progress())
+	}
+	if a := v.e.Allowed(alice, rv); a.Approve || !a.Withdraw || !a.Reject {
+		t.Errorf("Allowed(alice, after her vote) = %+v; want withdraw and reject, no second approval", a)
+	}
+	if a := v.e.Allowed(bob, rv); !a.Approve || !a.Reject || !a.RequestChanges || a.Withdraw || a.Execute {
+		t.Errorf("Allowed(bob) = %+v; want approve, reject, request changes", a)
+	}
+	if _, err := v.e.Approve(ctx, bob, "q", seq, "matches the PO"); err != nil {
+		t.Fatalf("bob's approval: %v", err)
+	}
+	if rv := v.review("q", seq); rv.State != engine.StateApproved || !slices.Equal(rv.Tally.Voters(), []string{alice.ID, bob.ID}) {
+		t.Errorf("review after two votes: %s, voters %v", rv.State, rv.Tally.Voters())
+	}
+	_, err = v.e.Approve(ctx, erin, "q", seq, "me too")
+	wantKind(t, "a third approval of a quorum of two", err, engine.Conflict)
+	res, err := v.e.Resume(ctx, agent, "q", seq, large)
+	if err != nil || res.Refused || wires() != 1 {
+		t.Fatalf("Resume after two votes = %+v, %v; wires %d; want it executed once", res, err, wires())
+	}
+	if got := v.verify("q"); !got.Valid {
+		t.Errorf("Verify(q) = %+v", got)
+	}
+	// The receipts place each vote.
+	es := v.journal("q")
+	for i, want := range map[int64]string{seq + 1: "vote: 1 of 2\n", seq + 2: "vote: 2 of 2\n"} {
+		r, err := engine.OpenReceipt(engine.ReceiptOf(es[i-1]), testkit.Keys(t).Verifier())
+		if err != nil || !strings.Contains(r.Text(), want) || r.Rule != "large" || r.ApprovalPolicy == "" || r.EligibleAs == "" {
+			t.Errorf("receipt of seq=%d = %+v, %v; want %q, rule large, its policy and the group voted as", i, r, err, want)
+		}
+	}
+
+	// The initiator never counts: dave starts the saga and asks.
+	seq = v.gateLarge("own", dave)
+	_, err = v.e.Approve(ctx, dave, "own", seq, "mine")
+	wantKind(t, "an approval by the saga's initiator", err, engine.Forbidden)
+
+	// One eligible rejection rejects, whatever the votes.
+	seq = v.gateLarge("r", agent)
+	v.mustApprove("r", seq, alice)
+	if d, err := v.e.Reject(ctx, bob, "r", seq, "wrong payee"); err != nil || d.Status != engine.Compensated {
+		t.Errorf("bob's rejection after alice's approval = %+v, %v; want the saga compensated", d, err)
+	}
+
+	// A withdrawal drops the count; the voter may approve again.
+	seq = v.gateLarge("w", agent)
+	v.mustApprove("w", seq, alice)
+	_, err = v.e.Withdraw(ctx, bob, "w", seq, "")
+	wantKind(t, "bob withdrawing a vote he did not cast", err, engine.Conflict)
+	if d, err := v.e.Withdraw(ctx, alice, "w", seq, "the amount changed on the invoice"); err != nil || d.Votes != 0 {
+		t.Fatalf("alice's withdrawal = %+v, %v; want 0 votes standing", d, err)
+	}
+	v.mustApprove("w", seq, bob)
+	if res, err := v.e.Resume(ctx, agent, "w", seq, large); err != nil || !res.Refused ||
+		!strings.HasPrefix(res.Reason, engine.RefusedQuorum+": 1 of 2 approvals") {
+		t.Errorf("Resume with a vote withdrawn = %+v, %v; want refused: quorum not reached", res, err)
+	}
+	if got := v.verify("w"); !got.Valid {
+		t.Errorf("Verify(w) = %+v", got)
+	}
+
+	// A request for changes drops that request alone: the saga runs on,
+	// nothing is compensated, and the agent reads what to change.
+	seq = v.gateLarge("c", agent)
+	undone := v.fx.count("undo reserveInventory reserved")
+	_, err = v.e.RequestChanges(ctx, bob, "c", seq, "")
+	wantKind(t, "a request for changes without saying what", err, engine.Invalid)
+	if d, err := v.e.RequestChanges(ctx, bob, "c", seq, "split it: at most 2500 a transfer"); err != nil || d.Status != engine.Running {
+		t.Fatalf("RequestChanges = %+v, %v; want the saga running", d, err)
+	}
+	if v.fx.count("undo reserveInventory reserved") != undone || v.pending("c") != 0 {
+		t.Errorf("after a request for changes: %d compensations, %d pending; want none of either",
+			v.fx.count("undo reserveInventory reserved")-undone, v.pending("c"))
+	}
+	e := wantCode(t, "resuming a request sent back", second(v.e.Resume(ctx, agent, "c", seq, large)), engine.Conflict, wire.CodeChangesRequested)
+	if e.Msg != "[CHANGES_REQUESTED] Tool 'sendWireTransfer': split it: at most 2500 a transfer" {
+		t.Errorf("what the agent reads = %q", e.Msg)
+	}
+	_, reqs, err := v.e.Requests(ctx, agent, "c")
+	if err != nil || len(reqs) != 1 || reqs[0].State != engine.StateChangesRequested || reqs[0].Changes == nil ||
+		reqs[0].Changes.Reason != "split it: at most 2500 a transfer" {
+		t.Errorf("Requests(c) = %+v, %v; want the request sent back with the reason", reqs, err)
+	}
+	// The agent re-plans: the new request shows what was sent back.
+	next := v.call("c", "sendWireTransfer", `{"amount":"2500","to":"alice"}`)
+	if rv := v.review("c", next.Seq); rv.Previous == nil || rv.Previous.Seq != seq {
+		t.Errorf("the re-planned request's previous = %+v; want the one sent back, seq=%d", rv.Previous, seq)
+	}
+	if got := v.verify("c"); !got.Valid {
+		t.Errorf("Verify(c) = %+v", got)
+	}
+	if wires() != 1 {
+		t.Errorf("the wire ran %d times; want once, for q", wires())
+	}
+
+	// Nor does the requester, where agents share sagas: agent starts
+	// it, dave (an agent who also approves) asks for the transfer.
+	v.usePolicy(votePolicy, engine.WithPolicy(engine.Policy{ShareSagas: true}))
+	v.call("shared", "reserveInventory", `{"item":"laptop"}`)
+	r, err := v.e.Call(ctx, dave, "shared", "sendWireTransfer", large)
+	if err != nil || r.Outcome != engine.OutcomeAwaitingApproval {
+		t.Fatalf("dave's request in agent-1's saga = %+v, %v", r, err)
+	}
+	_, err = v.e.Approve(ctx, dave, "shared", r.Seq, "mine")
+	wantKind(t, "an approval by the request's requester", err, engine.Forbidden)
+}
+
+// mustApprove approves saga's request at seq as p, with a reason.
+func (v *env) mustApprove(saga string, seq int64, p engine.Principal) {
+	v.t.Helper()
+	if _, err := v.e.Approve(context.Background(), p, saga, seq, "checked by "+p.ID); err != nil {
+		v.t.Fatalf("Approve(%s, %d) by %s: %v", saga, seq, p.ID, err)
+	}
+}
+
+// fakeClock is a clock a test moves.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Millisecond)
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// testClocks: a request without its quorum by its deadline is rejected
+// by the server, with a receipt, and its saga compensated, whoever
+// notices first (a late vote, the sweep); an approval not executed within
+// its grant is closed; a vote counts only from a sign-in as recent as
+// the rule's step-up asks.
+func testClocks(t *testing.T, v *env) {
+	ctx := context.Background()
+	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	v.usePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "timed", Quorum: 2, Expires: engine.Duration(time.Hour),
+		Grant: engine.Duration(10 * time.Minute), StepUp: engine.Duration(15 * time.Minute)}}}, engine.WithClock(clock.Now))
+	fresh := func(p engine.Principal) engine.Principal {
+		p.AuthTime = clock.Now().Add(-time.Minute)
+		return p
+	}
+
+	// Step-up: an old sign-in, and a token, are refused; a fresh one counts.
+	seq := v.gate("step")
+	old := alice
+	old.AuthTime = clock.Now().Add(-time.Hour)
+	wantCode(t, "a vote from an hour-old sign-in", second(v.e.Approve(ctx, old, "step", seq, "")), engine.Forbidden, wire.CodeStepUp)
+	token := engine.Principal{ID: "token:ops", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleApprover}}
+	wantCode(t, "a vote by a static token", second(v.e.Approve(ctx, token, "step", seq, "")), engine.Forbidden, wire.CodeStepUp)
+	if rv := v.review("step", seq); v.e.Allowed(old, rv).StepUp != 15*time.Minute {
+		t.Errorf("Allowed(an old sign-in).StepUp = %v; want 15m, to sign in again", v.e.Allowed(old, rv).StepUp)
+	}
+	if _, err := v.e.Approve(ctx, fresh(alice), "step", seq, ""); err != nil {
+		t.Errorf("a vote from a fresh sign-in: %v", err)
+	}
+
+	// Expiry: one vote, then the deadline passes. A late vote finds it
+	// expired: the server's REJECTED is journaled, the saga compensated.
+	seq = v.gate("late")
+	v.mustApproveAs("late", seq, fresh(alice))
+	clock.Add(61 * time.Minute)
+	e := wantCode(t, "a vote after the deadline", second(v.e.Approve(ctx, fresh(bob), "late", seq, "")), engine.Conflict, wire.CodeExpired)
+	if !strings.Contains(e.Msg, "expired") || v.status("late") != engine.Compensated || v.fx.count("undo reserveInventory reserved") == 0 {
+		t.Errorf("after a vote on an expired request: %q, saga %s; want expired and compensated", e.Msg, v.status("late"))
+	}
+	es := v.journal("late")
+	if last := es[len(es)-2]; last.ToolName != engine.GateTool || last.Phase != engine.PhaseRejected || last.Field(engine.KeyExpired) == "" {
+		t.Errorf("the entry after the vote = %+v; want the server's REJECTED, expired", last)
+	} else if r, err := engine.OpenReceipt(engine.ReceiptOf(last), testkit.Keys(t).Verifier()); err != nil || r.Decision != engine.DecidedExpired ||
+		r.Decider != engine.ServerDecider {
+		t.Errorf("the expiry's receipt = %+v, %v; want the server's, expired", r, err)
+	}
+	if got := v.verify("late"); !got.Valid {
+		t.Errorf("Verify(late) = %+v", got)
+	}
+	// The sweep expires what nobody touches.
+	seq = v.gate("quiet")
+	clock.Add(30 * time.Minute)
+	if n, err := v.e.Lapse(ctx); err != nil || v.pending("quiet") != 1 {
+		t.Fatalf("Lapse before the deadline: %d closed, %v; the request must stay", n, err)
+	}
+	clock.Add(31 * time.Minute)
+	if n, err := v.e.Lapse(ctx); err != nil || n < 1 || v.pending("quiet") != 0 || v.status("quiet") != engine.Compensated {
+		t.Errorf("Lapse after the deadline: %d closed, %v, saga %s; want it expired and compensated", n, err, v.status("quiet"))
+	}
+	e = wantCode(t, "resuming an expired request", second(v.e.Resume(ctx, agent, "quiet", seq, transfer)), engine.Conflict, wire.CodeExpired)
+	_ = e
+
+	// Grant: the quorum is reached, then the grant ends before anyone
+	// executes it: refused, journaled, compensated.
+	seq = v.gate("slow")
+	v.mustApproveAs("slow", seq, fresh(alice))
+	v.mustApproveAs("slow", seq, fresh(bob))
+	clock.Add(11 * time.Minute)
+	if res, err := v.e.Resume(ctx, agent, "slow", seq, transfer); err != nil || !res.Refused || !strings.HasPrefix(res.Reason, engine.RefusedGrant) ||
+		res.Status != engine.Compensated {
+		t.Errorf("Resume after the grant = %+v, %v; want refused (%s) and compensated", res, err, engine.RefusedGrant)
+	}
+	// … and the sweep closes a lapsed grant nobody resumes.
+	seq = v.gate("idle")
+	v.mustApproveAs("idle", seq, fresh(alice))
+	v.mustApproveAs("idle", seq, fresh(bob))
+	clock.Add(11 * time.Minute)
+	if _, err := v.e.Lapse(ctx); err != nil || v.pending("idle") != 0 || v.status("idle") != engine.Compensated {
+		t.Errorf("Lapse after the grant: %v, %d pending, saga %s; want closed and compensated", err, v.pending("idle"), v.status("idle"))
+	}
+	wantCode(t, "resuming a lapsed grant", second(v.e.Resume(ctx, agent, "idle", seq, transfer)), engine.Conflict, wire.CodeExpired)
+	// Within the grant it runs.
+	seq = v.gate("quick")
+	v.mustApproveAs("quick", seq, fresh(alice))
+	v.mustApproveAs("quick", seq, fresh(bob))
+	clock.Add(9 * time.Minute)
+	if res, err := v.e.Resume(ctx, agent, "quick", seq, transfer); err != nil || res.Refused {
+		t.Errorf("Resume within the grant = %+v, %v; want executed", res, err)
+	}
+	for _, saga := range []string{"step", "late", "quiet", "slow", "idle", "quick"} {
+		if got := v.verify(saga); !got.Valid {
+			t.Errorf("Verify(%s) = %+v", saga, got)
+		}
+	}
+}
+
+// mustApproveAs approves as p, without a reason.
+func (v *env) mustApproveAs(saga string, seq int64, p engine.Principal) {
+	v.t.Helper()
+	if _, err := v.e.Approve(context.Background(), p, saga, seq, ""); err != nil {
+		v.t.Fatalf("Approve(%s, %d) by %s: %v", saga, seq, p.ID, err)
+	}
+}
+
+// testPolicyChange: requests made under policy A are decided by A after
+// the server restarts with policy B, and B's by B; the journal of the
+// server's own PolicySaga, and so the log, holds both documents, and
+// verification checks each request's votes against its own policy.
+func testPolicyChange(t *testing.T, v *env) {
+	ctx := context.Background()
+	a := v.usePolicy(votePolicy)
+	underA := v.gateLarge("under-a", agent)
+	v.mustApprove("under-a", underA, alice)
+
+	// Policy B lets any one approver approve anything.
+	b := v.usePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "anyone"}}})
+	underB := v.gateLarge("under-b", agent)
+	if got := v.journal("under-b")[underB-1].Field(engine.KeyPolicy); got != b.Hash {
+		t.Fatalf("the request made under B records policy %s; want B's %s", got, b.Hash)
+	}
+	// A's request still needs a second finance vote: carol, fine under B,
+	// is not one of A's approvers.
+	_, err := v.e.Approve(ctx, carol, "under-a", underA, "fine")
+	wantKind(t, "carol approving a request made under A", err, engine.Forbidden)
+	if res, err := v.e.Resume(ctx, agent, "under-a", underA, large); err != nil || !res.Refused {
+		t.Errorf("Resume of A's request on one vote = %+v, %v; want refused by A's quorum", res, err)
+	}
+	underA2 := v.gateLarge("under-a2", agent) // under B now: one approver
+	if _, err := v.e.Approve(ctx, carol, "under-a2", underA2, ""); err != nil {
+		t.Errorf("carol approving a request made under B: %v", err)
+	}
+	docs, inForce, err := v.e.Policies(ctx, auditor)
+	if err != nil || len(docs) != 2 || docs[0].Hash != a.Hash || docs[1].Hash != b.Hash || inForce != b.Hash ||
+		docs[0].Text != a.Text || !docs[1].Since.After(docs[0].Since) {
+		t.Errorf("Policies = %+v, %s, %v; want A then B, B in force", docs, inForce, err)
+	}
+	// A restart with B again records nothing new; back to A records A again.
+	v.usePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "anyone"}}})
+	if docs, _, _ := v.e.Policies(ctx, auditor); len(docs) != 2 {
+		t.Errorf("a restart with the same policy recorded %d documents; want 2", len(docs))
+	}
+	if got := v.verify(engine.PolicySaga); !got.Valid {
+		t.Errorf("Verify(%s) = %+v", engine.PolicySaga, got)
+	}
+	for _, saga := range []string{"under-a", "under-b", "under-a2"} {
+		if got := v.verify(saga); !got.Valid {
+			t.Errorf("Verify(%s) = %+v", saga, got)
+		}
+	}
+	// A forged policy document in the server's saga is never taken.
+	es := v.journal(engine.PolicySaga)
+	forged := es[len(es)-1]
+	forged.Seq, forged.Input = forged.Seq+1, strings.Replace(forged.Input, `"anyone"`, `"anyone2"`, 1)
+	forged.Payload = strings.Replace(forged.Payload, "policy="+b.Hash, "policy="+engine.PayloadHash(forged.Input), 1)
+	forged.Timestamp = forged.Timestamp.Add(time.Second)
+	forged.Hash = engine.Hash(es[len(es)-1].Hash, forged)
+	v.h.Exec(t, "INSERT INTO journal (saga_id, seq, tool_name, phase, input, payload, timestamp, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+		forged.SagaID, forged.Seq, forged.ToolName, forged.Phase, forged.Input, forged.Payload, forged.Timestamp, forged.Hash)
+	v.h.Exec(t, "UPDATE sagas SET head_seq = $2, head_hash = $3 WHERE id = $1", engine.PolicySaga, forged.Seq, forged.Hash)
+	if _, _, err := v.e.Policies(ctx, auditor); !engine.IsKind(err, engine.Conflict) || !strings.Contains(err.Error(), "no policy document the key signed") {
+		t.Errorf("Policies with a forged document: %v; want Conflict naming it", err)
+	}
+	if err := v.e.RecordPolicy(ctx); !engine.IsKind(err, engine.Conflict) {
+		t.Errorf("RecordPolicy over a forged document: %v; want Conflict", err)
+	}
+}
+
+// testVoteRace: the quorum's people vote at once on two servers sharing
+// the database, as do a third person, and alice twice more (another tab,
+// another server); exactly two votes are journaled, never the same
+// person's twice; executions race too, and the tool runs once.
+func testVoteRace(t *testing.T, newHarness func(*testing.T) Harness) {
+	ctx := context.Background()
+	v := newEnv(t, newHarness)
+	v.usePolicy(votePolicy)
+	e2, _ := v.engine(v.open(), v.fx.tools()...)
+	engines := []*engine.Engine{v.e, e2}
+	for round := range 200 {
+		saga := fmt.Sprintf("vote-%d", round)
+		seq := v.gateLarge(saga, agent)
+		var wg sync.WaitGroup
+		var approved, conflicts atomic.Int64
+		for i, p := range []engine.Principal{alice, bob, erin, alice, alice} {
+			wg.Go(func() {
+				_, err := engines[(i+round)%2].Approve(ctx, p, saga, seq, "checked")
+				switch {
+				case err == nil:
+					approved.Add(1)
+				case engine.IsKind(err, engine.Conflict):
+					conflicts.Add(1)
+				default:
+					t.Errorf("round %d: Approve by %s: %v", round, p.ID, err)
+				}
+			})
+		}
+		wg.Wait()
+		var voters []string
+		for _, en := range v.journal(saga) {
+			if en.Phase == engine.PhaseApproved {
+				voters = append(voters, en.Field(engine.KeyApprover))
+			}
+		}
+		slices.Sort(voters)
+		if approved.Load() != 2 || conflicts.Load() != 3 || len(voters) != 2 || voters[0] == voters[1] {
+			t.Fatalf("round %d: %d approvals accepted, %d refused, journaled %v; want 2 distinct accepted, 3 refused",
+				round, approved.Load(), conflicts.Load(), voters)
+		}
+		before := v.fx.transfer.Load()
+		var executed atomic.Int64
+		for i := range 4 {
+			wg.Go(func() {
+				if res, err := engines[i%2].Execute(ctx, agent, saga, seq); err == nil && !res.Refused {
+					executed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if runs := v.fx.transfer.Load() - before; runs != 1 || executed.Load() != 1 {
+			t.Fatalf("round %d: the wire ran %d times, %d executions answered; want 1", round, runs, executed.Load())
+		}
+	}
+}
