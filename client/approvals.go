@@ -42,12 +42,16 @@ func (c *Client) Approvals(ctx context.Context, sagaID string) (ApprovalList, er
 	return l, nil
 }
 
-// Approve approves the request at seq, with an optional reason, and
-// executes nothing: Resume does. POST /sagacity/approve/{sagaID}/{seq}.
-// ErrNotFound when nothing is pending at seq, ErrConflict when it is
-// decided already or the journal does not verify, ErrForbidden without the
-// approver role or for the saga's initiator or the request's maker
-// (four-eyes).
+// Approve approves the request at seq, one vote, with a reason (which
+// the request's rule may require), and executes nothing: Resume does,
+// once the rule's quorum of distinct people approved it. POST
+// /sagacity/approve/{sagaID}/{seq}. ErrNotFound when nothing is pending
+// at seq; ErrConflict when its quorum is reached already, the caller
+// approved it already, it expired (Code CodeExpired) or the journal does
+// not verify; ErrForbidden without the approver role, outside the rule's
+// approvers, for the saga's initiator or the request's maker
+// (four-eyes), or from a sign-in older than the rule's step-up (Code
+// CodeStepUp); ErrInvalid without a reason the rule requires.
 func (c *Client) Approve(ctx context.Context, sagaID string, seq int64, reason string) (Decision, error) {
 	path := fmt.Sprintf("%s/%d", sagaPath("approve", sagaID), seq)
 	return do[Decision](ctx, c, http.MethodPost, path, nil, wire.DecisionRequest{Reason: reason})
@@ -68,6 +72,32 @@ func (c *Client) Reject(ctx context.Context, sagaID string, seq int64, reason st
 func (c *Client) Dismiss(ctx context.Context, sagaID string, seq int64, reason string) (Decision, error) {
 	path := fmt.Sprintf("%s/%d", sagaPath("dismiss", sagaID), seq)
 	return do[Decision](ctx, c, http.MethodPost, path, nil, wire.DecisionRequest{Reason: reason})
+}
+
+// Withdraw takes back the caller's own approval of the request at seq,
+// which stays pending one approval short: POST
+// /sagacity/withdraw/{sagaID}/{seq}. ErrConflict when the caller has no
+// standing approval of it; other errors as Approve's.
+func (c *Client) Withdraw(ctx context.Context, sagaID string, seq int64, reason string) (Decision, error) {
+	path := fmt.Sprintf("%s/%d", sagaPath("withdraw", sagaID), seq)
+	return do[Decision](ctx, c, http.MethodPost, path, nil, wire.DecisionRequest{Reason: reason})
+}
+
+// RequestChanges sends the request at seq back to its agent, which is
+// told reason as "[CHANGES_REQUESTED] Tool '<tool>': <reason>"; the saga
+// goes on and nothing is compensated: POST
+// /sagacity/request-changes/{sagaID}/{seq}. ErrInvalid without a reason;
+// other errors as Approve's.
+func (c *Client) RequestChanges(ctx context.Context, sagaID string, seq int64, reason string) (Decision, error) {
+	path := fmt.Sprintf("%s/%d", sagaPath("request-changes", sagaID), seq)
+	return do[Decision](ctx, c, http.MethodPost, path, nil, wire.DecisionRequest{Reason: reason})
+}
+
+// Policies lists the approval policies that took effect, oldest first,
+// each with its document and the SHA-256 requests pin, and the one in
+// force: GET /sagacity/policies. ErrForbidden for an agent.
+func (c *Client) Policies(ctx context.Context) (Policies, error) {
+	return do[Policies](ctx, c, http.MethodGet, "/sagacity/policies", nil, nil)
 }
 
 // Resume executes the approved request at seq with payload, which must be

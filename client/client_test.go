@@ -48,8 +48,13 @@ func TestGatedFlow(t *testing.T) {
 		t.Fatalf("Call(%q, %s) = %+v, %v; want AWAITING_APPROVAL at seq 3 with the input's hash", saga, wire, gated, err)
 	}
 
+	policies, err := approver.Policies(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	wantPending := client.ApprovalList{Total: 1, Approvals: []client.Approval{
-		{SagaID: saga, JournalSeq: 3, ToolName: wire, Input: in, InputHash: hash, Requester: "token:agent"}}}
+		{SagaID: saga, JournalSeq: 3, ToolName: wire, Input: in, InputHash: hash, Requester: "token:agent",
+			Ruling: client.Ruling{Rule: "small", Policy: policies.InForce, Quorum: 1, ApprovedBy: []string{}}}}}
 	for _, of := range []string{"", saga} {
 		list, err := approver.Approvals(ctx, of)
 		if diff := cmp.Diff(wantPending, list); err != nil || diff != "" {

@@ -57,12 +57,16 @@ type Error struct {
 
 // Codes of refusals a caller acts on (Error.Code); see package wire.
 const (
-	CodeInDoubt    = wire.CodeInDoubt
-	CodeInProgress = wire.CodeInProgress
-	CodeKeyReused  = wire.CodeKeyReused
-	CodeSuperseded = wire.CodeSuperseded
-	CodeToolFailed = wire.CodeToolFailed
-	CodeRefused    = wire.CodeRefused
+	CodeInDoubt          = wire.CodeInDoubt
+	CodeInProgress       = wire.CodeInProgress
+	CodeKeyReused        = wire.CodeKeyReused
+	CodeSuperseded       = wire.CodeSuperseded
+	CodeToolFailed       = wire.CodeToolFailed
+	CodeRefused          = wire.CodeRefused
+	CodeUndecided        = wire.CodeUndecided
+	CodeChangesRequested = wire.CodeChangesRequested
+	CodeExpired          = wire.CodeExpired
+	CodeStepUp           = wire.CodeStepUp
 )
 
 // Error says the status and the server's message.

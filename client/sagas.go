@@ -31,7 +31,24 @@ import (
 // RetryFor, or after its own restart, uses CallWithKey with a key it
 // keeps.
 func (c *Client) Call(ctx context.Context, sagaID, tool, input string) (CallResult, error) {
-	return c.CallWithKey(ctx, sagaID, tool, input, rand.Text())
+	return c.Ask(ctx, sagaID, Ask{Tool: tool, Input: input})
+}
+
+// Ask is a call as the agent makes it: the tool, its exact input, and
+// optionally its idempotency key (a new one when empty) and why the
+// agent asks, which is journaled with the call and shown to the people
+// who decide it.
+type Ask struct {
+	Tool, Input string
+	Key, Reason string
+}
+
+// Ask is Call with a's key (a new one when empty) and reason.
+func (c *Client) Ask(ctx context.Context, sagaID string, a Ask) (CallResult, error) {
+	if a.Key == "" {
+		a.Key = rand.Text()
+	}
+	return c.callOnce(ctx, sagaID, a)
 }
 
 // CallWithKey is Call under the idempotency key key: 1 to 255 printable
@@ -43,7 +60,14 @@ func (c *Client) Call(ctx context.Context, sagaID, tool, input string) (CallResu
 // to RetryFor, waiting longer each time. The key sent with another tool
 // or input is refused: an *Error of status 422, Code CodeKeyReused.
 func (c *Client) CallWithKey(ctx context.Context, sagaID, tool, input, key string) (CallResult, error) {
-	body := wire.CallRequest{Tool: tool, Input: &input}
+	return c.callOnce(ctx, sagaID, Ask{Tool: tool, Input: input, Key: key})
+}
+
+// callOnce sends one logical call, again under its key while its answer is
+// lost (see CallWithKey).
+func (c *Client) callOnce(ctx context.Context, sagaID string, a Ask) (CallResult, error) {
+	key := a.Key
+	body := wire.CallRequest{Tool: a.Tool, Input: &a.Input, Reason: a.Reason}
 	if len(key) == 0 || len(key) > 255 || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
 		return CallResult{}, fmt.Errorf("sagacity: an idempotency key is 1 to 255 printable ASCII characters, not %q", key)
 	}
@@ -131,6 +155,15 @@ func (c *Client) Sagas(ctx context.Context, q SagaQuery) (SagaPage, error) {
 		v.Set("cursor", q.Cursor)
 	}
 	return do[SagaPage](ctx, c, http.MethodGet, "/sagacity/sagas", v, nil)
+}
+
+// Requests says what became of each request of a saga, as its agent
+// reads it: pending (and where its votes stand), approved, executed,
+// rejected, or sent back with what to change (Message):
+// GET /sagacity/sagas/{sagaID}/requests. ErrNotFound for no such saga,
+// ErrForbidden for another agent's.
+func (c *Client) Requests(ctx context.Context, sagaID string) (SagaRequests, error) {
+	return do[SagaRequests](ctx, c, http.MethodGet, sagaPath("sagas", sagaID)+"/requests", nil, nil)
 }
 
 // CallsInDoubt lists the calls whose outcome the journal does not know:

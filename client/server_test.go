@@ -207,6 +207,16 @@ func start(dbURL, dir string, logs io.Writer) (*sagacity, error) {
 		declared = append(declared, auth.Token{Name: name, SHA256: engine.PayloadHash(value), Roles: roles[name]})
 	}
 	sessions := &auth.Sessions{Store: db, Key: []byte("client-test-session-key-0123456789"), Now: time.Now}
+	// A transfer of 10000 or more takes two approvers and a reason;
+	// less, one.
+	policy, err := engine.CompilePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{wire: {
+		{Name: "large", When: `double(payload.amount) >= 10000.0`, Quorum: 2, Reason: engine.ReasonRequired},
+		{Name: "small"},
+	}}})
+	if err != nil {
+		stop()
+		return nil, err
+	}
 	a, err := app.Build(context.Background(), app.Parts{DB: db, Checkpoints: checkpoints, Keys: keys, Logger: log, Version: "test",
 		Tools: []engine.Tool{
 			tool(reserve, engine.Compensatable, "/reserve", "/release"),
@@ -217,7 +227,7 @@ func start(dbURL, dir string, logs io.Writer) (*sagacity, error) {
 		Log: tlog.Options{Every: 1, Interval: 24 * time.Hour},
 		// Calls in doubt may be resolved at once, and an outcome that
 		// cannot be journaled is given up on after 200ms.
-		Engine: []engine.Option{engine.WithInDoubtAfter(0), engine.WithOutcomeRetry(200 * time.Millisecond)},
+		Engine: []engine.Option{engine.WithInDoubtAfter(0), engine.WithOutcomeRetry(200 * time.Millisecond), engine.WithApprovals(policy)},
 		Server: server.Options{
 			Console:           &console.Handlers{Sessions: sessions, Mode: auth.ModeTokens, Now: time.Now},
 			APIAuth:           (&auth.Bearer{Tokens: declared}).Principal,

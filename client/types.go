@@ -32,6 +32,16 @@ type (
 	// ConsistencyProof proves that the log at size From is a prefix of
 	// the log at size To.
 	ConsistencyProof = wire.ConsistencyProof
+	// Ruling is where a request stands under its approval rule.
+	Ruling = wire.Ruling
+	// SagaRequests is a saga and what became of each of its requests.
+	SagaRequests = wire.SagaRequests
+	// RequestState is what became of one request.
+	RequestState = wire.RequestState
+	// Policies are the approval policies that took effect.
+	Policies = wire.Policies
+	// PolicyDocument is one approval policy as it took effect.
+	PolicyDocument = wire.PolicyDocument
 )
 
 // A saga's statuses.

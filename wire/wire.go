@@ -144,11 +144,30 @@ type Approval struct {
 	// InputHash is the hex SHA-256 of Input.
 	InputHash string `json:"inputHash"`
 	Requester string `json:"requester"`
+	// Reason is why the requester says it asks, when it said.
+	Reason string `json:"reason,omitempty"`
+	Ruling
 }
 
-// DecisionRequest is the body of approve, reject and dismiss. Approver is
-// taken only from a dev-mode caller without a token; everyone else is
-// journaled as who they signed in as.
+// Ruling is where a request stands under the approval rule that decides
+// it: the rule and the SHA-256 of the policy its request pinned (absent
+// for requests from before policies), how many distinct people must
+// approve it, who has, and the clock that runs: until ExpiresAt for the
+// quorum, then until ExecuteBy for its execution.
+type Ruling struct {
+	Rule       string     `json:"rule,omitempty"`
+	Policy     string     `json:"policy,omitempty"`
+	Quorum     int        `json:"quorum"`
+	ApprovedBy []string   `json:"approvedBy"`
+	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
+	ExecuteBy  *time.Time `json:"executeBy,omitempty"`
+}
+
+// DecisionRequest is the body of approve, reject, dismiss, withdraw and
+// request-changes. Approver is taken only from a dev-mode caller without
+// a token; everyone else is journaled as who they signed in as. Reason is
+// required where the request's rule says so, and always for
+// request-changes (it is what the agent is told).
 type DecisionRequest struct {
 	Approver string `json:"approver,omitempty"`
 	Reason   string `json:"reason,omitempty"`
@@ -158,7 +177,14 @@ type DecisionRequest struct {
 type Decision struct {
 	SagaID     string `json:"sagaId"`
 	JournalSeq int64  `json:"journalSeq"`
-	Approved   bool   `json:"approved"`
+	// Decision is approved, rejected, dismissed, withdrawn or
+	// changes-requested; Approved is true for an approval alone.
+	Decision string `json:"decision"`
+	Approved bool   `json:"approved"`
+	// Votes is how many approvals stand after it, of the Quorum the
+	// request's rule asks for.
+	Votes  int `json:"votes"`
+	Quorum int `json:"quorum"`
 	// ApproverIdentity is the authenticated principal the decision is
 	// journaled under.
 	ApproverIdentity string    `json:"approverIdentity"`
@@ -185,10 +211,13 @@ type ResumeResult struct {
 	Problem
 }
 
-// CallRequest is the body of a call: the tool and its exact input.
+// CallRequest is the body of a call: the tool and its exact input, and
+// optionally why the agent asks, which is journaled with the call and
+// shown to the people who decide it.
 type CallRequest struct {
-	Tool  string  `json:"tool"`
-	Input *string `json:"input"`
+	Tool   string  `json:"tool"`
+	Input  *string `json:"input"`
+	Reason string  `json:"reason,omitempty"`
 }
 
 // CallResult is what became of a call: 200 executed, 202 gated (approve
@@ -292,6 +321,31 @@ type ExportHead struct {
 	Head string `json:"head"`
 }
 
+// ExportPolicy is a line of an export with proofs, after the entries and
+// before the head, one for each approval policy the saga's requests pin:
+// the entry of the server's own saga "sagacity:policies" that holds the
+// policy's whole document, with its proof against the same checkpoint.
+type ExportPolicy struct {
+	Policy Entry `json:"policy"`
+}
+
+// PolicyDocument is an approval policy as it took effect: its canonical
+// document (JSON, kept as the exact bytes whose SHA-256 requests pin),
+// its hash, when it took effect, and its entry in "sagacity:policies".
+type PolicyDocument struct {
+	SHA256 string    `json:"sha256"`
+	Since  time.Time `json:"since"`
+	Seq    int64     `json:"seq"`
+	Text   string    `json:"text"`
+}
+
+// Policies are the approval policies that took effect on this database,
+// oldest first, and the hash of the one this server runs.
+type Policies struct {
+	InForce   string           `json:"inForce"`
+	Documents []PolicyDocument `json:"documents"`
+}
+
 // Verification is what verifying a saga's journal found.
 type Verification struct {
 	Valid      bool `json:"valid"`
@@ -351,11 +405,16 @@ type RequestState struct {
 	ToolName   string `json:"toolName"`
 	InputHash  string `json:"inputHash"`
 	// State is undecided, approved, executing, executed, failed,
-	// rejected, refused, dropped, superseded or dismissed.
+	// rejected, refused, dropped, superseded, dismissed,
+	// changes-requested or expired.
 	State string `json:"state"`
 	// DecidedBy names who decided it.
 	DecidedBy []string `json:"decidedBy,omitempty"`
 	Result    string   `json:"result,omitempty"`
+	// Message is what the model is told of a request sent back:
+	// "[CHANGES_REQUESTED] Tool '<tool>': <what to change>".
+	Message string `json:"message,omitempty"`
+	Ruling
 }
 
 // SagaRequests is a saga with what became of its requests (sagacity_status

@@ -34,7 +34,8 @@ func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 	if body.Tool == "" || body.Input == nil {
 		return engine.Errorf(engine.Invalid, `body must contain "tool" and "input"`)
 	}
-	res, err := h.Engine.CallOnce(r.Context(), auth.From(r.Context()), sagaID, engine.Ask{Tool: body.Tool, Input: *body.Input, Key: key})
+	res, err := h.Engine.CallOnce(r.Context(), auth.From(r.Context()), sagaID,
+		engine.Ask{Tool: body.Tool, Input: *body.Input, Key: key, Reason: body.Reason})
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,11 @@ var schemaTypes = map[string]reflect.Type{
 	"LogStatus":            reflect.TypeFor[wire.LogStatus](),
 	"Consistency":          reflect.TypeFor[wire.ConsistencyProof](),
 	"ExportHead":           reflect.TypeFor[wire.ExportHead](),
+	"ExportPolicy":         reflect.TypeFor[wire.ExportPolicy](),
+	"PolicyDocument":       reflect.TypeFor[wire.PolicyDocument](),
+	"Policies":             reflect.TypeFor[wire.Policies](),
+	"RequestState":         reflect.TypeFor[wire.RequestState](),
+	"SagaRequests":         reflect.TypeFor[wire.SagaRequests](),
 	"ResourceMetadata":     reflect.TypeFor[wire.ResourceMetadata](),
 	"JournalEntry":         reflect.TypeFor[wire.Entry](),
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/wire"
@@ -112,14 +113,90 @@ func SagaOf(s engine.Saga) wire.Saga {
 
 // DecisionOf is a decision on the wire.
 func DecisionOf(d engine.Decision) wire.Decision {
-	return wire.Decision{SagaID: d.SagaID, JournalSeq: d.JournalSeq, Approved: d.Approved, ApproverIdentity: d.Approver,
-		DecidedAt: d.DecidedAt, Status: wire.Status(d.Status)}
+	return wire.Decision{SagaID: d.SagaID, JournalSeq: d.JournalSeq, Decision: string(d.Decided), Approved: d.Approved,
+		Votes: d.Votes, Quorum: d.Quorum, ApproverIdentity: d.Approver, DecidedAt: d.DecidedAt, Status: wire.Status(d.Status)}
 }
 
 // ApprovalOf is a pending request on the wire.
 func ApprovalOf(q engine.ApprovalRequest) wire.Approval {
 	return wire.Approval{SagaID: q.SagaID, JournalSeq: q.JournalSeq, ToolName: q.ToolName, Input: q.Input, InputHash: q.InputHash,
-		Requester: q.Requester}
+		Requester: q.Requester, Reason: q.Reason, Ruling: rulingOf(q.Rule, q.Policy, q.Quorum, q.Voters, q.Due,
+			len(q.Voters) >= max(q.Quorum, 1))}
+}
+
+// rulingOf says where a request stands under its rule: due is when its
+// clock runs out, for its quorum or, once approved, for its execution.
+func rulingOf(rule, policy string, quorum int, voters []string, due time.Time, approved bool) wire.Ruling {
+	r := wire.Ruling{Rule: rule, Policy: policy, Quorum: max(quorum, 1), ApprovedBy: voters}
+	if r.ApprovedBy == nil {
+		r.ApprovedBy = []string{}
+	}
+	if !due.IsZero() {
+		due = due.UTC()
+		if approved {
+			r.ExecuteBy = &due
+		} else {
+			r.ExpiresAt = &due
+		}
+	}
+	return r
+}
+
+// RequestOf is what became of a request, as an agent reads it: its
+// state, who decided it, its result, what to change when a reviewer
+// sent it back, and its ruling while it is open.
+func RequestOf(rv engine.Review) wire.RequestState {
+	g := rv.Gated
+	rs := wire.RequestState{JournalSeq: g.Seq, ToolName: g.ToolName, InputHash: engine.PayloadHash(g.Input), State: string(rv.State)}
+	for _, b := range rv.Votes {
+		if b.Withdrawal == nil {
+			rs.DecidedBy = append(rs.DecidedBy, "approved by "+b.Approver)
+		}
+	}
+	for _, d := range []*engine.Decision{rv.Rejection, rv.Dismissal, rv.Changes} {
+		if d != nil {
+			rs.DecidedBy = append(rs.DecidedBy, string(d.Decided)+" by "+d.Approver)
+		}
+	}
+	if rv.Changes != nil {
+		rs.Message = engine.ChangesMessage(g.ToolName, rv.Changes.Reason)
+	}
+	if rv.Outcome != nil {
+		rs.Result = rv.Outcome.Payload
+	}
+	if r := rv.Rule; r != nil {
+		t := rv.Tally
+		rs.Ruling = rulingOf(r.Name, g.Field(engine.KeyPolicy), r.Quorum, t.Voters(), time.Time{}, t.Met())
+		if rv.Pending {
+			if !t.Deadline.IsZero() && !t.Met() {
+				d := t.Deadline.UTC()
+				rs.ExpiresAt = &d
+			}
+			if !t.GrantUntil.IsZero() && t.Met() {
+				d := t.GrantUntil.UTC()
+				rs.ExecuteBy = &d
+			}
+		}
+	}
+	return rs
+}
+
+// SagaRequestsOf is a saga with what became of its requests.
+func SagaRequestsOf(s engine.Saga, reqs []engine.Review) wire.SagaRequests {
+	out := wire.SagaRequests{SagaID: s.ID, Status: wire.Status(s.Status), Ended: s.Ended, Reason: s.Reason, Requests: []wire.RequestState{}}
+	for _, rv := range reqs {
+		out.Requests = append(out.Requests, RequestOf(rv))
+	}
+	return out
+}
+
+// PoliciesOf are the policy documents that took effect, on the wire.
+func PoliciesOf(docs []engine.PolicyDocument, inForce string) wire.Policies {
+	out := wire.Policies{InForce: inForce, Documents: []wire.PolicyDocument{}}
+	for _, d := range docs {
+		out.Documents = append(out.Documents, wire.PolicyDocument{SHA256: d.Hash, Since: d.Since.UTC(), Seq: d.Seq, Text: d.Text})
+	}
+	return out
 }
 
 // CallInDoubtOf is a call in doubt on the wire.

@@ -239,7 +239,7 @@ func VerifySaga(entries []Entry, s Saga, reqs []ApprovalRequest) Verification {
 		}
 		if g := entries[i]; l == nil || r.SagaID != s.ID || g.ToolName != r.ToolName ||
 			g.Input != r.Input || r.InputHash != PayloadHash(g.Input) || r.Rule != g.Field(KeyRule) ||
-			r.Policy != g.Field(KeyPolicy) {
+			r.Policy != g.Field(KeyPolicy) || r.Reason != g.Field(KeyReason) {
 			return broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i))
 		}
 	}

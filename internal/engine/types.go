@@ -131,6 +131,8 @@ type ApprovalRequest struct {
 	// how many approvals the rule asks for.
 	Rule, Policy string
 	Quorum       int
+	// Reason is why the requester said it asks, "" when it did not.
+	Reason string
 	// Voters are the people whose approvals stand, in order; Due is when
 	// the server next acts on the request by itself (expires it, or
 	// closes its lapsed grant), zero for never. The engine keeps both in

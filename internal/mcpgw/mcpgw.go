@@ -13,7 +13,11 @@
 //
 // A call's _meta may hold the agent's idempotency key,
 // "sagacity/idempotency-key": the call sent again under it, after a lost
-// answer or a restart, answers the first one's outcome and runs nothing.
+// answer or a restart, answers the first one's outcome and runs nothing;
+// and "sagacity/reason", why the agent asks, which the people who decide
+// read. A request a reviewer sends back is told to the model, in
+// sagacity_status and sagacity_resume, as
+// "[CHANGES_REQUESTED] Tool '<tool>': <what to change>".
 package mcpgw
 
 import (
@@ -23,6 +27,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,8 +52,9 @@ const SagaHeader = "Sagacity-Saga-Id"
 // The keys in a call's _meta that name its saga and hold the agent's
 // idempotency key for it.
 const (
-	sagaMeta = "sagacity/saga"
-	keyMeta  = "sagacity/idempotency-key"
+	sagaMeta   = "sagacity/saga"
+	keyMeta    = "sagacity/idempotency-key"
+	reasonMeta = "sagacity/reason" // why the agent asks, shown to reviewers
 )
 
 // Gateway is the MCP server over an engine.
@@ -343,10 +349,14 @@ func (g *Gateway) call(t engine.ToolInfo) mcp.ToolHandler {
 		if _, set := req.Params.Meta[keyMeta]; set && (!ok || key == "") {
 			return failed(engine.Errorf(engine.Invalid, "_meta %q must be a string that is not empty", keyMeta))
 		}
+		reason, ok := req.Params.Meta[reasonMeta].(string)
+		if _, set := req.Params.Meta[reasonMeta]; set && !ok {
+			return failed(engine.Errorf(engine.Invalid, "_meta %q must be a string", reasonMeta))
+		}
 		if !named {
 			g.joined(req.Session, p, saga)
 		}
-		r, err := g.engine.CallOnce(ctx, p, saga, engine.Ask{Tool: t.Name, Input: input, Key: key})
+		r, err := g.engine.CallOnce(ctx, p, saga, engine.Ask{Tool: t.Name, Input: input, Key: key, Reason: reason})
 		if err != nil {
 			return failed(err)
 		}
@@ -452,32 +462,13 @@ func (g *Gateway) stateOf(ctx context.Context, p engine.Principal, saga string, 
 	if err != nil {
 		return wire.SagaRequests{}, err
 	}
-	out := wire.SagaRequests{SagaID: saga, Status: wire.Status(sg.Status), Ended: sg.Ended, Reason: sg.Reason, Requests: []wire.RequestState{}}
-	for _, rv := range reqs {
-		if seq != 0 && rv.Gated.Seq != seq {
-			continue
+	if seq != 0 {
+		reqs = slices.DeleteFunc(reqs, func(rv engine.Review) bool { return rv.Gated.Seq != seq })
+		if len(reqs) == 0 {
+			return wire.SagaRequests{}, engine.Errorf(engine.NotFound, "saga %s has no request at seq=%d", saga, seq)
 		}
-		rs := wire.RequestState{JournalSeq: rv.Gated.Seq, ToolName: rv.Gated.ToolName, InputHash: engine.PayloadHash(rv.Gated.Input),
-			State: string(rv.State)}
-		for _, b := range rv.Votes {
-			if b.Withdrawal == nil {
-				rs.DecidedBy = append(rs.DecidedBy, "approved by "+b.Approver)
-			}
-		}
-		for what, d := range map[string]*engine.Decision{"rejected": rv.Rejection, "dismissed": rv.Dismissal, "changes requested": rv.Changes} {
-			if d != nil {
-				rs.DecidedBy = append(rs.DecidedBy, what+" by "+d.Approver)
-			}
-		}
-		if rv.Outcome != nil {
-			rs.Result = rv.Outcome.Payload
-		}
-		out.Requests = append(out.Requests, rs)
 	}
-	if seq != 0 && len(out.Requests) == 0 {
-		return wire.SagaRequests{}, engine.Errorf(engine.NotFound, "saga %s has no request at seq=%d", saga, seq)
-	}
-	return out, nil
+	return api.SagaRequestsOf(sg, reqs), nil
 }
 
 // status is sagacity_status.
@@ -496,7 +487,16 @@ func (g *Gateway) status(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		return failed(err)
 	}
 	b, _ := json.Marshal(st)
-	return result(string(b), st, false), nil
+	// What a reviewer sent back is said first, in the words the model
+	// acts on.
+	var text strings.Builder
+	for _, r := range st.Requests {
+		if r.Message != "" {
+			text.WriteString(r.Message + "\n")
+		}
+	}
+	text.Write(b)
+	return result(text.String(), st, false), nil
 }
 
 // resume is sagacity_resume: it executes an approved request with the

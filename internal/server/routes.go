@@ -198,6 +198,8 @@ func (s *server) routes() *chi.Mux {
 				r.Post("/approve/{sagaId}/{seq}", s.h(s.API.Approve))
 				r.Post("/reject/{sagaId}/{seq}", s.h(s.API.Reject))
 				r.Post("/dismiss/{sagaId}/{seq}", s.h(s.API.Dismiss))
+				r.Post("/withdraw/{sagaId}/{seq}", s.h(s.API.Withdraw))
+				r.Post("/request-changes/{sagaId}/{seq}", s.h(s.API.RequestChanges))
 				r.Post("/resume/{sagaId}/{seq}", s.h(s.API.Resume))
 			})
 		}
@@ -212,6 +214,8 @@ func (s *server) routes() *chi.Mux {
 		r.With(s.limit(decideIP, decideWho)).Post("/in-doubt/{sagaId}/{seq}/resolve", s.h(s.API.Resolve))
 		r.Get("/sagas", s.h(s.API.Sagas))
 		r.Get("/sagas/{sagaId}", s.h(s.API.Saga))
+		r.Get("/sagas/{sagaId}/requests", s.h(s.API.Requests))
+		r.Get("/policies", s.h(s.API.Policies))
 		r.Post("/sagas/{sagaId}/calls", s.h(s.API.Call))
 		r.Post("/sagas/{sagaId}/end", s.h(s.API.End))
 		r.Post("/sagas/{sagaId}/abort", s.h(s.API.Abort))

@@ -110,7 +110,7 @@ const (
 	entryRead = entryCols + ", leaf" // the sequencer sets leaf, never an insert
 	// entryReadJ is entryRead of a journal aliased j.
 	entryReadJ   = "j.saga_id, j.seq, j.tool_name, j.phase, j.input, j.payload, j.timestamp, j.hash, j.leaf"
-	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, requester, created_at, rule, policy, quorum, voters, due_at"
+	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, requester, created_at, rule, policy, quorum, reason, voters, due_at"
 	callCols     = "saga_id, seq, tool_name, input, requester, state, outcome_seq, result, started_at, updated_at, request_seq, runner"
 	runnerCols   = "id, replica, started_at, seen_at"
 )
@@ -149,7 +149,7 @@ func scanApprovalAnd(r rows, more ...any) (a engine.ApprovalRequest, err error) 
 	var voters string
 	due := nullTime{col: col{name: "due_at"}}
 	err = r.Scan(append([]any{&a.SagaID, &a.JournalSeq, &a.ToolName, &a.Input, &a.InputHash, &a.Requester, &a.CreatedAt,
-		&a.Rule, &a.Policy, &a.Quorum, &voters, &due}, more...)...)
+		&a.Rule, &a.Policy, &a.Quorum, &a.Reason, &voters, &due}, more...)...)
 	a.CreatedAt, a.Voters, a.Due = a.CreatedAt.UTC(), splitVoters(voters), due.v
 	if err == nil && due.bad {
 		err = fmt.Errorf("approval request %s/%d: due_at is no time", a.SagaID, a.JournalSeq)
@@ -355,7 +355,7 @@ func (s *sqlStore) Pending(ctx context.Context, f engine.PendingFilter) ([]engin
 			c.CreatedAt, c.SagaID, c.JournalSeq)
 	}
 	q := "SELECT r.saga_id, r.journal_seq, r.tool_name, r.input, r.input_hash, r.requester, r.created_at, r.rule, r.policy," +
-		" r.quorum, r.voters, r.due_at, s.initiator," +
+		" r.quorum, r.reason, r.voters, r.due_at, s.initiator," +
 		" EXISTS (SELECT 1 FROM journal p WHERE p.saga_id = r.saga_id AND p.phase = 'AWAITING_APPROVAL'" +
 		" AND p.tool_name = r.tool_name AND p.seq < r.journal_seq)," +
 		" EXISTS (SELECT 1 FROM journal x WHERE x.saga_id = r.saga_id AND x.phase = 'REJECTED' AND x.tool_name = r.tool_name)," +
@@ -603,8 +603,8 @@ func (t *tx) Approval(sagaID string, seq int64) (engine.ApprovalRequest, error) 
 
 func (t *tx) PutApproval(r engine.ApprovalRequest) error {
 	err := t.c.queue(t.ctx, "INSERT INTO approval_requests ("+approvalCols+", votes)"+
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-		r.SagaID, r.JournalSeq, r.ToolName, r.Input, r.InputHash, r.Requester, r.CreatedAt, r.Rule, r.Policy, r.Quorum,
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+		r.SagaID, r.JournalSeq, r.ToolName, r.Input, r.InputHash, r.Requester, r.CreatedAt, r.Rule, r.Policy, r.Quorum, r.Reason,
 		joinVoters(r.Voters), due(r.Due), len(r.Voters))
 	return mapErr(err)
 }

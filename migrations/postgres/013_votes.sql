@@ -1,5 +1,5 @@
 -- Approval policy: each pending request's row records the rule and policy
--- its AWAITING_APPROVAL entry pins, the quorum that rule asks for, who
+-- its AWAITING_APPROVAL entry pins, the reason its requester gave, the quorum that rule asks for, who
 -- stands behind it now (one identity a line, between line breaks) and how
 -- many, and when the server next acts on it by itself (expires it, or
 -- closes its lapsed grant). The journal is the evidence; these columns
@@ -7,6 +7,7 @@
 -- and verification holds them to it.
 ALTER TABLE approval_requests ADD COLUMN rule TEXT NOT NULL DEFAULT '';
 ALTER TABLE approval_requests ADD COLUMN policy TEXT NOT NULL DEFAULT '';
+ALTER TABLE approval_requests ADD COLUMN reason TEXT NOT NULL DEFAULT '';
 ALTER TABLE approval_requests ADD COLUMN quorum INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE approval_requests ADD COLUMN voters TEXT NOT NULL DEFAULT '';
 ALTER TABLE approval_requests ADD COLUMN votes INTEGER NOT NULL DEFAULT 0;

@@ -1219,7 +1219,7 @@ func testPutApproval(t *testing.T, d *drv) {
 	r := mkRequest(id, 3, when(1))
 	r.Input = "{\"amount\":\"100\",\r\n \"to\":\"名前\"}" // the exact bytes the agent sent
 	r.InputHash = engine.PayloadHash(r.Input)
-	r.Rule, r.Policy, r.Quorum, r.Due = "large", engine.PayloadHash("policy"), 3, when(600)
+	r.Rule, r.Policy, r.Quorum, r.Due, r.Reason = "large", engine.PayloadHash("policy"), 3, when(600), "invoice 77, due Friday"
 	createSagas(t, d.db, mkSaga(id, engine.AwaitingApproval, when(0)))
 	write(t, d.db, func(tx engine.Tx) error { return tx.PutApproval(r) })
 	inTx(t, d.db, func(tx engine.Tx) {

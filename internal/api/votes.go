@@ -1,0 +1,46 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/sagacity-go/sagacity/internal/auth"
+)
+
+// Withdraw takes back the caller's approval of a request until it is
+// executed: POST /sagacity/withdraw/{sagaId}/{seq}.
+func (h *Handlers) Withdraw(w http.ResponseWriter, r *http.Request) error {
+	return h.decide(w, r, h.Engine.Withdraw)
+}
+
+// RequestChanges sends a request back to its agent with what to change,
+// the saga going on: POST /sagacity/request-changes/{sagaId}/{seq} with
+// the reason the agent is told.
+func (h *Handlers) RequestChanges(w http.ResponseWriter, r *http.Request) error {
+	return h.decide(w, r, h.Engine.RequestChanges)
+}
+
+// Policies lists the approval policies that took effect, each with its
+// whole document and hash, and names the one in force:
+// GET /sagacity/policies.
+func (h *Handlers) Policies(w http.ResponseWriter, r *http.Request) error {
+	docs, inForce, err := h.Engine.Policies(r.Context(), auth.From(r.Context()))
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, PoliciesOf(docs, inForce))
+}
+
+// Requests says what became of each request of a saga, as its agent
+// reads it (what to change when a reviewer sent one back):
+// GET /sagacity/sagas/{sagaId}/requests.
+func (h *Handlers) Requests(w http.ResponseWriter, r *http.Request) error {
+	sagaID, err := param(r, "sagaId")
+	if err != nil {
+		return err
+	}
+	s, reqs, err := h.Engine.Requests(r.Context(), auth.From(r.Context()), sagaID)
+	if err != nil {
+		return err
+	}
+	return WriteJSON(w, http.StatusOK, SagaRequestsOf(s, reqs))
+}
