@@ -120,28 +120,71 @@ func ReturnTo(s string) (string, error) {
 	return s, nil
 }
 
+// MaxAgeParam names how recent a sign-in a step-up asks for, in seconds:
+// GET /login?return_to=…&max_age=900.
+const MaxAgeParam = "max_age"
+
+// StepUp reads a sign-in's max_age parameter: 0 when absent, else whole
+// seconds from one minute to a session's life. Invalid otherwise.
+func StepUp(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if d := time.Duration(n) * time.Second; err == nil && d >= time.Minute && d <= maxAge {
+		return d, nil
+	}
+	return 0, invalid("max_age must be whole seconds from 60 to %d", int(maxAge.Seconds()))
+}
+
 // Start begins a sign-in: GET /login?return_to=/path redirects to the
-// provider with a fresh state, nonce and PKCE challenge.
+// provider with a fresh state, nonce and PKCE challenge. With max_age
+// (a step-up: a rule that counts votes only from a recent sign-in) the
+// provider is asked for that max_age and its login form (prompt=login),
+// and the callback holds its auth_time to it.
 func (o *OIDC) Start(w http.ResponseWriter, r *http.Request) error {
-	returnTo, err := ReturnTo(r.URL.Query().Get("return_to"))
+	q := r.URL.Query()
+	returnTo, err := ReturnTo(q.Get("return_to"))
+	if err != nil {
+		return err
+	}
+	fresh, err := StepUp(q.Get(MaxAgeParam))
 	if err != nil {
 		return err
 	}
 	s := o.Sessions
 	id := newID()
 	l := Login{IDHash: s.hash(id), State: newID(), Nonce: newID(), Verifier: oauth2.GenerateVerifier(),
-		ReturnTo: returnTo, CreatedAt: s.Now()}
+		ReturnTo: returnTo, MaxAge: fresh, CreatedAt: s.Now()}
 	if err := s.Store.PutLogin(r.Context(), l, s.Now().Add(-loginTTL)); err != nil {
 		return err
 	}
 	s.set(w, "sagacity-login", id, int(loginTTL.Seconds()))
 	opts := []oauth2.AuthCodeOption{oidc.Nonce(l.Nonce), oauth2.S256ChallengeOption(l.Verifier),
-		oauth2.SetAuthURLParam("max_age", strconv.Itoa(int(maxAge.Seconds())))}
-	if _, err := r.Cookie(s.cookie(signedOutCookie)); err == nil {
+		oauth2.SetAuthURLParam("max_age", strconv.Itoa(int(l.maxAge().Seconds())))}
+	if _, err := r.Cookie(s.cookie(signedOutCookie)); err == nil || fresh > 0 {
 		opts = append(opts, oauth2.SetAuthURLParam("prompt", "login"))
 	}
 	http.Redirect(w, r, o.OAuth.AuthCodeURL(l.State, opts...), http.StatusFound)
 	return nil
+}
+
+// maxAge is the max_age the sign-in asks the provider for.
+func (l Login) maxAge() time.Duration {
+	if l.MaxAge > 0 {
+		return l.MaxAge
+	}
+	return maxAge
+}
+
+// skew is how far the provider's clock may be from ours when its
+// auth_time is held to max_age: a step-up allows a minute, since the vote
+// it is for is held to the same window by the engine.
+func skew(l Login) time.Duration {
+	if l.MaxAge > 0 {
+		return time.Minute
+	}
+	return 5 * time.Minute
 }
 
 // Logout ends the session here and, where the provider offers
@@ -227,7 +270,7 @@ func (o *OIDC) Callback(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case at <= 0:
 		return invalid("the identity provider sent no auth_time although the sign-in asked for max_age; it must say when the person authenticated")
-	case s.Now().Sub(time.Unix(int64(at), 0)) > maxAge+5*time.Minute:
+	case s.Now().Sub(time.Unix(int64(at), 0)) > l.maxAge()+skew(l):
 		return invalid("the identity provider did not authenticate the person again although their sign-in there is older than max_age")
 	}
 	if _, hasRoles := claims[o.Roles.Claim]; !hasRoles || displayName(claims, "") == "" {

@@ -24,11 +24,14 @@ type Session struct {
 
 // Login is an OIDC sign-in in progress.
 type Login struct {
-	IDHash    string
-	State     string
-	Nonce     string
-	Verifier  string
-	ReturnTo  string
+	IDHash   string
+	State    string
+	Nonce    string
+	Verifier string
+	ReturnTo string
+	// MaxAge is how recent a sign-in at the provider it asked for, 0 for
+	// the session's own (a step-up asks for less).
+	MaxAge    time.Duration
 	CreatedAt time.Time
 }
 

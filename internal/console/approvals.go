@@ -66,8 +66,11 @@ func (h *Handlers) rows(r *http.Request, me engine.Principal) (templates.Rows, e
 	case "approved", "undecided":
 		approved := fv.State == "approved"
 		f.Approved = &approved
+	case "mine":
+		// What waits for this person's vote, as the engine's rules say.
+		f.ForMe = true
 	default:
-		return templates.Rows{}, engine.Errorf(engine.Invalid, "state must be approved or undecided")
+		return templates.Rows{}, engine.Errorf(engine.Invalid, "state must be approved, undecided or mine")
 	}
 	out := templates.Rows{Filter: fv, After: q.Get("after"), Paged: q.Get("after") != ""}
 	if out.After != "" {

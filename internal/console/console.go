@@ -53,6 +53,7 @@ var places = []struct {
 	{"/sagas", "Sagas", engine.ActRead},
 	{"/audit", "Audit", engine.ActVerify},
 	{"/in-doubt", "In doubt", engine.ActInDoubt},
+	{"/policy", "Policy", engine.ActReview},
 }
 
 // chrome is the shared part of a page for the request's principal.

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -9,12 +10,23 @@ import (
 )
 
 // Login is the sign-in page of dev and tokens modes: GET /login.
+// With max_age, a vote on a request whose rule asks for a recent sign-in
+// sent the person here: the page says so.
 func (h *Handlers) Login(w http.ResponseWriter, r *http.Request) error {
-	returnTo, err := auth.ReturnTo(r.URL.Query().Get("return_to"))
+	q := r.URL.Query()
+	returnTo, err := auth.ReturnTo(q.Get("return_to"))
 	if err != nil {
 		return err
 	}
-	return render(w, r, http.StatusOK, templates.Login(templates.LoginPage{Chrome: templates.Chrome{Title: "Sign in"}, Dev: h.Mode == auth.ModeDev, ReturnTo: returnTo}))
+	stepUp, err := auth.StepUp(q.Get(auth.MaxAgeParam))
+	if err != nil {
+		return err
+	}
+	v := templates.LoginPage{Chrome: templates.Chrome{Title: "Sign in"}, Dev: h.Mode == auth.ModeDev, ReturnTo: returnTo}
+	if stepUp > 0 {
+		v.StepUp = stepUp.String()
+	}
+	return render(w, r, http.StatusOK, templates.Login(v))
 }
 
 // DevSignIn signs in whoever is named: POST /login in dev mode only. The
@@ -31,7 +43,9 @@ func (h *Handlers) DevSignIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p.Name, p.Anonymous = p.ID, false
+	// The sign-in's time stands for the provider's auth_time: a rule's
+	// step-up holds votes to it.
+	p.Name, p.Anonymous, p.AuthTime = p.ID, false, h.Now().UTC().Truncate(time.Second)
 	if p.ID == engine.Unknown {
 		return engine.Errorf(engine.Invalid, "type a name to sign in")
 	}

@@ -1,16 +1,22 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/payload"
 	"github.com/sagacity-go/sagacity/web/templates"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // stepsShown is how many earlier steps the request page lists.
@@ -26,7 +32,19 @@ func (h *Handlers) Request(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// Back from signing in again for a vote: what was typed is kept.
+	v.Actions.Reason = cleanReason(r.URL.Query().Get("reason"))
 	return render(w, r, http.StatusOK, templates.Request(v))
+}
+
+// cleanReason keeps a reason carried through a sign-in to one line of at
+// most engine.MaxReasonLen bytes; the engine checks it again.
+func cleanReason(s string) string {
+	s = strings.Join(strings.Fields(strings.ToValidUTF8(s, "")), " ")
+	for len(s) > engine.MaxReasonLen {
+		s = s[:len(s)-1]
+	}
+	return strings.ToValidUTF8(s, "")
 }
 
 func requestRef(saga, seq string) (string, int64, error) {
@@ -78,8 +96,8 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 		Tool:         g.ToolName,
 		Requester:    g.Field(engine.KeyRequester),
 		Client:       g.Field(engine.KeyClient),
-		Rule:         g.Field(engine.KeyRule),
-		Policy:       g.Field(engine.KeyPolicy),
+		Reason:       g.Field(engine.KeyReason),
+		Ruling:       h.ruling(rv),
 		Requested:    h.when(g.Timestamp),
 		Input:        g.Input,
 		Payload:      prepare(g.Input),
@@ -88,11 +106,15 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 		SupersededBy: rv.SupersededBy,
 	}
 	v.Status = h.status(rv)
-	v.Ref.Digest = digest(v.Status.State, len(v.Status.Decisions), rv.Saga.HeadSeq)
-	if rv.Previous != nil {
-		v.Diffs = append(v.Diffs, templates.Diff{Title: "Against the saga's earlier proposal of " + g.ToolName + " (re-planned)",
-			OldLabel: fmt.Sprintf("seq %d of this saga", rv.Previous.Seq), OldHref: templates.RequestHref(saga, rv.Previous.Seq),
-			D: payload.Compare(rv.Previous.Input, g.Input)})
+	v.Ref.Digest = digest(v.Status.State, len(v.Status.Decisions), rv.Saga.HeadSeq, v.Status.Late)
+	if p := rv.Previous; p != nil {
+		title := "Against the saga's earlier proposal of " + g.ToolName + " (re-planned)"
+		if back := sentBack(rv.Journal, p.Seq); back != nil {
+			title = fmt.Sprintf("Against the request at seq %d, which %s sent back: %q", p.Seq, back.Field(engine.KeyChangesBy), back.Field(engine.KeyReason))
+		}
+		v.Diffs = append(v.Diffs, templates.Diff{Title: title,
+			OldLabel: fmt.Sprintf("seq %d of this saga", p.Seq), OldHref: templates.RequestHref(saga, p.Seq),
+			D: payload.Compare(p.Input, g.Input)})
 	}
 	if l := rv.LastExecuted; l != nil {
 		v.Diffs = append(v.Diffs, templates.Diff{Title: "Against the last executed call of " + g.ToolName,
@@ -129,23 +151,34 @@ func (h *Handlers) step(e engine.Entry) templates.Step {
 // status says what became of the request, with its evidence.
 func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 	s := templates.RequestStatus{State: rv.State}
-	decided := []*engine.Decision{}
-	for _, b := range rv.Votes {
-		decided = append(decided, &b.Decision, b.Withdrawal)
+	decision := func(d *engine.Decision) templates.Decision {
+		return templates.Decision{Verb: string(d.Decided), Kind: decidedKind[d.Decided], Who: d.Approver, At: h.when(d.DecidedAt),
+			Reason: d.Reason, ReceiptHref: templates.ReceiptHref(rv.Saga.ID, d.Receipt)}
 	}
-	for _, d := range append(decided, rv.Rejection, rv.Dismissal, rv.Changes, rv.Expiry) {
+	for _, b := range rv.Votes {
+		d := decision(&b.Decision)
+		d.Withdrawn = b.Withdrawal != nil
+		s.Decisions = append(s.Decisions, d)
+		if b.Withdrawal != nil {
+			s.Decisions = append(s.Decisions, decision(b.Withdrawal))
+		}
+	}
+	for _, d := range []*engine.Decision{rv.Rejection, rv.Dismissal, rv.Changes, rv.Expiry} {
 		if d != nil {
-			s.Decisions = append(s.Decisions, templates.Decision{Approved: d.Approved, Dismissed: d == rv.Dismissal,
-				Who: d.Approver, At: h.when(d.DecidedAt), Reason: d.Reason})
+			s.Decisions = append(s.Decisions, decision(d))
 		}
 	}
 	if rv.Outcome != nil {
 		st := h.step(*rv.Outcome)
 		s.Outcome = &st
 	}
+	h.clock(&s, rv)
 	switch rv.State {
 	case engine.StateUndecided:
 		s.Headline = "Undecided: waiting for a person"
+		if rv.Rule != nil && (rv.Rule.Quorum > 1 || len(rv.Tally.Votes) > 0) {
+			s.Headline = "Undecided: " + rv.Tally.Progress()
+		}
 	case engine.StateApproved:
 		s.Headline, s.Kind = "Approved by "+strings.Join(rv.Tally.Voters(), ", ")+", awaiting execution", "ok"
 	case engine.StateExecuting:
@@ -173,11 +206,90 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 	case engine.StateSuperseded:
 		s.Headline, s.Kind = fmt.Sprintf("Superseded: the saga re-planned, and its request at seq %d was approved or executed; "+
 			"this one can no longer be approved or executed", rv.SupersededBy), "warn"
+	case engine.StateChangesRequested:
+		s.Headline, s.Kind = fmt.Sprintf("Sent back by %s: the agent was asked to change it; the saga went on", rv.Changes.Approver), "warn"
+	case engine.StateExpired:
+		s.Headline, s.Kind = fmt.Sprintf("Expired at %s without its quorum (%s): the server rejected it and the saga was compensated",
+			rv.Journal[rv.Expiry.Receipt-1].Field(engine.KeyExpired), rv.Tally.Progress()), "bad"
 	case engine.StateDismissed:
 		s.Headline, s.Kind = fmt.Sprintf("Dismissed by %s: superseded by the saga's request at seq %d; the saga went on",
 			rv.Dismissal.Approver, rv.SupersededBy), "warn"
 	}
 	return s
+}
+
+// decidedKind is how each decision is marked: by a word always, and a
+// colour.
+var decidedKind = map[engine.Decided]string{engine.DecidedApproved: "ok", engine.DecidedRejected: "bad", engine.DecidedExpired: "bad",
+	engine.DecidedDismissed: "warn", engine.DecidedWithdrawn: "warn", engine.DecidedChanges: "warn"}
+
+// sentBack is the entry by which a reviewer sent the request at seq back
+// for changes, or nil.
+func sentBack(journal []engine.Entry, seq int64) *engine.Entry {
+	for i := seq; i < int64(len(journal)); i++ {
+		if en := journal[i]; en.ToolName == engine.GateTool && en.Refers() == seq && en.Field(engine.KeyChangesBy) != "" {
+			return &journal[i]
+		}
+	}
+	return nil
+}
+
+// ruling shows the rule a request is decided by: what the engine says
+// of it, in words.
+func (h *Handlers) ruling(rv engine.Review) templates.Ruling {
+	g := rv.Gated
+	v := templates.Ruling{Rule: g.Field(engine.KeyRule), Policy: g.Field(engine.KeyPolicy), Problem: rv.RuleProblem}
+	if v.Policy != "" {
+		v.PolicyHref = templates.PolicyHref(v.Policy)
+	}
+	if r := rv.Rule; r != nil {
+		v.Rule, v.When, v.Approvers, v.Quorum, v.ReasonRequired = r.Name, r.When, r.Approvers, r.Quorum, r.ReasonRequired
+		if r.StepUp > 0 {
+			v.StepUp = r.StepUp.String()
+		}
+	}
+	return v
+}
+
+// clock says, of a pending request, when its rule's deadline or grant
+// runs out, and who else may vote while its votes are short.
+func (h *Handlers) clock(s *templates.RequestStatus, rv engine.Review) {
+	r, t := rv.Rule, rv.Tally
+	if r == nil || !rv.Pending || rv.State == engine.StateSuperseded {
+		return
+	}
+	now := h.Now()
+	switch {
+	case !t.Met() && !t.Deadline.IsZero():
+		s.Late, s.Clock = now.After(t.Deadline), "Expires "+h.until(t.Deadline)+" without its quorum"
+	case t.Met() && !t.GrantUntil.IsZero():
+		s.Late, s.Clock = now.After(t.GrantUntil), "May be executed until "+h.until(t.GrantUntil)
+	}
+	if !t.Met() {
+		not := []string{"the request's requester (" + rv.Gated.Field(engine.KeyRequester) + ")", "the saga's initiator (" + rv.Saga.Initiator + ")"}
+		if voted := t.Voters(); len(voted) > 0 {
+			not = append(not, strings.Join(voted, ", ")+", who approved")
+		}
+		s.Others = fmt.Sprintf("Anyone in %s may vote, except %s.", strings.Join(r.Approvers, " or "), strings.Join(not, ", "))
+	}
+}
+
+// until says when t comes, or came: "in 42m (2026-12-02 16:00:00 UTC)".
+func (h *Handlers) until(t time.Time) string {
+	at := t.UTC().Format("2006-01-02 15:04:05 UTC")
+	d := t.Sub(h.Now())
+	if d < 0 {
+		return "passed " + ago(-d) + " (" + at + ")"
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("in %ds (%s)", int(d.Seconds()), at)
+	case d < time.Hour:
+		return fmt.Sprintf("in %dm (%s)", int(d.Minutes()), at)
+	case d < 48*time.Hour:
+		return fmt.Sprintf("in %dh%02dm (%s)", int(d.Hours()), int(d.Minutes())%60, at)
+	}
+	return fmt.Sprintf("in %dd (%s)", int(d.Hours()/24), at)
 }
 
 // message is an engine error's message for people.
@@ -195,19 +307,22 @@ func message(err error) string {
 // request was decided or changed since) is answered with the request's
 // current state, never by deciding it again.
 func (h *Handlers) Decide(w http.ResponseWriter, r *http.Request) error {
-	return h.act(w, r, []string{"approve", "reject", "dismiss"}, func(me engine.Principal, v templates.RequestPage, reason string) error {
-		var err error
-		switch r.PostForm.Get("decision") {
-		case "approve":
-			_, err = h.Engine.Approve(r.Context(), me, v.Ref.Saga, v.Ref.Seq, reason)
-		case "reject":
-			_, err = h.Engine.Reject(r.Context(), me, v.Ref.Saga, v.Ref.Seq, reason)
-		case "dismiss":
-			_, err = h.Engine.Dismiss(r.Context(), me, v.Ref.Saga, v.Ref.Seq, reason)
-		}
+	decisions := map[string]func(context.Context, engine.Principal, string, int64, string) (engine.Decision, error){
+		"approve": h.Engine.Approve, "reject": h.Engine.Reject, "dismiss": h.Engine.Dismiss,
+		"withdraw": h.Engine.Withdraw, "request-changes": h.Engine.RequestChanges,
+	}
+	return h.act(w, r, slices.Sorted(maps.Keys(decisions)), func(me engine.Principal, v templates.RequestPage, reason string) error {
+		_, err := decisions[r.PostForm.Get("decision")](r.Context(), me, v.Ref.Saga, v.Ref.Seq, reason)
 		return err
 	})
 }
+
+// verbs are how a confirmation asks for each decision.
+var verbs = map[string]string{"approve": "Approve", "reject": "Reject", "dismiss": "Dismiss", "withdraw": "Withdraw your approval of",
+	"request-changes": "Send back", "execute": "Execute"}
+
+// votes are the decisions a rule's step-up holds to a recent sign-in.
+var votes = map[string]bool{"approve": true, "reject": true, "request-changes": true}
 
 // Execute resumes an approved request with the bytes the journal holds:
 // POST /request/execute with saga, seq, hash and, in the second step,
@@ -235,10 +350,12 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 	}
 	decision, reason := f.Get("decision"), f.Get("reason")
 	allowed := map[string]func(templates.Actions) bool{
-		"approve": func(a templates.Actions) bool { return a.Approve },
-		"reject":  func(a templates.Actions) bool { return a.Reject },
-		"dismiss": func(a templates.Actions) bool { return a.Dismiss },
-		"execute": func(a templates.Actions) bool { return a.Execute },
+		"approve":         func(a templates.Actions) bool { return a.Approve },
+		"reject":          func(a templates.Actions) bool { return a.Reject },
+		"dismiss":         func(a templates.Actions) bool { return a.Dismiss },
+		"withdraw":        func(a templates.Actions) bool { return a.Withdraw },
+		"request-changes": func(a templates.Actions) bool { return a.RequestChanges },
+		"execute":         func(a templates.Actions) bool { return a.Execute },
 	}[decision]
 	if allowed == nil || !slices.Contains(serves, decision) {
 		return engine.Errorf(engine.Invalid, "decision must be %s here", strings.Join(serves, " or "))
@@ -252,9 +369,13 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 		return h.answer(w, r, http.StatusConflict, v, "Your form showed other bytes than this request holds; nothing was decided. Read it again.")
 	case !allowed(v.Actions):
 		return h.answer(w, r, http.StatusConflict, v, "Your form was out of date; nothing was done. This is the request as it is now.")
+	case votes[decision] && v.Actions.StepUp > 0:
+		// The rule counts this vote only from a sign-in more recent than
+		// this one: sign in again first, and come back with the reason.
+		return h.stepUp(w, r, v, reason)
 	case f.Get("confirm") != "yes":
 		fields, more := payload.Summary(v.Input, 6)
-		v.Confirm = &templates.Confirm{Tool: v.Tool, Decision: decision, Verb: strings.ToUpper(decision[:1]) + decision[1:],
+		v.Confirm = &templates.Confirm{Tool: v.Tool, Decision: decision, Verb: verbs[decision],
 			Summary: fields, More: more, Reason: reason}
 		switch decision {
 		case "reject":
@@ -266,6 +387,9 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 	}
 	me := auth.From(r.Context())
 	if err := do(me, v, reason); err != nil {
+		if e, ok := errors.AsType[*engine.Error](err); ok && e.Code == wire.CodeStepUp && v.Actions.StepUp > 0 {
+			return h.stepUp(w, r, v, reason)
+		}
 		if engine.IsKind(err, engine.Conflict) || engine.IsKind(err, engine.NotFound) {
 			if now, rerr := h.requestPage(r, saga, seq); rerr == nil {
 				return h.answer(w, r, http.StatusConflict, now, "Nothing was done: "+message(err)+". This is the request as it is now.")
@@ -287,6 +411,23 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 	}
 	now.Status.Changed = false
 	return render(w, r, http.StatusOK, templates.RequestUpdate(now))
+}
+
+// stepUp sends the person to sign in again, as recently as the request's
+// rule asks, and back to the request with the reason they typed.
+func (h *Handlers) stepUp(w http.ResponseWriter, r *http.Request, v templates.RequestPage, reason string) error {
+	back := templates.RequestHref(v.Ref.Saga, v.Ref.Seq)
+	if reason != "" {
+		back += "&" + url.Values{"reason": {reason}}.Encode()
+	}
+	to := "/login?" + url.Values{"return_to": {back}, auth.MaxAgeParam: {strconv.Itoa(int(v.Actions.StepUp.Seconds()))}}.Encode()
+	if htmx(r) {
+		w.Header().Set("HX-Redirect", to)
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
 }
 
 // answer shows the request with a notice: the actions box (and its status

@@ -285,6 +285,9 @@ func (a *Approvals) Rules(tool string) []Rule {
 	return a.fallback
 }
 
+// Default are the rules of tools without rules of their own, in order.
+func (a *Approvals) Default() []Rule { return a.fallback }
+
 // Tools lists the tools with rules of their own, by name.
 func (a *Approvals) Tools() []string { return slices.Sorted(maps.Keys(a.tools)) }
 

@@ -382,6 +382,8 @@ type Actions struct {
 	// and the person's is older, how recent it must be (a vote first
 	// takes them to sign in again); 0 otherwise.
 	StepUp time.Duration
+	// ReasonRequired: the rule asks every vote for a reason.
+	ReasonRequired bool
 	// Why says, for people, why they may do none of them.
 	Why string
 }
@@ -401,7 +403,7 @@ func (e *Engine) Allowed(p Principal, r Review) Actions {
 		return err == nil, msgOf(err)
 	}
 	now := e.now()
-	var a Actions
+	a := Actions{ReasonRequired: r.Rule.ReasonRequired}
 	_, voted := (&Life{Votes: r.Tally.Votes}).standing(p.ID)
 	a.Withdraw = voted && (r.State == StateUndecided || r.State == StateApproved) && e.Can(p, ActWithdraw, sub) == nil
 	switch r.State {

@@ -162,6 +162,7 @@ func (s *server) routes() *chi.Mux {
 		r.Get("/audit/job", s.h(s.Console.AuditJob))
 		r.Post("/audit/verify-all", s.h(s.Console.VerifyAll))
 		r.Get("/in-doubt", s.h(s.Console.InDoubt))
+		r.Get("/policy", s.h(s.Console.Policy))
 		r.Get("/me", s.h(s.Console.Me))
 		r.Group(func(r chi.Router) {
 			r.Use(s.limit(decideIP, decideWho))

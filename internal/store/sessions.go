@@ -82,8 +82,8 @@ func (s *sqlStore) PutLogin(ctx context.Context, l auth.Login, staleBefore time.
 		if _, err := c.exec(ctx, "DELETE FROM logins WHERE created_at < $1", staleBefore); err != nil {
 			return err
 		}
-		_, err := c.exec(ctx, "INSERT INTO logins (id_hash, state, nonce, verifier, return_to, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-			l.IDHash, l.State, l.Nonce, l.Verifier, l.ReturnTo, l.CreatedAt)
+		_, err := c.exec(ctx, "INSERT INTO logins (id_hash, state, nonce, verifier, return_to, max_age, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+			l.IDHash, l.State, l.Nonce, l.Verifier, l.ReturnTo, int64(l.MaxAge/time.Second), l.CreatedAt)
 		return err
 	})
 }
@@ -95,10 +95,11 @@ func (s *sqlStore) TakeLogin(ctx context.Context, idHash string) (auth.Login, er
 	err := s.small(ctx, func(c conn) error {
 		var err error
 		l, err = one(ctx, c, func(r rows) (l auth.Login, err error) {
-			err = r.Scan(&l.IDHash, &l.State, &l.Nonce, &l.Verifier, &l.ReturnTo, &l.CreatedAt)
-			l.CreatedAt = l.CreatedAt.UTC()
+			var maxAge int64
+			err = r.Scan(&l.IDHash, &l.State, &l.Nonce, &l.Verifier, &l.ReturnTo, &maxAge, &l.CreatedAt)
+			l.CreatedAt, l.MaxAge = l.CreatedAt.UTC(), time.Duration(maxAge)*time.Second
 			return l, err
-		}, "sign-in", "DELETE FROM logins WHERE id_hash = $1 RETURNING id_hash, state, nonce, verifier, return_to, created_at", idHash)
+		}, "sign-in", "DELETE FROM logins WHERE id_hash = $1 RETURNING id_hash, state, nonce, verifier, return_to, max_age, created_at", idHash)
 		return err
 	})
 	return l, err

@@ -39,3 +39,6 @@ func CheckpointHref(size int64) string {
 func ReceiptHref(saga string, seq int64) string {
 	return "/audit/receipt?" + url.Values{"id": {saga}, "seq": {strconv.FormatInt(seq, 10)}}.Encode()
 }
+
+// PolicyHref is the approval policy page, at the document of a hash.
+func PolicyHref(hash string) string { return "/policy#p-" + hash }

@@ -1,6 +1,8 @@
 package templates
 
 import (
+	"time"
+
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/payload"
 )
@@ -69,6 +71,9 @@ type LoginPage struct {
 	Chrome
 	Dev      bool // dev mode: whoever says who they are; else tokens mode
 	ReturnTo string
+	// StepUp is how recent a sign-in the vote that sent the person here
+	// needs, "" for a plain sign-in.
+	StepUp string
 }
 
 // MePage says who is signed in and what they may do.
@@ -76,4 +81,39 @@ type MePage struct {
 	Chrome
 	May    []string // what the engine lets them do, in words
 	MayNot []string // and what it does not, with why
+}
+
+// PolicyPage is the approval policy: the documents that took effect,
+// newest first, the one in force among them.
+type PolicyPage struct {
+	Chrome
+	InForce   string
+	Documents []PolicyDoc
+}
+
+// PolicyDoc is one policy document as it took effect.
+type PolicyDoc struct {
+	Hash    string
+	Since   Time
+	Current bool
+	Href    string // its entry in the server's own saga
+	Text    string // the canonical document
+	Rules   []PolicyRules
+	Problem string // why it cannot be read
+}
+
+// PolicyRules are the ordered rules of one tool, or of the default
+// (Owner "").
+type PolicyRules struct {
+	Owner string
+	Rules []PolicyRule
+}
+
+// PolicyRule is one rule as the policy page shows it.
+type PolicyRule struct {
+	Name, When             string
+	Approvers              []string
+	Quorum                 int
+	Expires, Grant, StepUp time.Duration // 0 for none
+	ReasonRequired         bool
 }

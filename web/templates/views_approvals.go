@@ -61,15 +61,14 @@ type RequestPage struct {
 	Tool      string
 	Requester string
 	Client    string // the MCP client and session that asked, if one did
-	// Rule is the approval rule the request is decided by, and Policy
-	// the SHA-256 of the approval policy it was made under ("" for a
-	// request made before policies were recorded).
-	Rule, Policy string
-	Requested    Time
-	Status       RequestStatus
-	Input        string // the exact bytes, for a confirmation's summary
-	Payload      Payload
-	Diffs        []Diff
+	// Reason is why the requester said it asks, "" when it did not.
+	Reason    string
+	Ruling    Ruling
+	Requested Time
+	Status    RequestStatus
+	Input     string // the exact bytes, for a confirmation's summary
+	Payload   Payload
+	Diffs     []Diff
 	// WouldUndo is what a rejection compensates, newest first, and
 	// StaysDone what it cannot (irreversible, executed); Siblings are the
 	// other pending requests of the saga a rejection drops.
@@ -87,6 +86,23 @@ type RequestPage struct {
 	Confirm      *Confirm // set while a decision waits for confirmation
 }
 
+// Ruling is the approval rule a request is decided by, and where its
+// votes stand under it.
+type Ruling struct {
+	// Rule is its name, When the condition that picked it ("" for a rule
+	// without one), Policy the SHA-256 of the policy the request was made
+	// under ("" before policies were recorded) and PolicyHref its page.
+	Rule, When, Policy, PolicyHref string
+	// Problem says why the rule cannot be found; nothing is decided then.
+	Problem   string
+	Approvers []string
+	Quorum    int
+	// ReasonRequired: every vote must say why. StepUp: votes count only
+	// from a sign-in within it.
+	ReasonRequired bool
+	StepUp         string
+}
+
 // RequestRef names a request in forms and in the update loop.
 type RequestRef struct {
 	Saga   string
@@ -101,21 +117,30 @@ type RequestStatus struct {
 	Headline  string // "Approved by alice@example.com, awaiting execution"
 	Kind      string // "ok", "bad", "warn" or "" (undecided)
 	Decisions []Decision
-	Outcome   *Step    // the execution's EXECUTED or FAILED entry
-	Refusal   *Step    // a refused resume's entry
-	Attempted *Diff    // for a refused stale resume: approved against attempted
-	Changed   bool     // the status changed since the page was loaded
-	Notice    string   // why the person sees this (a stale form, a decision made elsewhere)
-	Request   *Sibling // for the update loop's out-of-band refresh
+	Outcome   *Step  // the execution's EXECUTED or FAILED entry
+	Refusal   *Step  // a refused resume's entry
+	Attempted *Diff  // for a refused stale resume: approved against attempted
+	Changed   bool   // the status changed since the page was loaded
+	Notice    string // why the person sees this (a stale form, a decision made elsewhere)
+	// Clock says when the rule's deadline or grant runs out ("" when none
+	// runs), and Late whether it has; Others who else may still vote,
+	// while the votes are short.
+	Clock, Others string
+	Late          bool
+	Request       *Sibling // for the update loop's out-of-band refresh
 }
 
-// Decision is a person's recorded decision.
+// Decision is a person's recorded decision (or the server's: an expiry).
 type Decision struct {
-	Approved  bool
-	Dismissed bool // a dismissal of a superseded request, not a rejection
-	Who       string
-	At        Time
-	Reason    string
+	// Verb is what was decided: approved, rejected, dismissed, withdrawn,
+	// changes-requested or expired; Kind how it is marked.
+	Verb, Kind  string
+	Who         string
+	At          Time
+	Reason      string
+	ReceiptHref string
+	// Withdrawn says the approval no longer counts.
+	Withdrawn bool
 }
 
 // Actions are what the signed-in person may do with the request now, as
@@ -130,8 +155,8 @@ type Actions struct {
 // about.
 type Confirm struct {
 	Tool     string
-	Decision string // "approve", "reject", "dismiss" or "execute"
-	Verb     string // "Approve", "Reject", "Dismiss", "Execute"
+	Decision string // "approve", "reject", "dismiss", "withdraw", "request-changes" or "execute"
+	Verb     string // "Approve", "Reject", "Dismiss", "Withdraw your approval of", "Send back", "Execute"
 	Summary  []payload.Field
 	More     int
 	Reason   string

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
@@ -110,6 +111,16 @@ func (p *Provider) WebClient(t testing.TB, redirectURI string, postLogout ...str
 	return clientID, clientSecret
 }
 
+// AuthenticatedAgo makes the provider say, of the sign-ins it completes
+// from now on, that the person authenticated d ago (auth_time), as a
+// provider that kept an old session of theirs would: what a step-up must
+// refuse. 0 says the truth again.
+func (p *Provider) AuthenticatedAgo(d time.Duration) {
+	p.storage.mu.Lock()
+	defer p.storage.mu.Unlock()
+	p.storage.ago = d
+}
+
 // SignOuts lists the clients whose sign-outs the provider's end-session
 // endpoint took, in order.
 func (p *Provider) SignOuts() []string {
@@ -144,6 +155,28 @@ type opStorage struct {
 	mu       sync.Mutex
 	clients  map[string]webClient
 	signOuts []string
+	ago      time.Duration // how much older sign-ins are said to be (AuthenticatedAgo)
+}
+
+// aged is an authorization request whose auth_time is said to be older.
+type aged struct {
+	op.AuthRequest
+	ago time.Duration
+}
+
+func (a aged) GetAuthTime() time.Time { return a.AuthRequest.GetAuthTime().Add(-a.ago) }
+
+// AuthRequestByCode hands the token endpoint the request whose ID token
+// it signs, aged as AuthenticatedAgo says.
+func (s *opStorage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
+	r, err := s.Storage.AuthRequestByCode(ctx, code)
+	s.mu.Lock()
+	ago := s.ago
+	s.mu.Unlock()
+	if err != nil || ago == 0 {
+		return r, err
+	}
+	return aged{r, ago}, nil
 }
 
 // TerminateSession records a sign-out the end-session endpoint took.

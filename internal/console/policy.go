@@ -1,0 +1,51 @@
+package console
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/web/templates"
+)
+
+// Policy is the approval policy page: GET /policy. It shows the rules in
+// force per tool, and every policy document that took effect, newest
+// first, with its hash (what requests pin) and the entry of the server's
+// own saga that keeps it in the log.
+func (h *Handlers) Policy(w http.ResponseWriter, r *http.Request) error {
+	docs, inForce, err := h.Engine.Policies(r.Context(), auth.From(r.Context()))
+	if err != nil {
+		return err
+	}
+	v := templates.PolicyPage{Chrome: h.chrome(r, "Approval policy", "/policy"), InForce: inForce}
+	for _, d := range slices.Backward(docs) {
+		a, err := engine.ParsePolicy(d.Text)
+		doc := templates.PolicyDoc{Hash: d.Hash, Since: h.when(d.Since), Current: d.Hash == inForce,
+			Href: templates.EntryHref(engine.PolicySaga, d.Seq), Text: d.Text}
+		if err != nil {
+			doc.Problem = message(err)
+		} else {
+			doc.Rules = policyRules(a)
+		}
+		v.Documents = append(v.Documents, doc)
+	}
+	return render(w, r, http.StatusOK, templates.Policy(v))
+}
+
+// policyRules lists a policy's rules, each tool's, then the default's.
+func policyRules(a *engine.Approvals) []templates.PolicyRules {
+	show := func(owner string, rs []engine.Rule) templates.PolicyRules {
+		out := templates.PolicyRules{Owner: owner}
+		for _, r := range rs {
+			out.Rules = append(out.Rules, templates.PolicyRule{Name: r.Name, When: r.When, Approvers: r.Approvers, Quorum: r.Quorum,
+				Expires: r.Expires, Grant: r.Grant, StepUp: r.StepUp, ReasonRequired: r.ReasonRequired})
+		}
+		return out
+	}
+	var out []templates.PolicyRules
+	for _, tool := range a.Tools() {
+		out = append(out, show(tool, a.Rules(tool)))
+	}
+	return append(out, show("", a.Default()))
+}
