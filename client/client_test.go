@@ -113,7 +113,10 @@ func TestGatedFlow(t *testing.T) {
 		t.Errorf("resumed INTENT input = %q; want the approved bytes %q", e.Input, in)
 	}
 	v, err := auditor.Verify(ctx, saga)
-	if want := (client.Verification{Valid: true, EntryCount: 6, BreakAtIndex: -1, Message: "all 6 entries verified"}); err != nil || v != want {
+	// Verification names the rule, the policy and the voters of the
+	// executed request.
+	if want := (client.Verification{Valid: true, EntryCount: 6, BreakAtIndex: -1, Message: "all 6 entries verified; seq=3 (rule small of policy " +
+		policies.InForce[:12] + "): resumed, approved by token:approver"}); err != nil || v != want {
 		t.Errorf("Verify(%q) = %+v, %v; want %+v", saga, v, err, want)
 	}
 }
@@ -203,6 +206,31 @@ func TestEvidence(t *testing.T) {
 				t.Errorf("AuditProofs(paid, %d): seq %d at leaf %d is not in the checkpoint: %v", at, e.Seq, *e.Leaf, err)
 			}
 		}
+		// The policy the request pinned comes along, proved against the
+		// same checkpoint.
+		var pinned string
+		for l := range strings.Lines(entries[gated.JournalSeq-1].Payload) {
+			if h, ok := strings.CutPrefix(strings.TrimSuffix(l, "\n"), "policy="); ok {
+				pinned = h
+			}
+		}
+		if len(proved.Policies) != 1 {
+			t.Fatalf("AuditProofs(paid, %d) policies = %+v; want the one seq %d pins (%q)", at, proved.Policies, gated.JournalSeq, pinned)
+		}
+		pol := proved.Policies[0]
+		if pinned == "" || pol.SagaID != "sagacity:policies" || pol.ToolName != "approval-policy" || pol.Phase != "EXECUTED" ||
+			!strings.Contains(pol.Payload+"\n", "policy="+pinned+"\n") {
+			t.Errorf("AuditProofs(paid, %d) policy = %+v; want the EXECUTED approval-policy entry of sagacity:policies of %q", at, pol, pinned)
+		}
+		if pol.TreeSize == nil || *pol.TreeSize != size || pol.Leaf == nil || pol.Proof == nil {
+			t.Errorf("AuditProofs(paid, %d): the policy proved against size %v; want %d", at, pol.TreeSize, size)
+		} else if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(*pol.Leaf), uint64(size), leafHash(pol), *pol.Proof, root); err != nil {
+			t.Errorf("AuditProofs(paid, %d): the policy at leaf %d is not in the checkpoint: %v", at, *pol.Leaf, err)
+		}
+	}
+	// Agents are not shown the policies they are held to.
+	if proved, err := agent.AuditProofs(ctx, "paid", client.Latest); err != nil || len(proved.Entries) != 2 || proved.Policies != nil {
+		t.Errorf("AuditProofs(paid) by its agent = %d entries, policies %+v, %v; want its 2 entries and no policy", len(proved.Entries), proved.Policies, err)
 	}
 	if _, err := auditor.Consistency(ctx, size2, size1); !errors.Is(err, client.ErrInvalid) {
 		t.Errorf("Consistency(%d, %d), backwards: %v; want ErrInvalid", size2, size1, err)

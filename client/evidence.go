@@ -26,15 +26,21 @@ const Latest = 0
 // Proved is a saga's journal exported with its proofs, and the saga's
 // head as the server exported it: a signed note (sagacity saga head v1)
 // naming the seq and hash of its last entry, so that an export whose tail
-// was cut on the way is caught.
+// was cut on the way is caught. Policies are the entries of the server's
+// saga "sagacity:policies" holding the approval policies the saga's
+// requests pin, proved against the same checkpoint: what sagacity verify
+// checks each request's votes against. The server exports them to those
+// who may read the policies (approvers and auditors), not to agents.
 type Proved struct {
-	Entries []Entry
-	Head    string
+	Entries  []Entry
+	Policies []Entry
+	Head     string
 }
 
 // AuditProofs exports a saga's journal with the inclusion proof of each
 // entry in the global log at the checkpoint of treeSize (Latest for the
-// newest), and its signed head: GET /sagacity/audit/{sagaID}?proofs=.
+// newest), the policies its requests pin and its signed head: GET
+// /sagacity/audit/{sagaID}?proofs=.
 // Entries the checkpoint does not reach yet carry no proof. ErrNotFound
 // also when no checkpoint is signed yet, ErrInvalid for a size the log
 // does not have.
@@ -45,13 +51,13 @@ func (c *Client) AuditProofs(ctx context.Context, sagaID string, treeSize int64)
 	}
 	var p Proved
 	var err error
-	p.Entries, err = c.audit(ctx, sagaID, url.Values{"proofs": {size}}, &p.Head)
+	p.Entries, err = c.audit(ctx, sagaID, url.Values{"proofs": {size}}, &p)
 	return p, err
 }
 
-// audit reads an export; the signed head of an export with proofs, its
-// last line, into head.
-func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, head *string) ([]Entry, error) {
+// audit reads an export; the policy lines and the signed head of an
+// export with proofs, its last lines, into p.
+func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, p *Proved) ([]Entry, error) {
 	a, err := c.send(ctx, http.MethodGet, sagaPath("audit", sagaID), query, nil, nil)
 	if err != nil {
 		return nil, err
@@ -67,8 +73,13 @@ func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, hea
 			continue
 		}
 		var h wire.ExportHead
-		if head != nil && json.Unmarshal(sc.Bytes(), &h) == nil && h.Head != "" {
-			*head = h.Head
+		if p != nil && json.Unmarshal(sc.Bytes(), &h) == nil && h.Head != "" {
+			p.Head = h.Head
+			continue
+		}
+		var pl wire.ExportPolicy
+		if p != nil && json.Unmarshal(sc.Bytes(), &pl) == nil && pl.Policy.SagaID != "" {
+			p.Policies = append(p.Policies, pl.Policy)
 			continue
 		}
 		var e Entry

@@ -177,19 +177,20 @@ type DecisionRequest struct {
 type Decision struct {
 	SagaID     string `json:"sagaId"`
 	JournalSeq int64  `json:"journalSeq"`
-	// Decision is approved, rejected, dismissed, withdrawn or
-	// changes-requested; Approved is true for an approval alone.
-	Decision string `json:"decision"`
-	Approved bool   `json:"approved"`
-	// Votes is how many approvals stand after it, of the Quorum the
-	// request's rule asks for.
-	Votes  int `json:"votes"`
-	Quorum int `json:"quorum"`
+	// Approved is true for an approval alone (Decision says which).
+	Approved bool `json:"approved"`
 	// ApproverIdentity is the authenticated principal the decision is
 	// journaled under.
 	ApproverIdentity string    `json:"approverIdentity"`
 	DecidedAt        time.Time `json:"decidedAt"`
 	Status           Status    `json:"status"`
+	// Decision is approved, rejected, dismissed, withdrawn or
+	// changes-requested.
+	Decision string `json:"decision"`
+	// Votes is how many approvals stand after it, of the Quorum the
+	// request's rule asks for.
+	Votes  int `json:"votes"`
+	Quorum int `json:"quorum"`
 }
 
 // ResumeRequest is the body of a resume: the exact bytes approved.

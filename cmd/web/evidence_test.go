@@ -91,7 +91,7 @@ func TestVerifyOffline(t *testing.T) {
 	// Cut on the way: the last entry dropped (its head kept), the head
 	// dropped, the first entry's proof dropped, the last entry's proof
 	// dropped (an entry newer than the checkpoint, as far as the file
-	// says).
+	// says). The policy lines stay.
 	resave := func(name string, es []engine.Entry, ps *engine.Proofs) string {
 		var b bytes.Buffer
 		if err := engine.WriteNDJSON(&b, es, ps); err != nil {
@@ -104,12 +104,14 @@ func TestVerifyOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(es)
-	cutFile := resave("cut.ndjson", es[:n-1], &engine.Proofs{TreeSize: proofs.TreeSize, Of: proofs.Of[:n-1], Head: proofs.Head})
-	headlessFile := resave("headless.ndjson", es, &engine.Proofs{TreeSize: proofs.TreeSize, Of: proofs.Of})
+	cutFile := resave("cut.ndjson", es[:n-1], &engine.Proofs{TreeSize: proofs.TreeSize, Of: proofs.Of[:n-1], Head: proofs.Head,
+		Policies: proofs.Policies, PolicyOf: proofs.PolicyOf})
+	headlessFile := resave("headless.ndjson", es, &engine.Proofs{TreeSize: proofs.TreeSize, Of: proofs.Of,
+		Policies: proofs.Policies, PolicyOf: proofs.PolicyOf})
 	unprove := func(i int) *engine.Proofs {
 		of := slices.Clone(proofs.Of)
 		of[i] = nil
-		return &engine.Proofs{TreeSize: proofs.TreeSize, Of: of, Head: proofs.Head}
+		return &engine.Proofs{TreeSize: proofs.TreeSize, Of: of, Head: proofs.Head, Policies: proofs.Policies, PolicyOf: proofs.PolicyOf}
 	}
 	firstFile, lastFile := resave("first.ndjson", es, unprove(0)), resave("last.ndjson", es, unprove(n-1))
 

@@ -51,8 +51,10 @@ var commands = []command{
 		}},
 	{name: "verify", args: "[-key PUBLIC_KEY [-checkpoint CHECKPOINT]] FILE", short: "verify a journal export offline",
 		help: "Verifies a journal export (NDJSON, as GET /sagacity/audit/{sagaId} serves it; - reads standard input):\n" +
-			"its hash chain; with -key, every decision's receipt; with -checkpoint, every entry's proof of\n" +
-			"inclusion in the log the checkpoint signed. Prints the result as JSON.\n" +
+			"its hash chain; with -key, every decision's receipt and, in an export with proofs, every request's\n" +
+			"votes and execution against the approval rule of the policy it pinned (the export's policy lines,\n" +
+			"signed by the key); with -checkpoint, every entry's and policy line's proof of inclusion in the log\n" +
+			"the checkpoint signed. Prints the result as JSON, naming who approved each executed request.\n" +
 			"Exit status 0: valid, 1: broken, 2: unreadable.",
 		run: offline(verify)},
 	{name: "verify-receipt", args: "-key PUBLIC_KEY RECEIPT PAYLOAD", short: "check a decision's receipt offline",

@@ -16,10 +16,12 @@ import (
 // verify checks a journal export offline and prints the verify result as
 // JSON: the hash chain and the rules of its requests; with -key, every
 // decision's receipt (and no decision signed in dev mode, unless
-// -allow-dev); with -checkpoint too, the checkpoint's signature, the
-// export's signed head, and every entry's proof of inclusion in the log it
-// signed (entries newer than the checkpoint only with -allow-unproved, and
-// only after the proved ones). Exit status: 0 valid, 1 broken, 2
+// -allow-dev), and, in an export with proofs, that every request met the
+// approval rule of the policy it pinned, as its policy lines hold it;
+// with -checkpoint too, the checkpoint's signature, the export's signed
+// head, and every entry's and policy line's proof of inclusion in the log
+// it signed (entries newer than the checkpoint only with -allow-unproved,
+// and only after the proved ones). Exit status: 0 valid, 1 broken, 2
 // unreadable.
 func verify(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
@@ -92,6 +94,9 @@ func verify(args []string, stdout io.Writer) error {
 		res = notDev(entries, v, res)
 	}
 	if res.Valid && v != nil && proofs != nil {
+		res = voted(entries, proofs, v, res)
+	}
+	if res.Valid && v != nil && proofs != nil {
 		res = headed(entries, proofs, v, res)
 	}
 	if res.Valid && *cpFile != "" {
@@ -113,6 +118,55 @@ func notDev(entries []engine.Entry, v note.Verifier, res engine.Verification) en
 	return res
 }
 
+// voted checks that every request met the approval rule in force when it
+// was made: each policy line holds a policy document the key signed, and
+// the votes on each request and its execution keep the rule its pinned
+// policy, which must be among them, gives it (engine.VerifyVotes). It
+// adds to the message who approved each executed request, under which
+// rule.
+func voted(entries []engine.Entry, proofs *engine.Proofs, v note.Verifier, res engine.Verification) engine.Verification {
+	policies := map[string]*engine.Approvals{}
+	for _, pe := range proofs.Policies {
+		d, err := engine.OpenPolicy(pe, v)
+		if err != nil {
+			return policyBroken(entries, pe, err.(*engine.Error).Msg)
+		}
+		a, err := engine.ParsePolicy(d.Text)
+		if err != nil {
+			return policyBroken(entries, pe, fmt.Sprintf("seq=%d of %s holds no approval policy: %s", pe.Seq, engine.PolicySaga, err.(*engine.Error).Msg))
+		}
+		policies[d.Hash] = a
+	}
+	lc, _ := engine.ReadLifecycle(entries)
+	votes, rulings := engine.VerifyVotes(entries, lc, func(hash string) (*engine.Approvals, error) {
+		if a := policies[hash]; a != nil {
+			return a, nil
+		}
+		return nil, engine.Errorf(engine.NotFound, "its document is not in the export")
+	}, v)
+	if !votes.Valid {
+		return votes
+	}
+	return engine.Named(res, rulings)
+}
+
+// policyBroken breaks a journal at the first request that pins the
+// policy a policy line names, which does not hold for why; at no entry
+// when no request pins it.
+func policyBroken(entries []engine.Entry, pe engine.Entry, why string) engine.Verification {
+	n := len(entries)
+	if hash := pe.Field(engine.KeyPolicy); hash != "" {
+		lc, _ := engine.ReadLifecycle(entries)
+		for _, seq := range lc.Order {
+			if i := int(seq - 1); entries[i].Field(engine.KeyPolicy) == hash {
+				return engine.Verification{EntryCount: n, BreakAtIndex: i, Message: fmt.Sprintf("seq=%d (entry %d) pins approval policy %.12s, but %s",
+					seq, i, hash, why)}
+			}
+		}
+	}
+	return engine.Verification{EntryCount: n, BreakAtIndex: -1, Message: why}
+}
+
 // headed checks that an export with proofs ends where the server, which
 // signed its head, exported it.
 func headed(entries []engine.Entry, proofs *engine.Proofs, v note.Verifier, res engine.Verification) engine.Verification {
@@ -132,7 +186,8 @@ func headed(entries []engine.Entry, proofs *engine.Proofs, v note.Verifier, res 
 
 // proved checks each entry's inclusion in the log the checkpoint signed:
 // every entry is proved, but for entries after the last proved one when
-// unproved entries are allowed (those the checkpoint is older than).
+// unproved entries are allowed (those the checkpoint is older than); so
+// is every policy line, whatever is allowed.
 func proved(entries []engine.Entry, proofs *engine.Proofs, cp engine.Checkpoint, allowUnproved bool, res engine.Verification) engine.Verification {
 	n := len(entries)
 	last := -1
@@ -155,6 +210,16 @@ func proved(entries []engine.Entry, proofs *engine.Proofs, cp engine.Checkpoint,
 	if bad >= 0 {
 		return engine.Verification{EntryCount: n, BreakAtIndex: bad,
 			Message: fmt.Sprintf("seq=%d (entry %d) is not in the log the checkpoint of size %d signed", entries[bad].Seq, bad, cp.Size)}
+	}
+	for i, pe := range proofs.Policies {
+		if proofs.PolicyOf[i] == nil {
+			return policyBroken(entries, pe, fmt.Sprintf("seq=%d of %s carries no proof of inclusion in the log the checkpoint of size %d signed",
+				pe.Seq, engine.PolicySaga, cp.Size))
+		}
+	}
+	if bad, _ := tlog.VerifyProofs(proofs.Policies, &engine.Proofs{TreeSize: proofs.TreeSize, Of: proofs.PolicyOf}, cp.Root); bad >= 0 {
+		pe := proofs.Policies[bad]
+		return policyBroken(entries, pe, fmt.Sprintf("seq=%d of %s is not in the log the checkpoint of size %d signed", pe.Seq, engine.PolicySaga, cp.Size))
 	}
 	res.Message += fmt.Sprintf("; %d in the log the checkpoint of size %d signed", count, cp.Size)
 	if k := n - count; k > 0 {

@@ -133,9 +133,13 @@ func (e *Engine) ConsistencyProof(ctx context.Context, p Principal, from, to int
 // Evidence returns a saga's journal with each entry's inclusion proof in
 // the log at size (0: the newest checkpoint's), and the saga's head as
 // exported, signed: what `sagacity verify` checks offline against that
-// checkpoint. Invalid for a size the log has
-// not reached; NotFound when no checkpoint is signed yet. Errors also as
-// Journal.
+// checkpoint. For a principal who may read the approval policies (as
+// Policies: agents are not shown the thresholds they are held to), the
+// proofs also carry the entries of PolicySaga holding the policies the
+// saga's requests pin, proved at the same size, so that the check covers
+// every request's votes; a pinned policy PolicySaga lacks is left out,
+// for the check to report. Invalid for a size the log has not reached;
+// NotFound when no checkpoint is signed yet. Errors also as Journal.
 func (e *Engine) Evidence(ctx context.Context, p Principal, sagaID string, size int64) ([]Entry, *Proofs, error) {
 	entries, err := e.Journal(ctx, p, sagaID)
 	if err != nil {
@@ -144,12 +148,49 @@ func (e *Engine) Evidence(ctx context.Context, p Principal, sagaID string, size 
 	if e.tlog == nil {
 		return nil, nil, errNoLog
 	}
-	ps, err := e.tlog.Prove(ctx, entries, size)
+	var policies []Entry
+	if e.Can(p, ActReview, Subject{}) == nil {
+		if policies, err = e.pinned(ctx, entries); err != nil {
+			return nil, nil, err
+		}
+	}
+	n := len(entries)
+	ps, err := e.tlog.Prove(ctx, append(entries[:n:n], policies...), size)
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(policies) > 0 {
+		ps.Of, ps.Policies, ps.PolicyOf = ps.Of[:n:n], policies, ps.Of[n:]
+	}
 	ps.Head, err = e.head(entries)
 	return entries, ps, err
+}
+
+// pinned returns the entries of PolicySaga that hold the policies a
+// journal's requests pin, each policy once, in PolicySaga's order; one
+// PolicySaga does not hold is left out. Unavailable when the store is.
+func (e *Engine) pinned(ctx context.Context, entries []Entry) ([]Entry, error) {
+	pins := map[string]bool{}
+	for _, en := range entries {
+		if en.ToolName != GateTool && en.Phase == PhaseAwaitingApproval && en.Field(KeyPolicy) != "" {
+			pins[en.Field(KeyPolicy)] = true
+		}
+	}
+	if len(pins) == 0 {
+		return nil, nil
+	}
+	docs, err := e.store.Entries(ctx, PolicySaga)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, d := range docs {
+		if h := d.Field(KeyPolicy); d.ToolName == PolicyTool && d.Phase == PhaseExecuted && pins[h] {
+			out = append(out, d)
+			delete(pins, h)
+		}
+	}
+	return out, nil
 }
 
 // included checks a verified journal against the global log.

@@ -21,53 +21,82 @@ const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 // TreeSize: Of[i] is entries[i]'s inclusion proof, nil for an entry the
 // log had not reached at that size. Head is the server's signed head of
 // the saga as it exported it (see Head), written as the export's last
-// line.
+// line. Policies are the entries of PolicySaga that hold the approval
+// policies the saga's requests pin, each once, and PolicyOf[i] is
+// Policies[i]'s inclusion proof at the same size: with them an auditor
+// checks offline that every request met the rule in force when it was
+// made.
 type Proofs struct {
 	TreeSize int64
 	Of       [][][]byte
 	Head     string
+	Policies []Entry
+	PolicyOf [][][]byte
 }
 
 // WriteNDJSON writes entries as newline-delimited JSON, one object a line
 // with the keys sagaId, seq, toolName, phase, input, payload, timestamp and
 // hash; with proofs, each entry they cover adds leaf, treeSize and proof,
+// a line {"policy": …} follows the entries for each of their policies,
 // and a last line {"head": …} carries their signed head. A real JSON
 // encoder escapes every string.
 func WriteNDJSON(w io.Writer, entries []Entry, proofs *Proofs) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	for i, e := range entries {
-		l := wire.Entry{SagaID: e.SagaID, Seq: e.Seq, ToolName: e.ToolName, Phase: string(e.Phase),
-			Input: e.Input, Payload: e.Payload, Timestamp: e.Timestamp.UTC().Format(TimeLayout), Hash: e.Hash}
-		if proofs != nil && proofs.Of[i] != nil {
-			l.Leaf, l.TreeSize, l.Proof = &e.Leaf, &proofs.TreeSize, &proofs.Of[i]
+		var proof [][]byte
+		if proofs != nil {
+			proof = proofs.Of[i]
 		}
-		if err := enc.Encode(l); err != nil {
+		if err := enc.Encode(wireEntry(e, proofs, proof)); err != nil {
 			return err
 		}
 	}
-	if proofs != nil && proofs.Head != "" {
+	if proofs == nil {
+		return nil
+	}
+	for i, e := range proofs.Policies {
+		if err := enc.Encode(wire.ExportPolicy{Policy: wireEntry(e, proofs, proofs.PolicyOf[i])}); err != nil {
+			return err
+		}
+	}
+	if proofs.Head != "" {
 		return enc.Encode(wire.ExportHead{Head: proofs.Head})
 	}
 	return nil
+}
+
+// wireEntry is e as an export writes it, with its leaf, the proofs' tree
+// size and its proof when it has one.
+func wireEntry(e Entry, proofs *Proofs, proof [][]byte) wire.Entry {
+	l := wire.Entry{SagaID: e.SagaID, Seq: e.Seq, ToolName: e.ToolName, Phase: string(e.Phase),
+		Input: e.Input, Payload: e.Payload, Timestamp: e.Timestamp.UTC().Format(TimeLayout), Hash: e.Hash}
+	if proof != nil {
+		l.Leaf, l.TreeSize, l.Proof = &e.Leaf, &proofs.TreeSize, &proof
+	}
+	return l
 }
 
 // MaxNDJSONLine caps one line of an export read by ReadNDJSON.
 const MaxNDJSONLine = 64 << 20
 
 // ReadNDJSON parses a journal export written by WriteNDJSON, and its
-// proofs and head when it carries them (nil when not). Blank lines are
-// skipped. It returns an Invalid error naming the line for anything that
-// is not exactly that format: a missing or unknown key, a wrong type, a
-// timestamp that is not RFC 3339, an unknown phase, proofs against
-// different sizes, a head that is not the last line, or trailing data.
+// proofs, policy lines and head when it carries them (nil when not).
+// Blank lines are skipped. It returns an Invalid error naming the line
+// for anything that is not exactly that format: a missing or unknown
+// key, a wrong type, a timestamp that is not RFC 3339, an unknown phase,
+// proofs against different sizes, a policy line that is not an EXECUTED
+// entry of PolicyTool in PolicySaga, holds a seq already read, comes
+// before an entry or in an export without proofs, a head that is not the
+// last line, or trailing data.
 func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxNDJSONLine)
-	var entries []Entry
+	var entries, policies []Entry
 	var proofs *Proofs
-	var of [][][]byte
+	var of, policyOf [][][]byte
 	var head string
+	firstPolicy := 0 // the line of the first policy line
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
@@ -82,7 +111,16 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 			}
 			continue
 		}
+		policy, isPolicy := wrapped(line, "policy")
+		if isPolicy {
+			line = policy
+		} else if firstPolicy != 0 {
+			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: an entry after the export's policy lines", n)}
+		}
 		e, l, err := parseLine(line)
+		if err == nil && isPolicy {
+			err = policyLine(e, policies)
+		}
 		if err == nil && l.TreeSize != nil {
 			if proofs == nil {
 				proofs = &Proofs{TreeSize: *l.TreeSize}
@@ -93,12 +131,18 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 		if err != nil {
 			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: %v", n, err)}
 		}
-		entries = append(entries, e)
 		var p [][]byte
 		if l.Proof != nil {
 			p = *l.Proof
 		}
-		of = append(of, p)
+		if isPolicy {
+			if firstPolicy == 0 {
+				firstPolicy = n
+			}
+			policies, policyOf = append(policies, e), append(policyOf, p)
+		} else {
+			entries, of = append(entries, e), append(of, p)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("reading export: %v", err), Err: err}
@@ -106,24 +150,47 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 	switch {
 	case head != "" && proofs == nil:
 		return nil, nil, Errorf(Invalid, "the export has a head but no proofs")
+	case firstPolicy != 0 && proofs == nil:
+		return nil, nil, Errorf(Invalid, "line %d: a policy line in an export without proofs", firstPolicy)
 	case proofs != nil:
-		proofs.Of, proofs.Head = of, head
+		proofs.Of, proofs.Head, proofs.Policies, proofs.PolicyOf = of, head, policies, policyOf
 	}
 	return entries, proofs, nil
+}
+
+// wrapped reads a line that is an object of the one key k, as the head
+// and the policy lines are, and returns k's value; ok is false for any
+// other line.
+func wrapped(line []byte, k string) (json.RawMessage, bool) {
+	var keys map[string]json.RawMessage
+	if json.Unmarshal(line, &keys) != nil || len(keys) != 1 || keys[k] == nil {
+		return nil, false
+	}
+	return keys[k], true
 }
 
 // parseHead reads a line {"head": "<signed note>"}: ok is false for any
 // other line.
 func parseHead(line []byte) (string, bool) {
-	var keys map[string]json.RawMessage
-	if json.Unmarshal(line, &keys) != nil || len(keys) != 1 || keys["head"] == nil {
+	v, ok := wrapped(line, "head")
+	var h string
+	if !ok || json.Unmarshal(v, &h) != nil {
 		return "", false
 	}
-	var h wire.ExportHead
-	if json.Unmarshal(line, &h) != nil {
-		return "", false
+	return h, true
+}
+
+// policyLine checks the entry of a policy line: a policy document as
+// PolicySaga journals it, not among those read before.
+func policyLine(e Entry, read []Entry) error {
+	switch {
+	case e.SagaID != PolicySaga || e.ToolName != PolicyTool || e.Phase != PhaseExecuted:
+		return fmt.Errorf("a policy line must hold an entry of saga %s, tool %s, phase %s; not of saga %q, tool %q, phase %s",
+			PolicySaga, PolicyTool, PhaseExecuted, e.SagaID, e.ToolName, e.Phase)
+	case slices.ContainsFunc(read, func(p Entry) bool { return p.Seq == e.Seq }):
+		return fmt.Errorf("the policy line of seq=%d again", e.Seq)
 	}
-	return h.Head, true
+	return nil
 }
 
 func parseLine(line []byte) (Entry, wire.Entry, error) {

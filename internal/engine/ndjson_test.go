@@ -109,8 +109,57 @@ func TestNDJSONProofs(t *testing.T) {
 	}
 }
 
+// TestNDJSONPolicies: an export with proofs carries the policies its
+// requests pin, each on a line of its own after the entries and before
+// the head (one proved, one the checkpoint does not cover), and reads
+// back as written.
+func TestNDJSONPolicies(t *testing.T) {
+	es := exportSample()
+	ps := &Proofs{TreeSize: 9, Of: make([][][]byte, len(es)), Head: "sagacity saga head v1\nsaga: transfer-77\n"}
+	for i := range es {
+		es[i].Leaf = int64(i + 1)
+		ps.Of[i] = [][]byte{bytes.Repeat([]byte{byte(i)}, 32)}
+	}
+	for i, doc := range []string{`{"default":[{"name":"default","approvers":["approver"],"quorum":1}]}`, `{"tools":{"a":[]}}`} {
+		p := Entry{SagaID: PolicySaga, Seq: int64(i + 1), ToolName: PolicyTool, Phase: PhaseExecuted, Input: doc,
+			Payload: "policy=" + PayloadHash(doc) + "\nreceipt=c2lnbmVk", Timestamp: t0.Add(-time.Hour), Leaf: -1}
+		p.Hash = Hash(ZeroHash, p)
+		var proof [][]byte
+		if i == 0 { // the second is newer than the checkpoint
+			p.Leaf, proof = 0, [][]byte{bytes.Repeat([]byte{9}, 32), bytes.Repeat([]byte{8}, 32)}
+		}
+		ps.Policies, ps.PolicyOf = append(ps.Policies, p), append(ps.PolicyOf, proof)
+	}
+	var buf bytes.Buffer
+	if err := WriteNDJSON(&buf, es, ps); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for l := range strings.Lines(buf.String()) {
+		kind, _, _ := strings.Cut(strings.TrimPrefix(l, `{"`), `"`)
+		kinds = append(kinds, kind)
+	}
+	if diff := cmp.Diff([]string{"sagaId", "sagaId", "sagaId", "sagaId", "policy", "policy", "head"}, kinds); diff != "" {
+		t.Errorf("WriteNDJSON(x, proofs with policies) lines' first keys differ (-want +got):\n%s\n%s", diff, buf.String())
+	}
+	got, gotProofs, err := ReadNDJSON(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(es, got); diff != "" {
+		t.Errorf("ReadNDJSON(WriteNDJSON(x, proofs)) entries differ (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(ps, gotProofs); diff != "" {
+		t.Errorf("ReadNDJSON(WriteNDJSON(x, proofs)) proofs differ (-want +got):\n%s", diff)
+	}
+}
+
 func TestReadNDJSONRejects(t *testing.T) {
 	line := `{"sagaId":"s","seq":1,"toolName":"t","phase":"INTENT","input":"","payload":"","timestamp":"2026-07-21T10:00:00Z","hash":"x"}`
+	proved := strings.Replace(line, `"hash"`, `"leaf":1,"treeSize":2,"proof":[],"hash"`, 1) + "\n"
+	policy := `{"policy":{"sagaId":"sagacity:policies","seq":1,"toolName":"approval-policy","phase":"EXECUTED","input":"{}",` +
+		`"payload":"policy=x","timestamp":"2026-07-21T10:00:00Z","hash":"y","leaf":0,"treeSize":2,"proof":[]}}` + "\n"
+	head := `{"head":"h"}` + "\n"
 	tests := []struct{ name, in, want string }{
 		{"not json", "hello\n", "line 1:"},
 		{"missing key", `{"sagaId":"s","seq":1}`, `line 1: missing key "toolName"`},
@@ -124,6 +173,22 @@ func TestReadNDJSONRejects(t *testing.T) {
 		{"leaf beyond the tree", strings.Replace(line, `"hash"`, `"leaf":2,"treeSize":2,"proof":[],"hash"`, 1), "line 1: leaf 2 is not in a tree of size 2"},
 		{"proofs against two sizes", strings.Replace(line, `"hash"`, `"leaf":0,"treeSize":2,"proof":[],"hash"`, 1) + "\n" +
 			strings.Replace(line, `"hash"`, `"leaf":1,"treeSize":3,"proof":[],"hash"`, 1), "line 2: proof against tree size 3, where earlier lines' are against 2"},
+		{"a policy line after the head", proved + head + policy, "line 3: after the export's head"},
+		{"a policy line of another saga", proved + strings.Replace(policy, `"sagacity:policies"`, `"s"`, 1) + head,
+			`line 2: a policy line must hold an entry of saga sagacity:policies, tool approval-policy, phase EXECUTED; not of saga "s", tool "approval-policy", phase EXECUTED`},
+		{"a policy line of another tool", proved + strings.Replace(policy, `"approval-policy"`, `"t"`, 1) + head,
+			`line 2: a policy line must hold an entry of saga sagacity:policies, tool approval-policy, phase EXECUTED; not of saga "sagacity:policies", tool "t", phase EXECUTED`},
+		{"a policy line of another phase", proved + strings.Replace(policy, `"EXECUTED"`, `"INTENT"`, 1) + head,
+			`line 2: a policy line must hold an entry of saga sagacity:policies, tool approval-policy, phase EXECUTED; not of saga "sagacity:policies", tool "approval-policy", phase INTENT`},
+		{"a policy line twice", proved + policy + policy + head, "line 3: the policy line of seq=1 again"},
+		{"a policy line before an entry", policy + proved + head, "line 2: an entry after the export's policy lines"},
+		{"an entry between policy lines", proved + policy + proved + strings.Replace(policy, `"seq":1`, `"seq":2`, 1) + head,
+			"line 3: an entry after the export's policy lines"},
+		{"a policy line without proofs", line + "\n" + strings.Replace(policy, `,"leaf":0,"treeSize":2,"proof":[]`, "", 1),
+			"line 2: a policy line in an export without proofs"},
+		{"a policy line against another size", proved + strings.Replace(policy, `"treeSize":2`, `"treeSize":3`, 1) + head,
+			"line 2: proof against tree size 3, where earlier lines' are against 2"},
+		{"a policy line missing a key", proved + `{"policy":{"sagaId":"sagacity:policies"}}` + "\n" + head, `line 2: missing key "seq"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -121,6 +121,18 @@ func (r Ruling) String() string {
 	return s
 }
 
+// Named is v with the ruling of each executed request added to its
+// message, as verification names them: "; seq=3 (rule large of policy
+// 1f2e3d4c5b6a): resumed, approved by alice, bob".
+func Named(v Verification, rulings []Ruling) Verification {
+	for _, r := range rulings {
+		if r.Closing == ClosedResumed {
+			v.Message += "; " + r.String()
+		}
+	}
+	return v
+}
+
 // Policies find the compiled policy of a hash; an error when they know
 // none (the verification breaks).
 type Policies func(hash string) (*Approvals, error)

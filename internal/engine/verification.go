@@ -20,9 +20,14 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot) (Verification, error
 	case snap.Saga == nil:
 		v = broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries)))
 	default:
-		v, err = e.included(ctx, snap.Entries, e.check(snap.Entries, *snap.Saga, snap.Requests, func(hash string) (*Approvals, error) {
+		var rulings []Ruling
+		v, rulings = e.check(snap.Entries, *snap.Saga, snap.Requests, func(hash string) (*Approvals, error) {
 			return e.Policy(ctx, hash)
-		}))
+		})
+		if v.Valid {
+			v = Named(v, rulings)
+		}
+		v, err = e.included(ctx, snap.Entries, v)
 	}
 	if err == nil && !v.Valid {
 		e.obs.VerifyFailed(CheckedJournal)
@@ -36,7 +41,7 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot) (Verification, error
 // requests record must be read first.
 func (e *Engine) intact(entries []Entry, s Saga, reqs []ApprovalRequest) error {
 	var miss *unloaded
-	v := e.check(entries, s, reqs, func(hash string) (*Approvals, error) {
+	v, _ := e.check(entries, s, reqs, func(hash string) (*Approvals, error) {
 		a, ok := e.policies.get(hash)
 		if !ok {
 			miss = &unloaded{hash}
@@ -59,18 +64,18 @@ func (e *Engine) intact(entries []Entry, s Saga, reqs []ApprovalRequest) error {
 // (VerifyReceipts) with the engine's key, then every request's votes
 // against the rule its policy gives it (VerifyVotes), and each pending
 // request's row against those: who stands behind it, the quorum and
-// when it is due.
-func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies Policies) Verification {
+// when it is due. It returns the rulings of the requests too.
+func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies Policies) (Verification, []Ruling) {
 	if v := VerifySaga(entries, s, reqs); !v.Valid {
-		return v
+		return v, nil
 	}
 	if v := VerifyReceipts(entries, e.keys.Verifier()); !v.Valid {
-		return v
+		return v, nil
 	}
 	lc, _ := ReadLifecycle(entries)
-	v, _ := VerifyVotes(entries, lc, policies, e.keys.Verifier())
+	v, rulings := VerifyVotes(entries, lc, policies, e.keys.Verifier())
 	if !v.Valid {
-		return v
+		return v, rulings
 	}
 	for _, r := range reqs {
 		g, l := entries[r.JournalSeq-1], lc.Requests[r.JournalSeq]
@@ -78,10 +83,10 @@ func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies
 		if h := g.Field(KeyPolicy); h != "" {
 			a, err := policies(h)
 			if err != nil {
-				return broken(len(entries), int(g.Seq-1), msgOf(err))
+				return broken(len(entries), int(g.Seq-1), msgOf(err)), rulings
 			}
 			if rule, err = matchRecorded(a, g); err != nil {
-				return broken(len(entries), int(g.Seq-1), msgOf(err))
+				return broken(len(entries), int(g.Seq-1), msgOf(err)), rulings
 			}
 		}
 		// A superseded request is never due: the sweep may have said so
@@ -89,14 +94,14 @@ func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies
 		t := tally(g, l, rule)
 		if !slices.Equal(r.Voters, t.Voters()) {
 			return broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d names other voters (%s) than the journal (%s)",
-				r.JournalSeq, strings.Join(r.Voters, ", "), strings.Join(t.Voters(), ", ")))
+				r.JournalSeq, strings.Join(r.Voters, ", "), strings.Join(t.Voters(), ", "))), rulings
 		}
 		if r.Quorum != rule.Quorum || !(r.Due.Equal(t.Due()) || (l.SupersededBy != 0 && r.Due.IsZero())) {
 			return broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d does not match its rule %s "+
-				"(it records a quorum of %d, due %s)", r.JournalSeq, rule.Name, r.Quorum, r.Due.UTC().Format(time.RFC3339)))
+				"(it records a quorum of %d, due %s)", r.JournalSeq, rule.Name, r.Quorum, r.Due.UTC().Format(time.RFC3339))), rulings
 		}
 	}
-	return v
+	return v, rulings
 }
 
 // Verify checks a saga's journal (see VerifySaga): its hash chain, the

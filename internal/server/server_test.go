@@ -42,8 +42,10 @@ func TestSeedEndpoints(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.body), &list); err != nil || len(list) != 2 {
 			t.Fatalf("GET approvals = %s, want a list of 2", r.body)
 		}
+		policy, _ := engine.CompilePolicy(engine.DefaultPolicy)
 		wantItem := map[string]any{"sagaId": "transfer-77", "journalSeq": 3.0, "toolName": "sendWireTransfer",
-			"input": transfer, "inputHash": engine.PayloadHash(transfer), "requester": "anonymous"}
+			"input": transfer, "inputHash": engine.PayloadHash(transfer), "requester": "anonymous",
+			"rule": "default", "policy": policy.Hash, "quorum": 1.0, "approvedBy": []any{}}
 		if diff := cmp.Diff(wantItem, list[0]); diff != "" {
 			t.Errorf("first pending approval (-want +got):\n%s", diff)
 		}
@@ -124,7 +126,8 @@ func TestSeedEndpoints(t *testing.T) {
 		}
 
 		r = e.get("/sagacity/audit/transfer-77/verify")
-		if r.code != 200 || r.body != `{"valid":true,"entryCount":6,"breakAtIndex":-1,"message":"all 6 entries verified"}`+"\n" {
+		if r.code != 200 || r.body != `{"valid":true,"entryCount":6,"breakAtIndex":-1,"message":"all 6 entries verified; seq=3 (rule default of policy `+
+			policy.Hash[:12]+`): resumed, approved by manager@company.com"}`+"\n" {
 			t.Errorf("verify = %d %s, want all 6 entries verified", r.code, r.body)
 		}
 		testkit.Exec(t, dbURL, "UPDATE journal SET payload = 'approver=mallory' WHERE saga_id = 'transfer-77' AND seq = 4")

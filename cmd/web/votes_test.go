@@ -1,0 +1,259 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/store"
+	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/internal/tlog"
+	"github.com/sagacity-go/sagacity/internal/witness"
+)
+
+// TestVerifyVotes: an export with proofs carries the approval policy its
+// request pinned, proved in the log, and sagacity verify checks offline
+// that the request had the quorum its rule asks for, from people the
+// rule names, and was executed within the rule's grant, naming the rule
+// and who approved. An export altered so that a request that did not
+// meet its rule passes for one that did (its chain recomputed) is caught,
+// each for what was altered.
+func TestVerifyVotes(t *testing.T) {
+	ctx := t.Context()
+	db, err := store.Open(ctx, testkit.SQLiteURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, err := witness.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := testkit.Keys(t)
+	var mu sync.Mutex
+	at := time.Date(2026, 8, 7, 9, 0, 0, 0, time.UTC)
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		at = at.Add(time.Second)
+		return at
+	}
+	// Checkpoints are signed when the test sequences the log.
+	l := tlog.New(db, w, keys, tlog.Options{Every: 1, Interval: 24 * time.Hour, Now: now})
+	if err := l.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A transfer takes two approvals from finance-leads or treasury, and
+	// must be executed within the hour; a refund, one approver's.
+	policy, err := engine.CompilePolicy(engine.PolicySpec{
+		Default: []engine.RuleSpec{{Name: "one"}},
+		Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {{Name: "large", Approvers: []string{"finance-leads", "treasury"},
+			Quorum: 2, Grant: engine.Duration(time.Hour)}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "ok", nil }}
+	e, err := engine.New(db, []engine.Tool{{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok},
+		{Name: "refund", Reversibility: engine.Irreversible, Executor: ok}},
+		engine.WithKeys(keys), engine.WithClock(now), engine.WithLog(l), engine.WithApprovals(policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RecordPolicy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	person := func(id string, groups ...string) engine.Principal {
+		return engine.Principal{ID: id, Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover}, Groups: groups}
+	}
+	agent := engine.Principal{ID: "agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}
+	auditor := engine.Principal{ID: "auditor", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleAuditor}}
+	alice, bob, carol := person("alice", "finance-leads"), person("bob", "treasury"), person("carol") // carol is in neither group
+
+	// carol approves a refund in another saga, which her role allows.
+	if _, err := e.Call(ctx, agent, "other", "refund", `{"amount":"7"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Approve(ctx, carol, "other", 1, ""); err != nil {
+		t.Fatal(err)
+	}
+	const transfer = `{"amount":"5000","to":"mallory"}`
+	if r, err := e.Call(ctx, agent, "wire", "sendWireTransfer", transfer); err != nil || r.Seq != 1 || r.Outcome != engine.OutcomeAwaitingApproval {
+		t.Fatalf("Call(wire) = %+v, %v; want it gated at seq 1", r, err)
+	}
+	for _, p := range []engine.Principal{alice, bob} {
+		if _, err := e.Approve(ctx, p, "wire", 1, ""); err != nil {
+			t.Fatalf("%s's approval: %v", p.ID, err)
+		}
+	}
+	if r, err := e.Resume(ctx, agent, "wire", 1, transfer); err != nil || r.Refused {
+		t.Fatalf("Resume(wire, 1) = %+v, %v; want it executed", r, err)
+	}
+	st, err := l.Sequence(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, _, err := w.Newest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, ps, err := e.Evidence(ctx, auditor, "wire", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 5 || len(ps.Policies) != 1 || ps.Policies[0].Field(engine.KeyPolicy) != policy.Hash || ps.PolicyOf[0] == nil {
+		t.Fatalf("Evidence(wire) = %d entries and policy lines %+v; want 5 entries and the policy %s, proved", len(es), ps.Policies, policy.Hash)
+	}
+	others, err := e.Journal(ctx, auditor, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	save := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// export writes a copy of the export, altered by alter, with its
+	// chain recomputed from the first entry alter changed or removed, as
+	// an insider rewriting it would; the proofs and head stay as signed.
+	export := func(name string, alter func(es []engine.Entry, ps *engine.Proofs) []engine.Entry) string {
+		t.Helper()
+		es, ps := slices.Clone(es), &engine.Proofs{TreeSize: ps.TreeSize, Of: slices.Clone(ps.Of), Head: ps.Head,
+			Policies: slices.Clone(ps.Policies), PolicyOf: slices.Clone(ps.PolicyOf)}
+		if alter != nil {
+			es = alter(es, ps)
+		}
+		prev := engine.ZeroHash
+		for i := range es {
+			es[i].Seq = int64(i + 1)
+			es[i].Hash = engine.Hash(prev, es[i])
+			prev = es[i].Hash
+		}
+		var b bytes.Buffer
+		if err := engine.WriteNDJSON(&b, es, ps); err != nil {
+			t.Fatal(err)
+		}
+		return save(name, b.String())
+	}
+	// vote rewrites bob's approval (seq 3) as carol's, with the receipt
+	// line of receipt.
+	vote := func(receipt string) func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
+		return func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
+			ls := engine.ParseLines(es[2].Payload)
+			for i, l := range ls {
+				switch l.Key {
+				case engine.KeyApprover:
+					ls[i].Value = carol.ID
+				case engine.KeyReceipt:
+					ls[i].Value = receipt
+				}
+			}
+			es[2].Payload = ls.String()
+			return es
+		}
+	}
+	// carol's receipt as the server would sign it, had it counted her
+	// vote in bob's place.
+	r, err := engine.OpenReceipt(engine.ReceiptOf(es[2]), keys.Verifier())
+	if err != nil || r.EligibleAs != "treasury" || r.Vote != 2 {
+		t.Fatalf("bob's receipt = %+v, %v; want vote 2, as treasury", r, err)
+	}
+	r.Decider, r.EligibleAs = carol.ID, string(engine.RoleApprover)
+	resigned, err := keys.Sign(r.Text())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cpFile, key := save("cp.note", signed), keys.VerifierKey()
+	good := export("good.ndjson", nil)
+	short := policy.Hash[:12]
+	grantEnd := es[2].Timestamp.Add(time.Hour).UTC().Format(time.RFC3339)
+	ruling := fmt.Sprintf("seq=1 (rule large of policy %s): resumed, approved by alice, bob", short)
+	tests := []struct {
+		name string
+		args []string // before the file
+		file string
+		code int
+		want string // in the output, or in the error of an unreadable file
+	}{
+		{"the export", []string{"-key", key, "-checkpoint", cpFile}, good, 0, fmt.Sprintf(
+			`"valid":true,"entryCount":5,"breakAtIndex":-1,"message":"all 5 entries verified; %s; 5 in the log the checkpoint of size %d signed"`, ruling, st.Size)},
+		{"the export, without the checkpoint", []string{"-key", key}, good, 0, `"message":"all 5 entries verified; ` + ruling + `"`},
+		{"the export, without the key", nil, good, 0, `"message":"all 5 entries verified"`},
+		{"a vote removed", []string{"-key", key}, export("removed.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
+			ps.Of = slices.Delete(ps.Of, 2, 3)
+			return slices.Delete(es, 2, 3)
+		}), 1, `"breakAtIndex":2,"message":"seq=3 (entry 2) executes the request at seq=1 with 1 of 2 approvals (alice); waiting for 1 more from finance-leads or treasury"`},
+		{"a vote removed, with the checkpoint", []string{"-key", key, "-checkpoint", cpFile}, filepath.Join(dir, "removed.ndjson"), 1,
+			`"message":"seq=3 (entry 2) executes the request at seq=1 with 1 of 2 approvals`},
+		{"a vote by carol, with the receipt of her vote on another request", []string{"-key", key},
+			export("copied.ndjson", vote(others[1].Field(engine.KeyReceipt))), 1,
+			`"breakAtIndex":2,"message":"receipt of seq=3 (entry 2) does not hold: it was signed for saga \"other\" seq=1"`},
+		{"a vote by carol, with a receipt the key signed", []string{"-key", key, "-checkpoint", cpFile},
+			export("ineligible.ndjson", vote(base64.StdEncoding.EncodeToString([]byte(resigned)))), 1,
+			`"breakAtIndex":2,"message":"seq=3 (entry 2) is a vote by carol as \"approver\", which is none of rule large's approvers (finance-leads, treasury)"`},
+		{"executed after the grant", []string{"-key", key, "-checkpoint", cpFile}, export("late.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
+			for i := 3; i < len(es); i++ {
+				es[i].Timestamp = es[i].Timestamp.Add(2 * time.Hour)
+			}
+			return es
+		}), 1, `"breakAtIndex":3,"message":"seq=4 (entry 3) executes the request at seq=1 after its grant ended at ` + grantEnd + `"`},
+		{"the policy's document edited", []string{"-key", key, "-checkpoint", cpFile}, export("edited.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
+			ps.Policies[0].Input = strings.Replace(ps.Policies[0].Input, `"quorum":2`, `"quorum":1`, 1)
+			return es
+		}), 1, `"breakAtIndex":0,"message":"seq=1 (entry 0) pins approval policy ` + short +
+			`, but seq=1 of sagacity:policies is no policy document the key signed: the document's SHA-256 is not the hash it names"`},
+		{"the policy's document edited, its hash too", []string{"-key", key, "-checkpoint", cpFile}, export("rehashed.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
+			doc := strings.Replace(ps.Policies[0].Input, `"quorum":2`, `"quorum":1`, 1)
+			ps.Policies[0].Input = doc
+			ps.Policies[0].Payload = strings.Replace(ps.Policies[0].Payload, policy.Hash, engine.PayloadHash(doc), 1)
+			return es
+		}), 1, `"breakAtIndex":-1,"message":"seq=1 of sagacity:policies is no policy document the key signed: the key signed another document"`},
+		{"the policy line removed", []string{"-key", key, "-checkpoint", cpFile}, export("unpinned.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
+			ps.Policies, ps.PolicyOf = nil, nil
+			return es
+		}), 1, `"breakAtIndex":0,"message":"seq=1 (entry 0) is a request under approval policy ` + short + `: its document is not in the export"`},
+		{"the policy line's proof altered", []string{"-key", key, "-checkpoint", cpFile}, export("misproved.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
+			ps.PolicyOf[0] = slices.Clone(ps.PolicyOf[0])
+			ps.PolicyOf[0][0] = bytes.Clone(ps.PolicyOf[0][0])
+			ps.PolicyOf[0][0][0] ^= 1
+			return es
+		}), 1, fmt.Sprintf(`"breakAtIndex":0,"message":"seq=1 (entry 0) pins approval policy %s, but seq=1 of sagacity:policies is not in the log the checkpoint of size %d signed"`, short, st.Size)},
+		{"the policy line's proof dropped", []string{"-key", key, "-checkpoint", cpFile, "-allow-unproved"}, export("unproved.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
+			ps.PolicyOf[0] = nil
+			return es
+		}), 1, fmt.Sprintf(`"message":"seq=1 (entry 0) pins approval policy %s, but seq=1 of sagacity:policies carries no proof of inclusion in the log the checkpoint of size %d signed"`, short, st.Size)},
+		{"a policy line of another saga, without the key", nil, export("foreign.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
+			ps.Policies[0].SagaID = "wire"
+			return es
+		}), 2, `line 6: a policy line must hold an entry of saga sagacity:policies`},
+	}
+	for _, tt := range tests {
+		args := append(append([]string{"verify"}, tt.args...), tt.file)
+		var out bytes.Buffer
+		err := run(context.Background(), args, env(nil), &out)
+		code, got := 0, out.String()
+		if ee, ok := err.(exitError); ok {
+			code, got = ee.code, got+ee.Error()
+		} else if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if code != tt.code || !strings.Contains(got, tt.want) {
+			t.Errorf("%s: sagacity verify %s = exit %d %s, want exit %d with %s", tt.name, strings.Join(args[1:], " "), code, got, tt.code, tt.want)
+		}
+	}
+}
