@@ -188,9 +188,12 @@ type Decision struct {
 	// changes-requested.
 	Decision string `json:"decision"`
 	// Votes is how many approvals stand after it, of the Quorum the
-	// request's rule asks for.
-	Votes  int `json:"votes"`
-	Quorum int `json:"quorum"`
+	// request's rule asks for; Progress says it in words, after an
+	// approval or a withdrawal ("1 of 2 approvals (alice); waiting for 1
+	// more from finance-leads").
+	Votes    int    `json:"votes"`
+	Quorum   int    `json:"quorum"`
+	Progress string `json:"progress,omitempty"`
 }
 
 // ResumeRequest is the body of a resume: the exact bytes approved.

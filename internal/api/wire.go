@@ -114,7 +114,7 @@ func SagaOf(s engine.Saga) wire.Saga {
 // DecisionOf is a decision on the wire.
 func DecisionOf(d engine.Decision) wire.Decision {
 	return wire.Decision{SagaID: d.SagaID, JournalSeq: d.JournalSeq, Decision: string(d.Decided), Approved: d.Approved,
-		Votes: d.Votes, Quorum: d.Quorum, ApproverIdentity: d.Approver, DecidedAt: d.DecidedAt, Status: wire.Status(d.Status)}
+		Votes: d.Votes, Quorum: d.Quorum, Progress: d.Progress, ApproverIdentity: d.Approver, DecidedAt: d.DecidedAt, Status: wire.Status(d.Status)}
 }
 
 // ApprovalOf is a pending request on the wire.

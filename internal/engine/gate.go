@@ -38,8 +38,11 @@ type Decision struct {
 	Reason     string
 	DecidedAt  time.Time
 	Status     Status // the saga's status afterwards
-	// Votes and Quorum say where the approvals stand afterwards.
+	// Votes and Quorum say where the approvals stand afterwards, and
+	// Progress in words ("1 of 2 approvals (alice); waiting for 1 more
+	// from finance-leads"), for an approval or a withdrawal.
 	Votes, Quorum int
+	Progress      string
 	// Receipt is the entry that records it (its receipt's seq).
 	Receipt int64
 }
@@ -236,11 +239,12 @@ func (e *Engine) vote(tx Tx, s *Saga, b bound, p Principal, r Receipt, phase Pha
 		Approver: p.ID, Reason: r.Reason, DecidedAt: en.Timestamp, Receipt: en.Seq, Quorum: b.rule.Quorum}, err
 }
 
-// count records in the request's row where its votes stand after a vote
-// or a withdrawal, and returns how many stand.
-func (e *Engine) count(tx Tx, b bound, standing []Vote) (int, error) {
+// count records in the request's row, and in d, where its votes stand
+// after d, a vote or a withdrawal, with standing the votes that do.
+func (e *Engine) count(tx Tx, b bound, d *Decision, standing []Vote) error {
 	t := tally(b.gated, &Life{Votes: standing}, b.rule)
-	return len(standing), tx.PutVotes(b.row.SagaID, b.row.JournalSeq, t.Voters(), t.Due())
+	d.Votes, d.Progress = len(standing), t.Progress()
+	return tx.PutVotes(b.row.SagaID, b.row.JournalSeq, t.Voters(), t.Due())
 }
 
 // Approve records p's approval of the request at seq: a vote, journaled
@@ -275,8 +279,7 @@ func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq in
 		if err != nil {
 			return d, err
 		}
-		d.Votes, err = e.count(tx, b, append(b.tally.Votes, Vote{Seq: d.Receipt, Voter: p.ID, At: d.DecidedAt}))
-		return d, err
+		return d, e.count(tx, b, &d, append(b.tally.Votes, Vote{Seq: d.Receipt, Voter: p.ID, At: d.DecidedAt}))
 	})
 }
 
@@ -352,8 +355,7 @@ func (e *Engine) Withdraw(ctx context.Context, p Principal, sagaID string, seq i
 			return d, err
 		}
 		rest := slices.DeleteFunc(slices.Clone(b.tally.Votes), func(v Vote) bool { return v.Seq == mine.Seq })
-		d.Votes, err = e.count(tx, b, rest)
-		return d, err
+		return d, e.count(tx, b, &d, rest)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -22,11 +23,13 @@ type planned struct {
 }
 
 // plannedStatements are the statements of the global log's sequencer,
-// checks and proofs, for a dialect.
+// checks and proofs, and of the sweep of requests whose time ran out,
+// for a dialect.
 func plannedStatements(postgres bool) []planned {
 	ps := []planned{
 		{"unsequenced entries", unsequencedSQL(postgres), []any{2000}},
 		{"leaves by index", leavesSQL, []any{0, 2000}},
+		{"requests due", dueSQL, []any{time.Now(), 100}},
 	}
 	if postgres {
 		return append(ps, planned{"leaves given", sequencePostgres, []any{[]string{"s"}, []int64{1}, []int64{0}}},
@@ -71,7 +74,8 @@ func TestPlansSQLite(t *testing.T) {
 		// Walking the partial index of entries waiting for a leaf is
 		// reading just them, in order.
 		rest := strings.ReplaceAll(text, "SCAN journal USING INDEX journal_unsequenced", "")
-		scan := strings.Contains(rest, "SCAN journal") || strings.Contains(rest, "SCAN log_nodes")
+		rest = strings.ReplaceAll(rest, "SCAN approval_requests USING INDEX approval_requests_due", "")
+		scan := strings.Contains(rest, "SCAN journal") || strings.Contains(rest, "SCAN log_nodes") || strings.Contains(rest, "SCAN approval_requests")
 		if scan || strings.Contains(text, "TEMP B-TREE") {
 			t.Errorf("%s scans or sorts the journal in SQLite: %s", p.name, text)
 		}
@@ -145,13 +149,23 @@ func workload(t *testing.T, e *engine.Engine, l *tlog.Log) {
 			t.Fatal(err)
 		}
 	}
-	for _, saga := range []string{"a", "b"} {
+	must(e.RecordPolicy(ctx))
+	for _, saga := range []string{"a", "b", "c"} {
 		_, err := e.Call(ctx, benchAgent, saga, "reserveInventory", "{}")
 		must(err)
 		_, err = e.Call(ctx, benchAgent, saga, "sendWireTransfer", wire)
 		must(err)
 	}
-	_, err := e.Approve(ctx, benchApprover, "a", 3, "ok")
+	// Votes taken back and a request sent back.
+	_, err := e.Approve(ctx, benchApprover, "c", 3, "ok")
+	must(err)
+	_, err = e.Withdraw(ctx, benchApprover, "c", 3, "not yet")
+	must(err)
+	_, err = e.RequestChanges(ctx, benchApprover, "c", 3, "smaller")
+	must(err)
+	_, err = e.Lapse(ctx)
+	must(err)
+	_, err = e.Approve(ctx, benchApprover, "a", 3, "ok")
 	must(err)
 	_, err = e.Resume(ctx, benchAgent, "a", 3, wire)
 	must(err)
@@ -161,6 +175,10 @@ func workload(t *testing.T, e *engine.Engine, l *tlog.Log) {
 	must(err)
 	auditor := engine.Principal{ID: "auditor", Roles: []engine.Role{engine.RoleAuditor, engine.RoleApprover}}
 	_, _, err = e.Pending(ctx, auditor, engine.PendingFilter{Limit: 50})
+	must(err)
+	_, _, err = e.Pending(ctx, auditor, engine.PendingFilter{Limit: 50, ForMe: true})
+	must(err)
+	_, _, err = e.Policies(ctx, auditor)
 	must(err)
 	_, err = e.Sagas(ctx, auditor, engine.SagaFilter{Limit: 50, Tool: "sendWireTransfer"})
 	must(err)

@@ -375,9 +375,12 @@ func (s *sqlStore) Pending(ctx context.Context, f engine.PendingFilter) ([]engin
 func (s *sqlStore) DueApprovals(ctx context.Context, t time.Time, limit int) ([]engine.ApprovalRequest, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return collect(ctx, s.db, scanApproval, "SELECT "+approvalCols+" FROM approval_requests WHERE due_at <= $1"+
-		" ORDER BY due_at LIMIT $2", t, min(limit, maxApprovals))
+	return collect(ctx, s.db, scanApproval, dueSQL, t, min(limit, maxApprovals))
 }
+
+// dueSQL lists pending requests due by $1, at most $2: through the
+// partial index of those with a due time, whatever waits.
+const dueSQL = "SELECT " + approvalCols + " FROM approval_requests WHERE due_at <= $1 ORDER BY due_at LIMIT $2"
 
 func (s *sqlStore) CountPending(ctx context.Context, f engine.PendingFilter) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
