@@ -113,6 +113,10 @@ const (
 	// sign-in more recent than the caller's: sign in again, then vote.
 	// A static token never can.
 	CodeStepUp Code = "STEP_UP"
+	// CodePasskey (403): the request's rule counts a vote only signed by
+	// the voter's own passkey, which is done in the console; or the
+	// passkey's assertion did not hold.
+	CodePasskey Code = "PASSKEY"
 )
 
 // Problem is what an answer that is not 2xx says besides its outcome:

@@ -143,7 +143,7 @@ func voted(entries []engine.Entry, proofs *engine.Proofs, v note.Verifier, res e
 			return a, nil
 		}
 		return nil, engine.Errorf(engine.NotFound, "its document is not in the export")
-	}, v)
+	}, v, engine.Keyring{})
 	if !votes.Valid {
 		return votes
 	}

@@ -46,7 +46,15 @@ type RuleSpec struct {
 	// StepUp is how recent a voter's sign-in must be for the vote to
 	// count; any sign-in when 0.
 	StepUp Duration `json:"stepUp,omitempty"`
+	// Passkey is PasskeyRequired when a vote counts only signed by the
+	// voter's own passkey, over the ballot; "" when the server's receipt
+	// is enough.
+	Passkey string `json:"passkey,omitempty"`
 }
+
+// PasskeyRequired is RuleSpec.Passkey for a rule whose votes the voter's
+// passkey must sign.
+const PasskeyRequired = "required"
 
 // ReasonRequired is RuleSpec.Reason for a rule whose votes must say why.
 const ReasonRequired = "required"
@@ -87,7 +95,10 @@ type Rule struct {
 	// Expires, Grant and StepUp are 0 when the rule sets none.
 	Expires, Grant, StepUp time.Duration
 	ReasonRequired         bool
-	prog                   cel.Program // nil without a condition
+	// PasskeyRequired: a vote counts only with an assertion of the
+	// voter's enrolled passkey over its ballot.
+	PasskeyRequired bool
+	prog            cel.Program // nil without a condition
 }
 
 // Approvals is a compiled approval policy.
@@ -173,7 +184,7 @@ func CompilePolicy(spec PolicySpec) (*Approvals, error) {
 			}
 			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: rs.Quorum,
 				Expires: time.Duration(rs.Expires), Grant: time.Duration(rs.Grant), StepUp: time.Duration(rs.StepUp),
-				ReasonRequired: rs.Reason == ReasonRequired}
+				ReasonRequired: rs.Reason == ReasonRequired, PasskeyRequired: rs.Passkey == PasskeyRequired}
 			if rs.When != "" {
 				ast, iss := env.Compile(rs.When)
 				if iss != nil && iss.Err() != nil {
@@ -227,6 +238,9 @@ func checkWindows(rs RuleSpec) error {
 	}
 	if rs.Reason != "" && rs.Reason != ReasonRequired {
 		return fmt.Errorf("reason must be %q or absent (got %q)", ReasonRequired, rs.Reason)
+	}
+	if rs.Passkey != "" && rs.Passkey != PasskeyRequired {
+		return fmt.Errorf("passkey must be %q or absent (got %q)", PasskeyRequired, rs.Passkey)
 	}
 	return nil
 }
@@ -332,6 +346,9 @@ func (a *Approvals) Unmeetable(voters []Principal) error {
 				}
 			}
 			switch {
+			case r.PasskeyRequired:
+				return Errorf(Invalid, "%s, rule %s: passkey can never be met here: a vote needs the voter's passkey, enrolled "+
+					"and used in the console, and a static token has none (sign people in with OIDC, or drop passkey)", label, r.Name)
 			case r.StepUp > 0:
 				return Errorf(Invalid, "%s, rule %s: stepUp can never be met here: a vote counts only from a recent sign-in, and "+
 					"a static token has none (sign people in with OIDC, or drop stepUp)", label, r.Name)

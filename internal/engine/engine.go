@@ -122,6 +122,10 @@ type Engine struct {
 	policies history
 	// keys sign the receipts of people's decisions, and verify them.
 	keys *Keys
+	// webauthn enrols passkeys and makes their ceremonies, and
+	// checkAssertion checks what they sign; nil without passkeys.
+	webauthn       WebAuthn
+	checkAssertion CheckAssertion
 	// tlog is the global log; nil when there is none (tests).
 	tlog Log
 	// heads are the sagas as this engine last wrote them (see transact).

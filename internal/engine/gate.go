@@ -83,6 +83,9 @@ type bound struct {
 	rule    Rule
 	tally   Tally
 	row     ApprovalRequest
+	// passkey is the voter's passkey's proof of the vote being cast, when
+	// it was cast with one.
+	passkey *PasskeyProof
 }
 
 // bind reads a locked saga's journal, verifies it against the saga's head
@@ -98,7 +101,7 @@ func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 	if err != nil {
 		return bound{}, err
 	}
-	if err := e.intact(entries, *s, []ApprovalRequest{r}); err != nil {
+	if err := e.intact(tx, entries, *s, []ApprovalRequest{r}); err != nil {
 		return bound{}, err
 	}
 	lc, _ := ReadLifecycle(entries)
@@ -134,7 +137,7 @@ func expiredError(sagaID string, seq int64, why string) *Error {
 // take action a on it, closes it as expired when its time ran out
 // (Conflict, code EXPIRED, after the saga is compensated), and for a vote
 // checks the rule's reason and step-up. fn then journals the decision.
-func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string,
+func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string, pv *passkeyVote,
 	fn func(tx Tx, s *Saga, b bound, at time.Time) error) (Saga, error) {
 	if err := e.Can(p, a, Subject{}); err != nil {
 		return Saga{}, err
@@ -162,9 +165,20 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 			expired.why, err = e.expire(tx, s, b, now)
 			return err
 		}
-		if a == ActApprove || a == ActReject || a == ActRequestChanges {
+		if d, voting := votes[a]; voting {
 			if err := voteAllowed(p, b.rule, reason, now); err != nil {
 				return err
+			}
+			switch {
+			case pv != nil:
+				proof, err := e.checkPasskey(tx, p, b, d, reason, pv, now)
+				if err != nil {
+					return err
+				}
+				b.passkey = &proof
+			case b.rule.PasskeyRequired:
+				return &Error{Kind: Forbidden, Code: wire.CodePasskey, Msg: fmt.Sprintf("approval rule %s counts a vote only signed "+
+					"by the voter's own passkey: vote in the console", b.rule.Name)}
 			}
 		}
 		return fn(tx, s, b, now)
@@ -176,13 +190,16 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 	return s, at(err, sagaID, seq)
 }
 
+// votes are the actions that are votes, and what each decides.
+var votes = map[Action]Decided{ActApprove: DecidedApproved, ActReject: DecidedRejected, ActRequestChanges: DecidedChanges}
+
 // decideOn is decide for the decisions that leave the saga going (all but
 // a rejection): fn journals the decision and returns it; the observer is
 // told, and the saga's status filled in.
 func (e *Engine) decideOn(ctx context.Context, p Principal, a Action, decided Decided, sagaID string, seq int64, reason string,
-	fn func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error)) (Decision, error) {
+	pv *passkeyVote, fn func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error)) (Decision, error) {
 	var d Decision
-	s, err := e.decide(ctx, p, a, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) (err error) {
+	s, err := e.decide(ctx, p, a, sagaID, seq, reason, pv, func(tx Tx, s *Saga, b bound, at time.Time) (err error) {
 		d, err = fn(tx, s, b, at)
 		return err
 	})
@@ -223,13 +240,15 @@ func ballot(b bound, decision Decided, p Principal, reason string) Receipt {
 	}
 	if decision != DecidedWithdrawn && decision != DecidedDismissed {
 		r.EligibleAs = b.rule.EligibleAs(p)
+		r.Passkey = b.passkey
 	}
 	return r
 }
 
-// vote journals p's decision on bound request b at at, as an entry of
-// the approval gate of phase with the identity under key, and returns it.
-func (e *Engine) vote(tx Tx, s *Saga, b bound, p Principal, r Receipt, phase Phase, key Key, at time.Time) (Decision, error) {
+// journalVote journals p's decision on bound request b at at, as an
+// entry of the approval gate of phase with the identity under key, and
+// returns it.
+func (e *Engine) journalVote(tx Tx, s *Saga, b bound, p Principal, r Receipt, phase Phase, key Key, at time.Time) (Decision, error) {
 	payload, err := e.personalPayload(p, b.gated, r, key, nil, at)
 	if err != nil {
 		return Decision{}, err
@@ -262,7 +281,19 @@ func (e *Engine) count(tx Tx, b bound, d *Decision, standing []Vote) error {
 // rule's step-up (code STEP_UP); Invalid for a bad reason, or none where
 // the rule requires one.
 func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
-	return e.decideOn(ctx, p, ActApprove, DecidedApproved, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+	return e.vote(ctx, p, sagaID, seq, DecidedApproved, reason, nil)
+}
+
+// vote casts p's vote d, with reason and, when cast with one, the
+// passkey's assertion over it.
+func (e *Engine) vote(ctx context.Context, p Principal, sagaID string, seq int64, d Decided, reason string, pv *passkeyVote) (Decision, error) {
+	switch d {
+	case DecidedRejected:
+		return e.reject(ctx, p, sagaID, seq, reason, pv)
+	case DecidedChanges:
+		return e.requestChanges(ctx, p, sagaID, seq, reason, pv)
+	}
+	return e.decideOn(ctx, p, ActApprove, DecidedApproved, sagaID, seq, reason, pv, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
 		if mine, ok := b.life.standing(p.ID); ok {
 			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s approved the request at seq=%d already (seq=%d): one person counts once",
 				p.ID, seq, mine.Seq)}
@@ -275,7 +306,7 @@ func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq in
 		}
 		r := ballot(b, DecidedApproved, p, reason)
 		r.Vote, r.Quorum = len(b.tally.Votes)+1, b.rule.Quorum
-		d, err := e.vote(tx, s, b, p, r, PhaseApproved, KeyApprover, at)
+		d, err := e.journalVote(tx, s, b, p, r, PhaseApproved, KeyApprover, at)
 		if err != nil {
 			return d, err
 		}
@@ -290,10 +321,14 @@ func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq in
 //
 // Errors: as Approve, without the Conflicts of an approved request.
 func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
+	return e.reject(ctx, p, sagaID, seq, reason, nil)
+}
+
+func (e *Engine) reject(ctx context.Context, p Principal, sagaID string, seq int64, reason string, pv *passkeyVote) (Decision, error) {
 	var d Decision
-	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) error {
+	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, pv, func(tx Tx, s *Saga, b bound, at time.Time) error {
 		var err error
-		if d, err = e.vote(tx, s, b, p, ballot(b, DecidedRejected, p, reason), PhaseRejected, KeyApprover, at); err != nil {
+		if d, err = e.journalVote(tx, s, b, p, ballot(b, DecidedRejected, p, reason), PhaseRejected, KeyApprover, at); err != nil {
 			return err
 		}
 		return e.fail(tx, s, fmt.Sprintf("%s at seq=%d rejected by %s", b.gated.ToolName, seq, p.ID))
@@ -315,7 +350,7 @@ func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int
 // Errors: Conflict when the request is not superseded (reject it
 // instead), and as Reject.
 func (e *Engine) Dismiss(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
-	return e.decideOn(ctx, p, ActDismiss, DecidedDismissed, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+	return e.decideOn(ctx, p, ActDismiss, DecidedDismissed, sagaID, seq, reason, nil, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
 		if b.life.SupersededBy == 0 {
 			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("the request at seq=%d is not superseded: only a request the saga "+
 				"replaced can be dismissed; reject it to end the saga", seq)}
@@ -327,7 +362,7 @@ func (e *Engine) Dismiss(ctx context.Context, p Principal, sagaID string, seq in
 // drop journals p's decision r that drops bound request b alone, the
 // saga going on, as the approval gate's REJECTED naming p under key.
 func (e *Engine) drop(tx Tx, s *Saga, b bound, p Principal, r Receipt, key Key, at time.Time) (Decision, error) {
-	d, err := e.vote(tx, s, b, p, r, PhaseRejected, key, at)
+	d, err := e.journalVote(tx, s, b, p, r, PhaseRejected, key, at)
 	if err != nil {
 		return d, err
 	}
@@ -345,12 +380,12 @@ func (e *Engine) drop(tx Tx, s *Saga, b bound, p Principal, r Receipt, key Key, 
 // Errors: Conflict when p has no standing approval of it; otherwise as
 // Approve.
 func (e *Engine) Withdraw(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
-	return e.decideOn(ctx, p, ActWithdraw, DecidedWithdrawn, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+	return e.decideOn(ctx, p, ActWithdraw, DecidedWithdrawn, sagaID, seq, reason, nil, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
 		mine, ok := b.life.standing(p.ID)
 		if !ok {
 			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s has no approval of the request at seq=%d to withdraw", p.ID, seq)}
 		}
-		d, err := e.vote(tx, s, b, p, ballot(b, DecidedWithdrawn, p, reason), PhaseRejected, KeyWithdrawnBy, at)
+		d, err := e.journalVote(tx, s, b, p, ballot(b, DecidedWithdrawn, p, reason), PhaseRejected, KeyWithdrawnBy, at)
 		if err != nil {
 			return d, err
 		}
@@ -369,10 +404,14 @@ func (e *Engine) Withdraw(ctx context.Context, p Principal, sagaID string, seq i
 // Errors: Invalid without a reason (it is what the agent is told); as
 // Approve otherwise.
 func (e *Engine) RequestChanges(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
+	return e.requestChanges(ctx, p, sagaID, seq, reason, nil)
+}
+
+func (e *Engine) requestChanges(ctx context.Context, p Principal, sagaID string, seq int64, reason string, pv *passkeyVote) (Decision, error) {
 	if reason == "" {
 		return Decision{}, Errorf(Invalid, "say what should change: the reason is what the agent is told")
 	}
-	return e.decideOn(ctx, p, ActRequestChanges, DecidedChanges, sagaID, seq, reason, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+	return e.decideOn(ctx, p, ActRequestChanges, DecidedChanges, sagaID, seq, reason, pv, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
 		return e.drop(tx, s, b, p, ballot(b, DecidedChanges, p, reason), KeyChangesBy, at)
 	})
 }

@@ -202,3 +202,17 @@ func (w watched) DueApprovals(ctx context.Context, t time.Time, limit int) ([]Ap
 	rs, err := w.s.DueApprovals(ctx, t, limit)
 	return rs, failing(ctx, w.obs, err)
 }
+
+func (w watched) PutCeremony(ctx context.Context, c Ceremony, now time.Time) error {
+	return failing(ctx, w.obs, w.s.PutCeremony(ctx, c, now))
+}
+
+func (w watched) TakeCeremony(ctx context.Context, id string) (Ceremony, error) {
+	c, err := w.s.TakeCeremony(ctx, id)
+	return c, failing(ctx, w.obs, err)
+}
+
+func (w watched) Passkeys(ctx context.Context, identity string) ([]Passkey, error) {
+	ks, err := w.s.Passkeys(ctx, identity)
+	return ks, failing(ctx, w.obs, err)
+}

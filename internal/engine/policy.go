@@ -21,6 +21,7 @@ const (
 	ActReject   Action = "reject"   // reject a pending request
 	ActDismiss  Action = "dismiss"  // drop a superseded request, the saga going on
 	ActWithdraw Action = "withdraw" // take back one's own approval of a request
+	ActEnrol    Action = "enrol"    // enrol or remove one's own passkeys
 	// ActRequestChanges sends a request back to the agent with what to
 	// change, the saga going on.
 	ActRequestChanges Action = "request-changes"
@@ -66,6 +67,7 @@ var roles = map[Action][]Role{
 	ActReject:         {RoleApprover},
 	ActDismiss:        {RoleApprover},
 	ActWithdraw:       {RoleApprover},
+	ActEnrol:          {RoleApprover},
 	ActRequestChanges: {RoleApprover},
 	ActResume:         {RoleAgent, RoleApprover},
 	ActRead:           Roles,
@@ -79,7 +81,7 @@ var roles = map[Action][]Role{
 
 var doing = map[Action]string{
 	ActCall: "calling a tool", ActEnd: "ending a saga", ActAbort: "aborting a saga", ActApprove: "approving",
-	ActReject: "rejecting", ActDismiss: "dismissing", ActWithdraw: "withdrawing a vote", ActRequestChanges: "requesting changes", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
+	ActReject: "rejecting", ActDismiss: "dismissing", ActWithdraw: "withdrawing a vote", ActEnrol: "enrolling passkeys", ActRequestChanges: "requesting changes", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
 	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt", ActResolve: "resolving a call in doubt",
 	ActMetrics: "reading metrics",
 }

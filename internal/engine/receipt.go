@@ -133,7 +133,10 @@ type Receipt struct {
 	// Vote and Quorum place an approval: it made Vote standing approvals
 	// of the Quorum the rule asks for. 0 for any other decision.
 	Vote, Quorum int
-	Reason       string // why, as they said; "" when they gave none
+	// Passkey is the voter's passkey's assertion over the vote's ballot,
+	// for a vote cast with one; nil otherwise.
+	Passkey *PasskeyProof
+	Reason  string // why, as they said; "" when they gave none
 	// ResultSHA256 is the hash of the result a person reports for a call
 	// in doubt that happened; "" for any other decision.
 	ResultSHA256 string
@@ -181,6 +184,14 @@ func (r Receipt) Text() string {
 	if r.ResultSHA256 != "" {
 		line("result-sha256", r.ResultSHA256)
 	}
+	if pp := r.Passkey; pp != nil {
+		line("passkey", pp.Credential)
+		line("passkey-time", pp.Time.UTC().Format(TimeLayout))
+		line("passkey-nonce", pp.Nonce)
+		line("passkey-authenticator-data", pp.AuthenticatorData)
+		line("passkey-client-data", pp.ClientData)
+		line("passkey-signature", pp.Signature)
+	}
 	return b.String()
 }
 
@@ -193,7 +204,9 @@ func ParseReceipt(text string) (Receipt, error) {
 		return bad("no " + receiptHeader + " header")
 	}
 	var r Receipt
-	fields := map[string]*string{"saga": &r.SagaID, "entry": &r.Entry, "payload-sha256": &r.PayloadSHA256, "decider": &r.Decider,
+	var pp PasskeyProof
+	fields := map[string]*string{"passkey": &pp.Credential, "passkey-nonce": &pp.Nonce, "passkey-authenticator-data": &pp.AuthenticatorData,
+		"passkey-client-data": &pp.ClientData, "passkey-signature": &pp.Signature, "saga": &r.SagaID, "entry": &r.Entry, "payload-sha256": &r.PayloadSHA256, "decider": &r.Decider,
 		"issuer": &r.Issuer, "subject": &r.Subject, "policy": &r.Policy, "approval-policy": &r.ApprovalPolicy, "rule": &r.Rule,
 		"eligible-as": &r.EligibleAs, "reason": &r.Reason, "result-sha256": &r.ResultSHA256}
 	seen := map[string]bool{}
@@ -215,6 +228,8 @@ func ParseReceipt(text string) (Receipt, error) {
 			r.AuthTime, err = time.Parse(time.RFC3339, v)
 		case "time":
 			r.Time, err = time.Parse(time.RFC3339Nano, v)
+		case "passkey-time":
+			pp.Time, err = time.Parse(time.RFC3339Nano, v)
 		case "vote":
 			if n, serr := fmt.Sscanf(v, "%d of %d", &r.Vote, &r.Quorum); n != 2 || serr != nil || r.Vote < 1 || r.Quorum < r.Vote ||
 				v != fmt.Sprintf("%d of %d", r.Vote, r.Quorum) {
@@ -235,6 +250,16 @@ func ParseReceipt(text string) (Receipt, error) {
 		if !seen[k] {
 			return bad("no " + k)
 		}
+	}
+	if seen["passkey"] {
+		for _, k := range []string{"passkey-time", "passkey-nonce", "passkey-authenticator-data", "passkey-client-data", "passkey-signature"} {
+			if !seen[k] {
+				return bad("no " + k)
+			}
+		}
+		r.Passkey = &pp
+	} else if seen["passkey-time"] || seen["passkey-nonce"] || seen["passkey-signature"] {
+		return bad("a passkey proof without its passkey")
 	}
 	return r, nil
 }

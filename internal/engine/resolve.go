@@ -65,7 +65,7 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		if err != nil {
 			return err
 		}
-		if err := e.intact(entries, *s, nil); err != nil {
+		if err := e.intact(tx, entries, *s, nil); err != nil {
 			return err
 		}
 		if seq > int64(len(entries)) {

@@ -56,6 +56,15 @@ type Store interface {
 	// DueApprovals lists the pending requests due at or before t (see
 	// ApprovalRequest.Due), the soonest first, at most limit.
 	DueApprovals(ctx context.Context, t time.Time, limit int) ([]ApprovalRequest, error)
+	// PutCeremony stores a WebAuthn ceremony under way, first dropping
+	// those that expired before now. Conflict when its id is taken.
+	PutCeremony(ctx context.Context, c Ceremony, now time.Time) error
+	// TakeCeremony returns a ceremony and deletes it, so it is taken
+	// once; NotFound when absent.
+	TakeCeremony(ctx context.Context, id string) (Ceremony, error)
+	// Passkeys lists an identity's passkeys, removed ones too, by
+	// enrolment.
+	Passkeys(ctx context.Context, identity string) ([]Passkey, error)
 	// PendingByTool counts pending requests by tool, with when each
 	// tool's oldest was made, ordered by tool.
 	PendingByTool(ctx context.Context) ([]ToolPending, error)
@@ -208,6 +217,16 @@ type Tx interface {
 	Calls(sagaID string, states ...CallState) ([]Call, error)
 	// InDoubt is Store.InDoubt in the transaction.
 	InDoubt(sagaID string, before, alive time.Time) ([]Call, error)
+
+	// PutPasskey stores an enrolled passkey; Conflict when its id is
+	// taken.
+	PutPasskey(k Passkey) error
+	// Passkey returns one passkey; NotFound when absent.
+	Passkey(id string) (Passkey, error)
+	// RemovePasskey records that a passkey was removed at t.
+	RemovePasskey(id string, t time.Time) error
+	// SetSignCount records a passkey's newest signature counter.
+	SetSignCount(id string, n uint32) error
 
 	// PutCallKey records that the saga's call at seq was made under an
 	// agent's idempotency key; an error wrapping ErrKeyTaken when the

@@ -137,6 +137,28 @@ func Named(v Verification, rulings []Ruling) Verification {
 // none (the verification breaks).
 type Policies func(hash string) (*Approvals, error)
 
+// Keyring is what checks the passkey votes of a journal: the passkeys
+// enrolled (PasskeySaga's journal, read when a vote needs them) and the
+// check of an assertion. Without Check, a journal with a passkey vote
+// does not verify.
+type Keyring struct {
+	Passkeys func() (Passkeys, error)
+	Check    CheckAssertion
+}
+
+// verify says why vote en's passkey proof, in receipt r, on request g,
+// does not hold, or "".
+func (k Keyring) verify(r Receipt, g, en Entry) string {
+	if k.Check == nil || k.Passkeys == nil {
+		return "passkey assertions cannot be checked here"
+	}
+	keys, err := k.Passkeys()
+	if err != nil {
+		return msgOf(err)
+	}
+	return VerifyPasskey(r, g, en.Timestamp, keys, k.Check)
+}
+
 // VerifyVotes checks a journal (ordered by seq, whose chain, lifecycle
 // and receipts verify: lc is its lifecycle) against the approval rules
 // its requests record. For each request: the rule its policy gives its
@@ -148,7 +170,7 @@ type Policies func(hash string) (*Approvals, error)
 // quorum, and was resumed within its grant; an expired one had not, and
 // only after its deadline. The first request that breaks a rule breaks
 // the journal; the rulings of the requests are returned either way.
-func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifier) (Verification, []Ruling) {
+func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifier, keys Keyring) (Verification, []Ruling) {
 	n := len(entries)
 	var out []Ruling
 	decisions := map[int64][]Entry{} // the approval gate's entries, by the request they name
@@ -205,6 +227,11 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 				continue
 			case DecidedApproved:
 				standing++
+			}
+			if rule.PasskeyRequired || r.Passkey != nil {
+				if why := keys.verify(r, gated, en); why != "" {
+					return bad(en.Seq, "is a vote by %s that its passkey does not sign: %s", decider, why)
+				}
 			}
 			if r.ApprovalPolicy == "" {
 				// Signed before votes were counted, when one approver

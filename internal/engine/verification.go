@@ -23,7 +23,7 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot) (Verification, error
 		var rulings []Ruling
 		v, rulings = e.check(snap.Entries, *snap.Saga, snap.Requests, func(hash string) (*Approvals, error) {
 			return e.Policy(ctx, hash)
-		})
+		}, func() ([]Entry, error) { return e.store.Entries(ctx, PasskeySaga) })
 		if v.Valid {
 			v = Named(v, rulings)
 		}
@@ -39,7 +39,7 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot) (Verification, error
 // told, when it does not verify, for nothing may be decided or executed on
 // evidence that does not hold; an *unloaded error when a policy its
 // requests record must be read first.
-func (e *Engine) intact(entries []Entry, s Saga, reqs []ApprovalRequest) error {
+func (e *Engine) intact(tx Tx, entries []Entry, s Saga, reqs []ApprovalRequest) error {
 	var miss *unloaded
 	v, _ := e.check(entries, s, reqs, func(hash string) (*Approvals, error) {
 		a, ok := e.policies.get(hash)
@@ -48,7 +48,7 @@ func (e *Engine) intact(entries []Entry, s Saga, reqs []ApprovalRequest) error {
 			return nil, miss
 		}
 		return a, nil
-	})
+	}, func() ([]Entry, error) { return tx.Entries(PasskeySaga) })
 	if miss != nil {
 		return miss
 	}
@@ -64,8 +64,9 @@ func (e *Engine) intact(entries []Entry, s Saga, reqs []ApprovalRequest) error {
 // (VerifyReceipts) with the engine's key, then every request's votes
 // against the rule its policy gives it (VerifyVotes), and each pending
 // request's row against those: who stands behind it, the quorum and
-// when it is due. It returns the rulings of the requests too.
-func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies Policies) (Verification, []Ruling) {
+// when it is due. It returns the rulings of the requests too. Passkey
+// votes are checked against PasskeySaga's journal, which passkeys reads.
+func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies Policies, passkeys func() ([]Entry, error)) (Verification, []Ruling) {
 	if v := VerifySaga(entries, s, reqs); !v.Valid {
 		return v, nil
 	}
@@ -73,7 +74,7 @@ func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies
 		return v, nil
 	}
 	lc, _ := ReadLifecycle(entries)
-	v, rulings := VerifyVotes(entries, lc, policies, e.keys.Verifier())
+	v, rulings := VerifyVotes(entries, lc, policies, e.keys.Verifier(), e.keyring(passkeys))
 	if !v.Valid {
 		return v, rulings
 	}
@@ -102,6 +103,22 @@ func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies
 		}
 	}
 	return v, rulings
+}
+
+// keyring checks passkey votes with the engine's check and key, reading
+// PasskeySaga's journal from passkeys once, when a vote needs it.
+func (e *Engine) keyring(passkeys func() ([]Entry, error)) Keyring {
+	var read Passkeys
+	var err error
+	return Keyring{Check: e.checkAssertion, Passkeys: func() (Passkeys, error) {
+		if read == nil && err == nil {
+			var entries []Entry
+			if entries, err = passkeys(); err == nil {
+				read, err = ReadPasskeys(entries, e.keys.Verifier())
+			}
+		}
+		return read, err
+	}}
 }
 
 // Verify checks a saga's journal (see VerifySaga): its hash chain, the

@@ -173,8 +173,8 @@ func splitVoters(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-// due is a request's due time as its row keeps it: NULL for never.
-func due(t time.Time) any {
+// orNull is a time as a row keeps one that may be none: NULL for zero.
+func orNull(t time.Time) any {
 	if t.IsZero() {
 		return nil
 	}
@@ -608,13 +608,13 @@ func (t *tx) PutApproval(r engine.ApprovalRequest) error {
 	err := t.c.queue(t.ctx, "INSERT INTO approval_requests ("+approvalCols+", votes)"+
 		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
 		r.SagaID, r.JournalSeq, r.ToolName, r.Input, r.InputHash, r.Requester, r.CreatedAt, r.Rule, r.Policy, r.Quorum, r.Reason,
-		joinVoters(r.Voters), due(r.Due), len(r.Voters))
+		joinVoters(r.Voters), orNull(r.Due), len(r.Voters))
 	return mapErr(err)
 }
 
 func (t *tx) PutVotes(sagaID string, seq int64, voters []string, at time.Time) error {
 	err := t.c.queue(t.ctx, "UPDATE approval_requests SET voters = $3, votes = $4, due_at = $5 WHERE saga_id = $1 AND journal_seq = $2",
-		sagaID, seq, joinVoters(voters), len(voters), due(at))
+		sagaID, seq, joinVoters(voters), len(voters), orNull(at))
 	return mapErr(err)
 }
 

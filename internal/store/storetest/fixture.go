@@ -17,6 +17,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/passkey"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
@@ -176,6 +177,12 @@ func (v *env) open() DB {
 
 var clk clock
 
+// rp is the relying party of the suite's passkeys, on the page origin
+// (the software authenticators' origin).
+var rp, _ = passkey.New(origin)
+
+const origin = "http://localhost:8080"
+
 // engine makes an engine over db, as a server starting would, with its
 // global log; the log's key is recorded in the database the first time.
 func (v *env) engine(db DB, tools ...engine.Tool) (*engine.Engine, *tlog.Log) {
@@ -195,7 +202,7 @@ func (v *env) process(db DB, tools ...engine.Tool) (*engine.Engine, *tlog.Log) {
 	// Checkpoints are signed when a test sequences the log, never by time.
 	l := tlog.New(db, v.w, testkit.Keys(v.t), tlog.Options{Every: 1, Interval: 24 * time.Hour, Now: clk.now})
 	e, err := engine.New(db, tools, append([]engine.Option{engine.WithKeys(testkit.Keys(v.t)), engine.WithClock(clk.now),
-		engine.WithLog(l)}, v.opts...)...)
+		engine.WithLog(l), engine.WithPasskeys(rp, passkey.Check)}, v.opts...)...)
 	if err != nil {
 		v.t.Fatal(err)
 	}

@@ -63,6 +63,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Clocks", withEnv(testClocks)},
 		{"PolicyChange", withEnv(testPolicyChange)},
 		{"VoteRace", testVoteRace},
+		{"Passkeys", withEnv(testPasskeys)},
 		{"VerifyAll", withEnv(testVerifyAll)},
 	}
 	for _, tt := range tests {

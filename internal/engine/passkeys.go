@@ -1,0 +1,594 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sagacity-go/sagacity/wire"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// A receipt is the server's word that a person voted: whoever holds the
+// server's key could mint one. Under a rule that asks for it (passkey:
+// required), a vote is the person's own word too: their passkey signs a
+// ballot that names the request's bytes, the decision, the rule and
+// policy, the voter and the credential, and the vote counts only with
+// that assertion, which its receipt carries. A server compromise can
+// then withhold a vote, never make one.
+//
+// Passkeys are enrolled, and removed, by their owners from the console;
+// each enrolment (credential id, public key, the person's issuer and
+// subject) and each removal is journaled, signed, in the server's own saga
+// PasskeySaga, so in the global log: an auditor binds a key to a person
+// from the log alone.
+
+// PasskeySaga is the saga whose journal holds every passkey enrolled and
+// removed.
+const PasskeySaga = "sagacity:passkeys"
+
+// The tools of PasskeySaga's entries.
+const (
+	PasskeyEnrolled = "passkey-enrolled"
+	PasskeyRemoved  = "passkey-removed"
+)
+
+// EnrolWithin is how recent a sign-in enrolling or removing a passkey
+// must be.
+const EnrolWithin = 5 * time.Minute
+
+// CeremonyTTL is how long a browser has to answer a ceremony.
+const CeremonyTTL = 2 * time.Minute
+
+// Passkey is a credential a person enrolled to vote with.
+type Passkey struct {
+	ID              string // the credential id, base64url
+	Identity        string // whose: the identity votes are journaled under
+	Issuer, Subject string // of an OIDC identity
+	PublicKey       string // its COSE public key, base64url
+	// RPID and Origin are the relying party it was made for and the
+	// page it was made in: its assertions must come from there.
+	RPID, Origin string
+	SignCount    uint32
+	Enrolled     time.Time
+	EnrolledSeq  int64     // its entry in PasskeySaga
+	Removed      time.Time // zero while it counts
+}
+
+// Assertion is what a passkey answered a ballot's challenge with, each
+// part base64url, as the browser handed it.
+type Assertion struct {
+	Credential        string
+	AuthenticatorData string
+	ClientData        string // the client data JSON
+	Signature         string
+}
+
+// WebAuthn is the protocol, which the engine asks but does not speak
+// (internal/passkey does).
+type WebAuthn interface {
+	// BeginRegistration makes a browser's options to register a passkey
+	// for p, not one of enrolled, and the state to finish with.
+	BeginRegistration(p Principal, enrolled []string) (options, state []byte, err error)
+	// FinishRegistration checks the browser's answer (user verified).
+	// Invalid when it does not hold.
+	FinishRegistration(p Principal, state, response []byte) (Passkey, error)
+	// AssertionOptions makes a browser's options to sign challenge with
+	// the credential, verifying the user.
+	AssertionOptions(challenge []byte, credential string) ([]byte, error)
+	// ParseAssertion reads a browser's answer to them. Invalid otherwise.
+	ParseAssertion(response []byte) (Assertion, error)
+}
+
+// CheckAssertion checks that an assertion is the signature, by the
+// credential whose COSE public key is key, over challenge, from one of
+// origins for rpID, the user present and verified, and returns the
+// signature counter; Invalid when it does not hold. passkey.Check is one.
+type CheckAssertion func(a Assertion, challenge, key []byte, rpID string, origins []string) (uint32, error)
+
+// WithPasskeys lets people enrol passkeys and vote with them, through w,
+// whose assertions check checks.
+func WithPasskeys(w WebAuthn, check CheckAssertion) Option {
+	return func(e *Engine) { e.webauthn, e.checkAssertion = w, check }
+}
+
+// PasskeyBallot is what a passkey signs for a vote.
+type PasskeyBallot struct {
+	SagaID               string
+	Seq                  int64
+	Entry                string // the request's AWAITING_APPROVAL entry hash
+	PayloadSHA256        string
+	Decision             Decided
+	Reason               string
+	ApprovalPolicy, Rule string
+	Voter                string
+	Credential           string
+	Time                 time.Time // when the ceremony began
+}
+
+// ballotHeader opens every ballot's text.
+const ballotHeader = "sagacity passkey ballot v1"
+
+// Text is the ballot as signed: a header line, then one "key: value"
+// line a field (reason only when given).
+func (b PasskeyBallot) Text() string {
+	var s strings.Builder
+	s.WriteString(ballotHeader + "\n")
+	line := func(k, v string) { s.WriteString(k + ": " + v + "\n") }
+	line("saga", b.SagaID)
+	line("seq", strconv.FormatInt(b.Seq, 10))
+	line("entry", b.Entry)
+	line("payload-sha256", b.PayloadSHA256)
+	line("decision", string(b.Decision))
+	if b.Reason != "" {
+		line("reason", b.Reason)
+	}
+	line("approval-policy", b.ApprovalPolicy)
+	line("rule", b.Rule)
+	line("voter", b.Voter)
+	line("credential", b.Credential)
+	line("time", b.Time.UTC().Format(TimeLayout))
+	return s.String()
+}
+
+// Challenge is what the passkey signs: the ceremony's single-use nonce,
+// then the SHA-256 of the ballot's text.
+func (b PasskeyBallot) Challenge(nonce []byte) []byte {
+	sum := sha256.Sum256([]byte(b.Text()))
+	return append(append([]byte{}, nonce...), sum[:]...)
+}
+
+// Ceremony is a WebAuthn ceremony under way: a passkey being enrolled,
+// or a vote being signed. It is taken once.
+type Ceremony struct {
+	ID       string // its nonce, base64url
+	Identity string // who began it
+	Kind     string // "enrol" or "vote"
+	Data     string // the registration's state, or the ballot (JSON)
+	Expires  time.Time
+}
+
+// VoteCeremony is what a browser needs to sign a vote: the ceremony to
+// answer, the options to pass to navigator.credentials.get, and the
+// ballot signed, in words, to show.
+type VoteCeremony struct {
+	ID      string
+	Options json.RawMessage
+	PasskeyBallot  PasskeyBallot
+}
+
+// passkeyNote is the server's signature on a PasskeySaga entry's input.
+func passkeyNote(tool, input string) string {
+	return "sagacity passkey v1\n" + tool + ": " + PayloadHash(input) + "\n"
+}
+
+// enrolment is a PasskeySaga entry's input: an enrolment's whole record,
+// a removal's credential and identity.
+type enrolment struct {
+	Credential string `json:"credential"`
+	Identity   string `json:"identity"`
+	Issuer     string `json:"issuer,omitempty"`
+	Subject    string `json:"subject,omitempty"`
+	PublicKey  string `json:"publicKey,omitempty"`
+	RPID       string `json:"rpId,omitempty"`
+	Origin     string `json:"origin,omitempty"`
+}
+
+// Passkeys are the enrolments and removals of PasskeySaga's journal, as
+// the server signed them, by credential.
+type Passkeys map[string]Passkey
+
+// ReadPasskeys reads PasskeySaga's entries (ordered by seq): each must be
+// an enrolment or a removal the key v signed. Invalid naming the first
+// that is not.
+func ReadPasskeys(entries []Entry, v note.Verifier) (Passkeys, error) {
+	keys := Passkeys{}
+	for _, en := range entries {
+		bad := func(why string) (Passkeys, error) {
+			return nil, Errorf(Invalid, "seq=%d of %s is no passkey entry the key signed: %s", en.Seq, PasskeySaga, why)
+		}
+		if en.Phase != PhaseExecuted || (en.ToolName != PasskeyEnrolled && en.ToolName != PasskeyRemoved) {
+			return bad("it is a " + string(en.Phase) + " entry of " + en.ToolName)
+		}
+		signed, err := base64.StdEncoding.DecodeString(en.Field(KeyReceipt))
+		if err != nil {
+			return bad("its signature is not base64")
+		}
+		n, err := note.Open(signed, note.VerifierList(v))
+		if err != nil || n.Text != passkeyNote(en.ToolName, en.Input) {
+			return bad("its signature does not verify with " + v.Name())
+		}
+		var r enrolment
+		if err := json.Unmarshal([]byte(en.Input), &r); err != nil || r.Credential == "" {
+			return bad("its record cannot be read")
+		}
+		k, known := keys[r.Credential]
+		switch {
+		case en.ToolName == PasskeyEnrolled && known:
+			return bad("the credential was enrolled before")
+		case en.ToolName == PasskeyEnrolled:
+			keys[r.Credential] = Passkey{ID: r.Credential, Identity: r.Identity, Issuer: r.Issuer, Subject: r.Subject,
+				PublicKey: r.PublicKey, RPID: r.RPID, Origin: r.Origin, Enrolled: en.Timestamp, EnrolledSeq: en.Seq}
+		case !known || k.Identity != r.Identity || !k.Removed.IsZero():
+			return bad("it removes no enrolled credential of " + r.Identity)
+		default:
+			k.Removed = en.Timestamp
+			keys[r.Credential] = k
+		}
+	}
+	return keys, nil
+}
+
+// CountsAt reports whether the passkey counted at t: enrolled by then,
+// not removed yet.
+func (k Passkey) CountsAt(t time.Time) bool {
+	return !t.Before(k.Enrolled) && (k.Removed.IsZero() || t.Before(k.Removed))
+}
+
+// passkeysOn refuses what needs passkeys on an engine without them.
+func (e *Engine) passkeysOn() error {
+	if e.webauthn == nil {
+		return Errorf(Unavailable, "passkeys are not set up on this server (it needs its public URL)")
+	}
+	return nil
+}
+
+// freshSignIn refuses an enrolment or removal from a sign-in older than
+// EnrolWithin (Forbidden, code STEP_UP).
+func (e *Engine) freshSignIn(p Principal) error {
+	if p.AuthTime.IsZero() || e.now().Sub(p.AuthTime) > EnrolWithin+time.Minute/2 {
+		return &Error{Kind: Forbidden, Code: wire.CodeStepUp, Msg: fmt.Sprintf("changing your passkeys takes a sign-in of the last %s: "+
+			"sign in again", EnrolWithin)}
+	}
+	return nil
+}
+
+// newNonce is a ceremony's id and the start of its challenge.
+func newNonce() []byte {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return b
+}
+
+// BeginEnrolment starts enrolling a passkey for p: it returns the
+// ceremony and the options navigator.credentials.create takes. Errors:
+// Forbidden without the approver role (passkeys are for voting), or from
+// a sign-in older than EnrolWithin (code STEP_UP); Unavailable when the
+// server has no passkeys, or the store is.
+func (e *Engine) BeginEnrolment(ctx context.Context, p Principal) (string, json.RawMessage, error) {
+	if err := e.passkeysOn(); err != nil {
+		return "", nil, err
+	}
+	if err := e.Can(p, ActEnrol, Subject{}); err != nil {
+		return "", nil, err
+	}
+	if err := e.freshSignIn(p); err != nil {
+		return "", nil, err
+	}
+	mine, err := e.Passkeys(ctx, p)
+	if err != nil {
+		return "", nil, err
+	}
+	var enrolled []string
+	for _, k := range mine {
+		enrolled = append(enrolled, k.ID)
+	}
+	options, state, err := e.webauthn.BeginRegistration(p, enrolled)
+	if err != nil {
+		return "", nil, err
+	}
+	c := Ceremony{ID: base64.RawURLEncoding.EncodeToString(newNonce()), Identity: p.ID, Kind: "enrol", Data: string(state),
+		Expires: e.now().Add(CeremonyTTL)}
+	if err := e.store.PutCeremony(ctx, c, e.now()); err != nil {
+		return "", nil, err
+	}
+	return c.ID, options, nil
+}
+
+// takeCeremony takes the ceremony id of kind that p began: once, before
+// it expires. NotFound otherwise (a replay, an expired or another's
+// ceremony).
+func (e *Engine) takeCeremony(ctx context.Context, p Principal, id, kind string) (Ceremony, error) {
+	c, err := e.store.TakeCeremony(ctx, id)
+	if err == nil && (c.Identity != p.ID || c.Kind != kind || e.now().After(c.Expires)) {
+		err = Errorf(NotFound, "no such ceremony")
+	}
+	if IsKind(err, NotFound) {
+		return Ceremony{}, Errorf(NotFound, "this passkey prompt was answered already, or it expired: start again")
+	}
+	return c, err
+}
+
+// FinishEnrolment enrols the passkey the browser made in ceremony id:
+// journaled, signed, in PasskeySaga. Errors: Invalid when the browser's
+// answer does not verify (the challenge, the origin, user verification);
+// NotFound for a ceremony taken or expired; as BeginEnrolment otherwise.
+func (e *Engine) FinishEnrolment(ctx context.Context, p Principal, id string, response []byte) (Passkey, error) {
+	if err := e.passkeysOn(); err != nil {
+		return Passkey{}, err
+	}
+	if err := e.Can(p, ActEnrol, Subject{}); err != nil {
+		return Passkey{}, err
+	}
+	c, err := e.takeCeremony(ctx, p, id, "enrol")
+	if err != nil {
+		return Passkey{}, err
+	}
+	k, err := e.webauthn.FinishRegistration(p, []byte(c.Data), response)
+	if err != nil {
+		return Passkey{}, err
+	}
+	k.Identity, k.Issuer, k.Subject = p.ID, p.Issuer, p.Subject
+	rec := enrolment{Credential: k.ID, Identity: k.Identity, Issuer: k.Issuer, Subject: k.Subject, PublicKey: k.PublicKey,
+		RPID: k.RPID, Origin: k.Origin}
+	err = e.journalPasskey(ctx, PasskeyEnrolled, rec, func(tx Tx, en Entry) error {
+		k.Enrolled, k.EnrolledSeq = en.Timestamp, en.Seq
+		return tx.PutPasskey(k)
+	})
+	return k, err
+}
+
+// RemovePasskey removes p's passkey credential: journaled, signed, in
+// PasskeySaga; its later votes do not count. Errors: NotFound for no
+// passkey of p's; Forbidden from a sign-in older than EnrolWithin (code
+// STEP_UP).
+func (e *Engine) RemovePasskey(ctx context.Context, p Principal, credential string) error {
+	if err := e.Can(p, ActEnrol, Subject{}); err != nil {
+		return err
+	}
+	if err := e.freshSignIn(p); err != nil {
+		return err
+	}
+	rec := enrolment{Credential: credential, Identity: p.ID}
+	return e.journalPasskey(ctx, PasskeyRemoved, rec, func(tx Tx, en Entry) error {
+		k, err := tx.Passkey(credential)
+		if IsKind(err, NotFound) || (err == nil && (k.Identity != p.ID || !k.Removed.IsZero())) {
+			return Errorf(NotFound, "you have no passkey %s", credential)
+		}
+		if err != nil {
+			return err
+		}
+		return tx.RemovePasskey(credential, en.Timestamp)
+	})
+}
+
+// journalPasskey appends an entry of tool for rec to PasskeySaga, signed,
+// and runs fn with it in the same transaction.
+func (e *Engine) journalPasskey(ctx context.Context, tool string, rec enrolment, fn func(tx Tx, en Entry) error) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	input := string(b)
+	sig, err := e.keys.Sign(passkeyNote(tool, input))
+	if err != nil {
+		return err
+	}
+	now := Truncate(e.now())
+	_, err = e.transact(ctx, PasskeySaga, 0, "", func(tx Tx) (Saga, bool, error) {
+		s, err := tx.CreateSaga(Saga{ID: PasskeySaga, Status: Completed, Ended: true, Initiator: PasskeyEnrolled,
+			HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
+		return s, err == nil, err
+	}, func(tx Tx, s *Saga) error {
+		en, err := e.append(tx, s, tool, PhaseExecuted, input,
+			Lines{{KeyPasskey, rec.Credential}, {KeyReceipt, base64.StdEncoding.EncodeToString([]byte(sig))}}.String())
+		if err != nil {
+			return err
+		}
+		return fn(tx, en)
+	})
+	return err
+}
+
+// Passkeys lists p's own passkeys, removed ones too. Errors: Unavailable
+// when the store is.
+func (e *Engine) Passkeys(ctx context.Context, p Principal) ([]Passkey, error) {
+	if err := validName("principal", p.ID); err != nil {
+		return nil, &Error{Kind: Unauthenticated, Msg: "no authenticated principal", Err: err}
+	}
+	return e.store.Passkeys(ctx, p.ID)
+}
+
+// BeginVote starts signing p's vote (decision, with reason) on the
+// request at seq with p's passkey credential: it returns the ceremony,
+// the options navigator.credentials.get takes, and the ballot to show.
+// The vote itself is checked when it is cast (VoteWithPasskey). Errors:
+// NotFound for no such request, or no such passkey of p's; Forbidden and
+// Invalid as the vote would be; Unavailable when passkeys are off.
+func (e *Engine) BeginVote(ctx context.Context, p Principal, sagaID string, seq int64, decision Decided, reason, credential string) (VoteCeremony, error) {
+	if err := e.passkeysOn(); err != nil {
+		return VoteCeremony{}, err
+	}
+	a, ok := actionOf(decision)
+	if !ok {
+		return VoteCeremony{}, Errorf(Invalid, "a passkey signs a vote: approved, rejected or changes-requested")
+	}
+	if err := validReason(reason); err != nil {
+		return VoteCeremony{}, err
+	}
+	rv, err := e.Review(ctx, p, sagaID, seq)
+	if err != nil {
+		return VoteCeremony{}, err
+	}
+	if rv.Rule == nil {
+		return VoteCeremony{}, Errorf(Conflict, "%s", rv.RuleProblem)
+	}
+	if err := e.Can(p, a, Subject{Saga: &rv.Saga, Requester: rv.Gated.Field(KeyRequester), Rule: rv.Rule}); err != nil {
+		return VoteCeremony{}, err
+	}
+	if err := voteAllowed(p, *rv.Rule, reason, e.now()); err != nil {
+		return VoteCeremony{}, err
+	}
+	keys, err := e.Passkeys(ctx, p)
+	if err != nil {
+		return VoteCeremony{}, err
+	}
+	found := false
+	for _, k := range keys {
+		found = found || (k.ID == credential && k.Removed.IsZero())
+	}
+	if !found {
+		return VoteCeremony{}, Errorf(NotFound, "you have no passkey %q: enrol one on your page (/me)", credential)
+	}
+	g := rv.Gated
+	b := PasskeyBallot{SagaID: sagaID, Seq: seq, Entry: g.Hash, PayloadSHA256: PayloadHash(g.Input), Decision: decision, Reason: reason,
+		ApprovalPolicy: g.Field(KeyPolicy), Rule: rv.Rule.Name, Voter: p.ID, Credential: credential, Time: Truncate(e.now())}
+	nonce := newNonce()
+	options, err := e.webauthn.AssertionOptions(b.Challenge(nonce), credential)
+	if err != nil {
+		return VoteCeremony{}, err
+	}
+	data, err := json.Marshal(b)
+	if err != nil {
+		return VoteCeremony{}, err
+	}
+	c := Ceremony{ID: base64.RawURLEncoding.EncodeToString(nonce), Identity: p.ID, Kind: "vote", Data: string(data),
+		Expires: e.now().Add(CeremonyTTL)}
+	if err := e.store.PutCeremony(ctx, c, e.now()); err != nil {
+		return VoteCeremony{}, err
+	}
+	return VoteCeremony{ID: c.ID, Options: options, PasskeyBallot: b}, nil
+}
+
+// actionOf is the action of a vote's decision: the decisions a passkey
+// signs.
+func actionOf(d Decided) (Action, bool) {
+	for a, v := range votes {
+		if v == d {
+			return a, true
+		}
+	}
+	return "", false
+}
+
+// passkeyVote is a vote's ballot and the assertion over it.
+type passkeyVote struct {
+	ballot    PasskeyBallot
+	nonce     []byte
+	assertion Assertion
+}
+
+// VoteWithPasskey casts the vote ceremony id was begun for, with the
+// browser's assertion over its ballot. The ceremony is taken once: a
+// replayed answer finds none. Errors: NotFound for a ceremony taken or
+// expired; Invalid for an assertion that does not verify; otherwise as
+// the vote (Approve, Reject, RequestChanges).
+func (e *Engine) VoteWithPasskey(ctx context.Context, p Principal, id string, response []byte) (Decision, error) {
+	if err := e.passkeysOn(); err != nil {
+		return Decision{}, err
+	}
+	c, err := e.takeCeremony(ctx, p, id, "vote")
+	if err != nil {
+		return Decision{}, err
+	}
+	var pv passkeyVote
+	if err := json.Unmarshal([]byte(c.Data), &pv.ballot); err != nil {
+		return Decision{}, err
+	}
+	if pv.nonce, err = base64.RawURLEncoding.DecodeString(c.ID); err != nil {
+		return Decision{}, err
+	}
+	if pv.assertion, err = e.webauthn.ParseAssertion(response); err != nil {
+		return Decision{}, err
+	}
+	b := pv.ballot
+	return e.vote(ctx, p, b.SagaID, b.Seq, b.Decision, b.Reason, &pv)
+}
+
+// checkPasskey checks vote pv, cast by p at at on request b under its
+// rule, against p's enrolled passkey, and returns the receipt's passkey
+// part and the credential's new signature counter. Forbidden when it
+// does not hold: a vote the rule needs a passkey for counts only with it.
+func (e *Engine) checkPasskey(tx Tx, p Principal, b bound, d Decided, reason string, pv *passkeyVote, at time.Time) (PasskeyProof, error) {
+	want := PasskeyBallot{SagaID: b.gated.SagaID, Seq: b.gated.Seq, Entry: b.gated.Hash, PayloadSHA256: PayloadHash(b.gated.Input),
+		Decision: d, Reason: reason, ApprovalPolicy: b.gated.Field(KeyPolicy), Rule: b.rule.Name, Voter: p.ID,
+		Credential: pv.ballot.Credential, Time: pv.ballot.Time}
+	refuse := func(why string) (PasskeyProof, error) {
+		return PasskeyProof{}, &Error{Kind: Forbidden, Code: wire.CodePasskey, Msg: "your passkey's vote does not count: " + why}
+	}
+	if want.Text() != pv.ballot.Text() {
+		return refuse("it signed another ballot than this vote's (the request, the rule or the decision changed)")
+	}
+	k, err := tx.Passkey(want.Credential)
+	if IsKind(err, NotFound) || (err == nil && (k.Identity != p.ID || !k.CountsAt(at))) {
+		return refuse("the passkey is not one of yours, or it was removed")
+	}
+	if err != nil {
+		return PasskeyProof{}, err
+	}
+	key, err := base64.RawURLEncoding.DecodeString(k.PublicKey)
+	if err != nil {
+		return PasskeyProof{}, err
+	}
+	if pv.assertion.Credential != k.ID {
+		return refuse("it was made with another passkey than the one asked for")
+	}
+	counter, err := e.checkAssertion(pv.assertion, want.Challenge(pv.nonce), key, k.RPID, []string{k.Origin})
+	if err != nil {
+		return refuse(msgOf(err))
+	}
+	if counter != 0 || k.SignCount != 0 {
+		if counter <= k.SignCount {
+			return refuse("its signature counter went back: the passkey may have been cloned")
+		}
+		if err := tx.SetSignCount(k.ID, counter); err != nil {
+			return PasskeyProof{}, err
+		}
+	}
+	return PasskeyProof{Credential: k.ID, Time: want.Time, Nonce: base64.RawURLEncoding.EncodeToString(pv.nonce),
+		AuthenticatorData: pv.assertion.AuthenticatorData, ClientData: pv.assertion.ClientData, Signature: pv.assertion.Signature}, nil
+}
+
+// PasskeyProof is the part of a receipt that makes a vote the voter's own
+// word: the credential, the ballot's time and nonce, and the assertion.
+type PasskeyProof struct {
+	Credential        string
+	Time              time.Time
+	Nonce             string
+	AuthenticatorData string
+	ClientData        string
+	Signature         string
+}
+
+// PasskeyBallot is the ballot a vote's receipt r says the passkey signed, on
+// the request entry g.
+func (pp PasskeyProof) Ballot(r Receipt, g Entry) PasskeyBallot {
+	return PasskeyBallot{SagaID: r.SagaID, Seq: r.Seq, Entry: g.Hash, PayloadSHA256: PayloadHash(g.Input), Decision: r.Decision,
+		Reason: r.Reason, ApprovalPolicy: r.ApprovalPolicy, Rule: r.Rule, Voter: r.Decider, Credential: pp.Credential, Time: pp.Time}
+}
+
+// VerifyPasskey checks, of a vote whose receipt r carries a passkey
+// proof, on request entry g, that the enrolled credential keys holds
+// signed its ballot, counting at the vote's time t: what the server and
+// sagacity verify check. It says why not, or "".
+func VerifyPasskey(r Receipt, g Entry, t time.Time, keys Passkeys, check CheckAssertion) string {
+	pp := r.Passkey
+	if pp == nil {
+		return "it carries no passkey assertion, which its rule requires"
+	}
+	k, ok := keys[pp.Credential]
+	switch {
+	case !ok:
+		return "its passkey " + pp.Credential + " was never enrolled"
+	case k.Identity != r.Decider:
+		return "its passkey is " + k.Identity + "'s, not " + r.Decider + "'s"
+	case !k.CountsAt(t):
+		return "its passkey was removed before the vote, or enrolled after it"
+	}
+	nonce, err1 := base64.RawURLEncoding.DecodeString(pp.Nonce)
+	key, err2 := base64.RawURLEncoding.DecodeString(k.PublicKey)
+	if err1 != nil || err2 != nil {
+		return "its passkey proof cannot be read"
+	}
+	a := Assertion{Credential: pp.Credential, AuthenticatorData: pp.AuthenticatorData, ClientData: pp.ClientData, Signature: pp.Signature}
+	if _, err := check(a, pp.Ballot(r, g).Challenge(nonce), key, k.RPID, []string{k.Origin}); err != nil {
+		return msgOf(err)
+	}
+	return ""
+}
