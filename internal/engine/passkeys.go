@@ -158,9 +158,9 @@ type Ceremony struct {
 // answer, the options to pass to navigator.credentials.get, and the
 // ballot signed, in words, to show.
 type VoteCeremony struct {
-	ID      string
-	Options json.RawMessage
-	PasskeyBallot  PasskeyBallot
+	ID            string
+	Options       json.RawMessage
+	PasskeyBallot PasskeyBallot
 }
 
 // passkeyNote is the server's signature on a PasskeySaga entry's input.
