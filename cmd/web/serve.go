@@ -82,7 +82,21 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	}
 	opts.ApprovalEndpoints, opts.MaxBody, opts.Hosts = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes, cfg.Hosts
 	opts.PublicURL = cfg.PublicURL
+	// Listening first, the server knows its port, which a loopback
+	// console's passkeys are bound to; requests wait until it serves.
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("SAGACITY_ADDR: %s is in use by another process; stop it, or set SAGACITY_ADDR to another port", cfg.Addr)
+	} else if err != nil {
+		return fmt.Errorf("SAGACITY_ADDR: %w", err)
+	}
+	defer ln.Close()
+	passkeyURL := cfg.PublicURL
+	if passkeyURL == "" {
+		passkeyURL = "http://" + ln.Addr().String()
+	}
 	a, err := app.Build(ctx, app.Parts{DB: db, Checkpoints: w, Keys: keys, Tools: tools, Logger: log, Version: version(),
+		PasskeyURL: passkeyURL,
 		// The log extends nothing it has not checked in full since the start.
 		Log: tlog.Options{Every: cfg.File.Log.Every, Interval: cfg.File.Log.Interval, FullCheckFirst: true},
 		Engine: []engine.Option{engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
@@ -119,12 +133,6 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 		if err := demo.Seed(ctx, db, eng); err != nil {
 			return err
 		}
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("SAGACITY_ADDR: %s is in use by another process; stop it, or set SAGACITY_ADDR to another port", cfg.Addr)
-	} else if err != nil {
-		return fmt.Errorf("SAGACITY_ADDR: %w", err)
 	}
 	srv := &http.Server{
 		Handler:           a.Handler,

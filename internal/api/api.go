@@ -307,6 +307,10 @@ func decode(r *http.Request, v any, allowEmpty bool) error {
 	return Unmarshal(body, v)
 }
 
+// Decode reads one JSON object into v with decode's rules, for the
+// console's JSON endpoints; a body is required.
+func Decode(r *http.Request, v any) error { return decode(r, v, false) }
+
 // ReadBody reads a request body whole; errors as BodyError.
 func ReadBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)

@@ -17,6 +17,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/mcpgw"
 	"github.com/sagacity-go/sagacity/internal/metrics"
+	"github.com/sagacity-go/sagacity/internal/passkey"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/tlog"
@@ -34,8 +35,13 @@ type Parts struct {
 	// Log says when checkpoints are signed and checked; Build sets its
 	// observer.
 	Log tlog.Options
-	// Engine holds the engine's options besides its keys, logger, log
-	// and observer, which Build sets.
+	// PasskeyURL is the console's public URL, which its passkeys are
+	// bound to: https, or http on loopback (served as localhost). ""
+	// or any other URL: no passkeys (Build logs why), and a policy that
+	// asks for them does not start.
+	PasskeyURL string
+	// Engine holds the engine's options besides its keys, logger, log,
+	// observer and passkeys, which Build sets.
 	Engine []engine.Option
 	// Server says who is calling (APIAuth, the console's sessions and
 	// mode, OIDC, token issuers) and the HTTP edge's limits; Build fills
@@ -67,6 +73,11 @@ func Build(ctx context.Context, p Parts) (*App, error) {
 	}
 	opts := append([]engine.Option{engine.WithKeys(p.Keys), engine.WithLogger(p.Logger), engine.WithLog(lg),
 		engine.WithObserver(rec)}, p.Engine...)
+	if rp, err := passkey.New(p.PasskeyURL); err != nil {
+		p.Logger.Info("passkeys are off", "why", err)
+	} else {
+		opts = append(opts, engine.WithPasskeys(rp, passkey.Check))
+	}
 	eng, err := engine.New(p.DB, p.Tools, opts...)
 	if err != nil {
 		return nil, err

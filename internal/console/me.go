@@ -23,9 +23,11 @@ var abilities = []struct {
 	{engine.ActVerify, "verify journals"},
 	{engine.ActInDoubt, "see calls in doubt"},
 	{engine.ActResolve, "record what a call in doubt came to"},
+	{engine.ActEnrol, "add passkeys that sign your votes"},
 }
 
-// Me is who is signed in and what the engine lets them do: GET /me.
+// Me is who is signed in, what the engine lets them do, and their
+// passkeys: GET /me.
 func (h *Handlers) Me(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
 	v := templates.MePage{Chrome: h.chrome(r, "You", "")}
@@ -35,6 +37,10 @@ func (h *Handlers) Me(w http.ResponseWriter, r *http.Request) error {
 		} else {
 			v.May = append(v.May, a.words)
 		}
+	}
+	var err error
+	if v.Passkeys, err = h.passkeys(r, me); err != nil {
+		return err
 	}
 	return render(w, r, http.StatusOK, templates.Me(v))
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/payload"
 	"github.com/sagacity-go/sagacity/web/templates"
-	"github.com/sagacity-go/sagacity/wire"
 )
 
 // stepsShown is how many earlier steps the request page lists.
@@ -140,6 +138,14 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 	}
 	v.MoreSteps = int(seq-1) - len(v.Steps)
 	v.Actions = templates.Actions{Actions: h.Engine.Allowed(me, rv)}
+	if a := v.Actions; a.Passkey && (a.Approve || a.Reject || a.RequestChanges) {
+		keys, err := h.Engine.Passkeys(r.Context(), me)
+		if err != nil {
+			return templates.RequestPage{}, err
+		}
+		v.Actions.Passkeys = h.passkeyRows(keys, true)
+		v.Payload.Exact = exact(g.Input)
+	}
 	return v, nil
 }
 
@@ -383,23 +389,18 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 		case "dismiss":
 			v.Confirm.Keeps = v.SupersededBy
 		}
+		if votes[decision] && v.Actions.Passkey {
+			// Confirming is the passkey's to do: it signs this ballot.
+			if v.Confirm.Ballot, err = h.ballot(r, v, decision, reason); err != nil {
+				v.Confirm = nil
+				return h.refused(w, r, v, reason, err)
+			}
+		}
 		return h.answer(w, r, http.StatusOK, v, "")
 	}
 	me := auth.From(r.Context())
 	if err := do(me, v, reason); err != nil {
-		if e, ok := errors.AsType[*engine.Error](err); ok && e.Code == wire.CodeStepUp && v.Actions.StepUp > 0 {
-			return h.stepUp(w, r, v, reason)
-		}
-		if engine.IsKind(err, engine.Conflict) || engine.IsKind(err, engine.NotFound) {
-			if now, rerr := h.requestPage(r, saga, seq); rerr == nil {
-				return h.answer(w, r, http.StatusConflict, now, "Nothing was done: "+message(err)+". This is the request as it is now.")
-			}
-		}
-		if !engine.IsKind(err, engine.Invalid) {
-			return err
-		}
-		v.Actions.Reason = reason
-		return h.answer(w, r, http.StatusBadRequest, v, message(err))
+		return h.refused(w, r, v, reason, err)
 	}
 	if !htmx(r) {
 		http.Redirect(w, r, templates.RequestHref(saga, seq), http.StatusSeeOther)
@@ -413,6 +414,25 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 	return render(w, r, http.StatusOK, templates.RequestUpdate(now))
 }
 
+// refused answers a decision the engine refused: a sign-in to renew, a
+// request that moved on, or what to fix in the form; other errors go to
+// the server's error adapter.
+func (h *Handlers) refused(w http.ResponseWriter, r *http.Request, v templates.RequestPage, reason string, err error) error {
+	if needsStepUp(err) && v.Actions.StepUp > 0 {
+		return h.stepUp(w, r, v, reason)
+	}
+	if engine.IsKind(err, engine.Conflict) || engine.IsKind(err, engine.NotFound) {
+		if now, rerr := h.requestPage(r, v.Ref.Saga, v.Ref.Seq); rerr == nil {
+			return h.answer(w, r, http.StatusConflict, now, "Nothing was done: "+message(err)+". This is the request as it is now.")
+		}
+	}
+	if !engine.IsKind(err, engine.Invalid) {
+		return err
+	}
+	v.Actions.Reason = reason
+	return h.answer(w, r, http.StatusBadRequest, v, message(err))
+}
+
 // stepUp sends the person to sign in again, as recently as the request's
 // rule asks, and back to the request with the reason they typed.
 func (h *Handlers) stepUp(w http.ResponseWriter, r *http.Request, v templates.RequestPage, reason string) error {
@@ -420,7 +440,7 @@ func (h *Handlers) stepUp(w http.ResponseWriter, r *http.Request, v templates.Re
 	if reason != "" {
 		back += "&" + url.Values{"reason": {reason}}.Encode()
 	}
-	to := "/login?" + url.Values{"return_to": {back}, auth.MaxAgeParam: {strconv.Itoa(int(v.Actions.StepUp.Seconds()))}}.Encode()
+	to := signInAgain(back, v.Actions.StepUp)
 	if htmx(r) {
 		w.Header().Set("HX-Redirect", to)
 		w.WriteHeader(http.StatusOK)

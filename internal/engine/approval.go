@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strconv"
@@ -337,37 +338,45 @@ func (r Rule) EligibleAs(p Principal) string {
 // sign-in, which a token never has. Invalid naming the first rule that
 // cannot.
 func (a *Approvals) Unmeetable(voters []Principal) error {
-	check := func(label string, rules []Rule) error {
-		for _, r := range rules {
-			n := 0
-			for _, p := range voters {
-				if p.Has(RoleApprover) && r.Eligible(p) {
-					n++
-				}
-			}
-			switch {
-			case r.PasskeyRequired:
-				return Errorf(Invalid, "%s, rule %s: passkey can never be met here: a vote needs the voter's passkey, enrolled "+
-					"and used in the console, and a static token has none (sign people in with OIDC, or drop passkey)", label, r.Name)
-			case r.StepUp > 0:
-				return Errorf(Invalid, "%s, rule %s: stepUp can never be met here: a vote counts only from a recent sign-in, and "+
-					"a static token has none (sign people in with OIDC, or drop stepUp)", label, r.Name)
-			case n < r.Quorum:
-				return Errorf(Invalid, "%s, rule %s: a quorum of %d can never be met here: only %d configured token(s) hold the "+
-					"approver role and one of %s", label, r.Name, r.Quorum, n, strings.Join(r.Approvers, ", "))
+	for label, r := range a.All() {
+		n := 0
+		for _, p := range voters {
+			if p.Has(RoleApprover) && r.Eligible(p) {
+				n++
 			}
 		}
-		return nil
-	}
-	if err := check("default", a.fallback); err != nil {
-		return err
-	}
-	for _, tool := range a.Tools() {
-		if err := check("tool "+tool, a.tools[tool]); err != nil {
-			return err
+		switch {
+		case r.PasskeyRequired:
+			return Errorf(Invalid, "%s, rule %s: passkey can never be met here: a vote needs the voter's passkey, enrolled "+
+				"and used in the console, and a static token has none (sign people in with OIDC, or drop passkey)", label, r.Name)
+		case r.StepUp > 0:
+			return Errorf(Invalid, "%s, rule %s: stepUp can never be met here: a vote counts only from a recent sign-in, and "+
+				"a static token has none (sign people in with OIDC, or drop stepUp)", label, r.Name)
+		case n < r.Quorum:
+			return Errorf(Invalid, "%s, rule %s: a quorum of %d can never be met here: only %d configured token(s) hold the "+
+				"approver role and one of %s", label, r.Name, r.Quorum, n, strings.Join(r.Approvers, ", "))
 		}
 	}
 	return nil
+}
+
+// All yields every rule, the default's first, with where it stands:
+// "default" or "tool <name>".
+func (a *Approvals) All() iter.Seq2[string, Rule] {
+	return func(yield func(string, Rule) bool) {
+		for _, r := range a.fallback {
+			if !yield("default", r) {
+				return
+			}
+		}
+		for _, tool := range a.Tools() {
+			for _, r := range a.tools[tool] {
+				if !yield("tool "+tool, r) {
+					return
+				}
+			}
+		}
+	}
 }
 
 func short12(h string) string {

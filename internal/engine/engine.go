@@ -219,6 +219,12 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 			e.schemas[t.Name] = s
 		}
 	}
+	for label, r := range e.approvals.All() {
+		if r.PasskeyRequired && e.webauthn == nil {
+			return nil, Errorf(Invalid, "the approval policy's %s, rule %s: passkey can never be met here: this server has no "+
+				"passkeys, which need the console's public URL, https (or http://localhost)", label, r.Name)
+		}
+	}
 	for tool := range e.approvals.tools {
 		if t, ok := e.tools[tool]; !ok || t.Reversibility != Irreversible {
 			return nil, Errorf(Invalid, "the approval policy has rules for %q, which is no IRREVERSIBLE tool: only those are approved", tool)

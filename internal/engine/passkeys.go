@@ -84,6 +84,9 @@ type WebAuthn interface {
 	AssertionOptions(challenge []byte, credential string) ([]byte, error)
 	// ParseAssertion reads a browser's answer to them. Invalid otherwise.
 	ParseAssertion(response []byte) (Assertion, error)
+	// Origin is where the console's pages must be for passkeys to work:
+	// https://host[:port], or http://localhost[:port].
+	Origin() string
 }
 
 // CheckAssertion checks that an assertion is the signature, by the
@@ -231,12 +234,35 @@ func (k Passkey) CountsAt(t time.Time) bool {
 	return !t.Before(k.Enrolled) && (k.Removed.IsZero() || t.Before(k.Removed))
 }
 
+// PasskeyOrigin is the origin the console's passkeys are bound to, ""
+// when the server has none.
+func (e *Engine) PasskeyOrigin() string {
+	if e.webauthn == nil {
+		return ""
+	}
+	return e.webauthn.Origin()
+}
+
 // passkeysOn refuses what needs passkeys on an engine without them.
 func (e *Engine) passkeysOn() error {
 	if e.webauthn == nil {
 		return Errorf(Unavailable, "passkeys are not set up on this server (it needs its public URL)")
 	}
 	return nil
+}
+
+// MayEnrol says whether p may enrol or remove passkeys now: nil, or
+// why not. Unavailable when the server has no passkeys; Forbidden
+// without the approver role, or (code STEP_UP) from a sign-in older
+// than EnrolWithin.
+func (e *Engine) MayEnrol(p Principal) error {
+	if err := e.passkeysOn(); err != nil {
+		return err
+	}
+	if err := e.Can(p, ActEnrol, Subject{}); err != nil {
+		return err
+	}
+	return e.freshSignIn(p)
 }
 
 // freshSignIn refuses an enrolment or removal from a sign-in older than
@@ -262,13 +288,7 @@ func newNonce() []byte {
 // a sign-in older than EnrolWithin (code STEP_UP); Unavailable when the
 // server has no passkeys, or the store is.
 func (e *Engine) BeginEnrolment(ctx context.Context, p Principal) (string, json.RawMessage, error) {
-	if err := e.passkeysOn(); err != nil {
-		return "", nil, err
-	}
-	if err := e.Can(p, ActEnrol, Subject{}); err != nil {
-		return "", nil, err
-	}
-	if err := e.freshSignIn(p); err != nil {
+	if err := e.MayEnrol(p); err != nil {
 		return "", nil, err
 	}
 	mine, err := e.Passkeys(ctx, p)
@@ -395,19 +415,20 @@ func (e *Engine) Passkeys(ctx context.Context, p Principal) ([]Passkey, error) {
 	return e.store.Passkeys(ctx, p.ID)
 }
 
-// BeginVote starts signing p's vote (decision, with reason) on the
-// request at seq with p's passkey credential: it returns the ceremony,
-// the options navigator.credentials.get takes, and the ballot to show.
-// The vote itself is checked when it is cast (VoteWithPasskey). Errors:
-// NotFound for no such request, or no such passkey of p's; Forbidden and
-// Invalid as the vote would be; Unavailable when passkeys are off.
-func (e *Engine) BeginVote(ctx context.Context, p Principal, sagaID string, seq int64, decision Decided, reason, credential string) (VoteCeremony, error) {
+// BeginVote starts signing p's vote a (approve, reject or request
+// changes), with reason, on the request at seq with p's passkey
+// credential: it returns the ceremony, the options
+// navigator.credentials.get takes, and the ballot to show. The vote
+// itself is checked when it is cast (VoteWithPasskey). Errors: NotFound
+// for no such request, or no such passkey of p's; Forbidden and Invalid
+// as the vote would be; Unavailable when passkeys are off.
+func (e *Engine) BeginVote(ctx context.Context, p Principal, sagaID string, seq int64, a Action, reason, credential string) (VoteCeremony, error) {
 	if err := e.passkeysOn(); err != nil {
 		return VoteCeremony{}, err
 	}
-	a, ok := actionOf(decision)
+	decision, ok := votes[a]
 	if !ok {
-		return VoteCeremony{}, Errorf(Invalid, "a passkey signs a vote: approved, rejected or changes-requested")
+		return VoteCeremony{}, Errorf(Invalid, "a passkey signs a vote: approve, reject or request-changes")
 	}
 	if err := validReason(reason); err != nil {
 		return VoteCeremony{}, err
@@ -454,17 +475,6 @@ func (e *Engine) BeginVote(ctx context.Context, p Principal, sagaID string, seq 
 		return VoteCeremony{}, err
 	}
 	return VoteCeremony{ID: c.ID, Options: options, PasskeyBallot: b}, nil
-}
-
-// actionOf is the action of a vote's decision: the decisions a passkey
-// signs.
-func actionOf(d Decided) (Action, bool) {
-	for a, v := range votes {
-		if v == d {
-			return a, true
-		}
-	}
-	return "", false
 }
 
 // passkeyVote is a vote's ballot and the assertion over it.

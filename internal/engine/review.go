@@ -384,6 +384,9 @@ type Actions struct {
 	StepUp time.Duration
 	// ReasonRequired: the rule asks every vote for a reason.
 	ReasonRequired bool
+	// Passkey: the rule counts a vote (approve, reject, request changes)
+	// only signed with the voter's own passkey, in the console.
+	Passkey bool
 	// Why says, for people, why they may do none of them.
 	Why string
 }
@@ -403,7 +406,7 @@ func (e *Engine) Allowed(p Principal, r Review) Actions {
 		return err == nil, msgOf(err)
 	}
 	now := e.now()
-	a := Actions{ReasonRequired: r.Rule.ReasonRequired}
+	a := Actions{ReasonRequired: r.Rule.ReasonRequired, Passkey: r.Rule.PasskeyRequired}
 	_, voted := (&Life{Votes: r.Tally.Votes}).standing(p.ID)
 	a.Withdraw = voted && (r.State == StateUndecided || r.State == StateApproved) && e.Can(p, ActWithdraw, sub) == nil
 	switch r.State {

@@ -43,7 +43,13 @@ func New(base string) (*RP, error) {
 	host := u.Hostname()
 	origin := u.Scheme + "://" + u.Host
 	if host == "127.0.0.1" || host == "::1" {
-		host, origin = "localhost", u.Scheme+"://localhost:"+u.Port()
+		host, origin = "localhost", u.Scheme+"://localhost"
+		if u.Port() != "" {
+			origin += ":" + u.Port()
+		}
+	}
+	if u.Scheme == "http" && host != "localhost" {
+		return nil, engine.Errorf(engine.Invalid, "passkeys need the console's public URL to be https (browsers refuse them on %s)", base)
 	}
 	wa, err := webauthn.New(&webauthn.Config{RPID: host, RPDisplayName: "Sagacity", RPOrigins: []string{origin},
 		AuthenticatorSelection: protocol.AuthenticatorSelection{UserVerification: protocol.VerificationRequired,
@@ -57,6 +63,9 @@ func New(base string) (*RP, error) {
 	}
 	return &RP{ID: host, Origins: []string{origin}, wa: wa}, nil
 }
+
+// Origin is the origin passkeys work from.
+func (rp *RP) Origin() string { return rp.Origins[0] }
 
 // user is a principal as WebAuthn names a user.
 type user struct {

@@ -239,7 +239,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		}
 	}
 	a, err := app.Build(t.Context(), app.Parts{DB: db, Checkpoints: checkpoints, Keys: testkit.Keys(t), Tools: tools, Logger: log,
-		Version: "test",
+		Version: "test", PasskeyURL: base,
 		// Checkpoints are signed when a test sequences the log.
 		Log: tlog.Options{Every: 1, Interval: 24 * time.Hour},
 		Engine: []engine.Option{engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}), engine.WithInDoubtAfter(o.inDoubtAfter),

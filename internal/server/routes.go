@@ -169,6 +169,11 @@ func (s *server) routes() *chi.Mux {
 			r.Post("/request/decide", s.h(s.Console.Decide))
 			r.Post("/request/execute", s.h(s.Console.Execute))
 			r.Post("/in-doubt/resolve", s.h(s.Console.Resolve))
+			r.Post("/me/passkeys/remove", s.h(s.Console.RemovePasskey))
+			// Passkey ceremonies: JSON, for web/static/passkey.js.
+			r.With(inGroup(groupJSON)).Post("/me/passkeys/begin", s.h(s.Console.BeginEnrolment))
+			r.With(inGroup(groupJSON)).Post("/me/passkeys/finish", s.h(s.Console.FinishEnrolment))
+			r.With(inGroup(groupJSON)).Post("/request/passkey", s.h(s.Console.VoteWithPasskey))
 		})
 		if s.OIDC != nil {
 			r.Post("/logout", s.h(s.OIDC.Logout))

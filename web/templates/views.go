@@ -44,6 +44,9 @@ type Time struct {
 // character a reader cannot see made visible, pretty JSON the same way,
 // its hash, and what to warn the reader about.
 type Payload struct {
+	// Exact is the bytes in base64, for the page to hash itself before
+	// a passkey signs a vote on them; "" when no passkey will.
+	Exact    string
 	Bytes    []payload.Segment
 	Pretty   []payload.Segment // nil when it is not JSON
 	Size     int
@@ -79,8 +82,40 @@ type LoginPage struct {
 // MePage says who is signed in and what they may do.
 type MePage struct {
 	Chrome
-	May    []string // what the engine lets them do, in words
-	MayNot []string // and what it does not, with why
+	May      []string // what the engine lets them do, in words
+	MayNot   []string // and what it does not, with why
+	Passkeys Passkeys
+}
+
+// Passkeys are the signed-in person's passkeys, and whether they may
+// add or remove them now.
+type Passkeys struct {
+	Shown  bool   // for people who may vote, or have passkeys
+	Off    string // why they cannot change them ("" when they can)
+	Origin string // the origin passkeys work from ("" when the server has none)
+	// SignIn is where to sign in again first, when the sign-in is older
+	// than Within; "" when it is recent enough.
+	SignIn, Within string
+	Keys           []PasskeyRow
+}
+
+// PasskeyRow is one passkey.
+type PasskeyRow struct {
+	ID       string // the credential id
+	Enrolled Time
+	Seq      int64 // its enrolment's entry in the passkeys saga
+	Removed  *Time // nil while it counts
+}
+
+// Ballot is a vote a passkey is about to sign: the ceremony, the options
+// passkey.js hands the browser, the ballot's text, which the challenge
+// commits to, and the origin passkeys work from.
+type Ballot struct {
+	Ceremony      string
+	Options       string // JSON
+	Text          string
+	PayloadSHA256 string
+	Origin        string
 }
 
 // PolicyPage is the approval policy: the documents that took effect,

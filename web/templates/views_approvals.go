@@ -149,6 +149,9 @@ type Actions struct {
 	engine.Actions
 	Reason string // a reason typed before a confirmation
 	Notice string // why the form was answered this way (a stale form)
+	// Passkeys are the person's passkeys that may sign a vote, when the
+	// rule asks for one (Actions.Passkey).
+	Passkeys []PasskeyRow
 }
 
 // Confirm asks the person to confirm a decision, repeating what it is
@@ -166,6 +169,9 @@ type Confirm struct {
 	Undo, StaysDone []Step
 	Dropped         []Sibling
 	Keeps           int64
+	// Ballot is, for a vote the rule counts only signed with a passkey,
+	// what the passkey signs; confirming runs the ceremony.
+	Ballot *Ballot
 }
 
 // Step is one journal entry as the request page and timeline show it.

@@ -33,7 +33,7 @@ func (v *env) enrol(p engine.Principal, a *testkit.Authenticator) engine.Passkey
 // signed begins p's passkey vote d on saga's request at seq with
 // credential k, has authenticator a answer it, and returns the ceremony
 // and the answer, not cast yet.
-func (v *env) signed(p engine.Principal, a *testkit.Authenticator, saga string, seq int64, d engine.Decided, reason string, k engine.Passkey) (string, []byte) {
+func (v *env) signed(p engine.Principal, a *testkit.Authenticator, saga string, seq int64, d engine.Action, reason string, k engine.Passkey) (string, []byte) {
 	v.t.Helper()
 	c, err := v.e.BeginVote(context.Background(), p, saga, seq, d, reason, k.ID)
 	if err != nil {
@@ -50,21 +50,23 @@ func (v *env) signed(p engine.Principal, a *testkit.Authenticator, saga string, 
 // the server's own saga; under a rule that asks for it, a vote counts
 // only signed by the voter's own enrolled passkey over its ballot: a
 // vote without one (the API, MCP), a bogus signature, a missing user
-// verification, a replayed answer, an answer to another request's
-// challenge, a counter that goes back, a removed key — each refused, and
+// verification, a replayed or late answer, an answer to another
+// request's challenge, a counter that goes back, a removed key — each refused, and
 // nothing journaled or executed; two good votes run the tool, and the
 // journal verifies.
 func testPasskeys(t *testing.T, v *env) {
 	ctx := context.Background()
+	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 	v.usePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {
-		{Name: "signed", Quorum: 2, Approvers: []string{"finance-leads", "treasury"}, Passkey: engine.PasskeyRequired}}}})
-	now := func(p engine.Principal) engine.Principal { p.AuthTime = clk.now(); return p }
+		{Name: "signed", Quorum: 2, Approvers: []string{"finance-leads", "treasury"}, Passkey: engine.PasskeyRequired}}}},
+		engine.WithClock(clock.Now))
+	now := func(p engine.Principal) engine.Principal { p.AuthTime = clock.Now(); return p }
 	alice, bob := now(alice), now(bob)
 	authA, authB := testkit.NewAuthenticator(origin), testkit.NewAuthenticator(origin)
 
 	// Enrolment takes a recent sign-in, and is journaled, signed.
 	stale := alice
-	stale.AuthTime = clk.now().Add(-time.Hour)
+	stale.AuthTime = clock.Now().Add(-time.Hour)
 	_, _, err := v.e.BeginEnrolment(ctx, stale)
 	wantCode(t, "enrolling from an hour-old sign-in", err, engine.Forbidden, wire.CodeStepUp)
 	keyA, keyB := v.enrol(alice, authA), v.enrol(bob, authB)
@@ -111,21 +113,25 @@ func testPasskeys(t *testing.T, v *env) {
 	}
 	// A bogus signature; no user verification.
 	authA.BadSignature = true
-	refused("a bogus signature", v.cast(alice, authA, "pk", seq, engine.DecidedApproved, "ok", keyA))
+	refused("a bogus signature", v.cast(alice, authA, "pk", seq, engine.ActApprove, "ok", keyA))
 	authA.BadSignature, authA.NoUV = false, true
-	refused("no user verification", v.cast(alice, authA, "pk", seq, engine.DecidedApproved, "ok", keyA))
+	refused("no user verification", v.cast(alice, authA, "pk", seq, engine.ActApprove, "ok", keyA))
 	authA.NoUV = false
 	// Another request's challenge.
 	other := v.gateLarge("pk-other", agent)
-	_, forOther := v.signed(alice, authA, "pk-other", other, engine.DecidedApproved, "ok", keyA)
-	mine, _ := v.signed(alice, authA, "pk", seq, engine.DecidedApproved, "ok", keyA)
+	_, forOther := v.signed(alice, authA, "pk-other", other, engine.ActApprove, "ok", keyA)
+	mine, _ := v.signed(alice, authA, "pk", seq, engine.ActApprove, "ok", keyA)
 	refused("an answer to another request's challenge", second(v.e.VoteWithPasskey(ctx, alice, mine, forOther)))
 	// Another person's ceremony.
-	id, response = v.signed(alice, authA, "pk", seq, engine.DecidedApproved, "ok", keyA)
+	id, response = v.signed(alice, authA, "pk", seq, engine.ActApprove, "ok", keyA)
 	refused("bob casting alice's ceremony", second(v.e.VoteWithPasskey(ctx, bob, id, response)))
+	// An answer after the ceremony's time.
+	id, response = v.signed(alice, authA, "pk", seq, engine.ActApprove, "ok", keyA)
+	clock.Add(engine.CeremonyTTL + time.Second)
+	refused("an answer after the ceremony expired", second(v.e.VoteWithPasskey(ctx, alice, id, response)))
 
 	// alice's good vote; then the same answer again.
-	id, response = v.signed(alice, authA, "pk", seq, engine.DecidedApproved, "invoice 77", keyA)
+	id, response = v.signed(alice, authA, "pk", seq, engine.ActApprove, "invoice 77", keyA)
 	d, err := v.e.VoteWithPasskey(ctx, alice, id, response)
 	if err != nil || d.Votes != 1 {
 		t.Fatalf("alice's passkey vote = %+v, %v; want vote 1 of 2", d, err)
@@ -140,7 +146,7 @@ func testPasskeys(t *testing.T, v *env) {
 	// A counter that goes back: a cloned authenticator.
 	five, three := uint32(5), uint32(3)
 	authB.Counter = &five
-	if err := v.cast(bob, authB, "pk", seq, engine.DecidedApproved, "ok", keyB); err != nil {
+	if err := v.cast(bob, authB, "pk", seq, engine.ActApprove, "ok", keyB); err != nil {
 		t.Fatalf("bob's first vote, counter 5: %v", err)
 	}
 	if _, err := v.e.Withdraw(ctx, bob, "pk", seq, "wrong key"); err != nil {
@@ -148,17 +154,17 @@ func testPasskeys(t *testing.T, v *env) {
 	}
 	before = entries()
 	authB.Counter = &three
-	refused("a counter that goes back from 5 to 3", v.cast(bob, authB, "pk", seq, engine.DecidedApproved, "ok", keyB))
+	refused("a counter that goes back from 5 to 3", v.cast(bob, authB, "pk", seq, engine.ActApprove, "ok", keyB))
 	authB.Counter = nil
 
 	// A removed key votes no more, even on a ceremony begun before.
 	keyB2 := v.enrol(bob, authB)
-	id, response = v.signed(bob, authB, "pk", seq, engine.DecidedApproved, "ok", keyB2)
+	id, response = v.signed(bob, authB, "pk", seq, engine.ActApprove, "ok", keyB2)
 	if err := v.e.RemovePasskey(ctx, bob, keyB2.ID); err != nil {
 		t.Fatal(err)
 	}
 	refused("a vote by a removed key", second(v.e.VoteWithPasskey(ctx, bob, id, response)))
-	if _, err := v.e.BeginVote(ctx, bob, "pk", seq, engine.DecidedApproved, "ok", keyB2.ID); !engine.IsKind(err, engine.NotFound) {
+	if _, err := v.e.BeginVote(ctx, bob, "pk", seq, engine.ActApprove, "ok", keyB2.ID); !engine.IsKind(err, engine.NotFound) {
 		t.Errorf("a ceremony for a removed key: %v; want NotFound", err)
 	}
 	if v.fx.transfer.Load() != wires {
@@ -168,7 +174,7 @@ func testPasskeys(t *testing.T, v *env) {
 	// bob's good vote: the quorum, and the tool runs.
 	authB.Counter = new(uint32)
 	*authB.Counter = 100
-	id, response = v.signed(bob, authB, "pk", seq, engine.DecidedApproved, "matches PO", keyB)
+	id, response = v.signed(bob, authB, "pk", seq, engine.ActApprove, "matches PO", keyB)
 	if d, err := v.e.VoteWithPasskey(ctx, bob, id, response); err != nil || d.Votes != 2 {
 		t.Fatalf("bob's passkey vote = %+v, %v; want vote 2 of 2", d, err)
 	}
@@ -187,7 +193,7 @@ func testPasskeys(t *testing.T, v *env) {
 
 // cast signs p's vote with authenticator a and casts it, as signed does,
 // and returns what casting it said.
-func (v *env) cast(p engine.Principal, a *testkit.Authenticator, saga string, seq int64, d engine.Decided, reason string, k engine.Passkey) error {
+func (v *env) cast(p engine.Principal, a *testkit.Authenticator, saga string, seq int64, d engine.Action, reason string, k engine.Passkey) error {
 	v.t.Helper()
 	id, response := v.signed(p, a, saga, seq, d, reason, k)
 	_, err := v.e.VoteWithPasskey(context.Background(), p, id, response)
