@@ -29,17 +29,22 @@ const Latest = 0
 // was cut on the way is caught. Policies are the entries of the server's
 // saga "sagacity:policies" holding the approval policies the saga's
 // requests pin, proved against the same checkpoint: what sagacity verify
-// checks each request's votes against. The server exports them to those
-// who may read the policies (approvers and auditors), not to agents.
+// checks each request's votes against. Passkeys are the entries of its
+// saga "sagacity:passkeys" enrolling and removing the passkeys the saga's
+// votes were signed with, proved the same way: what binds each key to a
+// person. The server exports both to those who may read the policies
+// (approvers and auditors), not to agents.
 type Proved struct {
 	Entries  []Entry
 	Policies []Entry
+	Passkeys []Entry
 	Head     string
 }
 
 // AuditProofs exports a saga's journal with the inclusion proof of each
 // entry in the global log at the checkpoint of treeSize (Latest for the
-// newest), the policies its requests pin and its signed head: GET
+// newest), the policies its requests pin, its passkeys' enrolments and
+// its signed head: GET
 // /sagacity/audit/{sagaID}?proofs=.
 // Entries the checkpoint does not reach yet carry no proof. ErrNotFound
 // also when no checkpoint is signed yet, ErrInvalid for a size the log
@@ -55,8 +60,8 @@ func (c *Client) AuditProofs(ctx context.Context, sagaID string, treeSize int64)
 	return p, err
 }
 
-// audit reads an export; the policy lines and the signed head of an
-// export with proofs, its last lines, into p.
+// audit reads an export; the policy and passkey lines and the signed
+// head of an export with proofs, its last lines, into p.
 func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, p *Proved) ([]Entry, error) {
 	a, err := c.send(ctx, http.MethodGet, sagaPath("audit", sagaID), query, nil, nil)
 	if err != nil {
@@ -80,6 +85,11 @@ func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, p *
 		var pl wire.ExportPolicy
 		if p != nil && json.Unmarshal(sc.Bytes(), &pl) == nil && pl.Policy.SagaID != "" {
 			p.Policies = append(p.Policies, pl.Policy)
+			continue
+		}
+		var pk wire.ExportPasskey
+		if p != nil && json.Unmarshal(sc.Bytes(), &pk) == nil && pk.Passkey.SagaID != "" {
+			p.Passkeys = append(p.Passkeys, pk.Passkey)
 			continue
 		}
 		var e Entry

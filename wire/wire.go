@@ -337,6 +337,16 @@ type ExportPolicy struct {
 	Policy Entry `json:"policy"`
 }
 
+// ExportPasskey is a line of an export with proofs, after the entries and
+// before the head, one for each enrolment and removal of a passkey the
+// saga's votes were signed with: the entry of the server's own saga
+// "sagacity:passkeys" that binds the credential's public key to a person
+// (issuer and subject), or removes it, with its proof against the same
+// checkpoint.
+type ExportPasskey struct {
+	Passkey Entry `json:"passkey"`
+}
+
 // PolicyDocument is an approval policy as it took effect: its canonical
 // document (JSON, kept as the exact bytes whose SHA-256 requests pin),
 // its hash, when it took effect, and its entry in "sagacity:policies".

@@ -105,13 +105,13 @@ func TestVerifyOffline(t *testing.T) {
 	}
 	n := len(es)
 	cutFile := resave("cut.ndjson", es[:n-1], &engine.Proofs{TreeSize: proofs.TreeSize, Of: proofs.Of[:n-1], Head: proofs.Head,
-		Policies: proofs.Policies, PolicyOf: proofs.PolicyOf})
+		Policies: proofs.Policies})
 	headlessFile := resave("headless.ndjson", es, &engine.Proofs{TreeSize: proofs.TreeSize, Of: proofs.Of,
-		Policies: proofs.Policies, PolicyOf: proofs.PolicyOf})
+		Policies: proofs.Policies})
 	unprove := func(i int) *engine.Proofs {
 		of := slices.Clone(proofs.Of)
 		of[i] = nil
-		return &engine.Proofs{TreeSize: proofs.TreeSize, Of: of, Head: proofs.Head, Policies: proofs.Policies, PolicyOf: proofs.PolicyOf}
+		return &engine.Proofs{TreeSize: proofs.TreeSize, Of: of, Head: proofs.Head, Policies: proofs.Policies}
 	}
 	firstFile, lastFile := resave("first.ndjson", es, unprove(0)), resave("last.ndjson", es, unprove(n-1))
 

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/passkey"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/wire"
 	"golang.org/x/mod/sumdb/note"
@@ -100,7 +101,7 @@ func verify(args []string, stdout io.Writer) error {
 		res = headed(entries, proofs, v, res)
 	}
 	if res.Valid && *cpFile != "" {
-		res = proved(entries, proofs, cp, *allowUnproved, res)
+		res = proved(entries, proofs, cp, v, *allowUnproved, res)
 	}
 	return printVerification(stdout, res)
 }
@@ -126,7 +127,7 @@ func notDev(entries []engine.Entry, v note.Verifier, res engine.Verification) en
 // rule.
 func voted(entries []engine.Entry, proofs *engine.Proofs, v note.Verifier, res engine.Verification) engine.Verification {
 	policies := map[string]*engine.Approvals{}
-	for _, pe := range proofs.Policies {
+	for _, pe := range proofs.Policies.Entries {
 		d, err := engine.OpenPolicy(pe, v)
 		if err != nil {
 			return policyBroken(entries, pe, err.(*engine.Error).Msg)
@@ -137,13 +138,21 @@ func voted(entries []engine.Entry, proofs *engine.Proofs, v note.Verifier, res e
 		}
 		policies[d.Hash] = a
 	}
+	pks := proofs.Passkeys.Entries
+	for i, pe := range pks {
+		// The entries before pe read, pe is the first that does not.
+		if _, err := engine.ReadPasskeys(pks[:i+1], v); err != nil {
+			return passkeyBroken(entries, pe, v, err.(*engine.Error).Msg)
+		}
+	}
+	keys, _ := engine.ReadPasskeys(pks, v)
 	lc, _ := engine.ReadLifecycle(entries)
 	votes, rulings := engine.VerifyVotes(entries, lc, func(hash string) (*engine.Approvals, error) {
 		if a := policies[hash]; a != nil {
 			return a, nil
 		}
 		return nil, engine.Errorf(engine.NotFound, "its document is not in the export")
-	}, v, engine.Keyring{})
+	}, v, engine.Keyring{Passkeys: func() (engine.Passkeys, error) { return keys, nil }, Check: passkey.Check})
 	if !votes.Valid {
 		return votes
 	}
@@ -162,6 +171,25 @@ func policyBroken(entries []engine.Entry, pe engine.Entry, why string) engine.Ve
 				return engine.Verification{EntryCount: n, BreakAtIndex: i, Message: fmt.Sprintf("seq=%d (entry %d) pins approval policy %.12s, but %s",
 					seq, i, hash, why)}
 			}
+		}
+	}
+	return engine.Verification{EntryCount: n, BreakAtIndex: -1, Message: why}
+}
+
+// passkeyBroken breaks a journal at the first vote signed with the
+// passkey a passkey line enrols or removes, which does not hold for why;
+// at no entry when no vote was signed with it.
+func passkeyBroken(entries []engine.Entry, pe engine.Entry, v note.Verifier, why string) engine.Verification {
+	n := len(entries)
+	var rec struct {
+		Credential string `json:"credential"`
+	}
+	json.Unmarshal([]byte(pe.Input), &rec)
+	for _, d := range engine.Decisions(entries, v) {
+		if r, err := engine.OpenReceipt(engine.ReceiptOf(entries[d.Seq-1]), v); err == nil && r.Passkey != nil && r.Passkey.Credential == rec.Credential {
+			i := int(d.Seq - 1)
+			return engine.Verification{EntryCount: n, BreakAtIndex: i, Message: fmt.Sprintf("seq=%d (entry %d) is a vote by %s signed with passkey %s, but %s",
+				d.Seq, i, r.Decider, rec.Credential, why)}
 		}
 	}
 	return engine.Verification{EntryCount: n, BreakAtIndex: -1, Message: why}
@@ -187,8 +215,8 @@ func headed(entries []engine.Entry, proofs *engine.Proofs, v note.Verifier, res 
 // proved checks each entry's inclusion in the log the checkpoint signed:
 // every entry is proved, but for entries after the last proved one when
 // unproved entries are allowed (those the checkpoint is older than); so
-// is every policy line, whatever is allowed.
-func proved(entries []engine.Entry, proofs *engine.Proofs, cp engine.Checkpoint, allowUnproved bool, res engine.Verification) engine.Verification {
+// is every policy and passkey line, whatever is allowed.
+func proved(entries []engine.Entry, proofs *engine.Proofs, cp engine.Checkpoint, v note.Verifier, allowUnproved bool, res engine.Verification) engine.Verification {
 	n := len(entries)
 	last := -1
 	for i := range entries {
@@ -211,21 +239,41 @@ func proved(entries []engine.Entry, proofs *engine.Proofs, cp engine.Checkpoint,
 		return engine.Verification{EntryCount: n, BreakAtIndex: bad,
 			Message: fmt.Sprintf("seq=%d (entry %d) is not in the log the checkpoint of size %d signed", entries[bad].Seq, bad, cp.Size)}
 	}
-	for i, pe := range proofs.Policies {
-		if proofs.PolicyOf[i] == nil {
-			return policyBroken(entries, pe, fmt.Sprintf("seq=%d of %s carries no proof of inclusion in the log the checkpoint of size %d signed",
-				pe.Seq, engine.PolicySaga, cp.Size))
-		}
+	attached := []struct {
+		engine.Attached
+		saga   string
+		broken func(pe engine.Entry, why string) engine.Verification
+	}{
+		{proofs.Policies, engine.PolicySaga, func(pe engine.Entry, why string) engine.Verification { return policyBroken(entries, pe, why) }},
+		{proofs.Passkeys, engine.PasskeySaga, func(pe engine.Entry, why string) engine.Verification {
+			return passkeyBroken(entries, pe, v, why)
+		}},
 	}
-	if bad, _ := tlog.VerifyProofs(proofs.Policies, &engine.Proofs{TreeSize: proofs.TreeSize, Of: proofs.PolicyOf}, cp.Root); bad >= 0 {
-		pe := proofs.Policies[bad]
-		return policyBroken(entries, pe, fmt.Sprintf("seq=%d of %s is not in the log the checkpoint of size %d signed", pe.Seq, engine.PolicySaga, cp.Size))
+	for _, a := range attached {
+		if bad, why := unproved(a.Attached, a.saga, cp); bad >= 0 {
+			return a.broken(a.Entries[bad], why)
+		}
 	}
 	res.Message += fmt.Sprintf("; %d in the log the checkpoint of size %d signed", count, cp.Size)
 	if k := n - count; k > 0 {
 		res.Message += fmt.Sprintf(" (%d newer than it)", k)
 	}
 	return res
+}
+
+// unproved returns the index of the first of a's entries of saga that
+// is not proved in the log the checkpoint signed, and why; -1 when all
+// are.
+func unproved(a engine.Attached, saga string, cp engine.Checkpoint) (int, string) {
+	for i, pe := range a.Entries {
+		if a.Of[i] == nil {
+			return i, fmt.Sprintf("seq=%d of %s carries no proof of inclusion in the log the checkpoint of size %d signed", pe.Seq, saga, cp.Size)
+		}
+	}
+	if bad, _ := tlog.VerifyProofs(a.Entries, &engine.Proofs{TreeSize: cp.Size, Of: a.Of}, cp.Root); bad >= 0 {
+		return bad, fmt.Sprintf("seq=%d of %s is not in the log the checkpoint of size %d signed", a.Entries[bad].Seq, saga, cp.Size)
+	}
+	return -1, ""
 }
 
 // printVerification prints a result as JSON; exit status 1 when it is not

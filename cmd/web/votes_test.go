@@ -29,29 +29,6 @@ import (
 // each for what was altered.
 func TestVerifyVotes(t *testing.T) {
 	ctx := t.Context()
-	db, err := store.Open(ctx, testkit.SQLiteURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	w, err := witness.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := testkit.Keys(t)
-	var mu sync.Mutex
-	at := time.Date(2026, 8, 7, 9, 0, 0, 0, time.UTC)
-	now := func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		at = at.Add(time.Second)
-		return at
-	}
-	// Checkpoints are signed when the test sequences the log.
-	l := tlog.New(db, w, keys, tlog.Options{Every: 1, Interval: 24 * time.Hour, Now: now})
-	if err := l.Claim(ctx); err != nil {
-		t.Fatal(err)
-	}
 	// A transfer takes two approvals from finance-leads or treasury, and
 	// must be executed within the hour; a refund, one approver's.
 	policy, err := engine.CompilePolicy(engine.PolicySpec{
@@ -62,16 +39,8 @@ func TestVerifyVotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "ok", nil }}
-	e, err := engine.New(db, []engine.Tool{{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok},
-		{Name: "refund", Reversibility: engine.Irreversible, Executor: ok}},
-		engine.WithKeys(keys), engine.WithClock(now), engine.WithLog(l), engine.WithApprovals(policy))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.RecordPolicy(ctx); err != nil {
-		t.Fatal(err)
-	}
+	o := newDeployment(t, policy)
+	e, keys := o.e, o.keys
 	person := func(id string, groups ...string) engine.Principal {
 		return engine.Principal{ID: id, Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover}, Groups: groups}
 	}
@@ -98,57 +67,21 @@ func TestVerifyVotes(t *testing.T) {
 	if r, err := e.Resume(ctx, agent, "wire", 1, transfer); err != nil || r.Refused {
 		t.Fatalf("Resume(wire, 1) = %+v, %v; want it executed", r, err)
 	}
-	st, err := l.Sequence(ctx, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, _, err := w.Newest()
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, signed := o.checkpoint()
 	es, ps, err := e.Evidence(ctx, auditor, "wire", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(es) != 5 || len(ps.Policies) != 1 || ps.Policies[0].Field(engine.KeyPolicy) != policy.Hash || ps.PolicyOf[0] == nil {
-		t.Fatalf("Evidence(wire) = %d entries and policy lines %+v; want 5 entries and the policy %s, proved", len(es), ps.Policies, policy.Hash)
+	if len(es) != 5 || len(ps.Policies.Entries) != 1 || ps.Policies.Entries[0].Field(engine.KeyPolicy) != policy.Hash || ps.Policies.Of[0] == nil {
+		t.Fatalf("Evidence(wire) = %d entries and policy lines %+v; want 5 entries and the policy %s, proved", len(es), ps.Policies.Entries, policy.Hash)
 	}
 	others, err := e.Journal(ctx, auditor, "other")
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	dir := t.TempDir()
-	save := func(name, content string) string {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	// export writes a copy of the export, altered by alter, with its
-	// chain recomputed from the first entry alter changed or removed, as
-	// an insider rewriting it would; the proofs and head stay as signed.
-	export := func(name string, alter func(es []engine.Entry, ps *engine.Proofs) []engine.Entry) string {
-		t.Helper()
-		es, ps := slices.Clone(es), &engine.Proofs{TreeSize: ps.TreeSize, Of: slices.Clone(ps.Of), Head: ps.Head,
-			Policies: slices.Clone(ps.Policies), PolicyOf: slices.Clone(ps.PolicyOf)}
-		if alter != nil {
-			es = alter(es, ps)
-		}
-		prev := engine.ZeroHash
-		for i := range es {
-			es[i].Seq = int64(i + 1)
-			es[i].Hash = engine.Hash(prev, es[i])
-			prev = es[i].Hash
-		}
-		var b bytes.Buffer
-		if err := engine.WriteNDJSON(&b, es, ps); err != nil {
-			t.Fatal(err)
-		}
-		return save(name, b.String())
-	}
+	x := exporter{t: t, dir: t.TempDir(), es: es, ps: ps}
+	save, export := x.save, x.export
 	// vote rewrites bob's approval (seq 3) as carol's, with the receipt
 	// line of receipt.
 	vote := func(receipt string) func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
@@ -183,13 +116,7 @@ func TestVerifyVotes(t *testing.T) {
 	short := policy.Hash[:12]
 	grantEnd := es[2].Timestamp.Add(time.Hour).UTC().Format(time.RFC3339)
 	ruling := fmt.Sprintf("seq=1 (rule large of policy %s): resumed, approved by alice, bob", short)
-	tests := []struct {
-		name string
-		args []string // before the file
-		file string
-		code int
-		want string // in the output, or in the error of an unreadable file
-	}{
+	checkVerify(t, []verifyCase{
 		{"the export", []string{"-key", key, "-checkpoint", cpFile}, good, 0, fmt.Sprintf(
 			`"valid":true,"entryCount":5,"breakAtIndex":-1,"message":"all 5 entries verified; %s; 5 in the log the checkpoint of size %d signed"`, ruling, st.Size)},
 		{"the export, without the checkpoint", []string{"-key", key}, good, 0, `"message":"all 5 entries verified; ` + ruling + `"`},
@@ -198,7 +125,7 @@ func TestVerifyVotes(t *testing.T) {
 			ps.Of = slices.Delete(ps.Of, 2, 3)
 			return slices.Delete(es, 2, 3)
 		}), 1, `"breakAtIndex":2,"message":"seq=3 (entry 2) executes the request at seq=1 with 1 of 2 approvals (alice); waiting for 1 more from finance-leads or treasury"`},
-		{"a vote removed, with the checkpoint", []string{"-key", key, "-checkpoint", cpFile}, filepath.Join(dir, "removed.ndjson"), 1,
+		{"a vote removed, with the checkpoint", []string{"-key", key, "-checkpoint", cpFile}, filepath.Join(x.dir, "removed.ndjson"), 1,
 			`"message":"seq=3 (entry 2) executes the request at seq=1 with 1 of 2 approvals`},
 		{"a vote by carol, with the receipt of her vote on another request", []string{"-key", key},
 			export("copied.ndjson", vote(others[1].Field(engine.KeyReceipt))), 1,
@@ -213,35 +140,161 @@ func TestVerifyVotes(t *testing.T) {
 			return es
 		}), 1, `"breakAtIndex":3,"message":"seq=4 (entry 3) executes the request at seq=1 after its grant ended at ` + grantEnd + `"`},
 		{"the policy's document edited", []string{"-key", key, "-checkpoint", cpFile}, export("edited.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
-			ps.Policies[0].Input = strings.Replace(ps.Policies[0].Input, `"quorum":2`, `"quorum":1`, 1)
+			ps.Policies.Entries[0].Input = strings.Replace(ps.Policies.Entries[0].Input, `"quorum":2`, `"quorum":1`, 1)
 			return es
 		}), 1, `"breakAtIndex":0,"message":"seq=1 (entry 0) pins approval policy ` + short +
 			`, but seq=1 of sagacity:policies is no policy document the key signed: the document's SHA-256 is not the hash it names"`},
 		{"the policy's document edited, its hash too", []string{"-key", key, "-checkpoint", cpFile}, export("rehashed.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
-			doc := strings.Replace(ps.Policies[0].Input, `"quorum":2`, `"quorum":1`, 1)
-			ps.Policies[0].Input = doc
-			ps.Policies[0].Payload = strings.Replace(ps.Policies[0].Payload, policy.Hash, engine.PayloadHash(doc), 1)
+			doc := strings.Replace(ps.Policies.Entries[0].Input, `"quorum":2`, `"quorum":1`, 1)
+			ps.Policies.Entries[0].Input = doc
+			ps.Policies.Entries[0].Payload = strings.Replace(ps.Policies.Entries[0].Payload, policy.Hash, engine.PayloadHash(doc), 1)
 			return es
 		}), 1, `"breakAtIndex":-1,"message":"seq=1 of sagacity:policies is no policy document the key signed: the key signed another document"`},
 		{"the policy line removed", []string{"-key", key, "-checkpoint", cpFile}, export("unpinned.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
-			ps.Policies, ps.PolicyOf = nil, nil
+			ps.Policies = engine.Attached{}
 			return es
 		}), 1, `"breakAtIndex":0,"message":"seq=1 (entry 0) is a request under approval policy ` + short + `: its document is not in the export"`},
 		{"the policy line's proof altered", []string{"-key", key, "-checkpoint", cpFile}, export("misproved.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
-			ps.PolicyOf[0] = slices.Clone(ps.PolicyOf[0])
-			ps.PolicyOf[0][0] = bytes.Clone(ps.PolicyOf[0][0])
-			ps.PolicyOf[0][0][0] ^= 1
+			ps.Policies.Of[0] = slices.Clone(ps.Policies.Of[0])
+			ps.Policies.Of[0][0] = bytes.Clone(ps.Policies.Of[0][0])
+			ps.Policies.Of[0][0][0] ^= 1
 			return es
 		}), 1, fmt.Sprintf(`"breakAtIndex":0,"message":"seq=1 (entry 0) pins approval policy %s, but seq=1 of sagacity:policies is not in the log the checkpoint of size %d signed"`, short, st.Size)},
 		{"the policy line's proof dropped", []string{"-key", key, "-checkpoint", cpFile, "-allow-unproved"}, export("unproved.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
-			ps.PolicyOf[0] = nil
+			ps.Policies.Of[0] = nil
 			return es
 		}), 1, fmt.Sprintf(`"message":"seq=1 (entry 0) pins approval policy %s, but seq=1 of sagacity:policies carries no proof of inclusion in the log the checkpoint of size %d signed"`, short, st.Size)},
 		{"a policy line of another saga, without the key", nil, export("foreign.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
-			ps.Policies[0].SagaID = "wire"
+			ps.Policies.Entries[0].SagaID = "wire"
 			return es
 		}), 2, `line 6: a policy line must hold an entry of saga sagacity:policies`},
+	})
+}
+
+// deployment is an engine over a SQLite database with its global log, the
+// tools sendWireTransfer and refund, and an approval policy, whose
+// exports a test verifies offline.
+type deployment struct {
+	t    *testing.T
+	now  func() time.Time // the engine's clock
+	e    *engine.Engine
+	keys *engine.Keys
+	log  *tlog.Log
+	w    *witness.Dir
+}
+
+func newDeployment(t *testing.T, policy *engine.Approvals, opts ...engine.Option) deployment {
+	t.Helper()
+	ctx := t.Context()
+	db, err := store.Open(ctx, testkit.SQLiteURL(t))
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(db.Close)
+	w, err := witness.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := testkit.Keys(t)
+	var mu sync.Mutex
+	at := time.Date(2026, 8, 7, 9, 0, 0, 0, time.UTC)
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		at = at.Add(time.Second)
+		return at
+	}
+	// Checkpoints are signed when the test sequences the log.
+	l := tlog.New(db, w, keys, tlog.Options{Every: 1, Interval: 24 * time.Hour, Now: now})
+	if err := l.Claim(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "ok", nil }}
+	e, err := engine.New(db, []engine.Tool{{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok},
+		{Name: "refund", Reversibility: engine.Irreversible, Executor: ok}},
+		append([]engine.Option{engine.WithKeys(keys), engine.WithClock(now), engine.WithLog(l), engine.WithApprovals(policy)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RecordPolicy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return deployment{t: t, now: now, e: e, keys: keys, log: l, w: w}
+}
+
+// checkpoint sequences the log and returns its state and the newest
+// checkpoint, signed.
+func (o deployment) checkpoint() (tlog.State, string) {
+	o.t.Helper()
+	st, err := o.log.Sequence(o.t.Context(), true)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	signed, _, err := o.w.Newest()
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	return st, signed
+}
+
+// exporter writes exports of a saga's entries es with proofs ps into
+// dir.
+type exporter struct {
+	t   *testing.T
+	dir string
+	es  []engine.Entry
+	ps  *engine.Proofs
+}
+
+// save writes a file into the directory and returns its path.
+func (x exporter) save(name, content string) string {
+	x.t.Helper()
+	p := filepath.Join(x.dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		x.t.Fatal(err)
+	}
+	return p
+}
+
+// export writes a copy of the export, altered by alter, with its chain
+// recomputed from the first entry alter changed or removed, as an
+// insider rewriting the database would; the proofs and head stay as
+// signed.
+func (x exporter) export(name string, alter func(es []engine.Entry, ps *engine.Proofs) []engine.Entry) string {
+	x.t.Helper()
+	clone := func(a engine.Attached) engine.Attached {
+		return engine.Attached{Entries: slices.Clone(a.Entries), Of: slices.Clone(a.Of)}
+	}
+	es, ps := slices.Clone(x.es), &engine.Proofs{TreeSize: x.ps.TreeSize, Of: slices.Clone(x.ps.Of), Head: x.ps.Head,
+		Policies: clone(x.ps.Policies), Passkeys: clone(x.ps.Passkeys)}
+	if alter != nil {
+		es = alter(es, ps)
+	}
+	prev := engine.ZeroHash
+	for i := range es {
+		es[i].Seq = int64(i + 1)
+		es[i].Hash = engine.Hash(prev, es[i])
+		prev = es[i].Hash
+	}
+	var b bytes.Buffer
+	if err := engine.WriteNDJSON(&b, es, ps); err != nil {
+		x.t.Fatal(err)
+	}
+	return x.save(name, b.String())
+}
+
+// verifyCase is a run of sagacity verify and what it must answer.
+type verifyCase struct {
+	name string
+	args []string // before the file
+	file string
+	code int
+	want string // in the output, or in the error of an unreadable file
+}
+
+// checkVerify runs sagacity verify for each case.
+func checkVerify(t *testing.T, tests []verifyCase) {
+	t.Helper()
 	for _, tt := range tests {
 		args := append(append([]string{"verify"}, tt.args...), tt.file)
 		var out bytes.Buffer

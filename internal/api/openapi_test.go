@@ -39,6 +39,7 @@ var schemaTypes = map[string]reflect.Type{
 	"Consistency":          reflect.TypeFor[wire.ConsistencyProof](),
 	"ExportHead":           reflect.TypeFor[wire.ExportHead](),
 	"ExportPolicy":         reflect.TypeFor[wire.ExportPolicy](),
+	"ExportPasskey":        reflect.TypeFor[wire.ExportPasskey](),
 	"PolicyDocument":       reflect.TypeFor[wire.PolicyDocument](),
 	"Policies":             reflect.TypeFor[wire.Policies](),
 	"RequestState":         reflect.TypeFor[wire.RequestState](),

@@ -24,6 +24,7 @@ type yamlRule struct {
 	Grant     string   `yaml:"grant"`
 	Reason    string   `yaml:"reason"`
 	StepUp    string   `yaml:"stepUp"`
+	Passkey   string   `yaml:"passkey"`
 }
 
 // checkApproval compiles the approval policy; nil, the engine's default,
@@ -35,7 +36,7 @@ func checkApproval(y yamlApproval) (*engine.Approvals, error) {
 	rules := func(label string, ys []yamlRule) ([]engine.RuleSpec, error) {
 		out := []engine.RuleSpec{}
 		for i, r := range ys {
-			rs := engine.RuleSpec{Name: r.Name, When: r.When, Approvers: r.Approvers, Quorum: r.Quorum, Reason: r.Reason}
+			rs := engine.RuleSpec{Name: r.Name, When: r.When, Approvers: r.Approvers, Quorum: r.Quorum, Reason: r.Reason, Passkey: r.Passkey}
 			for _, d := range []struct {
 				key, v string
 				to     *engine.Duration

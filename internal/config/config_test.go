@@ -252,6 +252,9 @@ tools:
 				Tools: map[string][]engine.RuleSpec{"wire": {{Name: "small", When: "double(payload.amount) <= 1000.0"}}}})},
 		{"an approval policy refusing what it has no rule for", nil, "approval: {default: []}\n",
 			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{})},
+		{"an approval rule counting only passkey votes", nil, "approval:\n  tools:\n    wire:\n      - {name: signed, quorum: 2, passkey: required}\n",
+			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{Default: engine.DefaultPolicy.Default,
+				Tools: map[string][]engine.RuleSpec{"wire": {{Name: "signed", Quorum: 2, Passkey: engine.PasskeyRequired}}}})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -405,6 +408,8 @@ func errorCases() []errorCase {
 			want: "approval: tool sendWireTransfer, rule 1 (sendWireTransfer#1): stepUp must be from 1m0s to 12h0m0s (got 10s)"},
 		{name: "a reason that is neither required nor absent", yaml: "approval:\n  default:\n    - reason: optional\n",
 			want: `approval: default, rule 1 (default#1): reason must be "required" or absent (got "optional")`},
+		{name: "a passkey that is neither required nor absent", yaml: "approval:\n  default:\n    - passkey: preferred\n",
+			want: `approval: default, rule 1 (default#1): passkey must be "required" or absent (got "preferred")`},
 		{name: "full checks too rarely", yaml: "log: {fullCheckEvery: 48h}\n", want: "log.fullCheckEvery: 48h must be at least 1s and at most 24h0m0s"},
 		{name: "checkpoint every not a number", yaml: "log: {checkpointEvery: many}\n", want: `log.checkpointEvery: "many" is not a number of entries, at least 1`},
 		{name: "an input schema of a string", yaml: "tools:" + strings.Replace(wire, "execute:", "inputSchema: {type: string}\n    execute:", 1),
@@ -441,6 +446,9 @@ func errorCases() []errorCase {
 		{name: "tokens and a step-up", vars: map[string]string{"SAGACITY_AUTH": "tokens"},
 			yaml: approverTokens + "approval:\n  default:\n    - {stepUp: 15m}\n",
 			want: "approval: default, rule default#1: stepUp can never be met here: a vote counts only from a recent sign-in, and a static token has none"},
+		{name: "tokens and passkeys", vars: map[string]string{"SAGACITY_AUTH": "tokens"},
+			yaml: approverTokens + "approval:\n  default:\n    - {passkey: required}\n",
+			want: "approval: default, rule default#1: passkey can never be met here: a vote needs the voter's passkey"},
 
 		// Reading the file.
 		{name: "file missing", vars: map[string]string{"SAGACITY_CONFIG": "{dir}/missing.yaml"}, want: "SAGACITY_CONFIG ({dir}/missing.yaml): cannot read: no such file or directory"},

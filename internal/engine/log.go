@@ -3,7 +3,9 @@ package engine
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -148,20 +150,21 @@ func (e *Engine) Evidence(ctx context.Context, p Principal, sagaID string, size 
 	if e.tlog == nil {
 		return nil, nil, errNoLog
 	}
-	var policies []Entry
+	var policies, passkeys []Entry
 	if e.Can(p, ActReview, Subject{}) == nil {
 		if policies, err = e.pinned(ctx, entries); err != nil {
 			return nil, nil, err
 		}
+		if passkeys, err = e.signers(ctx, entries); err != nil {
+			return nil, nil, err
+		}
 	}
-	n := len(entries)
-	ps, err := e.tlog.Prove(ctx, append(entries[:n:n], policies...), size)
+	n, m := len(entries), len(policies)
+	ps, err := e.tlog.Prove(ctx, slices.Concat(entries, policies, passkeys), size)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(policies) > 0 {
-		ps.Of, ps.Policies, ps.PolicyOf = ps.Of[:n:n], policies, ps.Of[n:]
-	}
+	ps.Of, ps.Policies, ps.Passkeys = ps.Of[:n:n], attach(policies, ps.Of[n:n+m:n+m]), attach(passkeys, ps.Of[n+m:])
 	ps.Head, err = e.head(entries)
 	return entries, ps, err
 }
@@ -188,6 +191,43 @@ func (e *Engine) pinned(ctx context.Context, entries []Entry) ([]Entry, error) {
 		if h := d.Field(KeyPolicy); d.ToolName == PolicyTool && d.Phase == PhaseExecuted && pins[h] {
 			out = append(out, d)
 			delete(pins, h)
+		}
+	}
+	return out, nil
+}
+
+// attach is entries with their proofs; none when there are none.
+func attach(entries []Entry, of [][][]byte) Attached {
+	if len(entries) == 0 {
+		return Attached{}
+	}
+	return Attached{Entries: entries, Of: of}
+}
+
+// signers returns the entries of PasskeySaga that enrol and remove the
+// passkeys a journal's votes were signed with, in PasskeySaga's order.
+// Unavailable when the store is.
+func (e *Engine) signers(ctx context.Context, entries []Entry) ([]Entry, error) {
+	used := map[string]bool{}
+	for _, en := range entries {
+		if signed := ReceiptOf(en); en.ToolName == GateTool && signed != "" {
+			if r, err := OpenReceipt(signed, e.keys.Verifier()); err == nil && r.Passkey != nil {
+				used[r.Passkey.Credential] = true
+			}
+		}
+	}
+	if len(used) == 0 {
+		return nil, nil
+	}
+	all, err := e.store.Entries(ctx, PasskeySaga)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, en := range all {
+		var r enrolment
+		if json.Unmarshal([]byte(en.Input), &r) == nil && used[r.Credential] {
+			out = append(out, en)
 		}
 	}
 	return out, nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sagacity-go/sagacity/wire"
@@ -22,24 +23,46 @@ const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 // log had not reached at that size. Head is the server's signed head of
 // the saga as it exported it (see Head), written as the export's last
 // line. Policies are the entries of PolicySaga that hold the approval
-// policies the saga's requests pin, each once, and PolicyOf[i] is
-// Policies[i]'s inclusion proof at the same size: with them an auditor
-// checks offline that every request met the rule in force when it was
-// made.
+// policies the saga's requests pin, each once, and Passkeys the entries
+// of PasskeySaga that enrol and remove the passkeys its votes were signed
+// with, all proved at the same size: with them an auditor checks offline
+// that every request met the rule in force when it was made, and that
+// each passkey vote is the voter's own.
 type Proofs struct {
-	TreeSize int64
-	Of       [][][]byte
-	Head     string
-	Policies []Entry
-	PolicyOf [][][]byte
+	TreeSize           int64
+	Of                 [][][]byte
+	Head               string
+	Policies, Passkeys Attached
+}
+
+// Attached are entries of one of the server's own sagas that an export's
+// checks rest on, each with its inclusion proof: Of[i] proves Entries[i].
+type Attached struct {
+	Entries []Entry
+	Of      [][][]byte
+}
+
+// attachments are the lines an export with proofs adds after its
+// entries, one object of the key a line, and what each holds.
+var attachments = []struct {
+	key, saga string
+	tools     []string
+	of        func(*Proofs) *Attached
+	line      func(wire.Entry) any
+}{
+	{"policy", PolicySaga, []string{PolicyTool}, func(p *Proofs) *Attached { return &p.Policies },
+		func(e wire.Entry) any { return wire.ExportPolicy{Policy: e} }},
+	{"passkey", PasskeySaga, []string{PasskeyEnrolled, PasskeyRemoved}, func(p *Proofs) *Attached { return &p.Passkeys },
+		func(e wire.Entry) any { return wire.ExportPasskey{Passkey: e} }},
 }
 
 // WriteNDJSON writes entries as newline-delimited JSON, one object a line
 // with the keys sagaId, seq, toolName, phase, input, payload, timestamp and
 // hash; with proofs, each entry they cover adds leaf, treeSize and proof,
-// a line {"policy": …} follows the entries for each of their policies,
-// and a last line {"head": …} carries their signed head. A real JSON
-// encoder escapes every string.
+// a line {"policy": …} follows the entries for each of their policies and
+// a line {"passkey": …} for each of their passkeys' entries, and a last
+// line {"head": …} carries their signed head. A real JSON encoder escapes
+// every string.
 func WriteNDJSON(w io.Writer, entries []Entry, proofs *Proofs) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -55,9 +78,12 @@ func WriteNDJSON(w io.Writer, entries []Entry, proofs *Proofs) error {
 	if proofs == nil {
 		return nil
 	}
-	for i, e := range proofs.Policies {
-		if err := enc.Encode(wire.ExportPolicy{Policy: wireEntry(e, proofs, proofs.PolicyOf[i])}); err != nil {
-			return err
+	for _, a := range attachments {
+		at := a.of(proofs)
+		for i, e := range at.Entries {
+			if err := enc.Encode(a.line(wireEntry(e, proofs, at.Of[i]))); err != nil {
+				return err
+			}
 		}
 	}
 	if proofs.Head != "" {
@@ -81,22 +107,23 @@ func wireEntry(e Entry, proofs *Proofs, proof [][]byte) wire.Entry {
 const MaxNDJSONLine = 64 << 20
 
 // ReadNDJSON parses a journal export written by WriteNDJSON, and its
-// proofs, policy lines and head when it carries them (nil when not).
-// Blank lines are skipped. It returns an Invalid error naming the line
-// for anything that is not exactly that format: a missing or unknown
-// key, a wrong type, a timestamp that is not RFC 3339, an unknown phase,
-// proofs against different sizes, a policy line that is not an EXECUTED
-// entry of PolicyTool in PolicySaga, holds a seq already read, comes
-// before an entry or in an export without proofs, a head that is not the
-// last line, or trailing data.
+// proofs, policy and passkey lines and head when it carries them (nil
+// when not). Blank lines are skipped. It returns an Invalid error naming
+// the line for anything that is not exactly that format: a missing or
+// unknown key, a wrong type, a timestamp that is not RFC 3339, an unknown
+// phase, proofs against different sizes, a policy or passkey line that is
+// not an EXECUTED entry of its saga's tools, holds a seq already read,
+// comes before an entry or in an export without proofs, a head that is
+// not the last line, or trailing data.
 func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxNDJSONLine)
-	var entries, policies []Entry
+	var entries []Entry
 	var proofs *Proofs
-	var of, policyOf [][][]byte
+	var of [][][]byte
 	var head string
-	firstPolicy := 0 // the line of the first policy line
+	attached := make([]Attached, len(attachments))
+	firstAttached := 0 // the line of the first policy or passkey line
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
@@ -111,15 +138,18 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 			}
 			continue
 		}
-		policy, isPolicy := wrapped(line, "policy")
-		if isPolicy {
-			line = policy
-		} else if firstPolicy != 0 {
-			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: an entry after the export's policy lines", n)}
+		kind := -1
+		for i, a := range attachments {
+			if v, ok := wrapped(line, a.key); ok {
+				kind, line = i, v
+			}
+		}
+		if kind < 0 && firstAttached != 0 {
+			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: an entry after the export's policy and passkey lines", n)}
 		}
 		e, l, err := parseLine(line)
-		if err == nil && isPolicy {
-			err = policyLine(e, policies)
+		if err == nil && kind >= 0 {
+			err = attachedLine(e, kind, attached[kind].Entries)
 		}
 		if err == nil && l.TreeSize != nil {
 			if proofs == nil {
@@ -135,11 +165,11 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 		if l.Proof != nil {
 			p = *l.Proof
 		}
-		if isPolicy {
-			if firstPolicy == 0 {
-				firstPolicy = n
+		if kind >= 0 {
+			if firstAttached == 0 {
+				firstAttached = n
 			}
-			policies, policyOf = append(policies, e), append(policyOf, p)
+			attached[kind].Entries, attached[kind].Of = append(attached[kind].Entries, e), append(attached[kind].Of, p)
 		} else {
 			entries, of = append(entries, e), append(of, p)
 		}
@@ -150,10 +180,13 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 	switch {
 	case head != "" && proofs == nil:
 		return nil, nil, Errorf(Invalid, "the export has a head but no proofs")
-	case firstPolicy != 0 && proofs == nil:
-		return nil, nil, Errorf(Invalid, "line %d: a policy line in an export without proofs", firstPolicy)
+	case firstAttached != 0 && proofs == nil:
+		return nil, nil, Errorf(Invalid, "line %d: a policy or passkey line in an export without proofs", firstAttached)
 	case proofs != nil:
-		proofs.Of, proofs.Head, proofs.Policies, proofs.PolicyOf = of, head, policies, policyOf
+		proofs.Of, proofs.Head = of, head
+		for i, a := range attachments {
+			*a.of(proofs) = attached[i]
+		}
 	}
 	return entries, proofs, nil
 }
@@ -180,15 +213,16 @@ func parseHead(line []byte) (string, bool) {
 	return h, true
 }
 
-// policyLine checks the entry of a policy line: a policy document as
-// PolicySaga journals it, not among those read before.
-func policyLine(e Entry, read []Entry) error {
+// attachedLine checks the entry of a line of attachments[kind]: an
+// EXECUTED entry of its saga's tools, not among those read before.
+func attachedLine(e Entry, kind int, read []Entry) error {
+	a := attachments[kind]
 	switch {
-	case e.SagaID != PolicySaga || e.ToolName != PolicyTool || e.Phase != PhaseExecuted:
-		return fmt.Errorf("a policy line must hold an entry of saga %s, tool %s, phase %s; not of saga %q, tool %q, phase %s",
-			PolicySaga, PolicyTool, PhaseExecuted, e.SagaID, e.ToolName, e.Phase)
+	case e.SagaID != a.saga || !slices.Contains(a.tools, e.ToolName) || e.Phase != PhaseExecuted:
+		return fmt.Errorf("a %s line must hold an entry of saga %s, tool %s, phase %s; not of saga %q, tool %q, phase %s",
+			a.key, a.saga, strings.Join(a.tools, " or "), PhaseExecuted, e.SagaID, e.ToolName, e.Phase)
 	case slices.ContainsFunc(read, func(p Entry) bool { return p.Seq == e.Seq }):
-		return fmt.Errorf("the policy line of seq=%d again", e.Seq)
+		return fmt.Errorf("the %s line of seq=%d again", a.key, e.Seq)
 	}
 	return nil
 }

@@ -110,9 +110,9 @@ func TestNDJSONProofs(t *testing.T) {
 }
 
 // TestNDJSONPolicies: an export with proofs carries the policies its
-// requests pin, each on a line of its own after the entries and before
-// the head (one proved, one the checkpoint does not cover), and reads
-// back as written.
+// requests pin and its passkeys' entries, each on a line of its own
+// after the entries and before the head (one proved, one the checkpoint
+// does not cover), and reads back as written.
 func TestNDJSONPolicies(t *testing.T) {
 	es := exportSample()
 	ps := &Proofs{TreeSize: 9, Of: make([][][]byte, len(es)), Head: "sagacity saga head v1\nsaga: transfer-77\n"}
@@ -128,7 +128,14 @@ func TestNDJSONPolicies(t *testing.T) {
 		if i == 0 { // the second is newer than the checkpoint
 			p.Leaf, proof = 0, [][]byte{bytes.Repeat([]byte{9}, 32), bytes.Repeat([]byte{8}, 32)}
 		}
-		ps.Policies, ps.PolicyOf = append(ps.Policies, p), append(ps.PolicyOf, proof)
+		ps.Policies.Entries, ps.Policies.Of = append(ps.Policies.Entries, p), append(ps.Policies.Of, proof)
+	}
+	for i, tool := range []string{PasskeyEnrolled, PasskeyRemoved} {
+		in := `{"credential":"Y3JlZA","identity":"alice"}`
+		k := Entry{SagaID: PasskeySaga, Seq: int64(i + 1), ToolName: tool, Phase: PhaseExecuted, Input: in,
+			Payload: "passkey=Y3JlZA\nreceipt=c2lnbmVk", Timestamp: t0.Add(-time.Hour), Leaf: int64(i + 2)}
+		k.Hash = Hash(ZeroHash, k)
+		ps.Passkeys.Entries, ps.Passkeys.Of = append(ps.Passkeys.Entries, k), append(ps.Passkeys.Of, [][]byte{bytes.Repeat([]byte{7}, 32)})
 	}
 	var buf bytes.Buffer
 	if err := WriteNDJSON(&buf, es, ps); err != nil {
@@ -139,7 +146,7 @@ func TestNDJSONPolicies(t *testing.T) {
 		kind, _, _ := strings.Cut(strings.TrimPrefix(l, `{"`), `"`)
 		kinds = append(kinds, kind)
 	}
-	if diff := cmp.Diff([]string{"sagaId", "sagaId", "sagaId", "sagaId", "policy", "policy", "head"}, kinds); diff != "" {
+	if diff := cmp.Diff([]string{"sagaId", "sagaId", "sagaId", "sagaId", "policy", "policy", "passkey", "passkey", "head"}, kinds); diff != "" {
 		t.Errorf("WriteNDJSON(x, proofs with policies) lines' first keys differ (-want +got):\n%s\n%s", diff, buf.String())
 	}
 	got, gotProofs, err := ReadNDJSON(&buf)
@@ -159,6 +166,8 @@ func TestReadNDJSONRejects(t *testing.T) {
 	proved := strings.Replace(line, `"hash"`, `"leaf":1,"treeSize":2,"proof":[],"hash"`, 1) + "\n"
 	policy := `{"policy":{"sagaId":"sagacity:policies","seq":1,"toolName":"approval-policy","phase":"EXECUTED","input":"{}",` +
 		`"payload":"policy=x","timestamp":"2026-07-21T10:00:00Z","hash":"y","leaf":0,"treeSize":2,"proof":[]}}` + "\n"
+	passkey := strings.NewReplacer(`{"policy"`, `{"passkey"`, `"sagacity:policies"`, `"sagacity:passkeys"`,
+		`"approval-policy"`, `"passkey-enrolled"`).Replace(policy)
 	head := `{"head":"h"}` + "\n"
 	tests := []struct{ name, in, want string }{
 		{"not json", "hello\n", "line 1:"},
@@ -181,11 +190,17 @@ func TestReadNDJSONRejects(t *testing.T) {
 		{"a policy line of another phase", proved + strings.Replace(policy, `"EXECUTED"`, `"INTENT"`, 1) + head,
 			`line 2: a policy line must hold an entry of saga sagacity:policies, tool approval-policy, phase EXECUTED; not of saga "sagacity:policies", tool "approval-policy", phase INTENT`},
 		{"a policy line twice", proved + policy + policy + head, "line 3: the policy line of seq=1 again"},
-		{"a policy line before an entry", policy + proved + head, "line 2: an entry after the export's policy lines"},
+		{"a policy line before an entry", policy + proved + head, "line 2: an entry after the export's policy and passkey lines"},
 		{"an entry between policy lines", proved + policy + proved + strings.Replace(policy, `"seq":1`, `"seq":2`, 1) + head,
-			"line 3: an entry after the export's policy lines"},
+			"line 3: an entry after the export's policy and passkey lines"},
 		{"a policy line without proofs", line + "\n" + strings.Replace(policy, `,"leaf":0,"treeSize":2,"proof":[]`, "", 1),
-			"line 2: a policy line in an export without proofs"},
+			"line 2: a policy or passkey line in an export without proofs"},
+		{"a passkey line of the policies' saga", proved + strings.Replace(policy, `{"policy"`, `{"passkey"`, 1) + head,
+			`line 2: a passkey line must hold an entry of saga sagacity:passkeys, tool passkey-enrolled or passkey-removed, phase EXECUTED; ` +
+				`not of saga "sagacity:policies", tool "approval-policy", phase EXECUTED`},
+		{"a passkey line twice", proved + passkey + passkey + head, "line 3: the passkey line of seq=1 again"},
+		{"a passkey line without proofs", line + "\n" + strings.Replace(passkey, `,"leaf":0,"treeSize":2,"proof":[]`, "", 1),
+			"line 2: a policy or passkey line in an export without proofs"},
 		{"a policy line against another size", proved + strings.Replace(policy, `"treeSize":2`, `"treeSize":3`, 1) + head,
 			"line 2: proof against tree size 3, where earlier lines' are against 2"},
 		{"a policy line missing a key", proved + `{"policy":{"sagaId":"sagacity:policies"}}` + "\n" + head, `line 2: missing key "seq"`},

@@ -566,18 +566,17 @@ type PasskeyProof struct {
 	Signature         string
 }
 
-// PasskeyBallot is the ballot a vote's receipt r says the passkey signed, on
-// the request entry g.
-func (pp PasskeyProof) Ballot(r Receipt, g Entry) PasskeyBallot {
-	return PasskeyBallot{SagaID: r.SagaID, Seq: r.Seq, Entry: g.Hash, PayloadSHA256: PayloadHash(g.Input), Decision: r.Decision,
+// Ballot is the ballot a vote's receipt r says the passkey signed.
+func (pp PasskeyProof) Ballot(r Receipt) PasskeyBallot {
+	return PasskeyBallot{SagaID: r.SagaID, Seq: r.Seq, Entry: r.Entry, PayloadSHA256: r.PayloadSHA256, Decision: r.Decision,
 		Reason: r.Reason, ApprovalPolicy: r.ApprovalPolicy, Rule: r.Rule, Voter: r.Decider, Credential: pp.Credential, Time: pp.Time}
 }
 
 // VerifyPasskey checks, of a vote whose receipt r carries a passkey
-// proof, on request entry g, that the enrolled credential keys holds
-// signed its ballot, counting at the vote's time t: what the server and
-// sagacity verify check. It says why not, or "".
-func VerifyPasskey(r Receipt, g Entry, t time.Time, keys Passkeys, check CheckAssertion) string {
+// proof, that the credential enrolled in keys signed its ballot,
+// counting at the vote's time: what the server, sagacity verify and
+// sagacity verify-receipt check. It says why not, or "".
+func VerifyPasskey(r Receipt, keys Passkeys, check CheckAssertion) string {
 	pp := r.Passkey
 	if pp == nil {
 		return "it carries no passkey assertion, which its rule requires"
@@ -588,7 +587,7 @@ func VerifyPasskey(r Receipt, g Entry, t time.Time, keys Passkeys, check CheckAs
 		return "its passkey " + pp.Credential + " was never enrolled"
 	case k.Identity != r.Decider:
 		return "its passkey is " + k.Identity + "'s, not " + r.Decider + "'s"
-	case !k.CountsAt(t):
+	case !k.CountsAt(r.Time):
 		return "its passkey was removed before the vote, or enrolled after it"
 	}
 	nonce, err1 := base64.RawURLEncoding.DecodeString(pp.Nonce)
@@ -597,7 +596,7 @@ func VerifyPasskey(r Receipt, g Entry, t time.Time, keys Passkeys, check CheckAs
 		return "its passkey proof cannot be read"
 	}
 	a := Assertion{Credential: pp.Credential, AuthenticatorData: pp.AuthenticatorData, ClientData: pp.ClientData, Signature: pp.Signature}
-	if _, err := check(a, pp.Ballot(r, g).Challenge(nonce), key, k.RPID, []string{k.Origin}); err != nil {
+	if _, err := check(a, pp.Ballot(r).Challenge(nonce), key, k.RPID, []string{k.Origin}); err != nil {
 		return msgOf(err)
 	}
 	return ""

@@ -146,9 +146,9 @@ type Keyring struct {
 	Check    CheckAssertion
 }
 
-// verify says why vote en's passkey proof, in receipt r, on request g,
-// does not hold, or "".
-func (k Keyring) verify(r Receipt, g, en Entry) string {
+// verify says why the passkey proof in a vote's receipt r does not
+// hold, or "".
+func (k Keyring) verify(r Receipt) string {
 	if k.Check == nil || k.Passkeys == nil {
 		return "passkey assertions cannot be checked here"
 	}
@@ -156,7 +156,7 @@ func (k Keyring) verify(r Receipt, g, en Entry) string {
 	if err != nil {
 		return msgOf(err)
 	}
-	return VerifyPasskey(r, g, en.Timestamp, keys, k.Check)
+	return VerifyPasskey(r, keys, k.Check)
 }
 
 // VerifyVotes checks a journal (ordered by seq, whose chain, lifecycle
@@ -229,7 +229,7 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 				standing++
 			}
 			if rule.PasskeyRequired || r.Passkey != nil {
-				if why := keys.verify(r, gated, en); why != "" {
+				if why := keys.verify(r); why != "" {
 					return bad(en.Seq, "is a vote by %s that its passkey does not sign: %s", decider, why)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/web/templates"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Passkey votes in a real headless Chromium, each person's passkey in a
@@ -238,9 +239,25 @@ func TestConsolePasskeys(t *testing.T) {
 	if wires != 1 {
 		t.Errorf("the wire ran %d times, want once", wires)
 	}
-	// The server's verification checks each vote's assertion.
+	// The server's verification checks each vote's assertion; an export
+	// with proofs carries the enrolments of the two passkeys that voted.
 	if r := e.get("/sagacity/audit/pk/verify"); r.code != 200 || r.json(t)["valid"] != true {
 		t.Errorf("verifying pk = %d %s", r.code, r.body)
+	}
+	if _, err := e.log.Sequence(t.Context(), true); err != nil {
+		t.Fatal(err)
+	}
+	export := e.get("/sagacity/audit/pk?proofs=latest")
+	var enrolled []string
+	for l := range strings.Lines(export.body) {
+		var line struct{ Passkey *wire.Entry }
+		if json.Unmarshal([]byte(l), &line) == nil && line.Passkey != nil {
+			enrolled = append(enrolled, line.Passkey.Input)
+		}
+	}
+	if export.code != 200 || len(enrolled) != 2 || !strings.Contains(enrolled[0], `"identity":"alice@example.com"`) ||
+		!strings.Contains(enrolled[1], `"identity":"bob@example.com"`) {
+		t.Errorf("the export of pk = %d with passkey lines %q; want alice's and bob's enrolments", export.code, enrolled)
 	}
 }
 
