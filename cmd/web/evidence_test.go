@@ -162,16 +162,9 @@ func TestVerifyOffline(t *testing.T) {
 		{"no proof", []string{"verify-log", "-key", key, cp1File, cp2File}, 2, ""},
 	}
 	for _, tt := range tests {
-		var out bytes.Buffer
-		err := run(context.Background(), tt.args, env(nil), &out)
-		code := 0
-		if ee, ok := err.(exitError); ok {
-			code = ee.code
-		} else if err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		if code != tt.code || !strings.Contains(out.String(), tt.want) {
-			t.Errorf("%s: sagacity %s = exit %d %s (%v), want exit %d with %s", tt.name, tt.args[0], code, out.String(), err, tt.code, tt.want)
+		code, out, why := offlineRun(t, tt.args...)
+		if code != tt.code || !strings.Contains(out, tt.want) {
+			t.Errorf("%s: sagacity %s = exit %d %s (%s), want exit %d with %s", tt.name, tt.args[0], code, out, why, tt.code, tt.want)
 		}
 	}
 

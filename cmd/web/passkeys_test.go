@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -191,17 +189,10 @@ func TestVerifyPasskeys(t *testing.T) {
 		{"alice's vote, her enrolment not in the log", []string{"-passkeys", unlogged, "-checkpoint", cpFile}, "receipt.note", "payload", 1,
 			fmt.Sprintf(`"valid":false,"message":"seq=1 of sagacity:passkeys is not in the log the checkpoint of size %d signed"`, st.Size)},
 	} {
-		var out bytes.Buffer
 		args := append(append([]string{"verify-receipt", "-key", key}, tt.flags...), files[tt.receipt], files[tt.data])
-		err := run(context.Background(), args, env(nil), &out)
-		code := 0
-		if ee, ok := err.(exitError); ok {
-			code = ee.code
-		} else if err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		if code != tt.code || !strings.Contains(out.String(), tt.want) {
-			t.Errorf("verify-receipt (%s) = exit %d %s, want exit %d with %s", tt.name, code, out.String(), tt.code, tt.want)
+		code, out, _ := offlineRun(t, args...)
+		if code != tt.code || !strings.Contains(out, tt.want) {
+			t.Errorf("verify-receipt (%s) = exit %d %s, want exit %d with %s", tt.name, code, out, tt.code, tt.want)
 		}
 	}
 }

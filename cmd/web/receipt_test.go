@@ -60,17 +60,10 @@ func TestVerifyReceipt(t *testing.T) {
 		{"not a receipt", k.Keys[0], "garbage", "payload", 1, `"valid":false`},
 	}
 	for _, tt := range tests {
-		var out bytes.Buffer
 		args := append([]string{"verify-receipt", "-key"}, strings.Fields(tt.key)...)
-		err := run(context.Background(), append(args, filepath.Join(dir, tt.receipt), filepath.Join(dir, tt.data)), env(nil), &out)
-		code := 0
-		if ee, ok := err.(exitError); ok {
-			code = ee.code
-		} else if err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		if code != tt.code || !strings.Contains(out.String(), tt.want) {
-			t.Errorf("verify-receipt (%s) = exit %d %s, want exit %d with %s", tt.name, code, out.String(), tt.code, tt.want)
+		code, out, _ := offlineRun(t, append(args, filepath.Join(dir, tt.receipt), filepath.Join(dir, tt.data))...)
+		if code != tt.code || !strings.Contains(out, tt.want) {
+			t.Errorf("verify-receipt (%s) = exit %d %s, want exit %d with %s", tt.name, code, out, tt.code, tt.want)
 		}
 	}
 	for _, args := range [][]string{{"verify-receipt"}, {"verify-receipt", "-key", "nope", "a", "b"}, {"verify-receipt", "-key", k.Keys[0], filepath.Join(dir, "none"), filepath.Join(dir, "payload")}} {

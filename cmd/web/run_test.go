@@ -207,15 +207,22 @@ func verifyFile(t *testing.T, content []byte) (int, string) {
 	if err := os.WriteFile(path, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	err := run(context.Background(), []string{"verify", path}, env(nil), &out)
-	code := 0
+	code, out, _ := offlineRun(t, "verify", path)
+	return code, out
+}
+
+// offlineRun runs one of the binary's offline commands, and returns its
+// exit status, what it printed and its error's words.
+func offlineRun(t *testing.T, args ...string) (code int, out, why string) {
+	t.Helper()
+	var b bytes.Buffer
+	err := run(context.Background(), args, env(nil), &b)
 	if ee, ok := err.(exitError); ok {
-		code = ee.code
+		return ee.code, b.String(), ee.Error()
 	} else if err != nil {
-		t.Fatalf("verify: %v", err)
+		t.Fatalf("sagacity %s: %v", args[0], err)
 	}
-	return code, out.String()
+	return 0, b.String(), ""
 }
 
 func TestVerifyCommand(t *testing.T) {

@@ -297,15 +297,8 @@ func checkVerify(t *testing.T, tests []verifyCase) {
 	t.Helper()
 	for _, tt := range tests {
 		args := append(append([]string{"verify"}, tt.args...), tt.file)
-		var out bytes.Buffer
-		err := run(context.Background(), args, env(nil), &out)
-		code, got := 0, out.String()
-		if ee, ok := err.(exitError); ok {
-			code, got = ee.code, got+ee.Error()
-		} else if err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
-		if code != tt.code || !strings.Contains(got, tt.want) {
+		code, out, why := offlineRun(t, args...)
+		if got := out + why; code != tt.code || !strings.Contains(got, tt.want) {
 			t.Errorf("%s: sagacity verify %s = exit %d %s, want exit %d with %s", tt.name, strings.Join(args[1:], " "), code, got, tt.code, tt.want)
 		}
 	}
