@@ -117,18 +117,26 @@ func quote(s string) string {
 }
 
 // TestConsolePasskeys: under a rule that counts only votes signed with
-// the voter's passkey, people enrol passkeys on /me and vote on a request
-// page, which hashes the bytes it shows before the passkey signs; a
-// bogus signature, an assertion without user verification, a replayed
-// answer, an answer to another request's challenge and a removed key are
-// each refused with a message, and count for nothing; the tool runs once
-// the quorum of two signed votes is met.
+// the voter's passkey, the API cannot vote; people enrol passkeys on /me
+// and vote on a request page, which hashes the bytes it shows before the
+// passkey signs; a bogus signature, an assertion without user
+// verification, a replayed answer, an answer to another request's
+// challenge and a removed key are each refused with a message, and count
+// for nothing; the tool runs once the quorum of two signed votes is met,
+// and the saga's export carries the two passkeys' enrolments.
 func TestConsolePasskeys(t *testing.T) {
 	policy := compile(t, engine.PolicySpec{Default: []engine.RuleSpec{{Name: "signed", Quorum: 2, Passkey: engine.PasskeyRequired}}})
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{approvals: policy})
 	e.seedScenario("pk")
 	e.seedScenario("pk-other")
 	wired := func() bool { return strings.Contains(strings.Join(e.tools.paths(), " "), "/wire") }
+	// The API cannot vote under this rule, and says where to.
+	for _, verb := range []string{"approve", "reject", "request-changes"} {
+		r := e.post("/sagacity/"+verb+"/pk/3", `{"approver":"dave@example.com","reason":"ok"}`)
+		if r.code != 403 || r.json(t)["code"] != "PASSKEY" || !strings.Contains(r.body, "vote in the console") {
+			t.Errorf("POST %s = %d %s; want 403 PASSKEY, vote in the console", verb, r.code, r.body)
+		}
+	}
 	first := newTab(t, e)
 
 	alice, _ := passkeyTab(t, first)
