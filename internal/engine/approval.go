@@ -51,7 +51,20 @@ type RuleSpec struct {
 	// voter's own passkey, over the ballot; "" when the server's receipt
 	// is enough.
 	Passkey string `json:"passkey,omitempty"`
+	// Escalate are the steps that widen who is told of a request still
+	// short of its quorum: never who may vote.
+	Escalate []StepSpec `json:"escalate,omitempty"`
 }
+
+// StepSpec is a step of a rule's escalation: After this long short of
+// its quorum, the request is also told to the Notify endpoints.
+type StepSpec struct {
+	After  Duration `json:"after"`
+	Notify []string `json:"notify"`
+}
+
+// MaxSteps bounds a rule's escalation.
+const MaxSteps = 10
 
 // PasskeyRequired is RuleSpec.Passkey for a rule whose votes the voter's
 // passkey must sign.
@@ -99,7 +112,16 @@ type Rule struct {
 	// PasskeyRequired: a vote counts only with an assertion of the
 	// voter's enrolled passkey over its ballot.
 	PasskeyRequired bool
-	prog            cel.Program // nil without a condition
+	// Escalate are its escalation's steps, in order.
+	Escalate []Step
+	prog     cel.Program // nil without a condition
+}
+
+// Step is a step of a rule's escalation: After this long since the
+// request was made, short of its quorum, Notify are told too.
+type Step struct {
+	After  time.Duration
+	Notify []string
 }
 
 // Approvals is a compiled approval policy.
@@ -183,9 +205,13 @@ func CompilePolicy(spec PolicySpec) (*Approvals, error) {
 			if err := checkWindows(rs); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", where, err)
 			}
+			steps, err := checkSteps(rs)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", where, err)
+			}
 			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: rs.Quorum,
 				Expires: time.Duration(rs.Expires), Grant: time.Duration(rs.Grant), StepUp: time.Duration(rs.StepUp),
-				ReasonRequired: rs.Reason == ReasonRequired, PasskeyRequired: rs.Passkey == PasskeyRequired}
+				ReasonRequired: rs.Reason == ReasonRequired, PasskeyRequired: rs.Passkey == PasskeyRequired, Escalate: steps}
 			if rs.When != "" {
 				ast, iss := env.Compile(rs.When)
 				if iss != nil && iss.Err() != nil {
@@ -244,6 +270,38 @@ func checkWindows(rs RuleSpec) error {
 		return fmt.Errorf("passkey must be %q or absent (got %q)", PasskeyRequired, rs.Passkey)
 	}
 	return nil
+}
+
+// checkSteps checks a rule's escalation: at most MaxSteps, each later
+// than the one before (whole minutes or more, and before the request
+// expires), each naming endpoints.
+func checkSteps(rs RuleSpec) ([]Step, error) {
+	if len(rs.Escalate) > MaxSteps {
+		return nil, fmt.Errorf("escalate has %d steps; at most %d", len(rs.Escalate), MaxSteps)
+	}
+	var steps []Step
+	var last time.Duration
+	for i, st := range rs.Escalate {
+		d := time.Duration(st.After)
+		switch {
+		case d < MinWindow || d > MaxWindow:
+			return nil, fmt.Errorf("escalate step %d: after must be from %s to %s (got %s)", i+1, MinWindow, MaxWindow, d)
+		case d <= last:
+			return nil, fmt.Errorf("escalate step %d: after (%s) must be later than the step before (%s)", i+1, d, last)
+		case rs.Expires > 0 && d >= time.Duration(rs.Expires):
+			return nil, fmt.Errorf("escalate step %d: after (%s) must come before the request expires (%s)", i+1, d, time.Duration(rs.Expires))
+		case len(st.Notify) == 0:
+			return nil, fmt.Errorf("escalate step %d: notify names no endpoint", i+1)
+		}
+		for _, n := range st.Notify {
+			if err := validName("escalate notify", n); err != nil {
+				return nil, fmt.Errorf("escalate step %d: %w", i+1, err)
+			}
+		}
+		last = d
+		steps = append(steps, Step{After: d, Notify: slices.Clone(st.Notify)})
+	}
+	return steps, nil
 }
 
 // ParsePolicy compiles a canonical policy document (Approvals.Text),

@@ -207,8 +207,13 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 		if phase == PhaseAwaitingApproval {
 			r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
 				Input: input, InputHash: PayloadHash(input), Requester: p.ID, CreatedAt: en.Timestamp,
-				Rule: rule.Name, Policy: e.approvals.Hash, Quorum: rule.Quorum, Reason: a.Reason, Due: tally(en, nil, rule).Due()}
+				Rule: rule.Name, Policy: e.approvals.Hash, Quorum: rule.Quorum, Reason: a.Reason, Due: tally(en, nil, rule).Due(),
+				EscalateAt: firstStep(en.Timestamp, rule)}
 			if err := tx.PutApproval(r); err != nil {
+				return err
+			}
+			ev := requestEvent(wire.EventWaiting, en, rule, tally(en, nil, rule), en.Seq, en.Timestamp)
+			if err := e.tell(tx, ev.said("%s waits for approval: %s under rule %s", ev.what(), ev.votes(), rule.Name)); err != nil {
 				return err
 			}
 			s.Status = AwaitingApproval
@@ -416,6 +421,11 @@ func (e *Engine) close(tx Tx, s *Saga, c Call, tool string, phase Phase, input, 
 	}
 	from := c.State
 	c.OutcomeSeq, c.UpdatedAt = en.Seq, en.Timestamp
+	if c.Request != 0 {
+		if err := e.tellOutcome(tx, s, c.Request, en); err != nil {
+			return err
+		}
+	}
 	if phase == PhaseFailed {
 		c.State = CallFailed
 		if err := e.putCall(tx, s, from, c); err != nil {

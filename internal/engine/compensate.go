@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/sagacity-go/sagacity/wire"
 	"log/slog"
 	"time"
 )
@@ -56,10 +57,13 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 				return err
 			}
 			s.Status, s.UpdatedAt, settled = Compensated, e.stamp(s), true
-			if len(failed) > 0 {
-				s.Status = CompensationFailed
+			if len(failed) == 0 {
+				return nil
 			}
-			return nil
+			s.Status = CompensationFailed
+			ev := OutboxEvent{Key: sagaID + "/compensation", At: s.UpdatedAt, Thread: sagaID,
+				Event: wire.Event{Type: wire.EventCompensationFailed, SagaID: sagaID}}
+			return e.tell(tx, ev.said("undoing saga %s failed (%d step(s) could not be compensated): a person must finish it", sagaID, len(failed)))
 		})
 		if err == nil && settled {
 			e.obs.Compensated(s.Status)

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode"
@@ -126,6 +127,10 @@ type Engine struct {
 	// checkAssertion checks what they sign; nil without passkeys.
 	webauthn       WebAuthn
 	checkAssertion CheckAssertion
+	// endpoints are where notifications go; none: no event is written.
+	endpoints []Endpoint
+	// noticed are the keys of the events Notice wrote.
+	noticed sync.Map
 	// tlog is the global log; nil when there is none (tests).
 	tlog Log
 	// heads are the sagas as this engine last wrote them (see transact).
@@ -220,6 +225,14 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 		}
 	}
 	for label, r := range e.approvals.All() {
+		for _, st := range r.Escalate {
+			for _, name := range st.Notify {
+				if e.endpoint(name) == nil {
+					return nil, Errorf(Invalid, "the approval policy's %s, rule %s: escalate names %q, which is no endpoint of notifications:",
+						label, r.Name, name)
+				}
+			}
+		}
 		if r.PasskeyRequired && e.webauthn == nil {
 			return nil, Errorf(Invalid, "the approval policy's %s, rule %s: passkey can never be met here: this server has no "+
 				"passkeys, which need the console's public URL, https (or http://localhost)", label, r.Name)

@@ -259,11 +259,15 @@ func (e *Engine) journalVote(tx Tx, s *Saga, b bound, p Principal, r Receipt, ph
 }
 
 // count records in the request's row, and in d, where its votes stand
-// after d, a vote or a withdrawal, with standing the votes that do.
+// after d, a vote or a withdrawal, with standing the votes that do, and
+// tells of it.
 func (e *Engine) count(tx Tx, b bound, d *Decision, standing []Vote) error {
 	t := tally(b.gated, &Life{Votes: standing}, b.rule)
 	d.Votes, d.Progress = len(standing), t.Progress()
-	return tx.PutVotes(b.row.SagaID, b.row.JournalSeq, t.Voters(), t.Due())
+	if err := tx.PutVotes(b.row.SagaID, b.row.JournalSeq, t.Voters(), t.Due()); err != nil {
+		return err
+	}
+	return e.tellVote(tx, b, *d, t)
 }
 
 // Approve records p's approval of the request at seq: a vote, journaled
@@ -331,6 +335,9 @@ func (e *Engine) reject(ctx context.Context, p Principal, sagaID string, seq int
 		if d, err = e.journalVote(tx, s, b, p, ballot(b, DecidedRejected, p, reason), PhaseRejected, KeyApprover, at); err != nil {
 			return err
 		}
+		if err := e.tellClosed(tx, b, d); err != nil {
+			return err
+		}
 		return e.fail(tx, s, fmt.Sprintf("%s at seq=%d rejected by %s", b.gated.ToolName, seq, p.ID))
 	})
 	if err != nil {
@@ -367,6 +374,9 @@ func (e *Engine) drop(tx Tx, s *Saga, b bound, p Principal, r Receipt, key Key, 
 		return d, err
 	}
 	if _, err := tx.DeleteApprovals(s.ID, b.gated.Seq); err != nil {
+		return d, err
+	}
+	if err := e.tellClosed(tx, b, d); err != nil {
 		return d, err
 	}
 	return d, e.settle(tx, s)
@@ -430,7 +440,11 @@ func (e *Engine) expire(tx Tx, s *Saga, b bound, at time.Time) (string, error) {
 	}
 	deadline := b.tally.Deadline.UTC().Format(TimeLayout)
 	payload := Lines{{KeyExpired, deadline}, {KeyAuth, string(AuthServer)}, {KeyReceipt, receipt}}.String()
-	if _, err := e.appendAt(tx, s, GateTool, PhaseRejected, gateRef(b.gated.Seq), payload, at); err != nil {
+	en, err := e.appendAt(tx, s, GateTool, PhaseRejected, gateRef(b.gated.Seq), payload, at)
+	if err != nil {
+		return "", err
+	}
+	if err := e.tellClosed(tx, b, Decision{Decided: DecidedExpired, Approver: ServerDecider, DecidedAt: en.Timestamp, Receipt: en.Seq}); err != nil {
 		return "", err
 	}
 	why := fmt.Sprintf("the request at seq=%d expired at %s with %s: the server rejected it and the saga is compensated",
@@ -571,10 +585,7 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 			if refusal == RefusedStale {
 				detail = detail.With(KeyAttempted, EncodeText(presented))
 			}
-			if _, err := e.appendAt(tx, s, gated.ToolName, PhaseRejected, gateRef(seq), detail.String(), now); err != nil {
-				return err
-			}
-			return e.fail(tx, s, fmt.Sprintf("resume of %s at seq=%d refused: %s", gated.ToolName, seq, refusal))
+			return e.refused(tx, s, b, detail, fmt.Sprintf("resume of %s at seq=%d refused: %s", gated.ToolName, seq, refusal), now)
 		}
 		if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
 			return err
@@ -602,6 +613,25 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		return ResumeResult{}, err
 	}
 	return ResumeResult{SagaID: sagaID, Seq: seq, Status: cr.Status, Result: cr.Result, Reason: cr.Error, Call: cr}, nil
+}
+
+// refused journals the refusal detail of executing bound request b (its
+// first line says why), tells of it, and fails the saga for reason.
+func (e *Engine) refused(tx Tx, s *Saga, b bound, detail Lines, reason string, at time.Time) error {
+	en, err := e.appendAt(tx, s, b.gated.ToolName, PhaseRejected, gateRef(b.gated.Seq), detail.String(), at)
+	if err != nil {
+		return err
+	}
+	ev := requestEvent(wire.EventRefused, b.gated, b.rule, b.tally, en.Seq, en.Timestamp)
+	ev = ev.said("a resume of %s was refused (%s); the saga is compensated", ev.what(), detail[0].Value)
+	if strings.HasPrefix(detail[0].Value, RefusedGrant) {
+		ev.Type, ev.Key = wire.EventExpired, fmt.Sprintf("%s/%d/%s", ev.SagaID, en.Seq, wire.EventExpired)
+		ev = ev.said("%s was not executed within its grant; the saga is compensated", ev.what())
+	}
+	if err := e.tell(tx, ev); err != nil {
+		return err
+	}
+	return e.fail(tx, s, reason)
 }
 
 // refuse returns why payload may not run at at as the verified gated

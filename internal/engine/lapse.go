@@ -63,11 +63,8 @@ func (e *Engine) lapse(ctx context.Context, sagaID string, seq int64) (bool, err
 			return err
 		case b.tally.Lapsed(now):
 			closed = true
-			refusal := fmt.Sprintf("%s (quorum reached at %s, grant of %s)", RefusedGrant, b.tally.Reached.UTC().Format(time.RFC3339), b.rule.Grant)
-			if _, err := e.appendAt(tx, s, b.gated.ToolName, PhaseRejected, gateRef(seq), Lines{{Value: refusal}}.String(), now); err != nil {
-				return err
-			}
-			return e.fail(tx, s, fmt.Sprintf("%s at seq=%d was not executed within its grant", b.gated.ToolName, seq))
+			return e.refused(tx, s, b, Lines{{Value: refuse(b.tally, b.gated, b.gated.Input, now)}},
+				fmt.Sprintf("%s at seq=%d was not executed within its grant", b.gated.ToolName, seq), now)
 		case !b.row.Due.Equal(b.tally.Due()):
 			return tx.PutVotes(sagaID, seq, b.tally.Voters(), b.tally.Due())
 		}

@@ -216,3 +216,35 @@ func (w watched) Passkeys(ctx context.Context, identity string) ([]Passkey, erro
 	ks, err := w.s.Passkeys(ctx, identity)
 	return ks, failing(ctx, w.obs, err)
 }
+
+func (w watched) DueEscalations(ctx context.Context, t time.Time, limit int) ([]ApprovalRequest, error) {
+	rs, err := w.s.DueEscalations(ctx, t, limit)
+	return rs, failing(ctx, w.obs, err)
+}
+
+func (w watched) ClaimDeliveries(ctx context.Context, c Claim) ([]Delivery, error) {
+	ds, err := w.s.ClaimDeliveries(ctx, c)
+	return ds, failing(ctx, w.obs, err)
+}
+
+func (w watched) FinishDelivery(ctx context.Context, d Delivery, a Attempt) error {
+	return failing(ctx, w.obs, w.s.FinishDelivery(ctx, d, a))
+}
+
+func (w watched) Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error) {
+	ds, err := w.s.Deliveries(ctx, f)
+	return ds, failing(ctx, w.obs, err)
+}
+
+func (w watched) OutboxStats(ctx context.Context) ([]EndpointStats, error) {
+	ss, err := w.s.OutboxStats(ctx)
+	return ss, failing(ctx, w.obs, err)
+}
+
+func (w watched) SetEndpoint(ctx context.Context, name string, disabled bool, why string, at time.Time) error {
+	return failing(ctx, w.obs, w.s.SetEndpoint(ctx, name, disabled, why, at))
+}
+
+func (w watched) RetryDelivery(ctx context.Context, id int64, at time.Time) error {
+	return failing(ctx, w.obs, w.s.RetryDelivery(ctx, id, at))
+}

@@ -32,6 +32,9 @@ const (
 	ActInDoubt        Action = "in-doubt" // list calls in doubt
 	ActResolve        Action = "resolve"  // record what a call in doubt came to
 	ActMetrics        Action = "metrics"  // read the metrics: counts, no saga's content
+	// ActOutbox reads the notifications' deliveries, retries one and
+	// enables an endpoint again.
+	ActOutbox Action = "outbox"
 )
 
 // Policy is the configurable part of who may do what.
@@ -77,13 +80,14 @@ var roles = map[Action][]Role{
 	ActResolve:        {RoleApprover},
 	// The backlog the metrics count is what review and in-doubt list.
 	ActMetrics: {RoleAuditor, RoleApprover},
+	ActOutbox:  {RoleApprover, RoleAuditor},
 }
 
 var doing = map[Action]string{
 	ActCall: "calling a tool", ActEnd: "ending a saga", ActAbort: "aborting a saga", ActApprove: "approving",
 	ActReject: "rejecting", ActDismiss: "dismissing", ActWithdraw: "withdrawing a vote", ActEnrol: "enrolling passkeys", ActRequestChanges: "requesting changes", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
 	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt", ActResolve: "resolving a call in doubt",
-	ActMetrics: "reading metrics",
+	ActMetrics: "reading metrics", ActOutbox: "operating notifications",
 }
 
 // Can reports whether p may take action a on subject: nil when it may, a

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // begin creates saga id with p as its initiator, or locks the existing
@@ -81,7 +82,14 @@ func (e *Engine) fail(tx Tx, s *Saga, reason string) error {
 	}
 	lc, _ := ReadLifecycle(entries)
 	for _, l := range lc.Open() {
-		if _, err := e.append(tx, s, l.Tool, PhaseRejected, gateRef(l.Seq), Lines{{KeyDropped, reason}}.String()); err != nil {
+		en, err := e.append(tx, s, l.Tool, PhaseRejected, gateRef(l.Seq), Lines{{KeyDropped, reason}}.String())
+		if err != nil {
+			return err
+		}
+		g := entries[l.Seq-1]
+		r := e.ruleOrName(g)
+		ev := requestEvent(wire.EventDropped, g, r, tally(g, l, r), en.Seq, en.Timestamp)
+		if err := e.tell(tx, ev.said("%s was dropped before it was decided or executed: the saga failed (%s)", ev.what(), reason)); err != nil {
 			return err
 		}
 	}

@@ -71,6 +71,28 @@ type Store interface {
 	// LastExecuted returns the newest EXECUTED entry of a tool, in any
 	// saga, from before the given time; NotFound when there is none.
 	LastExecuted(ctx context.Context, tool string, before time.Time) (Entry, error)
+
+	// DueEscalations lists the pending requests whose next escalation
+	// step is due at or before t, the soonest first, at most limit.
+	DueEscalations(ctx context.Context, t time.Time, limit int) ([]ApprovalRequest, error)
+	// ClaimDeliveries leases the due pending deliveries c asks for, each
+	// the oldest pending of its thread and endpoint, of endpoints not
+	// disabled, not leased, or whose lease ran out, or whose holder is
+	// another runner, gone; no two claims get one delivery while its
+	// lease holds. It counts the attempt.
+	ClaimDeliveries(ctx context.Context, c Claim) ([]Delivery, error)
+	// FinishDelivery records attempt a of claimed delivery d and what
+	// comes of it, unless d's lease was lost meanwhile (Conflict).
+	FinishDelivery(ctx context.Context, d Delivery, a Attempt) error
+	// Deliveries lists deliveries, newest first.
+	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
+	// OutboxStats says how each endpoint's deliveries stand, by name.
+	OutboxStats(ctx context.Context) ([]EndpointStats, error)
+	// SetEndpoint disables endpoint name at at for why, or enables it.
+	SetEndpoint(ctx context.Context, name string, disabled bool, why string, at time.Time) error
+	// RetryDelivery makes a delivery pending again, due at at; NotFound
+	// when there is none, Conflict when it was delivered.
+	RetryDelivery(ctx context.Context, id int64, at time.Time) error
 }
 
 // Snapshot is one saga as of one moment.
@@ -232,4 +254,14 @@ type Tx interface {
 	// agent's idempotency key; an error wrapping ErrKeyTaken when the
 	// saga has a call under that key.
 	PutCallKey(sagaID, key string, seq int64) error
+
+	// Notify writes event ev to the outbox with a delivery, due now, to
+	// each of endpoints, which join its thread; nothing when an event of
+	// its key is there already.
+	Notify(ev OutboxEvent, endpoints []string) error
+	// Told lists the endpoints a thread's events went to so far.
+	Told(thread string) ([]string, error)
+	// PutEscalation records that a pending request took its escalation's
+	// first steps steps, the next due at next (zero for none).
+	PutEscalation(sagaID string, seq int64, steps int, next time.Time) error
 }

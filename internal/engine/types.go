@@ -139,6 +139,10 @@ type ApprovalRequest struct {
 	// step with the journal, in the transactions that change it.
 	Voters []string
 	Due    time.Time
+	// Escalated counts the steps of its rule's escalation taken so far;
+	// EscalateAt is when the next is due, zero for none.
+	Escalated  int
+	EscalateAt time.Time
 }
 
 // CallState tracks one tool execution between its INTENT and its outcome,

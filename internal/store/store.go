@@ -110,9 +110,10 @@ const (
 	entryRead = entryCols + ", leaf" // the sequencer sets leaf, never an insert
 	// entryReadJ is entryRead of a journal aliased j.
 	entryReadJ   = "j.saga_id, j.seq, j.tool_name, j.phase, j.input, j.payload, j.timestamp, j.hash, j.leaf"
-	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, requester, created_at, rule, policy, quorum, reason, voters, due_at"
-	callCols     = "saga_id, seq, tool_name, input, requester, state, outcome_seq, result, started_at, updated_at, request_seq, runner"
-	runnerCols   = "id, replica, started_at, seen_at"
+	approvalCols = "saga_id, journal_seq, tool_name, input, input_hash, requester, created_at, rule, policy, quorum, reason, voters, due_at," +
+		" escalated, escalate_at"
+	callCols   = "saga_id, seq, tool_name, input, requester, state, outcome_seq, result, started_at, updated_at, request_seq, runner"
+	runnerCols = "id, replica, started_at, seen_at"
 )
 
 func scanSaga(r rows) (engine.Saga, error) { return scanSagaAnd(r) }
@@ -147,12 +148,12 @@ func scanApproval(r rows) (engine.ApprovalRequest, error) { return scanApprovalA
 // columns a query selects after it.
 func scanApprovalAnd(r rows, more ...any) (a engine.ApprovalRequest, err error) {
 	var voters string
-	due := nullTime{col: col{name: "due_at"}}
+	due, escalate := nullTime{col: col{name: "due_at"}}, nullTime{col: col{name: "escalate_at"}}
 	err = r.Scan(append([]any{&a.SagaID, &a.JournalSeq, &a.ToolName, &a.Input, &a.InputHash, &a.Requester, &a.CreatedAt,
-		&a.Rule, &a.Policy, &a.Quorum, &a.Reason, &voters, &due}, more...)...)
-	a.CreatedAt, a.Voters, a.Due = a.CreatedAt.UTC(), splitVoters(voters), due.v
-	if err == nil && due.bad {
-		err = fmt.Errorf("approval request %s/%d: due_at is no time", a.SagaID, a.JournalSeq)
+		&a.Rule, &a.Policy, &a.Quorum, &a.Reason, &voters, &due, &a.Escalated, &escalate}, more...)...)
+	a.CreatedAt, a.Voters, a.Due, a.EscalateAt = a.CreatedAt.UTC(), splitVoters(voters), due.v, escalate.v
+	if bad := unreadable(&due.col, &escalate.col); err == nil && bad != "" {
+		err = fmt.Errorf("approval request %s/%d: %s", a.SagaID, a.JournalSeq, bad)
 	}
 	return a, err
 }
@@ -355,7 +356,7 @@ func (s *sqlStore) Pending(ctx context.Context, f engine.PendingFilter) ([]engin
 			c.CreatedAt, c.SagaID, c.JournalSeq)
 	}
 	q := "SELECT r.saga_id, r.journal_seq, r.tool_name, r.input, r.input_hash, r.requester, r.created_at, r.rule, r.policy," +
-		" r.quorum, r.reason, r.voters, r.due_at, s.initiator," +
+		" r.quorum, r.reason, r.voters, r.due_at, r.escalated, r.escalate_at, s.initiator," +
 		" EXISTS (SELECT 1 FROM journal p WHERE p.saga_id = r.saga_id AND p.phase = 'AWAITING_APPROVAL'" +
 		" AND p.tool_name = r.tool_name AND p.seq < r.journal_seq)," +
 		" EXISTS (SELECT 1 FROM journal x WHERE x.saga_id = r.saga_id AND x.phase = 'REJECTED' AND x.tool_name = r.tool_name)," +
@@ -606,9 +607,9 @@ func (t *tx) Approval(sagaID string, seq int64) (engine.ApprovalRequest, error) 
 
 func (t *tx) PutApproval(r engine.ApprovalRequest) error {
 	err := t.c.queue(t.ctx, "INSERT INTO approval_requests ("+approvalCols+", votes)"+
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
 		r.SagaID, r.JournalSeq, r.ToolName, r.Input, r.InputHash, r.Requester, r.CreatedAt, r.Rule, r.Policy, r.Quorum, r.Reason,
-		joinVoters(r.Voters), orNull(r.Due), len(r.Voters))
+		joinVoters(r.Voters), orNull(r.Due), r.Escalated, orNull(r.EscalateAt), len(r.Voters))
 	return mapErr(err)
 }
 

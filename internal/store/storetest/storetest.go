@@ -64,6 +64,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"PolicyChange", withEnv(testPolicyChange)},
 		{"VoteRace", testVoteRace},
 		{"Passkeys", withEnv(testPasskeys)},
+		{"Outbox", withEnv(testOutbox)},
+		{"OutboxClaims", withEnv(testOutboxClaims)},
 		{"VerifyAll", withEnv(testVerifyAll)},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,299 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
+)
+
+// escalating asks two of finance-leads or treasury for a large transfer,
+// within 4 hours, telling oncall after 30 minutes short of its quorum
+// and pager after 2 hours.
+var escalating = engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {{Name: "large",
+	Approvers: []string{"finance-leads", "treasury"}, Quorum: 2, Expires: engine.Duration(4 * time.Hour),
+	Escalate: []engine.StepSpec{{After: engine.Duration(30 * time.Minute), Notify: []string{"oncall"}},
+		{After: engine.Duration(2 * time.Hour), Notify: []string{"pager"}}}}}}}
+
+// endpoints: chat hears of everything; oncall and pager only of what an
+// escalation tells them; the agent's own endpoint of its requests only.
+var endpoints = []engine.Endpoint{{Name: "chat"}, {Name: "oncall", OnEscalation: true}, {Name: "pager", OnEscalation: true},
+	{Name: "agent", Requesters: []string{agent.ID}, Events: []wire.EventType{wire.EventApproved, wire.EventRejected, wire.EventExecuted}}}
+
+// testOutbox: an event is written with the journal entry that causes it,
+// or not at all; the deliveries of a thread go to each endpoint in
+// order; two processes never hold one delivery at once, and a lease
+// whose process is gone is taken over; a 410 disables an endpoint until
+// an operator enables it; an escalation step is journaled and tells more
+// endpoints, never lets more people vote.
+func testOutbox(t *testing.T, v *env) {
+	ctx := context.Background()
+	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	v.usePolicy(escalating, engine.WithClock(clock.Now), engine.WithNotifications(endpoints))
+	beat(t, v.e, "replica-a")
+	seq := v.gateLarge("out", agent)
+	thread := engine.Thread("out", seq)
+	deliveries := func() []engine.Delivery {
+		t.Helper()
+		ds, err := v.e.Notifications(ctx, auditor, "out", seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	sent := func(ds []engine.Delivery) (out []string) {
+		for _, d := range ds {
+			out = append(out, d.Endpoint+" "+string(d.Event.Type))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := sent(deliveries()); !slices.Equal(got, []string{"chat request.waiting"}) {
+		t.Fatalf("after the request, the deliveries = %q; want the waiting event to chat alone", got)
+	}
+	ev := deliveries()[0].Event
+	if ev.Rule != "large" || ev.Quorum != 2 || ev.Requester != agent.ID || ev.PayloadSHA256 != engine.PayloadHash(large) ||
+		ev.Fingerprint != engine.Fingerprint(ev.PayloadSHA256) || ev.ExpiresAt != "2026-12-01T13:00:00Z" || ev.ID == "" {
+		t.Errorf("the waiting event = %+v; want rule, quorum, requester, hash, fingerprint and expiry", ev.Event)
+	}
+
+	// An event exists iff its entry committed: one written in a
+	// transaction rolled back is not there.
+	rolled := engine.OutboxEvent{Key: "rolled", Thread: thread, At: clock.Now(), Event: wire.Event{ID: "evt_rolled", Type: wire.EventVoted}}
+	boom := errors.New("boom")
+	if err := v.db.Update(ctx, func(tx engine.Tx) error {
+		if err := tx.Notify(rolled, []string{"chat"}); err != nil {
+			return err
+		}
+		return boom
+	}); !errors.Is(err, boom) && !strings.Contains(fmt.Sprint(err), "boom") {
+		t.Fatalf("the rolled back update: %v", err)
+	}
+	if n := len(deliveries()); n != 1 {
+		t.Errorf("a transaction rolled back left %d deliveries; want the one before", n)
+	}
+
+	// A thread's deliveries go in order: the vote's waits behind the
+	// request's, however due.
+	if _, err := v.e.Approve(ctx, alice, "out", seq, "ok"); err != nil {
+		t.Fatal(err)
+	}
+	claimed := claim(t, v.e)
+	if len(claimed) != 1 || claimed[0].Event.Type != wire.EventWaiting || !claimed[0].First || claimed[0].Attempts != 1 {
+		t.Fatalf("the first claim = %+v; want the waiting event alone, the thread's first, attempt 1", claimed)
+	}
+	if again := claim(t, v.e); len(again) != 0 {
+		t.Errorf("a claim while the lease holds got %d deliveries", len(again))
+	}
+	// A failure waits for its retry; a lost lease records nothing.
+	w := claimed[0]
+	stale := w
+	stale.Lease = stale.Lease.Add(-time.Second)
+	if err := v.e.FinishDelivery(ctx, stale, engine.Attempt{At: clock.Now(), State: engine.DeliveryDelivered}); !engine.IsKind(err, engine.Conflict) {
+		t.Errorf("finishing with a lease not held: %v; want Conflict", err)
+	}
+	finish(t, v.e, w, engine.Attempt{Status: 503, Error: "busy", State: engine.DeliveryPending, Next: clock.Now().Add(5 * time.Second)})
+	if n := len(claim(t, v.e)); n != 0 {
+		t.Errorf("a delivery not due yet was claimed (%d)", n)
+	}
+	clock.Add(6 * time.Second)
+	w = claim(t, v.e)[0]
+	if w.Attempts != 2 || w.LastStatus != 503 || w.LastError != "busy" {
+		t.Errorf("the retried delivery = %+v; want attempt 2 after a 503", w)
+	}
+	finish(t, v.e, w, engine.Attempt{State: engine.DeliveryDelivered, Thread: "C1/1733.1"})
+	voted := claim(t, v.e)
+	if len(voted) != 1 || voted[0].Event.Type != wire.EventVoted || voted[0].First || voted[0].Thread != "C1/1733.1" ||
+		voted[0].Event.DecidedBy != alice.ID || !slices.Equal(voted[0].Event.ApprovedBy, []string{alice.ID}) {
+		t.Fatalf("after the first was delivered, the claim = %+v; want the vote, with the thread's handle", voted)
+	}
+	finish(t, v.e, voted[0], engine.Attempt{State: engine.DeliveryDelivered})
+
+	// Escalation: 30 minutes short of its quorum, oncall is told, and
+	// hears of the request from then on; the step is journaled. It
+	// lets nobody else vote.
+	clock.Add(31 * time.Minute)
+	if n, err := v.e.Escalate(ctx); err != nil || n != 1 {
+		t.Fatalf("Escalate = %d, %v; want one step", n, err)
+	}
+	if n, err := v.e.Escalate(ctx); err != nil || n != 0 {
+		t.Errorf("Escalate again = %d, %v; want nothing more due", n, err)
+	}
+	steps := v.journal(engine.EscalationSaga)
+	if len(steps) != 1 || !strings.Contains(steps[0].Input, `"saga":"out"`) || !strings.Contains(steps[0].Input, `"notify":["oncall"]`) {
+		t.Errorf("%s = %+v; want step 1 of out telling oncall", engine.EscalationSaga, steps)
+	}
+	if got := sent(deliveries()); !slices.Equal(got, []string{"chat request.escalated", "chat request.voted", "chat request.waiting",
+		"oncall request.escalated"}) {
+		t.Errorf("after step 1, the deliveries = %q", got)
+	}
+	onCall := engine.Principal{ID: "oncall@company.com", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover}, Groups: []string{"oncall"}}
+	if _, err := v.e.Approve(ctx, onCall, "out", seq, "paged"); !engine.IsKind(err, engine.Forbidden) {
+		t.Errorf("the escalation's target approving without the rule's group: %v; want Forbidden", err)
+	}
+	if _, err := v.e.Approve(ctx, bob, "out", seq, "matches"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sent(deliveries()); !slices.Contains(got, "oncall request.approved") || !slices.Contains(got, "agent request.approved") ||
+		slices.Contains(got, "pager request.approved") {
+		t.Errorf("after the quorum, the deliveries = %q; want the approval told to chat, oncall and the agent, not pager", got)
+	}
+	clock.Add(2 * time.Hour)
+	if n, err := v.e.Escalate(ctx); err != nil || n != 0 {
+		t.Errorf("Escalate after the quorum = %d, %v; want no step: its votes are in", n, err)
+	}
+
+	// 410: the endpoint is disabled, its deliveries held, until an
+	// operator enables it again.
+	var oncall engine.Delivery
+	for range 10 {
+		for _, d := range claim(t, v.e) {
+			if d.Endpoint == "oncall" && oncall.ID == 0 {
+				oncall = d
+				finish(t, v.e, d, engine.Attempt{Status: 410, Error: "gone", State: engine.DeliveryPending, Gone: true})
+				continue
+			}
+			finish(t, v.e, d, engine.Attempt{State: engine.DeliveryDelivered})
+		}
+	}
+	stats, _, err := v.e.Outbox(ctx, auditor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(stats, func(s engine.EndpointStats) bool { return s.Name == "oncall" })
+	if oncall.ID == 0 || i < 0 || stats[i].Disabled.IsZero() || stats[i].Pending != 2 {
+		t.Fatalf("after a 410, oncall's stats = %+v; want it disabled with its 2 deliveries held", stats)
+	}
+	if n := len(claim(t, v.e)); n != 0 {
+		t.Errorf("a disabled endpoint's deliveries were claimed (%d)", n)
+	}
+	if err := v.e.EnableEndpoint(ctx, auditor, "oncall"); err != nil {
+		t.Fatal(err)
+	}
+	back := claim(t, v.e)
+	if len(back) != 1 || back[0].ID != oncall.ID || back[0].Attempts != 2 {
+		t.Errorf("after enabling oncall, the claim = %+v; want the delivery that met the 410, again", back)
+	}
+	// Given up on, then retried by an operator.
+	finish(t, v.e, back[0], engine.Attempt{Status: 400, Error: "bad", State: engine.DeliveryFailed})
+	if err := v.e.RetryDelivery(ctx, auditor, back[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if again := claim(t, v.e); len(again) != 1 || again[0].ID != back[0].ID {
+		t.Errorf("after a retry, the claim = %+v; want the failed delivery", again)
+	}
+	if err := v.e.RetryDelivery(ctx, agent, back[0].ID); !engine.IsKind(err, engine.Forbidden) {
+		t.Errorf("an agent retrying a delivery: %v; want Forbidden", err)
+	}
+
+	// Every event names an entry of its saga that committed.
+	for _, d := range deliveries() {
+		var at int64
+		fmt.Sscanf(strings.TrimPrefix(d.Event.Key, "out/"), "%d", &at)
+		if es := v.journal("out"); at < 1 || at > int64(len(es)) {
+			t.Errorf("event %s (%s) names seq %d, which the journal does not hold", d.Event.ID, d.Event.Key, at)
+		}
+	}
+}
+
+// testOutboxClaims: two processes claiming at once never hold one
+// delivery together; a delivery leased by a process that is gone is
+// taken over at once.
+func testOutboxClaims(t *testing.T, v *env) {
+	ctx := context.Background()
+	v.opts = []engine.Option{engine.WithNotifications([]engine.Endpoint{{Name: "chat"}})}
+	v.e, v.log = v.engine(v.db)
+	beat(t, v.e, "replica-a")
+	other, _ := v.process(v.db)
+	beat(t, other, "replica-b")
+	const n = 60
+	for i := range n {
+		v.gate(fmt.Sprintf("claims-%d", i))
+	}
+	var mu sync.Mutex
+	held := map[int64]int{}
+	var wg sync.WaitGroup
+	for _, e := range []*engine.Engine{v.e, other} {
+		wg.Go(func() {
+			for {
+				ds, err := e.ClaimDeliveries(ctx, time.Hour, 7)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if len(ds) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, d := range ds {
+					held[d.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(held) != n {
+		t.Errorf("the two processes claimed %d deliveries; want %d", len(held), n)
+	}
+	for id, k := range held {
+		if k != 1 {
+			t.Errorf("delivery %d was claimed %d times while its lease held", id, k)
+		}
+	}
+
+	// A process that is gone: its leases are taken over.
+	v.gate("orphan")
+	gone, _ := v.process(v.db)
+	stop := beat(t, gone, "replica-c")
+	leased, err := gone.ClaimDeliveries(ctx, time.Hour, 10)
+	if err != nil || len(leased) != 1 {
+		t.Fatalf("the leaving process's claim = %v, %v; want the orphan's request", leased, err)
+	}
+	stop()
+	if got := claim(t, v.e); len(got) != 1 || got[0].ID != leased[0].ID {
+		t.Errorf("after its process left, the claim = %+v; want its delivery taken over", got)
+	}
+}
+
+// beat registers e's process as a runner of replica, and returns what
+// stops it (retiring the runner).
+func beat(t *testing.T, e *engine.Engine, replica string) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done, err := engine.Heartbeat{Engine: e, Replica: replica}.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
+	return stop
+}
+
+// claim claims what is due for an hour.
+func claim(t *testing.T, e *engine.Engine) []engine.Delivery {
+	t.Helper()
+	ds, err := e.ClaimDeliveries(context.Background(), time.Hour, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// finish records attempt a of d, now.
+func finish(t *testing.T, e *engine.Engine, d engine.Delivery, a engine.Attempt) {
+	t.Helper()
+	if a.At.IsZero() {
+		a.At = d.Lease.Add(-time.Hour)
+	}
+	if err := e.FinishDelivery(context.Background(), d, a); err != nil {
+		t.Fatal(err)
+	}
+}
