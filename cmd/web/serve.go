@@ -23,6 +23,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/console"
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/notify"
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/mcpproxy"
 	"github.com/sagacity-go/sagacity/internal/server"
@@ -83,7 +84,8 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	opts.ApprovalEndpoints, opts.MaxBody, opts.Hosts = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes, cfg.Hosts
 	opts.PublicURL = cfg.PublicURL
 	// Listening first, the server knows its port, which a loopback
-	// console's passkeys are bound to; requests wait until it serves.
+	// console's passkeys and notifications' links name; requests wait
+	// until it serves.
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("SAGACITY_ADDR: %s is in use by another process; stop it, or set SAGACITY_ADDR to another port", cfg.Addr)
@@ -91,16 +93,17 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 		return fmt.Errorf("SAGACITY_ADDR: %w", err)
 	}
 	defer ln.Close()
-	passkeyURL := cfg.PublicURL
-	if passkeyURL == "" {
-		passkeyURL = "http://" + ln.Addr().String()
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = "http://" + ln.Addr().String()
 	}
 	a, err := app.Build(ctx, app.Parts{DB: db, Checkpoints: w, Keys: keys, Tools: tools, Logger: log, Version: version(),
-		PasskeyURL: passkeyURL,
+		PasskeyURL: publicURL,
 		// The log extends nothing it has not checked in full since the start.
 		Log: tlog.Options{Every: cfg.File.Log.Every, Interval: cfg.File.Log.Interval, FullCheckFirst: true},
 		Engine: []engine.Option{engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
-			engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas}), engine.WithApprovals(cfg.File.Approvals)},
+			engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas}), engine.WithApprovals(cfg.File.Approvals),
+			engine.WithNotifications(cfg.Endpoints)},
 		Server: opts})
 	switch {
 	case errors.Is(err, tlog.ErrKey):
@@ -158,6 +161,10 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	go func() { errc <- srv.Serve(ln) }()
 	engine.Recoverer{Engine: eng, Logger: log}.Start(ctx)
 	engine.Lapser{Engine: eng, Logger: log}.Start(ctx)
+	if len(cfg.Targets) > 0 {
+		notify.Relay{Engine: eng, Targets: cfg.Targets, Base: publicURL, Observer: a.Metrics, Logger: log}.Start(ctx)
+		engine.Notifier{Engine: eng, Logger: log}.Start(ctx)
+	}
 	seqDone := tlog.Sequencer{Log: lg, Logger: log}.Start(ctx)
 	tlog.Checker{Log: lg, Every: cfg.File.Log.CheckEvery, FullEvery: cfg.File.Log.FullCheckEvery, Logger: log}.Start(ctx)
 	select {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/notify"
 )
 
 // Config is the server's settings.
@@ -48,6 +49,11 @@ type Config struct {
 	Hosts []string
 	// LogLevel is SAGACITY_LOG_LEVEL: the least severe lines logged.
 	LogLevel slog.Level
+	// Endpoints and Targets are the notifications' endpoints, as the
+	// engine routes events to them and the relay sends to them, with
+	// their secrets from the environment variables the file names.
+	Endpoints []engine.Endpoint
+	Targets   []notify.Target
 }
 
 // Defaults for a local run: loopback, the embedded store.
@@ -148,6 +154,13 @@ func load(getenv func(string) string) (Config, error) {
 		if c.File, err = ReadFile(c.ConfigPath); err != nil {
 			return c, err
 		}
+	}
+	host := "localhost"
+	if u, err := url.Parse(c.PublicURL); err == nil && u.Hostname() != "" {
+		host = u.Hostname()
+	}
+	if c.Endpoints, c.Targets, err = Notifications(c.File.Notifications, getenv, host); err != nil {
+		return c, fmt.Errorf("SAGACITY_CONFIG (%s): %w", c.ConfigPath, err)
 	}
 	if len(c.File.Tools) > 0 && c.ToolSigningSecret == nil {
 		return c, fmt.Errorf("SAGACITY_TOOL_SIGNING_SECRET: required when SAGACITY_CONFIG declares tools (at least %d bytes)", minKeyLen)

@@ -326,7 +326,7 @@ var secretVars = map[string]string{
 // secretNames are the variables whose values must never be printed.
 var secretNames = []string{"SAGACITY_DATABASE_URL", "SAGACITY_SESSION_KEY", "SAGACITY_TOOL_SIGNING_SECRET", "SAGACITY_OIDC_CLIENT_SECRET", "SAGACITY_SIGNING_KEY"}
 
-const wire = `
+const wireTool = `
   - name: sendWireTransfer
     reversibility: IRREVERSIBLE
     execute: {url: "http://127.0.0.1:9000/wire"}
@@ -412,11 +412,11 @@ func errorCases() []errorCase {
 			want: `approval: default, rule 1 (default#1): passkey must be "required" or absent (got "preferred")`},
 		{name: "full checks too rarely", yaml: "log: {fullCheckEvery: 48h}\n", want: "log.fullCheckEvery: 48h must be at least 1s and at most 24h0m0s"},
 		{name: "checkpoint every not a number", yaml: "log: {checkpointEvery: many}\n", want: `log.checkpointEvery: "many" is not a number of entries, at least 1`},
-		{name: "an input schema of a string", yaml: "tools:" + strings.Replace(wire, "execute:", "inputSchema: {type: string}\n    execute:", 1),
+		{name: "an input schema of a string", yaml: "tools:" + strings.Replace(wireTool, "execute:", "inputSchema: {type: string}\n    execute:", 1),
 			want: `tools[0] "sendWireTransfer": inputSchema: its type must be "object": a tool's input is a JSON object`},
-		{name: "an input schema that is no schema", yaml: "tools:" + strings.Replace(wire, "execute:", "inputSchema: {type: object, required: 5}\n    execute:", 1),
+		{name: "an input schema that is no schema", yaml: "tools:" + strings.Replace(wireTool, "execute:", "inputSchema: {type: object, required: 5}\n    execute:", 1),
 			want: `tools[0] "sendWireTransfer": inputSchema is not a JSON Schema`},
-		{name: "an input schema as a list", yaml: "tools:" + strings.Replace(wire, "execute:", "inputSchema: [1]\n    execute:", 1),
+		{name: "an input schema as a list", yaml: "tools:" + strings.Replace(wireTool, "execute:", "inputSchema: [1]\n    execute:", 1),
 			want: `line 4: expected a mapping, found a list`},
 		{name: "no signing key beyond dev", vars: map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_CONFIG": "testdata/full.yaml", "SAGACITY_SIGNING_KEY": ""},
 			want: "SAGACITY_SIGNING_KEY: required unless SAGACITY_AUTH=dev"},
@@ -473,7 +473,7 @@ func errorCases() []errorCase {
 		{name: "tool name too long", yaml: "tools:\n  - name: " + strings.Repeat("n", 201) + "\n", want: f + "tools[0]: name is longer than 200 bytes"},
 		{name: "tool name control character", yaml: "tools:\n  - name: \"bad\\tname\"\n", want: f + "tools[0]: name contains control characters"},
 		{name: "tool name reserved", yaml: "tools:\n  - name: approval-gate\n", want: f + `tools[0] "approval-gate": name is reserved`},
-		{name: "tool name twice", yaml: "tools:" + reserve + wire + reserve, want: f + `tools[2] "reserveInventory": name is already used by tools[0]`},
+		{name: "tool name twice", yaml: "tools:" + reserve + wireTool + reserve, want: f + `tools[2] "reserveInventory": name is already used by tools[0]`},
 		{name: "reversibility unknown", yaml: "tools:\n  - name: a\n    reversibility: irreversible\n",
 			want: f + `tools[0] "a": reversibility "irreversible" is not one of REVERSIBLE, COMPENSATABLE, IRREVERSIBLE`},
 		{name: "execute url missing", yaml: "tools:" + reserve + "  - name: sendWireTransfer\n    reversibility: IRREVERSIBLE\n",
@@ -501,9 +501,9 @@ func errorCases() []errorCase {
 			want: f + `tools[0] "a": compensate.url is missing: a COMPENSATABLE tool`},
 		{name: "compensate block without url", yaml: "tools:\n  - name: a\n    execute: {url: \"http://x\"}\n    compensate: {timeout: 5s}\n",
 			want: f + `tools[0] "a": compensate.url is missing`},
-		{name: "irreversible with compensate", yaml: "tools:" + wire + "    compensate: {url: \"http://127.0.0.1:9000/unwire\"}\n",
+		{name: "irreversible with compensate", yaml: "tools:" + wireTool + "    compensate: {url: \"http://127.0.0.1:9000/unwire\"}\n",
 			want: f + `tools[0] "sendWireTransfer": an IRREVERSIBLE tool has no undo, so it cannot have a compensate block`},
-		{name: "irreversible with empty compensate", yaml: "tools:" + wire + "    compensate: {}\n", want: f + `tools[0] "sendWireTransfer": an IRREVERSIBLE tool has no undo`},
+		{name: "irreversible with empty compensate", yaml: "tools:" + wireTool + "    compensate: {}\n", want: f + `tools[0] "sendWireTransfer": an IRREVERSIBLE tool has no undo`},
 		{name: "upstream without a name", yaml: "upstreams: [{url: \"http://x/mcp\"}]\n", want: f + `upstreams[0]: name is missing`},
 		{name: "upstream twice", yaml: "upstreams: [{name: a, url: \"http://x/mcp\"}, {name: a, url: \"http://y/mcp\"}]\n",
 			want: f + `upstreams[1] "a": name is already used by upstreams[0]`},
@@ -526,7 +526,7 @@ func errorCases() []errorCase {
 		{name: "upstream undo arguments bad", yaml: "upstreams: [{name: a, command: [srv], tools: {t: {reversibility: COMPENSATABLE, compensate: {tool: u, arguments: both}}}}]\n",
 			want: f + `upstreams[0] "a": tools["t"]: compensate.arguments: "both" is not input`},
 		{name: "upstream key unknown", yaml: "upstreams: [{name: a, command: [srv], headers: {}}]\n", want: f + `line 1: unknown key "headers"`},
-		{name: "tools without signing secret", vars: map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": ""}, yaml: "tools:" + wire,
+		{name: "tools without signing secret", vars: map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": ""}, yaml: "tools:" + wireTool,
 			want: "SAGACITY_TOOL_SIGNING_SECRET: required when SAGACITY_CONFIG declares tools (at least 32 bytes)"},
 
 		// Tokens.
@@ -599,7 +599,7 @@ func loadCase(t *testing.T, tc errorCase) (err error, want string, vars map[stri
 
 // approverTokens declares an agent and two approvers, with the tools they
 // call (for tokens mode).
-const approverTokens = "tools:" + wire + `tokens:
+const approverTokens = "tools:" + wireTool + `tokens:
   - {name: bot, sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08, roles: [agent]}
   - {name: alice, sha256: 60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752, roles: [approver]}
   - {name: bob, sha256: fd61a03af4f77d870fc21e05e7e80678095c92d808cfb3b5c279ee04c74aca13, roles: [approver, auditor]}

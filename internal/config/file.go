@@ -33,6 +33,8 @@ type File struct {
 	// request of an IRREVERSIBLE tool (engine.DefaultPolicy without an
 	// approval: section).
 	Approvals *engine.Approvals
+	// Notifications are the endpoints people are told through.
+	Notifications []Notify
 }
 
 // Log says when the server signs a checkpoint of the global log: after
@@ -112,6 +114,8 @@ type yamlFile struct {
 	Policy    yamlPolicy     `yaml:"policy"`
 	Log       yamlLog        `yaml:"log"`
 	Approval  yamlApproval   `yaml:"approval"`
+	// Notifications is a list of endpoints.
+	Notifications []yamlNotify `yaml:"notifications"`
 }
 
 type yamlLog struct {
@@ -248,6 +252,9 @@ func (y yamlFile) check() (File, error) {
 	}
 	f.Policy.ShareSagas = y.Policy.ShareSagas
 	if f.Approvals, err = checkApproval(y.Approval); err != nil {
+		return File{}, err
+	}
+	if f.Notifications, err = checkNotify(y.Notifications); err != nil {
 		return File{}, err
 	}
 	if v := y.Log.CheckpointEvery; v != "" {

@@ -294,15 +294,17 @@ type DeliveryFilter struct {
 	Limit    int
 }
 
-// EndpointStats is how an endpoint's deliveries stand.
+// EndpointStats is how an endpoint's deliveries stand: those not
+// delivered yet.
 type EndpointStats struct {
 	Name string
 	// Pending counts those due or waiting for a retry, Failing those of
 	// them tried before, Failed those given up on.
-	Pending, Failing, Failed, Delivered int
-	Oldest                              time.Time // the oldest pending one's creation
-	LastAt                              time.Time
-	LastError                           string
+	Pending, Failing, Failed int
+	Oldest                   time.Time // the oldest pending one's creation
+	// LastAt and LastError are of the latest failing attempt.
+	LastAt    time.Time
+	LastError string
 	// Disabled is when a 410 or an operator stopped it, and why.
 	Disabled    time.Time
 	DisabledWhy string

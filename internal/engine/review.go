@@ -83,6 +83,9 @@ type Backlog struct {
 	// InDoubt counts the calls in doubt (see Engine.InDoubt), up to the
 	// store's cap on one listing.
 	InDoubt int
+	// Outbox is how the notifications' deliveries stand, by endpoint;
+	// none without notifications.
+	Outbox []EndpointStats
 }
 
 // Backlog counts what waits for people: pending requests by tool, how
@@ -106,7 +109,10 @@ func (e *Engine) Backlog(ctx context.Context) (Backlog, error) {
 		return Backlog{}, err
 	}
 	b.InDoubt = len(calls)
-	return b, nil
+	if len(e.endpoints) > 0 {
+		b.Outbox, err = e.store.OutboxStats(ctx)
+	}
+	return b, err
 }
 
 func clamp(n, def, hi int) int {

@@ -39,6 +39,7 @@ type Recorder struct {
 	storeErrors    *prometheus.CounterVec
 	requests       *prometheus.CounterVec
 	requestSeconds *prometheus.HistogramVec
+	notifications  *prometheus.CounterVec
 }
 
 var _ engine.Observer = (*Recorder)(nil)
@@ -72,8 +73,11 @@ func New(log *slog.Logger) *Recorder {
 	m.requests = counter("http_requests_total", `HTTP requests, by route pattern ("none" when no route matched), method and status code.`,
 		"route", "method", "code")
 	m.requestSeconds = histogram("http_request_duration_seconds", "How long HTTP requests took, by route pattern and method.", "route", "method")
+	m.notifications = counter("notification_attempts_total", "Attempts to deliver a notification, by endpoint, channel (webhook, slack, "+
+		"email, pagerduty) and outcome: delivered, retry (tried again later), failed (given up on), gone (the endpoint answered 410 "+
+		"and is disabled).", "endpoint", "channel", "outcome")
 	m.reg.MustRegister(m.calls, m.decisions, m.toolSeconds, m.compensations, m.verifyFailures, m.storeErrors,
-		m.requests, m.requestSeconds, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.requests, m.requestSeconds, m.notifications, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// The closed sets start at zero, so that an increase is seen from the
 	// first one.
 	for _, d := range engine.Decideds {
@@ -110,20 +114,23 @@ func (m *Recorder) Watch(e Backlogger) {
 			"How long the oldest pending request has waited; 0 when none is pending.", nil, nil),
 		inDoubt: prometheus.NewDesc("sagacity_calls_in_doubt",
 			"Calls whose outcome the journal does not know (cut off by a process that is gone, or still for the in-doubt window): each blocks its saga until a person resolves it.", nil, nil),
+		outbox: prometheus.NewDesc("sagacity_outbox_pending", "Notifications not delivered yet, by endpoint: due, or waiting for a retry.",
+			[]string{"endpoint"}, nil),
+		outboxAge: prometheus.NewDesc("sagacity_outbox_oldest_age_seconds",
+			"How long the oldest notification not delivered yet has waited, by endpoint.", []string{"endpoint"}, nil),
 	})
 }
 
 // backlog is the collector of the backlog's gauges.
 type backlog struct {
-	e                                Backlogger
-	halted, pending, oldest, inDoubt *prometheus.Desc
+	e                                                   Backlogger
+	halted, pending, oldest, inDoubt, outbox, outboxAge *prometheus.Desc
 }
 
 func (b *backlog) Describe(ch chan<- *prometheus.Desc) {
-	ch <- b.halted
-	ch <- b.pending
-	ch <- b.oldest
-	ch <- b.inDoubt
+	for _, d := range []*prometheus.Desc{b.halted, b.pending, b.oldest, b.inDoubt, b.outbox, b.outboxAge} {
+		ch <- d
+	}
 }
 
 func (b *backlog) Collect(ch chan<- prometheus.Metric) {
@@ -144,6 +151,14 @@ func (b *backlog) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(b.oldest, prometheus.GaugeValue, bl.Oldest.Seconds())
 	ch <- prometheus.MustNewConstMetric(b.inDoubt, prometheus.GaugeValue, float64(bl.InDoubt))
+	for _, o := range bl.Outbox {
+		age := 0.0
+		if !o.Oldest.IsZero() {
+			age = time.Since(o.Oldest).Seconds()
+		}
+		ch <- prometheus.MustNewConstMetric(b.outbox, prometheus.GaugeValue, float64(o.Pending), o.Name)
+		ch <- prometheus.MustNewConstMetric(b.outboxAge, prometheus.GaugeValue, age, o.Name)
+	}
 }
 
 // ServeHTTP serves the metrics in Prometheus' text format, to whoever the
@@ -190,6 +205,12 @@ func (m *Recorder) Compensated(s engine.Status) { m.compensations.WithLabelValue
 // VerifyFailed counts a verification that found evidence broken.
 func (m *Recorder) VerifyFailed(what engine.Checked) {
 	m.verifyFailures.WithLabelValues(string(what)).Inc()
+}
+
+// Attempted counts an attempt to deliver a notification (it is the
+// relay's notify.Observer).
+func (m *Recorder) Attempted(endpoint, channel, outcome string) {
+	m.notifications.WithLabelValues(endpoint, channel, outcome).Inc()
 }
 
 // StoreError counts a store operation that failed.

@@ -188,7 +188,7 @@ func (s *sqlStore) OutboxStats(ctx context.Context) ([]engine.EndpointStats, err
 	stats, err := collect(ctx, s.db, func(r rows) (st engine.EndpointStats, err error) {
 		oldest, last := nullTime{col: col{name: "oldest"}}, nullTime{col: col{name: "last_at"}}
 		var why *string
-		err = r.Scan(&st.Name, &st.Pending, &st.Failing, &st.Failed, &st.Delivered, &oldest, &last, &why)
+		err = r.Scan(&st.Name, &st.Pending, &st.Failing, &st.Failed, &oldest, &last, &why)
 		st.Oldest, st.LastAt = oldest.v, last.v
 		if why != nil {
 			st.LastError = *why
@@ -198,11 +198,10 @@ func (s *sqlStore) OutboxStats(ctx context.Context) ([]engine.EndpointStats, err
 		" SUM(CASE WHEN d.state = 'pending' THEN 1 ELSE 0 END),"+
 		" SUM(CASE WHEN d.state = 'pending' AND d.last_at IS NOT NULL THEN 1 ELSE 0 END),"+
 		" SUM(CASE WHEN d.state = 'failed' THEN 1 ELSE 0 END),"+
-		" SUM(CASE WHEN d.state = 'delivered' THEN 1 ELSE 0 END),"+
 		" MIN(CASE WHEN d.state = 'pending' THEN d.created_at END), MAX(d.last_at),"+
-		" (SELECT x.last_error FROM outbox_deliveries x WHERE x.endpoint = d.endpoint AND x.last_error <> ''"+
+		" (SELECT x.last_error FROM outbox_deliveries x WHERE x.endpoint = d.endpoint AND x.state <> 'delivered' AND x.last_error <> ''"+
 		" ORDER BY x.last_at DESC LIMIT 1)"+
-		" FROM outbox_deliveries d GROUP BY d.endpoint ORDER BY d.endpoint")
+		" FROM outbox_deliveries d WHERE d.state <> 'delivered' GROUP BY d.endpoint ORDER BY d.endpoint")
 	if err != nil {
 		return nil, err
 	}

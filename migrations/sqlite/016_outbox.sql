@@ -35,6 +35,7 @@ CREATE TABLE outbox_deliveries (
 );
 CREATE INDEX outbox_deliveries_due ON outbox_deliveries (next_at, id) WHERE state = 'pending';
 CREATE INDEX outbox_deliveries_thread ON outbox_deliveries (endpoint, thread, id) WHERE state = 'pending';
+CREATE INDEX outbox_deliveries_open ON outbox_deliveries (endpoint) WHERE state <> 'delivered';
 CREATE INDEX outbox_deliveries_event ON outbox_deliveries (event_id);
 
 -- Every attempt of a delivery: when, what the endpoint answered.
