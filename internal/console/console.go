@@ -54,6 +54,7 @@ var places = []struct {
 	{"/audit", "Audit", engine.ActVerify},
 	{"/in-doubt", "In doubt", engine.ActInDoubt},
 	{"/policy", "Policy", engine.ActReview},
+	{"/notifications", "Notifications", engine.ActOutbox},
 }
 
 // chrome is the shared part of a page for the request's principal.
@@ -65,6 +66,9 @@ func (h *Handlers) chrome(r *http.Request, title, href string) templates.Chrome 
 	}
 	c.Me, c.Halted = &me, h.Engine.Halted()
 	for _, p := range places {
+		if p.action == engine.ActOutbox && len(h.Engine.Endpoints()) == 0 {
+			continue // a server without notifications has none to show
+		}
 		if h.Engine.Can(me, p.action, engine.Subject{}) == nil {
 			c.Nav = append(c.Nav, templates.NavItem{Href: p.href, Label: p.label, Current: p.href == href})
 		}
@@ -102,7 +106,8 @@ func ago(d time.Duration) string {
 
 // prepare readies an exact payload for display.
 func prepare(s string) templates.Payload {
-	p := templates.Payload{Bytes: payload.Reveal(s), Size: len(s), SHA256: engine.PayloadHash(s), Findings: payload.Inspect(s)}
+	hash := engine.PayloadHash(s)
+	p := templates.Payload{Bytes: payload.Reveal(s), Size: len(s), SHA256: hash, Fingerprint: engine.Fingerprint(hash), Findings: payload.Inspect(s)}
 	if pretty, ok := payload.Pretty(s); ok {
 		p.Pretty = payload.Reveal(pretty)
 	}

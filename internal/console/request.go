@@ -137,6 +137,9 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 		v.Steps = append(v.Steps, h.step(rv.Journal[i]))
 	}
 	v.MoreSteps = int(seq-1) - len(v.Steps)
+	if v.Notifications, err = h.notificationsOf(r, saga, seq); err != nil {
+		return templates.RequestPage{}, err
+	}
 	v.Actions = templates.Actions{Actions: h.Engine.Allowed(me, rv)}
 	if a := v.Actions; a.Passkey && (a.Approve || a.Reject || a.RequestChanges) {
 		keys, err := h.Engine.Passkeys(r.Context(), me)

@@ -163,6 +163,9 @@ func (s *server) routes() *chi.Mux {
 		r.Post("/audit/verify-all", s.h(s.Console.VerifyAll))
 		r.Get("/in-doubt", s.h(s.Console.InDoubt))
 		r.Get("/policy", s.h(s.Console.Policy))
+		r.Get("/notifications", s.h(s.Console.Notifications))
+		r.Post("/notifications/retry", s.h(s.Console.RetryDelivery))
+		r.Post("/notifications/enable", s.h(s.Console.EnableEndpoint))
 		r.Get("/me", s.h(s.Console.Me))
 		r.Group(func(r chi.Router) {
 			r.Use(s.limit(decideIP, decideWho))

@@ -46,12 +46,15 @@ type Time struct {
 type Payload struct {
 	// Exact is the bytes in base64, for the page to hash itself before
 	// a passkey signs a vote on them; "" when no passkey will.
-	Exact    string
-	Bytes    []payload.Segment
-	Pretty   []payload.Segment // nil when it is not JSON
-	Size     int
-	SHA256   string
-	Findings []payload.Finding
+	Exact  string
+	Bytes  []payload.Segment
+	Pretty []payload.Segment // nil when it is not JSON
+	Size   int
+	SHA256 string
+	// Fingerprint is the hash's first digits in groups, which
+	// notifications show too, to compare by eye.
+	Fingerprint string
+	Findings    []payload.Finding
 }
 
 // Diff is a comparison shown to a reviewer.
@@ -151,4 +154,43 @@ type PolicyRule struct {
 	Quorum                 int
 	Expires, Grant, StepUp time.Duration // 0 for none
 	ReasonRequired         bool
+}
+
+// NotificationsPage says how notifications stand: each endpoint's
+// backlog, and the deliveries failing or given up on.
+type NotificationsPage struct {
+	Chrome
+	Endpoints []EndpointRow
+	Failing   []DeliveryRow
+}
+
+// EndpointRow is an endpoint and its deliveries not delivered yet.
+type EndpointRow struct {
+	Name   string
+	Events string // what it hears of, in words
+	// Escalation: it hears only of requests an escalation step names it in.
+	Escalation bool
+	// Gone: deliveries wait for an endpoint this server no longer has.
+	Gone                     bool
+	Pending, Failing, Failed int
+	Oldest                   string // how long the oldest pending one waited
+	LastError                string
+	Disabled                 *Time // when a 410 or an operator stopped it; nil while it runs
+	DisabledWhy              string
+}
+
+// DeliveryRow is one event on its way to one endpoint.
+type DeliveryRow struct {
+	ID                       int64
+	Endpoint, Event, EventID string
+	State                    string // pending, delivered, failed
+	Saga                     string // the request's, when it is about one
+	Seq                      int64
+	Href                     string
+	Attempts, Status         int
+	Error                    string
+	Created                  Time
+	Last                     *Time  // the latest attempt, nil before the first
+	Next                     string // when a failing one is tried again
+	Retry                    bool   // an operator may make it due now
 }

@@ -55,12 +55,15 @@ type PendingRow struct {
 // RequestPage is one request with everything needed to decide it.
 type RequestPage struct {
 	Chrome
-	Ref       RequestRef
-	SagaHref  string
-	Saga      engine.Saga
-	Tool      string
-	Requester string
-	Client    string // the MCP client and session that asked, if one did
+	// Notifications are the deliveries of the request's events, newest
+	// first; none without notifications.
+	Notifications []DeliveryRow
+	Ref           RequestRef
+	SagaHref      string
+	Saga          engine.Saga
+	Tool          string
+	Requester     string
+	Client        string // the MCP client and session that asked, if one did
 	// Reason is why the requester said it asks, "" when it did not.
 	Reason    string
 	Ruling    Ruling

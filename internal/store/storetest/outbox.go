@@ -145,11 +145,6 @@ func testOutbox(t *testing.T, v *env) {
 		slices.Contains(got, "pager request.approved") {
 		t.Errorf("after the quorum, the deliveries = %q; want the approval told to chat, oncall and the agent, not pager", got)
 	}
-	clock.Add(2 * time.Hour)
-	if n, err := v.e.Escalate(ctx); err != nil || n != 0 {
-		t.Errorf("Escalate after the quorum = %d, %v; want no step: its votes are in", n, err)
-	}
-
 	// 410: the endpoint is disabled, its deliveries held, until an
 	// operator enables it again.
 	var oncall engine.Delivery
@@ -193,11 +188,36 @@ func testOutbox(t *testing.T, v *env) {
 		t.Errorf("an agent retrying a delivery: %v; want Forbidden", err)
 	}
 
+	// A request nobody votes on: the second step tells pager too.
+	lone := v.gateLarge("out-lone", agent)
+	clock.Add(31 * time.Minute)
+	if n, err := v.e.Escalate(ctx); err != nil || n != 1 {
+		t.Fatalf("Escalate (out-lone, 31m) = %d, %v; want step 1 of out-lone", n, err)
+	}
+	clock.Add(90 * time.Minute)
+	if n, err := v.e.Escalate(ctx); err != nil || n != 1 {
+		t.Fatalf("Escalate (out-lone, 2h1m) = %d, %v; want step 2", n, err)
+	}
+	lones, err := v.e.Notifications(ctx, auditor, "out-lone", lone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sent(lones); !slices.Equal(got, []string{"chat request.escalated", "chat request.escalated", "chat request.waiting",
+		"oncall request.escalated", "oncall request.escalated", "pager request.escalated"}) {
+		t.Errorf("after two steps, out-lone's deliveries = %q; want step 2 told to pager, and oncall kept told", got)
+	}
+	if n, err := v.e.Escalate(ctx); err != nil || n != 0 {
+		t.Errorf("Escalate after the last step = %d, %v; want none, and none after the quorum of out", n, err)
+	}
+	if _, err := v.e.Approve(ctx, onCall, "out-lone", lone, "paged twice"); !engine.IsKind(err, engine.Forbidden) {
+		t.Errorf("the escalation's target approving after step 2: %v; want Forbidden", err)
+	}
+
 	// Every event names an entry of its saga that committed.
-	for _, d := range deliveries() {
+	for _, d := range append(deliveries(), lones...) {
 		var at int64
-		fmt.Sscanf(strings.TrimPrefix(d.Event.Key, "out/"), "%d", &at)
-		if es := v.journal("out"); at < 1 || at > int64(len(es)) {
+		fmt.Sscanf(strings.TrimPrefix(d.Event.Key, d.Event.SagaID+"/"), "%d", &at)
+		if es := v.journal(d.Event.SagaID); at < 1 || at > int64(len(es)) {
 			t.Errorf("event %s (%s) names seq %d, which the journal does not hold", d.Event.ID, d.Event.Key, at)
 		}
 	}
