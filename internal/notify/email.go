@@ -14,8 +14,6 @@ import (
 	"net/textproto"
 	"strings"
 	"time"
-
-	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Email sends a plain-text mail per event through an SMTP server, one
@@ -158,9 +156,6 @@ func idPart(id string) string {
 	}
 	return b.String()
 }
-
-// requestEvent reports whether t is one of a request's events.
-func requestEvent(t wire.EventType) bool { return strings.HasPrefix(string(t), "request.") }
 
 // emailMessage is the mail: its header, then its text, quoted-printable.
 func emailMessage(c emailConfig, m Message, id string, now time.Time) []byte {

@@ -215,7 +215,7 @@ func (r Relay) message(ctx context.Context, d engine.Delivery) Message {
 	ev := d.Event.Event
 	base := strings.TrimRight(r.Base, "/")
 	switch {
-	case strings.HasPrefix(string(ev.Type), "request."):
+	case requestEvent(ev.Type):
 		ev.Link = base + templates.RequestHref(ev.SagaID, ev.JournalSeq)
 	case ev.Type == wire.EventInDoubt:
 		ev.Link = base + "/in-doubt"
@@ -228,7 +228,7 @@ func (r Relay) message(ctx context.Context, d engine.Delivery) Message {
 		ev.Receipt = base + templates.ReceiptHref(ev.SagaID, d.Event.ReceiptSeq)
 	}
 	m := Message{Event: ev, Thread: d.Thread, First: d.First}
-	if strings.HasPrefix(string(ev.Type), "request.") {
+	if requestEvent(ev.Type) {
 		if g, err := r.Engine.RequestEntry(ctx, ev.SagaID, ev.JournalSeq); err == nil {
 			m.Fields, m.More = payload.Summary(g.Input, fieldsShown)
 		}
