@@ -19,6 +19,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
+	"github.com/sagacity-go/sagacity/internal/notify"
 	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/testkit"
@@ -163,6 +164,9 @@ type envOptions struct {
 	hosts               []string      // host names served besides loopback
 	readTimeout         time.Duration // the server's, when set
 	upstream            []engine.Tool // an upstream MCP server's tools, besides the HTTP tools
+	// targets are notifications' endpoints, each hearing of every event:
+	// the server runs a relay (every 50ms) and the Notifier.
+	targets []notify.Target
 }
 
 func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
@@ -243,7 +247,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		// Checkpoints are signed when a test sequences the log.
 		Log: tlog.Options{Every: 1, Interval: 24 * time.Hour},
 		Engine: []engine.Option{engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}), engine.WithInDoubtAfter(o.inDoubtAfter),
-			engine.WithApprovals(o.approvals)},
+			engine.WithApprovals(o.approvals), engine.WithNotifications(endpointsOf(o.targets))},
 		Server: server.Options{
 			Console:           &console.Handlers{Sessions: sessions, Mode: mode, Now: o.now},
 			APIAuth:           bearer.Principal,
@@ -265,7 +269,26 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	srv.Config.ReadTimeout = o.readTimeout
 	srv.Start()
 	t.Cleanup(func() { srv.Close(); db.Close() })
+	if len(o.targets) > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		done, err := engine.Heartbeat{Engine: a.Engine, Replica: "server-test"}.Start(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		notify.Relay{Engine: a.Engine, Targets: o.targets, Base: base, Every: 50 * time.Millisecond, Observer: a.Metrics, Logger: log}.Start(ctx)
+		engine.Notifier{Engine: a.Engine, Every: 100 * time.Millisecond, Logger: log}.Start(ctx)
+		t.Cleanup(func() { cancel(); <-done })
+	}
 	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL, eng: a.Engine, log: a.Log, opts: a.Options}
+}
+
+// endpointsOf routes every event to each target.
+func endpointsOf(ts []notify.Target) []engine.Endpoint {
+	var eps []engine.Endpoint
+	for _, t := range ts {
+		eps = append(eps, engine.Endpoint{Name: t.Name})
+	}
+	return eps
 }
 
 // noRedirects shows redirects to the test instead of following them.

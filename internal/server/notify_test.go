@@ -1,0 +1,244 @@
+package server_test
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/notify"
+	"github.com/sagacity-go/sagacity/internal/notify/mailtest"
+	"github.com/sagacity-go/sagacity/internal/notify/slacktest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
+)
+
+// receiver is an HTTP endpoint started by the test that records what it
+// gets: a webhook receiver (which verifies every Standard Webhooks
+// signature first) or PagerDuty's Events API.
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies []string
+	ids    []string
+}
+
+func newReceiver(t *testing.T, verify func(h http.Header, body []byte) error, status int) *receiver {
+	rc := &receiver{}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if verify != nil {
+			if err := verify(r.Header, b); err != nil {
+				t.Errorf("a webhook delivery does not verify: %v", err)
+				http.Error(w, err.Error(), http.StatusUnauthorized)
+				return
+			}
+		}
+		rc.mu.Lock()
+		rc.bodies, rc.ids = append(rc.bodies, string(b)), append(rc.ids, r.Header.Get("webhook-id"))
+		rc.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// got is what the receiver got so far.
+func (rc *receiver) got() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.bodies)
+}
+
+// events are the webhook events received so far.
+func (rc *receiver) events(t *testing.T) []wire.Event {
+	var out []wire.Event
+	for _, b := range rc.got() {
+		var ev wire.Event
+		if err := json.Unmarshal([]byte(b), &ev); err != nil {
+			t.Fatalf("a webhook body is no event: %s", b)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// eventually waits until ok holds.
+func eventually(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if ok() {
+			return
+		}
+	}
+	t.Fatalf("waiting for %s: it did not happen", what)
+}
+
+// TestNotifications: a request waiting, each vote, its approval and its
+// execution reach a signed webhook, a Slack channel (one message, posted
+// then updated), an email thread (mailpit) and PagerDuty (one incident,
+// resolved), each as the README documents; a request decided in the
+// console leaves the Slack message with its outcome and no button; two
+// votes racing keep both names.
+func TestNotifications(t *testing.T) {
+	pub, key, _ := ed25519.GenerateKey(nil)
+	secret, err := notify.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := newReceiver(t, func(h http.Header, b []byte) error { return notify.Verify(h, b, secret, pub, time.Now()) }, http.StatusNoContent)
+	pager := newReceiver(t, nil, http.StatusAccepted)
+	slack := slacktest.New(t, "xoxb-test-token", "C0SAGACITY")
+	mail := mailtest.Start(t)
+	policy := compile(t, engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {
+		{Name: "pair", When: `payload.to == "bob"`, Quorum: 2},
+		{Name: "one", Expires: engine.Duration(4 * time.Hour)}}}})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{approvals: policy, targets: []notify.Target{
+		{Name: "hook", Kind: "webhook", Channel: &notify.Webhook{URL: hook.URL, Secret: secret, Key: key}},
+		{Name: "chat", Kind: "slack", Channel: &notify.Slack{API: slack.URL, Token: "xoxb-test-token", Channel: "C0SAGACITY"}},
+		{Name: "mail", Kind: "email", Channel: &notify.Email{Addr: mail.SMTP, TLS: "none", From: "sagacity@example.com",
+			To: []string{"finance@example.com"}, Hostname: "sagacity.example.com"}},
+		{Name: "pager", Kind: "pagerduty", Channel: &notify.PagerDuty{URL: pager.URL, RoutingKey: "0123456789abcdef0123456789abcdef"}},
+	}})
+
+	// The request waits: every endpoint hears of it.
+	e.seedScenario("note-1")
+	link := e.url + "/request?saga=note-1&seq=3"
+	eventually(t, "the waiting request reaching every endpoint", func() bool {
+		return len(hook.got()) == 1 && len(slack.Messages("C0SAGACITY")) == 1 && len(mail.Messages(t)) == 1 && len(pager.got()) == 1
+	})
+	waiting := hook.events(t)[0]
+	hash := engine.PayloadHash(transfer)
+	wantEvent := wire.Event{ID: waiting.ID, Type: wire.EventWaiting, Time: waiting.Time, SagaID: "note-1", JournalSeq: 3, Tool: "sendWireTransfer",
+		PayloadSHA256: hash, Fingerprint: hash[0:4] + " " + hash[4:8] + " " + hash[8:12] + " " + hash[12:16], Requester: "anonymous",
+		Rule: "one", Quorum: 1, ExpiresAt: waiting.ExpiresAt, Link: link,
+		Message: "sendWireTransfer in saga note-1 (seq 3) waits for approval: 0 of 1 approvals under rule one"}
+	if diff := cmp.Diff(wantEvent, waiting); diff != "" || !strings.HasPrefix(waiting.ID, "evt_") || waiting.ExpiresAt == "" {
+		t.Errorf("the webhook's waiting event differs (-want +got):\n%s", diff)
+	}
+	if strings.Contains(hook.got()[0], "alice") {
+		t.Errorf("the webhook's body carries the payload's values: %s", hook.got()[0])
+	}
+	msg := slack.Messages("C0SAGACITY")[0]
+	if buttons := slackButtons(msg.Version); len(buttons) != 1 || buttons[0].URL != link || buttons[0].ActionID != "open" {
+		t.Errorf("the Slack message's buttons = %+v; want one, opening the request", buttons)
+	}
+	if text := slackText(msg.Version); !strings.Contains(text, waiting.Fingerprint) || !strings.Contains(text, "alice") {
+		t.Errorf("the Slack message = %q; want the fingerprint and the payload's fields", text)
+	}
+	first := mail.Messages(t)[0]
+	if first.AutoSubmitted != "auto-generated" || !strings.Contains(first.Text, link) || !strings.Contains(first.Text, "cannot approve anything") {
+		t.Errorf("the first mail = %+v; want it auto-generated, with the link and the warning", first)
+	}
+	var trigger struct {
+		Action   string `json:"event_action"`
+		DedupKey string `json:"dedup_key"`
+	}
+	json.Unmarshal([]byte(pager.got()[0]), &trigger)
+	if trigger.Action != "trigger" || trigger.DedupKey != "sagacity/note-1/3" {
+		t.Errorf("PagerDuty got %s; want a trigger keyed by the request", pager.got()[0])
+	}
+
+	// Decided and executed in the console: the Slack message shows the
+	// outcome and no button; the mail thread and the incident follow.
+	p := newTab(t, e)
+	p.signIn("reviewer@example.com")
+	p.open("/request?saga=note-1&seq=3")
+	p.click(`#actions button.approve`)
+	p.click(`#actions button.approve[autofocus]`)
+	p.waitText("#status", "Approved by reviewer@example.com", 10*time.Second)
+	p.click(`#actions button.primary`)
+	p.click(`#actions button.primary[autofocus]`)
+	p.waitText("#status", "Executed with the approved bytes", 10*time.Second)
+	eventually(t, "the approval and the execution reaching every endpoint", func() bool {
+		return len(hook.got()) == 3 && len(mail.Messages(t)) == 3 && len(pager.got()) == 3 &&
+			len(slack.Messages("C0SAGACITY")) == 1 && slack.Messages("C0SAGACITY")[0].Updates() == 2
+	})
+	var types []wire.EventType
+	for _, ev := range hook.events(t) {
+		types = append(types, ev.Type)
+	}
+	if !slices.Equal(types, []wire.EventType{wire.EventWaiting, wire.EventApproved, wire.EventExecuted}) {
+		t.Errorf("the webhook got %v; want waiting, approved, executed, in order", types)
+	}
+	if ex := hook.events(t)[2]; ex.Receipt != "" || !slices.Equal(ex.ApprovedBy, []string{"reviewer@example.com"}) {
+		t.Errorf("the executed event = %+v; want who approved it", ex)
+	}
+	if ap := hook.events(t)[1]; ap.DecidedBy != "reviewer@example.com" || !strings.HasPrefix(ap.Receipt, e.url+"/audit/receipt?") {
+		t.Errorf("the approved event = %+v; want its decider and receipt link", ap)
+	}
+	final := slack.Messages("C0SAGACITY")[0]
+	if buttons := slackButtons(final.Version); len(buttons) != 0 || !strings.Contains(slackText(final.Version), "reviewer@example.com") ||
+		!strings.Contains(strings.ToLower(slackText(final.Version)), "executed") {
+		t.Errorf("the Slack message once executed = %q with buttons %+v; want the outcome, who approved, and no button",
+			slackText(final.Version), buttons)
+	}
+	mails := mail.Messages(t)
+	for _, m := range mails[1:] {
+		if m.InReplyTo != mails[0].MessageID || !strings.Contains(m.References, mails[0].MessageID) {
+			t.Errorf("mail %q is not in the request's thread (In-Reply-To %q, first %q)", m.Subject, m.InReplyTo, mails[0].MessageID)
+		}
+	}
+	json.Unmarshal([]byte(pager.got()[2]), &trigger)
+	if trigger.Action != "resolve" || trigger.DedupKey != "sagacity/note-1/3" {
+		t.Errorf("PagerDuty's last = %s; want the incident resolved", pager.got()[2])
+	}
+
+	// Two votes racing: every update lands in order, and the last one
+	// names both voters.
+	want200 := func(r response) { t.Helper(); want(t, "approve", r, 200) }
+	want(t, "reserve", e.call("pair", "reserveInventory", `{"item":"laptop"}`), 200)
+	want(t, "wire to bob", e.call("pair", "sendWireTransfer", `{"amount":"100","to":"bob"}`), 202)
+	var wg sync.WaitGroup
+	for _, who := range []string{"carol@example.com", "dave@example.com"} {
+		wg.Go(func() { want200(e.post("/sagacity/approve/pair/3", `{"approver":"`+who+`"}`)) })
+	}
+	wg.Wait()
+	eventually(t, "both votes reaching Slack", func() bool {
+		ms := slack.Messages("C0SAGACITY")
+		return len(ms) == 2 && ms[1].Updates() == 2
+	})
+	race := slackText(slack.Messages("C0SAGACITY")[1].Version)
+	if !strings.Contains(race, "carol@example.com") || !strings.Contains(race, "dave@example.com") {
+		t.Errorf("after two racing votes, the Slack message = %q; want both voters named", race)
+	}
+	p.noErrors()
+}
+
+// slackButtons are a Slack message's buttons.
+func slackButtons(v slacktest.Version) []slacktest.Element {
+	var out []slacktest.Element
+	for _, b := range v.Blocks {
+		for _, el := range b.Elements {
+			if el.Type == "button" {
+				out = append(out, el)
+			}
+		}
+	}
+	return out
+}
+
+// slackText is all the text of a Slack message.
+func slackText(v slacktest.Version) string {
+	s := []string{v.Text}
+	for _, b := range v.Blocks {
+		if b.Text != nil {
+			s = append(s, b.Text.Text)
+		}
+		for _, f := range b.Fields {
+			s = append(s, f.Text)
+		}
+		for _, el := range b.Elements {
+			s = append(s, el.Text.Text)
+		}
+	}
+	return strings.Join(s, "\n")
+}
