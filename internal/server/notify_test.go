@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sagacity-go/sagacity/internal/api/apitest"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/notify"
 	"github.com/sagacity-go/sagacity/internal/notify/mailtest"
@@ -165,6 +166,15 @@ func TestNotifications(t *testing.T) {
 	var types []wire.EventType
 	for _, ev := range hook.events(t) {
 		types = append(types, ev.Type)
+	}
+	contract, err := apitest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range hook.got() {
+		if err := contract.Matches("Event", []byte(b)); err != nil {
+			t.Errorf("a webhook body is not the documented Event: %v\n%s", err, b)
+		}
 	}
 	if !slices.Equal(types, []wire.EventType{wire.EventWaiting, wire.EventApproved, wire.EventExecuted}) {
 		t.Errorf("the webhook got %v; want waiting, approved, executed, in order", types)

@@ -180,6 +180,19 @@ func (c *Contract) Schema(name string) *base.Schema {
 	return nil
 }
 
+// Matches checks a JSON value against a schema of the document's
+// components (a webhook's body against Event).
+func (c *Contract) Matches(name string, body []byte) error {
+	schema := c.Schema(name)
+	if schema == nil {
+		return fmt.Errorf("the document has no schema %s", name)
+	}
+	if ok, errs := c.schemas.ValidateSchemaBytes(schema, body); !ok {
+		return Joined(errs)
+	}
+	return nil
+}
+
 // Joined is the validator's findings as one error.
 func Joined(errs []*liberrors.ValidationError) error {
 	var all []error
