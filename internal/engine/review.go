@@ -109,10 +109,18 @@ func (e *Engine) Backlog(ctx context.Context) (Backlog, error) {
 		return Backlog{}, err
 	}
 	b.InDoubt = len(calls)
-	if len(e.endpoints) > 0 {
-		b.Outbox, err = e.store.OutboxStats(ctx)
+	if len(e.endpoints) == 0 {
+		return b, nil
 	}
-	return b, err
+	if b.Outbox, err = e.store.OutboxStats(ctx); err != nil {
+		return Backlog{}, err
+	}
+	for _, ep := range e.endpoints {
+		if !slices.ContainsFunc(b.Outbox, func(s EndpointStats) bool { return s.Name == ep.Name }) {
+			b.Outbox = append(b.Outbox, EndpointStats{Name: ep.Name}) // nothing waits for it
+		}
+	}
+	return b, nil
 }
 
 func clamp(n, def, hi int) int {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -72,15 +73,16 @@ func (rc *receiver) events(t *testing.T) []wire.Event {
 	return out
 }
 
-// eventually waits until ok holds.
-func eventually(t *testing.T, what string, ok func() bool) {
+// eventually waits until ok holds; seen says what there is, when it
+// does not.
+func eventually(t *testing.T, what string, ok func() bool, seen func() string) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if ok() {
 			return
 		}
 	}
-	t.Fatalf("waiting for %s: it did not happen", what)
+	t.Fatalf("waiting for %s: it did not happen; %s", what, seen())
 }
 
 // TestNotifications: a request waiting, each vote, its approval and its
@@ -113,9 +115,17 @@ func TestNotifications(t *testing.T) {
 	// The request waits: every endpoint hears of it.
 	e.seedScenario("note-1")
 	link := e.url + "/request?saga=note-1&seq=3"
+	seen := func() string {
+		var updates []int
+		for _, m := range slack.Messages("C0SAGACITY") {
+			updates = append(updates, m.Updates())
+		}
+		return fmt.Sprintf("the webhook got %d, Slack has messages updated %v times, mailpit %d mails, PagerDuty %d; the server logged:\n%s",
+			len(hook.got()), updates, len(mail.Messages(t)), len(pager.got()), e.logs.String())
+	}
 	eventually(t, "the waiting request reaching every endpoint", func() bool {
 		return len(hook.got()) == 1 && len(slack.Messages("C0SAGACITY")) == 1 && len(mail.Messages(t)) == 1 && len(pager.got()) == 1
-	})
+	}, seen)
 	waiting := hook.events(t)[0]
 	hash := engine.PayloadHash(transfer)
 	wantEvent := wire.Event{ID: waiting.ID, Type: wire.EventWaiting, Time: waiting.Time, SagaID: "note-1", JournalSeq: 3, Tool: "sendWireTransfer",
@@ -162,7 +172,7 @@ func TestNotifications(t *testing.T) {
 	eventually(t, "the approval and the execution reaching every endpoint", func() bool {
 		return len(hook.got()) == 3 && len(mail.Messages(t)) == 3 && len(pager.got()) == 3 &&
 			len(slack.Messages("C0SAGACITY")) == 1 && slack.Messages("C0SAGACITY")[0].Updates() == 2
-	})
+	}, seen)
 	var types []wire.EventType
 	for _, ev := range hook.events(t) {
 		types = append(types, ev.Type)
@@ -215,12 +225,26 @@ func TestNotifications(t *testing.T) {
 	eventually(t, "both votes reaching Slack", func() bool {
 		ms := slack.Messages("C0SAGACITY")
 		return len(ms) == 2 && ms[1].Updates() == 2
-	})
+	}, seen)
 	race := slackText(slack.Messages("C0SAGACITY")[1].Version)
 	if !strings.Contains(race, "carol@example.com") || !strings.Contains(race, "dave@example.com") {
 		t.Errorf("after two racing votes, the Slack message = %q; want both voters named", race)
 	}
+	// The console: who was told of the request, and the outbox page.
+	p.open("/request?saga=note-1&seq=3")
+	if got := p.text("main"); !strings.Contains(got, "Who was told") || !strings.Contains(got, "request.executed") {
+		t.Errorf("the request page does not list its notifications: %q", got)
+	}
+	p.open("/notifications")
+	if got := p.text("main"); !strings.Contains(got, "hook") || !strings.Contains(got, "sending") {
+		t.Errorf("the notifications page = %q; want each endpoint, sending", got)
+	}
 	p.noErrors()
+	// The metrics count the attempts by endpoint, channel and outcome.
+	if m := e.get("/metrics").body; !strings.Contains(m, `sagacity_notification_attempts_total{channel="slack",endpoint="chat",outcome="delivered"} 6`) ||
+		!strings.Contains(m, `sagacity_outbox_pending{endpoint="hook"} 0`) {
+		t.Errorf("the metrics lack the notifications' attempts or backlog:\n%s", m)
+	}
 }
 
 // slackButtons are a Slack message's buttons.

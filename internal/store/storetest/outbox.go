@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
@@ -213,8 +214,32 @@ func testOutbox(t *testing.T, v *env) {
 		t.Errorf("the escalation's target approving after step 2: %v; want Forbidden", err)
 	}
 
+	// A call in doubt is told once, however often it is noticed.
+	v.inDoubt("doubt")
+	noticer, err := engine.New(v.db, v.fx.tools(), engine.WithKeys(testkit.Keys(t)), engine.WithClock(clock.Now),
+		engine.WithInDoubtAfter(0), engine.WithNotifications(endpoints))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := noticer.Notice(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, _ := v.process(v.db)
+	if err := other.Notice(ctx); err != nil {
+		t.Fatal(err)
+	}
+	doubts, err := v.e.Notifications(ctx, auditor, "doubt", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sent(doubts); !slices.Equal(got, []string{"chat call.in_doubt"}) {
+		t.Errorf("a call in doubt, noticed three times by two processes, was told as %q; want once, to chat", got)
+	}
+
 	// Every event names an entry of its saga that committed.
-	for _, d := range append(deliveries(), lones...) {
+	for _, d := range slices.Concat(deliveries(), lones, doubts) {
 		var at int64
 		fmt.Sscanf(strings.TrimPrefix(d.Event.Key, d.Event.SagaID+"/"), "%d", &at)
 		if es := v.journal(d.Event.SagaID); at < 1 || at > int64(len(es)) {
