@@ -104,7 +104,9 @@ func TestNotifications(t *testing.T) {
 	policy := compile(t, engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {
 		{Name: "pair", When: `payload.to == "bob"`, Quorum: 2},
 		{Name: "one", Expires: engine.Duration(4 * time.Hour)}}}})
-	e := newAPI(t, testkit.SQLiteURL(t), envOptions{approvals: policy, targets: []notify.Target{
+	// A call running is not in doubt for an hour: only what the test
+	// does is told.
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{approvals: policy, inDoubtAfter: time.Hour, targets: []notify.Target{
 		{Name: "hook", Kind: "webhook", Channel: &notify.Webhook{URL: hook.URL, Secret: secret, Key: key}},
 		{Name: "chat", Kind: "slack", Channel: &notify.Slack{API: slack.URL, Token: "xoxb-test-token", Channel: "C0SAGACITY"}},
 		{Name: "mail", Kind: "email", Channel: &notify.Email{Addr: mail.SMTP, TLS: "none", From: "sagacity@example.com",
