@@ -49,6 +49,14 @@ var commands = []command{
 			}
 			return serve(ctx, environ, stdout)
 		}},
+	{name: "migrate", short: "apply the pending schema migrations, as the schema's owner",
+		help: "Applies the pending migrations of the database SAGACITY_DATABASE_URL names (the one serve would open)\n" +
+			"and prints each it applied, then the schema's version, or that the schema is current. Run it as the\n" +
+			"schema's owner at each upgrade, before the servers, which may then connect as a role that cannot\n" +
+			"change the schema. Replicas running it at once apply each migration once.\n" +
+			"Exit status 0: the schema is current, 1: it is not (one line naming SAGACITY_DATABASE_URL says why),\n" +
+			"2: arguments were given.",
+		run: migrate},
 	{name: "verify", args: "[-key PUBLIC_KEY [-checkpoint CHECKPOINT]] FILE", short: "verify a journal export offline",
 		help: "Verifies a journal export (NDJSON, as GET /sagacity/audit/{sagaId} serves it; - reads standard input):\n" +
 			"its hash chain; with -key, every decision's receipt and, in an export with proofs, every request's\n" +

@@ -14,10 +14,11 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
-// OpenPostgres connects to url, applies pending migrations and returns the
-// store for production and for several replicas sharing one database. A
-// saga is locked with SELECT … FOR UPDATE on its row. Errors: Invalid for a url pgx cannot parse; Unavailable when the
-// database cannot be reached.
+// OpenPostgres connects to url, applies pending migrations (see Open) and
+// returns the store for production and for several replicas sharing one
+// database. A saga is locked with SELECT … FOR UPDATE on its row. Errors:
+// Invalid for a url pgx cannot parse; Unavailable when the database cannot
+// be reached, or its schema is behind and this role may not migrate it.
 func OpenPostgres(ctx context.Context, url string) (*DB, error) { return openPostgres(ctx, url, nil) }
 
 // defaultMaxConns is the pool's size unless the url's pool_max_conns says
@@ -59,7 +60,7 @@ func openPostgres(ctx context.Context, url string, tracer pgx.QueryTracer) (*DB,
 	scripts := func(ctx context.Context, fn func(conn) error) error {
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
 	}
-	if err := migrate(ctx, scripts, "postgres", "SELECT pg_advisory_xact_lock(7261001)"); err != nil {
+	if db.schema, err = migrate(ctx, db.db, scripts, "postgres", "SELECT pg_advisory_xact_lock(7261001)"); err != nil {
 		pool.Close()
 		return nil, err
 	}

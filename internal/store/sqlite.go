@@ -12,7 +12,8 @@ import (
 )
 
 // OpenSQLite opens (creating it if needed) the database file at path,
-// applies pending migrations and returns the embedded default store: one
+// applies pending migrations (see Open) and returns the embedded default
+// store: one
 // file in WAL mode, pure Go. Writes take SQLite's single write lock up
 // front (BEGIN IMMEDIATE), which serialises every saga, also across
 // processes sharing the file. Errors: Invalid for an
@@ -63,7 +64,7 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		defer tx.Rollback()
 		return fn(sqlConn{q: tx, tx: tx, stmts: cache})
 	}
-	if err := migrate(ctx, s.begin, "sqlite", ""); err != nil {
+	if s.schema, err = migrate(ctx, s.db, s.begin, "sqlite", ""); err != nil {
 		db.Close()
 		return nil, err
 	}

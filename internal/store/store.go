@@ -22,8 +22,9 @@ import (
 // demo.Store.
 type DB struct {
 	sqlStore
-	ping  func(context.Context) error
-	close func()
+	ping   func(context.Context) error
+	close  func()
+	schema Schema
 }
 
 var (
@@ -42,10 +43,18 @@ func (d *DB) Ping(ctx context.Context) error {
 // Close releases the database.
 func (d *DB) Close() { d.close() }
 
+// Schema says what opening the store found of its schema, and what it did
+// to it.
+func (d *DB) Schema() Schema { return d.schema }
+
 // Open opens the store named by url: "postgres://…" (or "postgresql://…")
-// or "sqlite:<path>". It applies pending migrations before returning.
-// Errors are Invalid for a url it cannot use and Unavailable for a
-// database it cannot reach.
+// or "sqlite:<path>". It reads the schema's version first, writing
+// nothing: on a current schema it runs no DDL and takes no lock, so a role
+// granted only the privileges the server's statements need can open it.
+// Pending migrations it applies before returning. Errors are Invalid for a
+// url it cannot use, and Unavailable for a database it cannot reach or a
+// schema behind that this role may not migrate (the error names the
+// versions and `sagacity migrate`).
 func Open(ctx context.Context, url string) (*DB, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
