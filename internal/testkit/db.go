@@ -32,6 +32,24 @@ var (
 // the test is skipped, after one line on stderr; with CI set it fails.
 func PostgresURL(t testing.TB) string {
 	t.Helper()
+	base := postgresBase(t)
+	schema := "t_" + strings.ToLower(rand.Text()[:16])
+	Exec(t, base, `CREATE SCHEMA "`+schema+`"`)
+	t.Cleanup(func() { Exec(t, base, `DROP SCHEMA "`+schema+`" CASCADE`) })
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// postgresBase is the url of the test PostgreSQL; without one reachable
+// the test is skipped, or with CI set fails.
+func postgresBase(t testing.TB) string {
+	t.Helper()
 	base := os.Getenv("SAGACITY_TEST_DATABASE_URL")
 	if base == "" {
 		base = DefaultPostgresURL
@@ -57,17 +75,7 @@ func PostgresURL(t testing.TB) string {
 		}
 		t.Skip(pgErr)
 	}
-	schema := "t_" + strings.ToLower(rand.Text()[:16])
-	Exec(t, base, `CREATE SCHEMA "`+schema+`"`)
-	t.Cleanup(func() { Exec(t, base, `DROP SCHEMA "`+schema+`" CASCADE`) })
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
+	return base
 }
 
 // SQLiteURL returns the url of a new database file in the test's temporary
