@@ -67,13 +67,20 @@ type Schema struct {
 	Applied []string
 }
 
-// migrationsTable counts, in a dialect's catalog, the schema_migrations
-// table where CREATE TABLE would put it: reading the catalog needs no
-// privilege, and creates nothing.
+// migrationsTable asks a dialect's catalog whether there is a schema to
+// work in (PostgreSQL's search path may name none this role may use) and
+// counts the schema_migrations table where CREATE TABLE would put it:
+// reading the catalog needs no privilege, and creates nothing.
 var migrationsTable = map[string]string{
-	"postgres": "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'",
-	"sqlite":   "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+	"postgres": "SELECT current_schema() IS NOT NULL, count(*) FROM pg_catalog.pg_tables" +
+		" WHERE schemaname = current_schema() AND tablename = 'schema_migrations'",
+	"sqlite": "SELECT 1, count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
 }
+
+// errNoSchema is the error of a role whose search path names no schema it
+// may use.
+var errNoSchema = engine.Errorf(engine.Unavailable, "the search path names no schema this role may use:"+
+	" grant it USAGE on the schema, as the README's production checklist does, or name the schema (search_path)")
 
 // PostgreSQL's code of a privilege refused.
 const insufficientPrivilege = "42501"
@@ -156,12 +163,21 @@ func migrate(ctx context.Context, c conn, begin func(context.Context, func(conn)
 // applied reads the versions of the migrations applied, creating nothing:
 // a database without schema_migrations has none.
 func applied(ctx context.Context, c conn, dialect string) ([]int, error) {
-	scan := func(r rows) (n int, err error) { return n, r.Scan(&n) }
-	n, err := one(ctx, c, scan, "count", migrationsTable[dialect])
-	if err != nil || n == 0 {
-		return nil, err
+	type catalog struct {
+		schema bool
+		tables int
 	}
-	return collect(ctx, c, scan, "SELECT version FROM schema_migrations")
+	cat, err := one(ctx, c, func(r rows) (c catalog, err error) { return c, r.Scan(&c.schema, &c.tables) },
+		"catalog", migrationsTable[dialect])
+	switch {
+	case err != nil:
+		return nil, err
+	case !cat.schema:
+		return nil, errNoSchema
+	case cat.tables == 0:
+		return nil, nil
+	}
+	return collect(ctx, c, func(r rows) (v int, err error) { return v, r.Scan(&v) }, "SELECT version FROM schema_migrations")
 }
 
 // pending are the migrations of ms whose versions are not in done.

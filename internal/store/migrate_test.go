@@ -38,8 +38,8 @@ func migrationNames(t *testing.T, dialect string) ([]string, int) {
 	return names, ms[len(ms)-1].version
 }
 
-// schemaOf opens the store at url and says what the open found and did.
-func schemaOf(t *testing.T, ctx context.Context, url string) Schema {
+// openSchema opens the store at url and says what the open found and did.
+func openSchema(t *testing.T, ctx context.Context, url string) Schema {
 	t.Helper()
 	db, err := Open(ctx, url)
 	if err != nil {
@@ -62,7 +62,15 @@ func TestMigrate(t *testing.T) {
 			got := make([]Schema, 4)
 			var wg sync.WaitGroup
 			for i := range got {
-				wg.Go(func() { got[i] = schemaOf(t, t.Context(), url) })
+				wg.Go(func() {
+					db, err := Open(t.Context(), url)
+					if err != nil {
+						t.Errorf("Open(%s), one of four at once: %v", url, err)
+						return
+					}
+					got[i] = db.Schema()
+					db.Close()
+				})
 			}
 			wg.Wait()
 			slices.SortFunc(got, func(a, b Schema) int { return len(b.Applied) - len(a.Applied) })
@@ -74,7 +82,7 @@ func TestMigrate(t *testing.T) {
 			if n := testkit.Count(t, url, "SELECT count(DISTINCT version) FROM schema_migrations"); n != int64(len(names)) {
 				t.Errorf("schema_migrations records %d versions; want %d", n, len(names))
 			}
-			if got := schemaOf(t, t.Context(), url); !cmp.Equal(got, current) {
+			if got := openSchema(t, t.Context(), url); !cmp.Equal(got, current) {
 				t.Errorf("Open of a current schema = %+v; want %+v", got, current)
 			}
 			if n := testkit.Count(t, url, "SELECT count(*) FROM schema_migrations"); n != int64(len(names)) {
@@ -93,7 +101,7 @@ func TestOpenCurrent(t *testing.T) {
 		t.Parallel()
 		url := testkit.PostgresURL(t)
 		_, last := migrationNames(t, "postgres")
-		schemaOf(t, t.Context(), url)
+		openSchema(t, t.Context(), url)
 		var c trips
 		db, err := openPostgres(t.Context(), url, &c)
 		if err != nil {
@@ -117,7 +125,7 @@ func TestOpenCurrent(t *testing.T) {
 		t.Parallel()
 		url := testkit.SQLiteURL(t)
 		_, last := migrationNames(t, "sqlite")
-		schemaOf(t, t.Context(), url)
+		openSchema(t, t.Context(), url)
 		other, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(url, "sqlite:"))
 		if err != nil {
 			t.Fatal(err)
@@ -135,7 +143,7 @@ func TestOpenCurrent(t *testing.T) {
 		// Waiting for the lock would take the busy timeout, 10s.
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
-		if got, want := schemaOf(t, ctx, url), (Schema{Found: last, Needs: last}); !cmp.Equal(got, want) {
+		if got, want := openSchema(t, ctx, url), (Schema{Found: last, Needs: last}); !cmp.Equal(got, want) {
 			t.Errorf("Open of a current schema while another process writes: Schema() = %+v; want %+v", got, want)
 		}
 	})
@@ -147,7 +155,7 @@ func TestOpenCurrent(t *testing.T) {
 func leastPrivileged(t *testing.T, roles *testkit.Roles) (app, admin string) {
 	t.Helper()
 	owner, app, admin := roles.Schema(t)
-	schemaOf(t, t.Context(), owner)
+	openSchema(t, t.Context(), owner)
 	roles.Grant(t, owner)
 	return app, admin
 }
@@ -156,7 +164,8 @@ func leastPrivileged(t *testing.T, roles *testkit.Roles) (app, admin string) {
 // role granted exactly the README's script, which covers every table and
 // sequence of the schema; on a schema behind, that role is refused with
 // one line naming both versions and sagacity migrate, and without the
-// grants with one naming the README.
+// grants (to read schema_migrations, to use the schema) with one naming
+// the README.
 func TestLeastPrivilege(t *testing.T) {
 	t.Parallel()
 	roles := testkit.NewRoles(t)
@@ -205,6 +214,10 @@ func TestLeastPrivilege(t *testing.T) {
 		want = "this role may not read schema_migrations: grant it the privileges the README's production checklist lists: "
 		if err == nil || !engine.IsKind(err, engine.Unavailable) || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("Open as a role that may not read schema_migrations = %v; want Unavailable, starting %q", err, want)
+		}
+		testkit.Exec(t, admin, "REVOKE USAGE ON SCHEMA "+pgx.Identifier{testkit.SchemaOf(t, admin)}.Sanitize()+" FROM "+roles.App)
+		if _, err = Open(t.Context(), app); err != errNoSchema {
+			t.Errorf("Open as a role that may not use the schema = %v; want %v", err, errNoSchema)
 		}
 	})
 }

@@ -47,7 +47,7 @@ func NewRoles(t testing.TB) *Roles {
 func (r *Roles) Schema(t testing.TB) (owner, app, admin string) {
 	t.Helper()
 	admin = PostgresURL(t)
-	Exec(t, admin, `ALTER SCHEMA "`+schemaOf(t, admin)+`" OWNER TO "`+r.Owner+`"`)
+	Exec(t, admin, `ALTER SCHEMA "`+SchemaOf(t, admin)+`" OWNER TO "`+r.Owner+`"`)
 	return r.as(t, admin, r.Owner), r.as(t, admin, r.App), admin
 }
 
@@ -70,7 +70,7 @@ func (r *Roles) as(t testing.TB, dbURL, role string) string {
 func (r *Roles) Grant(t testing.TB, ownerURL string) {
 	t.Helper()
 	script := strings.NewReplacer("sagacity_app", `"`+r.App+`"`, "sagacity_owner", `"`+r.Owner+`"`,
-		"SCHEMA public", `SCHEMA "`+schemaOf(t, ownerURL)+`"`).Replace(grantScript(t))
+		"SCHEMA public", `SCHEMA "`+SchemaOf(t, ownerURL)+`"`).Replace(grantScript(t))
 	Exec(t, ownerURL, script)
 }
 
@@ -95,8 +95,8 @@ func grantScript(t testing.TB) string {
 	return block
 }
 
-// schemaOf is the schema a PostgresURL url works in.
-func schemaOf(t testing.TB, dbURL string) string {
+// SchemaOf is the schema a PostgresURL url works in.
+func SchemaOf(t testing.TB, dbURL string) string {
 	t.Helper()
 	u, err := url.Parse(dbURL)
 	if err != nil {
