@@ -18,7 +18,7 @@ import (
 // returns the store for production and for several replicas sharing one
 // database. A saga is locked with SELECT … FOR UPDATE on its row. Errors:
 // Invalid for a url pgx cannot parse; Unavailable when the database cannot
-// be reached, or its schema is behind and this role may not migrate it.
+// be reached, or this role may not use its schema as Open says.
 func OpenPostgres(ctx context.Context, url string) (*DB, error) { return openPostgres(ctx, url, nil) }
 
 // defaultMaxConns is the pool's size unless the url's pool_max_conns says

@@ -52,9 +52,10 @@ func (d *DB) Schema() Schema { return d.schema }
 // nothing: on a current schema it runs no DDL and takes no lock, so a role
 // granted only the privileges the server's statements need can open it.
 // Pending migrations it applies before returning. Errors are Invalid for a
-// url it cannot use, and Unavailable for a database it cannot reach or a
-// schema behind that this role may not migrate (the error names the
-// versions and `sagacity migrate`).
+// url it cannot use, and Unavailable for a database it cannot reach, a
+// schema this role may not use or read the version of (the error names
+// the README's checklist), or one behind that it may not migrate (the
+// error names both versions and `sagacity migrate`).
 func Open(ctx context.Context, url string) (*DB, error) {
 	switch {
 	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
