@@ -34,7 +34,7 @@ type command struct {
 	args  string // after the name, in the usage line
 	help  string // what it does, its flags and exit status
 	run   func(ctx context.Context, args []string, environ []string, stdout io.Writer) error
-	env   bool   // whether it reads the SAGACITY_* variables (help lists them)
+	env   bool   // whether it reads all the SAGACITY_* variables (its help lists them)
 	short string // one line for the list of commands
 }
 
@@ -78,9 +78,10 @@ var commands = []command{
 	{name: "keygen", args: "[-name NAME]", short: "print a new signing key",
 		help: "Prints a new signing key (for SAGACITY_SIGNING_KEY) and its public key.",
 		run:  offline(keygen)},
-	{name: "healthcheck", args: "[URL]", short: "exit 0 when the server is ready (for container health checks)", env: true,
+	{name: "healthcheck", args: "[URL]", short: "exit 0 when the server is ready (for container health checks)",
 		help: "Asks the server's /readyz (default: the one SAGACITY_ADDR names, on loopback) and exits 0 when it\n" +
-			"answers ok, 1 otherwise. The container image has no curl; this is its HEALTHCHECK.",
+			"answers ok, 1 otherwise. The container image has no curl; this is its HEALTHCHECK.\n" +
+			"Of the environment it reads SAGACITY_ADDR alone.",
 		run: healthcheck},
 	{name: "version", short: "print the version", help: "Prints the version: the module's, or the commit it was built from.",
 		run: func(_ context.Context, args []string, _ []string, stdout io.Writer) error {
@@ -121,8 +122,14 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 		name = "help"
 	}
 	if name == "help" {
-		if len(args) == 0 {
+		switch {
+		case len(args) == 0:
 			return printHelp(stdout)
+		case slices.ContainsFunc(args, isHelp):
+			c, _ := find("help")
+			return printCommand(stdout, c)
+		case len(args) > 1:
+			return exitError{2, fmt.Errorf("help takes one command at most (usage: sagacity help [COMMAND])")}
 		}
 		c, ok := find(args[0])
 		if !ok {
