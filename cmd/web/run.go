@@ -75,8 +75,11 @@ var commands = []command{
 			"A condition that does not compile is refused, naming the tool, the rule and the column.\n" +
 			"Exit status 0: printed, 2: the file is unreadable or refused.",
 		run: offline(policy)},
-	{name: "keygen", args: "[-name NAME]", short: "print a new signing key",
-		help: "Prints a new signing key (for SAGACITY_SIGNING_KEY) and its public key.",
+	{name: "keygen", args: "[-name NAME] [-out FILE]", short: "make a new signing key",
+		help: "Prints a new signing key (for SAGACITY_SIGNING_KEY) and its public key. With -out, writes the signing\n" +
+			"key alone to FILE, a new file of mode 0600 (for SAGACITY_SIGNING_KEY_FILE; an existing file is never\n" +
+			"overwritten), and prints the public key. -name is the key's name, the origin of the log it signs\n" +
+			"(default sagacity): your server's host name.",
 		run:  offline(keygen)},
 	{name: "healthcheck", args: "[URL]", short: "exit 0 when the server is ready (for container health checks)",
 		help: "Asks the server's /readyz (default: the one SAGACITY_ADDR names, on loopback) and exits 0 when it\n" +
