@@ -80,7 +80,7 @@ var commands = []command{
 			"key alone to FILE, a new file of mode 0600 (for SAGACITY_SIGNING_KEY_FILE; an existing file is never\n" +
 			"overwritten), and prints the public key. -name is the key's name, the origin of the log it signs\n" +
 			"(default sagacity): your server's host name.",
-		run:  offline(keygen)},
+		run: offline(keygen)},
 	{name: "healthcheck", args: "[URL]", short: "exit 0 when the server is ready (for container health checks)",
 		help: "Asks the server's /readyz (default: the one SAGACITY_ADDR names, on loopback) and exits 0 when it\n" +
 			"answers ok, 1 otherwise. The container image has no curl; this is its HEALTHCHECK.\n" +
