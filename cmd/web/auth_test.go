@@ -95,11 +95,8 @@ func TestRunTokens(t *testing.T) {
 	if err := run(context.Background(), []string{"token", "-name", "ci-bot", "-roles", "agent,approver,auditor"}, env(nil), &out); err != nil {
 		t.Fatal(err)
 	}
-	tok, rest, _ := strings.Cut(out.String(), "\n")
-	_, yaml, ok := strings.Cut(rest, "SAGACITY_CONFIG:\n")
-	if !strings.HasPrefix(tok, "sgc_") || len(tok) < 40 || !ok || strings.Contains(yaml, tok) {
-		t.Fatalf("sagacity token printed %q: want a token, then YAML without it", out.String())
-	}
+	toks, yaml := printedTokens(t, out.String())
+	tok := toks["ci-bot"]
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
 	os.WriteFile(cfg, []byte(yaml), 0o644)
 	base, logs := start(t, map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_CONFIG": cfg, "SAGACITY_DATABASE_URL": testkit.SQLiteURL(t),

@@ -66,9 +66,14 @@ var commands = []command{
 			"proof between them (GET /sagacity/checkpoints/consistency?from=OLD&to=NEW).\n" +
 			"Exit status 0: consistent, 1: not, 2: unreadable.",
 		run: offline(verifyLog)},
-	{name: "token", args: "[-name NAME] [-roles agent,approver,auditor]", short: "print a new API token",
-		help: "Prints a new API token and the lines that declare it in SAGACITY_CONFIG (only its SHA-256).",
-		run:  offline(token)},
+	{name: "token", args: "[-config FILE] NAME=ROLE[,ROLE]… | [-config FILE] [-name NAME] [-roles ROLE,…]", short: "make new API tokens",
+		help: "Makes a new API token for each NAME=ROLES argument (roles: agent, approver, auditor, comma-separated),\n" +
+			"or one named by -name (default automation) with -roles (default agent). Prints each token once, beside\n" +
+			"its name, and one tokens: block that declares them all in SAGACITY_CONFIG by their SHA-256 alone.\n" +
+			"With -config, adds them to that file's tokens: list instead, in place (the file's other lines and\n" +
+			"comments stay as they are; a name the file declares already is refused; the file is made if there is\n" +
+			"none), and prints the tokens. Exit status 0: made, 2: refused (nothing was written).",
+		run: offline(token)},
 	{name: "policy", args: "[FILE]", short: "print the approval policy a configuration file puts in force, and its hash",
 		help: "Prints the approval policy of the configuration FILE (the default without one) as requests record it:\n" +
 			"its SHA-256, which every request's policy= line carries, and its canonical document.\n" +
