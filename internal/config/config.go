@@ -28,7 +28,7 @@ type Config struct {
 	PublicURL         string // SAGACITY_PUBLIC_URL, absolute http(s) URL without a trailing slash
 	OIDCIssuer        string // SAGACITY_OIDC_ISSUER, https (http only on loopback)
 	OIDCClientID      string // SAGACITY_OIDC_CLIENT_ID
-	OIDCClientSecret  string // SAGACITY_OIDC_CLIENT_SECRET, empty for a public client with PKCE
+	OIDCClientSecret  string // SAGACITY_OIDC_CLIENT_SECRET: a confidential client's; empty for a public client (PKCE alone)
 	APIAudience       string // SAGACITY_API_AUDIENCE
 	SessionKey        []byte // SAGACITY_SESSION_KEY, at least 32 bytes when set
 	ToolSigningSecret []byte // SAGACITY_TOOL_SIGNING_SECRET, at least 32 bytes; required when File declares tools
