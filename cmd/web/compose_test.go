@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -23,17 +24,21 @@ import (
 	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
-// The stand-in for docker compose. It does what the README's commands
-// need of compose, by the rules compose documents
+// The stand-in for docker. It does what the README's commands need of
+// docker build, docker run and docker compose, by the rules docker and
+// compose document
 // (https://docs.docker.com/compose/how-tos/environment-variables/variable-interpolation/):
 // the compose file's values are interpolated for every command, from the
 // environment and then the project directory's .env, and ${X:?message}
 // fails when X is unset or empty; a named volume is a directory the
-// containers share, a bind mount a file of the project that must exist.
-// It runs the sagacity image's commands with this checkout's run, and
-// for up it checks what the server will read and writes the server's
-// environment to $COMPOSE_STAND_IN/sagacity.env instead of starting
-// anything.
+// containers share, a bind mount a file of the project that must exist;
+// the image's environment is its Dockerfile's ENV, under what -e or the
+// compose file set. It runs the sagacity image's commands with this
+// checkout's run; in place of serving, it checks that every file the
+// server is told to read exists and that its settings load, and writes
+// the server's environment to $DOCKER_STAND_IN/sagacity.env. Its state
+// (the named volumes, the built image's context) is under
+// $DOCKER_STAND_IN.
 
 // standInService is the part of a compose service the stand-in reads.
 type standInService struct {
@@ -42,8 +47,8 @@ type standInService struct {
 	Volumes     []string          `yaml:"volumes"`
 }
 
-// composeStandIn is docker's main when the test binary runs as docker.
-func composeStandIn(args []string, stdout, stderr io.Writer) int {
+// dockerStandIn is docker's main when the test binary runs as docker.
+func dockerStandIn(args []string, stdout, stderr io.Writer) int {
 	if err := standIn(args, stdout); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -52,14 +57,26 @@ func composeStandIn(args []string, stdout, stderr io.Writer) int {
 }
 
 func standIn(args []string, stdout io.Writer) error {
-	if len(args) < 2 || args[0] != "compose" {
-		return fmt.Errorf("docker %s: the stand-in knows docker compose alone", strings.Join(args, " "))
+	state := os.Getenv("DOCKER_STAND_IN")
+	if state == "" {
+		return errors.New("DOCKER_STAND_IN is not set")
+	}
+	if len(args) == 0 {
+		return errors.New("docker: no command")
+	}
+	switch args[0] {
+	case "build":
+		return dockerBuild(args[1:], state, stdout)
+	case "run":
+		return dockerRun(args[1:], state, stdout)
+	case "compose":
+	default:
+		return fmt.Errorf("docker %s: the stand-in does not know it", args[0])
+	}
+	if len(args) < 2 {
+		return errors.New("docker compose: no command")
 	}
 	sub, args := args[1], args[2:]
-	state := os.Getenv("COMPOSE_STAND_IN")
-	if state == "" {
-		return errors.New("COMPOSE_STAND_IN is not set")
-	}
 	services, volumes, err := loadCompose(".")
 	if err != nil {
 		return err
@@ -86,15 +103,7 @@ func standIn(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		var environ []string
-		for k, v := range s.Environment {
-			environ = append(environ, k+"="+m(v))
-		}
-		cmd := slices.Clone(args[1:])
-		for i, a := range cmd {
-			cmd[i] = m(a)
-		}
-		return run(context.Background(), cmd, environ, stdout)
+		return container(args[1:], s.Environment, m, state, stdout)
 	case "up":
 		for name, s := range services {
 			if _, err := mounts(s, volumes, state); err != nil {
@@ -106,25 +115,122 @@ func standIn(args []string, stdout io.Writer) error {
 			return errors.New("no service sagacity")
 		}
 		m, _ := mounts(s, volumes, state)
-		vars := map[string]string{}
-		var lines []string
-		for k, v := range s.Environment {
-			vars[k] = m(v)
-			lines = append(lines, k+"="+vars[k])
-			if strings.HasSuffix(k, "_FILE") {
-				if _, err := os.Stat(vars[k]); err != nil {
-					return fmt.Errorf("service sagacity: %s names %s, which no earlier command made: %w", k, v, err)
-				}
-			}
-		}
-		if _, err := config.Load(func(k string) string { return vars[k] }); err != nil {
-			return fmt.Errorf("service sagacity would not start: %w", err)
-		}
-		slices.Sort(lines)
-		fmt.Fprintln(stdout, "stand-in: postgres, keycloak and sagacity would start")
-		return os.WriteFile(filepath.Join(state, "sagacity.env"), []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+		fmt.Fprintln(stdout, "stand-in: postgres and keycloak would start")
+		return container(nil, s.Environment, m, state, stdout)
 	}
 	return fmt.Errorf("docker compose %s: the stand-in does not know it", sub)
+}
+
+// dockerBuild takes note of the context the image is built from.
+func dockerBuild(args []string, state string, stdout io.Writer) error {
+	var tag string
+	for len(args) > 1 {
+		switch args[0] {
+		case "-t", "--build-arg":
+			if args[0] == "-t" {
+				tag = args[1]
+			}
+			args = args[2:]
+		default:
+			return fmt.Errorf("docker build: the stand-in does not know %s", args[0])
+		}
+	}
+	if tag != "sagacity" || len(args) != 1 {
+		return fmt.Errorf("docker build: want -t sagacity and one context")
+	}
+	ctx, err := filepath.Abs(args[0])
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(ctx, "Dockerfile")); err != nil {
+		return fmt.Errorf("docker build: %w", err)
+	}
+	os.MkdirAll(state, 0o755)
+	fmt.Fprintf(stdout, "stand-in: built sagacity from %s\n", ctx)
+	return os.WriteFile(filepath.Join(state, "image"), []byte(ctx), 0o644)
+}
+
+// dockerRun runs a container of the image docker build made.
+func dockerRun(args []string, state string, stdout io.Writer) error {
+	env := map[string]string{}
+	var vols []string
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		switch {
+		case args[0] == "--rm":
+			args = args[1:]
+		case len(args) > 1 && (args[0] == "-v" || args[0] == "-e" || args[0] == "-p"):
+			if args[0] == "-v" {
+				vols = append(vols, args[1])
+			} else if args[0] == "-e" {
+				k, v, _ := strings.Cut(args[1], "=")
+				env[k] = v
+			}
+			args = args[2:]
+		default:
+			return fmt.Errorf("docker run: the stand-in does not know %s", args[0])
+		}
+	}
+	ctx, err := os.ReadFile(filepath.Join(state, "image"))
+	if err != nil || len(args) == 0 || args[0] != "sagacity" {
+		return fmt.Errorf("docker run: no image sagacity was built (%v)", err)
+	}
+	dockerfile, err := os.ReadFile(filepath.Join(string(ctx), "Dockerfile"))
+	if err != nil {
+		return err
+	}
+	// The image's ENV, under what -e sets.
+	for f := range strings.FieldsSeq(regexp.MustCompile(`(?m)^ENV ((?:.*\\\n)*.*)$`).FindStringSubmatch(string(dockerfile))[1]) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			if _, set := env[k]; !set {
+				env[k] = v
+			}
+		}
+	}
+	named := map[string]any{}
+	for _, v := range vols {
+		named[strings.Split(v, ":")[0]] = nil // docker run makes a named volume it is given
+	}
+	m, err := mounts(standInService{Volumes: vols}, named, state)
+	if err != nil {
+		return err
+	}
+	return container(args[1:], env, m, state, stdout)
+}
+
+// container runs the image's command args (serve when there are none)
+// with env, its paths mapped by m. In place of serving, it checks what
+// the server would read and writes its environment to state/sagacity.env.
+func container(args []string, env map[string]string, m func(string) string, state string, stdout io.Writer) error {
+	vars := map[string]string{}
+	for k, v := range env {
+		vars[k] = m(v)
+	}
+	if len(args) > 0 && args[0] != "serve" {
+		var environ []string
+		for k, v := range vars {
+			environ = append(environ, k+"="+v)
+		}
+		cmd := slices.Clone(args)
+		for i, a := range cmd {
+			cmd[i] = m(a)
+		}
+		return run(context.Background(), cmd, environ, stdout)
+	}
+	var lines []string
+	for k, v := range vars {
+		lines = append(lines, k+"="+v)
+		if strings.HasSuffix(k, "_FILE") {
+			if _, err := os.Stat(v); err != nil {
+				return fmt.Errorf("sagacity: %s names %s, which no earlier command made: %w", k, env[k], err)
+			}
+		}
+	}
+	if _, err := config.Load(func(k string) string { return vars[k] }); err != nil {
+		return fmt.Errorf("sagacity would not start: %w", err)
+	}
+	slices.Sort(lines)
+	fmt.Fprintln(stdout, "stand-in: sagacity would start")
+	return os.WriteFile(filepath.Join(state, "sagacity.env"), []byte(strings.Join(lines, "\n")+"\n"), 0o600)
 }
 
 // loadCompose reads dir's compose.yaml, interpolated with the
@@ -319,14 +425,19 @@ func mounts(s standInService, volumes map[string]any, state string) (func(string
 		}
 		ms = append(ms, mount{parts[1], here})
 	}
-	return func(v string) string {
+	var mapped func(string) string
+	mapped = func(v string) string {
+		if path, ok := strings.CutPrefix(v, "sqlite:"); ok { // a URL naming a file
+			return "sqlite:" + mapped(path)
+		}
 		for _, m := range ms {
 			if rest, ok := strings.CutPrefix(v, m.in); ok && (rest == "" || rest[0] == '/') {
 				return m.here + rest
 			}
 		}
 		return v
-	}, nil
+	}
+	return mapped, nil
 }
 
 // TestComposeInterpolation: the stand-in interpolates as compose
@@ -351,10 +462,40 @@ func TestComposeInterpolation(t *testing.T) {
 	}
 }
 
+// standIns puts the stand-ins on a PATH of their own: docker (the
+// stand-in above) and sagacity (this checkout's binary), both this test
+// binary under another name. sh runs a script in dir with them, without
+// any SAGACITY_* variable of the test; state is the stand-in's.
+func standIns(t *testing.T, dir string) (state string, sh func(script string) (string, error)) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, state := t.TempDir(), t.TempDir()
+	for _, name := range []string{"docker", "sagacity"} {
+		if err := os.Symlink(self, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var environ []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SAGACITY_") && !strings.HasPrefix(kv, "PATH=") {
+			environ = append(environ, kv)
+		}
+	}
+	environ = append(environ, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "DOCKER_STAND_IN="+state)
+	return state, func(script string) (string, error) {
+		cmd := exec.Command("sh", "-ex")
+		cmd.Dir, cmd.Env, cmd.Stdin = dir, environ, strings.NewReader(script)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+}
+
 // composeDir copies deploy/ (its files other than Go and .env) to
-// dir/deploy and puts the stand-in on a PATH of its own; sh runs a
-// script there with it, and without any SAGACITY_* variable of the test.
-func composeDir(t *testing.T) (dir string, sh func(script string) (string, error)) {
+// dir/deploy, with the stand-ins.
+func composeDir(t *testing.T) (dir, state string, sh func(script string) (string, error)) {
 	t.Helper()
 	dir = t.TempDir()
 	src := filepath.Join(testkit.Root(t), "deploy")
@@ -373,27 +514,37 @@ func composeDir(t *testing.T) (dir string, sh func(script string) (string, error
 		}
 		os.WriteFile(filepath.Join(dir, "deploy", e.Name()), b, 0o644)
 	}
-	self, err := os.Executable()
+	state, sh = standIns(t, dir)
+	return dir, state, sh
+}
+
+// readEnv reads the server's environment the stand-in wrote.
+func readEnv(t *testing.T, state string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(state, "sagacity.env"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(dir, "bin")
-	os.MkdirAll(bin, 0o755)
-	if err := os.Symlink(self, filepath.Join(bin, "docker")); err != nil {
-		t.Fatal(err)
+	vars := map[string]string{}
+	for l := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		k, v, _ := strings.Cut(l, "=")
+		vars[k] = v
 	}
-	var environ []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SAGACITY_") && !strings.HasPrefix(kv, "PATH=") {
-			environ = append(environ, kv)
-		}
+	return vars
+}
+
+// leaveOut runs script with the stand-ins, without its command that
+// starts with step, and wants it to fail with want.
+func leaveOut(t *testing.T, script, step, want string, sh func(string) (string, error)) {
+	t.Helper()
+	lines := strings.Split(script, "\n")
+	i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, step) })
+	if i < 0 {
+		t.Fatalf("the README's commands have no %s…:\n%s", step, script)
 	}
-	environ = append(environ, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "COMPOSE_STAND_IN="+filepath.Join(dir, "state"))
-	return dir, func(script string) (string, error) {
-		cmd := exec.Command("sh", "-ex")
-		cmd.Dir, cmd.Env, cmd.Stdin = dir, environ, strings.NewReader(script)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
+	out, err := sh(strings.Join(slices.Delete(lines, i, i+1), "\n"))
+	if err == nil || !strings.Contains(out, want) {
+		t.Errorf("the README's commands without %s… = %v; want them to fail with %q:\n%s", step, err, want, out)
 	}
 }
 
@@ -409,46 +560,25 @@ func composeDir(t *testing.T) (dir string, sh func(script string) (string, error
 // the role it says.
 func TestComposeQuickStart(t *testing.T) {
 	steps := testkit.ReadmeBlock(t, "compose")
-	var commands []string // without comments
-	for l := range strings.SplitSeq(steps, "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
-			commands = append(commands, l)
-		}
-	}
 	// Left out, a step's product is missing when a later one needs it.
 	for _, tc := range []struct{ without, want string }{
 		{"printf 'SAGACITY_SESSION_KEY=", "required variable SAGACITY_SESSION_KEY is missing a value"},
-		{"docker compose run --rm --no-deps sagacity keygen", "SAGACITY_SIGNING_KEY_FILE names /data/signing.key, which no earlier command made"},
+		{"docker compose run --rm --no-deps sagacity keygen", "sagacity: SAGACITY_SIGNING_KEY_FILE names /data/signing.key, which no earlier command made"},
 	} {
-		i := slices.IndexFunc(commands, func(c string) bool { return strings.HasPrefix(c, tc.without) })
-		if i < 0 {
-			t.Fatalf("the README's compose commands have no %s…:\n%s", tc.without, steps)
-		}
-		_, sh := composeDir(t)
-		out, err := sh(strings.Join(slices.Delete(slices.Clone(commands), i, i+1), "\n"))
-		if err == nil || !strings.Contains(out, tc.want) {
-			t.Errorf("the README's compose commands without %s… = %v; want them to fail with %q:\n%s", tc.without, err, tc.want, out)
-		}
+		_, _, sh := composeDir(t)
+		leaveOut(t, steps, tc.without, tc.want, sh)
 	}
 
-	dir, sh := composeDir(t)
+	dir, state, sh := composeDir(t)
 	out, err := sh(steps)
 	if err != nil {
 		t.Fatalf("the README's compose commands failed: %v\n%s", err, out)
 	}
-	key := filepath.Join(dir, "state", "volumes", "data", "signing.key")
+	key := filepath.Join(state, "volumes", "data", "signing.key")
 	if fi, err := os.Stat(key); err != nil || fi.Mode().Perm() != 0o600 || !strings.Contains(out, "\nlocalhost+") {
 		t.Errorf("after the README's commands the signing key is %v (%v), and they printed\n%s\nwant a 0600 key file and its public key", fi, err, out)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "state", "sagacity.env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]string{}
-	for l := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
-		k, v, _ := strings.Cut(l, "=")
-		vars[k] = v
-	}
+	vars := readEnv(t, state)
 
 	// The containers' places taken: PostgreSQL and the OpenID provider
 	// the test runs, holding the realm's people, on a free address.

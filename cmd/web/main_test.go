@@ -6,12 +6,18 @@ import (
 	"testing"
 )
 
-// TestMain runs the tests, or, when the test binary is started under the
-// name docker (a link a test makes), the stand-in for docker compose
-// that TestComposeQuickStart runs the README's commands with.
+// TestMain runs the tests or, when the test binary is started under
+// another name (a link a test makes), that program: sagacity, this
+// checkout's binary; docker, the stand-in for docker that
+// TestComposeQuickStart and TestReadmeDocker run the README's commands
+// with.
 func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == "docker" {
-		os.Exit(composeStandIn(os.Args[1:], os.Stdout, os.Stderr))
+	switch filepath.Base(os.Args[0]) {
+	case "docker":
+		os.Exit(dockerStandIn(os.Args[1:], os.Stdout, os.Stderr))
+	case "sagacity":
+		main() // exits unless it succeeds
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
