@@ -32,8 +32,9 @@ import (
 // environment and then the project directory's .env, and ${X:?message}
 // fails when X is unset or empty; a named volume is a directory the
 // containers share, a bind mount a file of the project that must exist;
-// the image's environment is its Dockerfile's ENV, under what -e or the
-// compose file set. It runs the sagacity image's commands with this
+// docker run's environment is the Dockerfile's ENV under what -e sets,
+// compose's the service's environment (which sets all the image's ENV
+// does, and more). It runs the sagacity image's commands with this
 // checkout's run; in place of serving, it checks that every file the
 // server is told to read exists and that its settings load, and writes
 // the server's environment to $DOCKER_STAND_IN/sagacity.env. Its state
