@@ -13,7 +13,9 @@ AXE_VERSION  ?= 4.14.1
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS := -s -w -X main.buildVersion=$(VERSION)
 # gotestsum runs go test and ends with the counts and every skipped test, with its reason.
-GOTESTSUM ?= $(GO) run gotest.tools/gotestsum@v1.13.0
+# It is a tool of the module (go.mod's tool block, like templ and mailpit), so go mod
+# download fetches it with everything else and make test needs no network after that.
+GOTESTSUM ?= $(GO) tool gotestsum
 
 ## run: build bin/sagacity (showing each package compiled: the first build takes a few minutes) and serve the console on 127.0.0.1:8080 with the embedded store and demo data
 run:

@@ -41,6 +41,16 @@
 // To rotate the secret, a signer may send several v2 values, one per secret;
 // a header is valid when any of them matches.
 //
+// examples/toolserver in this repository is a whole tool server on this
+// package, with the Sagacity configuration that declares its tool. The
+// module path is not published yet, so go get cannot fetch the package;
+// until it is, a module of one's own uses it from a checkout of the
+// repository with a replace directive, as the README's Tools section
+// shows:
+//
+//	go mod edit -replace github.com/sagacity-go/sagacity=../sagacity
+//	go mod tidy
+//
 // The earlier v1 scheme signed only the time and the body. It is not
 // accepted, not even for a transition: a verifier that still accepted v1
 // would accept exactly the cross-tool replay v2 exists to stop, since any

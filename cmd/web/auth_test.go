@@ -43,13 +43,25 @@ func status(t *testing.T, c *http.Client, method, url, token string) int {
 }
 
 // TestRunOIDC configures oidc mode through the environment, as an operator
-// would, and signs in through a real provider.
+// would, and signs in through a real provider: as a confidential client,
+// with SAGACITY_OIDC_CLIENT_SECRET, and as a public one, without.
 func TestRunOIDC(t *testing.T) {
+	for _, confidential := range []bool{true, false} {
+		t.Run(map[bool]string{true: "confidential", false: "public"}[confidential], func(t *testing.T) { runOIDC(t, confidential) })
+	}
+}
+
+func runOIDC(t *testing.T, confidential bool) {
 	p := authtest.NewProvider(t, authtest.User{ID: "alice-id", Username: "alice", Password: "pw-alice-123",
 		Email: "alice@example.test", Groups: []string{"payments-approvers"}})
 	addr := freeAddr(t)
 	public := "http://" + addr
-	id, secret := p.WebClient(t, public+"/auth/callback")
+	var id, secret string
+	if confidential {
+		id, secret = p.WebClient(t, public+"/auth/callback")
+	} else {
+		id = p.PublicClient(t, public+"/auth/callback")
+	}
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
 	os.WriteFile(cfg, []byte("roles:\n  map:\n    payments-approvers: [approver]\n"), 0o644)
 	launched := launch(t, map[string]string{"SAGACITY_ADDR": addr, "SAGACITY_AUTH": "oidc", "SAGACITY_OIDC_ISSUER": p.Issuer,
@@ -95,11 +107,8 @@ func TestRunTokens(t *testing.T) {
 	if err := run(context.Background(), []string{"token", "-name", "ci-bot", "-roles", "agent,approver,auditor"}, env(nil), &out); err != nil {
 		t.Fatal(err)
 	}
-	tok, rest, _ := strings.Cut(out.String(), "\n")
-	_, yaml, ok := strings.Cut(rest, "SAGACITY_CONFIG:\n")
-	if !strings.HasPrefix(tok, "sgc_") || len(tok) < 40 || !ok || strings.Contains(yaml, tok) {
-		t.Fatalf("sagacity token printed %q: want a token, then YAML without it", out.String())
-	}
+	toks, yaml := printedTokens(t, out.String())
+	tok := toks["ci-bot"]
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
 	os.WriteFile(cfg, []byte(yaml), 0o644)
 	base, logs := start(t, map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_CONFIG": cfg, "SAGACITY_DATABASE_URL": testkit.SQLiteURL(t),

@@ -34,7 +34,7 @@ func TestHelp(t *testing.T) {
 			t.Errorf("sagacity help does not list %s:\n%s", c.name, all)
 		}
 	}
-	for _, text := range []string{all, out("--help"), out("serve", "--help"), out("help", "serve"), out("healthcheck", "-h")} {
+	for _, text := range []string{all, out("--help"), out("serve", "--help"), out("help", "serve")} {
 		for _, v := range config.Vars {
 			if !strings.Contains(text, v.Name) || !strings.Contains(text, v.Default) || !strings.Contains(text, v.Example) {
 				t.Errorf("help lacks %s, its default %q or its example %q:\n%s", v.Name, v.Default, v.Example, text)
@@ -46,10 +46,36 @@ func TestHelp(t *testing.T) {
 			t.Errorf("sagacity %s = %q, want verify's usage alone", strings.Join(args, " "), got)
 		}
 	}
-	for _, args := range [][]string{{"help", "nosuch"}, {"nosuch"}, {"serve", "extra"}} {
+	for _, args := range [][]string{{"help", "nosuch"}, {"nosuch"}, {"serve", "extra"}, {"help", "serve", "verify"}} {
 		err := run(context.Background(), args, nil, &bytes.Buffer{})
 		if ee, ok := errors.AsType[exitError](err); !ok || ee.code != 2 || !strings.Contains(err.Error(), "sagacity help") {
 			t.Errorf("sagacity %s = %v, want exit 2 pointing at sagacity help", strings.Join(args, " "), err)
+		}
+	}
+}
+
+// TestCommandHelp: every command's --help, -h and -help, wherever they
+// stand, and help COMMAND print that command's usage and nothing else,
+// and exit 0; only serve, which reads them all, lists the variables.
+func TestCommandHelp(t *testing.T) {
+	for _, c := range commands {
+		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {c.name, "-help"}, {"help", c.name}, {c.name, "x", "--help"}} {
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				var got bytes.Buffer
+				if err := run(context.Background(), args, nil, &got); err != nil {
+					t.Fatalf("sagacity %s = %v, want its usage", strings.Join(args, " "), err)
+				}
+				want := "usage: sagacity " + c.name + " " + c.args + "\n\n" + c.help + "\n"
+				vars := strings.Contains(got.String(), "SAGACITY_LOG_LEVEL")
+				switch {
+				case !strings.HasPrefix(got.String(), want):
+					t.Errorf("sagacity %s =\n%s\nwant it to start with\n%s", strings.Join(args, " "), got.String(), want)
+				case vars != (c.name == "serve"):
+					t.Errorf("sagacity %s lists the variables: %v; want them listed for serve alone:\n%s", strings.Join(args, " "), vars, got.String())
+				case c.name != "serve" && got.String() != want:
+					t.Errorf("sagacity %s =\n%s\nwant exactly\n%s", strings.Join(args, " "), got.String(), want)
+				}
+			})
 		}
 	}
 }

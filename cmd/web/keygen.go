@@ -1,21 +1,27 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
-// keygen prints a new Ed25519 signing key in the signed-note format, for
+// keygen makes a new Ed25519 signing key in the signed-note format, for
 // SAGACITY_SIGNING_KEY, and the public key that verifies what it signs.
+// Without -out it prints both; with -out FILE it writes the signing key
+// alone to a new file only its owner may read, as
+// SAGACITY_SIGNING_KEY_FILE takes it, and prints the public key.
 func keygen(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	name := fs.String("name", "sagacity", "the key's name: the origin of the log it signs, such as sagacity.example.com")
+	out := fs.String("out", "", "a new file to write the signing key to, alone (mode 0600)")
 	if err := fs.Parse(args); err != nil {
-		return exitError{2, fmt.Errorf("keygen: %w (usage: sagacity keygen [-name NAME])", err)}
+		return exitError{2, fmt.Errorf("keygen: %w (usage: sagacity keygen [-name NAME] [-out FILE])", err)}
 	}
 	if fs.NArg() > 0 {
 		return exitError{2, fmt.Errorf("keygen: unexpected argument %q", fs.Arg(0))}
@@ -24,8 +30,40 @@ func keygen(args []string, stdout io.Writer) error {
 	if err != nil {
 		return exitError{2, fmt.Errorf("keygen: %w", err)}
 	}
-	_, err = fmt.Fprintf(stdout, "%s\n\n# The line above is the signing key: put it in SAGACITY_SIGNING_KEY (or a file named by\n"+
-		"# SAGACITY_SIGNING_KEY_FILE), keep it out of the database and its backups. The public key,\n"+
-		"# for auditors and `sagacity verify-receipt` / `sagacity verify -key`:\n%s\n", skey, vkey)
+	if *out == "" {
+		_, err = fmt.Fprintf(stdout, "%s\n\n# The line above is the signing key: put it in SAGACITY_SIGNING_KEY, keep it out of the database\n"+
+			"# and its backups (sagacity keygen -out FILE writes it alone to a file, for SAGACITY_SIGNING_KEY_FILE).\n"+
+			"# The public key, for auditors and `sagacity verify-receipt` / `sagacity verify -key`:\n%s\n", skey, vkey)
+		return err
+	}
+	if err := writeNew(*out, skey+"\n"); err != nil {
+		return exitError{2, fmt.Errorf("keygen: %w", err)}
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n\n# The line above is the public key, for auditors and `sagacity verify-receipt` / `sagacity verify -key`.\n"+
+		"# The signing key is in %s (mode 0600) and nowhere else: name the file in SAGACITY_SIGNING_KEY_FILE,\n"+
+		"# keep it out of the database and its backups.\n", vkey, *out)
 	return err
+}
+
+// writeNew writes text to a new file that only its owner may read; it
+// refuses to replace a file that exists, and leaves no partial file.
+func writeNew(path, text string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("%s exists already; a key is never overwritten: choose another file, or remove it first", path)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err = f.WriteString(text); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }

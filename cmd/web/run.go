@@ -34,7 +34,7 @@ type command struct {
 	args  string // after the name, in the usage line
 	help  string // what it does, its flags and exit status
 	run   func(ctx context.Context, args []string, environ []string, stdout io.Writer) error
-	env   bool   // whether it reads the SAGACITY_* variables (help lists them)
+	env   bool   // whether it reads all the SAGACITY_* variables (its help lists them)
 	short string // one line for the list of commands
 }
 
@@ -74,21 +74,30 @@ var commands = []command{
 			"proof between them (GET /sagacity/checkpoints/consistency?from=OLD&to=NEW).\n" +
 			"Exit status 0: consistent, 1: not, 2: unreadable.",
 		run: offline(verifyLog)},
-	{name: "token", args: "[-name NAME] [-roles agent,approver,auditor]", short: "print a new API token",
-		help: "Prints a new API token and the lines that declare it in SAGACITY_CONFIG (only its SHA-256).",
-		run:  offline(token)},
+	{name: "token", args: "[-config FILE] NAME=ROLE[,ROLE]… | [-config FILE] [-name NAME] [-roles ROLE,…]", short: "make new API tokens",
+		help: "Makes a new API token for each NAME=ROLES argument (roles: agent, approver, auditor, comma-separated),\n" +
+			"or one named by -name (default automation) with -roles (default agent). Prints each token once, beside\n" +
+			"its name, and one tokens: block that declares them all in SAGACITY_CONFIG by their SHA-256 alone.\n" +
+			"With -config, adds them to that file's tokens: list instead, in place (the file's other lines and\n" +
+			"comments stay as they are; a name the file declares already is refused; the file is made if there is\n" +
+			"none), and prints the tokens. Exit status 0: made, 2: refused (nothing was written).",
+		run: offline(token)},
 	{name: "policy", args: "[FILE]", short: "print the approval policy a configuration file puts in force, and its hash",
 		help: "Prints the approval policy of the configuration FILE (the default without one) as requests record it:\n" +
 			"its SHA-256, which every request's policy= line carries, and its canonical document.\n" +
 			"A condition that does not compile is refused, naming the tool, the rule and the column.\n" +
 			"Exit status 0: printed, 2: the file is unreadable or refused.",
 		run: offline(policy)},
-	{name: "keygen", args: "[-name NAME]", short: "print a new signing key",
-		help: "Prints a new signing key (for SAGACITY_SIGNING_KEY) and its public key.",
-		run:  offline(keygen)},
-	{name: "healthcheck", args: "[URL]", short: "exit 0 when the server is ready (for container health checks)", env: true,
+	{name: "keygen", args: "[-name NAME] [-out FILE]", short: "make a new signing key",
+		help: "Prints a new signing key (for SAGACITY_SIGNING_KEY) and its public key. With -out, writes the signing\n" +
+			"key alone to FILE, a new file of mode 0600 (for SAGACITY_SIGNING_KEY_FILE; an existing file is never\n" +
+			"overwritten), and prints the public key. -name is the key's name, the origin of the log it signs\n" +
+			"(default sagacity): your server's host name.",
+		run: offline(keygen)},
+	{name: "healthcheck", args: "[URL]", short: "exit 0 when the server is ready (for container health checks)",
 		help: "Asks the server's /readyz (default: the one SAGACITY_ADDR names, on loopback) and exits 0 when it\n" +
-			"answers ok, 1 otherwise. The container image has no curl; this is its HEALTHCHECK.",
+			"answers ok, 1 otherwise. The container image has no curl; this is its HEALTHCHECK.\n" +
+			"Of the environment it reads SAGACITY_ADDR alone.",
 		run: healthcheck},
 	{name: "version", short: "print the version", help: "Prints the version: the module's, or the commit it was built from.",
 		run: func(_ context.Context, args []string, _ []string, stdout io.Writer) error {
@@ -129,8 +138,14 @@ func run(ctx context.Context, args []string, environ []string, stdout io.Writer)
 		name = "help"
 	}
 	if name == "help" {
-		if len(args) == 0 {
+		switch {
+		case len(args) == 0:
 			return printHelp(stdout)
+		case slices.ContainsFunc(args, isHelp):
+			c, _ := find("help")
+			return printCommand(stdout, c)
+		case len(args) > 1:
+			return exitError{2, fmt.Errorf("help takes one command at most (usage: sagacity help [COMMAND])")}
 		}
 		c, ok := find(args[0])
 		if !ok {

@@ -49,7 +49,9 @@ func launch(t *testing.T, vars map[string]string) *proc {
 	if _, ok := vars["SAGACITY_CHECKPOINT_DIR"]; !ok && !strings.HasPrefix(vars["SAGACITY_DATABASE_URL"], "sqlite:") {
 		vars["SAGACITY_CHECKPOINT_DIR"] = t.TempDir()
 	}
-	if _, ok := vars["SAGACITY_SIGNING_KEY"]; !ok && !strings.HasPrefix(vars["SAGACITY_DATABASE_URL"], "sqlite:") {
+	_, key := vars["SAGACITY_SIGNING_KEY"]
+	_, keyFile := vars["SAGACITY_SIGNING_KEY_FILE"]
+	if !key && !keyFile && !strings.HasPrefix(vars["SAGACITY_DATABASE_URL"], "sqlite:") {
 		vars["SAGACITY_SIGNING_KEY"] = testSigningKey(t)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -28,7 +28,7 @@ type Config struct {
 	PublicURL         string // SAGACITY_PUBLIC_URL, absolute http(s) URL without a trailing slash
 	OIDCIssuer        string // SAGACITY_OIDC_ISSUER, https (http only on loopback)
 	OIDCClientID      string // SAGACITY_OIDC_CLIENT_ID
-	OIDCClientSecret  string // SAGACITY_OIDC_CLIENT_SECRET, empty for a public client with PKCE
+	OIDCClientSecret  string // SAGACITY_OIDC_CLIENT_SECRET: a confidential client's; empty for a public client (PKCE alone)
 	APIAudience       string // SAGACITY_API_AUDIENCE
 	SessionKey        []byte // SAGACITY_SESSION_KEY, at least 32 bytes when set
 	ToolSigningSecret []byte // SAGACITY_TOOL_SIGNING_SECRET, at least 32 bytes; required when File declares tools
@@ -266,27 +266,40 @@ func key(getenv func(string) string, name string) ([]byte, error) {
 }
 
 // signingKey reads the signing key from SAGACITY_SIGNING_KEY or the file
-// SAGACITY_SIGNING_KEY_FILE names, checking only its shape here (the
-// engine parses it); its value never goes into an error.
+// SAGACITY_SIGNING_KEY_FILE names, and checks that it is one: the
+// PRIVATE+KEY+… line alone, with spaces and line ends around it. Anything
+// more is refused, not searched for a key: what sagacity keygen prints
+// without -out (the key, comments and the public key) is not a key file,
+// and a file that holds more than it should is better fixed than guessed
+// at. Its value never goes into an error.
 func signingKey(getenv func(string) string) (string, error) {
 	v, path := strings.TrimSpace(getenv("SAGACITY_SIGNING_KEY")), getenv("SAGACITY_SIGNING_KEY_FILE")
-	name := "SAGACITY_SIGNING_KEY"
+	name, fix := "SAGACITY_SIGNING_KEY", "give the PRIVATE+KEY+… line alone (the first line sagacity keygen prints)"
 	switch {
 	case v != "" && path != "":
 		return "", errors.New("SAGACITY_SIGNING_KEY: set it or SAGACITY_SIGNING_KEY_FILE, not both")
 	case path != "":
-		name = "SAGACITY_SIGNING_KEY_FILE"
+		name, fix = "SAGACITY_SIGNING_KEY_FILE", "it must hold the PRIVATE+KEY+… line alone, as sagacity keygen -out FILE writes it"
 		b, err := os.ReadFile(path)
 		if err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			return "", fmt.Errorf("SAGACITY_SIGNING_KEY_FILE: cannot read %s: %w", path, err)
+			return "", fmt.Errorf("SAGACITY_SIGNING_KEY_FILE: cannot read %s: %w (sagacity keygen -out FILE makes one)", path, err)
 		}
-		v = strings.TrimSpace(string(b))
+		if v = strings.TrimSpace(string(b)); v == "" {
+			return "", fmt.Errorf("SAGACITY_SIGNING_KEY_FILE: %s is empty; %s", path, fix)
+		}
+		name += " (" + path + ")"
 	}
-	if v != "" && !strings.HasPrefix(v, "PRIVATE+KEY+") {
+	if v == "" {
+		return "", nil
+	}
+	if n := strings.Count(v, "\n") + 1; n > 1 {
+		return "", fmt.Errorf("%s: holds %d lines, not a signing key alone; %s", name, n, fix)
+	}
+	if _, err := engine.NewKeys(v); err != nil {
 		return "", fmt.Errorf("%s: not a signing key: want PRIVATE+KEY+<name>+<hash>+<key>, as sagacity keygen prints", name)
 	}
 	return v, nil

@@ -638,14 +638,49 @@ func TestLoadErrorsHideSecrets(t *testing.T) {
 	}
 }
 
+// TestSigningKeyFile: SAGACITY_SIGNING_KEY_FILE takes a file holding the
+// signing key alone, as sagacity keygen -out writes it, and refuses any
+// other (what keygen prints without -out among them), naming the
+// variable and the file and saying how to make one, never quoting it.
 func TestSigningKeyFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "signing.key")
-	if err := os.WriteFile(path, []byte(receiptKey+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	const publicKey = "sagacity.test+0ac935d1+AdKiK3O/PLawPqlsHMQqYEF4kxMdCZBsYA/WsTU00r1J"
+	const keygen = "PRIVATE+KEY+sagacity.test+0ac935d1+AU3NVAlT3pyzHaFV+snyiE6Quwj1snkIcuvyA9StxjF2\n\n" +
+		"# The line above is the signing key: …\n" + publicKey + "\n"
+	const fix = "it must hold the PRIVATE+KEY+… line alone, as sagacity keygen -out FILE writes it"
+	for _, tc := range []struct {
+		name, content string
+		want          string // the error; "" for the key
+	}{
+		{"the key", receiptKey + "\n", ""},
+		{"the key with blank lines and spaces around", "\n  " + receiptKey + " \r\n\n", ""},
+		{"keygen's output without -out", keygen, "SAGACITY_SIGNING_KEY_FILE ({path}): holds 4 lines, not a signing key alone; " + fix},
+		{"the key and a comment", "# production key\n" + receiptKey + "\n", "SAGACITY_SIGNING_KEY_FILE ({path}): holds 2 lines, not a signing key alone; " + fix},
+		{"the public key", publicKey + "\n", "SAGACITY_SIGNING_KEY_FILE ({path}): not a signing key: want PRIVATE+KEY+<name>+<hash>+<key>, as sagacity keygen prints"},
+		{"a key cut short", receiptKey[:len(receiptKey)-4] + "\n", "SAGACITY_SIGNING_KEY_FILE ({path}): not a signing key"},
+		{"empty", "\n", "SAGACITY_SIGNING_KEY_FILE: {path} is empty; " + fix},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "signing.key")
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			want := strings.ReplaceAll(tc.want, "{path}", path)
+			c, err := Load(env(map[string]string{"SAGACITY_SIGNING_KEY_FILE": path}))
+			switch {
+			case want == "" && (err != nil || c.SigningKey != receiptKey):
+				t.Errorf("Load(SAGACITY_SIGNING_KEY_FILE=%s holding %q) = %q, %v; want the key", path, tc.content, c.SigningKey, err)
+			case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+				t.Errorf("Load(SAGACITY_SIGNING_KEY_FILE=%s holding %q) = %v; want an error containing %q", path, tc.content, err, want)
+			case err != nil && strings.Contains(err.Error(), "AU3NVAlT3pyzHaFV"):
+				t.Errorf("Load(SAGACITY_SIGNING_KEY_FILE=%s) = %v: the error quotes the key", path, err)
+			}
+		})
 	}
-	c, err := Load(env(map[string]string{"SAGACITY_SIGNING_KEY_FILE": path}))
-	if err != nil || c.SigningKey != receiptKey {
-		t.Errorf("Load(SAGACITY_SIGNING_KEY_FILE=%s) = %q, %v; want the key in the file", path, c.SigningKey, err)
+	// The same output pasted into SAGACITY_SIGNING_KEY is refused too,
+	// naming that variable.
+	_, err := Load(env(map[string]string{"SAGACITY_SIGNING_KEY": keygen}))
+	if want := "SAGACITY_SIGNING_KEY: holds 4 lines, not a signing key alone; give the PRIVATE+KEY+… line alone"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Load(SAGACITY_SIGNING_KEY=keygen's whole output) = %v; want an error containing %q", err, want)
 	}
 }
 

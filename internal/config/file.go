@@ -160,6 +160,13 @@ func ReadFile(path string) (File, error) {
 	return parseFile(prefix, data)
 }
 
+// ParseFile checks data as ReadFile checks the contents of the file at
+// path, for a tool about to write that file. Every error starts with
+// "SAGACITY_CONFIG (<path>): ".
+func ParseFile(path string, data []byte) (File, error) {
+	return parseFile("SAGACITY_CONFIG ("+path+"): ", data)
+}
+
 // parseFile reads and checks a file's contents; every error starts with
 // prefix.
 func parseFile(prefix string, data []byte) (File, error) {

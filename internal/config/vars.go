@@ -27,7 +27,7 @@ var Vars = []Var{
 	{"SAGACITY_TOOL_SIGNING_SECRET", "none (required with HTTP tools)", "a random string of 32 bytes or more", "signs each request to an HTTP tool"},
 	{"SAGACITY_OIDC_ISSUER", "none", "https://idp.example.com/realms/main", "the OpenID provider people sign in with"},
 	{"SAGACITY_OIDC_CLIENT_ID", "none", "sagacity-console", "the console's client at the provider"},
-	{"SAGACITY_OIDC_CLIENT_SECRET", "none (a public client with PKCE)", "…", "the console client's secret"},
+	{"SAGACITY_OIDC_CLIENT_SECRET", "none: a public client", "…", "the console client's secret, for a confidential client (sign-in uses PKCE either way)"},
 	{"SAGACITY_API_AUDIENCE", "none", "sagacity-api", "the audience of the provider's JWTs the API accepts"},
 	{"SAGACITY_SESSION_KEY", "random per start (sessions end with the process)", "a random string of 32 bytes or more", "signs console sessions"},
 	{"SAGACITY_APPROVAL_ENDPOINTS_ENABLED", "true", "false", "serve approve, reject and resume in the JSON API"},

@@ -111,6 +111,19 @@ func (p *Provider) WebClient(t testing.TB, redirectURI string, postLogout ...str
 	return clientID, clientSecret
 }
 
+// PublicClient registers a public client: one without a secret, which
+// the token endpoint authenticates by PKCE alone, as an OpenID provider
+// does for a client registered as public. It may redirect only to
+// redirectURI.
+func (p *Provider) PublicClient(t testing.TB, redirectURI string) (clientID string) {
+	t.Helper()
+	clientID = fmt.Sprintf("public-%d-%s", clientSeq.Add(1), rand.Text()[:8])
+	p.storage.mu.Lock()
+	defer p.storage.mu.Unlock()
+	p.storage.clients[clientID] = webClient{client: storage.NativeClient(clientID, redirectURI)}
+	return clientID
+}
+
 // AuthenticatedAgo makes the provider say, of the sign-ins it completes
 // from now on, that the person authenticated d ago (auth_time), as a
 // provider that kept an old session of theirs would: what a step-up must
