@@ -89,7 +89,7 @@ const (
 	DecidedRejected    Decided = "rejected"
 	DecidedHappened    Decided = "happened"          // a call in doubt had taken effect
 	DecidedNotHappened Decided = "not-happened"      // it had not
-	DecidedUndone      Decided = "undone"            // an undo in doubt had taken effect
+	DecidedUndone      Decided = "undone"            // an undo in doubt had taken effect, or a person undid a step by hand
 	DecidedNotUndone   Decided = "not-undone"        // it had not
 	DecidedDismissed   Decided = "dismissed"         // a superseded request dropped, the saga going on
 	DecidedWithdrawn   Decided = "withdrawn"         // a voter took back their approval
