@@ -15,8 +15,8 @@ import (
 	"github.com/sagacity-go/sagacity/web/templates"
 )
 
-// Audit lists sagas with the state of their chains, and the job that
-// verifies them all: GET /audit?cursor=.
+// Audit lists sagas with what the newest verification of each found, and
+// when, and the job that verifies them all: GET /audit?cursor=.
 func (h *Handlers) Audit(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
 	if err := h.Engine.Can(me, engine.ActVerify, engine.Subject{}); err != nil {
@@ -58,15 +58,16 @@ func (h *Handlers) logCard(ctx context.Context, me engine.Principal) templates.L
 }
 
 // VerifySaga is one saga's verification in words, and how to check it
-// offline: GET /audit/saga?id=. An id that names no saga is 404 "no such
-// saga", not a green "empty journal".
+// offline: GET /audit/saga?id=. The engine keeps what it found, for the
+// audit page's list. An id that names no saga is 404 "no such saga", not
+// a green "empty journal".
 func (h *Handlers) VerifySaga(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
 	if err := h.Engine.Can(me, engine.ActVerify, engine.Subject{}); err != nil {
 		return err
 	}
 	id := r.URL.Query().Get("id")
-	hist, err := h.Engine.History(r.Context(), me, id)
+	hist, err := h.Engine.Audit(r.Context(), me, id)
 	if err != nil {
 		return err
 	}

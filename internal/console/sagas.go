@@ -37,7 +37,7 @@ func (h *Handlers) Sagas(w http.ResponseWriter, r *http.Request) error {
 
 // sagaPage reads the page of sagas f selects after the query's cursor, and
 // the next page's URL (base with keep and the new cursor). With chains,
-// each saga's journal is verified.
+// each saga comes with what its newest verification found, and when.
 func (h *Handlers) sagaPage(r *http.Request, me engine.Principal, f engine.SagaFilter, base string, keep url.Values, chains bool) ([]templates.SagaRow, string, error) {
 	if c := r.URL.Query().Get("cursor"); c != "" {
 		after, err := engine.ParseSagaCursor(c)
@@ -50,17 +50,24 @@ func (h *Handlers) sagaPage(r *http.Request, me engine.Principal, f engine.SagaF
 	if err != nil {
 		return nil, "", err
 	}
+	var kept map[string]engine.Verified
+	if chains {
+		ids := make([]string, len(sagas))
+		for i, s := range sagas {
+			ids[i] = s.ID
+		}
+		if kept, err = h.Engine.Verifications(r.Context(), me, ids); err != nil {
+			return nil, "", err
+		}
+	}
 	items := make([]templates.SagaRow, 0, len(sagas))
 	for _, s := range sagas {
 		row := templates.SagaRow{ID: s.ID, Href: templates.SagaHref(s.ID), Status: s.Status, Initiator: s.Initiator,
 			Reason: s.Reason, Entries: s.HeadSeq, Created: h.when(s.CreatedAt), Updated: h.when(s.UpdatedAt),
 			AuditHref: auditHref(s.ID), ExportHref: templates.ExportHref(s.ID)}
-		if chains {
-			v, err := h.Engine.Verify(r.Context(), me, s.ID)
-			if err != nil {
-				return nil, "", err
-			}
-			row.Chain = &v
+		if v, ok := kept[s.ID]; ok {
+			at := h.when(v.At)
+			row.Chain, row.Checked, row.Since = &v.Verification, &at, max(s.HeadSeq-v.HeadSeq, 0)
 		}
 		items = append(items, row)
 	}

@@ -31,8 +31,13 @@ type SagaRow struct {
 	Entries   int64
 	Created   Time
 	Updated   Time
-	// Chain is what verifying the journal says, on the audit list.
+	// Chain is what verifying the journal said, on the audit list: the
+	// newest verification kept, Checked when it was made (nil when the
+	// saga was never verified) and Since how many entries the saga took
+	// after it.
 	Chain      *engine.Verification
+	Checked    *Time
+	Since      int64
 	AuditHref  string
 	ExportHref string
 }
