@@ -104,3 +104,89 @@ func testUndoneByHand(t *testing.T, v *env) {
 		t.Errorf("Verify with the record's reason rewritten = %+v; want its receipt broken", got)
 	}
 }
+
+// testSagaActions: what the engine offers to do with a saga as a whole,
+// to whom: abort it while it takes work (its initiator, or an approver),
+// saying what compensating it undoes, what stays done and which requests
+// it drops; and, of a saga whose compensation failed, record each failed
+// undo as undone by hand (four-eyes, as resolving a call).
+func testSagaActions(t *testing.T, v *env) {
+	ctx := context.Background()
+	both := engine.Principal{ID: agent.ID, Auth: "token", Roles: []engine.Role{engine.RoleAgent, engine.RoleApprover}}
+	history := func(saga string) engine.History {
+		t.Helper()
+		h, err := v.e.History(ctx, auditor, saga)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	seqs := func(cs []engine.Call) []int64 {
+		out := []int64{}
+		for _, c := range cs {
+			out = append(out, c.Seq)
+		}
+		return out
+	}
+	seq := v.gate("a") // reserveInventory at seq 1, sendWireTransfer gated at seq 3, approved at 4, run at 5
+	v.approve("a", seq)
+	if _, err := v.e.Resume(ctx, agent, "a", seq, transfer); err != nil {
+		t.Fatal(err)
+	}
+	v.call("a", "createOrder", `{"sku":"SKU-9"}`)                // seq 7
+	v.call("a", "sendWireTransfer", `{"amount":"5","to":"bob"}`) // gated at seq 9
+	h := history("a")
+	for _, tt := range []struct {
+		who string
+		p   engine.Principal
+		why string
+	}{
+		{"its initiator", agent, ""},
+		{"an approver", approver, ""},
+		{"another agent", otherAgent, "You cannot abort this saga: saga a belongs to agent-1; only its initiator may act on it as an agent."},
+		{"an auditor", auditor, "You cannot abort this saga: aborting a saga needs the agent or approver role."},
+	} {
+		got := v.e.SagaAllowed(tt.p, h)
+		if got.Abort != (tt.why == "") || got.Why != tt.why {
+			t.Errorf("SagaAllowed(%s).Abort = %t, %q; want %t, %q", tt.who, got.Abort, got.Why, tt.why == "", tt.why)
+		}
+	}
+	got := v.e.SagaAllowed(approver, h)
+	if diff := cmp.Diff([]int64{7, 1}, seqs(got.WouldUndo)); diff != "" {
+		t.Errorf("what aborting undoes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int64{5}, seqs(got.StaysDone)); diff != "" { // the resume's INTENT
+		t.Errorf("what stays done (-want +got):\n%s", diff)
+	}
+	if len(got.Dropped) != 1 || got.Dropped[0].JournalSeq != 9 || len(got.Failed) != 0 {
+		t.Errorf("SagaAllowed = %+v; want the request at seq 9 dropped and no failed undo", got)
+	}
+	if _, err := v.e.Abort(ctx, approver, "a", "wrong vendor"); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.e.SagaAllowed(approver, history("a")); got.Abort || got.Why != "" {
+		t.Errorf("SagaAllowed once compensated = %+v; want nothing offered, and no why", got)
+	}
+
+	v.call("f", "chargeCard", `{"cents":100}`)
+	v.call("f", "scheduleShipment", "{}")
+	h = history("f")
+	for _, tt := range []struct {
+		who string
+		p   engine.Principal
+		why string
+	}{
+		{"an approver", approver, ""},
+		{"the initiator, also an approver", both, "agent-1 started saga f and cannot decide its requests"},
+		{"an auditor", auditor, "resolving a call in doubt needs the approver role"},
+	} {
+		got := v.e.SagaAllowed(tt.p, h)
+		if got.Abort || len(got.Failed) != 1 || got.Failed[0].Seq != 1 || got.Failed[0].Why != tt.why {
+			t.Errorf("SagaAllowed(%s) of a saga whose undo failed = %+v; want no abort and the step at seq 1, %q", tt.who, got, tt.why)
+		}
+	}
+	v.h.Exec(t, "UPDATE journal SET input = $1 WHERE saga_id = $2 AND seq = 1", `{"cents":1}`, "f")
+	if got := v.e.SagaAllowed(approver, history("f")); len(got.Failed) != 1 || got.Failed[0].Why == "" {
+		t.Errorf("SagaAllowed of a saga whose journal does not verify = %+v; want the failed undo not recordable", got)
+	}
+}

@@ -68,6 +68,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"OutboxClaims", withEnv(testOutboxClaims)},
 		{"VerifyAll", withEnv(testVerifyAll)},
 		{"UndoneByHand", withEnv(testUndoneByHand)},
+		{"SagaActions", withEnv(testSagaActions)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
