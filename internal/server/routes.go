@@ -172,6 +172,7 @@ func (s *server) routes() *chi.Mux {
 			r.Post("/request/decide", s.h(s.Console.Decide))
 			r.Post("/request/execute", s.h(s.Console.Execute))
 			r.Post("/in-doubt/resolve", s.h(s.Console.Resolve))
+			r.Post("/saga/abort", s.h(s.Console.Abort))
 			r.Post("/me/passkeys/remove", s.h(s.Console.RemovePasskey))
 			// Passkey ceremonies: JSON, for web/static/passkey.js.
 			r.With(inGroup(groupJSON)).Post("/me/passkeys/begin", s.h(s.Console.BeginEnrolment))
