@@ -159,6 +159,7 @@ func (s *server) routes() *chi.Mux {
 		r.Get("/audit/export", s.h(s.Console.Export))
 		r.Get("/audit/checkpoint", s.h(s.Console.Checkpoint))
 		r.Get("/audit/receipt", s.h(s.Console.Receipt))
+		r.Get("/audit/decided", s.h(s.Console.Decided))
 		r.Get("/audit/job", s.h(s.Console.AuditJob))
 		r.Post("/audit/verify-all", s.h(s.Console.VerifyAll))
 		r.Get("/in-doubt", s.h(s.Console.InDoubt))

@@ -229,6 +229,9 @@ type DecisionRow struct {
 	EntryHref string // the decision in the timeline
 	Href      string // downloads the receipt
 	File      string // what it downloads as
+	// PayloadHref downloads the exact bytes decided on, the PAYLOAD_FILE
+	// verify-receipt takes; PayloadFile is what they download as.
+	PayloadHref, PayloadFile string
 }
 
 // InDoubtPage lists calls whose outcome the journal does not know.
