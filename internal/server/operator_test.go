@@ -252,6 +252,15 @@ func TestConsoleAbortRoles(t *testing.T) {
 	if !alice.eval(`document.querySelector("#saga-actions form.abort button.reject") !== null`) {
 		t.Errorf("the approver is not offered Abort: %q", alice.text("main"))
 	}
+	// Their pages say where: the approver may, from a saga's page.
+	alice.open("/me")
+	if got := alice.text("main"); !strings.Contains(got, "abort sagas, from a saga's page") {
+		t.Errorf("the approver's page = %q, want where to abort a saga", got)
+	}
+	carol.open("/me")
+	if got := carol.text("main"); !strings.Contains(got, "abort sagas, from a saga's page (an agent, only the sagas it started): aborting a saga needs the agent or approver role") {
+		t.Errorf("the auditor's page = %q, want why she may not abort", got)
+	}
 }
 
 // TestConsoleUndoneByHand: a saga whose compensation failed is counted on
