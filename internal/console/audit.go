@@ -186,13 +186,13 @@ func (h *Handlers) Decided(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	bytes, err := h.Engine.Decided(r.Context(), me, id, seq)
+	decided, err := h.Engine.Decided(r.Context(), me, id, seq)
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	attachment(w, decidedName(id, seq), fmt.Sprintf("decided-%s-%d.bin", id, seq))
-	_, err = io.WriteString(w, bytes)
+	_, err = io.WriteString(w, decided)
 	return err
 }
 

@@ -290,6 +290,7 @@ func (h *Handlers) Abort(w http.ResponseWriter, r *http.Request) error {
 	if id == "" {
 		return engine.Errorf(engine.Invalid, "saga is missing")
 	}
+	me := auth.From(r.Context())
 	q := url.Values{"id": {id}}
 	v, a, err := h.timeline(r, q)
 	if err != nil {
@@ -297,6 +298,9 @@ func (h *Handlers) Abort(w http.ResponseWriter, r *http.Request) error {
 	}
 	switch {
 	case !a.Abort:
+		if err := h.Engine.Can(me, engine.ActAbort, engine.Subject{Saga: &v.Saga}); err != nil {
+			return err // never offered: the engine's word, not a stale form
+		}
 		v.Actions.Notice = "Your form was out of date; nothing was done. This is the saga as it is now."
 		return render(w, r, http.StatusConflict, templates.Timeline(v))
 	case f.Get("confirm") != "yes":
@@ -309,7 +313,7 @@ func (h *Handlers) Abort(w http.ResponseWriter, r *http.Request) error {
 		v.Actions.Confirm = c
 		return render(w, r, http.StatusOK, templates.Timeline(v))
 	}
-	if _, err := h.Engine.Abort(r.Context(), auth.From(r.Context()), id, reason); err != nil {
+	if _, err := h.Engine.Abort(r.Context(), me, id, reason); err != nil {
 		code := map[engine.Kind]int{engine.Conflict: http.StatusConflict, engine.Invalid: http.StatusBadRequest}[engine.KindOf(err)]
 		if code == 0 {
 			return err

@@ -246,6 +246,15 @@ func TestConsoleAbortRoles(t *testing.T) {
 		carol.eval(`document.querySelector("#saga-actions form") !== null`) {
 		t.Errorf("the auditor's actions = %q, want why she cannot abort, and no form", got)
 	}
+	// A form she was never offered, posted anyway, is the engine's refusal.
+	status, err := chromedp.Run(carol.ctx, chromedp.Evaluate[int](`fetch("/saga/abort", {method: "POST",
+		headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: "id=s&confirm=yes"}).then(r => r.status)`, chromedp.EvalAwaitPromise))
+	if err != nil || status != 403 {
+		t.Errorf("the auditor's abort, posted = %d, %v; want 403", status, err)
+	}
+	if r := e.do("GET", "/sagacity/sagas/s", "", "", bearer(agentTok)...); !strings.Contains(r.body, `"status":"RUNNING"`) {
+		t.Errorf("saga s = %s, want it still running", r.body)
+	}
 	alice := carol.another()
 	alice.signInOIDC("alice", "alice-password-1")
 	alice.open("/saga?id=s")
