@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/passkey"
@@ -15,9 +17,80 @@ import (
 
 // receiptCheck is what verify-receipt prints.
 type receiptCheck struct {
-	Valid   bool            `json:"valid"`
-	Message string          `json:"message"`
-	Receipt *engine.Receipt `json:"receipt,omitempty"`
+	Valid   bool         `json:"valid"`
+	Message string       `json:"message"`
+	Receipt *receiptJSON `json:"receipt,omitempty"`
+}
+
+// receiptJSON is a receipt as verify-receipt prints it: in the API's
+// camelCase, a field for each line of the receipt's text, and only the
+// lines it has (the text leaves out what a decision does not carry).
+type receiptJSON struct {
+	SagaID         string       `json:"sagaId"`
+	Seq            int64        `json:"seq"`
+	Entry          string       `json:"entry"`
+	PayloadSHA256  string       `json:"payloadSha256"`
+	Decision       string       `json:"decision"`
+	Decider        string       `json:"decider"`
+	Issuer         string       `json:"issuer,omitempty"`
+	Subject        string       `json:"subject,omitempty"`
+	AuthTime       *time.Time   `json:"authTime,omitempty"`
+	Auth           string       `json:"auth"`
+	Time           time.Time    `json:"time"`
+	Policy         string       `json:"policy"`
+	ApprovalPolicy string       `json:"approvalPolicy,omitempty"`
+	Rule           string       `json:"rule,omitempty"`
+	EligibleAs     string       `json:"eligibleAs,omitempty"`
+	Vote           int          `json:"vote,omitempty"`
+	Quorum         int          `json:"quorum,omitempty"`
+	Reason         string       `json:"reason,omitempty"`
+	ResultSHA256   string       `json:"resultSha256,omitempty"`
+	Passkey        *passkeyJSON `json:"passkey,omitempty"`
+}
+
+// passkeyJSON is a vote's passkey assertion as verify-receipt prints it.
+type passkeyJSON struct {
+	Credential        string    `json:"credential"`
+	Time              time.Time `json:"time"`
+	Nonce             string    `json:"nonce"`
+	AuthenticatorData string    `json:"authenticatorData"`
+	ClientData        string    `json:"clientData"`
+	Signature         string    `json:"signature"`
+}
+
+// printed is receipt r as verify-receipt prints it.
+func printed(r engine.Receipt) *receiptJSON {
+	out := &receiptJSON{SagaID: r.SagaID, Seq: r.Seq, Entry: r.Entry, PayloadSHA256: r.PayloadSHA256, Decision: string(r.Decision),
+		Decider: r.Decider, Issuer: r.Issuer, Subject: r.Subject, Auth: string(r.Auth), Time: r.Time.UTC(), Policy: r.Policy,
+		ApprovalPolicy: r.ApprovalPolicy, Rule: r.Rule, EligibleAs: r.EligibleAs, Vote: r.Vote, Quorum: r.Quorum, Reason: r.Reason,
+		ResultSHA256: r.ResultSHA256}
+	if !r.AuthTime.IsZero() {
+		t := r.AuthTime.UTC()
+		out.AuthTime = &t
+	}
+	if pp := r.Passkey; pp != nil {
+		out.Passkey = &passkeyJSON{Credential: pp.Credential, Time: pp.Time.UTC(), Nonce: pp.Nonce,
+			AuthenticatorData: pp.AuthenticatorData, ClientData: pp.ClientData, Signature: pp.Signature}
+	}
+	return out
+}
+
+// otherBytes says why payload, read from file, is not the bytes receipt
+// r was signed about, naming a line break at the end as all that differs
+// when it is (an editor, echo or a copy and paste adds one, or drops it).
+func otherBytes(r engine.Receipt, payload []byte, file string) string {
+	msg := "the receipt is about other bytes than " + file
+	about := func(b []byte) bool { return engine.PayloadHash(string(b)) == r.PayloadSHA256 }
+	for _, nl := range []string{"\r\n", "\n"} {
+		if cut, ok := bytes.CutSuffix(payload, []byte(nl)); ok && about(cut) {
+			return fmt.Sprintf("%s: it ends with a line break (%q) that the decided bytes do not have; without it they are the same "+
+				"(download the decided bytes from the console's verification page, and do not open them in an editor)", msg, nl)
+		}
+		if about(append(payload[:len(payload):len(payload)], nl...)) {
+			return fmt.Sprintf("%s: the decided bytes end with a line break (%q) that it lacks; with it they are the same", msg, nl)
+		}
+	}
+	return msg
 }
 
 // verifyReceipt checks a decision receipt offline: its signature with the
@@ -58,11 +131,11 @@ func verifyReceipt(args []string, stdout io.Writer) error {
 	case err != nil:
 		out.Message = err.(*engine.Error).Msg
 	case r.PayloadSHA256 != engine.PayloadHash(string(payload)):
-		out.Receipt, out.Message = &r, "the receipt is about other bytes than "+fs.Arg(1)
+		out.Receipt, out.Message = printed(r), otherBytes(r, payload, fs.Arg(1))
 	case r.Auth == engine.AuthDev && !*allowDev:
-		out.Receipt, out.Message = &r, "the decision was made in dev mode (auth: dev): "+r.Decider+"'s name was typed, not verified; -allow-dev accepts it"
+		out.Receipt, out.Message = printed(r), "the decision was made in dev mode (auth: dev): "+r.Decider+"'s name was typed, not verified; -allow-dev accepts it"
 	default:
-		out.Receipt, out.Valid = &r, true
+		out.Receipt, out.Valid = printed(r), true
 		out.Message = fmt.Sprintf("%s %s the request at seq=%d of saga %s, about exactly these bytes", r.Decider, r.Decision, r.Seq, r.SagaID)
 	}
 	if out.Valid && r.Passkey != nil {

@@ -9,7 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
@@ -69,6 +72,89 @@ func TestVerifyReceipt(t *testing.T) {
 	for _, args := range [][]string{{"verify-receipt"}, {"verify-receipt", "-key", "nope", "a", "b"}, {"verify-receipt", "-key", k.Keys[0], filepath.Join(dir, "none"), filepath.Join(dir, "payload")}} {
 		if err := run(context.Background(), args, env(nil), &bytes.Buffer{}); err == nil || err.(exitError).code != 2 {
 			t.Errorf("%v = %v, want exit 2", args, err)
+		}
+	}
+}
+
+// TestVerifyReceiptOutput: verify-receipt prints the receipt in the API's
+// camelCase, each line of the receipt's text a field and no field for a
+// line it lacks; a payload file that differs from the decided bytes only
+// by a line break at its end is told so.
+func TestVerifyReceiptOutput(t *testing.T) {
+	keys := testkit.Keys(t)
+	const payload = `{"amount":"100","to":"alice"}`
+	at := time.Date(2026, 11, 30, 10, 15, 3, 123456000, time.UTC)
+	minimal := engine.Receipt{SagaID: "transfer-77", Seq: 3, Entry: "5f1c", PayloadSHA256: engine.PayloadHash(payload),
+		Decision: engine.DecidedApproved, Decider: "manager@company.com", Auth: engine.AuthToken, Time: at,
+		Policy: "sagacity-policy/1 four-eyes=initiator,requester share-sagas=false"}
+	full := minimal
+	full.Auth, full.Issuer, full.Subject, full.AuthTime = engine.AuthOIDC, "https://idp.example.com", "2f8e", at.Add(-time.Hour).Truncate(time.Second)
+	full.ApprovalPolicy, full.Rule, full.EligibleAs, full.Vote, full.Quorum = "1f2e", "large", "finance-leads", 2, 2
+	full.Reason, full.ResultSHA256 = "matches invoice 7", engine.PayloadHash("transfer-ok")
+	full.Passkey = &engine.PasskeyProof{Credential: "cred-1", Time: at, Nonce: "n0", AuthenticatorData: "ad", ClientData: "cd", Signature: "sig"}
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	signed := func(name string, r engine.Receipt) string {
+		n, err := keys.Sign(r.Text())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return file(name, n)
+	}
+	decided := file("payload.json", payload)
+	for _, tt := range []struct {
+		name    string
+		receipt engine.Receipt
+		code    int
+		want    string
+	}{
+		{"a token's approval", minimal, 0, `{"valid":true,"message":"manager@company.com approved the request at seq=3 of saga transfer-77, about exactly these bytes",` +
+			`"receipt":{"sagaId":"transfer-77","seq":3,"entry":"5f1c","payloadSha256":"79c2a2413a3be71034f0a649bde0d50c5c3e32d5482db1d21549e82c59653e9b",` +
+			`"decision":"approved","decider":"manager@company.com","auth":"token","time":"2026-11-30T10:15:03.123456Z",` +
+			`"policy":"sagacity-policy/1 four-eyes=initiator,requester share-sagas=false"}}` + "\n"},
+		{"a passkey vote with every line", full, 1, `{"valid":false,"message":"the vote carries manager@company.com's passkey assertion, which only the passkey's enrolment checks: give -passkeys an export with proofs of saga transfer-77",` +
+			`"receipt":{"sagaId":"transfer-77","seq":3,"entry":"5f1c","payloadSha256":"79c2a2413a3be71034f0a649bde0d50c5c3e32d5482db1d21549e82c59653e9b",` +
+			`"decision":"approved","decider":"manager@company.com","issuer":"https://idp.example.com","subject":"2f8e","authTime":"2026-11-30T09:15:03Z",` +
+			`"auth":"oidc","time":"2026-11-30T10:15:03.123456Z","policy":"sagacity-policy/1 four-eyes=initiator,requester share-sagas=false",` +
+			`"approvalPolicy":"1f2e","rule":"large","eligibleAs":"finance-leads","vote":2,"quorum":2,"reason":"matches invoice 7",` +
+			`"resultSha256":"` + engine.PayloadHash("transfer-ok") + `",` +
+			`"passkey":{"credential":"cred-1","time":"2026-11-30T10:15:03.123456Z","nonce":"n0","authenticatorData":"ad","clientData":"cd","signature":"sig"}}}` + "\n"},
+	} {
+		code, out, _ := offlineRun(t, "verify-receipt", "-key", keys.VerifierKey(), signed(tt.name+".note", tt.receipt), decided)
+		if diff := cmp.Diff(tt.want, out); code != tt.code || diff != "" {
+			t.Errorf("verify-receipt (%s) = exit %d, want %d; output (-want +got):\n%s", tt.name, code, tt.code, diff)
+		}
+	}
+
+	receipt := signed("receipt.note", minimal)
+	withNL := minimal
+	withNL.PayloadSHA256 = engine.PayloadHash(payload + "\n")
+	for _, tt := range []struct {
+		name, receipt, content, want string
+	}{
+		{"a line break added", receipt, payload + "\n",
+			`: it ends with a line break ("\n") that the decided bytes do not have; without it they are the same`},
+		{"a Windows line break added", receipt, payload + "\r\n",
+			`: it ends with a line break ("\r\n") that the decided bytes do not have; without it they are the same`},
+		{"the decided line break dropped", signed("nl.note", withNL), payload,
+			`: the decided bytes end with a line break ("\n") that it lacks; with it they are the same`},
+		{"other bytes", receipt, `{"amount":"100","to":"mallory"}` + "\n", ""},
+	} {
+		data := file("data", tt.content)
+		code, out, _ := offlineRun(t, "verify-receipt", "-key", keys.VerifierKey(), tt.receipt, data)
+		var got struct{ Message string }
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("verify-receipt (%s) printed %q: %v", tt.name, out, err)
+		}
+		if want := "the receipt is about other bytes than " + data + tt.want; code != 1 || !strings.HasPrefix(got.Message, want) ||
+			(tt.want == "" && got.Message != want) {
+			t.Errorf("verify-receipt (%s) = exit %d %q; want exit 1 with %q", tt.name, code, got.Message, want)
 		}
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/sagacity-go/sagacity/web/templates"
 )
 
-// Audit lists sagas with the state of their chains, and the job that
-// verifies them all: GET /audit?cursor=.
+// Audit lists sagas with what the newest verification of each found, and
+// when, and the job that verifies them all: GET /audit?cursor=.
 func (h *Handlers) Audit(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
 	if err := h.Engine.Can(me, engine.ActVerify, engine.Subject{}); err != nil {
@@ -58,15 +58,16 @@ func (h *Handlers) logCard(ctx context.Context, me engine.Principal) templates.L
 }
 
 // VerifySaga is one saga's verification in words, and how to check it
-// offline: GET /audit/saga?id=. An id that names no saga is 404 "no such
-// saga", not a green "empty journal".
+// offline: GET /audit/saga?id=. The engine keeps what it found, for the
+// audit page's list. An id that names no saga is 404 "no such saga", not
+// a green "empty journal".
 func (h *Handlers) VerifySaga(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
 	if err := h.Engine.Can(me, engine.ActVerify, engine.Subject{}); err != nil {
 		return err
 	}
 	id := r.URL.Query().Get("id")
-	hist, err := h.Engine.History(r.Context(), me, id)
+	hist, err := h.Engine.Audit(r.Context(), me, id)
 	if err != nil {
 		return err
 	}
@@ -88,7 +89,8 @@ func (h *Handlers) VerifySaga(w http.ResponseWriter, r *http.Request) error {
 	for _, d := range hist.Decisions {
 		v.Dev = v.Dev || d.Auth == engine.AuthDev
 		v.Decisions = append(v.Decisions, templates.DecisionRow{Seq: d.Seq, Decision: d.Decision, Decider: d.Decider, Problem: d.Problem,
-			EntryHref: templates.EntryHref(id, d.Seq), Href: templates.ReceiptHref(id, d.Seq), File: receiptName(id, d.Seq)})
+			EntryHref: templates.EntryHref(id, d.Seq), Href: templates.ReceiptHref(id, d.Seq), File: receiptName(id, d.Seq),
+			PayloadHref: templates.DecidedHref(id, d.Seq), PayloadFile: decidedName(id, d.Seq)})
 	}
 	if b := hist.Verification.BreakAtIndex; !hist.Verification.Valid && b >= 0 {
 		seq := int64(b + 1)
@@ -171,6 +173,33 @@ func (h *Handlers) Receipt(w http.ResponseWriter, r *http.Request) error {
 	attachment(w, receiptName(id, seq), fmt.Sprintf("receipt-%s-%d.note", id, seq))
 	_, err = io.WriteString(w, receipt)
 	return err
+}
+
+// Decided downloads the exact bytes the decision at seq of a saga was
+// made on, the PAYLOAD_FILE verify-receipt checks its receipt against:
+// GET /audit/decided?id=&seq=.
+func (h *Handlers) Decided(w http.ResponseWriter, r *http.Request) error {
+	me := auth.From(r.Context())
+	q := r.URL.Query()
+	id := q.Get("id")
+	seq, err := seqParam(q.Get("seq"))
+	if err != nil {
+		return err
+	}
+	decided, err := h.Engine.Decided(r.Context(), me, id, seq)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	attachment(w, decidedName(id, seq), fmt.Sprintf("decided-%s-%d.bin", id, seq))
+	_, err = io.WriteString(w, decided)
+	return err
+}
+
+// decidedName is the file the bytes the decision at seq was made on
+// download as, beside its receipt's.
+func decidedName(id string, seq int64) string {
+	return strings.TrimSuffix(strings.Replace(exportName(id), "sagacity-", "decided-", 1), ".ndjson") + fmt.Sprintf("-%d.bin", seq)
 }
 
 // receiptName is the file the receipt at seq downloads as.

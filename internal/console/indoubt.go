@@ -3,6 +3,7 @@ package console
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -11,16 +12,21 @@ import (
 )
 
 // InDoubt lists calls whose outcome the journal does not know, with their
-// evidence and, for those who may, the forms to record what happened:
-// GET /in-doubt.
+// evidence and, for those who may, the forms to record what happened, and
+// counts the sagas whose compensation failed: GET /in-doubt.
 func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
 	doubts, err := h.Engine.Doubts(r.Context(), me, -1)
 	if err != nil {
 		return err
 	}
+	failed, err := h.Engine.CountSagas(r.Context(), me, engine.SagaFilter{Status: engine.CompensationFailed})
+	if err != nil {
+		return err
+	}
 	v := templates.InDoubtPage{Chrome: h.chrome(r, fmt.Sprintf("In doubt (%d)", len(doubts)), "/in-doubt"),
-		After: h.Engine.InDoubtAfter().String()}
+		After: h.Engine.InDoubtAfter().String(), Failed: failed,
+		FailedHref: "/sagas?" + url.Values{"status": {string(engine.CompensationFailed)}}.Encode()}
 	for _, d := range doubts {
 		c := d.Call
 		ic := templates.InDoubtCall{SagaID: c.SagaID, SagaHref: templates.SagaHref(c.SagaID), Seq: c.Seq, Tool: c.ToolName,
@@ -38,9 +44,11 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 	return render(w, r, http.StatusOK, templates.InDoubt(v))
 }
 
-// Resolve records what a person found out about a call in doubt: POST
-// /in-doubt/resolve with saga, seq, happened (yes or no), result, reason
-// and confirm=yes. The engine journals it under the person's identity.
+// Resolve records what a person found out about a call in doubt, or that
+// they undid by hand a step whose undo failed (from the saga's page):
+// POST /in-doubt/resolve with saga, seq, happened (yes or no), result,
+// reason and confirm=yes. The engine journals it under the person's
+// identity.
 func (h *Handlers) Resolve(w http.ResponseWriter, r *http.Request) error {
 	if err := parseForm(r); err != nil {
 		return err

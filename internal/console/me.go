@@ -17,12 +17,12 @@ var abilities = []struct {
 	{engine.ActApprove, "approve requests (not of sagas you started, nor calls you asked for)"},
 	{engine.ActReject, "reject requests, which compensates their saga"},
 	{engine.ActResume, "execute approved requests with their approved bytes"},
-	{engine.ActAbort, "abort sagas"},
+	{engine.ActAbort, "abort sagas, from a saga's page (an agent, only the sagas it started)"},
 	{engine.ActCall, "call tools as an agent"},
 	{engine.ActRead, "read sagas and their journals"},
 	{engine.ActVerify, "verify journals"},
 	{engine.ActInDoubt, "see calls in doubt"},
-	{engine.ActResolve, "record what a call in doubt came to"},
+	{engine.ActResolve, "record what a call in doubt came to, and a step whose undo failed as undone by hand (not of sagas you started, nor calls you asked for)"},
 	{engine.ActEnrol, "add passkeys that sign your votes"},
 }
 

@@ -26,6 +26,71 @@ type BrokenSaga struct {
 	Verification Verification
 }
 
+// Verified is what the newest verification of a saga found, as kept, so
+// that a list of sagas shows it without verifying each again. It is a
+// record of work done, not evidence: verifying again reads the journal.
+type Verified struct {
+	SagaID       string
+	Verification Verification
+	// HeadSeq is the saga's newest entry when it was verified: a saga
+	// whose head moved since has entries the verification did not see.
+	HeadSeq int64
+	At      time.Time
+}
+
+// keep records what verifying snap found, for a saga that exists; a
+// record that cannot be written is logged, and the verification stands.
+func (e *Engine) keep(ctx context.Context, snap Snapshot, v Verification) {
+	var id string
+	var head int64
+	switch {
+	case snap.Saga != nil:
+		id, head = snap.Saga.ID, snap.Saga.HeadSeq
+	case len(snap.Entries) > 0:
+		last := snap.Entries[len(snap.Entries)-1]
+		id, head = last.SagaID, last.Seq
+	default:
+		return // no such saga: nothing to list
+	}
+	if err := e.store.RecordVerified(ctx, Verified{SagaID: id, Verification: v, HeadSeq: head, At: Truncate(e.now())}); err != nil {
+		e.log.Warn("keeping a saga's verification failed; lists show the one before", "saga", id, "err", err)
+	}
+}
+
+// Audit is History for whoever verifies journals: it also keeps what
+// verifying the saga found, as Verify does. Errors: Forbidden as Can says
+// for ActVerify; others as History's.
+func (e *Engine) Audit(ctx context.Context, p Principal, id string) (History, error) {
+	if err := e.Can(p, ActVerify, Subject{}); err != nil {
+		return History{}, err
+	}
+	h, err := e.History(ctx, p, id)
+	if err != nil {
+		return History{}, err
+	}
+	e.keep(ctx, h.Snapshot, h.Verification)
+	return h, nil
+}
+
+// Verifications returns the newest verification kept of each of the
+// sagas named (at most MaxList), by saga id; a saga never verified has
+// none. Errors: Forbidden as Can says for ActVerify, Invalid for more
+// than MaxList ids, Unavailable when the store is.
+func (e *Engine) Verifications(ctx context.Context, p Principal, ids []string) (map[string]Verified, error) {
+	if err := e.Can(p, ActVerify, Subject{}); err != nil {
+		return nil, err
+	}
+	vs, err := e.store.Verifications(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Verified, len(vs))
+	for _, v := range vs {
+		out[v.SagaID] = v
+	}
+	return out, nil
+}
+
 // MaxBroken caps how many broken sagas a run keeps.
 const MaxBroken = 100
 
@@ -39,7 +104,8 @@ type audit struct {
 }
 
 // VerifyAll starts verifying every saga in the background, as p, unless
-// a run is under way; its progress is AuditRun's. Errors: Forbidden as
+// a run is under way; its progress is AuditRun's, and what it finds of
+// each saga is kept (see Verifications). Errors: Forbidden as
 // Can says for ActVerify.
 func (e *Engine) VerifyAll(p Principal) error {
 	if err := e.Can(p, ActVerify, Subject{}); err != nil {

@@ -117,9 +117,13 @@ func (e *Engine) unknown(sagaID string, err error) {
 	}
 }
 
+// compensatedEffect opens the payload of the COMPENSATED entry of an undo
+// that ran: "compensated effect seq=<the call's EXECUTED>".
+const compensatedEffect = "compensated effect "
+
 // undone journals the end of a step's compensation.
 func (e *Engine) undone(tx Tx, s *Saga, c Call, undoErr error) error {
-	phase, payload, state := PhaseCompensated, fmt.Sprintf("compensated effect seq=%d", c.OutcomeSeq), CallCompensated
+	phase, payload, state := PhaseCompensated, compensatedEffect+gateRef(c.OutcomeSeq), CallCompensated
 	if undoErr != nil {
 		phase, payload, state = PhaseCompensationFailed, undoErr.Error(), CallCompensationFailed
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -267,4 +268,72 @@ func (lc *Lifecycle) supersede(l *Life) {
 			k.SupersededBy = l.Seq
 		}
 	}
+}
+
+// Pairs says which call each entry that ends or undoes one belongs to, as
+// the journal alone says it: by the seq of an EXECUTED or FAILED entry (a
+// tool's answer, or a person's word on a call in doubt) and of a
+// COMPENSATED or COMPENSATION_FAILED one, the seq of the call's INTENT.
+// A tool's answer belongs to the oldest call of its tool and bytes still
+// without one, the entry of an undo that ran to the call whose EXECUTED
+// it names, a failed undo to the newest executed call of its tool and
+// bytes not yet undone (the engine undoes one step at a time, newest
+// first), and a person's entry to the call its input names. Entries
+// (ordered by seq) need not verify. Pairs is pure.
+func Pairs(entries []Entry) map[int64]int64 {
+	out := map[int64]int64{}
+	var open, executed []int64   // INTENTs without an answer, and executed ones not undone, oldest first
+	outcome := map[int64]int64{} // an EXECUTED entry's seq → its INTENT's
+	at := func(seq int64) *Entry {
+		if seq < 1 || seq > int64(len(entries)) || entries[seq-1].Seq != seq {
+			return nil
+		}
+		return &entries[seq-1]
+	}
+	for _, en := range entries {
+		same := func(seq int64) bool {
+			c := at(seq)
+			return c != nil && c.ToolName == en.ToolName && c.Input == en.Input
+		}
+		var call int64
+		switch {
+		case en.Phase == PhaseIntent && en.ToolName != GateTool:
+			open = append(open, en.Seq)
+			continue
+		case en.Phase != PhaseExecuted && en.Phase != PhaseFailed && en.Phase != PhaseCompensated && en.Phase != PhaseCompensationFailed:
+			continue
+		case en.ToolName == GateTool:
+			if c := at(en.Refers()); c != nil && c.Phase == PhaseIntent && c.ToolName != GateTool && c.Seq < en.Seq {
+				call = c.Seq
+			}
+		case en.Phase == PhaseExecuted || en.Phase == PhaseFailed:
+			if i := slices.IndexFunc(open, same); i >= 0 {
+				call = open[i]
+			}
+		case en.Phase == PhaseCompensated:
+			if rest, ok := strings.CutPrefix(en.Payload, compensatedEffect); ok {
+				call = outcome[refSeq(rest)]
+			}
+		default: // the undo failed
+			for i := len(executed) - 1; i >= 0 && call == 0; i-- {
+				if same(executed[i]) {
+					call = executed[i]
+				}
+			}
+		}
+		if call == 0 {
+			continue
+		}
+		out[en.Seq] = call
+		drop := func(list []int64) []int64 { return slices.DeleteFunc(list, func(s int64) bool { return s == call }) }
+		switch en.Phase {
+		case PhaseExecuted:
+			open, executed, outcome[en.Seq] = drop(open), append(drop(executed), call), call
+		case PhaseFailed:
+			open = drop(open)
+		default:
+			executed = drop(executed)
+		}
+	}
+	return out
 }

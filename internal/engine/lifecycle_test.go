@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // step is one entry of a journal written for a test: its tool, phase,
@@ -193,5 +195,60 @@ func TestLifecycleStates(t *testing.T) {
 	if len(lc.Order) != 3 || lc.FailedAt != 9 || lc.Initiator != "agent-1" || len(lc.Open()) != 0 {
 		t.Errorf("lifecycle: order %v, failed at %d, initiator %q, %d open; want 3 requests, failed at 9, agent-1, none open",
 			lc.Order, lc.FailedAt, lc.Initiator, len(lc.Open()))
+	}
+}
+
+// TestPairs: each answer, resolution and undo is paired with its call's
+// INTENT from the journal alone: calls of one saga that interleave, the
+// same call twice, a call in doubt a person resolved, and entries of no
+// call.
+func TestPairs(t *testing.T) {
+	const ask = "requester=agent-1"
+	gate := func(ph Phase, call int64, payload string) step { return step{GateTool, ph, gateRef(call), payload} }
+	tests := []struct {
+		name  string
+		steps []step
+		want  map[int64]int64
+	}{
+		{"calls that interleave, a failure and its compensation", []step{
+			{"reserve", PhaseIntent, `{"a":1}`, ask},                             // 1
+			{"charge", PhaseIntent, `{"b":1}`, ask},                              // 2
+			{"charge", PhaseExecuted, `{"b":1}`, "charged"},                      // 3
+			{"reserve", PhaseExecuted, `{"a":1}`, "reserved"},                    // 4
+			{"ship", PhaseIntent, "{}", ask},                                     // 5
+			{"ship", PhaseFailed, "{}", "no carrier"},                            // 6
+			{"charge", PhaseCompensationFailed, `{"b":1}`, "processor down"},     // 7
+			{"reserve", PhaseCompensated, `{"a":1}`, "compensated effect seq=4"}, // 8
+			gate(PhaseCompensated, 2, "resolved-by=ops"),                         // 9: undone by hand
+		}, map[int64]int64{3: 2, 4: 1, 6: 5, 7: 2, 8: 1, 9: 2}},
+		{"the same call twice: answers oldest first, undos newest first", []step{
+			{"charge", PhaseIntent, `{"b":1}`, ask},                          // 1
+			{"charge", PhaseExecuted, `{"b":1}`, "charged"},                  // 2
+			{"charge", PhaseIntent, `{"b":1}`, ask},                          // 3
+			{"charge", PhaseExecuted, `{"b":1}`, "charged"},                  // 4
+			{"ship", PhaseIntent, "{}", ask},                                 // 5
+			{"ship", PhaseFailed, "{}", "no carrier"},                        // 6
+			{"charge", PhaseCompensationFailed, `{"b":1}`, "processor down"}, // 7
+			{"charge", PhaseCompensationFailed, `{"b":1}`, "processor down"}, // 8
+		}, map[int64]int64{2: 1, 4: 3, 6: 5, 7: 3, 8: 1}},
+		{"a call in doubt a person resolved, then undone", []step{
+			{"hang", PhaseIntent, `{"n":1}`, ask},                             // 1
+			gate(PhaseExecuted, 1, "resolved-by=ops\nresult=done"),            // 2
+			{"hang", PhaseCompensated, `{"n":1}`, "compensated effect seq=2"}, // 3
+		}, map[int64]int64{2: 1, 3: 1}},
+		{"entries of no call", []step{
+			{"sagacity:policy", PhaseExecuted, "rules: []", ""},            // 1: no INTENT
+			{"wire", PhaseAwaitingApproval, wireIn, ask},                   // 2
+			gate(PhaseApproved, 2, "approver=bob"),                         // 3
+			gate(PhaseExecuted, 2, "resolved-by=ops"),                      // 4: names no INTENT
+			{"wire", PhaseCompensated, wireIn, "compensated effect seq=9"}, // 5: names no EXECUTED
+		}, map[int64]int64{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, Pairs(journal(tt.steps))); diff != "" {
+				t.Errorf("Pairs (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

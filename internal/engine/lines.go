@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -145,6 +146,12 @@ func (ls Lines) With(k Key, v string) Lines {
 		return ls
 	}
 	return append(ls, Line{Key: k, Value: v})
+}
+
+// Without returns the lines without those of key k, as a reader shows a
+// decision beside its receipt.
+func (ls Lines) Without(k Key) Lines {
+	return slices.DeleteFunc(slices.Clone(ls), func(l Line) bool { return l.Key == k && k != "" })
 }
 
 // Field returns the value of the first line of key k of the entry's

@@ -52,6 +52,23 @@ func TestLinesNoInjection(t *testing.T) {
 	}
 }
 
+// TestLinesWithout: a decision's lines without its receipt are the
+// decision's other lines, in order, the result last as it was.
+func TestLinesWithout(t *testing.T) {
+	ls := Lines{{KeyResolvedBy, "ops"}, {KeyReason, "by phone"}, {KeyAuth, "oidc"}, {KeyReceipt, "c2lnbmVk"}, {KeyResult, "1\n2"}}
+	want := "resolved-by=ops\nreason=by phone\nauth=oidc\nresult=1\n2"
+	if got := ls.Without(KeyReceipt).String(); got != want {
+		t.Errorf("Without(receipt) = %q, want %q", got, want)
+	}
+	if got := ls.Value(KeyReceipt); got != "c2lnbmVk" {
+		t.Errorf("Without changed the lines it was called on: receipt = %q", got)
+	}
+	text := Lines{{Value: "no human approval recorded"}}
+	if got := text.Without(""); !cmp.Equal(got, text) {
+		t.Errorf("Without(no key) = %q, want a line of text kept", got)
+	}
+}
+
 // TestEntryReaders: what the engine reads from its entries, for the
 // shells: a refusal and the bytes it was presented, the seq an entry
 // refers to, who an entry names.

@@ -248,3 +248,12 @@ func (w watched) SetEndpoint(ctx context.Context, name string, disabled bool, wh
 func (w watched) RetryDelivery(ctx context.Context, id int64, at time.Time) error {
 	return failing(ctx, w.obs, w.s.RetryDelivery(ctx, id, at))
 }
+
+func (w watched) RecordVerified(ctx context.Context, v Verified) error {
+	return failing(ctx, w.obs, w.s.RecordVerified(ctx, v))
+}
+
+func (w watched) Verifications(ctx context.Context, sagaIDs []string) ([]Verified, error) {
+	vs, err := w.s.Verifications(ctx, sagaIDs)
+	return vs, failing(ctx, w.obs, err)
+}

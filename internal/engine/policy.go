@@ -30,7 +30,7 @@ const (
 	ActVerify         Action = "verify"   // verify a journal
 	ActReview         Action = "review"   // list pending requests
 	ActInDoubt        Action = "in-doubt" // list calls in doubt
-	ActResolve        Action = "resolve"  // record what a call in doubt came to
+	ActResolve        Action = "resolve"  // record what a call in doubt came to, or a failed undo undone by hand
 	ActMetrics        Action = "metrics"  // read the metrics: counts, no saga's content
 	// ActOutbox reads the notifications' deliveries, retries one and
 	// enables an endpoint again.

@@ -95,7 +95,7 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 	if err := e.reader(p, id); err != nil {
 		return History{}, err
 	}
-	snap, err := e.store.Snapshot(ctx, id, false)
+	snap, err := e.store.Snapshot(ctx, id, true)
 	if err != nil {
 		return History{}, err
 	}

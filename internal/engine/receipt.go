@@ -89,7 +89,7 @@ const (
 	DecidedRejected    Decided = "rejected"
 	DecidedHappened    Decided = "happened"          // a call in doubt had taken effect
 	DecidedNotHappened Decided = "not-happened"      // it had not
-	DecidedUndone      Decided = "undone"            // an undo in doubt had taken effect
+	DecidedUndone      Decided = "undone"            // an undo in doubt had taken effect, or a person undid a step by hand
 	DecidedNotUndone   Decided = "not-undone"        // it had not
 	DecidedDismissed   Decided = "dismissed"         // a superseded request dropped, the saga going on
 	DecidedWithdrawn   Decided = "withdrawn"         // a voter took back their approval
@@ -440,4 +440,25 @@ func (e *Engine) Receipt(ctx context.Context, p Principal, sagaID string, seq in
 		}
 	}
 	return "", &Error{Kind: NotFound, Msg: fmt.Sprintf("no decision with a receipt at saga=%s seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
+}
+
+// Decided returns the exact bytes the decision journaled at seq of saga
+// sagaID was made on: the input of the entry its receipt names (a
+// request's AWAITING_APPROVAL entry, a call's INTENT), which is what
+// verify-receipt checks a receipt against. NotFound when that entry is
+// not a person's decision on an earlier entry; other errors as Journal.
+func (e *Engine) Decided(ctx context.Context, p Principal, sagaID string, seq int64) (string, error) {
+	entries, err := e.Journal(ctx, p, sagaID)
+	if err != nil {
+		return "", err
+	}
+	if seq >= 1 && seq <= int64(len(entries)) {
+		en := entries[seq-1]
+		if _, _, ok := personal(en); ok {
+			if g := en.Refers(); g >= 1 && g < seq {
+				return entries[g-1].Input, nil
+			}
+		}
+	}
+	return "", &Error{Kind: NotFound, Msg: fmt.Sprintf("no decision at saga=%s seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
 }

@@ -17,17 +17,21 @@ const DefaultInDoubtAfter = 10 * time.Minute
 // Nothing re-executes the tool. A call that was running is closed as
 // EXECUTED (its undo will be handed result) or as FAILED, which
 // compensates the saga; an undo that was in flight is closed as
-// COMPENSATED or COMPENSATION_FAILED. The entry is the approval gate's,
-// with input seq=<the call's INTENT> and a payload naming the person
-// (resolved-by=, reason=, auth=, and result= last), so no tool can write
-// one.
+// COMPENSATED or COMPENSATION_FAILED. A step whose undo failed is
+// recorded undone by hand (happened: a person undid its effect) as
+// COMPENSATED, like an undo in doubt that took effect; once no step of
+// a COMPENSATION_FAILED saga is left failed, the saga is COMPENSATED. The
+// entry is the approval gate's, with input seq=<the call's INTENT> and a
+// payload naming the person (resolved-by=, reason=, auth=, and result=
+// last), so no tool can write one.
 //
 // Errors: Invalid without a reason (how the person knows: it is the
-// evidence); NotFound for no such call; Conflict when it is not in doubt
-// (settled, or touched within the in-doubt window); Forbidden as Can says
-// for ActResolve (four-eyes: not the saga's initiator, not whoever asked
-// for the call); Invalid for a bad result or reason; Unavailable when the
-// store is.
+// evidence); NotFound for no such call; Conflict when it is neither in
+// doubt (settled, or touched within the in-doubt window) nor a step whose
+// undo failed, or is one and happened is false (its failure is journaled
+// already); Forbidden as Can says for ActResolve (four-eyes: not the
+// saga's initiator, not whoever asked for the call); Invalid for a bad
+// result or reason; Unavailable when the store is.
 func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq int64, happened bool, result, reason string) (Saga, error) {
 	if err := e.Can(p, ActResolve, Subject{}); err != nil {
 		return Saga{}, err
@@ -58,8 +62,15 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		if err != nil {
 			return err
 		}
-		if err := e.doubted(tx, c); err != nil {
-			return err
+		byHand := c.State == CallCompensationFailed
+		if byHand && !happened {
+			return &Error{Kind: Conflict, Msg: fmt.Sprintf("the undo of the call at seq=%d failed, as the journal says already: "+
+				"record it once its effect is undone by hand", seq)}
+		}
+		if !byHand {
+			if err := e.doubted(tx, c); err != nil {
+				return err
+			}
 		}
 		entries, err := tx.Entries(sagaID)
 		if err != nil {
@@ -96,7 +107,10 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		case DecidedNotHappened:
 			return e.close(tx, s, c, GateTool, PhaseFailed, ref, payload, "", at)
 		case DecidedUndone:
-			return e.undoneAs(tx, s, c, GateTool, PhaseCompensated, ref, payload, CallCompensated, at)
+			if err := e.undoneAs(tx, s, c, GateTool, PhaseCompensated, ref, payload, CallCompensated, at); err != nil || !byHand {
+				return err
+			}
+			return e.accounted(tx, s)
 		}
 		return e.undoneAs(tx, s, c, GateTool, PhaseCompensationFailed, ref, payload, CallCompensationFailed, at)
 	})
@@ -109,6 +123,20 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		s = e.compensateNow(ctx, s)
 	}
 	return s, nil
+}
+
+// accounted makes a COMPENSATION_FAILED saga COMPENSATED once none of its
+// steps' undos is left failed: a person undid each by hand.
+func (e *Engine) accounted(tx Tx, s *Saga) error {
+	if s.Status != CompensationFailed {
+		return nil // still compensating: compensate settles it
+	}
+	failed, err := tx.Calls(s.ID, CallCompensationFailed)
+	if err != nil || len(failed) > 0 {
+		return err
+	}
+	s.Status = Compensated
+	return nil
 }
 
 // doubted refuses to resolve call c unless it is in doubt: unsettled, and

@@ -242,17 +242,7 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 	}
 	r.settle(lc.Requests[seq], snap.Calls)
 	if r.Pending {
-		for i := len(snap.Calls) - 1; i >= 0; i-- {
-			c := snap.Calls[i]
-			t, ok := e.tools[c.ToolName]
-			switch {
-			case c.State != CallExecuted:
-			case ok && t.Reversibility == Irreversible:
-				r.StaysDone = append(r.StaysDone, c)
-			default:
-				r.WouldUndo = append(r.WouldUndo, c)
-			}
-		}
+		r.WouldUndo, r.StaysDone = e.undoPlan(snap.Calls)
 	}
 	for i := seq - 2; i >= 0; i-- {
 		if es[i].Phase == PhaseAwaitingApproval && es[i].ToolName == r.Gated.ToolName {

@@ -93,6 +93,13 @@ type Store interface {
 	// RetryDelivery makes a delivery pending again, due at at; NotFound
 	// when there is none, Conflict when it was delivered.
 	RetryDelivery(ctx context.Context, id int64, at time.Time) error
+
+	// RecordVerified keeps v as its saga's newest verification, unless
+	// one made later is kept already.
+	RecordVerified(ctx context.Context, v Verified) error
+	// Verifications returns the verification kept of each of the sagas
+	// named (at most MaxList) that has one, by saga id.
+	Verifications(ctx context.Context, sagaIDs []string) ([]Verified, error)
 }
 
 // Snapshot is one saga as of one moment.

@@ -124,8 +124,9 @@ func (e *Engine) keyring(passkeys func() ([]Entry, error)) Keyring {
 // Verify checks a saga's journal (see VerifySaga): its hash chain, the
 // head its row records, so rows deleted from the tail are caught too, and
 // its pending requests. Row, journal and requests are read as of one
-// moment, so a saga being written verifies. Errors: Forbidden as Can
-// says, Invalid for a bad id, Unavailable when the store is.
+// moment, so a saga being written verifies. What it finds of a saga that
+// exists is kept (see Verifications). Errors: Forbidden as Can says,
+// Invalid for a bad id, Unavailable when the store is.
 func (e *Engine) Verify(ctx context.Context, p Principal, id string) (Verification, error) {
 	if err := e.Can(p, ActVerify, Subject{}); err != nil {
 		return Verification{}, err
@@ -137,5 +138,9 @@ func (e *Engine) Verify(ctx context.Context, p Principal, id string) (Verificati
 	if err != nil {
 		return Verification{}, err
 	}
-	return e.verify(ctx, snap)
+	v, err := e.verify(ctx, snap)
+	if err == nil {
+		e.keep(ctx, snap, v)
+	}
+	return v, err
 }

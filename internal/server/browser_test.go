@@ -346,7 +346,8 @@ func TestConsoleFormattingOnly(t *testing.T) {
 }
 
 // TestConsoleTampered: a row edited in the database is shown broken at the
-// right entry on the audit page and in the timeline.
+// right entry on a saga's verification and in the timeline, and on the
+// audit page as its newest verification found it, with when.
 func TestConsoleTampered(t *testing.T) {
 	dbURL := testkit.SQLiteURL(t)
 	e := newAPI(t, dbURL, envOptions{})
@@ -355,9 +356,10 @@ func TestConsoleTampered(t *testing.T) {
 	testkit.Exec(t, dbURL, `UPDATE journal SET payload = '{"reserved":99}' WHERE saga_id = 'pay-5' AND seq = 2`)
 	p := newTab(t, e)
 	p.signIn("auditor@example.com")
+	// The list shows what was verified, not what it verifies itself.
 	p.open("/audit")
-	if got := p.text("main"); !strings.Contains(got, "✗ broken hash mismatch at seq=2 (entry 1)") || !strings.Contains(got, "✓ verified") {
-		t.Errorf("audit page = %q, want pay-5 broken at seq 2 and the other saga verified", got)
+	if got := p.text("main table.list"); strings.Count(got, "not verified yet") != 3 || strings.Contains(got, "broken") {
+		t.Errorf("audit page before any verification = %q, want every saga not verified yet", got)
 	}
 	p.open("/audit/saga?id=pay-5")
 	if got := p.text("main"); !strings.Contains(got, "Broken: hash mismatch at seq=2 (entry 1)") || !strings.Contains(got, "sagacity verify -key 'sagacity.test+") || !strings.Contains(got, "sagacity-pay-5.ndjson") {
@@ -376,10 +378,27 @@ func TestConsoleTampered(t *testing.T) {
 	if got := p.text("main"); !strings.Contains(got, "no such saga: no-such-saga") {
 		t.Errorf("an unknown saga's verification = %q, want no such saga", got)
 	}
-	// Verifying every saga runs in the background and shows its progress.
+	// The verification was kept: the list shows it, with when.
 	p.open("/audit")
+	if got := p.text("main table.list tbody"); !strings.Contains(got, "pay-5") || !strings.Contains(got, "✗ broken hash mismatch at seq=2 (entry 1)") ||
+		!strings.Contains(got, "checked just now") || strings.Count(got, "not verified yet") != 2 {
+		t.Errorf("audit page after verifying pay-5 = %q, want it broken at seq 2, checked just now, and the others not verified yet", got)
+	}
+	// Verifying every saga runs in the background and shows its progress;
+	// what it finds is kept for the list.
 	p.click(`#job button.primary`)
 	p.waitText("#job", "1 of 3 sagas do not verify", 15*time.Second) // pay-5, another, and the policies
+	p.open("/audit")
+	if got := p.text("main > div.table-wrap table.list tbody"); strings.Count(got, "✓ verified") != 2 || strings.Count(got, "✗ broken") != 1 ||
+		strings.Contains(got, "not verified yet") {
+		t.Errorf("audit page after verifying every saga = %q, want two verified and pay-5 broken", got)
+	}
+	// One more entry after the verification is told.
+	want(t, "a call after the verification", e.call("fine", "reserveInventory", "{}"), 200)
+	p.open("/audit")
+	if !p.eval(`[...document.querySelectorAll("main > div.table-wrap tbody tr")].some(r => r.textContent.includes("fine") && r.textContent.includes("2 entries since"))`) {
+		t.Errorf("audit page after fine took a call = %q, want its row to say 2 entries since", p.text("main > div.table-wrap table.list tbody"))
+	}
 }
 
 // TestConsoleInert: untrusted payloads are shown, never run: a script, an

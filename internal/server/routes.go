@@ -159,6 +159,7 @@ func (s *server) routes() *chi.Mux {
 		r.Get("/audit/export", s.h(s.Console.Export))
 		r.Get("/audit/checkpoint", s.h(s.Console.Checkpoint))
 		r.Get("/audit/receipt", s.h(s.Console.Receipt))
+		r.Get("/audit/decided", s.h(s.Console.Decided))
 		r.Get("/audit/job", s.h(s.Console.AuditJob))
 		r.Post("/audit/verify-all", s.h(s.Console.VerifyAll))
 		r.Get("/in-doubt", s.h(s.Console.InDoubt))
@@ -172,6 +173,7 @@ func (s *server) routes() *chi.Mux {
 			r.Post("/request/decide", s.h(s.Console.Decide))
 			r.Post("/request/execute", s.h(s.Console.Execute))
 			r.Post("/in-doubt/resolve", s.h(s.Console.Resolve))
+			r.Post("/saga/abort", s.h(s.Console.Abort))
 			r.Post("/me/passkeys/remove", s.h(s.Console.RemovePasskey))
 			// Passkey ceremonies: JSON, for web/static/passkey.js.
 			r.With(inGroup(groupJSON)).Post("/me/passkeys/begin", s.h(s.Console.BeginEnrolment))

@@ -40,5 +40,10 @@ func ReceiptHref(saga string, seq int64) string {
 	return "/audit/receipt?" + url.Values{"id": {saga}, "seq": {strconv.FormatInt(seq, 10)}}.Encode()
 }
 
+// DecidedHref downloads the exact bytes the decision at seq was made on.
+func DecidedHref(saga string, seq int64) string {
+	return "/audit/decided?" + url.Values{"id": {saga}, "seq": {strconv.FormatInt(seq, 10)}}.Encode()
+}
+
 // PolicyHref is the approval policy page, at the document of a hash.
 func PolicyHref(hash string) string { return "/policy#p-" + hash }

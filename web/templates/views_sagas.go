@@ -31,25 +31,93 @@ type SagaRow struct {
 	Entries   int64
 	Created   Time
 	Updated   Time
-	// Chain is what verifying the journal says, on the audit list.
+	// Chain is what verifying the journal said, on the audit list: the
+	// newest verification kept, Checked when it was made (nil when the
+	// saga was never verified) and Since how many entries the saga took
+	// after it.
 	Chain      *engine.Verification
+	Checked    *Time
+	Since      int64
 	AuditHref  string
 	ExportHref string
 }
 
 // TimelinePage is a saga's journal as a person reads it, a page of
-// entries at a time.
+// entries at a time, and what the person may do with the saga.
 type TimelinePage struct {
 	Chrome
 	Saga         engine.Saga
 	Verification engine.Verification
-	Entries      []TimelineEntry
-	Total        int
-	Earlier      string // URL of the entries before, "" at the start
-	Later        string // URL of the entries after, "" at the end
-	ExportHref   string
-	AuditHref    string
-	Pending      []Sibling
+	// Items are the page's entries, a call's INTENT and its answer
+	// folded into one unless Filter.Unfold.
+	Items      []TimelineItem
+	Total      int    // entries in the journal
+	Shown      string // which of them the page shows, in words
+	First      string // URL of the first page, "" on it
+	Earlier    string // URL of the entries before, "" at the start
+	Later      string // URL of the entries after, "" at the end
+	Filter     TimelineFilter
+	Phases     []engine.Phase
+	ExportHref string
+	AuditHref  string
+	Pending    []Sibling
+	Actions    SagaActions
+}
+
+// TimelineFilter is the timeline's filter form, as submitted.
+type TimelineFilter struct {
+	Phase  string // only the items with an entry of this phase; "" for all
+	Unfold bool   // each entry on its own, a call's answer apart from its INTENT
+}
+
+// TimelineItem is one row of a timeline: an entry, or a call folded into
+// one line, its INTENT and the entry its answer was journaled as.
+type TimelineItem struct {
+	Entries []TimelineEntry
+	Folded  bool
+	// Open shows a folded call's entries: it holds the entry a link
+	// pointed at, where verification stops, or a call in doubt.
+	Open bool
+}
+
+// SagaActions is what the person may do with the saga as a whole, as the
+// engine says: abort it, or record a step whose undo failed as undone by
+// hand.
+type SagaActions struct {
+	Abort bool
+	Why   string // why they may not abort a saga that takes work
+	// Failed are the steps whose undo failed.
+	Failed  []FailedUndo
+	Confirm *AbortConfirm // what aborting does, asked before it is done
+	Notice  string        // what became of a form that went stale
+}
+
+// AbortConfirm asks whether to abort the saga, saying what that does:
+// which steps are undone, newest first, which irreversible ones stay
+// done, and which requests are dropped.
+type AbortConfirm struct {
+	Reason          string
+	Undo, StaysDone []Step
+	Dropped         []Sibling
+}
+
+// FailedUndo is a step whose undo failed, for a person to undo by hand
+// and record.
+type FailedUndo struct {
+	Seq   int64 // the call's INTENT
+	Tool  string
+	Input []payload.Segment
+	Error []payload.Segment // what the failed undo answered
+	Href  string            // the failed undo's entry
+	Why   string            // why the person may not record it; "" when they may
+}
+
+// ReceiptView is a decision's signed receipt, decoded.
+type ReceiptView struct {
+	Note    []payload.Segment // the signed note: its text and signature
+	Problem string            // why it does not hold; "" when it does
+	Href    string            // downloads it
+	File    string            // what it downloads as
 }
 
 // TimelineEntry is one journal entry with its chain link.
@@ -72,6 +140,13 @@ type TimelineEntry struct {
 	// its outcome (Undo: its undo's).
 	Orphan, Undo bool
 	DoubtHref    string // the in-doubt page, where a person records what happened
+	// Call is the INTENT of the call the entry answers, resolves or
+	// undoes (0 for none), CallHref that entry.
+	Call     int64
+	CallHref string
+	// Receipt is a decision's receipt; Payload then holds the decision's
+	// other lines.
+	Receipt *ReceiptView
 }
 
 // AuditPage lists sagas with the state of their chains, and the job that
@@ -154,6 +229,9 @@ type DecisionRow struct {
 	EntryHref string // the decision in the timeline
 	Href      string // downloads the receipt
 	File      string // what it downloads as
+	// PayloadHref downloads the exact bytes decided on, the PAYLOAD_FILE
+	// verify-receipt takes; PayloadFile is what they download as.
+	PayloadHref, PayloadFile string
 }
 
 // InDoubtPage lists calls whose outcome the journal does not know.
@@ -161,6 +239,10 @@ type InDoubtPage struct {
 	Chrome
 	After string // how long a call must stand still to be listed
 	Calls []InDoubtCall
+	// Failed counts the sagas whose compensation failed, which wait for
+	// a person too; FailedHref lists them.
+	Failed     int
+	FailedHref string
 }
 
 // InDoubtCall is one call in doubt with its evidence and what the person

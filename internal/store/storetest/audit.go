@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -35,4 +36,37 @@ func testVerifyAll(t *testing.T, v *env) {
 	}
 	_, err := v.e.AuditRun(agent)
 	wantKind(t, "AuditRun by an agent", err, engine.Forbidden)
+
+	// What the run found of each saga is kept, with when, for the audit
+	// page to list without verifying again.
+	kept, err := v.e.Verifications(context.Background(), auditor, []string{"a", "b", "c", "nobody"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 3 || !kept["a"].Verification.Valid || kept["b"].Verification.Valid || kept["b"].Verification.BreakAtIndex != 0 ||
+		!kept["c"].Verification.Valid || kept["a"].HeadSeq != 2 || kept["a"].At.Before(run.Started) || kept["a"].At.After(run.Finished) {
+		t.Errorf("Verifications after the run = %+v; want a and c verified and b broken at its first entry, at seq 2, during the run", kept)
+	}
+	_, err = v.e.Verifications(context.Background(), agent, []string{"a"})
+	wantKind(t, "Verifications by an agent", err, engine.Forbidden)
+
+	// A single verification is kept too: one made after the saga moved
+	// on, and one from the verification page.
+	v.call("a", "reserveInventory", `{"item":"dock"}`)
+	v.verify("a")
+	v.call("c", "reserveInventory", `{"item":"dock"}`)
+	if _, err := v.e.Audit(context.Background(), auditor, "c"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = v.e.Audit(context.Background(), agent, "c")
+	wantKind(t, "Audit by an agent", err, engine.Forbidden)
+	if _, err := v.e.Audit(context.Background(), auditor, "nobody"); !engine.IsKind(err, engine.NotFound) {
+		t.Errorf("Audit of no saga = %v, want NotFound", err)
+	}
+	if kept, err = v.e.Verifications(context.Background(), auditor, []string{"a", "c", "nobody"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 2 || kept["a"].HeadSeq != 4 || kept["c"].HeadSeq != 4 || kept["a"].Verification.EntryCount != 4 {
+		t.Errorf("Verifications after verifying a and c again = %+v; want both at seq 4, and nothing of a saga that is none", kept)
+	}
 }

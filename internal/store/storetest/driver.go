@@ -42,6 +42,8 @@ var driverTests = []struct {
 	{"Store.PendingByTool", true, testPendingByTool},
 	{"Store.DueApprovals", true, testDueApprovals},
 	{"Store.LastExecuted", false, testLastExecuted},
+	{"Store.RecordVerified", false, testRecordVerified},
+	{"Store.Verifications", false, testVerifications},
 	{"Tx.LockSaga", false, testLockSaga},
 	{"Tx.LockSagaCall", false, testLockSagaCall},
 	{"Tx.LockAs", false, testLockAs},

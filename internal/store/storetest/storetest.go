@@ -67,6 +67,8 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Outbox", withEnv(testOutbox)},
 		{"OutboxClaims", withEnv(testOutboxClaims)},
 		{"VerifyAll", withEnv(testVerifyAll)},
+		{"UndoneByHand", withEnv(testUndoneByHand)},
+		{"SagaActions", withEnv(testSagaActions)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
