@@ -134,26 +134,48 @@ func (p *pipe) rollback(ctx context.Context) {
 	p.c.Exec(ctx, "ROLLBACK")
 }
 
+// openPipe starts a transaction on a connection of pool; nothing is sent
+// until its first statement.
+func openPipe(ctx context.Context, pool *pgxpool.Pool) (*pipe, error) {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pipe{c: c}, nil
+}
+
+// end commits, when err is nil, or rolls back, releases the connection
+// and returns the transaction's outcome.
+func (p *pipe) end(ctx context.Context, err error) error {
+	if err == nil {
+		err = p.commit(ctx)
+	}
+	if err != nil {
+		p.rollback(ctx)
+	}
+	p.c.Release()
+	return err
+}
+
+// again reports whether a transaction that failed with err may run again
+// on another connection: its first round trip failed because the
+// connection had died (a restarted or terminated backend), so nothing of
+// it had run.
+func (p *pipe) again(ctx context.Context, err error) bool {
+	return err != nil && p.first && ctx.Err() == nil && engine.IsKind(mapErr(err), engine.Unavailable)
+}
+
 // pipelined runs fn in a pipe on a connection of pool and commits. When
-// the first round trip fails because the connection had died (a restarted
-// or terminated backend), nothing had run, so fn runs once more on a
-// fresh connection: one dead pooled connection does not fail a request.
+// the first round trip fails on a dead connection, fn runs once more on
+// a fresh one: one dead pooled connection does not fail a request.
 func pipelined(ctx context.Context, pool *pgxpool.Pool, fn func(conn) error) error {
 	for attempt := 0; ; attempt++ {
-		c, err := pool.Acquire(ctx)
+		p, err := openPipe(ctx, pool)
 		if err != nil {
 			return err
 		}
-		p := &pipe{c: c}
-		err = fn(p)
-		if err == nil {
-			err = p.commit(ctx)
-		}
-		if err != nil {
-			p.rollback(ctx)
-		}
-		c.Release()
-		if err != nil && p.first && attempt == 0 && ctx.Err() == nil && engine.IsKind(mapErr(err), engine.Unavailable) {
+		err = p.end(ctx, fn(p))
+		if attempt == 0 && p.again(ctx, err) {
 			continue
 		}
 		return err

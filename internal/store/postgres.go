@@ -52,11 +52,12 @@ func openPostgres(ctx context.Context, url string, tracer pgx.QueryTracer) (*DB,
 		return nil, connectProblem(err)
 	}
 	snapshot := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	db := &DB{ping: pool.Ping, close: pool.Close, sqlStore: sqlStore{db: pgConn{pool}, lock: " FOR UPDATE", postgres: true,
+	db := &DB{ping: pool.Ping, close: pool.Close, sqlStore: sqlStore{db: pgConn{pool}, lock: " FOR UPDATE", postgres: true, pool: pool,
 		begin: func(ctx context.Context, fn func(conn) error) error { return pipelined(ctx, pool, fn) },
 		view: func(ctx context.Context, fn func(conn) error) error {
 			return pgx.BeginTxFunc(ctx, pool, snapshot, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
 		}}}
+	db.group = &group{slots: groupSlotsPostgres, most: groupMost, alone: db.alone, together: db.togetherPostgres}
 	scripts := func(ctx context.Context, fn func(conn) error) error {
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(pgConn{tx}) })
 	}

@@ -54,6 +54,7 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		}
 		return tx.Commit()
 	}
+	s.group = &group{slots: 1, most: groupMost, alone: s.alone, together: s.togetherSQLite} // one writer: what waits for it goes together
 	s.view = func(ctx context.Context, fn func(conn) error) error {
 		// A read-only transaction is a deferred BEGIN: in WAL mode it
 		// reads one snapshot and takes no write lock.

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -112,6 +113,8 @@ type sqlStore struct {
 	// postgres is set for PostgreSQL: the few statements whose best form
 	// differs between the two are chosen by it.
 	postgres bool
+	group    *group        // commits concurrent Updates together
+	pool     *pgxpool.Pool // PostgreSQL's, for a transaction opened mid-way (recorder)
 }
 
 const (
@@ -230,12 +233,44 @@ func one[T any](ctx context.Context, c conn, scan func(rows) (T, error), what, s
 	return vs[0], nil
 }
 
+// Update commits fn's writes, with those of other sagas' Updates that
+// wait at the same time (see group). In PostgreSQL fn runs on a recorder:
+// what promises a saga's head and then only writes joins a group as its
+// recorded writes; what reads runs in a transaction of its own, opened
+// at its first read.
 func (s *sqlStore) Update(ctx context.Context, fn func(engine.Tx) error) error {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return mapErr(s.begin(ctx, func(c conn) error {
-		return fn(&tx{ctx: ctx, c: c, lock: s.lock, postgres: s.postgres})
-	}))
+	if !s.postgres {
+		return mapErr(s.group.commit(ctx, &member{fn: fn}))
+	}
+	rec := &recorder{s: s, ctx: ctx}
+	err := fn(rec)
+	if read, err := rec.end(err); read || err != nil {
+		return mapErr(err) // fn's own transaction, or fn's error before it wrote anything
+	}
+	m := &member{rec: rec}
+	if rec.solo || rec.promise == nil {
+		return mapErr(s.alone(ctx, m))
+	}
+	m.key = rec.promise.s.ID
+	return mapErr(s.group.commit(ctx, m))
+}
+
+// alone commits one member in a transaction of its own: its recorded
+// writes, or its fn.
+func (s *sqlStore) alone(ctx context.Context, m *member) error {
+	return s.begin(ctx, func(c conn) error {
+		if m.rec != nil {
+			return m.rec.replay(s.tx(ctx, c))
+		}
+		return m.fn(s.tx(ctx, c))
+	})
+}
+
+// tx is the engine.Tx of a transaction on c.
+func (s *sqlStore) tx(ctx context.Context, c conn) *tx {
+	return &tx{ctx: ctx, c: c, lock: s.lock, postgres: s.postgres}
 }
 
 func (s *sqlStore) Saga(ctx context.Context, id string) (engine.Saga, error) {
@@ -644,10 +679,13 @@ func (t *tx) Call(sagaID string, seq int64) (engine.Call, error) {
 	return one(t.ctx, t.c, scanCall, "call", "SELECT "+callCols+" FROM calls WHERE saga_id = $1 AND seq = $2", sagaID, seq)
 }
 
+// callUpsert makes an insert of calls update those that exist.
+const callUpsert = " ON CONFLICT (saga_id, seq) DO UPDATE SET state = excluded.state, outcome_seq = excluded.outcome_seq," +
+	" result = excluded.result, updated_at = excluded.updated_at, runner = excluded.runner"
+
 func (t *tx) PutCall(c engine.Call) error {
 	err := t.c.queue(t.ctx, "INSERT INTO calls ("+callCols+") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"+
-		" ON CONFLICT (saga_id, seq) DO UPDATE SET state = excluded.state, outcome_seq = excluded.outcome_seq,"+
-		" result = excluded.result, updated_at = excluded.updated_at, runner = excluded.runner",
+		callUpsert,
 		c.SagaID, c.Seq, c.ToolName, c.Input, c.Requester, c.State, c.OutcomeSeq, c.Result, c.StartedAt, c.UpdatedAt,
 		c.Request, c.Runner)
 	return mapErr(err)

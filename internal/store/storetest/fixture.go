@@ -30,6 +30,9 @@ type DB interface {
 	tlog.Store
 	auth.SessionStore
 	demo.Store
+	// Grouped counts the transactions that committed the writes of two
+	// Updates or more, and those Updates.
+	Grouped() (transactions, members int64)
 	// Inventory lists the demo inventory by SKU.
 	Inventory(ctx context.Context) ([]demo.Item, error)
 	Close()

@@ -69,6 +69,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"VerifyAll", withEnv(testVerifyAll)},
 		{"UndoneByHand", withEnv(testUndoneByHand)},
 		{"SagaActions", withEnv(testSagaActions)},
+		{"GroupCommit", withEnv(testGroupCommit)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
