@@ -103,6 +103,14 @@ func TestPlansPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	workload(t, e, l)
+	// Groups form only under load: their statements are explained with
+	// the rows of two sagas.
+	at := []time.Time{time.Now(), time.Now()}
+	two, nums, ok := []string{"a", "b"}, []int64{1, 2}, []bool{false, false}
+	seen.see(promisedSQL, []any{two, two, ok, two, nums, two, at, nums, nums, two})
+	seen.see(journalMany, []any{two, nums, two, two, two, two, at, two})
+	seen.see(callsMany, []any{two, nums, two, two, two, two, nums, two, at, at, nums, two})
+	seen.see(sagasMany, []any{two, two, ok, two, nums, two, nums, at})
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
