@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -292,5 +294,49 @@ func TestVerifySaga(t *testing.T) {
 				t.Errorf("VerifySaga() = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestVerifyParts: a journal long enough to be checked in parts, one a
+// core, breaks where a walk from the start breaks, whichever part the
+// break is in, at a part's first or last entry too, and with breaks in
+// two parts the earlier is reported.
+func TestVerifyParts(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	n := 4*parallelFrom + 3
+	size := (n + 3) / 4
+	walk := func(es []Entry) Verification {
+		var v ChainVerifier
+		for i := range es {
+			v.Add(&es[i])
+		}
+		return v.Result()
+	}
+	intact := chain(n)
+	if got := Verify(intact); !got.Valid || got.EntryCount != n {
+		t.Fatalf("Verify(intact) = %+v", got)
+	}
+	mutations := map[string]func(*Entry){
+		"payload":    func(e *Entry) { e.Payload = "x" },
+		"saga":       func(e *Entry) { e.SagaID = "s2"; e.Hash = "" },
+		"unreadable": func(e *Entry) { e.Unreadable = "seq" },
+		"seq":        func(e *Entry) { e.Seq++ },
+	}
+	for name, mutate := range mutations {
+		for _, at := range []int{0, 1, size - 1, size, size + 1, 2 * size, 3*size - 1, n - 1} {
+			es := slices.Clone(intact)
+			mutate(&es[at])
+			got, want := Verify(es), walk(es)
+			if got != want || got.BreakAtIndex != at {
+				t.Errorf("%s changed at entry %d: Verify = %+v, want %+v", name, at, got, want)
+			}
+			if at >= 3*size {
+				continue
+			}
+			es[3*size+5].Payload = "later"
+			if got := Verify(es); got.BreakAtIndex != at {
+				t.Errorf("%s changed at entry %d and a later part too: Verify broke at %d", name, at, got.BreakAtIndex)
+			}
+		}
 	}
 }
