@@ -10,17 +10,17 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
-// journals are sagas of sagaLength calls each, 2 entries a call, chained
-// with engine.Hash, with the sizes an agent's calls have: about 60 bytes
-// of input, who asked, a short result.
-func journals(entries int) [][]engine.Entry {
+// journals are sagas of length entries each (an INTENT and an EXECUTED a
+// call), entries in all, chained with engine.Hash, with the sizes an
+// agent's calls have: about 60 bytes of input, who asked, a short result.
+func journals(entries, length int) [][]engine.Entry {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var out [][]engine.Entry
 	for n := 0; n < entries; {
 		saga := fmt.Sprintf("order-%06d", len(out))
 		prev := engine.ZeroHash
 		var j []engine.Entry
-		for seq := int64(1); seq <= 2*sagaLength && n < entries; seq, n = seq+1, n+1 {
+		for seq := int64(1); seq <= int64(length) && n < entries; seq, n = seq+1, n+1 {
 			e := engine.Entry{SagaID: saga, Seq: seq, ToolName: toolExecuted, Phase: engine.PhaseIntent,
 				Input:   fmt.Sprintf(`{"sku":"LAPTOP-13","qty":%d,"warehouse":"eu-west-%d"}`, seq, n%7),
 				Payload: "requester=token:agent-7\nauth=token", Timestamp: at.Add(time.Duration(n) * time.Millisecond)}
