@@ -193,5 +193,9 @@ func TestConsoleAfterDecisionNoScript(t *testing.T) {
 	if got := p.text("#status"); !strings.Contains(got, "Executed by reviewer@example.com") {
 		t.Errorf("executed status = %q, want who executed it", got)
 	}
+	// axe needs scripts: back on, they run only axe on the page as it is.
+	if _, err := chromedp.Call(p.ctx, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: false}); err != nil {
+		t.Fatalf("turning scripts on: %v", err)
+	}
 	p.accessible("the executed request without scripts")
 }
