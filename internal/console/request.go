@@ -73,7 +73,7 @@ func (h *Handlers) RequestStatus(w http.ResponseWriter, r *http.Request) error {
 		return unchanged(w)
 	}
 	v.Status.Changed = true
-	return render(w, r, http.StatusOK, templates.RequestStatusBox(v.Ref, v.Status, false))
+	return render(w, r, http.StatusOK, templates.RequestChanged(v))
 }
 
 // requestPage reads a request through the engine and shapes it for the
@@ -141,6 +141,7 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 		return templates.RequestPage{}, err
 	}
 	v.Actions = templates.Actions{Actions: h.Engine.Allowed(me, rv)}
+	v.RejectEffects = v.Actions.Reject && rv.State != engine.StateApproved
 	if a := v.Actions; a.Passkey && (a.Approve || a.Reject || a.RequestChanges) {
 		keys, err := h.Engine.Passkeys(r.Context(), me)
 		if err != nil {
@@ -180,6 +181,12 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 	if rv.Outcome != nil {
 		st := h.step(*rv.Outcome)
 		s.Outcome = &st
+	}
+	if r := rv.Resumed; r != nil {
+		s.ExecutedBy, s.ExecutedAt = r.Field(engine.KeyRequester), h.when(r.Timestamp)
+	}
+	if rv.State == engine.StateApproved {
+		s.Next = executors(h.Engine.Executors(rv.Saga))
 	}
 	h.clock(&s, rv)
 	switch rv.State {
@@ -225,6 +232,19 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 			rv.Dismissal.Approver, rv.SupersededBy), "warn"
 	}
 	return s
+}
+
+// executors says who may execute an approved request, as the engine
+// says.
+func executors(x engine.Executors) string {
+	who := []string{"the agent that started the saga (" + x.Initiator + "), when it resumes the request"}
+	if x.Agents {
+		who = append(who, "any other agent, resuming it")
+	}
+	if x.Approvers {
+		who = append(who, "a person with the approver role, with Execute on this page")
+	}
+	return "Who executes it next: " + strings.Join(who, "; or ") + ". Whoever does first runs the tool once, with the approved bytes."
 }
 
 // decidedKind is how each decision is marked: by a word always, and a
@@ -413,7 +433,7 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 	if err != nil {
 		return err
 	}
-	now.Status.Changed = false
+	now.Status.Changed, now.Status.Focus = false, true
 	return render(w, r, http.StatusOK, templates.RequestUpdate(now))
 }
 

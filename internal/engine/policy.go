@@ -142,6 +142,21 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 	return nil
 }
 
+// Executors is who may execute an approved request of saga s, as Can
+// allows ActResume on it: its initiator, resuming the request as the
+// agent that asked; every approver, from the console or the API; and,
+// when sagas are shared, every agent.
+type Executors struct {
+	Initiator string
+	Approvers bool
+	Agents    bool
+}
+
+// Executors says who may execute an approved request of saga s.
+func (e *Engine) Executors(s Saga) Executors {
+	return Executors{Initiator: s.Initiator, Approvers: true, Agents: e.policy.ShareSagas}
+}
+
 func roleList(roles []Role) string {
 	s := string(roles[0])
 	for _, r := range roles[1:] {

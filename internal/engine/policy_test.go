@@ -72,3 +72,25 @@ func TestCan(t *testing.T) {
 		})
 	}
 }
+
+// TestExecutors: who Executors says may execute an approved request is
+// who Can lets resume it.
+func TestExecutors(t *testing.T) {
+	s := Saga{ID: "s1", Initiator: "agent-1"}
+	people := []Principal{
+		{ID: "agent-1", Roles: []Role{RoleAgent}},
+		{ID: "agent-2", Roles: []Role{RoleAgent}},
+		{ID: "alice", Roles: []Role{RoleApprover}},
+		{ID: "audrey", Roles: []Role{RoleAuditor}},
+	}
+	for _, shared := range []bool{false, true} {
+		e := &Engine{policy: Policy{ShareSagas: shared}}
+		x := e.Executors(s)
+		for _, p := range people {
+			got := p.ID == x.Initiator || (x.Approvers && p.Has(RoleApprover)) || (x.Agents && p.Has(RoleAgent))
+			if want := e.Can(p, ActResume, Subject{Saga: &s}) == nil; got != want {
+				t.Errorf("shared=%t: Executors(%s) = %+v lets %s execute: %t; Can says %t", shared, s.ID, x, p.ID, got, want)
+			}
+		}
+	}
+}

@@ -187,9 +187,11 @@ type Review struct {
 	Refusal, Dropped *Entry
 	// SupersededBy is the later request that superseded it, 0 when none.
 	SupersededBy int64
-	// Outcome is the EXECUTED or FAILED entry of its execution, if any.
-	Outcome *Entry
-	Journal []Entry // the whole journal, by seq
+	// Resumed is the INTENT by which it was executed, if it was: who
+	// executed it (KeyRequester) and when. Outcome is the EXECUTED or
+	// FAILED entry of that execution, once journaled.
+	Resumed, Outcome *Entry
+	Journal          []Entry // the whole journal, by seq
 	// WouldUndo is what rejecting it compensates: the saga's executed
 	// steps that have an undo, newest first; StaysDone the executed
 	// steps of IRREVERSIBLE tools, which nothing undoes. Siblings are the
@@ -355,7 +357,7 @@ func (r *Review) settle(l *Life, calls []Call) {
 	case l.Closing == ClosedDropped:
 		r.Dropped = at(l.Closed)
 	case l.Closing == ClosedResumed:
-		r.State = StateExecuting
+		r.Resumed, r.State = at(l.Closed), StateExecuting
 		for _, c := range calls {
 			if c.Seq == l.Closed && c.OutcomeSeq > 0 && c.OutcomeSeq <= int64(len(r.Journal)) {
 				out := *at(c.OutcomeSeq)

@@ -87,6 +87,10 @@ type RequestPage struct {
 	Verification engine.Verification
 	Actions      Actions
 	Confirm      *Confirm // set while a decision waits for confirmation
+	// RejectEffects: show what rejecting it does, while the person may
+	// reject it and it waits for a decision (once approved, the
+	// rejection's confirmation still says it).
+	RejectEffects bool
 }
 
 // Ruling is the approval rule a request is decided by, and where its
@@ -120,7 +124,15 @@ type RequestStatus struct {
 	Headline  string // "Approved by alice@example.com, awaiting execution"
 	Kind      string // "ok", "bad", "warn" or "" (undecided)
 	Decisions []Decision
-	Outcome   *Step  // the execution's EXECUTED or FAILED entry
+	Outcome   *Step // the execution's EXECUTED or FAILED entry
+	// ExecutedBy is who executed it, at ExecutedAt, once someone did;
+	// Next, while it is approved and not executed, who may execute it.
+	ExecutedBy string
+	ExecutedAt Time
+	Next       string
+	// Focus: the status answers the person's own decision, and takes
+	// the focus from the button that made it.
+	Focus     bool
 	Refusal   *Step  // a refused resume's entry
 	Attempted *Diff  // for a refused stale resume: approved against attempted
 	Changed   bool   // the status changed since the page was loaded
