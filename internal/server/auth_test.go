@@ -93,7 +93,13 @@ func TestTokensMode(t *testing.T) {
 
 // everyRole is the dev sign-in form's roles as the page first checks
 // them: all of them.
-const everyRole = "&role=agent&role=approver&role=auditor"
+var everyRole = func() string {
+	var b strings.Builder
+	for _, r := range engine.Roles {
+		b.WriteString("&role=" + string(r))
+	}
+	return b.String()
+}()
 
 // session signs name in through the dev sign-in page, with every role,
 // and returns the session cookie.
