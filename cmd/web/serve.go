@@ -337,6 +337,9 @@ func authOptions(ctx context.Context, cfg config.Config, db *store.DB) (server.O
 		bearer.Tokens = append(bearer.Tokens, auth.Token{Name: t.Name, SHA256: t.SHA256, Roles: t.Roles})
 	}
 	o := server.Options{APIAuth: bearer.Principal, Console: &console.Handlers{Sessions: sessions, Mode: cfg.Auth, Now: time.Now}}
+	if cfg.Demo {
+		o.Console.People = demo.People
+	}
 	if cfg.Auth != auth.ModeOIDC {
 		return o, nil
 	}

@@ -62,7 +62,7 @@ func checkTokens(ys []yamlToken) ([]Token, error) {
 			return nil, fmt.Errorf("%s: sha256 is the same as tokens[%d] %q's", where, j, ys[j].Name)
 		}
 		hashes[h] = i
-		roles, err := checkRoleList(y.Roles)
+		roles, err := engine.ParseRoles(y.Roles)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
@@ -82,33 +82,11 @@ func checkRoles(y yamlRoles) (Roles, error) {
 		if k == "" {
 			return Roles{}, errors.New(`roles.map: a claim value is empty`)
 		}
-		roles, err := checkRoleList(y.Map[k])
+		roles, err := engine.ParseRoles(y.Map[k])
 		if err != nil {
 			return Roles{}, fmt.Errorf("roles.map[%q]: %w", k, err)
 		}
 		r.Map[k] = roles
 	}
 	return r, nil
-}
-
-func checkRoleList(ss []string) ([]engine.Role, error) {
-	if len(ss) == 0 {
-		return nil, fmt.Errorf("roles is missing; give at least one of %s", roleNames())
-	}
-	roles := make([]engine.Role, len(ss))
-	for i, s := range ss {
-		if !slices.Contains(engine.Roles, engine.Role(s)) {
-			return nil, fmt.Errorf("role %q is not one of %s", s, roleNames())
-		}
-		roles[i] = engine.Role(s)
-	}
-	return roles, nil
-}
-
-func roleNames() string {
-	names := make([]string, len(engine.Roles))
-	for i, r := range engine.Roles {
-		names[i] = string(r)
-	}
-	return strings.Join(names, ", ")
 }

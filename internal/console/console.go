@@ -28,6 +28,9 @@ type Handlers struct {
 	Sessions *auth.Sessions
 	Mode     auth.Mode
 	Now      func() time.Time
+	// People are offered on dev mode's sign-in page, each signed in with
+	// their roles in one click: the demo's (demo.People), or none.
+	People []engine.Principal
 }
 
 // render writes a page or fragment.

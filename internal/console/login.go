@@ -23,14 +23,18 @@ func (h *Handlers) Login(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := templates.LoginPage{Chrome: templates.Chrome{Title: "Sign in"}, Dev: h.Mode == auth.ModeDev, ReturnTo: returnTo}
+	if v.Dev {
+		v.Roles, v.People = engine.Roles, h.People
+	}
 	if stepUp > 0 {
 		v.StepUp = stepUp.String()
 	}
 	return render(w, r, http.StatusOK, templates.Login(v))
 }
 
-// DevSignIn signs in whoever is named: POST /login in dev mode only. The
-// decisions they make are journaled with auth=dev.
+// DevSignIn signs in whoever is named, with the roles they chose: POST
+// /login in dev mode only. The decisions they make are journaled with
+// auth=dev. Invalid without a name or a role, or with an unknown role.
 func (h *Handlers) DevSignIn(w http.ResponseWriter, r *http.Request) error {
 	if err := parseForm(r); err != nil {
 		return err
@@ -43,12 +47,18 @@ func (h *Handlers) DevSignIn(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	// The sign-in's time stands for the provider's auth_time: a rule's
-	// step-up holds votes to it.
-	p.Name, p.Anonymous, p.AuthTime = p.ID, false, h.Now().UTC().Truncate(time.Second)
 	if p.ID == engine.Unknown {
 		return engine.Errorf(engine.Invalid, "type a name to sign in")
 	}
+	if len(r.PostForm["role"]) == 0 {
+		return engine.Errorf(engine.Invalid, "choose at least one role to sign in")
+	}
+	if p.Roles, err = engine.ParseRoles(r.PostForm["role"]); err != nil {
+		return err
+	}
+	// The sign-in's time stands for the provider's auth_time: a rule's
+	// step-up holds votes to it.
+	p.Name, p.Anonymous, p.AuthTime = p.ID, false, h.Now().UTC().Truncate(time.Second)
 	if err := h.Sessions.SignIn(w, r, p); err != nil {
 		return err
 	}

@@ -350,6 +350,10 @@ func (h *Handlers) Decide(w http.ResponseWriter, r *http.Request) error {
 var verbs = map[string]string{"approve": "Approve", "reject": "Reject", "dismiss": "Dismiss", "withdraw": "Withdraw your approval of",
 	"request-changes": "Send back", "execute": "Execute"}
 
+// acts are the engine's actions the decisions take.
+var acts = map[string]engine.Action{"approve": engine.ActApprove, "reject": engine.ActReject, "dismiss": engine.ActDismiss,
+	"withdraw": engine.ActWithdraw, "request-changes": engine.ActRequestChanges, "execute": engine.ActResume}
+
 // votes are the decisions a rule's step-up holds to a recent sign-in.
 var votes = map[string]bool{"approve": true, "reject": true, "request-changes": true}
 
@@ -393,6 +397,12 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 	if err != nil {
 		return err
 	}
+	me := auth.From(r.Context())
+	if !allowed(v.Actions) {
+		if err := h.Engine.Can(me, acts[decision], engine.Subject{Saga: &v.Saga, Requester: v.Requester}); err != nil {
+			return err // never offered: the engine's word, not a stale form
+		}
+	}
 	switch {
 	case f.Get("hash") != v.Ref.Hash:
 		return h.answer(w, r, http.StatusConflict, v, "Your form showed other bytes than this request holds; nothing was decided. Read it again.")
@@ -421,7 +431,6 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 		}
 		return h.answer(w, r, http.StatusOK, v, "")
 	}
-	me := auth.From(r.Context())
 	if err := do(me, v, reason); err != nil {
 		return h.refused(w, r, v, reason, err)
 	}

@@ -161,6 +161,19 @@ var (
 	reviewer = engine.Principal{ID: "reviewer@example.com", Auth: engine.AuthDev, Roles: []engine.Role{engine.RoleApprover, engine.RoleAuditor}}
 )
 
+// People are whom dev mode's sign-in page offers with one click, a view
+// of the console each: the reviewer who decided the seeded requests, an
+// approver and an auditor with one role alone, and the agent that started
+// every demo saga (which sees only its own sagas and decides none of their
+// requests). Neither the approver nor the auditor started or asked for
+// anything, so four-eyes lets the approver vote on transfer-77.
+var People = []engine.Principal{
+	{ID: reviewer.ID, Roles: reviewer.Roles},
+	{ID: "approver@example.com", Roles: []engine.Role{engine.RoleApprover}},
+	{ID: "auditor@example.com", Roles: []engine.Role{engine.RoleAuditor}},
+	{ID: agent.ID, Roles: agent.Roles},
+}
+
 // Seeded is the saga the README's walkthrough approves: the seed's
 // transfer-77, awaiting approval of {"amount":"100","to":"alice"} at seq 3.
 const Seeded = "transfer-77"

@@ -126,3 +126,52 @@ func TestTools(t *testing.T) {
 		}
 	}
 }
+
+// TestPeople: the demo's people hold valid, distinct identities, and the
+// seeded sagas give each something to do as the engine decides it: the
+// approver-only and the reviewer may vote on the seeded transfer, the
+// auditor-only may verify but not vote, and the agent that started it
+// may do neither.
+func TestPeople(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, testkit.SQLiteURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	e, err := engine.New(db, demo.Tools(db, time.Now), engine.WithKeys(testkit.Keys(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.Seed(ctx, db, e); err != nil {
+		t.Fatal(err)
+	}
+	type may struct{ Approve, Verify bool }
+	got := map[string]may{}
+	for _, p := range demo.People {
+		if _, dup := got[p.ID]; dup {
+			t.Errorf("%s is in demo.People twice", p.ID)
+		}
+		names := make([]string, len(p.Roles))
+		for i, r := range p.Roles {
+			names[i] = string(r)
+		}
+		if _, err := engine.ParseRoles(names); err != nil {
+			t.Errorf("%s's roles %v: %v", p.ID, p.Roles, err)
+		}
+		r, err := e.Review(ctx, p, demo.Seeded, 3)
+		if err != nil && !engine.IsKind(err, engine.Forbidden) {
+			t.Fatalf("Review(%s, %s, 3): %v", p.ID, demo.Seeded, err)
+		}
+		got[p.ID] = may{Approve: err == nil && e.Allowed(p, r).Approve, Verify: e.Can(p, engine.ActVerify, engine.Subject{}) == nil}
+	}
+	want := map[string]may{
+		"reviewer@example.com": {Approve: true, Verify: true},
+		"approver@example.com": {Approve: true, Verify: true}, // the engine lets approvers verify
+		"auditor@example.com":  {Verify: true},
+		"demo-agent":           {},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("what the demo's people may do with %s (-want +got):\n%s", demo.Seeded, diff)
+	}
+}

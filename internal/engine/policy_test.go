@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestCan(t *testing.T) {
 	agent := Principal{ID: "agent-1", Roles: []Role{RoleAgent}}
@@ -91,6 +94,31 @@ func TestExecutors(t *testing.T) {
 			if want := e.Can(p, ActResume, Subject{Saga: &s}) == nil; got != want {
 				t.Errorf("shared=%t: Executors(%s) = %+v lets %s execute: %t; Can says %t", shared, s.ID, x, p.ID, got, want)
 			}
+		}
+	}
+}
+
+func TestParseRoles(t *testing.T) {
+	for _, tt := range []struct {
+		names []string
+		want  []Role
+		err   string
+	}{
+		{names: []string{"approver"}, want: []Role{RoleApprover}},
+		{names: []string{"auditor", "agent", "auditor"}, want: []Role{RoleAuditor, RoleAgent}},
+		{names: nil, err: "roles is missing; give at least one of agent, approver, auditor"},
+		{names: []string{"approver", "root"}, err: `role "root" is not one of agent, approver, auditor`},
+		{names: []string{"Approver"}, err: `role "Approver" is not one of agent, approver, auditor`},
+	} {
+		got, err := ParseRoles(tt.names)
+		if tt.err != "" {
+			if !IsKind(err, Invalid) || err.Error() != tt.err {
+				t.Errorf("ParseRoles(%q) = %v, %v; want Invalid %q", tt.names, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("ParseRoles(%q) = %v, %v; want %v", tt.names, got, err, tt.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -212,6 +213,28 @@ const (
 
 // Roles lists every role.
 var Roles = []Role{RoleAgent, RoleApprover, RoleAuditor}
+
+// ParseRoles reads role names, as a configuration file or a sign-in form
+// gives them. Invalid when there are none or one is not a role.
+func ParseRoles(names []string) ([]Role, error) {
+	all := make([]string, len(Roles))
+	for i, r := range Roles {
+		all[i] = string(r)
+	}
+	if len(names) == 0 {
+		return nil, Errorf(Invalid, "roles is missing; give at least one of %s", strings.Join(all, ", "))
+	}
+	roles := make([]Role, 0, len(names))
+	for _, n := range names {
+		if !slices.Contains(Roles, Role(n)) {
+			return nil, Errorf(Invalid, "role %q is not one of %s", n, strings.Join(all, ", "))
+		}
+		if !slices.Contains(roles, Role(n)) {
+			roles = append(roles, Role(n))
+		}
+	}
+	return roles, nil
+}
 
 // AuthMethod is how a principal signed in; decisions and receipts record
 // it.

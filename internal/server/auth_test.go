@@ -91,11 +91,21 @@ func TestTokensMode(t *testing.T) {
 	})
 }
 
-// session signs name in through the dev sign-in page and returns the
-// session cookie.
+// everyRole is the dev sign-in form's roles as the page first checks
+// them: all of them.
+var everyRole = func() string {
+	var b strings.Builder
+	for _, r := range engine.Roles {
+		b.WriteString("&role=" + string(r))
+	}
+	return b.String()
+}()
+
+// session signs name in through the dev sign-in page, with every role,
+// and returns the session cookie.
 func (e *apiEnv) session(t testing.TB, name string) *http.Cookie {
 	t.Helper()
-	r := e.do("POST", "/login", "application/x-www-form-urlencoded", "name="+url.QueryEscape(name)+"&return_to=%2F")
+	r := e.do("POST", "/login", "application/x-www-form-urlencoded", "name="+url.QueryEscape(name)+"&return_to=%2F"+everyRole)
 	if r.code != 303 || r.header.Get("Location") != "/" {
 		t.Fatalf("dev sign-in = %d %s, want 303 to /", r.code, r.body)
 	}
@@ -137,7 +147,7 @@ func TestConsoleDevSession(t *testing.T) {
 			t.Fatalf("GET / signed out = %d %q, want 303 to the sign-in page", r.code, r.header.Get("Location"))
 		}
 		planted := &http.Cookie{Name: "sagacity", Value: "planted-by-an-attacker-0123456789"}
-		r = e.do("POST", "/login", formType, form("name", "alice@example.com", "return_to", "/"), "Cookie", planted.String())
+		r = e.do("POST", "/login", formType, form("name", "alice@example.com", "return_to", "/")+everyRole, "Cookie", planted.String())
 		c := cookie(r, "sagacity")
 		if r.code != 303 || c == nil || c.Value == planted.Value || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" {
 			t.Fatalf("sign-in = %d, cookie %+v; want a new HttpOnly, SameSite=Lax session cookie", r.code, c)
@@ -268,7 +278,7 @@ func TestRateLimits(t *testing.T) {
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	var last response
 	for i := range 25 {
-		last = e.do("POST", "/login", formType, form("name", fmt.Sprint("user", i)))
+		last = e.do("POST", "/login", formType, form("name", fmt.Sprint("user", i))+everyRole)
 		if last.code == 429 {
 			break
 		}

@@ -206,8 +206,9 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 			Exec: httptool.Endpoint{URL: closedURL(t), Timeout: time.Second}}},
 	}
 	tools = append(tools, o.upstream...)
+	var people []engine.Principal
 	if o.demo {
-		tools = demo.Tools(db, time.Now)
+		tools, people = demo.Tools(db, time.Now), demo.People
 	}
 	checkpoints, err := witness.Open(t.TempDir())
 	if err != nil {
@@ -249,7 +250,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		Engine: []engine.Option{engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}), engine.WithInDoubtAfter(o.inDoubtAfter),
 			engine.WithApprovals(o.approvals), engine.WithNotifications(endpointsOf(o.targets))},
 		Server: server.Options{
-			Console:           &console.Handlers{Sessions: sessions, Mode: mode, Now: o.now},
+			Console:           &console.Handlers{Sessions: sessions, Mode: mode, Now: o.now, People: people},
 			APIAuth:           bearer.Principal,
 			TokenIssuers:      issuers,
 			OIDC:              rp,

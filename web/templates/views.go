@@ -80,6 +80,10 @@ type LoginPage struct {
 	// StepUp is how recent a sign-in the vote that sent the person here
 	// needs, "" for a plain sign-in.
 	StepUp string
+	// Roles are the roles a person may choose from in dev mode.
+	Roles []engine.Role
+	// People are signed in with one click in dev mode: the demo's.
+	People []engine.Principal
 }
 
 // MePage says who is signed in and what they may do.
