@@ -16,8 +16,8 @@ import (
 const pageSize = 50
 
 // Approvals is the pending approvals page, the home of those who review:
-// GET /?tool=&saga=&initiator=&state=&after=. Anyone else is sent to the
-// sagas.
+// GET /?tool=&saga=&initiator=&state=, and one of after=, before= (a
+// cursor) or last=1 for the newest page. Anyone else is sent to the sagas.
 func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
 	if h.Engine.Can(me, engine.ActReview, engine.Subject{}) != nil {
@@ -72,38 +72,73 @@ func (h *Handlers) rows(r *http.Request, me engine.Principal) (templates.Rows, e
 	default:
 		return templates.Rows{}, engine.Errorf(engine.Invalid, "state must be approved, undecided or mine")
 	}
-	out := templates.Rows{Filter: fv, After: q.Get("after"), Paged: q.Get("after") != ""}
-	if out.After != "" {
-		c, err := engine.ParsePendingCursor(out.After)
+	out := templates.Rows{Filter: fv, After: q.Get("after"), Before: q.Get("before"), Last: q.Get("last") != ""}
+	for _, c := range []struct {
+		s  string
+		to **engine.PendingCursor
+	}{{out.After, &f.After}, {out.Before, &f.Before}} {
+		if c.s == "" {
+			continue
+		}
+		cur, err := engine.ParsePendingCursor(c.s)
 		if err != nil {
 			return out, err
 		}
-		f.After = &c
+		*c.to = &cur
 	}
+	f.Last = out.Last
+	// One more than a page says whether another lies beyond it, the way
+	// the page was read.
+	f.Limit = pageSize + 1
 	page, total, err := h.Engine.Pending(r.Context(), me, f)
 	if err != nil {
 		return out, err
+	}
+	beyond := len(page) > pageSize
+	if beyond && f.Backward() {
+		page = page[1:]
+	} else if beyond {
+		page = page[:pageSize]
 	}
 	out.Total = total
 	parts := []any{total}
 	for _, p := range page {
 		fields, more := payload.Summary(p.Input, 4)
-		row := templates.PendingRow{Href: templates.RequestHref(p.SagaID, p.JournalSeq), SagaHref: templates.SagaHref(p.SagaID),
-			SagaID: p.SagaID, Seq: p.JournalSeq, Tool: p.ToolName, Initiator: p.Initiator, Requester: p.Requester,
+		row := templates.PendingRow{Href: templates.RequestHref(p.SagaID, p.JournalSeq),
+			SagaID: p.SagaID, Seq: p.JournalSeq, Tool: p.ToolName, Initiator: p.Initiator, Requester: p.Requester, Reason: p.Reason,
 			Requested: h.when(p.CreatedAt), Summary: fields, More: more, Voters: p.Voters, Quorum: p.Quorum, Approved: p.Approved(),
 			Replanned: p.Replanned, Refused: p.Refused, SupersededBy: p.SupersededBy, Flags: len(payload.Inspect(p.Input))}
 		out.Items = append(out.Items, row)
 		parts = append(parts, p.SagaID, p.JournalSeq, strings.Join(p.Voters, ","), p.SupersededBy)
 	}
-	if len(page) == f.Limit {
-		last := page[len(page)-1]
-		next := url.Values{"after": {engine.PendingCursor{CreatedAt: last.CreatedAt, SagaID: last.SagaID, JournalSeq: last.JournalSeq}.String()}}
-		for k, v := range map[string]string{"tool": fv.Tool, "saga": fv.Saga, "initiator": fv.Initiator, "state": fv.State} {
+	// The pager: earlier pages lie before one read forwards from a
+	// cursor, or beyond one read backwards; later ones the other way.
+	href := func(k, v string) string {
+		u := url.Values{}
+		for k, v := range map[string]string{"tool": fv.Tool, "saga": fv.Saga, "initiator": fv.Initiator, "state": fv.State, k: v} {
 			if v != "" {
-				next.Set(k, v)
+				u.Set(k, v)
 			}
 		}
-		out.Next = "/?" + next.Encode()
+		if len(u) == 0 {
+			return "/"
+		}
+		return "/?" + u.Encode()
+	}
+	cursor := func(p engine.Pending) string {
+		return engine.PendingCursor{CreatedAt: p.CreatedAt, SagaID: p.SagaID, JournalSeq: p.JournalSeq}.String()
+	}
+	if earlier := f.After != nil || (f.Backward() && beyond); earlier {
+		out.Oldest = href("", "")
+		if len(page) > 0 {
+			out.Previous = href("before", cursor(page[0]))
+		}
+	}
+	if later := f.Before != nil || (!f.Backward() && beyond); later {
+		out.Newest = href("last", "1")
+		if len(page) > 0 {
+			out.Next = href("after", cursor(page[len(page)-1]))
+		}
 	}
 	out.Digest = digest(parts...)
 	return out, nil

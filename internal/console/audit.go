@@ -263,7 +263,7 @@ func (h *Handlers) job(me engine.Principal) (templates.Job, error) {
 		s, v := b.Saga, b.Verification
 		out.Broken = append(out.Broken, templates.SagaRow{ID: s.ID, Href: templates.SagaHref(s.ID), Status: s.Status,
 			Initiator: s.Initiator, Entries: s.HeadSeq, Created: h.when(s.CreatedAt), Updated: h.when(s.UpdatedAt),
-			Chain: &v, AuditHref: auditHref(s.ID), ExportHref: templates.ExportHref(s.ID)})
+			Chain: &v, AuditHref: auditHref(s.ID)})
 	}
 	return out, nil
 }

@@ -67,7 +67,7 @@ func (h *Handlers) sagaPage(r *http.Request, me engine.Principal, f engine.SagaF
 	for _, s := range sagas {
 		row := templates.SagaRow{ID: s.ID, Href: templates.SagaHref(s.ID), Status: s.Status, Initiator: s.Initiator,
 			Reason: s.Reason, Entries: s.HeadSeq, Created: h.when(s.CreatedAt), Updated: h.when(s.UpdatedAt),
-			AuditHref: auditHref(s.ID), ExportHref: templates.ExportHref(s.ID)}
+			AuditHref: auditHref(s.ID)}
 		if v, ok := kept[s.ID]; ok {
 			at := h.when(v.At)
 			row.Chain, row.Checked, row.Since = &v.Verification, &at, max(s.HeadSeq-v.HeadSeq, 0)

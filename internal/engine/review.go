@@ -20,13 +20,18 @@ func (p Pending) Approved() bool { return len(p.Voters) >= max(p.Quorum, 1) }
 const MaxPage = 200
 
 // Pending lists pending requests, oldest first, a page of at most
-// f.Limit (1..MaxPage, 0 means 50), and counts all that f selects. With
-// f.ForMe, only those p may vote on and has not (the engine sets
-// f.Voter; a caller's is ignored).
-// Errors: Forbidden as Can says for ActReview, Unavailable when the store is.
+// f.Limit (1..MaxPage, 0 means 50) read forwards from the oldest or
+// f.After, or backwards from the newest (f.Last) or f.Before, and counts
+// all that f selects. With f.ForMe, only those p may vote on and has not
+// (the engine sets f.Voter; a caller's is ignored).
+// Errors: Forbidden as Can says for ActReview, Invalid when more than one
+// of f.After, f.Before and f.Last is set, Unavailable when the store is.
 func (e *Engine) Pending(ctx context.Context, p Principal, f PendingFilter) ([]Pending, int, error) {
 	if err := e.Can(p, ActReview, Subject{}); err != nil {
 		return nil, 0, err
+	}
+	if (f.After != nil && f.Backward()) || (f.Before != nil && f.Last) {
+		return nil, 0, Errorf(Invalid, "a page starts from one place: after, before or the last")
 	}
 	f.Limit = clamp(f.Limit, 50, MaxPage)
 	f.Voter = nil

@@ -50,7 +50,8 @@ type Store interface {
 	// Retire removes runner id.
 	Retire(ctx context.Context, id string) error
 	// Pending lists pending requests with what a list shows of each,
-	// oldest first; CountPending counts them, ignoring After and Limit.
+	// oldest first; CountPending counts them, ignoring After, Before,
+	// Last and Limit.
 	Pending(ctx context.Context, f PendingFilter) ([]Pending, error)
 	CountPending(ctx context.Context, f PendingFilter) (int, error)
 	// DueApprovals lists the pending requests due at or before t (see
@@ -127,8 +128,11 @@ type SagaFilter struct {
 
 // PendingFilter selects pending requests for Store.Pending. Empty fields
 // select everything; requests come oldest first (CreatedAt, SagaID,
-// JournalSeq) and After continues a listing after the given one. Limit
-// must be positive.
+// JournalSeq). A page is the first Limit requests; After continues a
+// listing after the given one; Before goes back, to the Limit requests
+// just before the given one; Last asks for the newest Limit. Whichever
+// way a page is read, it comes oldest first. At most one of After,
+// Before and Last is set; Limit must be positive.
 type PendingFilter struct {
 	Tool      string
 	SagaID    string
@@ -140,10 +144,16 @@ type PendingFilter struct {
 	// Voter, when set, selects the requests Voter.ID may vote on and has
 	// not: short of their quorum, under one of Voter.Rules, neither
 	// made nor started by them, and not among their voters.
-	Voter *Voter
-	Limit int
-	After *PendingCursor
+	Voter  *Voter
+	Limit  int
+	After  *PendingCursor
+	Before *PendingCursor
+	Last   bool
 }
+
+// Backward reports whether f reads a page from its newest end (Before
+// or Last).
+func (f PendingFilter) Backward() bool { return f.Before != nil || f.Last }
 
 // Voter is a person looking for what waits for their vote: who they are,
 // and the rules (of every policy that took effect) they are one of the

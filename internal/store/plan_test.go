@@ -23,13 +23,23 @@ type planned struct {
 }
 
 // plannedStatements are the statements of the global log's sequencer,
-// checks and proofs, and of the sweep of requests whose time ran out,
-// for a dialect.
+// checks and proofs, of the sweep of requests whose time ran out, and of
+// the pending list's pages, for a dialect.
 func plannedStatements(postgres bool) []planned {
 	ps := []planned{
 		{"unsequenced entries", unsequencedSQL(postgres), []any{2000}},
 		{"leaves by index", leavesSQL, []any{0, 2000}},
 		{"requests due", dueSQL, []any{time.Now(), 100}},
+	}
+	at := &engine.PendingCursor{CreatedAt: time.Now(), SagaID: "s", JournalSeq: 1}
+	for name, f := range map[string]engine.PendingFilter{
+		"pending, the first page": {Limit: 50},
+		"pending, the next page":  {Limit: 50, After: at},
+		"pending, a page before":  {Limit: 50, Before: at},
+		"pending, the newest":     {Limit: 50, Last: true},
+	} {
+		q, args := pendingSQL(f)
+		ps = append(ps, planned{name, q, args})
 	}
 	if postgres {
 		return append(ps, planned{"leaves given", sequencePostgres, []any{[]string{"s"}, []int64{1}, []int64{0}}},
@@ -75,7 +85,11 @@ func TestPlansSQLite(t *testing.T) {
 		// reading just them, in order.
 		rest := strings.ReplaceAll(text, "SCAN journal USING INDEX journal_unsequenced", "")
 		rest = strings.ReplaceAll(rest, "SCAN approval_requests USING INDEX approval_requests_due", "")
-		scan := strings.Contains(rest, "SCAN journal") || strings.Contains(rest, "SCAN log_nodes") || strings.Contains(rest, "SCAN approval_requests")
+		// The pending list walks requests in creation order, a page at a
+		// time, either way (r is approval_requests, s sagas).
+		rest = strings.ReplaceAll(rest, "SCAN r USING INDEX approval_requests_created", "")
+		scan := strings.Contains(rest, "SCAN journal") || strings.Contains(rest, "SCAN log_nodes") || strings.Contains(rest, "SCAN approval_requests") ||
+			strings.Contains(rest, "SCAN r") || strings.Contains(rest, "SCAN s")
 		if scan || strings.Contains(text, "TEMP B-TREE") {
 			t.Errorf("%s scans or sorts the journal in SQLite: %s", p.name, text)
 		}
@@ -186,6 +200,12 @@ func workload(t *testing.T, e *engine.Engine, l *tlog.Log) {
 	must(err)
 	_, _, err = e.Pending(ctx, auditor, engine.PendingFilter{Limit: 50, ForMe: true})
 	must(err)
+	// The list's other pages: the next, the previous and the newest.
+	at := &engine.PendingCursor{CreatedAt: time.Now(), SagaID: "b", JournalSeq: 2}
+	for _, f := range []engine.PendingFilter{{After: at}, {Before: at}, {Last: true}, {Before: at, Approved: new(bool)}} {
+		_, _, err = e.Pending(ctx, auditor, f)
+		must(err)
+	}
 	_, _, err = e.Policies(ctx, auditor)
 	must(err)
 	_, err = e.Sagas(ctx, auditor, engine.SagaFilter{Limit: 50, Tool: "sendWireTransfer"})

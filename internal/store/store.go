@@ -9,6 +9,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -395,9 +396,34 @@ var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 func (s *sqlStore) Pending(ctx context.Context, f engine.PendingFilter) ([]engine.Pending, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
+	q, args := pendingSQL(f)
+	ps, err := collect(ctx, s.db, func(r rows) (p engine.Pending, err error) {
+		replanned, refused, later := boolCol{col: col{name: "replanned"}}, boolCol{col: col{name: "refused"}}, boolCol{col: col{name: "later"}}
+		p.ApprovalRequest, err = scanApprovalAnd(r, &p.Initiator, &replanned, &refused, &later)
+		p.Replanned, p.Refused, p.Later = replanned.v, refused.v, later.v
+		return p, err
+	}, q, args...)
+	if f.Backward() {
+		slices.Reverse(ps) // read newest first, shown oldest first
+	}
+	return ps, err
+}
+
+// pendingSQL is the statement of a page of Pending: read forwards in the
+// index of requests by creation (created_at, saga_id, journal_seq), or
+// backwards through the same index for Before and Last.
+func pendingSQL(f engine.PendingFilter) (string, []any) {
 	w := pendingWhere(f)
+	order := " ORDER BY r.created_at, r.saga_id, r.journal_seq"
+	if f.Backward() {
+		order = " ORDER BY r.created_at DESC, r.saga_id DESC, r.journal_seq DESC"
+	}
 	if c := f.After; c != nil {
 		w.add("(r.created_at > %s OR (r.created_at = %[1]s AND (r.saga_id > %s OR (r.saga_id = %[2]s AND r.journal_seq > %s))))",
+			c.CreatedAt, c.SagaID, c.JournalSeq)
+	}
+	if c := f.Before; c != nil {
+		w.add("(r.created_at < %s OR (r.created_at = %[1]s AND (r.saga_id < %s OR (r.saga_id = %[2]s AND r.journal_seq < %s))))",
 			c.CreatedAt, c.SagaID, c.JournalSeq)
 	}
 	q := "SELECT r.saga_id, r.journal_seq, r.tool_name, r.input, r.input_hash, r.requester, r.created_at, r.rule, r.policy," +
@@ -407,13 +433,9 @@ func (s *sqlStore) Pending(ctx context.Context, f engine.PendingFilter) ([]engin
 		" EXISTS (SELECT 1 FROM journal x WHERE x.saga_id = r.saga_id AND x.phase = 'REJECTED' AND x.tool_name = r.tool_name)," +
 		" EXISTS (SELECT 1 FROM journal l WHERE l.saga_id = r.saga_id AND l.phase = 'AWAITING_APPROVAL'" +
 		" AND l.tool_name = r.tool_name AND l.seq > r.journal_seq)" +
-		pendingFrom + w.String() + " ORDER BY r.created_at, r.saga_id, r.journal_seq"
-	return collect(ctx, s.db, func(r rows) (p engine.Pending, err error) {
-		replanned, refused, later := boolCol{col: col{name: "replanned"}}, boolCol{col: col{name: "refused"}}, boolCol{col: col{name: "later"}}
-		p.ApprovalRequest, err = scanApprovalAnd(r, &p.Initiator, &replanned, &refused, &later)
-		p.Replanned, p.Refused, p.Later = replanned.v, refused.v, later.v
-		return p, err
-	}, q+w.limit(min(f.Limit, maxApprovals)), w.args...)
+		pendingFrom + w.String() + order
+	q += w.limit(min(f.Limit, maxApprovals))
+	return q, w.args
 }
 
 // DueApprovals lists pending requests due at or before t, the soonest

@@ -1,6 +1,7 @@
 package templates
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -197,4 +198,13 @@ type DeliveryRow struct {
 	Last                     *Time  // the latest attempt, nil before the first
 	Next                     string // when a failing one is tried again
 	Retry                    bool   // an operator may make it due now
+}
+
+// thousands writes n with its thousands separated by commas: 2,000.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -22,11 +22,16 @@ type PendingFilter struct {
 // Rows is a page of the list: the part that updates itself.
 type Rows struct {
 	Filter PendingFilter
-	After  string // this page's cursor, "" for the first
-	Items  []PendingRow
-	Total  int    // requests the filter selects, on every page
-	Next   string // the next page's URL, "" on the last page
-	Paged  bool   // not the first page
+	// The page's position: the cursor it follows or precedes, or Last for
+	// the newest page; none for the oldest.
+	After, Before string
+	Last          bool
+	Items         []PendingRow
+	Total         int // requests the filter selects, on every page
+	// The pager's URLs, "" where there is no such page: Oldest and
+	// Previous on all but the oldest page, Next and Newest on all but the
+	// newest.
+	Oldest, Previous, Next, Newest string
 	// Digest identifies what the page shows; the update loop sends it
 	// back and gets nothing new until it changes.
 	Digest string
@@ -34,11 +39,12 @@ type Rows struct {
 
 // PendingRow is one pending request in the list.
 type PendingRow struct {
-	Href, SagaHref       string
+	Href                 string
 	SagaID               string
 	Seq                  int64
 	Tool                 string
 	Initiator, Requester string
+	Reason               string // why the requester said it asks, "" when it did not
 	Requested            Time
 	Summary              []payload.Field
 	More                 int // fields or bytes the summary leaves out

@@ -34,12 +34,12 @@ type SagaRow struct {
 	// Chain is what verifying the journal said, on the audit list: the
 	// newest verification kept, Checked when it was made (nil when the
 	// saga was never verified) and Since how many entries the saga took
-	// after it.
-	Chain      *engine.Verification
-	Checked    *Time
-	Since      int64
-	AuditHref  string
-	ExportHref string
+	// after it; AuditHref its verification, where the audit list's rows
+	// lead.
+	Chain     *engine.Verification
+	Checked   *Time
+	Since     int64
+	AuditHref string
 }
 
 // TimelinePage is a saga's journal as a person reads it, a page of

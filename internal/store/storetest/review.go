@@ -67,6 +67,25 @@ func testPending(t *testing.T, v *env) {
 	if want := []string{"c/1", "c/2", "d/1"}; err != nil || !cmp.Equal(keys(rest), want) {
 		t.Errorf("Pending(after %s) = %v, %v; want %v", key(last), keys(rest), err, want)
 	}
+	// The newest page, and the page before a request, come oldest first.
+	newest, n, err := v.e.Pending(ctx, approver, engine.PendingFilter{Limit: 2, Last: true})
+	if want := []string{"c/2", "d/1"}; err != nil || !cmp.Equal(keys(newest), want) || n != 5 {
+		t.Errorf("Pending(last 2) = %v of %d, %v; want %v of 5", keys(newest), n, err, want)
+	}
+	first := newest[0]
+	back := &engine.PendingCursor{CreatedAt: first.CreatedAt, SagaID: first.SagaID, JournalSeq: first.JournalSeq}
+	earlier, _, err := v.e.Pending(ctx, approver, engine.PendingFilter{Limit: 2, Before: back})
+	if want := []string{"b/3", "c/1"}; err != nil || !cmp.Equal(keys(earlier), want) {
+		t.Errorf("Pending(2 before %s) = %v, %v; want %v", key(first), keys(earlier), err, want)
+	}
+	for name, f := range map[string]engine.PendingFilter{
+		"after and before": {After: back, Before: back},
+		"after and last":   {After: back, Last: true},
+		"before and last":  {Before: back, Last: true},
+	} {
+		_, _, err := v.e.Pending(ctx, approver, f)
+		wantKind(t, "Pending("+name+")", err, engine.Invalid)
+	}
 	all, _, _ := v.e.Pending(ctx, auditor, engine.PendingFilter{})
 	byKey := map[string]engine.Pending{}
 	for _, p := range all {
