@@ -174,6 +174,16 @@ func (p *tab) accessible(what string) {
 	if found != "[]" {
 		p.t.Errorf("accessibility of %s: serious or critical violations: %s", what, found)
 	}
+	// A list's rows become stacks of cells on a narrow screen, each under
+	// its label: a cell without one would stand unexplained.
+	unlabelled, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`JSON.stringify([...document.querySelectorAll(
+		"table.list tbody td:not([data-label]), table.list tbody th:not([data-label])")].slice(0, 3).map(c => c.outerHTML.slice(0, 120)))`))
+	if err != nil {
+		p.t.Fatalf("looking for unlabelled cells in %s: %v", what, err)
+	}
+	if unlabelled != "[]" {
+		p.t.Errorf("%s: cells of a list without a label for narrow screens: %s", what, unlabelled)
+	}
 }
 
 // noErrors fails when the browser reported an error: a script that ran, a
