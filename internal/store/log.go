@@ -140,8 +140,15 @@ func (t *logTx) Unsequenced(n int) ([]engine.Entry, error) {
 // named at once, SQLite one at a time.
 const (
 	loggedPostgres = "SELECT " + entryReadJ + " FROM unnest($1::text[]) AS v(id) CROSS JOIN LATERAL" +
-		" (SELECT * FROM journal WHERE saga_id = v.id AND leaf IS NOT NULL ORDER BY seq DESC LIMIT 1) AS j"
-	loggedSQLite = "SELECT " + entryRead + " FROM journal WHERE saga_id = $1 AND leaf IS NOT NULL ORDER BY seq DESC LIMIT 1"
+		" (SELECT * FROM journal WHERE saga_id = v.id AND " + logged + " ORDER BY seq DESC LIMIT 1) AS j"
+	loggedSQLite = "SELECT " + entryRead + " FROM journal WHERE saga_id = $1 AND " + logged + " ORDER BY seq DESC LIMIT 1"
+	// logged is "leaf IS NOT NULL" in a form the partial index of leaves
+	// does not match: when the statistics still say almost no entry has a
+	// leaf (a store just loaded, or upgraded), PostgreSQL would otherwise
+	// walk that index for each saga, filtering out every other saga's
+	// entries, instead of reading the saga's newest entries by its key
+	// (TestLoggedStaleStatistics).
+	logged = "COALESCE(leaf, -1) >= 0"
 )
 
 func (t *logTx) Logged(sagas []string) (map[string]engine.Entry, error) {
