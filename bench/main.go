@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +35,7 @@ type config struct {
 	growth      []int
 	agents      []int
 	httpTime    time.Duration
+	steps       map[string]bool // the steps to run; all when empty
 }
 
 func main() {
@@ -53,7 +55,17 @@ func main() {
 	flag.StringVar(&growth, "growth", growth, "store sizes, in journal entries, the per-call time is compared at (the first is the base)")
 	flag.StringVar(&agents, "agents", agents, "concurrent agents of each HTTP load level")
 	flag.DurationVar(&c.httpTime, "http-time", 10*time.Second, "how long each HTTP load level runs")
+	steps := flag.String("steps", "", "run only these steps, comma-separated, of: "+strings.Join(stepNames, ", ")+" (for trying a change; the report then holds only theirs)")
 	flag.Parse()
+	if *steps != "" {
+		c.steps = map[string]bool{}
+		for s := range strings.SplitSeq(*steps, ",") {
+			if !slices.Contains(stepNames, s) {
+				fail(fmt.Errorf("-steps: no step %q; the steps are %s", s, strings.Join(stepNames, ", ")))
+			}
+			c.steps[s] = true
+		}
+	}
 	var err error
 	if c.growth, err = ints(growth); err != nil || len(c.growth) < 2 {
 		fail(fmt.Errorf("-growth %q: want two or more sizes, comma-separated", growth))
@@ -116,7 +128,13 @@ func run(ctx context.Context, c config) (err error) {
 		return err
 	}
 	b := &bench{c: c, dbs: dbs, tmp: tmp, keys: keys, start: start, r: &r}
-	for _, step := range []func(context.Context) error{b.engineFigures, b.verifyFigure, b.growthFigure, b.roundTrips, b.httpView} {
+	// Verification first, while nothing else keeps a core busy: after the
+	// engine's figures PostgreSQL is still writing what they left for a
+	// while.
+	for i, step := range []func(context.Context) error{b.verifyFigure, b.engineFigures, b.growthFigure, b.roundTrips, b.httpView} {
+		if len(c.steps) > 0 && !c.steps[stepNames[i]] {
+			continue
+		}
 		if err := step(ctx); err != nil {
 			return err
 		}
@@ -128,6 +146,9 @@ func run(ctx context.Context, c config) (err error) {
 	progress(start, "wrote %s", c.out)
 	return nil
 }
+
+// stepNames names the run's steps, in the order they run.
+var stepNames = []string{"verify", "engine", "growth", "trips", "http"}
 
 // bench is one run's shared state.
 type bench struct {

@@ -187,8 +187,8 @@ func (r *report) markdown() []byte {
 		"round; a round's ratio compares its contenders measured within seconds of each other, and the "+
 		"table gives the median of %d rounds' ratios and their range. Time per operation is wall time over "+
 		"operations, so at %d workers it is the inverse of throughput. Verification is `engine.Verify` "+
-		"over one journal of all the entries, in memory, which it checks in parts on every core, against "+
-		"`sha256.Sum256` on one core over the same bytes, prepared beforehand, three passes a round. For growth, each store is seeded with SQL (sagas of %d executed "+
+		"over one journal of all the entries, in memory, which it checks a chunk at a time on every core, against "+
+		"`sha256.Sum256` on one core over the same bytes, prepared beforehand, three passes a round, first in the run, while nothing else keeps a core busy. For growth, each store is seeded with SQL (sagas of %d executed "+
 		"calls, their hashes not chained: a call reads no other saga's journal), its entries given their "+
 		"leaves in the log and the tables vacuumed and analyzed, as autovacuum would have, before the "+
 		"rounds; the calls timed then run with the sequencer on, as everywhere. The HTTP view runs the real binary "+

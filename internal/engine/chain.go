@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sagacity-go/sagacity/wire"
@@ -33,7 +35,13 @@ func Hash(prev string, e Entry) string {
 // (see CanonicalTime). The length prefixes make field boundaries
 // unambiguous.
 func AppendPreimage(dst []byte, prev string, e Entry) []byte {
-	var num [32]byte // room for the longest seq and canonical time
+	var ts [32]byte // room for the canonical time
+	return appendPreimage(dst, prev, &e, appendCanonicalTime(ts[:0], e.Timestamp))
+}
+
+// appendPreimage is AppendPreimage with e's timestamp written already.
+func appendPreimage(dst []byte, prev string, e *Entry, ts []byte) []byte {
+	var num [20]byte // room for the longest seq
 	dst = appendField(dst, prev)
 	dst = appendField(dst, e.SagaID)
 	dst = appendField(dst, strconv.AppendInt(num[:0], e.Seq, 10))
@@ -41,7 +49,7 @@ func AppendPreimage(dst []byte, prev string, e Entry) []byte {
 	dst = appendField(dst, e.Phase)
 	dst = appendField(dst, e.Input)
 	dst = appendField(dst, e.Payload)
-	return appendField(dst, appendCanonicalTime(num[:0], e.Timestamp))
+	return appendField(dst, ts)
 }
 
 func appendField[F ~string | ~[]byte](dst []byte, f F) []byte {
@@ -94,13 +102,33 @@ var hexPairs = func() (t [256]uint16) {
 func CanonicalTime(t time.Time) string { return string(appendCanonicalTime(nil, t)) }
 
 // appendCanonicalTime is CanonicalTime without the conversions: Unix and
-// Nanosecond do not depend on t's location, and truncating to the
-// microsecond drops only what Nanosecond/1000 drops.
+// Nanosecond do not depend on t's location.
 func appendCanonicalTime(dst []byte, t time.Time) []byte {
-	dst = strconv.AppendInt(dst, t.Unix(), 10)
-	us := t.Nanosecond() / 1000 // in [0, 1e6): six digits, zero-padded
+	return appendMicros(strconv.AppendInt(dst, t.Unix(), 10), t)
+}
+
+// appendMicros writes the part of t's canonical time after its seconds: a
+// dot and six digits of microseconds, zero-padded. Truncating to the
+// microsecond drops only what Nanosecond/1000 drops.
+func appendMicros(dst []byte, t time.Time) []byte {
+	us := t.Nanosecond() / 1000
 	return append(dst, '.', byte('0'+us/1e5), byte('0'+us/1e4%10), byte('0'+us/1e3%10),
 		byte('0'+us/100%10), byte('0'+us/10%10), byte('0'+us%10))
+}
+
+// clock writes canonical times, keeping the digits of the last second it
+// wrote: a journal's entries come in bursts, many in the same second, and
+// writing those digits was a noticeable part of checking an entry.
+type clock struct {
+	sec    int64
+	digits []byte // sec in decimal; nil before the first time
+}
+
+func (c *clock) append(dst []byte, t time.Time) []byte {
+	if s := t.Unix(); s != c.sec || c.digits == nil {
+		c.sec, c.digits = s, strconv.AppendInt(c.digits[:0], s, 10)
+	}
+	return appendMicros(append(dst, c.digits...), t)
 }
 
 // Truncate returns t in UTC, truncated to the microsecond: the precision the
@@ -124,46 +152,96 @@ type Verification = wire.Verification
 // more than the one before it, breaks the chain. Verify is pure.
 //
 // A long journal is checked on every core: each entry's check needs only
-// it and the stored hash before it, so the journal is cut into parts,
-// one per core, each checked from the stored hash its first entry chains
-// on; the break reported is the first of the first part that has one,
-// which is the break a walk from the start meets first.
+// it and the stored hash before it, so the journal is cut into chunks
+// that the cores take in turn, each checked from the stored hash its
+// first entry chains on; the break reported is the first of the earliest
+// chunk that has one, which is the break a walk from the start meets
+// first.
 func Verify(entries []Entry) Verification {
-	parts := min(runtime.GOMAXPROCS(0), len(entries)/parallelFrom)
-	if parts < 2 {
+	cores := min(runtime.GOMAXPROCS(0), len(entries)/chunkSize)
+	if cores < 2 {
 		var v ChainVerifier
 		for i := range entries {
 			v.Add(&entries[i])
 		}
 		return v.Result()
 	}
-	size := (len(entries) + parts - 1) / parts
-	vs := make([]ChainVerifier, parts)
-	var wg sync.WaitGroup
-	for p := range vs {
-		lo, hi := p*size, min((p+1)*size, len(entries))
-		v := &vs[p]
-		*v = ChainVerifier{n: lo, saga: entries[0].SagaID, prev: ZeroHash}
-		if lo > 0 {
-			v.prev = entries[lo-1].Hash
-		}
-		wg.Go(func() {
-			for i := lo; i < hi && v.Add(&entries[i]); i++ {
+	c := newChecker(entries[0].SagaID, cores)
+	prev := ZeroHash
+	for lo := 0; lo < len(entries); lo += chunkSize {
+		part := entries[lo:min(lo+chunkSize, len(entries))]
+		c.work <- chunk{first: lo, prev: prev, entries: part}
+		prev = part[len(part)-1].Hash
+	}
+	return c.result(len(entries))
+}
+
+// chunkSize is how many entries the cores take at a time: enough that
+// handing a chunk out costs nothing beside hashing it, few enough that a
+// core held up elsewhere leaves the others little to wait for.
+const chunkSize = 2048
+
+// chunk is part of a journal: its entries from index first on, the first
+// chaining on the stored hash prev.
+type chunk struct {
+	first   int
+	prev    string
+	entries []Entry
+}
+
+// checker checks the chunks of one journal sent to work, on as many
+// goroutines as it was made with, and keeps the earliest break.
+type checker struct {
+	saga  string
+	work  chan chunk
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	at    int // index of the earliest break found, while msg is set
+	msg   string
+	after atomic.Int64 // chunks from this index on need no checking
+}
+
+func newChecker(saga string, cores int) *checker {
+	c := &checker{saga: saga, work: make(chan chunk, cores)}
+	c.after.Store(math.MaxInt64)
+	for range cores {
+		c.wg.Go(func() {
+			for ch := range c.work {
+				c.check(ch)
 			}
 		})
 	}
-	wg.Wait()
-	for _, v := range vs {
-		if v.msg != "" {
-			return broken(len(entries), v.at, v.msg)
-		}
-	}
-	return (&ChainVerifier{n: len(entries)}).Result()
+	return c
 }
 
-// parallelFrom is how many entries a part of a journal Verify checks on a
-// core of its own has at least: fewer cost more to hand out than to hash.
-const parallelFrom = 2048
+func (c *checker) check(ch chunk) {
+	if int64(ch.first) >= c.after.Load() {
+		return // a break before it is found: it cannot be the first
+	}
+	v := ChainVerifier{n: ch.first, saga: c.saga, prev: ch.prev}
+	for i := range ch.entries {
+		if !v.Add(&ch.entries[i]) {
+			c.mu.Lock()
+			if c.msg == "" || v.at < c.at {
+				c.at, c.msg = v.at, v.msg
+				c.after.Store(int64(v.at))
+			}
+			c.mu.Unlock()
+			return
+		}
+	}
+}
+
+// result waits for every chunk sent and is the verification of the n
+// entries they held.
+func (c *checker) result(n int) Verification {
+	close(c.work)
+	c.wg.Wait()
+	if c.msg != "" {
+		return broken(n, c.at, c.msg)
+	}
+	return (&ChainVerifier{n: n}).Result()
+}
 
 // ChainVerifier is Verify an entry at a time, for a journal streamed
 // rather than held whole: Add each entry in seq order, then Result. It
@@ -174,6 +252,8 @@ type ChainVerifier struct {
 	saga string // the first entry's saga: every entry must be of it
 	prev string // the stored hash the next entry chains on
 	buf  []byte // preimage buffer, reused
+	ts   []byte // timestamp buffer, reused
+	clk  clock
 	at   int    // index of the first break, when msg is set
 	msg  string // why the chain broke; "" while it holds
 }
@@ -194,7 +274,8 @@ func (v *ChainVerifier) Add(e *Entry) bool {
 		v.at, v.msg = i, fmt.Sprintf("unreadable entry at seq=%d (entry %d): %s", e.Seq, i, e.Unreadable)
 		return false
 	}
-	v.buf = AppendPreimage(v.buf[:0], v.prev, *e)
+	v.ts = v.clk.append(v.ts[:0], e.Timestamp)
+	v.buf = appendPreimage(v.buf[:0], v.prev, e, v.ts)
 	sum := sha256.Sum256(v.buf)
 	switch {
 	case !hexEqual(e.Hash, &sum):

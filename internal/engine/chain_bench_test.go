@@ -17,8 +17,8 @@ import (
 // over the rounds:
 //
 //   - ns/entry-verify, ns/entry-raw: per entry, Verify and SHA-256 alone;
-//   - ratio: Verify's time over SHA-256's, the cost of everything but
-//     the hashing (the goal is at most 1.25);
+//   - ratio: Verify's time, on every core, over SHA-256's on one (the
+//     goal, on two cores, is at most 0.75);
 //   - allocs/entry: Verify's allocations per entry.
 //
 // Run it with enough rounds for a median, e.g. -benchtime=20x.
@@ -29,6 +29,7 @@ func BenchmarkVerify100k(b *testing.B) {
 	allocs := testing.AllocsPerRun(1, func() { Verify(es) }) / n
 
 	var verifyNs, rawNs, ratio []float64
+	var sink byte // keeps the sums observable
 	for b.Loop() {
 		began := time.Now()
 		if v := Verify(es); !v.Valid {
@@ -36,7 +37,8 @@ func BenchmarkVerify100k(b *testing.B) {
 		}
 		verified := time.Now()
 		for _, p := range pre {
-			sha256.Sum256(p)
+			sum := sha256.Sum256(p)
+			sink ^= sum[0]
 		}
 		v, r := verified.Sub(began), time.Since(verified)
 		verifyNs = append(verifyNs, float64(v)/n)

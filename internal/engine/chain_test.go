@@ -297,14 +297,13 @@ func TestVerifySaga(t *testing.T) {
 	}
 }
 
-// TestVerifyParts: a journal long enough to be checked in parts, one a
-// core, breaks where a walk from the start breaks, whichever part the
-// break is in, at a part's first or last entry too, and with breaks in
-// two parts the earlier is reported.
+// TestVerifyParts: a journal long enough to be checked a chunk at a
+// time on every core breaks where a walk from the start breaks, whichever
+// chunk the break is in, at a chunk's first or last entry too, and with
+// breaks in two chunks the earlier is reported.
 func TestVerifyParts(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
-	n := 4*parallelFrom + 3
-	size := (n + 3) / 4
+	n := 6*chunkSize + 3
 	walk := func(es []Entry) Verification {
 		var v ChainVerifier
 		for i := range es {
@@ -322,20 +321,55 @@ func TestVerifyParts(t *testing.T) {
 		"unreadable": func(e *Entry) { e.Unreadable = "seq" },
 		"seq":        func(e *Entry) { e.Seq++ },
 	}
+	later := 5*chunkSize + 5
 	for name, mutate := range mutations {
-		for _, at := range []int{0, 1, size - 1, size, size + 1, 2 * size, 3*size - 1, n - 1} {
+		for _, at := range []int{0, 1, chunkSize - 1, chunkSize, chunkSize + 1, 2 * chunkSize, 3*chunkSize - 1, n - 1} {
 			es := slices.Clone(intact)
 			mutate(&es[at])
-			got, want := Verify(es), walk(es)
-			if got != want || got.BreakAtIndex != at {
+			want := walk(es)
+			if want.BreakAtIndex != at {
+				t.Fatalf("%s changed at entry %d: the walk broke at %d", name, at, want.BreakAtIndex)
+			}
+			if got := Verify(es); got != want {
 				t.Errorf("%s changed at entry %d: Verify = %+v, want %+v", name, at, got, want)
 			}
-			if at >= 3*size {
+			if at >= later {
 				continue
 			}
-			es[3*size+5].Payload = "later"
+			es[later].Payload = "later"
 			if got := Verify(es); got.BreakAtIndex != at {
-				t.Errorf("%s changed at entry %d and a later part too: Verify broke at %d", name, at, got.BreakAtIndex)
+				t.Errorf("%s changed at entry %d and a later chunk too: Verify broke at %d", name, at, got.BreakAtIndex)
+			}
+		}
+	}
+}
+
+// TestVerifyClock: the verifier writes each entry's time afresh, though
+// it keeps the last second's digits: entries in the same second, the
+// next, an earlier one again, before 1970, and a time moved into the
+// second of the entry before it, or out of it, each verify or break as
+// Hash says.
+func TestVerifyClock(t *testing.T) {
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	times := []time.Time{base, base.Add(time.Microsecond), base.Add(999_999 * time.Microsecond), base.Add(time.Second),
+		base.Add(-time.Hour), base.Add(-time.Hour + 5*time.Microsecond), time.Unix(-2, 500_000_000).UTC(), time.Unix(-2, 0).UTC(),
+		time.Unix(0, 0).UTC(), base.Add(time.Second)}
+	es := make([]Entry, len(times))
+	prev := ZeroHash
+	for i, ts := range times {
+		es[i] = Entry{SagaID: "s1", Seq: int64(i) + 1, ToolName: "t", Phase: PhaseIntent, Input: "{}", Timestamp: ts}
+		es[i].Hash = Hash(prev, es[i])
+		prev = es[i].Hash
+	}
+	if got := Verify(es); !got.Valid {
+		t.Fatalf("Verify = %+v", got)
+	}
+	for i := range es {
+		for _, d := range []time.Duration{time.Second, -time.Second, time.Microsecond} {
+			moved := slices.Clone(es)
+			moved[i].Timestamp = moved[i].Timestamp.Add(d)
+			if got := Verify(moved); got.Valid || got.BreakAtIndex != i {
+				t.Errorf("entry %d's time moved by %s: Verify = %+v", i, d, got)
 			}
 		}
 	}
