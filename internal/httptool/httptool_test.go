@@ -643,3 +643,45 @@ func TestInvalidURL(t *testing.T) {
 
 // The engine accepts the tool as an executor.
 var _ engine.Executor = (*httptool.Tool)(nil)
+
+// TestConnectionsKept: calls to a tool, many at once, round after round,
+// reuse the connections of the round before, where keeping two a host
+// dialled most calls anew.
+func TestConnectionsKept(t *testing.T) {
+	const calls, rounds = 16, 10
+	var mu sync.Mutex
+	conns := map[string]bool{} // the client's addresses: one a connection
+	release := make(chan struct{})
+	var waiting sync.WaitGroup
+	srv := newToolServer(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		waiting.Done()
+		<-release // all of a round's calls are open at once
+		echo(w, r)
+	})
+	tool := newTool(srv.URL, time.Now())
+	tool.Now = nil
+	for round := range rounds {
+		waiting.Add(calls)
+		var done sync.WaitGroup
+		for i := range calls {
+			done.Go(func() {
+				in := inv
+				in.Seq = int64(round*calls + i)
+				if _, err := tool.Execute(context.Background(), in); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		waiting.Wait()
+		for range calls {
+			release <- struct{}{}
+		}
+		done.Wait()
+	}
+	if n := len(conns); n > calls {
+		t.Errorf("%d rounds of %d calls at once opened %d connections, want at most %d", rounds, calls, n, calls)
+	}
+}
