@@ -29,6 +29,25 @@ type pipe struct {
 type statement struct {
 	sql  string
 	args []any
+	read func(rows) error // reads its rows, when set (queueRead)
+}
+
+// result takes q's result from br.
+func (q statement) result(br pgx.BatchResults) error {
+	if q.read == nil {
+		_, err := br.Exec()
+		return err
+	}
+	r, err := br.Query()
+	if err != nil {
+		return err
+	}
+	err = q.read(r)
+	r.Close()
+	if err == nil {
+		err = r.Err()
+	}
+	return err
 }
 
 // send sends the queued statements, with BEGIN before them the first time,
@@ -36,20 +55,20 @@ type statement struct {
 // caller reads sql's.
 func (p *pipe) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
+	queued := p.queued
 	if !p.begun {
-		b.Queue("BEGIN")
+		queued = append([]statement{{sql: "BEGIN"}}, queued...)
 	}
-	for _, q := range p.queued {
+	for _, q := range queued {
 		b.Queue(q.sql, q.args...)
 	}
 	b.Queue(sql, args...)
-	before := b.Len() - 1
-	p.queued = p.queued[:0]
+	p.queued = nil
 	firstTrip := !p.begun
 	p.begun = true
 	br := p.c.SendBatch(ctx, b)
-	for range before {
-		if _, err := br.Exec(); err != nil {
+	for _, q := range queued {
+		if err := q.result(br); err != nil {
 			br.Close()
 			p.first = firstTrip
 			return nil, err
@@ -59,8 +78,14 @@ func (p *pipe) send(ctx context.Context, sql string, args []any) (pgx.BatchResul
 }
 
 func (p *pipe) queue(_ context.Context, sql string, args ...any) error {
-	p.queued = append(p.queued, statement{sql, args})
+	p.queued = append(p.queued, statement{sql: sql, args: args})
 	return nil
+}
+
+// queueRead is queue for a statement whose rows read reads when they
+// come, with the next round trip; an error of read's fails that trip.
+func (p *pipe) queueRead(sql string, read func(rows) error, args ...any) {
+	p.queued = append(p.queued, statement{sql: sql, args: args, read: read})
 }
 
 func (p *pipe) exec(ctx context.Context, sql string, args ...any) (int64, error) {

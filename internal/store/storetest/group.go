@@ -15,13 +15,17 @@ import (
 // writes break the first engine's promises of those sagas' heads: the
 // store commits what waits together, and a member whose head moved must
 // be tried again alone without failing the others. Every journal must
-// verify, hold every call that was answered, and nothing else.
+// verify, hold every call that was answered, and nothing else. Among
+// them, 50 gated calls under idempotency keys, one a saga of their own,
+// write more than an entry, a call and a head (the request, the key):
+// each must keep all of it.
 func testGroupCommit(t *testing.T, v *env) {
 	ctx := context.Background()
 	other, _ := v.engine(v.open())
 	const sagas, calls = 50, 500
 	for i := range sagas {
 		v.call(fmt.Sprintf("g%02d", i), "reserveInventory", `{"warm":true}`) // the engine knows every head
+		v.call(fmt.Sprintf("w%02d", i), "reserveInventory", `{"warm":true}`)
 	}
 	before, _ := v.db.Grouped()
 	type answer struct {
@@ -30,7 +34,15 @@ func testGroupCommit(t *testing.T, v *env) {
 		err         error
 	}
 	answers := make([]answer, calls)
+	gated := make([]answer, sagas)
 	var wg sync.WaitGroup
+	for i := range sagas {
+		wg.Go(func() {
+			a := answer{saga: fmt.Sprintf("w%02d", i), input: transfer}
+			a.res, a.err = v.e.CallOnce(ctx, agent, a.saga, engine.Ask{Tool: "sendWireTransfer", Input: a.input, Key: "wire"})
+			gated[i] = a
+		})
+	}
 	for i := range calls {
 		wg.Go(func() {
 			e := v.e
@@ -47,6 +59,22 @@ func testGroupCommit(t *testing.T, v *env) {
 	t.Logf("%d transactions grouped %d calls", after-before, members)
 	if after == before {
 		t.Errorf("no transaction committed two calls or more (%d members grouped): nothing was grouped", members)
+	}
+	for _, a := range gated {
+		if a.err != nil || a.res.Outcome != engine.OutcomeAwaitingApproval || a.res.Seq != 3 {
+			t.Errorf("CallOnce(%s, sendWireTransfer) = %+v, %v; want awaiting approval at seq 3", a.saga, a.res, a.err)
+			continue
+		}
+		if n := v.pending(a.saga); n != 1 {
+			t.Errorf("%s: %d requests pending after a gated call, want 1", a.saga, n)
+		}
+		again, err := v.e.CallOnce(ctx, agent, a.saga, engine.Ask{Tool: "sendWireTransfer", Input: a.input, Key: "wire"})
+		if err != nil || again.Seq != a.res.Seq {
+			t.Errorf("%s: the gated call again under its key = %+v, %v; want its seq %d", a.saga, again, err, a.res.Seq)
+		}
+		if r := v.verify(a.saga); !r.Valid {
+			t.Errorf("Verify(%s) = %+v", a.saga, r)
+		}
 	}
 	answered := map[string]map[string]int64{} // saga → input → seq of its INTENT
 	for _, a := range answers {
