@@ -11,6 +11,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -245,7 +247,10 @@ const (
 //     checkpoint, verify the consistency proof between the two and the new
 //     entries' inclusion proofs; the history is not rehashed;
 //   - server-full, server-cheap: tlog's Check(true) and Check(false) on a
-//     SQLite store holding the log (see seededEngine).
+//     SQLite store holding the log (see seededEngine), with the most heap
+//     that held objects while they ran (MiB-heap-peak): the full check
+//     streams the entries, so it grows with the sagas (each one's last
+//     entry), not with the log.
 //
 // The first two run in memory, on random entry hashes.
 func BenchmarkVerify1M(b *testing.B) {
@@ -291,11 +296,14 @@ func BenchmarkVerify1M(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			l := seededLog(b)
 			ctx := context.Background()
+			runtime.GC()
+			peak := heapPeak()
 			for b.Loop() {
 				if problem, err := l.Check(ctx, c.full); err != nil || problem != "" {
 					b.Fatalf("Check(%t) = %q, %v; want a match", c.full, problem, err)
 				}
 			}
+			b.ReportMetric(float64(peak())/(1<<20), "MiB-heap-peak")
 		})
 	}
 }
@@ -527,5 +535,31 @@ func fill(b *testing.B, dir string, keys *engine.Keys) {
 	}
 	if st.Size != verifySize {
 		b.Fatalf("the seeded log holds %d leaves, want %d", st.Size, verifySize)
+	}
+}
+
+// heapPeak samples the heap's objects every millisecond until the
+// function it returns is called, which returns the most it saw.
+func heapPeak() func() uint64 {
+	stop, done := make(chan struct{}), make(chan uint64)
+	go func() {
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		var most uint64
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			metrics.Read(sample)
+			most = max(most, sample[0].Value.Uint64())
+			select {
+			case <-stop:
+				done <- most
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		return <-done
 	}
 }
