@@ -159,19 +159,7 @@ func (s *server) stop() {
 }
 
 // rss is the server's resident set size now, from /proc.
-func (s *server) rss() (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, errors.New("no VmRSS in /proc/<pid>/status")
-}
+func (s *server) rss() (int64, error) { return procBytes(strconv.Itoa(s.cmd.Process.Pid), "VmRSS") }
 
 // gatewayLoad has agents call the gateway for d, after a warm-up of d/5,
 // each agent on its own connection and its own sagas, and measures every

@@ -55,8 +55,15 @@ func main() {
 	flag.StringVar(&growth, "growth", growth, "store sizes, in journal entries, the per-call time is compared at (the first is the base)")
 	flag.StringVar(&agents, "agents", agents, "concurrent agents of each HTTP load level")
 	flag.DurationVar(&c.httpTime, "http-time", 10*time.Second, "how long each HTTP load level runs")
+	child := flag.String("check-store", "", "")
 	steps := flag.String("steps", "", "run only these steps, comma-separated, of: "+strings.Join(stepNames, ", ")+" (for trying a change; the report then holds only theirs)")
 	flag.Parse()
+	if *child != "" { // the stream step's child (streamStep)
+		if err := checkStore(context.Background(), *child); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *steps != "" {
 		c.steps = map[string]bool{}
 		for s := range strings.SplitSeq(*steps, ",") {
@@ -131,7 +138,7 @@ func run(ctx context.Context, c config) (err error) {
 	// Verification first, while nothing else keeps a core busy: after the
 	// engine's figures PostgreSQL is still writing what they left for a
 	// while.
-	for i, step := range []func(context.Context) error{b.verifyFigure, b.engineFigures, b.growthFigure, b.roundTrips, b.httpView} {
+	for i, step := range []func(context.Context) error{b.verifyFigure, b.streamStep, b.engineFigures, b.growthFigure, b.roundTrips, b.httpView} {
 		if len(c.steps) > 0 && !c.steps[stepNames[i]] {
 			continue
 		}
@@ -148,7 +155,7 @@ func run(ctx context.Context, c config) (err error) {
 }
 
 // stepNames names the run's steps, in the order they run.
-var stepNames = []string{"verify", "engine", "growth", "trips", "http"}
+var stepNames = []string{"verify", "stream", "engine", "growth", "trips", "http"}
 
 // bench is one run's shared state.
 type bench struct {
