@@ -435,7 +435,9 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 		return h.refused(w, r, v, reason, err)
 	}
 	if !htmx(r) {
-		http.Redirect(w, r, templates.RequestHref(saga, seq), http.StatusSeeOther)
+		// The fragment moves the focus to the status heading, as the
+		// htmx answer does: a browser focuses the part a URL names.
+		http.Redirect(w, r, templates.RequestHref(saga, seq)+"#status-h", http.StatusSeeOther)
 		return nil
 	}
 	now, err := h.requestPage(r, saga, seq)

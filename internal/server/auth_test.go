@@ -194,7 +194,7 @@ func TestConsoleDevSession(t *testing.T) {
 			t.Fatalf("decide without confirming = %d, want a confirmation that repeats the tool, and nothing journaled:\n%s", r.code, r.body)
 		}
 		r = e.do("POST", "/request/decide", formType, decide, "Cookie", c.String(), "Sec-Fetch-Site", "same-origin")
-		if r.code != 303 || r.header.Get("Location") != "/request?saga=transfer-77&seq=3" {
+		if r.code != 303 || r.header.Get("Location") != "/request?saga=transfer-77&seq=3#status-h" {
 			t.Fatalf("decide = %d %s (Location %q), want 303 back to the request", r.code, r.body, r.header.Get("Location"))
 		}
 		if page := e.do("GET", "/request?saga=transfer-77&seq=3", "", "", "Cookie", c.String()).body; !strings.Contains(page,
