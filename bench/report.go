@@ -189,7 +189,7 @@ func (r *report) markdown() []byte {
 		"table gives the median of %d rounds' ratios and their range. Time per operation is wall time over "+
 		"operations, so at %d workers it is the inverse of throughput. Verification is `engine.Verify` "+
 		"over one journal of all the entries, in memory, which it checks a chunk at a time on every core, against "+
-		"`sha256.Sum256` on one core over the same bytes, prepared beforehand, three passes a round, first in the run, while nothing else keeps a core busy. For growth, each store is seeded with SQL (sagas of %d executed "+
+		"`sha256.Sum256` on one core over the same bytes, prepared beforehand, %d passes a round, first in the run, while nothing else keeps a core busy. For growth, each store is seeded with SQL (sagas of %d executed "+
 		"calls, their hashes not chained: a call reads no other saga's journal), its entries given their "+
 		"leaves in the log and the tables vacuumed and analyzed, as autovacuum would have, before the "+
 		"rounds; the calls timed then run with the sequencer on, as everywhere. The HTTP view runs the real binary "+
@@ -197,7 +197,7 @@ func (r *report) markdown() []byte {
 		"signature with `toolsig`; agents are goroutines with keep-alive HTTP clients, each on sagas of "+
 		"its own; each level runs %s after a warm-up of a fifth of that, and the server's RSS is read from "+
 		"`/proc/<pid>/status` every 100 ms.",
-		sagaLength, c.ops, c.concOps, c.concurrency, c.rounds, c.concurrency, sagaLength, c.httpTime)
+		sagaLength, c.ops, c.concOps, c.concurrency, c.rounds, c.concurrency, verifyPasses, sagaLength, c.httpTime)
 	p("")
 	p("## Figures")
 	p("")
