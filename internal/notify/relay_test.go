@@ -196,14 +196,35 @@ func TestRelayGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone = false
-	for range 40 {
-		r.run()
-		r.add(time.Hour)
+	// The clock moves 5 minutes a pass for a day and a half: the tries
+	// come as the backoff says, within a pass.
+	const step = 5 * time.Minute
+	var tries []time.Time
+	for range 36 * 12 {
+		if n := r.run(); n > 0 {
+			tries = append(tries, r.clock())
+		}
+		r.add(step)
 	}
 	if d := r.delivery(); d.State != engine.DeliveryFailed || d.LastStatus != http.StatusServiceUnavailable {
 		t.Errorf("after a day of 503s, the delivery = %+v; want it given up on", d)
 	}
-	if len(r.got) < 20 || len(r.got) > 30 {
-		t.Errorf("the receiver got %d tries in a day and a half; want hourly tries once the backoff reached an hour", len(r.got))
+	hourly := 0 // tries an hour (with its tenth of jitter) after the one before
+	for i := 1; i < len(tries); i++ {
+		gap := tries[i].Sub(tries[i-1])
+		switch {
+		case gap > 66*time.Minute+step:
+			t.Errorf("try %d came %s after the one before; want at most an hour and its jitter", i, gap)
+		case gap >= 54*time.Minute:
+			hourly++
+		case hourly > 0:
+			t.Errorf("try %d came %s after the one before, once the backoff had reached an hour", i, gap)
+		}
+	}
+	if hourly < 18 {
+		t.Errorf("%d tries came an hour apart (of %d in all, at %v); want hourly tries for the rest of the day", hourly, len(tries), tries)
+	}
+	if last := tries[len(tries)-1]; last.Sub(tries[0]) > 25*time.Hour {
+		t.Errorf("the last try came %s after the first; want none after a day", last.Sub(tries[0]))
 	}
 }
