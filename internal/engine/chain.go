@@ -4,13 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"runtime"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/sagacity-go/sagacity/internal/parallel"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
@@ -152,96 +150,37 @@ type Verification = wire.Verification
 // more than the one before it, breaks the chain. Verify is pure.
 //
 // A long journal is checked on every core: each entry's check needs only
-// it and the stored hash before it, so the journal is cut into chunks
-// that the cores take in turn, each checked from the stored hash its
-// first entry chains on; the break reported is the first of the earliest
-// chunk that has one, which is the break a walk from the start meets
-// first.
+// it and the stored hash before it, so the cores take the journal a
+// chunk at a time (parallel.First); the break reported is the earliest,
+// which is the break a walk from the start meets first.
 func Verify(entries []Entry) Verification {
-	cores := min(runtime.GOMAXPROCS(0), len(entries)/chunkSize)
-	if cores < 2 {
+	if runtime.GOMAXPROCS(0) < 2 || len(entries) < 2*chunkSize {
 		var v ChainVerifier
 		for i := range entries {
 			v.Add(&entries[i])
 		}
 		return v.Result()
 	}
-	c := newChecker(entries[0].SagaID, cores)
-	prev := ZeroHash
-	for lo := 0; lo < len(entries); lo += chunkSize {
-		part := entries[lo:min(lo+chunkSize, len(entries))]
-		c.work <- chunk{first: lo, prev: prev, entries: part}
-		prev = part[len(part)-1].Hash
+	saga := entries[0].SagaID
+	problem := func(v *ChainVerifier, i int) string {
+		prev := ZeroHash
+		if i > 0 {
+			prev = entries[i-1].Hash
+		}
+		return v.problem(&entries[i], i, prev, saga)
 	}
-	return c.result(len(entries))
+	first := parallel.First(len(entries), chunkSize, func() *ChainVerifier { return new(ChainVerifier) },
+		func(v *ChainVerifier, i int) bool { return problem(v, i) == "" })
+	if first < len(entries) {
+		return broken(len(entries), first, problem(new(ChainVerifier), first))
+	}
+	return (&ChainVerifier{n: len(entries)}).Result()
 }
 
 // chunkSize is how many entries the cores take at a time: enough that
 // handing a chunk out costs nothing beside hashing it, few enough that a
 // core held up elsewhere leaves the others little to wait for.
 const chunkSize = 2048
-
-// chunk is part of a journal: its entries from index first on, the first
-// chaining on the stored hash prev.
-type chunk struct {
-	first   int
-	prev    string
-	entries []Entry
-}
-
-// checker checks the chunks of one journal sent to work, on as many
-// goroutines as it was made with, and keeps the earliest break.
-type checker struct {
-	saga  string
-	work  chan chunk
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	at    int // index of the earliest break found, while msg is set
-	msg   string
-	after atomic.Int64 // chunks from this index on need no checking
-}
-
-func newChecker(saga string, cores int) *checker {
-	c := &checker{saga: saga, work: make(chan chunk, cores)}
-	c.after.Store(math.MaxInt64)
-	for range cores {
-		c.wg.Go(func() {
-			for ch := range c.work {
-				c.check(ch)
-			}
-		})
-	}
-	return c
-}
-
-func (c *checker) check(ch chunk) {
-	if int64(ch.first) >= c.after.Load() {
-		return // a break before it is found: it cannot be the first
-	}
-	v := ChainVerifier{n: ch.first, saga: c.saga, prev: ch.prev}
-	for i := range ch.entries {
-		if !v.Add(&ch.entries[i]) {
-			c.mu.Lock()
-			if c.msg == "" || v.at < c.at {
-				c.at, c.msg = v.at, v.msg
-				c.after.Store(int64(v.at))
-			}
-			c.mu.Unlock()
-			return
-		}
-	}
-}
-
-// result waits for every chunk sent and is the verification of the n
-// entries they held.
-func (c *checker) result(n int) Verification {
-	close(c.work)
-	c.wg.Wait()
-	if c.msg != "" {
-		return broken(n, c.at, c.msg)
-	}
-	return (&ChainVerifier{n: n}).Result()
-}
 
 // ChainVerifier is Verify an entry at a time, for a journal streamed
 // rather than held whole: Add each entry in seq order, then Result. It
@@ -270,23 +209,30 @@ func (v *ChainVerifier) Add(e *Entry) bool {
 	if i == 0 {
 		v.saga, v.prev = e.SagaID, ZeroHash
 	}
-	if e.Unreadable != "" {
-		v.at, v.msg = i, fmt.Sprintf("unreadable entry at seq=%d (entry %d): %s", e.Seq, i, e.Unreadable)
+	if v.msg = v.problem(e, i, v.prev, v.saga); v.msg != "" {
+		v.at = i
 		return false
 	}
+	v.prev = e.Hash
+	return true
+}
+
+// problem says why e, entry i of saga's journal, chaining on the stored
+// hash prev, breaks the chain, or is "". It uses v's buffers only.
+func (v *ChainVerifier) problem(e *Entry, i int, prev, saga string) string {
+	if e.Unreadable != "" {
+		return fmt.Sprintf("unreadable entry at seq=%d (entry %d): %s", e.Seq, i, e.Unreadable)
+	}
 	v.ts = v.clk.append(v.ts[:0], e.Timestamp)
-	v.buf = appendPreimage(v.buf[:0], v.prev, e, v.ts)
+	v.buf = appendPreimage(v.buf[:0], prev, e, v.ts)
 	sum := sha256.Sum256(v.buf)
 	switch {
 	case !hexEqual(e.Hash, &sum):
-		v.at, v.msg = i, fmt.Sprintf("hash mismatch at seq=%d (entry %d)", e.Seq, i)
-	case e.Seq != int64(i)+1 || e.SagaID != v.saga:
-		v.at, v.msg = i, fmt.Sprintf("sequence break at seq=%d (entry %d): expected seq=%d of saga %q", e.Seq, i, i+1, v.saga)
-	default:
-		v.prev = e.Hash
-		return true
+		return fmt.Sprintf("hash mismatch at seq=%d (entry %d)", e.Seq, i)
+	case e.Seq != int64(i)+1 || e.SagaID != saga:
+		return fmt.Sprintf("sequence break at seq=%d (entry %d): expected seq=%d of saga %q", e.Seq, i, i+1, saga)
 	}
-	return false
+	return ""
 }
 
 // Result is the verification of the entries added so far, as Verify

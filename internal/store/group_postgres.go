@@ -48,12 +48,7 @@ func (s *sqlStore) togetherPostgres(ctx context.Context, ms []*member) {
 		if err != nil {
 			return err
 		}
-		err = read(r)
-		r.Close()
-		if err != nil {
-			return err
-		}
-		if err := r.Err(); err != nil {
+		if err := readRows(r, read); err != nil {
 			return err
 		}
 		t := s.tx(ctx, c)

@@ -42,7 +42,12 @@ func (q statement) result(br pgx.BatchResults) error {
 	if err != nil {
 		return err
 	}
-	err = q.read(r)
+	return readRows(r, q.read)
+}
+
+// readRows reads r with read and closes it: read's error, or r's.
+func readRows(r rows, read func(rows) error) error {
+	err := read(r)
 	r.Close()
 	if err == nil {
 		err = r.Err()
