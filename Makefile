@@ -63,7 +63,7 @@ check: generate
 	$(GO) vet $(PKGS)
 	cd bench && $(GO) vet ./...
 
-## bench: benchmarks on SQLite and PostgreSQL: throughput, latency, and what receipts and the global log cost (the first run seeds a 1M-entry SQLite store in $TMPDIR, a minute or two); then the comparison with pgx, DBOS and raw SHA-256, growth and HTTP (bench/, a module of its own, about 5 minutes), written to BENCHMARKS.md; BENCHFLAGS passes flags to it (cd bench && go run . -h)
+## bench: benchmarks on SQLite and PostgreSQL: throughput, latency, and what receipts and the global log cost; then the comparison with pgx, DBOS and raw SHA-256, the log check of SQLite stores of 1M and 10M entries, growth and HTTP (bench/, a module of its own, about 5 minutes; its first run also seeds those stores in $TMPDIR, about 5 minutes and 5 GB, once), written to BENCHMARKS.md; BENCHFLAGS passes flags to it (cd bench && go run . -h)
 BENCHFLAGS ?=
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,13 +35,14 @@ type config struct {
 	verifyN     int // entries verified
 	growth      []int
 	agents      []int
+	stream      []int // sizes of the SQLite stores the stream step checks
 	httpTime    time.Duration
 	steps       map[string]bool // the steps to run; all when empty
 }
 
 func main() {
 	var c config
-	growth, agents := "1000,100000,1000000", "1,8,64"
+	growth, agents, stream := "1000,100000,1000000", "1,8,64", "1000000,10000000"
 	dbURL := os.Getenv("SAGACITY_TEST_DATABASE_URL")
 	if dbURL == "" {
 		dbURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -53,9 +55,11 @@ func main() {
 	flag.IntVar(&c.concOps, "conc-ops", 3000, "operations of each contender a round in the concurrent comparison")
 	flag.IntVar(&c.verifyN, "verify", 100_000, "entries verified in memory")
 	flag.StringVar(&growth, "growth", growth, "store sizes, in journal entries, the per-call time is compared at (the first is the base)")
+	flag.StringVar(&stream, "stream", stream, "sizes, in journal entries, of the SQLite stores whose log the server checks in full (each seeded in $TMPDIR the first time)")
 	flag.StringVar(&agents, "agents", agents, "concurrent agents of each HTTP load level")
 	flag.DurationVar(&c.httpTime, "http-time", 10*time.Second, "how long each HTTP load level runs")
 	child := flag.String("check-store", "", "")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process over the run to this file (for go tool pprof)")
 	steps := flag.String("steps", "", "run only these steps, comma-separated, of: "+strings.Join(stepNames, ", ")+" (for trying a change; the report then holds only theirs)")
 	flag.Parse()
 	if *child != "" { // the stream step's child (streamStep)
@@ -77,8 +81,21 @@ func main() {
 	if c.growth, err = ints(growth); err != nil || len(c.growth) < 2 {
 		fail(fmt.Errorf("-growth %q: want two or more sizes, comma-separated", growth))
 	}
+	if c.stream, err = ints(stream); err != nil {
+		fail(fmt.Errorf("-stream %q: %w", stream, err))
+	}
 	if c.agents, err = ints(agents); err != nil {
 		fail(fmt.Errorf("-agents %q: %w", agents, err))
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fail(fmt.Errorf("-cpuprofile: %w", err))
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -126,11 +143,7 @@ func run(ctx context.Context, c config) (err error) {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	skey, _, err := engine.GenerateKeys("sagacity.bench")
-	if err != nil {
-		return err
-	}
-	keys, err := engine.NewKeys(skey)
+	_, keys, err := newKeys()
 	if err != nil {
 		return err
 	}
@@ -152,6 +165,16 @@ func run(ctx context.Context, c config) (err error) {
 	}
 	progress(start, "wrote %s", c.out)
 	return nil
+}
+
+// newKeys makes a signing key, as text and as keys.
+func newKeys() (string, *engine.Keys, error) {
+	skey, _, err := engine.GenerateKeys("sagacity.bench")
+	if err != nil {
+		return "", nil, err
+	}
+	keys, err := engine.NewKeys(skey)
+	return skey, keys, err
 }
 
 // stepNames names the run's steps, in the order they run.

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,46 +17,55 @@ import (
 	"github.com/sagacity-go/sagacity/internal/witness"
 )
 
-// seededStore is the SQLite store of a million logged entries that
-// BenchmarkVerify1M in internal/store seeds in the system's temporary
-// directory (its seededStore), which make bench runs first.
-var seededStore = filepath.Join(os.TempDir(), "sagacity-bench-verify1m-v2")
-
-// streamed is the server's full check of the seeded store, run in a
-// process of its own so that its peak RSS is its own.
+// streamed is the server's checks of a seeded store, run in a process of
+// its own so that its peak RSS is its own.
 type streamed struct {
 	Leaves  int64   `json:"leaves"`
-	Seconds float64 `json:"seconds"`
+	Seconds float64 `json:"seconds"` // the full check
+	Cheap   float64 `json:"cheap"`   // the cheap check, from the tree's nodes, in seconds
 	RSSOpen int64   `json:"rssOpen"` // peak RSS, in bytes, once the store was open
-	RSSPeak int64   `json:"rssPeak"` // peak RSS after the check
+	RSSPeak int64   `json:"rssPeak"` // peak RSS after the checks
 }
 
-// streamStep runs the full check of the seeded store in a child process
-// of this program, when the store is there.
+// streamStep checks each seeded store (seeding it the first time) in a
+// child process of this program.
 func (b *bench) streamStep(ctx context.Context) error {
-	if _, err := os.Stat(seededStore); errors.Is(err, fs.ErrNotExist) {
-		progress(b.start, "stream: no seeded store at %s (make bench's go benchmarks seed it); skipped", seededStore)
-		return nil
-	}
-	progress(b.start, "stream: the full log check of %s, in a process of its own", seededStore)
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	out, err := exec.CommandContext(ctx, self, "-check-store", seededStore).Output()
-	if err != nil {
-		return fmt.Errorf("the full check of %s: %w", seededStore, err)
+	for _, size := range b.c.stream {
+		dir, err := b.ensureStore(ctx, size)
+		if err != nil {
+			return err
+		}
+		progress(b.start, "stream: the checks of %s, in a process of its own", dir)
+		out, err := exec.CommandContext(ctx, self, "-check-store", dir).Output()
+		if err != nil {
+			return fmt.Errorf("the checks of %s: %w", dir, err)
+		}
+		var s streamed
+		if err := json.Unmarshal(out, &s); err != nil {
+			return fmt.Errorf("the checks of %s answered %q: %w", dir, out, err)
+		}
+		b.r.streamed = append(b.r.streamed, s)
 	}
-	var s streamed
-	if err := json.Unmarshal(out, &s); err != nil {
-		return fmt.Errorf("the full check of %s answered %q: %w", seededStore, out, err)
+	if n := len(b.r.streamed); n > 1 {
+		first, last := b.r.streamed[0], b.r.streamed[n-1]
+		r := float64(last.RSSPeak) / float64(first.RSSPeak)
+		b.r.figures = append(b.r.figures, figure{
+			name:  fmt.Sprintf("peak RSS of the full log check from SQLite, %s entries / %s (%s sagas each)", count(int(last.Leaves)), count(int(first.Leaves)), count(streamSagas)),
+			goal:  noGrowth(1.1),
+			ratio: spread{r, r, r},
+			sides: fmt.Sprintf("%s entries %.0f MiB vs %s entries %.0f MiB", count(int(last.Leaves)), float64(last.RSSPeak)/(1<<20), count(int(first.Leaves)), float64(first.RSSPeak)/(1<<20)),
+		})
 	}
-	b.r.streamed = &s
 	return nil
 }
 
 // checkStore is the child's part: it opens the store in dir, checks its
-// log fully against its newest checkpoint, and prints what that took.
+// log against its newest checkpoint, from the tree's nodes and then fully,
+// and prints what that took.
 func checkStore(ctx context.Context, dir string) error {
 	key, err := os.ReadFile(filepath.Join(dir, "signer.key"))
 	if err != nil {
@@ -86,15 +93,21 @@ func checkStore(ctx context.Context, dir string) error {
 	if s.RSSOpen, err = peakRSS(); err != nil {
 		return err
 	}
-	began := time.Now()
-	problem, err := l.Check(ctx, true)
-	if err != nil {
-		return err
+	for _, full := range []bool{false, true} {
+		began := time.Now()
+		problem, err := l.Check(ctx, full)
+		if err != nil {
+			return err
+		}
+		if problem != "" {
+			return fmt.Errorf("the check (full: %t) found a problem: %s", full, problem)
+		}
+		if full {
+			s.Seconds = time.Since(began).Seconds()
+		} else {
+			s.Cheap = time.Since(began).Seconds()
+		}
 	}
-	if problem != "" {
-		return fmt.Errorf("the full check found a problem: %s", problem)
-	}
-	s.Seconds = time.Since(began).Seconds()
 	if s.RSSPeak, err = peakRSS(); err != nil {
 		return err
 	}

@@ -8,12 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"runtime"
-	"runtime/metrics"
-	"strings"
 	"testing"
 	"time"
 
@@ -245,14 +239,11 @@ const (
 //   - incremental: as an auditor who verified that checkpoint does when
 //     verifyAdded entries later come with a new one: open the new
 //     checkpoint, verify the consistency proof between the two and the new
-//     entries' inclusion proofs; the history is not rehashed;
-//   - server-full, server-cheap: tlog's Check(true) and Check(false) on a
-//     SQLite store holding the log (see seededEngine), with the most heap
-//     that held objects while they ran (MiB-heap-peak): the full check
-//     streams the entries, so it grows with the sagas (each one's last
-//     entry), not with the log.
+//     entries' inclusion proofs; the history is not rehashed.
 //
-// The first two run in memory, on random entry hashes.
+// Both run in memory, on random entry hashes. The server's checks of a
+// log in a SQLite store, of a million entries and of ten million, are the
+// benchmark harness's (bench/, its stream step).
 func BenchmarkVerify1M(b *testing.B) {
 	l := newAuditLog(b)
 	v := testkit.Keys(b).Verifier()
@@ -289,23 +280,6 @@ func BenchmarkVerify1M(b *testing.B) {
 			}
 		}
 	})
-	for _, c := range []struct {
-		name string
-		full bool
-	}{{"server-full", true}, {"server-cheap", false}} {
-		b.Run(c.name, func(b *testing.B) {
-			l := seededLog(b)
-			ctx := context.Background()
-			runtime.GC()
-			peak := heapPeak()
-			for b.Loop() {
-				if problem, err := l.Check(ctx, c.full); err != nil || problem != "" {
-					b.Fatalf("Check(%t) = %q, %v; want a match", c.full, problem, err)
-				}
-			}
-			b.ReportMetric(float64(peak())/(1<<20), "MiB-heap-peak")
-		})
-	}
 }
 
 // auditLog is a log of verifySize+verifyAdded entries held in memory:
@@ -400,166 +374,4 @@ func rootOf(entries []engine.Entry, visit compact.VisitFn) ([]byte, error) {
 		}
 	}
 	return r.GetRootHash(nil)
-}
-
-// seededStore names the SQLite store of verifySize sequenced entries that
-// the server's part of BenchmarkVerify1M checks, kept in the system's
-// temporary directory across runs. Change its version when what seed
-// writes, or the schema it writes into, changes.
-const seededStore = "sagacity-bench-verify1m-v2"
-
-// seededLog returns the global log of the seeded store, seeding it first
-// when it is not there yet (a minute or two, once). Skipped with -short.
-func seededLog(b *testing.B) *tlog.Log {
-	if testing.Short() {
-		b.Skip("-short: not checking a SQLite store of a million entries (seeding it takes a minute or two, the first time)")
-	}
-	dir := filepath.Join(os.TempDir(), seededStore)
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		seed(b, dir)
-	} else if err != nil {
-		b.Fatal(err)
-	}
-	skey, err := os.ReadFile(filepath.Join(dir, "signer.key"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	keys, err := engine.NewKeys(string(skey))
-	if err != nil {
-		b.Fatal(err)
-	}
-	db, err := OpenSQLite(context.Background(), filepath.Join(dir, "sagacity.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(db.Close)
-	_, l, err := newBenchEngine(db, keys, filepath.Join(dir, "checkpoints"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return l
-}
-
-// seed makes the store seededEngine opens in a new directory and moves
-// it to dir once it is whole: an interrupted run leaves none behind. The
-// store has a key of its own, kept beside it, since its log records the
-// key and its checkpoint is signed with it.
-func seed(b *testing.B, dir string) {
-	start := time.Now()
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+"-*")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(tmp)
-	skey, _, err := engine.GenerateKeys("sagacity.bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "signer.key"), []byte(skey), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	keys, err := engine.NewKeys(skey)
-	if err != nil {
-		b.Fatal(err)
-	}
-	fill(b, tmp, keys)
-	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, fs.ErrExist) {
-		b.Fatal(err)
-	}
-	b.Logf("seeded %s with %d entries in %s", dir, verifySize, time.Since(start).Round(time.Second))
-}
-
-// fill writes verifySize entries into a new SQLite store in dir and has
-// a log signing with keys append them and sign a checkpoint of it.
-func fill(b *testing.B, dir string, keys *engine.Keys) {
-	path := filepath.Join(dir, "sagacity.db")
-	db, err := OpenSQLite(context.Background(), path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	_, l, err := newBenchEngine(db, keys, filepath.Join(dir, "checkpoints"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// Entries go straight into the journal, sagas of 10 chained entries
-	// with a row each, a microsecond apart: what the full check rebuilds.
-	// The sequencer appends each statement's rows, keeping up as the
-	// server's does. On SQLite a batch costs time in proportion to its
-	// size times the entries waiting (the UPDATE that gives them leaves
-	// scans the waiting entries for each of its rows): small batches are
-	// the fastest way to a million, and a backlog of a million would not
-	// get through a transaction's timeout at all.
-	const rows = 100 // a statement: 10 sagas
-	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for from := 0; from < verifySize; from += rows {
-		var q, sq strings.Builder
-		q.WriteString("INSERT INTO journal (saga_id, seq, tool_name, phase, input, payload, timestamp, hash) VALUES ")
-		sq.WriteString("INSERT INTO sagas (id, status, initiator, head_seq, head_hash, created_at, updated_at) VALUES ")
-		var args, sargs []any
-		prev := engine.ZeroHash
-		for i := from; i < from+rows; i++ {
-			e := engine.Entry{SagaID: fmt.Sprintf("s-%06d", i/10), Seq: int64(i%10 + 1), ToolName: "reserveInventory",
-				Phase: engine.PhaseExecuted, Input: `{"item":"laptop"}`, Payload: "requester=agent",
-				Timestamp: epoch.Add(time.Duration(i) * time.Microsecond)}
-			if e.Seq == 1 {
-				prev = engine.ZeroHash
-			}
-			e.Hash = engine.Hash(prev, e)
-			prev = e.Hash
-			if i > from {
-				q.WriteString(", ")
-			}
-			k := len(args)
-			fmt.Fprintf(&q, "($%d, $%d, $%d, $%d, $%d, $%d, $%d, $%d)", k+1, k+2, k+3, k+4, k+5, k+6, k+7, k+8)
-			args = append(args, e.SagaID, e.Seq, e.ToolName, e.Phase, e.Input, e.Payload, e.Timestamp.UnixMicro(), e.Hash)
-			if e.Seq == 10 {
-				if len(sargs) > 0 {
-					sq.WriteString(", ")
-				}
-				k := len(sargs)
-				fmt.Fprintf(&sq, "($%d, 'COMPLETED', 'agent', 10, $%d, $%d, $%d)", k+1, k+2, k+3, k+4)
-				sargs = append(sargs, e.SagaID, e.Hash, epoch.UnixMicro(), e.Timestamp.UnixMicro())
-			}
-		}
-		testkit.Exec(b, "sqlite:"+path, sq.String(), sargs...)
-		testkit.Exec(b, "sqlite:"+path, q.String(), args...)
-		if _, err := l.Sequence(context.Background(), false); err != nil {
-			b.Fatal(err)
-		}
-	}
-	// A checkpoint of all of it, as the server signs at its stop.
-	st, err := l.Sequence(context.Background(), true)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if st.Size != verifySize {
-		b.Fatalf("the seeded log holds %d leaves, want %d", st.Size, verifySize)
-	}
-}
-
-// heapPeak samples the heap's objects every millisecond until the
-// function it returns is called, which returns the most it saw.
-func heapPeak() func() uint64 {
-	stop, done := make(chan struct{}), make(chan uint64)
-	go func() {
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		var most uint64
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			metrics.Read(sample)
-			most = max(most, sample[0].Value.Uint64())
-			select {
-			case <-stop:
-				done <- most
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return func() uint64 {
-		close(stop)
-		return <-done
-	}
 }
