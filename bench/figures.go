@@ -68,9 +68,12 @@ func (b *bench) engineFigures(ctx context.Context) (err error) {
 		loaded(fmt.Sprintf("DBOS %d workflows", n), n, workflow(d)),
 		loaded(fmt.Sprintf("pgx %d connections, 2 INSERT+COMMITs", n), n, inserts(2)),
 	}
+	groups, members := e.db.Grouped()
 	if per, err = rounds(ctx, b.c.rounds, b.c.concOps, many...); err != nil {
 		return err
 	}
+	g, m := e.db.Grouped()
+	b.r.groups = [2]int64{g - groups, m - members}
 	b.r.figures = append(b.r.figures,
 		faster(fmt.Sprintf("the same, %d concurrent sagas", n), atLeast(4), per, many, 0, 1),
 		slower(fmt.Sprintf("time per executed call at %d concurrent sagas / floor at %d", n, n), atMost(1.0), per, many, 0, 2))

@@ -27,6 +27,7 @@ type report struct {
 	cpu                []named // CPU an operation took, of the concurrent group
 	http               []httpResult
 	streamed           []streamed // the checks of the seeded stores
+	groups             [2]int64   // group commits in the engine's concurrent rounds: transactions, members
 }
 
 // named is a contender's CPU use.
@@ -254,6 +255,10 @@ func (r *report) markdown() []byte {
 	p("- The engine's pool is the store's default (32 connections, as in production unless the database URL sets " +
 		"`pool_max_conns`), DBOS's its default (20); the floor has one connection per worker.")
 	p("- Everything shares %d cores: the harness, PostgreSQL and, for the HTTP view, the server and the tool server.", m.cores)
+	if g := r.groups; g[0] > 0 {
+		p("- Group commit in the engine's rounds at %d at once (warm-ups included): %s transactions of two members or more, "+
+			"holding %s commits, %.1f a transaction; the rest committed alone.", c.concurrency, count(int(g[0])), count(int(g[1])), float64(g[1])/float64(g[0]))
+	}
 	if len(r.cpu) > 0 {
 		var parts []string
 		for _, c := range r.cpu {

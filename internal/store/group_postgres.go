@@ -92,7 +92,7 @@ const recordedSQL = "WITH p AS (SELECT * FROM unnest($1::text[], $2::text[], $3:
 	" head_hash = p.new_head_hash, running = p.new_running, updated_at = p.new_updated_at FROM p" +
 	" WHERE s.id = p.id AND s.status = p.status AND s.ended = p.ended AND s.reason = p.reason AND s.head_seq = p.head_seq" +
 	" AND s.head_hash = p.head_hash AND s.updated_at = p.updated_at AND s.running = p.running" +
-	" AND (p.seq = 0 OR EXISTS (SELECT 1 FROM calls c WHERE c.saga_id = p.id AND c.seq = p.seq AND c.state = p.want))" +
+	" AND (p.seq = 0 OR (SELECT c.state FROM calls c WHERE c.saga_id = p.id AND c.seq = p.seq) = p.want)" +
 	" RETURNING s.id)," +
 	" e AS (INSERT INTO journal (" + entryCols + ") SELECT * FROM unnest($18::text[], $19::bigint[], $20::text[], $21::text[]," +
 	" $22::text[], $23::text[], $24::timestamptz[], $25::text[]) AS e (" + entryCols + ") WHERE e.saga_id IN (SELECT id FROM held))," +
