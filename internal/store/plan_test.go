@@ -237,6 +237,25 @@ const wire = `{"amount":"100","to":"alice"}`
 // instead, filtering out every other saga's entries: 26 s for 2,000
 // sagas of a 300,000-entry store, against 15 ms.
 func TestLoggedStaleStatistics(t *testing.T) {
+	ids := make([]string, 2000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("s%d", i)
+	}
+	text := plannedAfter(t, []string{
+		"INSERT INTO sagas (id, status, initiator, head_hash, created_at, updated_at) SELECT 's' || g, 'RUNNING', 'a', '', now(), now() FROM generate_series(0, 2999) g",
+		"INSERT INTO journal (saga_id, seq, tool_name, phase, timestamp, hash) SELECT 's' || (i / 100), i % 100 + 1, 't', 'INTENT', now(), '' FROM generate_series(0, 299999) i",
+		"ANALYZE journal",
+		"UPDATE journal SET leaf = substr(saga_id, 2)::bigint * 100 + seq WHERE substr(saga_id, 2)::bigint < 2000",
+	}, loggedPostgres, ids)
+	if !strings.Contains(text, "journal_pkey") || strings.Contains(text, "journal_leaf") {
+		t.Errorf("the newest logged entries are not read by each saga's key:\n%s", text)
+	}
+}
+
+// plannedAfter migrates a new PostgreSQL store, runs setup on it (its
+// rows, ANALYZE, settings) and returns how PostgreSQL then plans sql.
+func plannedAfter(t *testing.T, setup []string, sql string, args ...any) string {
+	t.Helper()
 	ctx := context.Background()
 	url := testkit.PostgresURL(t)
 	db, err := Open(ctx, url)
@@ -249,21 +268,12 @@ func TestLoggedStaleStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	for _, q := range []string{
-		"INSERT INTO sagas (id, status, initiator, head_hash, created_at, updated_at) SELECT 's' || g, 'RUNNING', 'a', '', now(), now() FROM generate_series(0, 2999) g",
-		"INSERT INTO journal (saga_id, seq, tool_name, phase, timestamp, hash) SELECT 's' || (i / 100), i % 100 + 1, 't', 'INTENT', now(), '' FROM generate_series(0, 299999) i",
-		"ANALYZE journal",
-		"UPDATE journal SET leaf = substr(saga_id, 2)::bigint * 100 + seq WHERE substr(saga_id, 2)::bigint < 2000",
-	} {
+	for _, q := range setup {
 		if _, err := conn.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	ids := make([]string, 2000)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("s%d", i)
-	}
-	rows, err := conn.Query(ctx, "EXPLAIN "+loggedPostgres, ids)
+	rows, err := conn.Query(ctx, "EXPLAIN "+sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,9 +281,7 @@ func TestLoggedStaleStatistics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := strings.Join(plan, "\n"); !strings.Contains(text, "journal_pkey") || strings.Contains(text, "journal_leaf") {
-		t.Errorf("the newest logged entries are not read by each saga's key:\n%s", text)
-	}
+	return strings.Join(plan, "\n")
 }
 
 // recordedMember is a member of a group, as a call of saga id records it:
@@ -296,42 +304,18 @@ func recordedMember(id string) *member {
 // table once a statement: a millisecond or two a group by 10,000 calls,
 // 15% of an executed call's time at 32 sagas at once in make bench.
 func TestGroupYoungStore(t *testing.T) {
-	ctx := context.Background()
-	url := testkit.PostgresURL(t)
-	db, err := Open(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, q := range []string{
-		"INSERT INTO sagas (id, status, initiator, head_hash, created_at, updated_at) SELECT 's' || g, 'RUNNING', 'a', '', now(), now() FROM generate_series(0, 19) g",
-		"INSERT INTO calls (saga_id, seq, tool_name, state, started_at, updated_at) SELECT 's' || (i / 30), i % 30 + 1, 't', 'EXECUTED', now(), now() FROM generate_series(0, 599) i",
-		"ANALYZE",
-		"SET plan_cache_mode = force_generic_plan",
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
 	ms := make([]*member, 8)
 	for i := range ms {
 		ms[i] = recordedMember(fmt.Sprintf("s%d", i))
 	}
 	sql, args := recorded(ms, " SELECT id FROM held")
-	rows, err := conn.Query(ctx, "EXPLAIN "+sql, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if text := strings.Join(plan, "\n"); strings.Contains(text, "Seq Scan on calls") || !strings.Contains(text, "calls_pkey") {
+	text := plannedAfter(t, []string{
+		"INSERT INTO sagas (id, status, initiator, head_hash, created_at, updated_at) SELECT 's' || g, 'RUNNING', 'a', '', now(), now() FROM generate_series(0, 19) g",
+		"INSERT INTO calls (saga_id, seq, tool_name, state, started_at, updated_at) SELECT 's' || (i / 30), i % 30 + 1, 't', 'EXECUTED', now(), now() FROM generate_series(0, 599) i",
+		"ANALYZE",
+		"SET plan_cache_mode = force_generic_plan",
+	}, sql, args...)
+	if strings.Contains(text, "Seq Scan on calls") || !strings.Contains(text, "calls_pkey") {
 		t.Errorf("the group statement does not look its members' calls up by key:\n%s", text)
 	}
 }
