@@ -25,7 +25,7 @@ const (
 	streamSagas = 100_000
 	// streamVersion names what seedStore writes: change it when that, or
 	// the schema it writes into, changes, and the next run seeds anew.
-	streamVersion = 1
+	streamVersion = 2
 	seedChunk     = 50_000 // entries a transaction, then appended to the log
 	seedRows      = 100    // rows a statement: 8 parameters a row
 )

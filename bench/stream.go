@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -41,7 +42,9 @@ func (b *bench) streamStep(ctx context.Context) error {
 		}
 		progress(b.start, "stream: the checks of %s, in a process of its own", dir)
 		out, err := exec.CommandContext(ctx, self, "-check-store", dir).Output()
-		if err != nil {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			return fmt.Errorf("the checks of %s: %w: %s", dir, err, strings.TrimSpace(string(ee.Stderr)))
+		} else if err != nil {
 			return fmt.Errorf("the checks of %s: %w", dir, err)
 		}
 		var s streamed
