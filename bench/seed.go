@@ -157,8 +157,8 @@ func fillStore(ctx context.Context, dir string, keys *engine.Keys, size, perSaga
 		if _, err := l.Sequence(ctx, false); err != nil {
 			return err
 		}
-		if n := from + seedChunk; n%(size/10) == 0 {
-			done(n)
+		if n := min(size, from+seedChunk); n*10/size > from*10/size {
+			done(n) // a tenth more
 		}
 	}
 	st, err := l.Sequence(ctx, true)
