@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -85,6 +86,12 @@ var errNoSchema = engine.Errorf(engine.Unavailable, "the search path names no sc
 // PostgreSQL's code of a privilege refused.
 const insufficientPrivilege = "42501"
 
+// migrateTimeout bounds applying the pending migrations, and waiting for
+// another process that applies them: a migration may rewrite every row
+// of the journal, which takes as long as the store is large, far beyond
+// an operation's opTimeout.
+const migrateTimeout = time.Hour
+
 // migrate brings the dialect's schema up to date. It first reads the
 // versions applied through c, with no lock and no write: a schema that is
 // current is left alone, so a role granted only what the server's
@@ -100,13 +107,13 @@ func migrate(ctx context.Context, c conn, begin func(context.Context, func(conn)
 	if err != nil {
 		return Schema{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	read, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	var s Schema
 	if len(ms) > 0 {
 		s.Needs = ms[len(ms)-1].version
 	}
-	done, err := applied(ctx, c, dialect)
+	done, err := applied(read, c, dialect)
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == insufficientPrivilege {
 		return Schema{}, &engine.Error{Kind: engine.Unavailable, Err: pe,
 			Msg: "this role may not read schema_migrations: grant it the privileges the README's production checklist lists"}
@@ -117,6 +124,8 @@ func migrate(ctx context.Context, c conn, begin func(context.Context, func(conn)
 	if len(pending(ms, done)) == 0 {
 		return s, nil
 	}
+	ctx, cancel = context.WithTimeout(ctx, migrateTimeout)
+	defer cancel()
 	err = begin(ctx, func(c conn) error {
 		if lock != "" {
 			if _, err := c.exec(ctx, lock); err != nil {

@@ -221,3 +221,39 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrateTakesItsTime: pending migrations are applied under
+// migrateTimeout, not an operation's opTimeout: a migration that rewrites
+// every entry of a journal of millions takes longer than that.
+func TestMigrateTakesItsTime(t *testing.T) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(testkit.SQLiteURL(t), "sqlite:"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cache := &stmts{db: db, m: map[string]*sql.Stmt{}}
+	defer cache.close()
+	var left time.Duration
+	begin := func(ctx context.Context, fn func(conn) error) error {
+		if d, ok := ctx.Deadline(); ok {
+			left = time.Until(d)
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if err := fn(sqlConn{q: tx, tx: tx, stmts: cache}); err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	}
+	s, err := migrate(ctx, sqlConn{q: db, stmts: cache}, begin, "sqlite", "")
+	if err != nil || len(s.Applied) == 0 {
+		t.Fatalf("migrate = %+v, %v; want every migration applied", s, err)
+	}
+	if left <= opTimeout {
+		t.Errorf("the migrations were applied with %s left, no more than an operation's %s", left.Round(time.Second), opTimeout)
+	}
+}
