@@ -30,7 +30,7 @@ import (
 // overlap the next group's statement; more only split the waiting calls
 // into smaller groups that compete for PostgreSQL's cores: with 32 sagas
 // at once on two cores an executed call took 1.8x the floor's time with
-// one or two slots, 2.05x with four and 2.4x with eight (make bench).
+// one or two slots, 2.1x with four and 2.4x with eight (make bench).
 const (
 	groupSlotsPostgres = 2
 	groupMost          = 64
