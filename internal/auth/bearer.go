@@ -87,7 +87,11 @@ func (b *Bearer) Principal(r *http.Request) (engine.Principal, error) {
 		if err := idt.Claims(&claims); err != nil {
 			return engine.Principal{}, unauthenticated("invalid token claims")
 		}
-		return oidcPrincipal(b.Issuer, idt.Subject, claims, b.Roles), nil
+		at, err := signedInAt(claims, time.Now())
+		if err != nil {
+			return engine.Principal{}, unauthenticated(err.Error())
+		}
+		return oidcPrincipal(b.Issuer, idt.Subject, claims, b.Roles, at), nil
 	}
 	return engine.Principal{}, unauthenticated("invalid or expired token")
 }
@@ -127,14 +131,35 @@ func (b *Bearer) static(tok string) (Token, bool) {
 
 // oidcPrincipal is the principal an ID token or JWT names: its identity
 // from the issuer and subject, a name to show, its roles, and when the
-// person last signed in at the provider (auth_time), when it says.
-func oidcPrincipal(issuer, subject string, claims map[string]any, roles RoleMap) engine.Principal {
-	p := engine.Principal{ID: Identity(issuer, subject), Name: displayName(claims, subject), Auth: engine.AuthOIDC,
-		Roles: roles.Of(claims), Groups: roles.values(claims), Issuer: issuer, Subject: subject}
-	if at, ok := claims["auth_time"].(float64); ok && at > 0 {
-		p.AuthTime = time.Unix(int64(at), 0).UTC()
+// person last signed in at the provider (signedInAt's reading of its
+// auth_time).
+func oidcPrincipal(issuer, subject string, claims map[string]any, roles RoleMap, authTime time.Time) engine.Principal {
+	return engine.Principal{ID: Identity(issuer, subject), Name: displayName(claims, subject), Auth: engine.AuthOIDC,
+		Roles: roles.Of(claims), Groups: roles.values(claims), Issuer: issuer, Subject: subject, AuthTime: authTime}
+}
+
+// MaxClockSkew is how far after this server's clock a provider may say a
+// person signed in (auth_time). A later time is refused, wherever it comes
+// from (an ID token, an access token); one within it counts as now, since
+// nobody signs in after the request their sign-in authenticates.
+const MaxClockSkew = time.Minute
+
+// signedInAt reads a token's auth_time, in whole seconds: the zero time
+// when it has none, now when it is within MaxClockSkew after now, an error
+// saying so when it is later.
+func signedInAt(claims map[string]any, now time.Time) (time.Time, error) {
+	at, ok := claims["auth_time"].(float64)
+	if !ok || at <= 0 {
+		return time.Time{}, nil
 	}
-	return p
+	t := time.Unix(int64(at), 0).UTC()
+	if t.After(now.Add(MaxClockSkew)) {
+		return time.Time{}, fmt.Errorf("the token's auth_time is %s after this server's clock (more than %s): check the clocks", t.Sub(now).Round(time.Second), MaxClockSkew)
+	}
+	if now := now.UTC().Truncate(time.Second); t.After(now) {
+		return now, nil
+	}
+	return t, nil
 }
 
 // Identity is the journaled identity of an OIDC subject: issuer and

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -154,8 +155,9 @@ func (o *OIDC) Start(w http.ResponseWriter, r *http.Request) error {
 	}
 	s := o.Sessions
 	id := newID()
-	l := Login{IDHash: s.hash(id), State: newID(), Nonce: newID(), Verifier: oauth2.GenerateVerifier(),
-		ReturnTo: returnTo, MaxAge: fresh, CreatedAt: s.Now()}
+	l := Login{IDHash: s.loginHash(id), State: newID(), Nonce: newID(), Verifier: oauth2.GenerateVerifier(),
+		ReturnTo: returnTo, MaxAge: fresh, CreatedAt: engine.Truncate(s.Now())}
+	l.Seal = s.sealLogin(l)
 	if err := s.Store.PutLogin(r.Context(), l, s.Now().Add(-loginTTL)); err != nil {
 		return err
 	}
@@ -225,11 +227,21 @@ func (o *OIDC) Callback(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || c.Value == "" {
 		return invalid("this sign-in was not started in this browser, or took too long; sign in again")
 	}
-	l, err := s.Store.TakeLogin(r.Context(), s.hash(c.Value))
+	h := s.loginHash(c.Value)
+	l, err := s.Store.TakeLogin(r.Context(), h)
 	if engine.IsKind(err, engine.NotFound) {
 		return invalid("this sign-in was already used or has expired; sign in again")
 	}
 	if err != nil {
+		return err
+	}
+	if l.IDHash != h || !sealed(l.Seal, s.sealLogin(l)) {
+		return &engine.Error{Kind: engine.Invalid, Msg: "this sign-in was already used or has expired; sign in again",
+			Err: errors.New("the sign-in's row is not sealed as the server wrote it: written or edited outside the server")}
+	}
+	// Sealed, it is the path Start checked; checked again all the same,
+	// as where a browser is sent must never rest on one check.
+	if l.ReturnTo, err = ReturnTo(l.ReturnTo); err != nil {
 		return err
 	}
 	q := r.URL.Query()
@@ -266,11 +278,14 @@ func (o *OIDC) Callback(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Asked with max_age, a provider must say when the person
 	// authenticated; receipts carry it.
-	at, _ := claims["auth_time"].(float64)
+	now := s.Now()
+	at, err := signedInAt(claims, now)
 	switch {
-	case at <= 0:
+	case err != nil:
+		return invalid("the identity provider's sign-in time is in the future: %s", err.Error())
+	case at.IsZero():
 		return invalid("the identity provider sent no auth_time although the sign-in asked for max_age; it must say when the person authenticated")
-	case s.Now().Sub(time.Unix(int64(at), 0)) > l.maxAge()+skew(l):
+	case now.Sub(at) > l.maxAge()+skew(l):
 		return invalid("the identity provider did not authenticate the person again although their sign-in there is older than max_age")
 	}
 	if _, hasRoles := claims[o.Roles.Claim]; !hasRoles || displayName(claims, "") == "" {
@@ -291,7 +306,7 @@ func (o *OIDC) Callback(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	if err := s.SignIn(w, r, oidcPrincipal(o.Issuer, idt.Subject, claims, o.Roles)); err != nil {
+	if err := s.SignIn(w, r, oidcPrincipal(o.Issuer, idt.Subject, claims, o.Roles, at)); err != nil {
 		return err
 	}
 	s.set(w, signedOutCookie, "", -1)

@@ -6,23 +6,28 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
 // Session is a signed-in console user. IDHash is a keyed hash of the
-// cookie's random id; the id itself is never stored.
+// cookie's random id; the id itself is never stored. Seal is a keyed MAC
+// over everything else but itself: a row the server did not write, or
+// one edited since, authenticates nobody.
 type Session struct {
 	IDHash    string
 	Principal engine.Principal
 	CreatedAt time.Time
 	SeenAt    time.Time
 	ExpiresAt time.Time // the absolute end, whatever the activity
+	Seal      string
 }
 
-// Login is an OIDC sign-in in progress.
+// Login is an OIDC sign-in in progress, sealed as a Session is.
 type Login struct {
 	IDHash   string
 	State    string
@@ -31,8 +36,12 @@ type Login struct {
 	ReturnTo string
 	// MaxAge is how recent a sign-in at the provider it asked for, 0 for
 	// the session's own (a step-up asks for less).
-	MaxAge    time.Duration
+	MaxAge time.Duration
+	// Reauth: it asked the provider to authenticate the person again
+	// (max_age=0), as enrolling a passkey takes.
+	Reauth    bool
 	CreatedAt time.Time
+	Seal      string
 }
 
 // SessionStore keeps sessions and sign-ins in progress. Implementations
@@ -43,8 +52,9 @@ type SessionStore interface {
 	PutSession(ctx context.Context, s Session) error
 	// Session returns a session; NotFound when absent.
 	Session(ctx context.Context, idHash string) (Session, error)
-	// TouchSession records activity on a session.
-	TouchSession(ctx context.Context, idHash string, at time.Time) error
+	// TouchSession records activity on a session, with the seal that
+	// covers it.
+	TouchSession(ctx context.Context, idHash string, at time.Time, seal string) error
 	// DeleteSession ends a session; ending one that is gone is fine.
 	DeleteSession(ctx context.Context, idHash string) error
 	// PutLogin stores a sign-in in progress, first dropping those created
@@ -84,11 +94,70 @@ func (s *Sessions) cookie(name string) string {
 	return name
 }
 
-// hash is the keyed hash under which an id is stored.
-func (s *Sessions) hash(id string) string {
+// Every hash and seal is an HMAC-SHA256 under the session key with a
+// label of its own, so that nothing made for one use passes for another:
+// a sign-in's id never names a session, nor a row's seal a cookie.
+const (
+	labelSessionID = "sagacity session id v1"
+	labelLoginID   = "sagacity sign-in id v1"
+	labelSession   = "sagacity session row v1"
+	labelLogin     = "sagacity sign-in row v1"
+)
+
+// mac is the HMAC of label and fields under the key, each written as its
+// byte length in decimal, a colon and its bytes: no two lists of fields
+// share an input.
+func (s *Sessions) mac(label string, fields ...string) string {
 	m := hmac.New(sha256.New, s.Key)
-	m.Write([]byte(id))
+	var n []byte
+	for _, f := range append([]string{label}, fields...) {
+		n = strconv.AppendInt(n[:0], int64(len(f)), 10)
+		m.Write(append(n, ':'))
+		m.Write([]byte(f))
+	}
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// sessionHash and loginHash are the keyed hashes under which a session's
+// and a sign-in's ids are stored.
+func (s *Sessions) sessionHash(id string) string { return s.mac(labelSessionID, id) }
+func (s *Sessions) loginHash(id string) string   { return s.mac(labelLoginID, id) }
+
+// micros writes a time as the store keeps it: microseconds since the epoch.
+func micros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
+
+// seal is the MAC over every field of a session but its seal.
+func (s *Sessions) seal(ss Session) string {
+	p := ss.Principal
+	f := []string{ss.IDHash, p.ID, p.Name, string(p.Auth), p.Issuer, p.Subject, strconv.FormatInt(unix(p.AuthTime), 10),
+		micros(ss.CreatedAt), micros(ss.SeenAt), micros(ss.ExpiresAt), strconv.Itoa(len(p.Roles))}
+	for _, r := range p.Roles {
+		f = append(f, string(r))
+	}
+	f = append(f, strconv.Itoa(len(p.Groups)))
+	f = append(f, p.Groups...)
+	if in := p.SignIn; in != nil {
+		f = append(f, "sign-in", in.Token, in.ClientID, in.Key, strconv.FormatBool(in.Reauth))
+	}
+	return s.mac(labelSession, f...)
+}
+
+// sealLogin is the MAC over every field of a sign-in but its seal.
+func (s *Sessions) sealLogin(l Login) string {
+	return s.mac(labelLogin, l.IDHash, l.State, l.Nonce, l.Verifier, l.ReturnTo, strconv.FormatInt(int64(l.MaxAge/time.Second), 10),
+		strconv.FormatBool(l.Reauth), micros(l.CreatedAt))
+}
+
+// sealed reports whether a row carries the seal its fields call for.
+func sealed(got, want string) bool { return hmac.Equal([]byte(got), []byte(want)) }
+
+// unix is t in unix seconds, 0 for the zero time (as the store keeps
+// auth_time).
+func unix(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
 }
 
 // newID returns 256 random bits, as text.
@@ -103,12 +172,13 @@ func (s *Sessions) set(w http.ResponseWriter, name, value string, maxAge int) {
 // before, so a planted id is never promoted to a session.
 func (s *Sessions) SignIn(w http.ResponseWriter, r *http.Request, p engine.Principal) error {
 	if c, err := r.Cookie(s.cookie("sagacity")); err == nil {
-		s.Store.DeleteSession(r.Context(), s.hash(c.Value))
+		s.Store.DeleteSession(r.Context(), s.sessionHash(c.Value))
 	}
-	now := s.Now()
+	now := engine.Truncate(s.Now())
 	id := newID()
-	if err := s.Store.PutSession(r.Context(), Session{IDHash: s.hash(id), Principal: p,
-		CreatedAt: now, SeenAt: now, ExpiresAt: now.Add(AbsoluteTimeout)}); err != nil {
+	ss := Session{IDHash: s.sessionHash(id), Principal: p, CreatedAt: now, SeenAt: now, ExpiresAt: now.Add(AbsoluteTimeout)}
+	ss.Seal = s.seal(ss)
+	if err := s.Store.PutSession(r.Context(), ss); err != nil {
 		return err
 	}
 	s.set(w, "sagacity", id, int(AbsoluteTimeout.Seconds()))
@@ -119,7 +189,7 @@ func (s *Sessions) SignIn(w http.ResponseWriter, r *http.Request, p engine.Princ
 func (s *Sessions) SignOut(w http.ResponseWriter, r *http.Request) error {
 	s.set(w, "sagacity", "", -1)
 	if c, err := r.Cookie(s.cookie("sagacity")); err == nil {
-		return s.Store.DeleteSession(r.Context(), s.hash(c.Value))
+		return s.Store.DeleteSession(r.Context(), s.sessionHash(c.Value))
 	}
 	return nil
 }
@@ -128,13 +198,14 @@ func (s *Sessions) SignOut(w http.ResponseWriter, r *http.Request) error {
 var errNoSession = &engine.Error{Kind: engine.Unauthenticated, Msg: "sign in first"}
 
 // Principal returns the principal of the request's session.
-// Unauthenticated when there is none, or it has expired or gone idle.
+// Unauthenticated when there is none, it has expired or gone idle, or its
+// row is not sealed as the server wrote it (then it is deleted).
 func (s *Sessions) Principal(r *http.Request) (engine.Principal, error) {
 	c, err := r.Cookie(s.cookie("sagacity"))
 	if err != nil || c.Value == "" {
 		return engine.Principal{}, errNoSession
 	}
-	h := s.hash(c.Value)
+	h := s.sessionHash(c.Value)
 	ss, err := s.Store.Session(r.Context(), h)
 	if engine.IsKind(err, engine.NotFound) {
 		return engine.Principal{}, errNoSession
@@ -142,15 +213,25 @@ func (s *Sessions) Principal(r *http.Request) (engine.Principal, error) {
 	if err != nil {
 		return engine.Principal{}, err
 	}
+	if ss.IDHash != h || !sealed(ss.Seal, s.seal(ss)) {
+		s.Store.DeleteSession(r.Context(), h)
+		return engine.Principal{}, errForged
+	}
 	now := s.Now()
 	if now.After(ss.ExpiresAt) || now.Sub(ss.SeenAt) > IdleTimeout {
 		s.Store.DeleteSession(r.Context(), h)
 		return engine.Principal{}, &engine.Error{Kind: engine.Unauthenticated, Msg: "your session has ended; sign in again"}
 	}
 	if now.Sub(ss.SeenAt) > touchEvery {
-		if err := s.Store.TouchSession(r.Context(), h, now); err != nil {
+		ss.SeenAt = engine.Truncate(now)
+		if err := s.Store.TouchSession(r.Context(), h, ss.SeenAt, s.seal(ss)); err != nil {
 			return engine.Principal{}, err
 		}
 	}
 	return ss.Principal, nil
 }
+
+// errForged is what a session or sign-in row the server did not write
+// gets: the same as none, so the row's writer learns nothing.
+var errForged = &engine.Error{Kind: engine.Unauthenticated, Msg: "sign in first",
+	Err: errors.New("the session's row is not sealed as the server wrote it: written or edited outside the server")}

@@ -268,7 +268,11 @@ func (e *Engine) MayEnrol(p Principal) error {
 // freshSignIn refuses an enrolment or removal from a sign-in older than
 // EnrolWithin (Forbidden, code STEP_UP).
 func (e *Engine) freshSignIn(p Principal) error {
-	if p.AuthTime.IsZero() || e.now().Sub(p.AuthTime) > EnrolWithin+time.Minute/2 {
+	now := e.now()
+	if err := signedInBy(p, now); err != nil {
+		return err
+	}
+	if p.AuthTime.IsZero() || now.Sub(p.AuthTime) > EnrolWithin+time.Minute/2 {
 		return &Error{Kind: Forbidden, Code: wire.CodeStepUp, Msg: fmt.Sprintf("changing your passkeys takes a sign-in of the last %s: "+
 			"sign in again", EnrolWithin)}
 	}

@@ -278,6 +278,9 @@ func OpenReceipt(signed string, v note.Verifier) (Receipt, error) {
 // on a request, ballot filled in) on entry g (a request's
 // AWAITING_APPROVAL entry or a call's INTENT), decided by p at at.
 func (e *Engine) signed(p Principal, g Entry, r Receipt, result *string, at time.Time) (string, error) {
+	if err := signedInBy(p, at); err != nil {
+		return "", err
+	}
 	r.SagaID, r.Seq, r.Entry, r.PayloadSHA256 = g.SagaID, g.Seq, g.Hash, PayloadHash(g.Input)
 	r.Decider, r.Issuer, r.Subject, r.AuthTime, r.Auth, r.Time = p.ID, p.Issuer, p.Subject, p.AuthTime, p.Auth, at
 	r.Policy = e.policy.String()
@@ -289,6 +292,18 @@ func (e *Engine) signed(p Principal, g Entry, r Receipt, result *string, at time
 		return "", fmt.Errorf("signing a receipt: %w", err)
 	}
 	return base64.StdEncoding.EncodeToString([]byte(n)), nil
+}
+
+// signedInBy refuses (Forbidden) a principal who, it says, signed in
+// after at: whoever established it (internal/auth) holds a provider's
+// sign-in time to this server's clock, and a later one would meet any
+// step-up.
+func signedInBy(p Principal, at time.Time) error {
+	if p.AuthTime.After(at) {
+		return Errorf(Forbidden, "%s's sign-in time (%s) is after this server's clock (%s): sign in again",
+			p.ID, p.AuthTime.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // ReceiptOf returns the signed receipt a decision entry carries, "" when
@@ -406,6 +421,8 @@ func receiptProblem(entries []Entry, e Entry, decision Decided, decider string, 
 		return fmt.Sprintf("it records %s by %s", r.Decision, r.Decider), r.Auth
 	case !r.Time.Equal(e.Timestamp):
 		return "it was signed at another time", r.Auth
+	case r.AuthTime.After(r.Time):
+		return fmt.Sprintf("it names a sign-in at %s, after the decision", r.AuthTime.UTC().Format(time.RFC3339)), r.Auth
 	case r.Reason != e.Field(KeyReason):
 		return "it was signed for another reason", r.Auth
 	case r.ApprovalPolicy != "" && (r.ApprovalPolicy != g.Field(KeyPolicy) || r.Rule != g.Field(KeyRule)):

@@ -270,6 +270,24 @@ type Principal struct {
 	// the JSON API (an MCP client and session): the journal records it
 	// with the requests it makes, for the people who decide them.
 	Client string
+	// SignIn is the identity provider's own word on the console sign-in
+	// the principal acts under; nil for a token, dev mode, or an API call.
+	SignIn *SignIn
+}
+
+// SignIn is the identity provider's own word that a person signed in to
+// this server: the ID token it signed for this server's sign-in (whose
+// nonce the server sent), the client it was issued to, and the provider's
+// public key that verified it. The first vote or passkey enrolment of a
+// session journals it, so that who voted is provable offline from the
+// provider's signature, not only from the server's receipt.
+type SignIn struct {
+	Token    string // the ID token as the provider sent it (a compact JWS)
+	ClientID string // the audience it was issued to: this server
+	Key      string // the provider's public key that verifies it, a JWK as JSON
+	// Reauth says the sign-in asked the provider to authenticate the
+	// person again (max_age=0), as enrolling a passkey takes.
+	Reauth bool
 }
 
 // Unknown is the approver recorded for an anonymous dev-mode decision that

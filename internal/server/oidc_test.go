@@ -216,6 +216,11 @@ func TestOIDCBadIDTokens(t *testing.T) {
 			c["auth_time"] = time.Now().Add(-13 * time.Hour).Unix()
 			return c, "RS256"
 		}},
+		// A sign-in time in the future would meet any step-up.
+		{"auth_time in the future", func(c map[string]any) (map[string]any, string) {
+			c["auth_time"] = time.Now().Add(auth.MaxClockSkew + time.Minute).Unix()
+			return c, "RS256"
+		}},
 	}
 	for _, tt := range append(tests, struct {
 		name string
@@ -286,7 +291,15 @@ func TestAPIJWT(t *testing.T) {
 	} {
 		want(t, name, e.do("POST", "/sagacity/sagas/j2/calls", "application/json", call, bearer(tok)...), 401)
 	}
-	approver := jwt(func(c map[string]any) { c["sub"] = "boss-1"; c["groups"] = []string{"approvers"} }, "RS256")
+	// A sign-in time in the future would meet any step-up; one within
+	// the clocks' skew counts as now.
+	future := jwt(func(c map[string]any) {
+		c["sub"], c["groups"], c["auth_time"] = "boss-2", []string{"approvers"}, time.Now().Add(auth.MaxClockSkew+time.Minute).Unix()
+	}, "RS256")
+	want(t, "auth_time in the future", e.do("POST", "/sagacity/approve/j/1", "application/json", `{}`, bearer(future)...), 401)
+	approver := jwt(func(c map[string]any) {
+		c["sub"], c["groups"], c["auth_time"] = "boss-1", []string{"approvers"}, time.Now().Add(auth.MaxClockSkew/2).Unix()
+	}, "RS256")
 	resp := e.do("POST", "/sagacity/approve/j/1", "application/json", `{}`, bearer(approver)...)
 	if resp.code != 200 || !strings.Contains(resp.body, `"approverIdentity":"`+auth.Identity(r.Issuer, "boss-1")+`"`) {
 		t.Errorf("approver JWT = %d %s, want approved by issuer#boss-1", resp.code, resp.body)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -26,10 +27,18 @@ func (s *sqlStore) PutSession(ctx context.Context, ss auth.Session) error {
 		if p := ss.Principal; !p.AuthTime.IsZero() {
 			authTime = p.AuthTime.Unix()
 		}
-		_, err := c.exec(ctx, "INSERT INTO sessions (id_hash, principal, name, auth, roles, member_of, issuer, subject, auth_time, created_at, seen_at, expires_at)"+
-			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)", ss.IDHash, ss.Principal.ID, ss.Principal.Name, ss.Principal.Auth,
-			strings.Join(roles, ","), strings.Join(ss.Principal.Groups, "\n"), ss.Principal.Issuer, ss.Principal.Subject, authTime,
-			ss.CreatedAt, ss.SeenAt, ss.ExpiresAt)
+		var signIn string
+		if in := ss.Principal.SignIn; in != nil {
+			b, err := json.Marshal(in)
+			if err != nil {
+				return err
+			}
+			signIn = string(b)
+		}
+		_, err := c.exec(ctx, "INSERT INTO sessions (id_hash, principal, name, auth, roles, member_of, issuer, subject, auth_time, sign_in,"+
+			" created_at, seen_at, expires_at, seal) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+			ss.IDHash, ss.Principal.ID, ss.Principal.Name, ss.Principal.Auth, strings.Join(roles, ","), strings.Join(ss.Principal.Groups, "\n"),
+			ss.Principal.Issuer, ss.Principal.Subject, authTime, signIn, ss.CreatedAt, ss.SeenAt, ss.ExpiresAt, ss.Seal)
 		return err
 	})
 }
@@ -39,10 +48,21 @@ func (s *sqlStore) Session(ctx context.Context, idHash string) (auth.Session, er
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	return one(ctx, s.db, func(r rows) (ss auth.Session, err error) {
-		var roles, groups string
+		var roles, groups, signIn string
 		var authTime int64
 		err = r.Scan(&ss.IDHash, &ss.Principal.ID, &ss.Principal.Name, &ss.Principal.Auth, &roles, &groups, &ss.Principal.Issuer,
-			&ss.Principal.Subject, &authTime, &ss.CreatedAt, &ss.SeenAt, &ss.ExpiresAt)
+			&ss.Principal.Subject, &authTime, &signIn, &ss.CreatedAt, &ss.SeenAt, &ss.ExpiresAt, &ss.Seal)
+		if err != nil {
+			return ss, err
+		}
+		if signIn != "" {
+			// A sign-in that does not read leaves the session without
+			// one, which its seal then does not cover.
+			var in engine.SignIn
+			if json.Unmarshal([]byte(signIn), &in) == nil {
+				ss.Principal.SignIn = &in
+			}
+		}
 		if groups != "" {
 			ss.Principal.Groups = strings.Split(groups, "\n")
 		}
@@ -56,14 +76,14 @@ func (s *sqlStore) Session(ctx context.Context, idHash string) (auth.Session, er
 		}
 		ss.CreatedAt, ss.SeenAt, ss.ExpiresAt = ss.CreatedAt.UTC(), ss.SeenAt.UTC(), ss.ExpiresAt.UTC()
 		return ss, err
-	}, "session", "SELECT id_hash, principal, name, auth, roles, member_of, issuer, subject, auth_time, created_at, seen_at, expires_at"+
-		" FROM sessions WHERE id_hash = $1", idHash)
+	}, "session", "SELECT id_hash, principal, name, auth, roles, member_of, issuer, subject, auth_time, sign_in, created_at, seen_at,"+
+		" expires_at, seal FROM sessions WHERE id_hash = $1", idHash)
 }
 
-// TouchSession records activity on a session.
-func (s *sqlStore) TouchSession(ctx context.Context, idHash string, at time.Time) error {
+// TouchSession records activity on a session, with its new seal.
+func (s *sqlStore) TouchSession(ctx context.Context, idHash string, at time.Time, seal string) error {
 	return s.small(ctx, func(c conn) error {
-		_, err := c.exec(ctx, "UPDATE sessions SET seen_at = $2 WHERE id_hash = $1", idHash, at)
+		_, err := c.exec(ctx, "UPDATE sessions SET seen_at = $2, seal = $3 WHERE id_hash = $1", idHash, at, seal)
 		return err
 	})
 }
@@ -82,8 +102,13 @@ func (s *sqlStore) PutLogin(ctx context.Context, l auth.Login, staleBefore time.
 		if _, err := c.exec(ctx, "DELETE FROM logins WHERE created_at < $1", staleBefore); err != nil {
 			return err
 		}
-		_, err := c.exec(ctx, "INSERT INTO logins (id_hash, state, nonce, verifier, return_to, max_age, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-			l.IDHash, l.State, l.Nonce, l.Verifier, l.ReturnTo, int64(l.MaxAge/time.Second), l.CreatedAt)
+		var reauth int64
+		if l.Reauth {
+			reauth = 1
+		}
+		_, err := c.exec(ctx, "INSERT INTO logins (id_hash, state, nonce, verifier, return_to, max_age, reauth, created_at, seal)"+
+			" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+			l.IDHash, l.State, l.Nonce, l.Verifier, l.ReturnTo, int64(l.MaxAge/time.Second), reauth, l.CreatedAt, l.Seal)
 		return err
 	})
 }
@@ -95,11 +120,11 @@ func (s *sqlStore) TakeLogin(ctx context.Context, idHash string) (auth.Login, er
 	err := s.small(ctx, func(c conn) error {
 		var err error
 		l, err = one(ctx, c, func(r rows) (l auth.Login, err error) {
-			var maxAge int64
-			err = r.Scan(&l.IDHash, &l.State, &l.Nonce, &l.Verifier, &l.ReturnTo, &maxAge, &l.CreatedAt)
-			l.CreatedAt, l.MaxAge = l.CreatedAt.UTC(), time.Duration(maxAge)*time.Second
+			var maxAge, reauth int64
+			err = r.Scan(&l.IDHash, &l.State, &l.Nonce, &l.Verifier, &l.ReturnTo, &maxAge, &reauth, &l.CreatedAt, &l.Seal)
+			l.CreatedAt, l.MaxAge, l.Reauth = l.CreatedAt.UTC(), time.Duration(maxAge)*time.Second, reauth != 0
 			return l, err
-		}, "sign-in", "DELETE FROM logins WHERE id_hash = $1 RETURNING id_hash, state, nonce, verifier, return_to, max_age, created_at", idHash)
+		}, "sign-in", "DELETE FROM logins WHERE id_hash = $1 RETURNING id_hash, state, nonce, verifier, return_to, max_age, reauth, created_at, seal", idHash)
 		return err
 	})
 	return l, err

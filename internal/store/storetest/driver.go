@@ -1489,7 +1489,7 @@ func testCalls(t *testing.T, d *drv) {
 func mkSession(idHash string, created time.Time) auth.Session {
 	return auth.Session{IDHash: idHash, Principal: engine.Principal{ID: "https://id.example.com#u1", Name: "Ann Example",
 		Auth: "oidc", Roles: []engine.Role{engine.RoleApprover, engine.RoleAuditor}},
-		CreatedAt: created, SeenAt: created, ExpiresAt: created.Add(auth.AbsoluteTimeout)}
+		CreatedAt: created, SeenAt: created, ExpiresAt: created.Add(auth.AbsoluteTimeout), Seal: "seal-" + idHash}
 }
 
 func storedSession(s auth.Session) auth.Session {
@@ -1499,7 +1499,7 @@ func storedSession(s auth.Session) auth.Session {
 
 func mkLogin(idHash string, created time.Time) auth.Login {
 	return auth.Login{IDHash: idHash, State: "state-" + idHash, Nonce: "nonce-" + idHash, Verifier: "verifier-" + idHash,
-		ReturnTo: "/sagas/x%2Fy?decided=approved", CreatedAt: created}
+		ReturnTo: "/sagas/x%2Fy?decided=approved", CreatedAt: created, Seal: "seal-" + idHash}
 }
 
 func storedLogin(l auth.Login) auth.Login {
@@ -1551,6 +1551,14 @@ func testPutSession(t *testing.T, d *drv) {
 		putSession(t, d.db, s)
 		wantSession(t, d.db, s.IDHash, &s)
 	})
+	t.Run("the provider's word on the sign-in", func(t *testing.T) {
+		s := mkSession(d.id("h4"), when(0))
+		s.Principal.Issuer, s.Principal.Subject, s.Principal.AuthTime = "https://id.example.com", "u1", when(-30).Truncate(time.Second).UTC()
+		s.Principal.SignIn = &engine.SignIn{Token: "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1MSJ9.c2ln", ClientID: "sagacity",
+			Key: `{"kty":"RSA","kid":"k1","n":"AQAB","e":"AQAB"}`, Reauth: true}
+		putSession(t, d.db, s)
+		wantSession(t, d.db, s.IDHash, &s)
+	})
 	t.Run("id taken", func(t *testing.T) {
 		s := mkSession(h1, when(1))
 		s.Principal.ID = "mallory"
@@ -1593,11 +1601,11 @@ func testTouchSession(t *testing.T, d *drv) {
 	s, other := mkSession(d.id("h1"), when(0)), mkSession(d.id("h2"), when(0))
 	putSession(t, d.db, s)
 	putSession(t, d.db, other)
-	if err := d.db.TouchSession(t.Context(), s.IDHash, when(90)); err != nil {
+	if err := d.db.TouchSession(t.Context(), s.IDHash, when(90), "seal-touched"); err != nil {
 		t.Fatalf("TouchSession(%s, %v): %v", s.IDHash, when(90), err)
 	}
 	touched := s
-	touched.SeenAt = when(90)
+	touched.SeenAt, touched.Seal = when(90), "seal-touched"
 	wantSession(t, d.db, s.IDHash, &touched)
 	wantSession(t, d.db, other.IDHash, &other)
 }
@@ -1647,6 +1655,17 @@ func testPutLogin(t *testing.T, d *drv) {
 		l := mkLogin(d.id("l1"), when(0))
 		putLogin(t, d.db, l, when(-600))
 		wantTake(t, d.db, l.IDHash, &l)
+	})
+	t.Run("a step-up and a re-authentication", func(t *testing.T) {
+		for _, l := range []auth.Login{mkLogin(d.id("l3"), when(0)), mkLogin(d.id("l4"), when(0))} {
+			if l.IDHash == d.id("l3") {
+				l.MaxAge = 15 * time.Minute
+			} else {
+				l.Reauth = true
+			}
+			putLogin(t, d.db, l, when(-600))
+			wantTake(t, d.db, l.IDHash, &l)
+		}
 	})
 	t.Run("id taken", func(t *testing.T) {
 		l := mkLogin(d.id("l2"), when(0))

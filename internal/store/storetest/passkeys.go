@@ -69,6 +69,11 @@ func testPasskeys(t *testing.T, v *env) {
 	stale.AuthTime = clock.Now().Add(-time.Hour)
 	_, _, err := v.e.BeginEnrolment(ctx, stale)
 	wantCode(t, "enrolling from an hour-old sign-in", err, engine.Forbidden, wire.CodeStepUp)
+	// A sign-in time after the server's clock would meet any freshness.
+	future := alice
+	future.AuthTime = clock.Now().Add(time.Hour)
+	_, _, err = v.e.BeginEnrolment(ctx, future)
+	wantKind(t, "enrolling from a sign-in an hour in the future", err, engine.Forbidden)
 	keyA, keyB := v.enrol(alice, authA), v.enrol(bob, authB)
 	if keyA.Identity != alice.ID || keyA.Issuer != alice.Issuer || keyA.Subject != "alice" || keyA.PublicKey == "" || keyA.RPID != "localhost" {
 		t.Errorf("alice's passkey = %+v; want hers, with its public key, for localhost", keyA)

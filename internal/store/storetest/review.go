@@ -385,20 +385,39 @@ func testReceipts(t *testing.T, v *env) {
 		}
 		return "approver=mallory\nauth=oidc\nreceipt=" + base64.StdEncoding.EncodeToString([]byte(signed))
 	}
+	// signedAfter is a receipt the server's own key signed for the forged
+	// decision, naming a sign-in after it (which would meet any step-up).
+	signedAfter := func(saga string, gated engine.Entry, at time.Time) string {
+		r, err := engine.ParseReceipt(n.Text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.SagaID, r.Entry, r.Time, r.AuthTime = saga, gated.Hash, at, at.Add(time.Hour).Truncate(time.Second)
+		signed, err := testkit.Keys(t).Sign(r.Text())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "approver=manager@company.com\nauth=oidc\nreceipt=" + base64.StdEncoding.EncodeToString([]byte(signed))
+	}
 	for _, tt := range []struct{ name, payload, why string }{
 		{"no receipt", "approver=mallory\nauth=oidc", "the decision carries no receipt"},
 		{"receipt of another key", forgedBy(other), "the receipt's signature does not verify"},
 		{"receipt of another decision", approved.Payload, `it was signed for saga "ok" seq=3`},
+		{"a sign-in after the decision", "", "after the decision"},
 	} {
 		saga := "forged-" + strings.ReplaceAll(tt.name, " ", "-")
 		v.gate(saga)
 		es := v.journal(saga)
+		at := es[2].Timestamp.Add(time.Second)
 		payload := strings.ReplaceAll(tt.payload, "SAGA", saga)
-		if tt.name == "receipt of another decision" {
+		switch tt.name {
+		case "receipt of another decision":
 			payload = strings.Replace(approved.Payload, "approver=manager@company.com", "approver=mallory", 1)
+		case "a sign-in after the decision":
+			payload = signedAfter(saga, es[2], at)
 		}
 		f := engine.Entry{SagaID: saga, Seq: 4, ToolName: engine.GateTool, Phase: engine.PhaseApproved, Input: "seq=3",
-			Payload: payload, Timestamp: es[2].Timestamp.Add(time.Second)}
+			Payload: payload, Timestamp: at}
 		f.Hash = engine.Hash(es[2].Hash, f)
 		v.h.Exec(t, "INSERT INTO journal (saga_id, seq, tool_name, phase, input, payload, timestamp, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 			f.SagaID, f.Seq, f.ToolName, f.Phase, f.Input, f.Payload, f.Timestamp, f.Hash)

@@ -64,6 +64,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"PolicyChange", withEnv(testPolicyChange)},
 		{"VoteRace", testVoteRace},
 		{"Passkeys", withEnv(testPasskeys)},
+		{"ForgedSessions", withEnv(testForgedSessions)},
 		{"Outbox", withEnv(testOutbox)},
 		{"OutboxClaims", withEnv(testOutboxClaims)},
 		{"VerifyAll", withEnv(testVerifyAll)},
