@@ -172,4 +172,3 @@ func stateOf(t *testing.T, location string) string {
 	}
 	return state
 }
-
