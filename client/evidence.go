@@ -32,12 +32,16 @@ const Latest = 0
 // checks each request's votes against. Passkeys are the entries of its
 // saga "sagacity:passkeys" enrolling and removing the passkeys the saga's
 // votes were signed with, proved the same way: what binds each key to a
-// person. The server exports both to those who may read the policies
-// (approvers and auditors), not to agents.
+// person. SignIns are the entries of its saga "sagacity:sign-ins" holding
+// the identity provider's signed ID tokens of the sign-ins its decisions
+// and those enrolments name, and the provider keys that verify them. The
+// server exports them to those who may read the policies (approvers and
+// auditors), not to agents.
 type Proved struct {
 	Entries  []Entry
 	Policies []Entry
 	Passkeys []Entry
+	SignIns  []Entry
 	Head     string
 }
 
@@ -90,6 +94,11 @@ func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, p *
 		var pk wire.ExportPasskey
 		if p != nil && json.Unmarshal(sc.Bytes(), &pk) == nil && pk.Passkey.SagaID != "" {
 			p.Passkeys = append(p.Passkeys, pk.Passkey)
+			continue
+		}
+		var si wire.ExportSignIn
+		if p != nil && json.Unmarshal(sc.Bytes(), &si) == nil && si.SignIn.SagaID != "" {
+			p.SignIns = append(p.SignIns, si.SignIn)
 			continue
 		}
 		var e Entry

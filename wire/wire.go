@@ -347,6 +347,17 @@ type ExportPasskey struct {
 	Passkey Entry `json:"passkey"`
 }
 
+// ExportSignIn is a line of an export with proofs, after the entries and
+// before the head, for each sign-in its decisions and its passkeys'
+// enrolments name, and each provider key those sign-ins name: the entry
+// of the server's own saga "sagacity:sign-ins" that holds the identity
+// provider's signed ID token of the sign-in, or its public key, with its
+// proof against the same checkpoint, so that `sagacity verify` checks that
+// the provider signed each decider's sign-in.
+type ExportSignIn struct {
+	SignIn Entry `json:"signIn"`
+}
+
 // PolicyDocument is an approval policy as it took effect: its canonical
 // document (JSON, kept as the exact bytes whose SHA-256 requests pin),
 // its hash, when it took effect, and its entry in "sagacity:policies".

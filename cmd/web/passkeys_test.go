@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/passkey"
@@ -35,9 +36,14 @@ func TestVerifyPasskeys(t *testing.T) {
 	}
 	o := newDeployment(t, policy, engine.WithPasskeys(rp, passkey.Check))
 	e, keys := o.e, o.keys
+	// Each voter signed in just now, the provider authenticating them
+	// again, as enrolling a passkey takes.
+	idp := testkit.NewIDTokens(t, "https://idp.example.com", "sagacity")
 	person := func(id string, groups ...string) engine.Principal {
-		return engine.Principal{ID: id, Auth: engine.AuthOIDC, Issuer: "https://idp.example.com", Subject: id,
+		p := engine.Principal{ID: id, Auth: engine.AuthOIDC, Issuer: idp.Issuer, Subject: id,
 			Roles: []engine.Role{engine.RoleApprover}, Groups: groups, AuthTime: o.now()}
+		p.SignIn = idp.SignIn(t, p, true)
+		return p
 	}
 	agent := engine.Principal{ID: "agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}
 	auditor := engine.Principal{ID: "auditor", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleAuditor}}
@@ -140,6 +146,10 @@ func TestVerifyPasskeys(t *testing.T) {
 		{"the export", []string{"-key", key, "-checkpoint", cpFile}, good, 0, fmt.Sprintf(
 			`"valid":true,"entryCount":5,"breakAtIndex":-1,"message":"all 5 entries verified; seq=1 (rule signed of policy %s): resumed, approved by alice, bob; 5 in the log the checkpoint of size %d signed"`,
 			policy.Hash[:12], st.Size)},
+		{"who voted, and the sign-ins they enrolled their passkeys from, proved by the provider", []string{"-key", key, "-checkpoint", cpFile}, good, 0,
+			`"identities":[{"seq":2,"decider":"alice","proved":true,"proof":"https://idp.example.com signed their sign-in at ` +
+				voters[0].AuthTime.Format(time.RFC3339) + ` (seq=2 of sagacity:sign-ins); its passkey was enrolled from a sign-in the provider signed"},` +
+				`{"seq":3,"decider":"bob","proved":true,`},
 		{"the votes pointed at other bytes", []string{"-key", key}, x.export("other-bytes.ndjson", rewrite(false)), 1,
 			`"breakAtIndex":1,"message":"receipt of seq=2 (entry 1) does not hold: it was signed for another entry at seq=1"`},
 		{"the votes pointed at other bytes, their receipts re-signed by the server's key", []string{"-key", key},

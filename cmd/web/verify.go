@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/passkey"
 	"github.com/sagacity-go/sagacity/internal/tlog"
@@ -22,8 +23,11 @@ import (
 // with -checkpoint too, the checkpoint's signature, the export's signed
 // head, and every entry's and policy line's proof of inclusion in the log
 // it signed (entries newer than the checkpoint only with -allow-unproved,
-// and only after the proved ones). Exit status: 0 valid, 1 broken, 2
-// unreadable.
+// and only after the proved ones); and, with -key and proofs, that the
+// identity provider signed the sign-in of each OIDC decider (unless
+// -allow-unproved-sign-in, for receipts that name none), with the keys
+// the log journals or those -provider-keys gives. Exit status: 0 valid, 1
+// broken, 2 unreadable.
 func verify(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -31,12 +35,25 @@ func verify(args []string, stdout io.Writer) error {
 	cpFile := fs.String("checkpoint", "", "a signed checkpoint (GET /sagacity/checkpoints/latest): check every entry's inclusion proof against it")
 	allowUnproved := fs.Bool("allow-unproved", false, "with -checkpoint: accept entries the checkpoint is older than (they come last, without proofs)")
 	allowDev := fs.Bool("allow-dev", false, "with -key: accept decisions signed in dev mode, whose decider's name was typed, not verified")
-	usage := "usage: sagacity verify [-key PUBLIC_KEY [-allow-dev] [-checkpoint CHECKPOINT [-allow-unproved]]] FILE (- reads standard input)"
+	allowUnprovedSignIn := fs.Bool("allow-unproved-sign-in", false, "with -key: accept decisions by OIDC identities whose receipts name no sign-in the identity provider signed (made before sign-ins were kept)")
+	providerKeys := fs.String("provider-keys", "", "with -key: a JSON Web Key Set of the identity provider's (its jwks_uri, fetched by you): check each sign-in against these keys instead of those the log journals")
+	usage := "usage: sagacity verify [-key PUBLIC_KEY [-allow-dev] [-allow-unproved-sign-in] [-provider-keys JWKS] [-checkpoint CHECKPOINT [-allow-unproved]]] FILE (- reads standard input)"
 	if err := fs.Parse(args); err != nil {
 		return exitError{2, fmt.Errorf("verify: %w (%s)", err, usage)}
 	}
-	if fs.NArg() != 1 || (*cpFile != "" && *key == "") || (*allowUnproved && *cpFile == "") || (*allowDev && *key == "") {
+	if fs.NArg() != 1 || (*cpFile != "" && *key == "") || (*allowUnproved && *cpFile == "") || (*allowDev && *key == "") ||
+		((*allowUnprovedSignIn || *providerKeys != "") && *key == "") {
 		return exitError{2, fmt.Errorf("verify: %s", usage)}
+	}
+	var trusted map[string][]byte
+	if *providerKeys != "" {
+		b, err := os.ReadFile(*providerKeys)
+		if err != nil {
+			return exitError{2, err}
+		}
+		if trusted, err = auth.ProviderKeys(b); err != nil {
+			return exitError{2, fmt.Errorf("verify: -provider-keys %s: %w", *providerKeys, err)}
+		}
 	}
 	var v note.Verifier
 	if *key != "" {
@@ -103,7 +120,14 @@ func verify(args []string, stdout io.Writer) error {
 	if res.Valid && *cpFile != "" {
 		res = proved(entries, proofs, cp, v, *allowUnproved, res)
 	}
-	return printVerification(stdout, res)
+	var ids []engine.Identity
+	if res.Valid && v != nil && proofs != nil {
+		res, ids = identified(entries, proofs, v, trusted, *allowUnprovedSignIn, res)
+	}
+	if !res.Valid {
+		ids = nil
+	}
+	return printVerification(stdout, res, ids...)
 }
 
 // notDev breaks a journal with a decision signed in dev mode: its
@@ -157,6 +181,25 @@ func voted(entries []engine.Entry, proofs *engine.Proofs, v note.Verifier, res e
 		return votes
 	}
 	return engine.Named(res, rulings)
+}
+
+// identified checks who made each decision against the identity
+// provider's word (engine.VerifyIdentities): the sign-in lines must be
+// records the key signed, and each OIDC decision's sign-in an ID token
+// the provider signed, with a key the log journals before it (or one of
+// trusted). It returns what vouches for each decider.
+func identified(entries []engine.Entry, proofs *engine.Proofs, v note.Verifier, trusted map[string][]byte, unproved bool,
+	res engine.Verification) (engine.Verification, []engine.Identity) {
+	signIns, err := engine.ReadSignIns(proofs.SignIns.Entries, v, auth.CheckIDToken, trusted)
+	if err != nil {
+		return engine.Verification{EntryCount: len(entries), BreakAtIndex: -1, Message: err.(*engine.Error).Msg}, nil
+	}
+	keys, _ := engine.ReadPasskeys(proofs.Passkeys.Entries, v) // voted read them
+	checked, ids := engine.VerifyIdentities(entries, v, signIns, keys, unproved)
+	if !checked.Valid {
+		return checked, nil
+	}
+	return res, ids
 }
 
 // policyBroken breaks a journal at the first request that pins the
@@ -248,6 +291,9 @@ func proved(entries []engine.Entry, proofs *engine.Proofs, cp engine.Checkpoint,
 		{proofs.Passkeys, engine.PasskeySaga, func(pe engine.Entry, why string) engine.Verification {
 			return passkeyBroken(entries, pe, v, why)
 		}},
+		{proofs.SignIns, engine.SignInSaga, func(pe engine.Entry, why string) engine.Verification {
+			return engine.Verification{EntryCount: n, BreakAtIndex: -1, Message: why}
+		}},
 	}
 	for _, a := range attached {
 		if bad, why := unproved(a.Attached, a.saga, cp); bad >= 0 {
@@ -276,10 +322,29 @@ func unproved(a engine.Attached, saga string, cp engine.Checkpoint) (int, string
 	return -1, ""
 }
 
-// printVerification prints a result as JSON; exit status 1 when it is not
-// valid.
-func printVerification(stdout io.Writer, v engine.Verification) error {
-	b, err := json.Marshal(v)
+// verified is what verify prints: the result, and what vouches for each
+// decider when the identities were checked.
+type verified struct {
+	engine.Verification
+	Identities []identity `json:"identities,omitempty"`
+}
+
+// identity is what vouches for one decision's decider.
+type identity struct {
+	Seq     int64  `json:"seq"`
+	Decider string `json:"decider"`
+	Proved  bool   `json:"proved"` // the identity provider's signature vouches for them
+	Proof   string `json:"proof"`
+}
+
+// printVerification prints a result as JSON, with the identities of its
+// deciders; exit status 1 when it is not valid.
+func printVerification(stdout io.Writer, v engine.Verification, ids ...engine.Identity) error {
+	out := verified{Verification: v}
+	for _, id := range ids {
+		out.Identities = append(out.Identities, identity{Seq: id.Seq, Decider: id.Decider, Proved: id.Proved, Proof: id.Proof})
+	}
+	b, err := json.Marshal(out)
 	if err != nil {
 		return err
 	}

@@ -244,6 +244,9 @@ type exporter struct {
 	dir string
 	es  []engine.Entry
 	ps  *engine.Proofs
+	// keys, when set, sign the altered export's head again, as whoever
+	// holds the server's key could.
+	keys *engine.Keys
 }
 
 // save writes a file into the directory and returns its path.
@@ -266,7 +269,7 @@ func (x exporter) export(name string, alter func(es []engine.Entry, ps *engine.P
 		return engine.Attached{Entries: slices.Clone(a.Entries), Of: slices.Clone(a.Of)}
 	}
 	es, ps := slices.Clone(x.es), &engine.Proofs{TreeSize: x.ps.TreeSize, Of: slices.Clone(x.ps.Of), Head: x.ps.Head,
-		Policies: clone(x.ps.Policies), Passkeys: clone(x.ps.Passkeys)}
+		Policies: clone(x.ps.Policies), Passkeys: clone(x.ps.Passkeys), SignIns: clone(x.ps.SignIns)}
 	if alter != nil {
 		es = alter(es, ps)
 	}
@@ -275,6 +278,16 @@ func (x exporter) export(name string, alter func(es []engine.Entry, ps *engine.P
 		es[i].Seq = int64(i + 1)
 		es[i].Hash = engine.Hash(prev, es[i])
 		prev = es[i].Hash
+	}
+	if x.keys != nil {
+		h, err := engine.OpenHead(ps.Head, x.keys.Verifier())
+		if err != nil {
+			x.t.Fatal(err)
+		}
+		h.Seq, h.Hash = es[len(es)-1].Seq, es[len(es)-1].Hash
+		if ps.Head, err = x.keys.Sign(h.Text()); err != nil {
+			x.t.Fatal(err)
+		}
 	}
 	var b bytes.Buffer
 	if err := engine.WriteNDJSON(&b, es, ps); err != nil {

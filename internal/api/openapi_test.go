@@ -40,6 +40,7 @@ var schemaTypes = map[string]reflect.Type{
 	"ExportHead":           reflect.TypeFor[wire.ExportHead](),
 	"ExportPolicy":         reflect.TypeFor[wire.ExportPolicy](),
 	"ExportPasskey":        reflect.TypeFor[wire.ExportPasskey](),
+	"ExportSignIn":         reflect.TypeFor[wire.ExportSignIn](),
 	"Event":                reflect.TypeFor[wire.Event](),
 	"PolicyDocument":       reflect.TypeFor[wire.PolicyDocument](),
 	"Policies":             reflect.TypeFor[wire.Policies](),

@@ -55,6 +55,8 @@ type OIDC struct {
 	// EndSession is the provider's end_session_endpoint (RP-initiated
 	// logout), "" when it offers none.
 	EndSession string
+	// keys find the provider's key that verified an ID token.
+	keys *providerKeys
 	// PublicURL is the console's external base URL.
 	PublicURL string
 }
@@ -83,6 +85,7 @@ func NewOIDC(ctx context.Context, c OIDCConfig) (*OIDC, error) {
 	var meta struct {
 		Scopes     []string `json:"scopes_supported"`
 		EndSession string   `json:"end_session_endpoint"`
+		JWKS       string   `json:"jwks_uri"`
 	}
 	if p.Claims(&meta) == nil && c.Roles.Claim != "" && slices.Contains(meta.Scopes, c.Roles.Claim) {
 		scopes = append(scopes, c.Roles.Claim)
@@ -97,6 +100,7 @@ func NewOIDC(ctx context.Context, c OIDCConfig) (*OIDC, error) {
 		Sessions:   c.Sessions,
 		EndSession: meta.EndSession,
 		PublicURL:  c.PublicURL,
+		keys:       &providerKeys{uri: meta.JWKS, client: &http.Client{Timeout: 15 * time.Second}},
 	}, nil
 }
 
@@ -122,20 +126,25 @@ func ReturnTo(s string) (string, error) {
 }
 
 // MaxAgeParam names how recent a sign-in a step-up asks for, in seconds:
-// GET /login?return_to=…&max_age=900.
+// GET /login?return_to=…&max_age=900; max_age=0 asks the provider to
+// authenticate the person again, as enrolling a passkey takes.
 const MaxAgeParam = "max_age"
 
 // StepUp reads a sign-in's max_age parameter: 0 when absent, else whole
-// seconds from one minute to a session's life. Invalid otherwise.
-func StepUp(v string) (time.Duration, error) {
-	if v == "" {
-		return 0, nil
+// seconds from one minute to a session's life; reauth for "0". Invalid
+// otherwise.
+func StepUp(v string) (d time.Duration, reauth bool, err error) {
+	switch v {
+	case "":
+		return 0, false, nil
+	case "0":
+		return 0, true, nil
 	}
 	n, err := strconv.Atoi(v)
 	if d := time.Duration(n) * time.Second; err == nil && d >= time.Minute && d <= maxAge {
-		return d, nil
+		return d, false, nil
 	}
-	return 0, invalid("max_age must be whole seconds from 60 to %d", int(maxAge.Seconds()))
+	return 0, false, invalid("max_age must be 0 (authenticate again) or whole seconds from 60 to %d", int(maxAge.Seconds()))
 }
 
 // Start begins a sign-in: GET /login?return_to=/path redirects to the
@@ -149,14 +158,14 @@ func (o *OIDC) Start(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	fresh, err := StepUp(q.Get(MaxAgeParam))
+	fresh, reauth, err := StepUp(q.Get(MaxAgeParam))
 	if err != nil {
 		return err
 	}
 	s := o.Sessions
 	id := newID()
 	l := Login{IDHash: s.loginHash(id), State: newID(), Nonce: newID(), Verifier: oauth2.GenerateVerifier(),
-		ReturnTo: returnTo, MaxAge: fresh, CreatedAt: engine.Truncate(s.Now())}
+		ReturnTo: returnTo, MaxAge: fresh, Reauth: reauth, CreatedAt: engine.Truncate(s.Now())}
 	l.Seal = s.sealLogin(l)
 	if err := s.Store.PutLogin(r.Context(), l, s.Now().Add(-loginTTL)); err != nil {
 		return err
@@ -164,7 +173,7 @@ func (o *OIDC) Start(w http.ResponseWriter, r *http.Request) error {
 	s.set(w, "sagacity-login", id, int(loginTTL.Seconds()))
 	opts := []oauth2.AuthCodeOption{oidc.Nonce(l.Nonce), oauth2.S256ChallengeOption(l.Verifier),
 		oauth2.SetAuthURLParam("max_age", strconv.Itoa(int(l.maxAge().Seconds())))}
-	if _, err := r.Cookie(s.cookie(signedOutCookie)); err == nil || fresh > 0 {
+	if _, err := r.Cookie(s.cookie(signedOutCookie)); err == nil || fresh > 0 || reauth {
 		opts = append(opts, oauth2.SetAuthURLParam("prompt", "login"))
 	}
 	http.Redirect(w, r, o.OAuth.AuthCodeURL(l.State, opts...), http.StatusFound)
@@ -173,7 +182,10 @@ func (o *OIDC) Start(w http.ResponseWriter, r *http.Request) error {
 
 // maxAge is the max_age the sign-in asks the provider for.
 func (l Login) maxAge() time.Duration {
-	if l.MaxAge > 0 {
+	switch {
+	case l.Reauth:
+		return 0
+	case l.MaxAge > 0:
 		return l.MaxAge
 	}
 	return maxAge
@@ -183,7 +195,7 @@ func (l Login) maxAge() time.Duration {
 // auth_time is held to max_age: a step-up allows a minute, since the vote
 // it is for is held to the same window by the engine.
 func skew(l Login) time.Duration {
-	if l.MaxAge > 0 {
+	if l.MaxAge > 0 || l.Reauth {
 		return time.Minute
 	}
 	return 5 * time.Minute
@@ -285,7 +297,8 @@ func (o *OIDC) Callback(w http.ResponseWriter, r *http.Request) error {
 		return invalid("the identity provider's sign-in time is in the future: %s", err.Error())
 	case at.IsZero():
 		return invalid("the identity provider sent no auth_time although the sign-in asked for max_age; it must say when the person authenticated")
-	case now.Sub(at) > l.maxAge()+skew(l):
+	case now.Sub(at) > l.maxAge()+skew(l),
+		l.Reauth && at.Before(l.CreatedAt.Add(-MaxClockSkew)):
 		return invalid("the identity provider did not authenticate the person again although their sign-in there is older than max_age")
 	}
 	if _, hasRoles := claims[o.Roles.Claim]; !hasRoles || displayName(claims, "") == "" {
@@ -306,7 +319,15 @@ func (o *OIDC) Callback(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	if err := s.SignIn(w, r, oidcPrincipal(o.Issuer, idt.Subject, claims, o.Roles, at)); err != nil {
+	// The provider's own word on the sign-in, which the session's first
+	// decision journals: the token, and the key of its that verifies it.
+	key, thumbprint, err := o.keys.keyFor(ctx, raw)
+	if err != nil {
+		return err
+	}
+	p := oidcPrincipal(o.Issuer, idt.Subject, claims, o.Roles, at)
+	p.SignIn = &engine.SignIn{Token: raw, ClientID: o.OAuth.ClientID, Key: key, KeyID: thumbprint, Reauth: l.Reauth}
+	if err := s.SignIn(w, r, p); err != nil {
 		return err
 	}
 	s.set(w, signedOutCookie, "", -1)

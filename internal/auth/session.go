@@ -137,7 +137,7 @@ func (s *Sessions) seal(ss Session) string {
 	f = append(f, strconv.Itoa(len(p.Groups)))
 	f = append(f, p.Groups...)
 	if in := p.SignIn; in != nil {
-		f = append(f, "sign-in", in.Token, in.ClientID, in.Key, strconv.FormatBool(in.Reauth))
+		f = append(f, "sign-in", in.Token, in.ClientID, in.Key, in.KeyID, strconv.FormatBool(in.Reauth))
 	}
 	return s.mac(labelSession, f...)
 }

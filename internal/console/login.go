@@ -18,7 +18,7 @@ func (h *Handlers) Login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	stepUp, err := auth.StepUp(q.Get(auth.MaxAgeParam))
+	stepUp, _, err := auth.StepUp(q.Get(auth.MaxAgeParam))
 	if err != nil {
 		return err
 	}

@@ -104,7 +104,9 @@ func (h *Handlers) passkeys(r *http.Request, me engine.Principal) (templates.Pas
 	switch {
 	case may == nil:
 	case needsStepUp(may):
-		v.SignIn = signInAgain("/me", engine.EnrolWithin)
+		// Enrolling takes a sign-in of its own: the provider
+		// authenticates the person again (max_age=0).
+		v.SignIn = signInAgain("/me", 0)
 	default:
 		v.Off = message(may)
 	}
@@ -150,8 +152,9 @@ func needsStepUp(err error) bool {
 	return ok && e.Code == wire.CodeStepUp
 }
 
-// signInAgain is where to sign in again, no longer than within ago, and
-// come back to back.
+// signInAgain is where to sign in again, no longer than within ago (0:
+// now, the provider authenticating the person again), and come back to
+// back.
 func signInAgain(back string, within time.Duration) string {
 	return "/login?" + url.Values{"return_to": {back}, auth.MaxAgeParam: {strconv.Itoa(int(within.Seconds()))}}.Encode()
 }

@@ -121,6 +121,8 @@ type Engine struct {
 	// policies are every policy read so far, the one in force among
 	// them: requests are decided by the policy they record.
 	policies history
+	// signIns are the sign-ins and provider keys this process journaled.
+	signIns seen
 	// keys sign the receipts of people's decisions, and verify them.
 	keys *Keys
 	// webauthn enrols passkeys and makes their ceremonies, and

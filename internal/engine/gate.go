@@ -151,6 +151,9 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 	if err := e.signing(ctx); err != nil {
 		return Saga{}, at(err, sagaID, seq)
 	}
+	if err := e.recordSignIn(ctx, p); err != nil {
+		return Saga{}, at(err, sagaID, seq)
+	}
 	var expired *errExpired
 	s, err := e.onRequest(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
 		expired = nil

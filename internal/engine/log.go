@@ -150,7 +150,7 @@ func (e *Engine) Evidence(ctx context.Context, p Principal, sagaID string, size 
 	if e.tlog == nil {
 		return nil, nil, errNoLog
 	}
-	var policies, passkeys []Entry
+	var policies, passkeys, signIns []Entry
 	if e.Can(p, ActReview, Subject{}) == nil {
 		if policies, err = e.pinned(ctx, entries); err != nil {
 			return nil, nil, err
@@ -158,13 +158,17 @@ func (e *Engine) Evidence(ctx context.Context, p Principal, sagaID string, size 
 		if passkeys, err = e.signers(ctx, entries); err != nil {
 			return nil, nil, err
 		}
+		if signIns, err = e.signedIn(ctx, entries, passkeys); err != nil {
+			return nil, nil, err
+		}
 	}
-	n, m := len(entries), len(policies)
-	ps, err := e.tlog.Prove(ctx, slices.Concat(entries, policies, passkeys), size)
+	n, m, k := len(entries), len(policies), len(passkeys)
+	ps, err := e.tlog.Prove(ctx, slices.Concat(entries, policies, passkeys, signIns), size)
 	if err != nil {
 		return nil, nil, err
 	}
-	ps.Of, ps.Policies, ps.Passkeys = ps.Of[:n:n], attach(policies, ps.Of[n:n+m:n+m]), attach(passkeys, ps.Of[n+m:])
+	ps.Of, ps.Policies, ps.Passkeys, ps.SignIns = ps.Of[:n:n], attach(policies, ps.Of[n:n+m:n+m]),
+		attach(passkeys, ps.Of[n+m:n+m+k:n+m+k]), attach(signIns, ps.Of[n+m+k:])
 	ps.Head, err = e.head(entries)
 	return entries, ps, err
 }
@@ -227,6 +231,48 @@ func (e *Engine) signers(ctx context.Context, entries []Entry) ([]Entry, error) 
 	for _, en := range all {
 		var r enrolment
 		if json.Unmarshal([]byte(en.Input), &r) == nil && used[r.Credential] {
+			out = append(out, en)
+		}
+	}
+	return out, nil
+}
+
+// signedIn returns the entries of SignInSaga that journal the sign-ins a
+// journal's decisions and its passkeys' enrolments name, and the
+// provider keys those name, in SignInSaga's order (a sign-in journaled
+// twice, by two processes, twice). Unavailable when the store is.
+func (e *Engine) signedIn(ctx context.Context, entries, passkeys []Entry) ([]Entry, error) {
+	named := map[string]bool{}
+	for _, en := range entries {
+		if signed := ReceiptOf(en); en.ToolName == GateTool && signed != "" {
+			if r, err := OpenReceipt(signed, e.keys.Verifier()); err == nil && r.SignIn != "" && r.SignIn != SignInByAccessToken {
+				named[r.SignIn] = true
+			}
+		}
+	}
+	for _, en := range passkeys {
+		var r enrolment
+		if json.Unmarshal([]byte(en.Input), &r) == nil && r.SignIn != "" {
+			named[r.SignIn] = true
+		}
+	}
+	if len(named) == 0 {
+		return nil, nil
+	}
+	all, err := e.store.Entries(ctx, SignInSaga)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	keys := map[string]bool{}
+	for _, en := range all {
+		var r signInRecord
+		if en.ToolName == SignedInTool && named[en.Field(KeySignIn)] && json.Unmarshal([]byte(en.Input), &r) == nil {
+			keys[r.Key] = true
+		}
+	}
+	for _, en := range all {
+		if h := en.Field(KeySignIn); (en.ToolName == SignedInTool && named[h]) || (en.ToolName == ProviderKeyTool && keys[h]) {
 			out = append(out, en)
 		}
 	}

@@ -25,14 +25,17 @@ const TimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 // line. Policies are the entries of PolicySaga that hold the approval
 // policies the saga's requests pin, each once, and Passkeys the entries
 // of PasskeySaga that enrol and remove the passkeys its votes were signed
-// with, all proved at the same size: with them an auditor checks offline
-// that every request met the rule in force when it was made, and that
-// each passkey vote is the voter's own.
+// with, and SignIns the entries of SignInSaga that journal the sign-ins
+// its decisions and those passkeys' enrolments name, with the provider
+// keys that verify them, all proved at the same size: with them an
+// auditor checks offline that every request met the rule in force when it
+// was made, that each passkey vote is the voter's own, and that the
+// identity provider signed each decider's sign-in.
 type Proofs struct {
-	TreeSize           int64
-	Of                 [][][]byte
-	Head               string
-	Policies, Passkeys Attached
+	TreeSize                    int64
+	Of                          [][][]byte
+	Head                        string
+	Policies, Passkeys, SignIns Attached
 }
 
 // Attached are entries of one of the server's own sagas that an export's
@@ -54,13 +57,16 @@ var attachments = []struct {
 		func(e wire.Entry) any { return wire.ExportPolicy{Policy: e} }},
 	{"passkey", PasskeySaga, []string{PasskeyEnrolled, PasskeyRemoved}, func(p *Proofs) *Attached { return &p.Passkeys },
 		func(e wire.Entry) any { return wire.ExportPasskey{Passkey: e} }},
+	{"signIn", SignInSaga, []string{ProviderKeyTool, SignedInTool}, func(p *Proofs) *Attached { return &p.SignIns },
+		func(e wire.Entry) any { return wire.ExportSignIn{SignIn: e} }},
 }
 
 // WriteNDJSON writes entries as newline-delimited JSON, one object a line
 // with the keys sagaId, seq, toolName, phase, input, payload, timestamp and
 // hash; with proofs, each entry they cover adds leaf, treeSize and proof,
-// a line {"policy": …} follows the entries for each of their policies and
-// a line {"passkey": …} for each of their passkeys' entries, and a last
+// a line {"policy": …} follows the entries for each of their policies,
+// a line {"passkey": …} for each of their passkeys' entries and a line
+// {"signIn": …} for each of their sign-ins' entries, and a last
 // line {"head": …} carries their signed head. A real JSON encoder escapes
 // every string.
 func WriteNDJSON(w io.Writer, entries []Entry, proofs *Proofs) error {
@@ -107,11 +113,11 @@ func wireEntry(e Entry, proofs *Proofs, proof [][]byte) wire.Entry {
 const MaxNDJSONLine = 64 << 20
 
 // ReadNDJSON parses a journal export written by WriteNDJSON, and its
-// proofs, policy and passkey lines and head when it carries them (nil
+// proofs, policy, passkey and sign-in lines and head when it carries them (nil
 // when not). Blank lines are skipped. It returns an Invalid error naming
 // the line for anything that is not exactly that format: a missing or
 // unknown key, a wrong type, a timestamp that is not RFC 3339, an unknown
-// phase, proofs against different sizes, a policy or passkey line that is
+// phase, proofs against different sizes, a policy, passkey or sign-in line that is
 // not an EXECUTED entry of its saga's tools, holds a seq already read,
 // comes before an entry or in an export without proofs, a head that is
 // not the last line, or trailing data.
@@ -123,7 +129,7 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 	var of [][][]byte
 	var head string
 	attached := make([]Attached, len(attachments))
-	firstAttached := 0 // the line of the first policy or passkey line
+	firstAttached := 0 // the line of the first policy, passkey or sign-in line
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
@@ -145,7 +151,7 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 			}
 		}
 		if kind < 0 && firstAttached != 0 {
-			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: an entry after the export's policy and passkey lines", n)}
+			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: an entry after the export's policy, passkey and sign-in lines", n)}
 		}
 		e, l, err := parseLine(line)
 		if err == nil && kind >= 0 {
@@ -181,7 +187,7 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 	case head != "" && proofs == nil:
 		return nil, nil, Errorf(Invalid, "the export has a head but no proofs")
 	case firstAttached != 0 && proofs == nil:
-		return nil, nil, Errorf(Invalid, "line %d: a policy or passkey line in an export without proofs", firstAttached)
+		return nil, nil, Errorf(Invalid, "line %d: a policy, passkey or sign-in line in an export without proofs", firstAttached)
 	case proofs != nil:
 		proofs.Of, proofs.Head = of, head
 		for i, a := range attachments {

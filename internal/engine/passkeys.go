@@ -59,6 +59,9 @@ type Passkey struct {
 	Enrolled     time.Time
 	EnrolledSeq  int64     // its entry in PasskeySaga
 	Removed      time.Time // zero while it counts
+	// SignIn names the sign-in it was enrolled from (its ID token's
+	// SHA-256, in SignInSaga); "" when its owner has no OIDC identity.
+	SignIn string
 }
 
 // Assertion is what a passkey answered a ballot's challenge with, each
@@ -181,6 +184,7 @@ type enrolment struct {
 	PublicKey  string `json:"publicKey,omitempty"`
 	RPID       string `json:"rpId,omitempty"`
 	Origin     string `json:"origin,omitempty"`
+	SignIn     string `json:"signIn,omitempty"`
 }
 
 // Passkeys are the enrolments and removals of PasskeySaga's journal, as
@@ -217,7 +221,7 @@ func ReadPasskeys(entries []Entry, v note.Verifier) (Passkeys, error) {
 			return bad("the credential was enrolled before")
 		case en.ToolName == PasskeyEnrolled:
 			keys[r.Credential] = Passkey{ID: r.Credential, Identity: r.Identity, Issuer: r.Issuer, Subject: r.Subject,
-				PublicKey: r.PublicKey, RPID: r.RPID, Origin: r.Origin, Enrolled: en.Timestamp, EnrolledSeq: en.Seq}
+				PublicKey: r.PublicKey, RPID: r.RPID, Origin: r.Origin, Enrolled: en.Timestamp, EnrolledSeq: en.Seq, SignIn: r.SignIn}
 		case !known || k.Identity != r.Identity || !k.Removed.IsZero():
 			return bad("it removes no enrolled credential of " + r.Identity)
 		default:
@@ -251,10 +255,13 @@ func (e *Engine) passkeysOn() error {
 	return nil
 }
 
-// MayEnrol says whether p may enrol or remove passkeys now: nil, or
-// why not. Unavailable when the server has no passkeys; Forbidden
-// without the approver role, or (code STEP_UP) from a sign-in older
-// than EnrolWithin.
+// MayEnrol says whether p may enrol passkeys now: nil, or why not.
+// Unavailable when the server has no passkeys; Forbidden without the
+// approver role, or (code STEP_UP) from a sign-in older than
+// EnrolWithin, or, for an OIDC identity, from any sign-in but one of its
+// own, in which the provider authenticated the person again (Reauth):
+// the provider's signature on that sign-in is what binds the key to the
+// person, offline.
 func (e *Engine) MayEnrol(p Principal) error {
 	if err := e.passkeysOn(); err != nil {
 		return err
@@ -262,7 +269,14 @@ func (e *Engine) MayEnrol(p Principal) error {
 	if err := e.Can(p, ActEnrol, Subject{}); err != nil {
 		return err
 	}
-	return e.freshSignIn(p)
+	if err := e.freshSignIn(p); err != nil {
+		return err
+	}
+	if p.Auth == AuthOIDC && (p.SignIn == nil || !p.SignIn.Reauth) {
+		return &Error{Kind: Forbidden, Code: wire.CodeStepUp, Msg: "enrolling a passkey takes a sign-in of its own, " +
+			"in which your identity provider asks for your password again: sign in again"}
+	}
+	return nil
 }
 
 // freshSignIn refuses an enrolment or removal from a sign-in older than
@@ -337,7 +351,10 @@ func (e *Engine) FinishEnrolment(ctx context.Context, p Principal, id string, re
 	if err := e.passkeysOn(); err != nil {
 		return Passkey{}, err
 	}
-	if err := e.Can(p, ActEnrol, Subject{}); err != nil {
+	if err := e.MayEnrol(p); err != nil {
+		return Passkey{}, err
+	}
+	if err := e.recordSignIn(ctx, p); err != nil {
 		return Passkey{}, err
 	}
 	c, err := e.takeCeremony(ctx, p, id, "enrol")
@@ -349,8 +366,11 @@ func (e *Engine) FinishEnrolment(ctx context.Context, p Principal, id string, re
 		return Passkey{}, err
 	}
 	k.Identity, k.Issuer, k.Subject = p.ID, p.Issuer, p.Subject
+	if p.SignIn != nil {
+		k.SignIn = signInOf(p)
+	}
 	rec := enrolment{Credential: k.ID, Identity: k.Identity, Issuer: k.Issuer, Subject: k.Subject, PublicKey: k.PublicKey,
-		RPID: k.RPID, Origin: k.Origin}
+		RPID: k.RPID, Origin: k.Origin, SignIn: k.SignIn}
 	err = e.journalPasskey(ctx, PasskeyEnrolled, rec, func(tx Tx, en Entry) error {
 		k.Enrolled, k.EnrolledSeq = en.Timestamp, en.Seq
 		return tx.PutPasskey(k)

@@ -121,8 +121,12 @@ type Receipt struct {
 	Subject       string     // and subject
 	AuthTime      time.Time  // when they last signed in at the provider, when it says
 	Auth          AuthMethod // how they signed in here
-	Time          time.Time
-	Policy        string // the policy in force
+	// SignIn names the provider's word on an OIDC decider's sign-in:
+	// the SHA-256 of the ID token SignInSaga journals, or
+	// SignInByAccessToken; "" for any other decider.
+	SignIn string
+	Time   time.Time
+	Policy string // the policy in force
 	// ApprovalPolicy and Rule are the approval policy's hash and the
 	// rule a decision on a request was made under, as its
 	// AWAITING_APPROVAL entry records them; "" for a call in doubt.
@@ -166,6 +170,9 @@ func (r Receipt) Text() string {
 		line("auth-time", r.AuthTime.UTC().Format(time.RFC3339))
 	}
 	line("auth", string(r.Auth))
+	if r.SignIn != "" {
+		line("sign-in", r.SignIn)
+	}
 	line("time", r.Time.UTC().Format(TimeLayout))
 	line("policy", r.Policy)
 	if r.ApprovalPolicy != "" {
@@ -208,7 +215,7 @@ func ParseReceipt(text string) (Receipt, error) {
 	fields := map[string]*string{"passkey": &pp.Credential, "passkey-nonce": &pp.Nonce, "passkey-authenticator-data": &pp.AuthenticatorData,
 		"passkey-client-data": &pp.ClientData, "passkey-signature": &pp.Signature, "saga": &r.SagaID, "entry": &r.Entry, "payload-sha256": &r.PayloadSHA256, "decider": &r.Decider,
 		"issuer": &r.Issuer, "subject": &r.Subject, "policy": &r.Policy, "approval-policy": &r.ApprovalPolicy, "rule": &r.Rule,
-		"eligible-as": &r.EligibleAs, "reason": &r.Reason, "result-sha256": &r.ResultSHA256}
+		"eligible-as": &r.EligibleAs, "reason": &r.Reason, "result-sha256": &r.ResultSHA256, "sign-in": &r.SignIn}
 	seen := map[string]bool{}
 	for _, l := range lines[1:] {
 		k, v, ok := strings.Cut(l, ": ")
@@ -282,7 +289,7 @@ func (e *Engine) signed(p Principal, g Entry, r Receipt, result *string, at time
 		return "", err
 	}
 	r.SagaID, r.Seq, r.Entry, r.PayloadSHA256 = g.SagaID, g.Seq, g.Hash, PayloadHash(g.Input)
-	r.Decider, r.Issuer, r.Subject, r.AuthTime, r.Auth, r.Time = p.ID, p.Issuer, p.Subject, p.AuthTime, p.Auth, at
+	r.Decider, r.Issuer, r.Subject, r.AuthTime, r.Auth, r.SignIn, r.Time = p.ID, p.Issuer, p.Subject, p.AuthTime, p.Auth, signInOf(p), at
 	r.Policy = e.policy.String()
 	if result != nil {
 		r.ResultSHA256 = PayloadHash(*result)

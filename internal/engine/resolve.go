@@ -52,6 +52,9 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 	if err := e.signing(ctx); err != nil {
 		return Saga{}, at(err, sagaID, seq)
 	}
+	if err := e.recordSignIn(ctx, p); err != nil {
+		return Saga{}, at(err, sagaID, seq)
+	}
 	missing := &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no call at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
 	var decision Decided
 	s, err := e.update(ctx, sagaID, missing, func(tx Tx, s *Saga) error {

@@ -285,6 +285,7 @@ type SignIn struct {
 	Token    string // the ID token as the provider sent it (a compact JWS)
 	ClientID string // the audience it was issued to: this server
 	Key      string // the provider's public key that verifies it, a JWK as JSON
+	KeyID    string // that key's RFC 7638 thumbprint (base64url)
 	// Reauth says the sign-in asked the provider to authenticate the
 	// person again (max_age=0), as enrolling a passkey takes.
 	Reauth bool

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -433,4 +434,75 @@ func TestApproverGroups(t *testing.T) {
 		t.Errorf("approval by an approver outside finance-leads = %d %s; want 403 naming the rule", refused.code, refused.body)
 	}
 	want(t, "approval by a finance lead", e.do("POST", "/sagacity/approve/g/1", "application/json", `{}`, jwt("fin", "approvers", "finance-leads")...), 200)
+}
+
+// TestReauthToEnrol: enrolling a passkey takes a sign-in of its own, in
+// which the provider authenticated the person again: a session from an
+// ordinary sign-in, however recent, is sent to sign in with max_age=0
+// and prompt=login, and a provider that answers with a sign-in from
+// before that one began is refused; the provider's ID token and the key
+// that verifies it are kept with the session.
+func TestReauthToEnrol(t *testing.T) {
+	r := authtest.NewRogue(t)
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{roles: groupRoles,
+		oidc: func(string) (string, string, string) { return r.Issuer, "sagacity-console", "rogue-secret" }})
+	signedInAgo := func(ago time.Duration) {
+		r.IDToken = func(claims map[string]any) (map[string]any, string) {
+			claims["auth_time"] = time.Now().Add(-ago).Unix()
+			return claims, "RS256"
+		}
+	}
+	c := jar(t)
+	signedInAgo(0)
+	if code, _ := visit(t, c, authtest.LoginHTTP(t, c, e.url+"/login", e.url+auth.CallbackPath, "", "")); code != 302 || !signedIn(t, e, c) {
+		t.Fatalf("signing in: %d; want a session", code)
+	}
+	begin := func() (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", e.url+"/me/passkeys/begin", strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := begin(); code != 403 || !strings.Contains(body, `"code":"STEP_UP"`) || !strings.Contains(body, "a sign-in of its own") {
+		t.Errorf("enrolling from an ordinary sign-in of just now = %d %s; want 403 STEP_UP, a sign-in of its own", code, body)
+	}
+	me := e.do("GET", "/me", "", "", "Cookie", cookieHeader(c, e.url))
+	if !strings.Contains(me.body, "max_age=0") {
+		t.Errorf("/me = %d; want a link to sign in again with max_age=0:\n%s", me.code, me.body)
+	}
+	again := "/login?" + url.Values{"return_to": {"/me"}, auth.MaxAgeParam: {"0"}}.Encode()
+	// The provider answers with the sign-in it had: refused.
+	signedInAgo(2 * time.Minute)
+	u := authtest.LoginHTTP(t, c, e.url+again, e.url+auth.CallbackPath, "", "")
+	if q := r.Authorized(); q[len(q)-1].Get("max_age") != "0" || q[len(q)-1].Get("prompt") != "login" {
+		t.Errorf("the re-authentication asked the provider %v; want max_age=0 and prompt=login", q[len(q)-1])
+	}
+	if code, _ := visit(t, c, u); code != 400 {
+		t.Errorf("a re-authentication answered with a sign-in from before it = %d; want 400", code)
+	}
+	signedInAgo(0)
+	u = authtest.LoginHTTP(t, c, e.url+again, e.url+auth.CallbackPath, "", "")
+	if code, loc := visit(t, c, u); code != 302 || loc != "/me" {
+		t.Fatalf("the re-authentication's callback = %d %q; want 302 to /me", code, loc)
+	}
+	if code, body := begin(); code != 200 || !strings.Contains(body, `"ceremony"`) {
+		t.Errorf("enrolling from a sign-in of its own = %d %s; want the ceremony's options", code, body)
+	}
+}
+
+// cookieHeader is the Cookie header c's jar sends to base.
+func cookieHeader(c *http.Client, base string) string {
+	u, _ := url.Parse(base)
+	var parts []string
+	for _, ck := range c.Jar.Cookies(u) {
+		parts = append(parts, ck.Name+"="+ck.Value)
+	}
+	return strings.Join(parts, "; ")
 }

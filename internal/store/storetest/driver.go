@@ -1555,7 +1555,7 @@ func testPutSession(t *testing.T, d *drv) {
 		s := mkSession(d.id("h4"), when(0))
 		s.Principal.Issuer, s.Principal.Subject, s.Principal.AuthTime = "https://id.example.com", "u1", when(-30).Truncate(time.Second).UTC()
 		s.Principal.SignIn = &engine.SignIn{Token: "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1MSJ9.c2ln", ClientID: "sagacity",
-			Key: `{"kty":"RSA","kid":"k1","n":"AQAB","e":"AQAB"}`, Reauth: true}
+			Key: `{"kty":"RSA","kid":"k1","n":"AQAB","e":"AQAB"}`, KeyID: "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs", Reauth: true}
 		putSession(t, d.db, s)
 		wantSession(t, d.db, s.IDHash, &s)
 	})

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,12 @@ func testPasskeys(t *testing.T, v *env) {
 	v.usePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {
 		{Name: "signed", Quorum: 2, Approvers: []string{"finance-leads", "treasury"}, Passkey: engine.PasskeyRequired}}}},
 		engine.WithClock(clock.Now))
-	now := func(p engine.Principal) engine.Principal { p.AuthTime = clock.Now(); return p }
+	// Signed in just now, in a sign-in of their own: enrolling takes it.
+	now := func(p engine.Principal) engine.Principal {
+		p.AuthTime = clock.Now()
+		p.SignIn = &engine.SignIn{Token: "id-token-of-" + p.ID, ClientID: "sagacity", Key: `{"kty":"OKP"}`, KeyID: "k1", Reauth: true}
+		return p
+	}
 	alice, bob := now(alice), now(bob)
 	authA, authB := testkit.NewAuthenticator(origin), testkit.NewAuthenticator(origin)
 
@@ -74,6 +80,15 @@ func testPasskeys(t *testing.T, v *env) {
 	future.AuthTime = clock.Now().Add(time.Hour)
 	_, _, err = v.e.BeginEnrolment(ctx, future)
 	wantKind(t, "enrolling from a sign-in an hour in the future", err, engine.Forbidden)
+	// A recent sign-in is not enough: enrolling takes one of its own, in
+	// which the provider authenticated the person again.
+	for name, in := range map[string]*engine.SignIn{"no sign-in kept (an access token)": nil,
+		"a sign-in that did not authenticate again": {Token: "t", ClientID: "sagacity", Key: "{}", KeyID: "k1"}} {
+		p := alice
+		p.SignIn = in
+		_, _, err = v.e.BeginEnrolment(ctx, p)
+		wantCode(t, "enrolling from "+name, err, engine.Forbidden, wire.CodeStepUp)
+	}
 	keyA, keyB := v.enrol(alice, authA), v.enrol(bob, authB)
 	if keyA.Identity != alice.ID || keyA.Issuer != alice.Issuer || keyA.Subject != "alice" || keyA.PublicKey == "" || keyA.RPID != "localhost" {
 		t.Errorf("alice's passkey = %+v; want hers, with its public key, for localhost", keyA)
@@ -84,8 +99,18 @@ func testPasskeys(t *testing.T, v *env) {
 		t.Fatalf("%s = %+v; want two enrolments naming key, issuer and subject", engine.PasskeySaga, es)
 	}
 	keys, err := engine.ReadPasskeys(es, testkit.Keys(t).Verifier())
-	if err != nil || keys[keyB.ID].Identity != bob.ID {
-		t.Errorf("ReadPasskeys = %v, %v; want bob's key bound to him", keys, err)
+	if err != nil || keys[keyB.ID].Identity != bob.ID || keys[keyB.ID].SignIn != engine.PayloadHash(bob.SignIn.Token) {
+		t.Errorf("ReadPasskeys = %v, %v; want bob's key bound to him and to the sign-in he enrolled it from", keys, err)
+	}
+	// Each sign-in the enrolments name is journaled, with the provider
+	// key it names, once.
+	signIns := v.journal(engine.SignInSaga)
+	if got := tools(signIns); !slices.Equal(got, []string{engine.ProviderKeyTool, engine.SignedInTool, engine.SignedInTool}) {
+		t.Errorf("%s's tools = %v; want the provider key, then alice's and bob's sign-ins", engine.SignInSaga, got)
+	}
+	read, err := engine.ReadSignIns(signIns, testkit.Keys(t).Verifier(), nil, nil)
+	if s := read[engine.PayloadHash(alice.SignIn.Token)]; err != nil || s.Identity != alice.ID || !s.Reauth || !s.AuthTime.Equal(alice.AuthTime.Truncate(time.Second)) {
+		t.Errorf("ReadSignIns = %+v, %v; want alice's sign-in, re-authenticated, at %v", read, err, alice.AuthTime)
 	}
 	// A ceremony is answered once.
 	id, options, err := v.e.BeginEnrolment(ctx, alice)

@@ -172,3 +172,12 @@ func stateOf(t *testing.T, location string) string {
 	}
 	return state
 }
+
+// tools lists entries' tool names, in order.
+func tools(es []engine.Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ToolName
+	}
+	return out
+}
