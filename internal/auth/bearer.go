@@ -142,7 +142,7 @@ func oidcPrincipal(issuer, subject string, claims map[string]any, roles RoleMap,
 // person signed in (auth_time). A later time is refused, wherever it comes
 // from (an ID token, an access token); one within it counts as now, since
 // nobody signs in after the request their sign-in authenticates.
-const MaxClockSkew = time.Minute
+const MaxClockSkew = engine.MaxSignInSkew
 
 // signedInAt reads a token's auth_time, in whole seconds: the zero time
 // when it has none, now when it is within MaxClockSkew after now, an error

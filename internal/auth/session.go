@@ -69,7 +69,7 @@ type SessionStore interface {
 // and after AbsoluteTimeout whatever happens.
 const (
 	IdleTimeout     = 30 * time.Minute
-	AbsoluteTimeout = 12 * time.Hour
+	AbsoluteTimeout = engine.MaxSession
 	// touchEvery limits how often activity is written back.
 	touchEvery = time.Minute
 )

@@ -273,8 +273,9 @@ func checkSignIn(r signInRecord, keys map[string]providerKeyRecord, check CheckI
 }
 
 // MaxSignInSkew is how far after the server's clock a provider's
-// auth_time may be; the server takes it as its own now (auth.MaxClockSkew
-// is the same bound).
+// auth_time may be (auth.MaxClockSkew); the server takes it as its own
+// now, so a journaled sign-in's time may be up to this before its ID
+// token's.
 const MaxSignInSkew = time.Minute
 
 // Proves says of a decision's receipt r whether the provider's word on
@@ -300,7 +301,8 @@ func (ss SignIns) Proves(r Receipt) string {
 	return ""
 }
 
-// MaxSession is the longest a console session lasts (auth.AbsoluteTimeout).
+// MaxSession is the longest a console session lasts
+// (auth.AbsoluteTimeout): no decision comes later after its sign-in.
 const MaxSession = 12 * time.Hour
 
 // Identity is what proves who made a decision of a journal.
