@@ -151,7 +151,8 @@ func TestRequestRowSubstitution(t *testing.T) {
 
 // TestHostAllowlist: a page on another site whose name resolves to this
 // server (DNS rebinding) is same-origin with it as far as the browser
-// knows. Only the configured host names, and loopback, are served.
+// knows. Only the configured host names, and loopback, are served; the
+// refusal (421) carries the security headers every answer does.
 func TestHostAllowlist(t *testing.T) {
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{hosts: []string{"sagacity.example"}})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.url, "http://"))
@@ -175,8 +176,14 @@ func TestHostAllowlist(t *testing.T) {
 		{"GET", "/", ""}, {"POST", "/login", "name=mallory"}, {"GET", "/sagacity/approvals", ""},
 		{"POST", "/sagacity/approve/transfer-77/3", ""}, {"GET", "/healthz", ""}, {"GET", "/static/app.css", ""},
 	} {
-		if r := do(tt.method, tt.path, evil, tt.body); r.code != http.StatusMisdirectedRequest {
+		r := do(tt.method, tt.path, evil, tt.body)
+		if r.code != http.StatusMisdirectedRequest {
 			t.Errorf("%s %s for host %s = %d, want 421", tt.method, tt.path, evil, r.code)
+		}
+		// The refusal is an answer like any other: the host check runs
+		// inside the security headers, not before them.
+		if missing := missingSecureHeaders(r.header); missing != "" {
+			t.Errorf("%s %s for host %s: the 421 lacks %s (headers %v)", tt.method, tt.path, evil, missing, r.header)
 		}
 	}
 	if r := do("POST", "/login", evil, "name=mallory"); r.header.Get("Set-Cookie") != "" {
@@ -187,6 +194,21 @@ func TestHostAllowlist(t *testing.T) {
 			t.Errorf("GET /healthz for host %s = %d, want 200", host, r.code)
 		}
 	}
+}
+
+// missingSecureHeaders names the first security header h lacks, as
+// every answer carries them, or "".
+func missingSecureHeaders(h http.Header) string {
+	for name, want := range map[string]string{"X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
+		"Cache-Control": "no-store", "X-Frame-Options": "DENY"} {
+		if h.Get(name) != want {
+			return name + ": " + want
+		}
+	}
+	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		return "Content-Security-Policy"
+	}
+	return ""
 }
 
 // TestMethods: a wrong method is 405 with Allow, and HEAD works where GET does.
