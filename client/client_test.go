@@ -294,6 +294,8 @@ func TestErrors(t *testing.T) {
 			401, client.ErrUnauthorized, ""},
 		{"unknown saga", func() error { _, err := auditor.Saga(ctx, "nobody"); return err },
 			404, client.ErrNotFound, "nobody"},
+		{"a saga id that reads as the server's own", func() error { _, err := agent.Call(ctx, "sagacity%3Apasskeys", reserve, "{}"); return err },
+			400, client.ErrInvalid, "are the server's own"},
 		{"nothing pending", func() error { _, err := approver.Approve(ctx, "mine", 99, ""); return err },
 			404, client.ErrNotFound, ""},
 		{"unknown tool", func() error { _, err := agent.Call(ctx, "mine", "launchRocket", "{}"); return err },
