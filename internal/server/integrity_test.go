@@ -347,12 +347,26 @@ func TestResolveAPI(t *testing.T) {
 		body := `{"happened":true,"result":"order-7","reason":"the order service has it"}`
 		want(t, "the initiator resolves", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(agentTok)...), 403)
 		want(t, "no happened", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, `{"reason":"x"}`, bearer(apprTok)...), 400)
-		want(t, "a person resolves", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(apprTok)...), 200)
+		// The answer is the saga, as the API documents it: neither the
+		// result reported nor the journal entry's payload.
+		if r := e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(apprTok)...); r.code != 200 ||
+			!strings.HasPrefix(r.body, `{"sagaId":"lost","status":"RUNNING"`) || strings.Contains(r.body, "order-7") || strings.Contains(r.body, "receipt") {
+			t.Errorf("a person resolves = %d %s; want 200 and the saga alone", r.code, r.body)
+		}
 		want(t, "twice", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(apprTok)...), 409)
 		audit := e.do("GET", "/sagacity/audit/lost", "", "", bearer(apprTok)...).body
 		if !strings.Contains(audit, `"toolName":"approval-gate","phase":"EXECUTED","input":"seq=3","payload":"resolved-by=token:alice\nreason=the order service has it\nauth=token\nreceipt=`) ||
 			!strings.Contains(audit, `\nresult=order-7"`) {
 			t.Errorf("journal = %s, want the resolution under alice's name", audit)
+		}
+		// It did not happen: the saga compensates, and its reason says who
+		// found what, in their words.
+		want(t, "reserve", e.do("POST", "/sagacity/sagas/gone/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
+		strandAs(t, dbURL, engine.Principal{ID: "token:agent1", Auth: "token", Roles: engine.Roles}, "gone", "createOrder", `{"sku":"B"}`)
+		if r := e.do("POST", "/sagacity/in-doubt/gone/3/resolve", js, `{"happened":false,"reason":"the shop has no such order"}`, bearer(apprTok)...); r.code != 200 ||
+			!strings.Contains(r.body, `"status":"COMPENSATED"`) || strings.Contains(r.body, "receipt") ||
+			!strings.Contains(r.body, `"reason":"tool createOrder did not happen, as token:alice found out: the shop has no such order"`) {
+			t.Errorf("resolving that it did not happen = %d %s; want the saga COMPENSATED, its reason in the person's words", r.code, r.body)
 		}
 	})
 }
