@@ -116,7 +116,7 @@ func TestGatedFlow(t *testing.T) {
 	// Verification names the rule, the policy and the voters of the
 	// executed request.
 	if want := (client.Verification{Valid: true, EntryCount: 6, BreakAtIndex: -1, Message: "all 6 entries verified; seq=3 (rule small of policy " +
-		policies.InForce[:12] + "): resumed, approved by token:approver"}); err != nil || v != want {
+		policies.InForce + "): resumed, approved by token:approver"}); err != nil || v != want {
 		t.Errorf("Verify(%q) = %+v, %v; want %+v", saga, v, err, want)
 	}
 }

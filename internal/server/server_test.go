@@ -127,7 +127,7 @@ func TestSeedEndpoints(t *testing.T) {
 
 		r = e.get("/sagacity/audit/transfer-77/verify")
 		if r.code != 200 || r.body != `{"valid":true,"entryCount":6,"breakAtIndex":-1,"message":"all 6 entries verified; seq=3 (rule default of policy `+
-			policy.Hash[:12]+`): resumed, approved by manager@company.com"}`+"\n" {
+			policy.Hash+`): resumed, approved by manager@company.com"}`+"\n" {
 			t.Errorf("verify = %d %s, want all 6 entries verified", r.code, r.body)
 		}
 		testkit.Exec(t, dbURL, "UPDATE journal SET payload = 'approver=mallory' WHERE saga_id = 'transfer-77' AND seq = 4")
