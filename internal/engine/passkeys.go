@@ -119,7 +119,8 @@ type PasskeyBallot struct {
 const ballotHeader = "sagacity passkey ballot v1"
 
 // Text is the ballot as signed: a header line, then one "key: value"
-// line a field (reason only when given).
+// line a field (reason only when given), each ending in "\n". The
+// README gives the grammar; testdata/passkey-ballots.json its vectors.
 func (b PasskeyBallot) Text() string {
 	var s strings.Builder
 	s.WriteString(ballotHeader + "\n")
