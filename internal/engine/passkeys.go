@@ -370,7 +370,8 @@ func (e *Engine) FinishEnrolment(ctx context.Context, p Principal, id string, re
 	k.Identity, k.Issuer, k.Subject = p.ID, p.Issuer, p.Subject
 	rec := enrolment{Credential: k.ID, Identity: k.Identity, Issuer: k.Issuer, Subject: k.Subject, PublicKey: k.PublicKey,
 		RPID: k.RPID, Origin: k.Origin, Counter: k.SignCount}
-	err = e.journalPasskey(ctx, PasskeyEnrolled, rec, func(tx Tx, en Entry) error {
+	taken := Errorf(Conflict, "the passkey %s is enrolled already", k.ID)
+	err = e.journalPasskey(ctx, PasskeyEnrolled, rec, taken, func(tx Tx, en Entry) error {
 		k.Enrolled, k.EnrolledSeq = en.Timestamp, en.Seq
 		return tx.PutPasskey(k)
 	})
@@ -389,10 +390,11 @@ func (e *Engine) RemovePasskey(ctx context.Context, p Principal, credential stri
 		return err
 	}
 	rec := enrolment{Credential: credential, Identity: p.ID}
-	return e.journalPasskey(ctx, PasskeyRemoved, rec, func(tx Tx, en Entry) error {
+	none := Errorf(NotFound, "you have no passkey %s", credential)
+	return e.journalPasskey(ctx, PasskeyRemoved, rec, none, func(tx Tx, en Entry) error {
 		k, err := tx.Passkey(credential)
 		if IsKind(err, NotFound) || (err == nil && (k.Identity != p.ID || !k.Removed.IsZero())) {
-			return Errorf(NotFound, "you have no passkey %s", credential)
+			return none
 		}
 		if err != nil {
 			return err
@@ -402,8 +404,13 @@ func (e *Engine) RemovePasskey(ctx context.Context, p Principal, credential stri
 }
 
 // journalPasskey appends an entry of tool for rec to PasskeySaga, signed,
-// and runs fn with it in the same transaction.
-func (e *Engine) journalPasskey(ctx context.Context, tool string, rec enrolment, fn func(tx Tx, en Entry) error) error {
+// and runs fn with it in the same transaction; refused, and nothing
+// kept, when the journal with it would not read (see ReadPasskeys): votes
+// are checked against that journal, so the server never signs an entry
+// it would refuse, such as the removal of a key the passkeys table, but
+// not the journal, says is p's. Conflict when the journal before it does
+// not read.
+func (e *Engine) journalPasskey(ctx context.Context, tool string, rec enrolment, refused *Error, fn func(tx Tx, en Entry) error) error {
 	now := Truncate(e.now())
 	_, err := e.transact(ctx, PasskeySaga, 0, "", func(tx Tx) (Saga, bool, error) {
 		s, err := tx.CreateSaga(Saga{ID: PasskeySaga, Status: Completed, Ended: true, Initiator: PasskeyEnrolled,
@@ -413,6 +420,16 @@ func (e *Engine) journalPasskey(ctx context.Context, tool string, rec enrolment,
 		en, err := e.passkeyEntry(tx, s, tool, rec)
 		if err != nil {
 			return err
+		}
+		entries, err := tx.Entries(PasskeySaga)
+		if err != nil {
+			return err
+		}
+		if _, err := ReadPasskeys(entries, e.keys.Verifier()); err != nil {
+			if _, before := ReadPasskeys(entries[:len(entries)-1], e.keys.Verifier()); before != nil {
+				return &Error{Kind: Conflict, Msg: msgOf(before) + ": no passkey is enrolled or removed on it", Err: before}
+			}
+			return refused
 		}
 		return fn(tx, en)
 	})

@@ -54,7 +54,8 @@ func (v *env) signed(p engine.Principal, a *testkit.Authenticator, saga string, 
 // request's challenge, a counter that goes back, a removed key, and the
 // passkeys table edited (a row revived, written in, given another key or
 // person, its counter reset) — each refused, and nothing journaled or
-// executed; two good votes run the tool, and the journal verifies.
+// executed; a removal the journal would not take is refused; two good
+// votes run the tool, and the journal verifies.
 func testPasskeys(t *testing.T, v *env) {
 	ctx := context.Background()
 	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
@@ -202,6 +203,15 @@ func testPasskeys(t *testing.T, v *env) {
 	v.h.Exec(t, "DELETE FROM passkeys WHERE id = $1", forged.ID)
 	v.h.Exec(t, "UPDATE passkeys SET identity = $1 WHERE id = $2", bob.ID, keyA.ID)
 	refused("bob's vote with alice's key, its row moved to him", v.cast(bob, authA, "pk", seq, engine.ActApprove, "ok", keyA))
+	// Nor is a removal journaled that the journal would not take: the
+	// server never signs an entry that breaks sagacity:passkeys.
+	pks := len(v.journal(engine.PasskeySaga))
+	if err := v.e.RemovePasskey(ctx, bob, keyA.ID); !engine.IsKind(err, engine.NotFound) {
+		t.Errorf("bob removing alice's key, its row moved to him: %v; want NotFound", err)
+	}
+	if n := len(v.journal(engine.PasskeySaga)); n != pks {
+		t.Errorf("bob removing alice's key journaled %d entries in %s", n-pks, engine.PasskeySaga)
+	}
 	v.h.Exec(t, "UPDATE passkeys SET identity = $1 WHERE id = $2", alice.ID, keyA.ID)
 	if v.fx.transfer.Load() != wires {
 		t.Fatalf("the wire ran before its quorum")
