@@ -116,7 +116,7 @@ func TestGatedFlow(t *testing.T) {
 	// Verification names the rule, the policy and the voters of the
 	// executed request.
 	if want := (client.Verification{Valid: true, EntryCount: 6, BreakAtIndex: -1, Message: "all 6 entries verified; seq=3 (rule small of policy " +
-		policies.InForce[:12] + "): resumed, approved by token:approver"}); err != nil || v != want {
+		policies.InForce + "): resumed, approved by token:approver"}); err != nil || v != want {
 		t.Errorf("Verify(%q) = %+v, %v; want %+v", saga, v, err, want)
 	}
 }
@@ -294,6 +294,8 @@ func TestErrors(t *testing.T) {
 			401, client.ErrUnauthorized, ""},
 		{"unknown saga", func() error { _, err := auditor.Saga(ctx, "nobody"); return err },
 			404, client.ErrNotFound, "nobody"},
+		{"a saga id that reads as the server's own", func() error { _, err := agent.Call(ctx, "sagacity%3Apasskeys", reserve, "{}"); return err },
+			400, client.ErrInvalid, "are the server's own"},
 		{"nothing pending", func() error { _, err := approver.Approve(ctx, "mine", 99, ""); return err },
 			404, client.ErrNotFound, ""},
 		{"unknown tool", func() error { _, err := agent.Call(ctx, "mine", "launchRocket", "{}"); return err },

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"net"
 	"os"
@@ -67,15 +68,58 @@ func TestCommandHelp(t *testing.T) {
 				}
 				want := "usage: sagacity " + c.name + " " + c.args + "\n\n" + c.help + "\n"
 				vars := strings.Contains(got.String(), "SAGACITY_LOG_LEVEL")
+				flags, _ := strings.CutPrefix(got.String(), want)
 				switch {
 				case !strings.HasPrefix(got.String(), want):
 					t.Errorf("sagacity %s =\n%s\nwant it to start with\n%s", strings.Join(args, " "), got.String(), want)
 				case vars != (c.name == "serve"):
 					t.Errorf("sagacity %s lists the variables: %v; want them listed for serve alone:\n%s", strings.Join(args, " "), vars, got.String())
-				case c.name != "serve" && got.String() != want:
-					t.Errorf("sagacity %s =\n%s\nwant exactly\n%s", strings.Join(args, " "), got.String(), want)
+				case c.name != "serve" && (c.flags == nil) != (flags == ""):
+					t.Errorf("sagacity %s =\n%s\nwant exactly\n%s\nand its flags, if it has any", strings.Join(args, " "), got.String(), want)
+				case c.flags != nil && !strings.HasPrefix(flags, "\nflags:\n"):
+					t.Errorf("sagacity %s ends with %q; want its flags", strings.Join(args, " "), flags)
 				}
 			})
+		}
+	}
+}
+
+// TestHelpFlags: each command's help lists every flag it takes, in its
+// usage line and with what it does; the help shows the flags the command
+// parses, declared once.
+func TestHelpFlags(t *testing.T) {
+	for name, flags := range map[string][]string{
+		"verify":         {"key", "checkpoint", "allow-unproved", "allow-dev"},
+		"verify-receipt": {"key", "allow-dev", "passkeys", "checkpoint"},
+		"verify-log":     {"key", "proof"},
+		"token":          {"config", "name", "roles"},
+		"policy":         {"canonical"},
+		"keygen":         {"name", "out"},
+	} {
+		var b bytes.Buffer
+		if err := run(context.Background(), []string{name, "--help"}, nil, &b); err != nil {
+			t.Fatalf("sagacity %s --help: %v", name, err)
+		}
+		usage, listed, _ := strings.Cut(b.String(), "\nflags:\n")
+		usage, _, _ = strings.Cut(usage, "\n")
+		c, _ := find(name)
+		if c.flags == nil {
+			t.Errorf("sagacity %s declares no flags for its help; want %v", name, flags)
+			continue
+		}
+		declared := newFlags(name, c.flags)
+		for _, f := range flags {
+			if !strings.Contains(usage, "-"+f+" ") && !strings.Contains(usage, "[-"+f+"]") {
+				t.Errorf("sagacity %s --help: the usage line %q does not name -%s", name, usage, f)
+			}
+			if d := declared.Lookup(f); d == nil || !strings.Contains(listed, "  -"+f) || !strings.Contains(listed, d.Usage) {
+				t.Errorf("sagacity %s --help does not list -%s with what it does:\n%s", name, f, b.String())
+			}
+		}
+		n := 0
+		declared.VisitAll(func(*flag.Flag) { n++ })
+		if n != len(flags) {
+			t.Errorf("sagacity %s declares %d flags; want %d, %v", name, n, len(flags), flags)
 		}
 	}
 }
@@ -130,8 +174,16 @@ func TestPolicyCommand(t *testing.T) {
 	}
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"policy", good}, nil, &out); err != nil ||
-		!strings.HasPrefix(out.String(), "# approval policy sha256:"+want.Hash+"\n") || !strings.Contains(out.String(), `"when": "double(payload.amount) <= 1000.0"`) {
-		t.Errorf("policy %s = %v\n%s\nwant the hash %s and the rule", good, err, out.String(), want.Hash)
+		!strings.HasPrefix(out.String(), "# approval policy sha256:"+want.Hash+"\n") || !strings.Contains(out.String(), `"when": "double(payload.amount) <= 1000.0"`) ||
+		!strings.Contains(out.String(), "# sagacity policy -canonical "+good+" | sha256sum\n") {
+		t.Errorf("policy %s = %v\n%s\nwant the hash %s, how to hash it again, and the rule", good, err, out.String(), want.Hash)
+	}
+	// The indented document is not what is hashed; -canonical prints
+	// exactly what is.
+	var canon bytes.Buffer
+	if err := run(context.Background(), []string{"policy", "-canonical", good}, nil, &canon); err != nil ||
+		canon.String() != want.Text || engine.PayloadHash(canon.String()) != want.Hash {
+		t.Errorf("policy -canonical %s = %v\n%q\nwant exactly the bytes whose SHA-256 is %s:\n%q", good, err, canon.String(), want.Hash, want.Text)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("approval:\n  default:\n    - when: payload.amount >\n"), 0o644)

@@ -93,6 +93,23 @@ func otherBytes(r engine.Receipt, payload []byte, file string) string {
 	return msg
 }
 
+// verifyReceiptArgs is what verify-receipt takes.
+const verifyReceiptArgs = "-key PUBLIC_KEY [-allow-dev] [-passkeys EXPORT [-checkpoint CHECKPOINT]] RECEIPT PAYLOAD"
+
+// verifyReceiptFlags are verify-receipt's flags, declared once for
+// parsing and help.
+type verifyReceiptFlags struct {
+	key, passkeys, checkpoint string
+	allowDev                  bool
+}
+
+func (f *verifyReceiptFlags) declare(fs *flag.FlagSet) {
+	fs.StringVar(&f.key, "key", "", "the public key (GET /sagacity/keys, or what sagacity keygen printed)")
+	fs.BoolVar(&f.allowDev, "allow-dev", false, "accept a decision signed in dev mode, whose decider's name was typed, not verified")
+	fs.StringVar(&f.passkeys, "passkeys", "", "an export with proofs of the saga (GET /sagacity/audit/{sagaId}?proofs=N): check a passkey vote against its passkey's enrolment there")
+	fs.StringVar(&f.checkpoint, "checkpoint", "", "with -passkeys: a signed checkpoint (GET /sagacity/checkpoints/N): check the enrolment is in the log it signed")
+}
+
 // verifyReceipt checks a decision receipt offline: its signature with the
 // public key, that it is about the bytes in the payload file, and that it
 // was not signed in dev mode (unless -allow-dev); a vote signed with a
@@ -100,20 +117,16 @@ func otherBytes(r engine.Receipt, payload []byte, file string) string {
 // proved in the log a checkpoint signed with -checkpoint. Exit status: 0
 // valid, 1 not, 2 unreadable.
 func verifyReceipt(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("verify-receipt", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	key := fs.String("key", "", "the public key (GET /sagacity/keys, or what sagacity keygen printed)")
-	allowDev := fs.Bool("allow-dev", false, "accept a decision signed in dev mode, whose decider's name was typed, not verified")
-	pkFile := fs.String("passkeys", "", "an export with proofs of the saga (GET /sagacity/audit/{sagaId}?proofs=N): check a passkey vote against its passkey's enrolment there")
-	cpFile := fs.String("checkpoint", "", "with -passkeys: a signed checkpoint (GET /sagacity/checkpoints/N): check the enrolment is in the log it signed")
-	usage := "usage: sagacity verify-receipt -key PUBLIC_KEY [-allow-dev] [-passkeys EXPORT [-checkpoint CHECKPOINT]] RECEIPT_FILE PAYLOAD_FILE"
+	var f verifyReceiptFlags
+	fs := newFlags("verify-receipt", f.declare)
+	usage := "usage: sagacity verify-receipt " + verifyReceiptArgs
 	if err := fs.Parse(args); err != nil {
 		return exitError{2, fmt.Errorf("verify-receipt: %w (%s)", err, usage)}
 	}
-	if fs.NArg() != 2 || *key == "" || (*cpFile != "" && *pkFile == "") {
+	if fs.NArg() != 2 || f.key == "" || (f.checkpoint != "" && f.passkeys == "") {
 		return exitError{2, fmt.Errorf("verify-receipt: %s", usage)}
 	}
-	v, err := note.NewVerifier(*key)
+	v, err := note.NewVerifier(f.key)
 	if err != nil {
 		return exitError{2, fmt.Errorf("verify-receipt: -key is not a public key: %w", err)}
 	}
@@ -132,14 +145,14 @@ func verifyReceipt(args []string, stdout io.Writer) error {
 		out.Message = err.(*engine.Error).Msg
 	case r.PayloadSHA256 != engine.PayloadHash(string(payload)):
 		out.Receipt, out.Message = printed(r), otherBytes(r, payload, fs.Arg(1))
-	case r.Auth == engine.AuthDev && !*allowDev:
+	case r.Auth == engine.AuthDev && !f.allowDev:
 		out.Receipt, out.Message = printed(r), "the decision was made in dev mode (auth: dev): "+r.Decider+"'s name was typed, not verified; -allow-dev accepts it"
 	default:
 		out.Receipt, out.Valid = printed(r), true
 		out.Message = fmt.Sprintf("%s %s the request at seq=%d of saga %s, about exactly these bytes", r.Decider, r.Decision, r.Seq, r.SagaID)
 	}
 	if out.Valid && r.Passkey != nil {
-		why, err := signedBy(r, v, *pkFile, *cpFile)
+		why, err := signedBy(r, v, f.passkeys, f.checkpoint)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -36,6 +37,19 @@ type command struct {
 	run   func(ctx context.Context, args []string, environ []string, stdout io.Writer) error
 	env   bool   // whether it reads all the SAGACITY_* variables (its help lists them)
 	short string // one line for the list of commands
+	// flags declares its flags, as it parses them, for its help to list;
+	// nil when it has none.
+	flags func(*flag.FlagSet)
+}
+
+// newFlags is the flag set a command parses its arguments with, its flags
+// declared by declare: it prints nothing (the command's help lists them,
+// see printCommand).
+func newFlags(name string, declare func(*flag.FlagSet)) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	declare(fs)
+	return fs
 }
 
 // commands are the binary's commands, in the order help lists them.
@@ -57,43 +71,51 @@ var commands = []command{
 			"Exit status 0: the schema is current, 1: it is not (one line naming SAGACITY_DATABASE_URL says why),\n" +
 			"2: arguments were given.",
 		run: migrate},
-	{name: "verify", args: "[-key PUBLIC_KEY [-checkpoint CHECKPOINT]] FILE", short: "verify a journal export offline",
+	{name: "verify", args: verifyArgs, short: "verify a journal export offline",
 		help: "Verifies a journal export (NDJSON, as GET /sagacity/audit/{sagaId} serves it; - reads standard input):\n" +
-			"its hash chain; with -key, every decision's receipt and, in an export with proofs, every request's\n" +
-			"votes and execution against the approval rule of the policy it pinned (the export's policy lines,\n" +
-			"signed by the key); with -checkpoint, every entry's and policy line's proof of inclusion in the log\n" +
-			"the checkpoint signed. Prints the result as JSON, naming who approved each executed request.\n" +
+			"its hash chain; with -key, every decision's receipt (refusing one made in dev mode unless -allow-dev)\n" +
+			"and, in an export with proofs, every request's votes and execution against the approval rule of the\n" +
+			"policy it pinned (the export's policy lines, signed by the key) and every passkey vote against its\n" +
+			"passkey's enrolment (the export's passkey lines); with -checkpoint, the export's signed head and every\n" +
+			"entry's, policy line's and passkey line's proof of inclusion in the log the checkpoint signed\n" +
+			"(entries newer than it only with -allow-unproved). Prints the result as JSON, naming the rule, the\n" +
+			"policy (its whole SHA-256) and who approved each executed request.\n" +
 			"Exit status 0: valid, 1: broken, 2: unreadable.",
-		run: offline(verify)},
-	{name: "verify-receipt", args: "-key PUBLIC_KEY RECEIPT PAYLOAD", short: "check a decision's receipt offline",
-		help: "Checks a decision's receipt (GET /sagacity/receipts/{sagaId}/{seq}) against the public key, and that\n" +
-			"it is about the bytes in PAYLOAD.\nExit status 0: valid, 1: not, 2: unreadable.",
-		run: offline(verifyReceipt)},
-	{name: "verify-log", args: "-key PUBLIC_KEY -proof PROOF OLD_CHECKPOINT NEW_CHECKPOINT", short: "check that a newer checkpoint extends an older one",
+		run: offline(verify), flags: func(fs *flag.FlagSet) { new(verifyFlags).declare(fs) }},
+	{name: "verify-receipt", args: verifyReceiptArgs, short: "check a decision's receipt offline",
+		help: "Checks a decision's receipt (GET /sagacity/receipts/{sagaId}/{seq}) against the public key, that it\n" +
+			"is about the bytes in PAYLOAD, and that it was not made in dev mode (unless -allow-dev); a vote signed\n" +
+			"with a passkey, against the passkey's enrolment in an export with proofs (-passkeys), which it\n" +
+			"refuses without one, proved in the log the checkpoint signed (-checkpoint).\n" +
+			"Exit status 0: valid, 1: not, 2: unreadable.",
+		run: offline(verifyReceipt), flags: func(fs *flag.FlagSet) { new(verifyReceiptFlags).declare(fs) }},
+	{name: "verify-log", args: verifyLogArgs, short: "check that a newer checkpoint extends an older one",
 		help: "Checks that the log the newer checkpoint signed extends the older one's, with the consistency\n" +
 			"proof between them (GET /sagacity/checkpoints/consistency?from=OLD&to=NEW).\n" +
 			"Exit status 0: consistent, 1: not, 2: unreadable.",
-		run: offline(verifyLog)},
-	{name: "token", args: "[-config FILE] NAME=ROLE[,ROLE]… | [-config FILE] [-name NAME] [-roles ROLE,…]", short: "make new API tokens",
+		run: offline(verifyLog), flags: func(fs *flag.FlagSet) { new(verifyLogFlags).declare(fs) }},
+	{name: "token", args: tokenArgs, short: "make new API tokens",
 		help: "Makes a new API token for each NAME=ROLES argument (roles: agent, approver, auditor, comma-separated),\n" +
 			"or one named by -name (default automation) with -roles (default agent). Prints each token once, beside\n" +
 			"its name, and one tokens: block that declares them all in SAGACITY_CONFIG by their SHA-256 alone.\n" +
 			"With -config, adds them to that file's tokens: list instead, in place (the file's other lines and\n" +
 			"comments stay as they are; a name the file declares already is refused; the file is made if there is\n" +
 			"none), and prints the tokens. Exit status 0: made, 2: refused (nothing was written).",
-		run: offline(token)},
-	{name: "policy", args: "[FILE]", short: "print the approval policy a configuration file puts in force, and its hash",
+		run: offline(token), flags: func(fs *flag.FlagSet) { new(tokenFlags).declare(fs) }},
+	{name: "policy", args: policyArgs, short: "print the approval policy a configuration file puts in force, and its hash",
 		help: "Prints the approval policy of the configuration FILE (the default without one) as requests record it:\n" +
-			"its SHA-256, which every request's policy= line carries, and its canonical document.\n" +
+			"its SHA-256, which every request's policy= line carries, and its document, indented. The hash is of\n" +
+			"the canonical document, one line of JSON, which -canonical prints alone, byte for byte:\n" +
+			"sagacity policy -canonical FILE | sha256sum prints the same hash.\n" +
 			"A condition that does not compile is refused, naming the tool, the rule and the column.\n" +
 			"Exit status 0: printed, 2: the file is unreadable or refused.",
-		run: offline(policy)},
-	{name: "keygen", args: "[-name NAME] [-out FILE]", short: "make a new signing key",
+		run: offline(policy), flags: func(fs *flag.FlagSet) { new(policyFlags).declare(fs) }},
+	{name: "keygen", args: keygenArgs, short: "make a new signing key",
 		help: "Prints a new signing key (for SAGACITY_SIGNING_KEY) and its public key. With -out, writes the signing\n" +
 			"key alone to FILE, a new file of mode 0600 (for SAGACITY_SIGNING_KEY_FILE; an existing file is never\n" +
 			"overwritten), and prints the public key. -name is the key's name, the origin of the log it signs\n" +
 			"(default sagacity): your server's host name.",
-		run: offline(keygen)},
+		run: offline(keygen), flags: func(fs *flag.FlagSet) { new(keygenFlags).declare(fs) }},
 	{name: "healthcheck", args: "[URL]", short: "exit 0 when the server is ready (for container health checks)",
 		help: "Asks the server's /readyz (default: the one SAGACITY_ADDR names, on loopback) and exits 0 when it\n" +
 			"answers ok, 1 otherwise. The container image has no curl; this is its HEALTHCHECK.\n" +
@@ -178,6 +200,12 @@ func printHelp(w io.Writer) error {
 
 func printCommand(w io.Writer, c command) error {
 	fmt.Fprintf(w, "usage: sagacity %s %s\n\n%s\n", c.name, c.args, c.help)
+	if c.flags != nil {
+		fmt.Fprintln(w, "\nflags:")
+		fs := newFlags(c.name, c.flags)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
 	if !c.env {
 		return nil
 	}

@@ -30,22 +30,31 @@ type newToken struct {
 	roles            []string
 }
 
+// tokenArgs is what token takes.
+const tokenArgs = "[-config FILE] NAME=ROLE[,ROLE]… | [-config FILE] [-name NAME] [-roles ROLE,…]"
+
+// tokenFlags are token's flags, declared once for parsing and help.
+type tokenFlags struct{ name, roles, config string }
+
+func (f *tokenFlags) declare(fs *flag.FlagSet) {
+	fs.StringVar(&f.name, "name", "automation", "the token's name: what decisions are journaled under (token:<name>)")
+	fs.StringVar(&f.roles, "roles", "agent", "comma-separated roles: agent, approver, auditor")
+	fs.StringVar(&f.config, "config", "", "the configuration file to add the tokens to")
+}
+
 // token makes new random API tokens, one per NAME=ROLES argument (or one
 // from -name and -roles), and prints each once with one tokens: block
 // declaring them all, or, with -config, adds them to that file's tokens:
 // list in place and prints the tokens alone. Only a token's SHA-256 goes
 // into the configuration.
 func token(args []string, stdout io.Writer) error {
-	const usage = "usage: sagacity token [-config FILE] NAME=ROLE[,ROLE]… or sagacity token [-config FILE] [-name NAME] [-roles ROLE,…]"
-	set := flag.NewFlagSet("token", flag.ContinueOnError)
-	set.SetOutput(io.Discard)
-	name := set.String("name", "automation", "the token's name: what decisions are journaled under (token:<name>)")
-	roles := set.String("roles", "agent", "comma-separated roles: agent, approver, auditor")
-	file := set.String("config", "", "the configuration file to add the tokens to")
+	const usage = "usage: sagacity token " + tokenArgs
+	var f tokenFlags
+	set := newFlags("token", f.declare)
 	if err := set.Parse(args); err != nil {
 		return exitError{2, fmt.Errorf("token: %w (%s)", err, usage)}
 	}
-	specs := [][2]string{{*name, *roles}}
+	specs := [][2]string{{f.name, f.roles}}
 	if set.NArg() > 0 {
 		named := false
 		set.Visit(func(f *flag.Flag) { named = named || f.Name == "name" || f.Name == "roles" })
@@ -83,15 +92,15 @@ func token(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *file != "" {
-		if err := addTokens(*file, toks, items); err != nil {
+	if f.config != "" {
+		if err := addTokens(f.config, toks, items); err != nil {
 			return exitError{2, fmt.Errorf("token: %w", err)}
 		}
 		var names []string
 		for _, t := range toks {
 			names = append(names, fmt.Sprintf("%s (%s)", t.name, strings.Join(t.roles, ", ")))
 		}
-		fmt.Fprintf(stdout, "# Added to %s's tokens: %s; restart the server to take them.\n", *file, strings.Join(names, ", "))
+		fmt.Fprintf(stdout, "# Added to %s's tokens: %s; restart the server to take them.\n", f.config, strings.Join(names, ", "))
 		return printTokens(stdout, toks)
 	}
 	block := "tokens:\n" + indent(items, "  ")

@@ -15,6 +15,25 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
+// verifyArgs is what verify takes, as its usage line says.
+const verifyArgs = "[-key PUBLIC_KEY [-allow-dev] [-allow-unproved-sign-in] [-provider-keys JWKS] [-checkpoint CHECKPOINT [-allow-unproved]]] FILE"
+
+// verifyFlags are verify's flags: declare declares them once, for verify
+// to parse and its help to list.
+type verifyFlags struct {
+	key, checkpoint, providerKeys                string
+	allowUnproved, allowDev, allowUnprovedSignIn bool
+}
+
+func (f *verifyFlags) declare(fs *flag.FlagSet) {
+	fs.StringVar(&f.key, "key", "", "the public key (GET /sagacity/keys): check every decision's receipt, and in an export with proofs every vote against its rule and every passkey vote against its enrolment")
+	fs.StringVar(&f.checkpoint, "checkpoint", "", "with -key: a signed checkpoint (GET /sagacity/checkpoints/latest): check the export's signed head and every entry's inclusion proof against it")
+	fs.BoolVar(&f.allowUnproved, "allow-unproved", false, "with -checkpoint: accept entries the checkpoint is older than (they come last, without proofs)")
+	fs.BoolVar(&f.allowDev, "allow-dev", false, "with -key: accept decisions signed in dev mode, whose decider's name was typed, not verified")
+	fs.BoolVar(&f.allowUnprovedSignIn, "allow-unproved-sign-in", false, "with -key: accept decisions by OIDC identities whose receipts name no sign-in the identity provider signed (made before sign-ins were kept)")
+	fs.StringVar(&f.providerKeys, "provider-keys", "", "with -key: a JSON Web Key Set of the identity provider's (its jwks_uri, fetched by you): check each sign-in against these keys instead of those the log journals")
+}
+
 // verify checks a journal export offline and prints the verify result as
 // JSON: the hash chain and the rules of its requests; with -key, every
 // decision's receipt (and no decision signed in dev mode, unless
@@ -29,47 +48,41 @@ import (
 // the log journals or those -provider-keys gives. Exit status: 0 valid, 1
 // broken, 2 unreadable.
 func verify(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	key := fs.String("key", "", "the public key (GET /sagacity/keys): check every decision's receipt")
-	cpFile := fs.String("checkpoint", "", "a signed checkpoint (GET /sagacity/checkpoints/latest): check every entry's inclusion proof against it")
-	allowUnproved := fs.Bool("allow-unproved", false, "with -checkpoint: accept entries the checkpoint is older than (they come last, without proofs)")
-	allowDev := fs.Bool("allow-dev", false, "with -key: accept decisions signed in dev mode, whose decider's name was typed, not verified")
-	allowUnprovedSignIn := fs.Bool("allow-unproved-sign-in", false, "with -key: accept decisions by OIDC identities whose receipts name no sign-in the identity provider signed (made before sign-ins were kept)")
-	providerKeys := fs.String("provider-keys", "", "with -key: a JSON Web Key Set of the identity provider's (its jwks_uri, fetched by you): check each sign-in against these keys instead of those the log journals")
-	usage := "usage: sagacity verify [-key PUBLIC_KEY [-allow-dev] [-allow-unproved-sign-in] [-provider-keys JWKS] [-checkpoint CHECKPOINT [-allow-unproved]]] FILE (- reads standard input)"
+	var f verifyFlags
+	fs := newFlags("verify", f.declare)
+	usage := "usage: sagacity verify " + verifyArgs + " (- reads standard input)"
 	if err := fs.Parse(args); err != nil {
 		return exitError{2, fmt.Errorf("verify: %w (%s)", err, usage)}
 	}
-	if fs.NArg() != 1 || (*cpFile != "" && *key == "") || (*allowUnproved && *cpFile == "") || (*allowDev && *key == "") ||
-		((*allowUnprovedSignIn || *providerKeys != "") && *key == "") {
+	if fs.NArg() != 1 || (f.checkpoint != "" && f.key == "") || (f.allowUnproved && f.checkpoint == "") || (f.allowDev && f.key == "") ||
+		((f.allowUnprovedSignIn || f.providerKeys != "") && f.key == "") {
 		return exitError{2, fmt.Errorf("verify: %s", usage)}
 	}
 	var trusted map[string][]byte
-	if *providerKeys != "" {
-		b, err := os.ReadFile(*providerKeys)
+	if f.providerKeys != "" {
+		b, err := os.ReadFile(f.providerKeys)
 		if err != nil {
 			return exitError{2, err}
 		}
 		if trusted, err = auth.ProviderKeys(b); err != nil {
-			return exitError{2, fmt.Errorf("verify: -provider-keys %s: %w", *providerKeys, err)}
+			return exitError{2, fmt.Errorf("verify: -provider-keys %s: %w", f.providerKeys, err)}
 		}
 	}
 	var v note.Verifier
-	if *key != "" {
+	if f.key != "" {
 		var err error
-		if v, err = note.NewVerifier(*key); err != nil {
+		if v, err = note.NewVerifier(f.key); err != nil {
 			return exitError{2, fmt.Errorf("verify: -key is not a public key: %w", err)}
 		}
 	}
 	var cp engine.Checkpoint
-	if *cpFile != "" {
-		signed, err := os.ReadFile(*cpFile)
+	if f.checkpoint != "" {
+		signed, err := os.ReadFile(f.checkpoint)
 		if err != nil {
 			return exitError{2, err}
 		}
 		if cp, err = tlog.OpenCheckpoint(string(signed), v); err != nil {
-			return printVerification(stdout, engine.Verification{BreakAtIndex: -1, Message: *cpFile + ": " + err.(*engine.Error).Msg})
+			return printVerification(stdout, engine.Verification{BreakAtIndex: -1, Message: f.checkpoint + ": " + err.(*engine.Error).Msg})
 		}
 	}
 	name := fs.Arg(0)
@@ -95,7 +108,7 @@ func verify(args []string, stdout io.Writer) error {
 				name, entries[0].SagaID, e.SagaID)}
 		}
 	}
-	if *cpFile != "" {
+	if f.checkpoint != "" {
 		switch {
 		case proofs == nil:
 			return exitError{2, fmt.Errorf("%s: carries no proofs; export it with GET /sagacity/audit/{sagaId}?proofs=%d", name, cp.Size)}
@@ -108,7 +121,7 @@ func verify(args []string, stdout io.Writer) error {
 	if res.Valid && v != nil {
 		res = engine.VerifyReceipts(entries, v)
 	}
-	if res.Valid && v != nil && !*allowDev {
+	if res.Valid && v != nil && !f.allowDev {
 		res = notDev(entries, v, res)
 	}
 	if res.Valid && v != nil && proofs != nil {
@@ -117,12 +130,12 @@ func verify(args []string, stdout io.Writer) error {
 	if res.Valid && v != nil && proofs != nil {
 		res = headed(entries, proofs, v, res)
 	}
-	if res.Valid && *cpFile != "" {
-		res = proved(entries, proofs, cp, v, *allowUnproved, res)
+	if res.Valid && f.checkpoint != "" {
+		res = proved(entries, proofs, cp, v, f.allowUnproved, res)
 	}
 	var ids []engine.Identity
 	if res.Valid && v != nil && proofs != nil {
-		res, ids = identified(entries, proofs, v, trusted, *allowUnprovedSignIn, res)
+		res, ids = identified(entries, proofs, v, trusted, f.allowUnprovedSignIn, res)
 	}
 	if !res.Valid {
 		ids = nil
@@ -211,7 +224,7 @@ func policyBroken(entries []engine.Entry, pe engine.Entry, why string) engine.Ve
 		lc, _ := engine.ReadLifecycle(entries)
 		for _, seq := range lc.Order {
 			if i := int(seq - 1); entries[i].Field(engine.KeyPolicy) == hash {
-				return engine.Verification{EntryCount: n, BreakAtIndex: i, Message: fmt.Sprintf("seq=%d (entry %d) pins approval policy %.12s, but %s",
+				return engine.Verification{EntryCount: n, BreakAtIndex: i, Message: fmt.Sprintf("seq=%d (entry %d) pins approval policy %s, but %s",
 					seq, i, hash, why)}
 			}
 		}
@@ -363,34 +376,44 @@ type logCheck struct {
 	Message string `json:"message"`
 }
 
+// verifyLogArgs is what verify-log takes.
+const verifyLogArgs = "-key PUBLIC_KEY -proof PROOF OLD_CHECKPOINT NEW_CHECKPOINT"
+
+// verifyLogFlags are verify-log's flags, declared once for parsing and
+// help.
+type verifyLogFlags struct{ key, proof string }
+
+func (f *verifyLogFlags) declare(fs *flag.FlagSet) {
+	fs.StringVar(&f.key, "key", "", "the public key (GET /sagacity/keys)")
+	fs.StringVar(&f.proof, "proof", "", "the consistency proof, as GET /sagacity/checkpoints/consistency serves it")
+}
+
 // verifyLog checks offline that the log a newer checkpoint signed extends
 // the log an older one signed, with the consistency proof between their
 // sizes (GET /sagacity/checkpoints/consistency?from=&to=): nothing the
 // older one covered was removed or rewritten. Exit status: 0 consistent,
 // 1 not, 2 unreadable.
 func verifyLog(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("verify-log", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	key := fs.String("key", "", "the public key (GET /sagacity/keys)")
-	proofFile := fs.String("proof", "", "the consistency proof, as GET /sagacity/checkpoints/consistency serves it")
-	usage := "usage: sagacity verify-log -key PUBLIC_KEY -proof PROOF OLD_CHECKPOINT NEW_CHECKPOINT"
+	var f verifyLogFlags
+	fs := newFlags("verify-log", f.declare)
+	usage := "usage: sagacity verify-log " + verifyLogArgs
 	if err := fs.Parse(args); err != nil {
 		return exitError{2, fmt.Errorf("verify-log: %w (%s)", err, usage)}
 	}
-	if fs.NArg() != 2 || *key == "" || *proofFile == "" {
+	if fs.NArg() != 2 || f.key == "" || f.proof == "" {
 		return exitError{2, fmt.Errorf("verify-log: %s", usage)}
 	}
-	v, err := note.NewVerifier(*key)
+	v, err := note.NewVerifier(f.key)
 	if err != nil {
 		return exitError{2, fmt.Errorf("verify-log: -key is not a public key: %w", err)}
 	}
 	var p wire.ConsistencyProof
-	b, err := os.ReadFile(*proofFile)
+	b, err := os.ReadFile(f.proof)
 	if err != nil {
 		return exitError{2, err}
 	}
 	if err := json.Unmarshal(b, &p); err != nil {
-		return exitError{2, fmt.Errorf("%s: not a consistency proof: %w", *proofFile, err)}
+		return exitError{2, fmt.Errorf("%s: not a consistency proof: %w", f.proof, err)}
 	}
 	out := func(valid bool, msg string) error {
 		b, _ := json.Marshal(logCheck{Valid: valid, Message: msg})
@@ -414,7 +437,7 @@ func verifyLog(args []string, stdout io.Writer) error {
 	}
 	if p.From != cps[0].Size || p.To != cps[1].Size {
 		return exitError{2, fmt.Errorf("%s: proves sizes %d to %d, the checkpoints are of sizes %d and %d; fetch ?from=%d&to=%d",
-			*proofFile, p.From, p.To, cps[0].Size, cps[1].Size, cps[0].Size, cps[1].Size)}
+			f.proof, p.From, p.To, cps[0].Size, cps[1].Size, cps[0].Size, cps[1].Size)}
 	}
 	if err := tlog.VerifyConsistency(cps[0], cps[1], p.Proof); err != nil {
 		return out(false, err.(*engine.Error).Msg)

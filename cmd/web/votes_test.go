@@ -113,9 +113,9 @@ func TestVerifyVotes(t *testing.T) {
 
 	cpFile, key := save("cp.note", signed), keys.VerifierKey()
 	good := export("good.ndjson", nil)
-	short := policy.Hash[:12]
+	hash := policy.Hash
 	grantEnd := es[2].Timestamp.Add(time.Hour).UTC().Format(time.RFC3339)
-	ruling := fmt.Sprintf("seq=1 (rule large of policy %s): resumed, approved by alice, bob", short)
+	ruling := fmt.Sprintf("seq=1 (rule large of policy %s): resumed, approved by alice, bob", hash)
 	checkVerify(t, []verifyCase{
 		{"the export", []string{"-key", key, "-checkpoint", cpFile}, good, 0, fmt.Sprintf(
 			`"valid":true,"entryCount":5,"breakAtIndex":-1,"message":"all 5 entries verified; %s; 5 in the log the checkpoint of size %d signed"`, ruling, st.Size)},
@@ -142,7 +142,7 @@ func TestVerifyVotes(t *testing.T) {
 		{"the policy's document edited", []string{"-key", key, "-checkpoint", cpFile}, export("edited.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
 			ps.Policies.Entries[0].Input = strings.Replace(ps.Policies.Entries[0].Input, `"quorum":2`, `"quorum":1`, 1)
 			return es
-		}), 1, `"breakAtIndex":0,"message":"seq=1 (entry 0) pins approval policy ` + short +
+		}), 1, `"breakAtIndex":0,"message":"seq=1 (entry 0) pins approval policy ` + hash +
 			`, but seq=1 of sagacity:policies is no policy document the key signed: the document's SHA-256 is not the hash it names"`},
 		{"the policy's document edited, its hash too", []string{"-key", key, "-checkpoint", cpFile}, export("rehashed.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
 			doc := strings.Replace(ps.Policies.Entries[0].Input, `"quorum":2`, `"quorum":1`, 1)
@@ -153,17 +153,17 @@ func TestVerifyVotes(t *testing.T) {
 		{"the policy line removed", []string{"-key", key, "-checkpoint", cpFile}, export("unpinned.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
 			ps.Policies = engine.Attached{}
 			return es
-		}), 1, `"breakAtIndex":0,"message":"seq=1 (entry 0) is a request under approval policy ` + short + `: its document is not in the export"`},
+		}), 1, `"breakAtIndex":0,"message":"seq=1 (entry 0) is a request under approval policy ` + hash + `: its document is not in the export"`},
 		{"the policy line's proof altered", []string{"-key", key, "-checkpoint", cpFile}, export("misproved.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
 			ps.Policies.Of[0] = slices.Clone(ps.Policies.Of[0])
 			ps.Policies.Of[0][0] = bytes.Clone(ps.Policies.Of[0][0])
 			ps.Policies.Of[0][0][0] ^= 1
 			return es
-		}), 1, fmt.Sprintf(`"breakAtIndex":0,"message":"seq=1 (entry 0) pins approval policy %s, but seq=1 of sagacity:policies is not in the log the checkpoint of size %d signed"`, short, st.Size)},
+		}), 1, fmt.Sprintf(`"breakAtIndex":0,"message":"seq=1 (entry 0) pins approval policy %s, but seq=1 of sagacity:policies is not in the log the checkpoint of size %d signed"`, hash, st.Size)},
 		{"the policy line's proof dropped", []string{"-key", key, "-checkpoint", cpFile, "-allow-unproved"}, export("unproved.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
 			ps.Policies.Of[0] = nil
 			return es
-		}), 1, fmt.Sprintf(`"message":"seq=1 (entry 0) pins approval policy %s, but seq=1 of sagacity:policies carries no proof of inclusion in the log the checkpoint of size %d signed"`, short, st.Size)},
+		}), 1, fmt.Sprintf(`"message":"seq=1 (entry 0) pins approval policy %s, but seq=1 of sagacity:policies carries no proof of inclusion in the log the checkpoint of size %d signed"`, hash, st.Size)},
 		{"a policy line of another saga, without the key", nil, export("foreign.ndjson", func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
 			ps.Policies.Entries[0].SagaID = "wire"
 			return es

@@ -81,8 +81,8 @@ func TestPolicyRestart(t *testing.T) {
 			}
 			polA, polB := policies.Documents[0].SHA256, policies.Documents[1].SHA256
 			for saga, pol := range map[string]string{"under-a": polA, "under-b": polB} {
-				if ans, v := f.auditor.verify(ctx, srv, saga); !ans.is(200) || !v.Valid || !strings.Contains(v.Message, "of policy "+pol[:12]) {
-					t.Errorf("verify %s: %s %+v; want it valid, naming policy %s", saga, ans, v, pol[:12])
+				if ans, v := f.auditor.verify(ctx, srv, saga); !ans.is(200) || !v.Valid || !strings.Contains(v.Message, "of policy "+pol) {
+					t.Errorf("verify %s: %s %+v; want it valid, naming policy %s", saga, ans, v, pol)
 				}
 			}
 		})

@@ -434,7 +434,11 @@ func (e *Engine) close(tx Tx, s *Saga, c Call, tool string, phase Phase, input, 
 		if accepting(*s) != nil {
 			return nil
 		}
-		return e.fail(tx, s, fmt.Sprintf("tool %s failed: %s", c.ToolName, en.Payload))
+		why := fmt.Sprintf("tool %s failed: %s", c.ToolName, en.Payload)
+		if tool == GateTool {
+			why = notHappened(c, en)
+		}
+		return e.fail(tx, s, why)
 	}
 	c.State, c.Result = CallExecuted, EncodeText(result)
 	if err := e.putCall(tx, s, from, c); err != nil {

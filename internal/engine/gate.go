@@ -279,8 +279,9 @@ func (e *Engine) count(tx Tx, b bound, d *Decision, standing []Vote) error {
 // it.
 //
 // Errors: NotFound when no request is pending at seq; Conflict when its
-// quorum is reached already, p approved it already (one person counts
-// once, whatever groups, tokens or sessions they have), it expired (code
+// quorum is reached already, p approved it already (one identity counts
+// once, whatever its groups, sessions or access tokens; a static token is
+// an identity of its own), it expired (code
 // EXPIRED: closed now, and the saga compensated), it was superseded, or
 // the saga's journal or the request does not verify; Forbidden without
 // the approver role, outside the rule's approvers, when p started the

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"golang.org/x/text/unicode/norm"
 )
 
 // A tool reads its input with whatever JSON parser it has, and a reviewer
@@ -77,6 +78,64 @@ func ambiguity(input string) string {
 			}
 		}
 	}
+}
+
+// readAs is s as a person reading it would take it, for comparing names
+// that must not pass for one another: percent-escapes decoded (also when
+// escaped twice), the characters Unicode lists as confusable with a
+// colon made one, invisible formatting characters dropped, compatibility
+// forms (fullwidth letters, the small and vertical colons) made plain by
+// NFKC, and case folded. It is no name of its own: only compared.
+func readAs(s string) string {
+	return fold(norm.NFKC.String(strings.Map(func(r rune) rune {
+		switch {
+		case colonLike[r]:
+			return ':'
+		case unicode.Is(unicode.Cf, r):
+			return -1
+		}
+		return r
+	}, unescapePercent(s))))
+}
+
+// colonLike are the characters Unicode's confusables.txt maps to a colon
+// (U+FE55 and U+FE13 are NFKC's).
+var colonLike = map[rune]bool{
+	0x02D0: true, 0x02F8: true, 0x0589: true, 0x05C3: true, 0x0703: true, 0x0704: true, 0x0903: true, 0x0A83: true,
+	0x16EC: true, 0x1803: true, 0x1809: true, 0x205A: true, 0x2236: true, 0xA4FD: true, 0xA789: true, 0xFE30: true,
+	0xFF1A: true,
+}
+
+// unescapePercent decodes every %XX of s, again until none is left.
+func unescapePercent(s string) string {
+	for strings.Contains(s, "%") {
+		var b strings.Builder
+		for i := 0; i < len(s); i++ {
+			if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+				b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+				i += 2
+				continue
+			}
+			b.WriteByte(s[i])
+		}
+		if b.Len() == len(s) {
+			return s
+		}
+		s = b.String()
+	}
+	return s
+}
+
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }
 
 // fold is s with each character replaced by the smallest of those simple

@@ -40,3 +40,54 @@ func TestAmbiguous(t *testing.T) {
 		}
 	}
 }
+
+// TestNotReserved: an agent's saga id is refused when a person would read
+// it as one of the server's own (sagacity:…), whatever its case, a colon
+// that only looks like one, an escaped colon or invisible characters;
+// ids that merely mention the word are taken.
+func TestNotReserved(t *testing.T) {
+	for _, tt := range []struct {
+		id       string
+		reserved bool
+	}{
+		{"sagacity:passkeys", true},
+		{"sagacity:anything", true},
+		{"Sagacity:passkeys", true},
+		{"SAGACITY:policies", true},
+		{"ſagacity:passkeys", true},       // U+017F LATIN SMALL LETTER LONG S folds to s
+		{"ｓａｇａｃｉｔｙ:passkeys", true},       // fullwidth letters
+		{"sagacity\uff1apasskeys", true},  // FULLWIDTH COLON
+		{"sagacity\u2236passkeys", true},  // RATIO
+		{"sagacity\ua789passkeys", true},  // MODIFIER LETTER COLON
+		{"sagacity\ufe55passkeys", true},  // SMALL COLON
+		{"sagacity\ufe13passkeys", true},  // PRESENTATION FORM FOR VERTICAL COLON
+		{"sagacity\u02d0passkeys", true},  // MODIFIER LETTER TRIANGULAR COLON
+		{"sagacity\u0589passkeys", true},  // ARMENIAN FULL STOP
+		{"sagacity%3Apasskeys", true},     // a percent-encoded colon
+		{"sagacity%3apasskeys", true},     //   in lower case
+		{"sagacity%253Apasskeys", true},   //   encoded twice
+		{"%73agacity:passkeys", true},     // a letter encoded
+		{"saga\u200bcity:passkeys", true}, // a zero-width space
+		{"\u202esagacity:passkeys", true}, // a right-to-left override before it
+		{"sagacity\u00ad:passkeys", true}, // a soft hyphen
+		{"sagacity", false},               // no colon
+		{"sagacity-passkeys", false},      // another separator
+		{"sagacity passkeys", false},      //
+		{"my-sagacity:passkeys", false},   // not at the start
+		{"sagacity%3", false},             // an escape cut short
+		{"sagacity%zz:", false},           // no escape at all
+		{"order-42", false},               //
+		{"sagacity%3Bx", false},           // an escaped semicolon
+		{"sagacityːpasskeys", true},       // U+02D0 typed as itself
+		{"sagacity\ufe30passkeys", true},  // PRESENTATION FORM FOR VERTICAL TWO DOT LEADER
+		{"sagacitу:passkeys", false},      // a Cyrillic у: a letter look-alike, not in the rule
+	} {
+		err := notReserved(tt.id)
+		if got := err != nil; got != tt.reserved {
+			t.Errorf("notReserved(%+q) = %v; want reserved %v", tt.id, err, tt.reserved)
+		}
+		if err != nil && !IsKind(err, Invalid) {
+			t.Errorf("notReserved(%+q) = %v; want Invalid", tt.id, err)
+		}
+	}
+}

@@ -31,7 +31,7 @@ const (
 	KeyWithdrawnBy Key = "withdrawn-by"         // who withdrew their approval of a request
 	KeyChangesBy   Key = "changes-requested-by" // who sent a request back to the agent for changes
 	KeyExpired     Key = "expired"              // on the server's REJECTED of a request that expired: when it did
-	KeyPasskey     Key = "passkey"              // on a passkey's enrolment or removal: its credential id
+	KeyPasskey     Key = "passkey"              // on a passkey's enrolment, removal or use: its credential id
 	KeySignIn      Key = "sign-in"              // on a sign-in's entry: its ID token's SHA-256 (a provider key's: the key's)
 	KeyResolvedBy  Key = "resolved-by"          // who recorded what became of a call in doubt
 	KeyReason      Key = "reason"               // why, in the person's words (on a request: the requester's)

@@ -209,7 +209,8 @@ func attach(entries []Entry, of [][][]byte) Attached {
 }
 
 // signers returns the entries of PasskeySaga that enrol and remove the
-// passkeys a journal's votes were signed with, in PasskeySaga's order.
+// passkeys a journal's votes were signed with, in PasskeySaga's order
+// (not their uses: a vote's receipt carries its own assertion).
 // Unavailable when the store is.
 func (e *Engine) signers(ctx context.Context, entries []Entry) ([]Entry, error) {
 	used := map[string]bool{}
@@ -230,7 +231,7 @@ func (e *Engine) signers(ctx context.Context, entries []Entry) ([]Entry, error) 
 	var out []Entry
 	for _, en := range all {
 		var r enrolment
-		if json.Unmarshal([]byte(en.Input), &r) == nil && used[r.Credential] {
+		if en.ToolName != PasskeyUsed && json.Unmarshal([]byte(en.Input), &r) == nil && used[r.Credential] {
 			out = append(out, en)
 		}
 	}

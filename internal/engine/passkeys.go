@@ -27,16 +27,24 @@ import (
 // each enrolment (credential id, public key, the person's issuer and
 // subject) and each removal is journaled, signed, in the server's own saga
 // PasskeySaga, so in the global log: an auditor binds a key to a person
-// from the log alone.
+// from the log alone. So is each vote's signature counter. A vote is
+// checked against that journal, never against the passkeys table, which
+// only indexes it: whoever can write the database cannot revive a
+// removed key, write in one of their own, move a key to another person
+// or reset its counter (so that a cloned key's vote counts).
 
 // PasskeySaga is the saga whose journal holds every passkey enrolled and
-// removed.
+// removed, and the signature counter of each vote.
 const PasskeySaga = "sagacity:passkeys"
 
 // The tools of PasskeySaga's entries.
 const (
 	PasskeyEnrolled = "passkey-enrolled"
 	PasskeyRemoved  = "passkey-removed"
+	// PasskeyUsed records the counter of a vote's assertion, journaled
+	// with the vote when it is not zero: the floor the next one must
+	// pass.
+	PasskeyUsed = "passkey-used"
 )
 
 // EnrolWithin is how recent a sign-in enrolling or removing a passkey
@@ -55,10 +63,12 @@ type Passkey struct {
 	// RPID and Origin are the relying party it was made for and the
 	// page it was made in: its assertions must come from there.
 	RPID, Origin string
-	SignCount    uint32
-	Enrolled     time.Time
-	EnrolledSeq  int64     // its entry in PasskeySaga
-	Removed      time.Time // zero while it counts
+	// SignCount is its newest signature counter: a later assertion's
+	// must be higher, unless both are zero (a key that keeps none).
+	SignCount   uint32
+	Enrolled    time.Time
+	EnrolledSeq int64     // its entry in PasskeySaga
+	Removed     time.Time // zero while it counts
 	// SignIn names the sign-in it was enrolled from (its ID token's
 	// SHA-256, in SignInSaga); "" when its owner has no OIDC identity.
 	SignIn string
@@ -122,7 +132,8 @@ type PasskeyBallot struct {
 const ballotHeader = "sagacity passkey ballot v1"
 
 // Text is the ballot as signed: a header line, then one "key: value"
-// line a field (reason only when given).
+// line a field (reason only when given), each ending in "\n". The
+// README gives the grammar; testdata/passkey-ballots.json its vectors.
 func (b PasskeyBallot) Text() string {
 	var s strings.Builder
 	s.WriteString(ballotHeader + "\n")
@@ -174,8 +185,9 @@ func passkeyNote(tool, input string) string {
 	return "sagacity passkey v1\n" + tool + ": " + PayloadHash(input) + "\n"
 }
 
-// enrolment is a PasskeySaga entry's input: an enrolment's whole record,
-// a removal's credential and identity.
+// enrolment is a PasskeySaga entry's input: an enrolment's whole record
+// (with the registration's counter), a removal's credential and identity,
+// a use's credential, identity, counter and the request voted on.
 type enrolment struct {
 	Credential string `json:"credential"`
 	Identity   string `json:"identity"`
@@ -185,22 +197,28 @@ type enrolment struct {
 	RPID       string `json:"rpId,omitempty"`
 	Origin     string `json:"origin,omitempty"`
 	SignIn     string `json:"signIn,omitempty"`
+	Counter    uint32 `json:"counter,omitempty"`
+	Saga       string `json:"saga,omitempty"`
+	Seq        int64  `json:"seq,omitempty"`
 }
 
 // Passkeys are the enrolments and removals of PasskeySaga's journal, as
-// the server signed them, by credential.
+// the server signed them, by credential, each with the newest counter
+// journaled for it.
 type Passkeys map[string]Passkey
 
-// ReadPasskeys reads PasskeySaga's entries (ordered by seq): each must be
-// an enrolment or a removal the key v signed. Invalid naming the first
-// that is not.
+// ReadPasskeys reads PasskeySaga's entries (ordered by seq, or a part of
+// them, such as an export's, that holds each credential's enrolment): each
+// must be an enrolment, a removal or a use the key v signed, a use of a
+// credential that counted then, its counter higher than the last. Invalid
+// naming the first that is not.
 func ReadPasskeys(entries []Entry, v note.Verifier) (Passkeys, error) {
 	keys := Passkeys{}
 	for _, en := range entries {
 		bad := func(why string) (Passkeys, error) {
 			return nil, Errorf(Invalid, "seq=%d of %s is no passkey entry the key signed: %s", en.Seq, PasskeySaga, why)
 		}
-		if en.Phase != PhaseExecuted || (en.ToolName != PasskeyEnrolled && en.ToolName != PasskeyRemoved) {
+		if en.Phase != PhaseExecuted || (en.ToolName != PasskeyEnrolled && en.ToolName != PasskeyRemoved && en.ToolName != PasskeyUsed) {
 			return bad("it is a " + string(en.Phase) + " entry of " + en.ToolName)
 		}
 		signed, err := base64.StdEncoding.DecodeString(en.Field(KeyReceipt))
@@ -221,9 +239,15 @@ func ReadPasskeys(entries []Entry, v note.Verifier) (Passkeys, error) {
 			return bad("the credential was enrolled before")
 		case en.ToolName == PasskeyEnrolled:
 			keys[r.Credential] = Passkey{ID: r.Credential, Identity: r.Identity, Issuer: r.Issuer, Subject: r.Subject,
-				PublicKey: r.PublicKey, RPID: r.RPID, Origin: r.Origin, Enrolled: en.Timestamp, EnrolledSeq: en.Seq, SignIn: r.SignIn}
+				PublicKey: r.PublicKey, RPID: r.RPID, Origin: r.Origin, SignCount: r.Counter, Enrolled: en.Timestamp, EnrolledSeq: en.Seq,
+				SignIn: r.SignIn}
 		case !known || k.Identity != r.Identity || !k.Removed.IsZero():
-			return bad("it removes no enrolled credential of " + r.Identity)
+			return bad("it names no enrolled credential of " + r.Identity)
+		case en.ToolName == PasskeyUsed && r.Counter <= k.SignCount:
+			return bad(fmt.Sprintf("its counter %d does not go past the last, %d", r.Counter, k.SignCount))
+		case en.ToolName == PasskeyUsed:
+			k.SignCount = r.Counter
+			keys[r.Credential] = k
 		default:
 			k.Removed = en.Timestamp
 			keys[r.Credential] = k
@@ -370,8 +394,9 @@ func (e *Engine) FinishEnrolment(ctx context.Context, p Principal, id string, re
 		k.SignIn = signInOf(p)
 	}
 	rec := enrolment{Credential: k.ID, Identity: k.Identity, Issuer: k.Issuer, Subject: k.Subject, PublicKey: k.PublicKey,
-		RPID: k.RPID, Origin: k.Origin, SignIn: k.SignIn}
-	err = e.journalPasskey(ctx, PasskeyEnrolled, rec, func(tx Tx, en Entry) error {
+		RPID: k.RPID, Origin: k.Origin, SignIn: k.SignIn, Counter: k.SignCount}
+	taken := Errorf(Conflict, "the passkey %s is enrolled already", k.ID)
+	err = e.journalPasskey(ctx, PasskeyEnrolled, rec, taken, func(tx Tx, en Entry) error {
 		k.Enrolled, k.EnrolledSeq = en.Timestamp, en.Seq
 		return tx.PutPasskey(k)
 	})
@@ -390,10 +415,11 @@ func (e *Engine) RemovePasskey(ctx context.Context, p Principal, credential stri
 		return err
 	}
 	rec := enrolment{Credential: credential, Identity: p.ID}
-	return e.journalPasskey(ctx, PasskeyRemoved, rec, func(tx Tx, en Entry) error {
+	none := Errorf(NotFound, "you have no passkey %s", credential)
+	return e.journalPasskey(ctx, PasskeyRemoved, rec, none, func(tx Tx, en Entry) error {
 		k, err := tx.Passkey(credential)
 		if IsKind(err, NotFound) || (err == nil && (k.Identity != p.ID || !k.Removed.IsZero())) {
-			return Errorf(NotFound, "you have no passkey %s", credential)
+			return none
 		}
 		if err != nil {
 			return err
@@ -403,31 +429,79 @@ func (e *Engine) RemovePasskey(ctx context.Context, p Principal, credential stri
 }
 
 // journalPasskey appends an entry of tool for rec to PasskeySaga, signed,
-// and runs fn with it in the same transaction.
-func (e *Engine) journalPasskey(ctx context.Context, tool string, rec enrolment, fn func(tx Tx, en Entry) error) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	input := string(b)
-	sig, err := e.keys.Sign(passkeyNote(tool, input))
-	if err != nil {
-		return err
-	}
+// and runs fn with it in the same transaction; refused, and nothing
+// kept, when the journal with it would not read (see ReadPasskeys): votes
+// are checked against that journal, so the server never signs an entry
+// it would refuse, such as the removal of a key the passkeys table, but
+// not the journal, says is p's. Conflict when the journal before it does
+// not read.
+func (e *Engine) journalPasskey(ctx context.Context, tool string, rec enrolment, refused *Error, fn func(tx Tx, en Entry) error) error {
 	now := Truncate(e.now())
-	_, err = e.transact(ctx, PasskeySaga, 0, "", func(tx Tx) (Saga, bool, error) {
+	_, err := e.transact(ctx, PasskeySaga, 0, "", func(tx Tx) (Saga, bool, error) {
 		s, err := tx.CreateSaga(Saga{ID: PasskeySaga, Status: Completed, Ended: true, Initiator: PasskeyEnrolled,
 			HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
 		return s, err == nil, err
 	}, func(tx Tx, s *Saga) error {
-		en, err := e.append(tx, s, tool, PhaseExecuted, input,
-			Lines{{KeyPasskey, rec.Credential}, {KeyReceipt, base64.StdEncoding.EncodeToString([]byte(sig))}}.String())
+		en, err := e.passkeyEntry(tx, s, tool, rec)
 		if err != nil {
 			return err
+		}
+		entries, err := tx.Entries(PasskeySaga)
+		if err != nil {
+			return err
+		}
+		if _, err := ReadPasskeys(entries, e.keys.Verifier()); err != nil {
+			if _, before := ReadPasskeys(entries[:len(entries)-1], e.keys.Verifier()); before != nil {
+				return &Error{Kind: Conflict, Msg: msgOf(before) + ": no passkey is enrolled or removed on it", Err: before}
+			}
+			return refused
 		}
 		return fn(tx, en)
 	})
 	return err
+}
+
+// passkeyEntry appends to PasskeySaga, s, locked, an entry of tool for
+// rec, signed.
+func (e *Engine) passkeyEntry(tx Tx, s *Saga, tool string, rec enrolment) (Entry, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return Entry{}, err
+	}
+	input := string(b)
+	sig, err := e.keys.Sign(passkeyNote(tool, input))
+	if err != nil {
+		return Entry{}, err
+	}
+	return e.append(tx, s, tool, PhaseExecuted, input,
+		Lines{{KeyPasskey, rec.Credential}, {KeyReceipt, base64.StdEncoding.EncodeToString([]byte(sig))}}.String())
+}
+
+// enrolled locks PasskeySaga and reads, from its journal, once that
+// verifies against its row, the passkeys enrolled and removed, each with
+// its newest counter: what a vote is checked against. None before the
+// first enrolment. Conflict when the journal does not verify.
+func (e *Engine) enrolled(tx Tx) (*Saga, Passkeys, error) {
+	s, err := tx.LockSaga(PasskeySaga)
+	if IsKind(err, NotFound) {
+		return nil, Passkeys{}, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	entries, err := tx.Entries(PasskeySaga)
+	if err != nil {
+		return nil, nil, err
+	}
+	if v := VerifySaga(entries, s, nil); !v.Valid {
+		e.obs.VerifyFailed(CheckedJournal)
+		return nil, nil, Errorf(Conflict, "journal of saga %s does not verify (%s): no passkey vote counts on it", PasskeySaga, v.Message)
+	}
+	keys, err := ReadPasskeys(entries, e.keys.Verifier())
+	if err != nil {
+		return nil, nil, &Error{Kind: Conflict, Msg: msgOf(err) + ": no passkey vote counts on it", Err: err}
+	}
+	return &s, keys, nil
 }
 
 // Passkeys lists p's own passkeys, removed ones too. Errors: Unavailable
@@ -536,9 +610,11 @@ func (e *Engine) VoteWithPasskey(ctx context.Context, p Principal, id string, re
 }
 
 // checkPasskey checks vote pv, cast by p at at on request b under its
-// rule, against p's enrolled passkey, and returns the receipt's passkey
-// part and the credential's new signature counter. Forbidden when it
-// does not hold: a vote the rule needs a passkey for counts only with it.
+// rule, against p's passkey as PasskeySaga's journal enrolled it, and
+// returns the receipt's passkey part; a counter that moved is journaled
+// there, in the same transaction. Forbidden when it does not hold: a vote
+// the rule needs a passkey for counts only with it. Conflict when that
+// journal does not verify.
 func (e *Engine) checkPasskey(tx Tx, p Principal, b bound, d Decided, reason string, pv *passkeyVote, at time.Time) (PasskeyProof, error) {
 	want := PasskeyBallot{SagaID: b.gated.SagaID, Seq: b.gated.Seq, Entry: b.gated.Hash, PayloadSHA256: PayloadHash(b.gated.Input),
 		Decision: d, Reason: reason, ApprovalPolicy: b.gated.Field(KeyPolicy), Rule: b.rule.Name, Voter: p.ID,
@@ -549,12 +625,13 @@ func (e *Engine) checkPasskey(tx Tx, p Principal, b bound, d Decided, reason str
 	if want.Text() != pv.ballot.Text() {
 		return refuse("it signed another ballot than this vote's (the request, the rule or the decision changed)")
 	}
-	k, err := tx.Passkey(want.Credential)
-	if IsKind(err, NotFound) || (err == nil && (k.Identity != p.ID || !k.CountsAt(at))) {
-		return refuse("the passkey is not one of yours, or it was removed")
-	}
+	ps, keys, err := e.enrolled(tx)
 	if err != nil {
 		return PasskeyProof{}, err
+	}
+	k, ok := keys[want.Credential]
+	if !ok || k.Identity != p.ID || !k.CountsAt(at) {
+		return refuse("the passkey is not one of yours, or it was removed")
 	}
 	key, err := base64.RawURLEncoding.DecodeString(k.PublicKey)
 	if err != nil {
@@ -567,9 +644,25 @@ func (e *Engine) checkPasskey(tx Tx, p Principal, b bound, d Decided, reason str
 	if err != nil {
 		return refuse(msgOf(err))
 	}
-	if counter != 0 || k.SignCount != 0 {
-		if counter <= k.SignCount {
+	// The journal's counter is the floor; a row may hold a higher one,
+	// from before counters were journaled.
+	floor := k.SignCount
+	if row, err := tx.Passkey(k.ID); err == nil {
+		floor = max(floor, row.SignCount)
+	} else if !IsKind(err, NotFound) {
+		return PasskeyProof{}, err
+	}
+	if counter != 0 || floor != 0 {
+		if counter <= floor {
 			return refuse("its signature counter went back: the passkey may have been cloned")
+		}
+		e.heads.drop(PasskeySaga) // written here, not by journalPasskey
+		use := enrolment{Credential: k.ID, Identity: k.Identity, Counter: counter, Saga: b.gated.SagaID, Seq: b.gated.Seq}
+		if _, err := e.passkeyEntry(tx, ps, PasskeyUsed, use); err != nil {
+			return PasskeyProof{}, err
+		}
+		if err := tx.PutSaga(*ps); err != nil {
+			return PasskeyProof{}, err
 		}
 		if err := tx.SetSignCount(k.ID, counter); err != nil {
 			return PasskeyProof{}, err

@@ -298,10 +298,12 @@ func matchRecorded(a *Approvals, gated Entry) (Rule, error) {
 var legacyRule = Rule{Name: "default", Approvers: []string{string(RoleApprover)}, Quorum: 1}
 
 // notReserved refuses an agent's saga id that names one of the server's own
-// sagas.
+// sagas, or that a person would read as one (see readAs): a journal of
+// "Sagacity：passkeys" beside the server's "sagacity:passkeys" would pass
+// for the server's word.
 func notReserved(sagaID string) error {
-	if strings.HasPrefix(sagaID, ReservedSagaPrefix) {
-		return Errorf(Invalid, "saga ids starting with %q are the server's own", ReservedSagaPrefix)
+	if strings.HasPrefix(readAs(sagaID), readAs(ReservedSagaPrefix)) {
+		return Errorf(Invalid, "saga ids that read as %q… are the server's own: choose another id", ReservedSagaPrefix)
 	}
 	return nil
 }

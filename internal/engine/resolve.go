@@ -128,6 +128,14 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 	return s, nil
 }
 
+// notHappened is why a saga fails when a person resolved its call c as
+// not having happened, in the FAILED entry en: who found it and their
+// reason, not the entry's payload, whose receipt is evidence, not a
+// reason (and a saga's reason is on every answer about it).
+func notHappened(c Call, en Entry) string {
+	return fmt.Sprintf("tool %s did not happen, as %s found out: %s", c.ToolName, en.Actor(), en.Field(KeyReason))
+}
+
 // accounted makes a COMPENSATION_FAILED saga COMPENSATED once none of its
 // steps' undos is left failed: a person undid each by hand.
 func (e *Engine) accounted(tx Tx, s *Saga) error {

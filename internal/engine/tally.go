@@ -107,7 +107,7 @@ type Ruling struct {
 func (r Ruling) String() string {
 	s := fmt.Sprintf("seq=%d (rule %s", r.Seq, r.Rule)
 	if r.Policy != "" {
-		s += " of policy " + short12(r.Policy)
+		s += " of policy " + r.Policy // whole: what an auditor compares with sagacity policy
 	}
 	s += "): "
 	if r.Closing == "" {
@@ -123,7 +123,7 @@ func (r Ruling) String() string {
 
 // Named is v with the ruling of each executed request added to its
 // message, as verification names them: "; seq=3 (rule large of policy
-// 1f2e3d4c5b6a): resumed, approved by alice, bob".
+// 1f2e3d4c…, its whole SHA-256): resumed, approved by alice, bob".
 func Named(v Verification, rulings []Ruling) Verification {
 	for _, r := range rulings {
 		if r.Closing == ClosedResumed {
@@ -190,7 +190,7 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 		if hash != "" {
 			a, err := policies(hash)
 			if err != nil {
-				return bad(seq, "is a request under approval policy %s: %s", short12(hash), msgOf(err))
+				return bad(seq, "is a request under approval policy %s: %s", hash, msgOf(err))
 			}
 			if gated.Field(KeyRule) == "" {
 				// No rule applied: the gate must have refused it at once.

@@ -151,7 +151,8 @@ func TestRequestRowSubstitution(t *testing.T) {
 
 // TestHostAllowlist: a page on another site whose name resolves to this
 // server (DNS rebinding) is same-origin with it as far as the browser
-// knows. Only the configured host names, and loopback, are served.
+// knows. Only the configured host names, and loopback, are served; the
+// refusal (421) carries the security headers every answer does.
 func TestHostAllowlist(t *testing.T) {
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{hosts: []string{"sagacity.example"}})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.url, "http://"))
@@ -175,8 +176,14 @@ func TestHostAllowlist(t *testing.T) {
 		{"GET", "/", ""}, {"POST", "/login", "name=mallory"}, {"GET", "/sagacity/approvals", ""},
 		{"POST", "/sagacity/approve/transfer-77/3", ""}, {"GET", "/healthz", ""}, {"GET", "/static/app.css", ""},
 	} {
-		if r := do(tt.method, tt.path, evil, tt.body); r.code != http.StatusMisdirectedRequest {
+		r := do(tt.method, tt.path, evil, tt.body)
+		if r.code != http.StatusMisdirectedRequest {
 			t.Errorf("%s %s for host %s = %d, want 421", tt.method, tt.path, evil, r.code)
+		}
+		// The refusal is an answer like any other: the host check runs
+		// inside the security headers, not before them.
+		if missing := missingSecureHeaders(r.header); missing != "" {
+			t.Errorf("%s %s for host %s: the 421 lacks %s (headers %v)", tt.method, tt.path, evil, missing, r.header)
 		}
 	}
 	if r := do("POST", "/login", evil, "name=mallory"); r.header.Get("Set-Cookie") != "" {
@@ -187,6 +194,21 @@ func TestHostAllowlist(t *testing.T) {
 			t.Errorf("GET /healthz for host %s = %d, want 200", host, r.code)
 		}
 	}
+}
+
+// missingSecureHeaders names the first security header h lacks, as
+// every answer carries them, or "".
+func missingSecureHeaders(h http.Header) string {
+	for name, want := range map[string]string{"X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
+		"Cache-Control": "no-store", "X-Frame-Options": "DENY"} {
+		if h.Get(name) != want {
+			return name + ": " + want
+		}
+	}
+	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+		return "Content-Security-Policy"
+	}
+	return ""
 }
 
 // TestMethods: a wrong method is 405 with Allow, and HEAD works where GET does.
@@ -325,12 +347,26 @@ func TestResolveAPI(t *testing.T) {
 		body := `{"happened":true,"result":"order-7","reason":"the order service has it"}`
 		want(t, "the initiator resolves", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(agentTok)...), 403)
 		want(t, "no happened", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, `{"reason":"x"}`, bearer(apprTok)...), 400)
-		want(t, "a person resolves", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(apprTok)...), 200)
+		// The answer is the saga, as the API documents it: neither the
+		// result reported nor the journal entry's payload.
+		if r := e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(apprTok)...); r.code != 200 ||
+			!strings.HasPrefix(r.body, `{"sagaId":"lost","status":"RUNNING"`) || strings.Contains(r.body, "order-7") || strings.Contains(r.body, "receipt") {
+			t.Errorf("a person resolves = %d %s; want 200 and the saga alone", r.code, r.body)
+		}
 		want(t, "twice", e.do("POST", "/sagacity/in-doubt/lost/3/resolve", js, body, bearer(apprTok)...), 409)
 		audit := e.do("GET", "/sagacity/audit/lost", "", "", bearer(apprTok)...).body
 		if !strings.Contains(audit, `"toolName":"approval-gate","phase":"EXECUTED","input":"seq=3","payload":"resolved-by=token:alice\nreason=the order service has it\nauth=token\nreceipt=`) ||
 			!strings.Contains(audit, `\nresult=order-7"`) {
 			t.Errorf("journal = %s, want the resolution under alice's name", audit)
+		}
+		// It did not happen: the saga compensates, and its reason says who
+		// found what, in their words.
+		want(t, "reserve", e.do("POST", "/sagacity/sagas/gone/calls", js, callJSON("reserveInventory", "{}"), bearer(agentTok)...), 200)
+		strandAs(t, dbURL, engine.Principal{ID: "token:agent1", Auth: "token", Roles: engine.Roles}, "gone", "createOrder", `{"sku":"B"}`)
+		if r := e.do("POST", "/sagacity/in-doubt/gone/3/resolve", js, `{"happened":false,"reason":"the shop has no such order"}`, bearer(apprTok)...); r.code != 200 ||
+			!strings.Contains(r.body, `"status":"COMPENSATED"`) || strings.Contains(r.body, "receipt") ||
+			!strings.Contains(r.body, `"reason":"tool createOrder did not happen, as token:alice found out: the shop has no such order"`) {
+			t.Errorf("resolving that it did not happen = %d %s; want the saga COMPENSATED, its reason in the person's words", r.code, r.body)
 		}
 	})
 }

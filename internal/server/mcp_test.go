@@ -114,6 +114,15 @@ func TestMCP(t *testing.T) {
 				t.Errorf("sendWireTransfer(%s) = %q (error %v), want it refused as ambiguous", args, text(r), r.IsError)
 			}
 		}
+		// A saga id that reads as one of the server's own is refused, as
+		// on the API.
+		for _, id := range []string{"Sagacity:passkeys", "sagacity\uff1apasskeys", "sagacity%3Apolicies"} {
+			other := mcpSession(t, e, "test-agent", http.Header{mcpgw.SagaHeader: {id}}, nil)
+			r, err := other.CallTool(ctx, &mcp.CallToolParams{Name: "reserveInventory", Arguments: map[string]any{"item": "laptop"}})
+			if err != nil || !r.IsError || !strings.Contains(text(r), "are the server's own") {
+				t.Errorf("reserveInventory in saga %+q = %v, %v; want it refused as the server's own", id, r, err)
+			}
+		}
 		r := call("payTyped", map[string]any{"cents": 0, "to": "alice"})
 		if !r.IsError || !strings.Contains(text(r), "input of tool payTyped does not match its schema") {
 			t.Errorf("payTyped off its schema = %q (error %v), want the schema's refusal for the model", text(r), r.IsError)

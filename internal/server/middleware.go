@@ -108,9 +108,9 @@ func csp(formAction string) string {
 		"object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action " + formAction
 }
 
-// secureHeaders sets the headers every response carries, with the
-// content security policy given. Pages are never cached: they show who is
-// signed in and what awaits them.
+// secureHeaders sets the headers every response carries, refusals
+// included, with the content security policy given. Pages are never
+// cached: they show who is signed in and what awaits them.
 func secureHeaders(policy string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()

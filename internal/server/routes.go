@@ -83,7 +83,9 @@ func New(o Options) http.Handler {
 			formAction += " " + u.Scheme + "://" + u.Host
 		}
 	}
-	return s.observe(r, s.hosts(secureHeaders(csp(formAction), cop.Handler(r))))
+	// The security headers go on first, so every answer carries them: the
+	// host check's 421, a panic's 500 and every other refusal too.
+	return secureHeaders(csp(formAction), s.observe(r, s.hosts(cop.Handler(r))))
 }
 
 // routes is the one route table.

@@ -127,7 +127,7 @@ func TestSeedEndpoints(t *testing.T) {
 
 		r = e.get("/sagacity/audit/transfer-77/verify")
 		if r.code != 200 || r.body != `{"valid":true,"entryCount":6,"breakAtIndex":-1,"message":"all 6 entries verified; seq=3 (rule default of policy `+
-			policy.Hash[:12]+`): resumed, approved by manager@company.com"}`+"\n" {
+			policy.Hash+`): resumed, approved by manager@company.com"}`+"\n" {
 			t.Errorf("verify = %d %s, want all 6 entries verified", r.code, r.body)
 		}
 		testkit.Exec(t, dbURL, "UPDATE journal SET payload = 'approver=mallory' WHERE saga_id = 'transfer-77' AND seq = 4")
@@ -343,6 +343,11 @@ func TestBadInput(t *testing.T) {
 			{"seq too large", "POST", "/sagacity/approve/s/99999999999999999999", "application/json", `{}`, 400, "seq must be a positive integer"},
 			{"over-long saga id", "POST", "/sagacity/sagas/" + long + "/calls", "application/json", `{"tool":"reserveInventory","input":"{}"}`, 400, "longer than 200 bytes"},
 			{"control character in saga id", "POST", "/sagacity/sagas/a%0Ab/calls", "application/json", `{"tool":"reserveInventory","input":"{}"}`, 400, "control characters"},
+			// Ids that read as the server's own sagas: escaped in the path,
+			// in another case, with a fullwidth colon, or holding "%3A".
+			{"a server saga's id", "POST", "/sagacity/sagas/sagacity%3Apasskeys/calls", "application/json", `{"tool":"reserveInventory","input":"{}"}`, 400, "are the server's own"},
+			{"a server saga's id, fullwidth colon", "POST", "/sagacity/sagas/Sagacity%EF%BC%9Apolicies/calls", "application/json", `{"tool":"reserveInventory","input":"{}"}`, 400, "are the server's own"},
+			{"a server saga's id, %3A in it", "POST", "/sagacity/sagas/sagacity%253Apasskeys/calls", "application/json", `{"tool":"reserveInventory","input":"{}"}`, 400, "are the server's own"},
 			{"body over the cap", "POST", "/sagacity/sagas/s/calls", "application/json", `{"tool":"reserveInventory","input":"` + strings.Repeat("x", 8<<10) + `"}`, 413, "larger than 4096 bytes"},
 			{"text/plain body", "POST", "/sagacity/sagas/s/calls", "text/plain", `{"tool":"reserveInventory","input":"{}"}`, 415, "Content-Type must be application/json"},
 			{"missing tool", "POST", "/sagacity/sagas/s/calls", "application/json", `{"input":"{}"}`, 400, `must contain "tool" and "input"`},

@@ -52,9 +52,11 @@ func (v *env) signed(p engine.Principal, a *testkit.Authenticator, saga string, 
 // only signed by the voter's own enrolled passkey over its ballot: a
 // vote without one (the API, MCP), a bogus signature, a missing user
 // verification, a replayed or late answer, an answer to another
-// request's challenge, a counter that goes back, a removed key — each refused, and
-// nothing journaled or executed; two good votes run the tool, and the
-// journal verifies.
+// request's challenge, a counter that goes back, a removed key, and the
+// passkeys table edited (a row revived, written in, given another key or
+// person, its counter reset) — each refused, and nothing journaled or
+// executed; a removal the journal would not take is refused; two good
+// votes run the tool, and the journal verifies.
 func testPasskeys(t *testing.T, v *env) {
 	ctx := context.Background()
 	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
@@ -185,6 +187,10 @@ func testPasskeys(t *testing.T, v *env) {
 	before = entries()
 	authB.Counter = &three
 	refused("a counter that goes back from 5 to 3", v.cast(bob, authB, "pk", seq, engine.ActApprove, "ok", keyB))
+	// The journal keeps the counter's floor: a row whose counter was reset
+	// does not lower it.
+	v.h.Exec(t, "UPDATE passkeys SET sign_count = 0 WHERE id = $1", keyB.ID)
+	refused("a counter that goes back from 5 to 3, its row's counter reset", v.cast(bob, authB, "pk", seq, engine.ActApprove, "ok", keyB))
 	authB.Counter = nil
 
 	// A removed key votes no more, even on a ceremony begun before.
@@ -197,6 +203,46 @@ func testPasskeys(t *testing.T, v *env) {
 	if _, err := v.e.BeginVote(ctx, bob, "pk", seq, engine.ActApprove, "ok", keyB2.ID); !engine.IsKind(err, engine.NotFound) {
 		t.Errorf("a ceremony for a removed key: %v; want NotFound", err)
 	}
+	if ks, _ := v.e.Passkeys(ctx, bob); len(ks) != 2 || ks[1].Removed.IsZero() {
+		t.Errorf("bob's passkeys = %+v; want two, the second removed", ks)
+	}
+
+	// The passkeys table only indexes the journal: a vote is checked
+	// against the enrolment sagacity:passkeys holds. A row revived after
+	// its removal, a row of a key never enrolled, a row moved to another
+	// person: no vote counts by them.
+	v.h.Exec(t, "UPDATE passkeys SET removed_at = NULL WHERE id = $1", keyB2.ID)
+	refused("a vote by a removed key revived in its row", v.cast(bob, authB, "pk", seq, engine.ActApprove, "ok", keyB2))
+	options, state, err := rp.BeginRegistration(bob, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	response, _ = authB.Register(options)
+	forged, err := rp.FinishRegistration(bob, state, response)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.h.Exec(t, "UPDATE passkeys SET id = $1, public_key = $2 WHERE id = $3", forged.ID, forged.PublicKey, keyB.ID)
+	refused("a vote by a key never enrolled, its credential id and public key written over bob's row",
+		v.cast(bob, authB, "pk", seq, engine.ActApprove, "ok", forged))
+	v.h.Exec(t, "UPDATE passkeys SET id = $1, public_key = $2 WHERE id = $3", keyB.ID, keyB.PublicKey, forged.ID)
+	v.h.Exec(t, "INSERT INTO passkeys (id, identity, issuer, subject, public_key, rp_id, origin, sign_count, enrolled_at, enrolled_seq)"+
+		" SELECT $1, identity, issuer, subject, $2, rp_id, origin, 0, enrolled_at, enrolled_seq FROM passkeys WHERE id = $3",
+		forged.ID, forged.PublicKey, keyB.ID)
+	refused("a vote by a key written into the table, never enrolled", v.cast(bob, authB, "pk", seq, engine.ActApprove, "ok", forged))
+	v.h.Exec(t, "DELETE FROM passkeys WHERE id = $1", forged.ID)
+	v.h.Exec(t, "UPDATE passkeys SET identity = $1 WHERE id = $2", bob.ID, keyA.ID)
+	refused("bob's vote with alice's key, its row moved to him", v.cast(bob, authA, "pk", seq, engine.ActApprove, "ok", keyA))
+	// Nor is a removal journaled that the journal would not take: the
+	// server never signs an entry that breaks sagacity:passkeys.
+	pks := len(v.journal(engine.PasskeySaga))
+	if err := v.e.RemovePasskey(ctx, bob, keyA.ID); !engine.IsKind(err, engine.NotFound) {
+		t.Errorf("bob removing alice's key, its row moved to him: %v; want NotFound", err)
+	}
+	if n := len(v.journal(engine.PasskeySaga)); n != pks {
+		t.Errorf("bob removing alice's key journaled %d entries in %s", n-pks, engine.PasskeySaga)
+	}
+	v.h.Exec(t, "UPDATE passkeys SET identity = $1 WHERE id = $2", alice.ID, keyA.ID)
 	if v.fx.transfer.Load() != wires {
 		t.Fatalf("the wire ran before its quorum")
 	}
@@ -216,8 +262,10 @@ func testPasskeys(t *testing.T, v *env) {
 			t.Errorf("Verify(%s) = %+v", saga, got)
 		}
 	}
-	if ks, _ := v.e.Passkeys(ctx, bob); len(ks) != 2 || ks[1].Removed.IsZero() {
-		t.Errorf("bob's passkeys = %+v; want two, the second removed", ks)
+	// Each vote's counter is journaled with the enrolments.
+	keys, err = engine.ReadPasskeys(v.journal(engine.PasskeySaga), testkit.Keys(t).Verifier())
+	if err != nil || keys[keyB.ID].SignCount != 100 || keys[keyA.ID].SignCount == 0 {
+		t.Errorf("ReadPasskeys = %+v, %v; want bob's counter at 100 and alice's journaled", keys, err)
 	}
 }
 

@@ -306,6 +306,11 @@ func testResolve(t *testing.T, v *env) {
 	if err != nil || s.Status != engine.Compensated {
 		t.Fatalf("Resolve(did not happen) = %+v, %v; want COMPENSATED", s, err)
 	}
+	// The saga's reason says who found what, in their words: not the
+	// journal entry's payload, whose receipt is no reason.
+	if want := "tool hang did not happen, as manager@company.com found out: the hotel has no booking"; s.Reason != want {
+		t.Errorf("Resolve(did not happen) reason = %q; want %q", s.Reason, want)
+	}
 	want2 := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "hang INTENT", "approval-gate FAILED", "reserveInventory COMPENSATED"}
 	if got := v.phases("no"); !cmp.Equal(got, want2) {
 		t.Errorf("journal = %v, want %v", got, want2)

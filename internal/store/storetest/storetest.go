@@ -534,6 +534,13 @@ func testBadInput(t *testing.T, v *env) {
 		{"gated input with a lone surrogate", second(v.e.Call(ctx, agent, "s", "sendWireTransfer", `{"to":"\ud800"}`)), engine.Invalid},
 		{"gated input with a NUL escaped", second(v.e.Call(ctx, agent, "s", "sendWireTransfer", `{"to":"alice\u0000"}`)), engine.Invalid},
 		{"input with a name twice", second(v.e.Call(ctx, agent, "s", "reserveInventory", `{"qty":1,"qty":40}`)), engine.Invalid},
+		// Saga ids that read as the server's own: refused before anything
+		// is stored, whatever the store keeps of them.
+		{"a server saga's id", second(v.e.Call(ctx, agent, engine.PasskeySaga, "reserveInventory", "{}")), engine.Invalid},
+		{"a server saga's id in another case", second(v.e.Call(ctx, agent, "Sagacity:passkeys", "reserveInventory", "{}")), engine.Invalid},
+		{"a server saga's id with a fullwidth colon", second(v.e.Call(ctx, agent, "sagacity：passkeys", "reserveInventory", "{}")), engine.Invalid},
+		{"a server saga's id with a ratio sign", second(v.e.Call(ctx, agent, "sagacity∶policies", "reserveInventory", "{}")), engine.Invalid},
+		{"a server saga's id percent-encoded", second(v.e.Call(ctx, agent, "sagacity%3Apasskeys", "sendWireTransfer", transfer)), engine.Invalid},
 	}
 	for _, tt := range tests {
 		wantKind(t, tt.name, tt.err, tt.want)

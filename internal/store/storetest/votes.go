@@ -73,8 +73,8 @@ func (v *env) usePolicy(spec engine.PolicySpec, opts ...engine.Option) *engine.A
 	return a
 }
 
-// testVotes: a quorum of two distinct eligible people, each counted once
-// whatever groups or credentials they hold, the initiator and the
+// testVotes: a quorum of two distinct eligible identities, each counted
+// once whatever groups or sessions they hold, the initiator and the
 // requester never; one eligible rejection rejects; a withdrawal drops the
 // count; a request for changes sends the request back, the saga going on.
 func testVotes(t *testing.T, v *env) {
