@@ -89,7 +89,7 @@ func TestCommandHelp(t *testing.T) {
 // parses, declared once.
 func TestHelpFlags(t *testing.T) {
 	for name, flags := range map[string][]string{
-		"verify":         {"key", "checkpoint", "allow-unproved", "allow-dev"},
+		"verify":         {"key", "checkpoint", "allow-unproved", "allow-dev", "allow-unproved-sign-in", "provider-keys"},
 		"verify-receipt": {"key", "allow-dev", "passkeys", "checkpoint"},
 		"verify-log":     {"key", "proof"},
 		"token":          {"config", "name", "roles"},
