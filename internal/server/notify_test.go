@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/api/apitest"
+	"github.com/sagacity-go/sagacity/internal/config"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/notify"
 	"github.com/sagacity-go/sagacity/internal/notify/mailtest"
@@ -277,4 +281,87 @@ func slackText(v slacktest.Version) string {
 		}
 	}
 	return strings.Join(s, "\n")
+}
+
+// TestEscalation: the README's notifications example, loaded as printed,
+// escalates a large transfer that waits: after 30 minutes short of its
+// quorum the Slack message says step 1 told finance-slack, and after 2
+// hours finance-oncall, which heard nothing before, is paged; both steps
+// are journaled in sagacity:escalations.
+func TestEscalation(t *testing.T) {
+	yaml, secrets := testkit.ReadmeNotifications(t)
+	dir := t.TempDir()
+	path := dir + "/sagacity.yaml"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"SAGACITY_CONFIG": path, "SAGACITY_PUBLIC_URL": "https://sagacity.example.com"}
+	maps.Copy(vars, secrets)
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("loading the README's notifications example: %v", err)
+	}
+	// Each endpoint as the example declares it, sent to a stand-in.
+	slack := slacktest.New(t, secrets["SLACK_BOT_TOKEN"], "C0123ABCD")
+	pager := newReceiver(t, nil, http.StatusAccepted)
+	hook := newReceiver(t, nil, http.StatusNoContent)
+	var targets []notify.Target
+	for _, tg := range cfg.Targets {
+		switch ch := tg.Channel.(type) {
+		case *notify.Slack:
+			ch.API = slack.URL
+		case *notify.PagerDuty:
+			ch.URL = pager.URL
+		case *notify.Webhook:
+			ch.URL = hook.URL
+		case *notify.Email:
+			tg.Kind, tg.Channel = "webhook", &notify.Webhook{URL: hook.URL, Secret: []byte("finance-mail-stand-in")}
+		}
+		targets = append(targets, tg)
+	}
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	wait := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{approvals: cfg.File.Approvals, targets: targets, endpoints: cfg.Endpoints, clock: clock})
+
+	want(t, "a large transfer", e.call("big", "sendWireTransfer", `{"amount":"25000","to":"DE89 3704"}`), 202)
+	seen := func() string {
+		var texts []string
+		for _, m := range slack.Messages("C0123ABCD") {
+			texts = append(texts, slackText(m.Version))
+		}
+		return fmt.Sprintf("Slack has %q, PagerDuty got %q; the server logged:\n%s", texts, pager.got(), e.logs.String())
+	}
+	eventually(t, "the waiting request reaching finance-slack", func() bool { return len(slack.Messages("C0123ABCD")) == 1 }, seen)
+	if len(pager.got()) != 0 {
+		t.Errorf("finance-oncall (onEscalation) was told before any step: %q", pager.got())
+	}
+	wait(31 * time.Minute)
+	eventually(t, "step 1 updating the Slack message", func() bool {
+		ms := slack.Messages("C0123ABCD")
+		return len(ms) == 1 && strings.Contains(slackText(ms[0].Version), "escalation step 1")
+	}, seen)
+	if len(pager.got()) != 0 {
+		t.Errorf("finance-oncall was told at step 1, which names finance-slack alone: %q", pager.got())
+	}
+	wait(90 * time.Minute)
+	eventually(t, "step 2 paging finance-oncall", func() bool { return len(pager.got()) == 1 }, seen)
+	var page struct {
+		Action   string `json:"event_action"`
+		DedupKey string `json:"dedup_key"`
+		Payload  struct {
+			Class string `json:"class"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal([]byte(pager.got()[0]), &page); err != nil || page.Action != "trigger" || page.DedupKey != "sagacity/big/1" ||
+		page.Payload.Class != string(wire.EventEscalated) {
+		t.Errorf("finance-oncall got %s; want step 2 triggering the request's incident", pager.got()[0])
+	}
+	steps := e.get("/sagacity/audit/" + url.PathEscape(engine.EscalationSaga)).body
+	for _, s := range []string{`\"step\":1`, `\"notify\":[\"finance-slack\"]`, `\"step\":2`, `\"notify\":[\"finance-oncall\"]`} {
+		if !strings.Contains(steps, s) {
+			t.Errorf("%s's journal lacks %s:\n%s", engine.EscalationSaga, s, steps)
+		}
+	}
 }
