@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -285,9 +286,10 @@ type Attempt struct {
 	Gone bool
 }
 
-// DeliveryFilter selects deliveries, newest first: of a thread, an
-// endpoint, in some states (empty fields select all).
+// DeliveryFilter selects deliveries, newest first: one by its id, of a
+// thread, an endpoint, in some states (empty fields select all).
 type DeliveryFilter struct {
+	ID       int64
 	Thread   string
 	Endpoint string
 	States   []DeliveryState
@@ -382,26 +384,79 @@ func (e *Engine) Outbox(ctx context.Context, p Principal) ([]EndpointStats, []De
 	return stats, failing, nil
 }
 
-// RetryDelivery makes delivery id due now, for p: a failed one, or one
-// waiting for its next try. NotFound when there is none, Conflict when
-// it was delivered.
-func (e *Engine) RetryDelivery(ctx context.Context, p Principal, id int64) error {
-	if err := e.Can(p, ActOutbox, Subject{}); err != nil {
+// NotificationSaga is the server's own saga that journals every
+// notification sent again by hand: a delivery retried, an endpoint
+// enabled, and who did it, each entry signed (serverNote).
+const NotificationSaga = "sagacity:notifications"
+
+// The tools of NotificationSaga's entries.
+const (
+	DeliveryRetried = "delivery-retried"
+	EndpointEnabled = "endpoint-enabled"
+)
+
+// resendHeader opens what the server signs of a NotificationSaga entry.
+const resendHeader = "sagacity notification v1"
+
+// resent is a NotificationSaga entry's input: what was sent again, and
+// by whom.
+type resent struct {
+	Delivery int64          `json:"delivery,omitempty"`
+	Event    string         `json:"event,omitempty"`
+	Type     wire.EventType `json:"type,omitempty"`
+	Endpoint string         `json:"endpoint"`
+	By       string         `json:"by"`
+	Auth     AuthMethod     `json:"auth"`
+}
+
+// journalResent journals rec, by p, in NotificationSaga as tool, and
+// runs fn in the same transaction: what was done commits with the entry
+// that says who did it, or neither does.
+func (e *Engine) journalResent(ctx context.Context, p Principal, tool string, rec resent, fn func(tx Tx) error) error {
+	rec.By, rec.Auth = p.ID, p.Auth
+	b, err := json.Marshal(rec)
+	if err != nil {
 		return err
 	}
-	return e.store.RetryDelivery(ctx, id, Truncate(e.now()))
+	return e.journalSigned(ctx, NotificationSaga, tool, resendHeader, tool, string(b), nil,
+		func(tx Tx, _ Entry) error { return fn(tx) })
+}
+
+// RetryDelivery makes delivery id due now, for p, journaled in
+// NotificationSaga: a failed one, or one waiting for its next try.
+// Forbidden as Can says for ActResend; NotFound when there is none;
+// Conflict when it was delivered or refused.
+func (e *Engine) RetryDelivery(ctx context.Context, p Principal, id int64) error {
+	if err := e.Can(p, ActResend, Subject{}); err != nil {
+		return err
+	}
+	ds, err := e.store.Deliveries(ctx, DeliveryFilter{ID: id, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(ds) == 0 {
+		return Errorf(NotFound, "no delivery %d", id)
+	}
+	d := ds[0]
+	if d.State != DeliveryPending && d.State != DeliveryFailed {
+		return Errorf(Conflict, "delivery %d was %s already", id, d.State)
+	}
+	rec := resent{Delivery: id, Event: d.Event.ID, Type: d.Event.Type, Endpoint: d.Endpoint}
+	return e.journalResent(ctx, p, DeliveryRetried, rec, func(tx Tx) error { return tx.RetryDelivery(id, Truncate(e.now())) })
 }
 
 // EnableEndpoint lets deliveries to endpoint name go again, for p, after
-// it answered 410 or was disabled.
+// it answered 410, journaled in NotificationSaga. Forbidden as Can says
+// for ActResend; NotFound for no endpoint of that name; Conflict when it
+// is not disabled.
 func (e *Engine) EnableEndpoint(ctx context.Context, p Principal, name string) error {
-	if err := e.Can(p, ActOutbox, Subject{}); err != nil {
+	if err := e.Can(p, ActResend, Subject{}); err != nil {
 		return err
 	}
 	if e.endpoint(name) == nil {
 		return Errorf(NotFound, "no endpoint %q", name)
 	}
-	return e.store.SetEndpoint(ctx, name, false, "", Truncate(e.now()))
+	return e.journalResent(ctx, p, EndpointEnabled, resent{Endpoint: name}, func(tx Tx) error { return tx.EnableEndpoint(name) })
 }
 
 // Endpoints are the endpoints notifications go to.

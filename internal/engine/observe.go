@@ -241,14 +241,6 @@ func (w watched) OutboxStats(ctx context.Context) ([]EndpointStats, error) {
 	return ss, failing(ctx, w.obs, err)
 }
 
-func (w watched) SetEndpoint(ctx context.Context, name string, disabled bool, why string, at time.Time) error {
-	return failing(ctx, w.obs, w.s.SetEndpoint(ctx, name, disabled, why, at))
-}
-
-func (w watched) RetryDelivery(ctx context.Context, id int64, at time.Time) error {
-	return failing(ctx, w.obs, w.s.RetryDelivery(ctx, id, at))
-}
-
 func (w watched) RecordVerified(ctx context.Context, v Verified) error {
 	return failing(ctx, w.obs, w.s.RecordVerified(ctx, v))
 }

@@ -166,10 +166,9 @@ type VoteCeremony struct {
 	PasskeyBallot PasskeyBallot
 }
 
-// passkeyNote is the server's signature on a PasskeySaga entry's input.
-func passkeyNote(tool, input string) string {
-	return "sagacity passkey v1\n" + tool + ": " + PayloadHash(input) + "\n"
-}
+// passkeyHeader opens what the server signs of a PasskeySaga entry
+// (serverNote).
+const passkeyHeader = "sagacity passkey v1"
 
 // enrolment is a PasskeySaga entry's input: an enrolment's whole record,
 // a removal's credential and identity.
@@ -204,7 +203,7 @@ func ReadPasskeys(entries []Entry, v note.Verifier) (Passkeys, error) {
 			return bad("its signature is not base64")
 		}
 		n, err := note.Open(signed, note.VerifierList(v))
-		if err != nil || n.Text != passkeyNote(en.ToolName, en.Input) {
+		if err != nil || n.Text != serverNote(passkeyHeader, en.ToolName, en.Input) {
 			return bad("its signature does not verify with " + v.Name())
 		}
 		var r enrolment
@@ -385,25 +384,7 @@ func (e *Engine) journalPasskey(ctx context.Context, tool string, rec enrolment,
 	if err != nil {
 		return err
 	}
-	input := string(b)
-	sig, err := e.keys.Sign(passkeyNote(tool, input))
-	if err != nil {
-		return err
-	}
-	now := Truncate(e.now())
-	_, err = e.transact(ctx, PasskeySaga, 0, "", func(tx Tx) (Saga, bool, error) {
-		s, err := tx.CreateSaga(Saga{ID: PasskeySaga, Status: Completed, Ended: true, Initiator: PasskeyEnrolled,
-			HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
-		return s, err == nil, err
-	}, func(tx Tx, s *Saga) error {
-		en, err := e.append(tx, s, tool, PhaseExecuted, input,
-			Lines{{KeyPasskey, rec.Credential}, {KeyReceipt, base64.StdEncoding.EncodeToString([]byte(sig))}}.String())
-		if err != nil {
-			return err
-		}
-		return fn(tx, en)
-	})
-	return err
+	return e.journalSigned(ctx, PasskeySaga, PasskeyEnrolled, passkeyHeader, tool, string(b), Lines{{KeyPasskey, rec.Credential}}, fn)
 }
 
 // Passkeys lists p's own passkeys, removed ones too. Errors: Unavailable

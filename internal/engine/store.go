@@ -89,11 +89,6 @@ type Store interface {
 	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
 	// OutboxStats says how each endpoint's deliveries stand, by name.
 	OutboxStats(ctx context.Context) ([]EndpointStats, error)
-	// SetEndpoint disables endpoint name at at for why, or enables it.
-	SetEndpoint(ctx context.Context, name string, disabled bool, why string, at time.Time) error
-	// RetryDelivery makes a delivery pending again, due at at; NotFound
-	// when there is none, Conflict when it was delivered.
-	RetryDelivery(ctx context.Context, id int64, at time.Time) error
 
 	// RecordVerified keeps v as its saga's newest verification, unless
 	// one made later is kept already.
@@ -278,6 +273,12 @@ type Tx interface {
 	Notify(ev OutboxEvent, endpoints []string) error
 	// Told lists the endpoints a thread's events went to so far.
 	Told(thread string) ([]string, error)
+	// RetryDelivery makes a pending or failed delivery pending again,
+	// due at at; Conflict when it is neither (delivered, refused).
+	RetryDelivery(id int64, at time.Time) error
+	// EnableEndpoint lets deliveries to a disabled endpoint go again;
+	// Conflict when it is not disabled.
+	EnableEndpoint(name string) error
 	// PutEscalation records that a pending request took its escalation's
 	// first steps steps, the next due at next (zero for none).
 	PutEscalation(sagaID string, seq int64, steps int, next time.Time) error

@@ -192,7 +192,8 @@ func TestRelayGone(t *testing.T) {
 	if n := r.run(); n != 0 {
 		t.Errorf("the relay sent to a disabled endpoint")
 	}
-	if err := r.e.EnableEndpoint(t.Context(), auditor, "hook"); err != nil {
+	approver := engine.Principal{ID: "approver", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleApprover}}
+	if err := r.e.EnableEndpoint(t.Context(), approver, "hook"); err != nil {
 		t.Fatal(err)
 	}
 	gone = false

@@ -365,3 +365,78 @@ func TestEscalation(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleResend: on /notifications an auditor reads each endpoint and
+// the failing deliveries, is offered neither Retry now nor Enable and is
+// told why, and a form posted anyway is the engine's 403, changing and
+// journaling nothing; an approver is offered both, and each retry and
+// enable is journaled in sagacity:notifications under their name.
+func TestConsoleResend(t *testing.T) {
+	gone := newReceiver(t, nil, http.StatusGone)
+	refused := newReceiver(t, nil, http.StatusBadRequest)
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{targets: []notify.Target{
+		{Name: "gone", Kind: "webhook", Channel: &notify.Webhook{URL: gone.URL, Secret: []byte("gone-secret-0123456789abcdef")}},
+		{Name: "refused", Kind: "webhook", Channel: &notify.Webhook{URL: refused.URL, Secret: []byte("refused-secret-0123456789abc")}},
+	}})
+	e.seedScenario("resend")
+	approver := engine.Principal{ID: "approver", Auth: engine.AuthDev, Roles: []engine.Role{engine.RoleApprover}}
+	var failed int64
+	eventually(t, "gone disabled and refused's delivery given up on", func() bool {
+		stats, ds, err := e.eng.Outbox(t.Context(), approver)
+		if err != nil || len(ds) != 2 || len(stats) != 2 || stats[0].Disabled.IsZero() {
+			return false
+		}
+		for _, d := range ds {
+			if d.State == engine.DeliveryFailed {
+				failed = d.ID
+			}
+		}
+		return failed != 0
+	}, func() string { return e.logs.String() })
+	signIn := func(name, role string) *http.Cookie {
+		r := e.do("POST", "/login", formType, form("name", name, "return_to", "/", "role", role))
+		if c := cookie(r, "sagacity"); r.code == 303 && c != nil {
+			credential(c.Value)
+			return c
+		}
+		t.Fatalf("signing %s in as %s = %d %s", name, role, r.code, r.body)
+		return nil
+	}
+	post := func(c *http.Cookie, path, body string) response {
+		return e.do("POST", path, formType, body, "Cookie", c.String(), "Sec-Fetch-Site", "same-origin")
+	}
+	retry, enable := form("id", fmt.Sprint(failed)), form("name", "gone")
+	journal := func() string { return e.get("/sagacity/audit/" + url.PathEscape(engine.NotificationSaga)).body }
+
+	audrey := signIn("audrey@example.com", "auditor")
+	page := e.do("GET", "/notifications", "", "", "Cookie", audrey.String())
+	if page.code != 200 || !strings.Contains(page.body, "<code>gone</code>") || !strings.Contains(page.body, "Failing and given up") ||
+		strings.Contains(page.body, `action="/notifications/retry"`) || strings.Contains(page.body, `action="/notifications/enable"`) ||
+		!strings.Contains(page.body, "You cannot retry a delivery or enable an endpoint: sending notifications again needs the approver role.") {
+		t.Errorf("the auditor's notifications page = %d; want the endpoints and failures, no Retry now or Enable, and why:\n%s", page.code, page.body)
+	}
+	want(t, "the auditor's retry", post(audrey, "/notifications/retry", retry), 403)
+	want(t, "the auditor's enable", post(audrey, "/notifications/enable", enable), 403)
+	if j := journal(); strings.Contains(j, "audrey") || strings.Contains(j, engine.DeliveryRetried) {
+		t.Errorf("the auditor's refused forms were journaled: %s", j)
+	}
+	if stats, _, _ := e.eng.Outbox(t.Context(), approver); stats[0].Disabled.IsZero() {
+		t.Errorf("the auditor's refused form enabled gone")
+	}
+
+	alice := signIn("alice@example.com", "approver")
+	page = e.do("GET", "/notifications", "", "", "Cookie", alice.String())
+	if !strings.Contains(page.body, `action="/notifications/retry"`) || !strings.Contains(page.body, `action="/notifications/enable"`) ||
+		strings.Contains(page.body, "You cannot retry") {
+		t.Errorf("the approver's notifications page offers no Retry now and Enable:\n%s", page.body)
+	}
+	want(t, "the approver's enable", post(alice, "/notifications/enable", enable), 303)
+	want(t, "the approver's retry", post(alice, "/notifications/retry", retry), 303)
+	j := journal()
+	for _, s := range []string{engine.EndpointEnabled, `\"endpoint\":\"gone\",\"by\":\"alice@example.com\",\"auth\":\"dev\"`,
+		engine.DeliveryRetried, fmt.Sprintf(`\"delivery\":%d,`, failed), `\"endpoint\":\"refused\",\"by\":\"alice@example.com\"`} {
+		if !strings.Contains(j, s) {
+			t.Errorf("%s's journal lacks %s:\n%s", engine.NotificationSaga, s, j)
+		}
+	}
+}

@@ -403,3 +403,13 @@ func (r *recorder) Told(thread string) (ts []string, err error) {
 	err = r.read(func(t engine.Tx) (err error) { ts, err = t.Told(thread); return err })
 	return ts, err
 }
+
+// RetryDelivery and EnableEndpoint say whether they changed a row: reads.
+
+func (r *recorder) RetryDelivery(id int64, at time.Time) error {
+	return r.read(func(t engine.Tx) error { return t.RetryDelivery(id, at) })
+}
+
+func (r *recorder) EnableEndpoint(name string) error {
+	return r.read(func(t engine.Tx) error { return t.EnableEndpoint(name) })
+}

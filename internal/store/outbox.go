@@ -166,6 +166,9 @@ func (s *sqlStore) Deliveries(ctx context.Context, f engine.DeliveryFilter) ([]e
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	w := &where{}
+	if f.ID != 0 {
+		w.add("d.id = %s", f.ID)
+	}
 	if f.Thread != "" {
 		w.add("d.thread = %s", f.Thread)
 	}
@@ -227,30 +230,19 @@ func (s *sqlStore) OutboxStats(ctx context.Context) ([]engine.EndpointStats, err
 	return stats, nil
 }
 
-func (s *sqlStore) SetEndpoint(ctx context.Context, name string, disabled bool, why string, at time.Time) error {
-	return s.small(ctx, func(cn conn) error {
-		if !disabled {
-			_, err := cn.exec(ctx, "DELETE FROM outbox_endpoints WHERE name = $1", name)
-			return err
-		}
-		_, err := cn.exec(ctx, "INSERT INTO outbox_endpoints (name, disabled_at, reason) VALUES ($1, $2, $3)"+
-			" ON CONFLICT (name) DO UPDATE SET disabled_at = $2, reason = $3", name, at, why)
-		return err
-	})
+func (t *tx) EnableEndpoint(name string) error {
+	n, err := t.c.exec(t.ctx, "DELETE FROM outbox_endpoints WHERE name = $1", name)
+	if err == nil && n == 0 {
+		return engine.Errorf(engine.Conflict, "endpoint %q is not disabled", name)
+	}
+	return mapErr(err)
 }
 
-func (s *sqlStore) RetryDelivery(ctx context.Context, id int64, at time.Time) error {
-	return s.small(ctx, func(cn conn) error {
-		n, err := cn.exec(ctx, "UPDATE outbox_deliveries SET state = 'pending', next_at = $2, leased_by = NULL, lease_until = NULL"+
-			" WHERE id = $1 AND state <> 'delivered'", id, at)
-		if err != nil || n > 0 {
-			return err
-		}
-		_, err = one(ctx, cn, func(r rows) (n int64, err error) { return n, r.Scan(&n) }, fmt.Sprintf("delivery %d", id),
-			"SELECT id FROM outbox_deliveries WHERE id = $1", id)
-		if err == nil {
-			err = engine.Errorf(engine.Conflict, "delivery %d was delivered already", id)
-		}
-		return err
-	})
+func (t *tx) RetryDelivery(id int64, at time.Time) error {
+	n, err := t.c.exec(t.ctx, "UPDATE outbox_deliveries SET state = 'pending', next_at = $2, leased_by = NULL, lease_until = NULL"+
+		" WHERE id = $1 AND state IN ('pending', 'failed')", id, at)
+	if err == nil && n == 0 {
+		return engine.Errorf(engine.Conflict, "delivery %d is neither pending nor failed any more", id)
+	}
+	return mapErr(err)
 }

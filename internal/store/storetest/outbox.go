@@ -170,8 +170,16 @@ func testOutbox(t *testing.T, v *env) {
 	if n := len(claim(t, v.e)); n != 0 {
 		t.Errorf("a disabled endpoint's deliveries were claimed (%d)", n)
 	}
-	if err := v.e.EnableEndpoint(ctx, auditor, "oncall"); err != nil {
+	// Sending again is an approver's, journaled under their name; an
+	// auditor only reads.
+	if err := v.e.EnableEndpoint(ctx, auditor, "oncall"); !engine.IsKind(err, engine.Forbidden) {
+		t.Errorf("an auditor enabling an endpoint: %v; want Forbidden", err)
+	}
+	if err := v.e.EnableEndpoint(ctx, approver, "oncall"); err != nil {
 		t.Fatal(err)
+	}
+	if err := v.e.EnableEndpoint(ctx, approver, "oncall"); !engine.IsKind(err, engine.Conflict) {
+		t.Errorf("enabling an endpoint that is not disabled: %v; want Conflict", err)
 	}
 	back := claim(t, v.e)
 	if len(back) != 1 || back[0].ID != oncall.ID || back[0].Attempts != 2 {
@@ -179,14 +187,29 @@ func testOutbox(t *testing.T, v *env) {
 	}
 	// Given up on, then retried by an operator.
 	finish(t, v.e, back[0], engine.Attempt{Status: 400, Error: "bad", State: engine.DeliveryFailed})
-	if err := v.e.RetryDelivery(ctx, auditor, back[0].ID); err != nil {
+	for _, p := range []engine.Principal{auditor, agent} {
+		if err := v.e.RetryDelivery(ctx, p, back[0].ID); !engine.IsKind(err, engine.Forbidden) {
+			t.Errorf("%s retrying a delivery: %v; want Forbidden", p.ID, err)
+		}
+	}
+	if err := v.e.RetryDelivery(ctx, approver, back[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	if again := claim(t, v.e); len(again) != 1 || again[0].ID != back[0].ID {
 		t.Errorf("after a retry, the claim = %+v; want the failed delivery", again)
 	}
-	if err := v.e.RetryDelivery(ctx, agent, back[0].ID); !engine.IsKind(err, engine.Forbidden) {
-		t.Errorf("an agent retrying a delivery: %v; want Forbidden", err)
+	if err := v.e.RetryDelivery(ctx, approver, 1<<40); !engine.IsKind(err, engine.NotFound) {
+		t.Errorf("retrying no delivery: %v; want NotFound", err)
+	}
+	resent := v.journal(engine.NotificationSaga)
+	if len(resent) != 2 || resent[0].ToolName != engine.EndpointEnabled || resent[1].ToolName != engine.DeliveryRetried ||
+		resent[0].Input != `{"endpoint":"oncall","by":"manager@company.com","auth":"oidc"}` ||
+		resent[1].Input != fmt.Sprintf(`{"delivery":%d,"event":"%s","type":"%s","endpoint":"oncall","by":"manager@company.com","auth":"oidc"}`,
+			back[0].ID, back[0].Event.ID, back[0].Event.Type) {
+		t.Errorf("%s = %+v; want the endpoint enabled, then the delivery retried, each by the approver", engine.NotificationSaga, resent)
+	}
+	if got := v.verify(engine.NotificationSaga); !got.Valid {
+		t.Errorf("Verify(%s) = %+v", engine.NotificationSaga, got)
 	}
 
 	// A request nobody votes on: the second step tells pager too.
