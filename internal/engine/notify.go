@@ -70,6 +70,23 @@ type OutboxEvent struct {
 	// ReceiptSeq is the entry whose receipt the event links, 0 when
 	// none.
 	ReceiptSeq int64
+	// Body is the event as written, Event's JSON; Seal the seal of the
+	// whole row (seal.go). The engine sets both when it writes the
+	// event; the store reads them back.
+	Body, Seal string
+}
+
+// Recipient is an endpoint an event is written for, with the seals of
+// its delivery and of its place among those told of the event's thread.
+type Recipient struct {
+	Endpoint             string
+	DeliverySeal, Member string
+}
+
+// Member is an endpoint told of a thread, as the outbox holds it, with
+// its row's seal.
+type Member struct {
+	Endpoint, Seal string
 }
 
 // Thread is the thread of the events of a saga's request or call at seq.
@@ -100,19 +117,38 @@ func (e *Engine) tell(tx Tx, ev OutboxEvent, also ...string) error {
 	}
 	var told []string
 	if ev.Thread != "" && ev.Type != wire.EventWaiting {
-		var err error
-		if told, err = tx.Told(ev.Thread); err != nil {
+		members, err := tx.Told(ev.Thread)
+		if err != nil {
 			return err
 		}
+		for _, m := range members {
+			if e.keys.opens(m.Seal, sealMember, ev.Thread, m.Endpoint) {
+				told = append(told, m.Endpoint)
+				continue
+			}
+			// Told only of what an escalation step named it in, an
+			// endpoint added by another hand hears nothing.
+			e.obs.VerifyFailed(CheckedNotification)
+			e.log.Warn("an endpoint listed among those told of a thread is not one this server wrote there; it is not told",
+				"thread", ev.Thread, "endpoint", m.Endpoint)
+		}
 	}
-	ev.ID, ev.Time = eventID(), ev.At.UTC().Format(time.RFC3339)
+	ev.ID, ev.At = eventID(), Truncate(ev.At)
+	ev.Time = ev.At.Format(time.RFC3339)
 	if ev.Thread == "" {
 		ev.Thread = ev.ID
 	}
-	var to []string
+	body, err := json.Marshal(ev.Event)
+	if err != nil {
+		return err
+	}
+	ev.Body = string(body)
+	ev.Seal = e.keys.seal(sealEvent, eventParts(ev)...)
+	var to []Recipient
 	for _, ep := range e.endpoints {
 		if ep.wants(ev, slices.Contains(told, ep.Name) || slices.Contains(also, ep.Name)) {
-			to = append(to, ep.Name)
+			to = append(to, Recipient{Endpoint: ep.Name, DeliverySeal: e.keys.seal(sealDelivery, ev.ID, ep.Name, ev.Thread),
+				Member: e.keys.seal(sealMember, ev.Thread, ep.Name)})
 		}
 	}
 	return tx.Notify(ev, to)
@@ -233,8 +269,11 @@ const (
 	DeliveryPending   DeliveryState = "pending"
 	DeliveryDelivered DeliveryState = "delivered"
 	// DeliveryFailed: given up on, after a refusal retrying cannot
-	// change or a day of failures; an operator may retry it.
+	// change or a day of failures; an approver may retry it.
 	DeliveryFailed DeliveryState = "failed"
+	// DeliveryRefused: never sent, for its rows are not as this server
+	// wrote them (seal.go); nobody may retry it.
+	DeliveryRefused DeliveryState = "refused"
 )
 
 // Delivery is one event on its way to one endpoint.
@@ -259,6 +298,10 @@ type Delivery struct {
 	// Owner holds it until Lease, once claimed.
 	Owner string
 	Lease time.Time
+	// Seal is its row's seal, over its event, endpoint and RowThread,
+	// the thread its row names; HandleSeal is the seal of its thread's
+	// Thread. The engine opens them before anything is sent (seal.go).
+	Seal, RowThread, HandleSeal string
 }
 
 // Claim asks for due deliveries: Owner (a live runner) leases at most
@@ -322,14 +365,48 @@ func (e *Engine) ClaimDeliveries(ctx context.Context, lease time.Duration, limit
 		return nil, Errorf(Invalid, "deliveries are claimed by a registered process: start the Heartbeat first")
 	}
 	now := Truncate(e.now())
-	return e.store.ClaimDeliveries(ctx, Claim{Owner: owner, Now: now, Until: now.Add(lease), Alive: now.Add(-RunnerGone), Limit: limit})
+	ds, err := e.store.ClaimDeliveries(ctx, Claim{Owner: owner, Now: now, Until: now.Add(lease), Alive: now.Add(-RunnerGone), Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	sent := ds[:0]
+	for _, d := range ds {
+		why := e.forged(d)
+		if why == "" {
+			sent = append(sent, d)
+			continue
+		}
+		e.obs.VerifyFailed(CheckedNotification)
+		e.log.Warn("a notification is not one this server wrote: it is refused, not sent", "delivery", d.ID, "endpoint", d.Endpoint,
+			"event", d.Event.ID, "why", why)
+		if err := e.store.RefuseDelivery(ctx, d, why, now); err != nil && !IsKind(err, Conflict) {
+			return nil, err
+		}
+	}
+	return sent, nil
 }
 
-// FinishDelivery records attempt a of claimed delivery d; Conflict when
-// its lease was lost (another process may send it again, with the same
-// event id).
+// FinishDelivery records attempt a of claimed delivery d, and the seal of
+// what the endpoint answered a thread's first message with; Conflict
+// when its lease was lost (another process may send it again, with the
+// same event id).
 func (e *Engine) FinishDelivery(ctx context.Context, d Delivery, a Attempt) error {
-	return e.store.FinishDelivery(ctx, d, a)
+	return e.store.FinishDelivery(ctx, d, a, e.keys.seal(sealHandle, d.RowThread, d.Endpoint, a.Thread))
+}
+
+// unforged is ds as they are to be read: a delivery still to be sent
+// whose rows are not as this server wrote them shows refused, as its
+// claim makes it.
+func (e *Engine) unforged(ds []Delivery) []Delivery {
+	for i, d := range ds {
+		if d.State != DeliveryPending && d.State != DeliveryFailed {
+			continue
+		}
+		if why := e.forged(d); why != "" {
+			ds[i].State, ds[i].LastError = DeliveryRefused, why
+		}
+	}
+	return ds
 }
 
 // RequestEntry returns the AWAITING_APPROVAL entry of the request at seq
@@ -355,11 +432,12 @@ func (e *Engine) Notifications(ctx context.Context, p Principal, sagaID string, 
 	if err := e.Can(p, ActReview, Subject{}); err != nil {
 		return nil, err
 	}
-	return e.store.Deliveries(ctx, DeliveryFilter{Thread: Thread(sagaID, seq), Limit: maxDeliveries})
+	ds, err := e.store.Deliveries(ctx, DeliveryFilter{Thread: Thread(sagaID, seq), Limit: maxDeliveries})
+	return e.unforged(ds), err
 }
 
 // Outbox says how notifications stand, for p: each endpoint's
-// deliveries, and those failing or given up on, newest first.
+// deliveries, and those failing, given up on or refused, newest first.
 func (e *Engine) Outbox(ctx context.Context, p Principal) ([]EndpointStats, []Delivery, error) {
 	if err := e.Can(p, ActOutbox, Subject{}); err != nil {
 		return nil, nil, err
@@ -368,7 +446,7 @@ func (e *Engine) Outbox(ctx context.Context, p Principal) ([]EndpointStats, []De
 	if err != nil {
 		return nil, nil, err
 	}
-	failing, err := e.store.Deliveries(ctx, DeliveryFilter{States: []DeliveryState{DeliveryFailed}, Limit: maxDeliveries})
+	failing, err := e.store.Deliveries(ctx, DeliveryFilter{States: []DeliveryState{DeliveryFailed, DeliveryRefused}, Limit: maxDeliveries})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -376,12 +454,12 @@ func (e *Engine) Outbox(ctx context.Context, p Principal) ([]EndpointStats, []De
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, d := range retrying {
-		if !d.LastAt.IsZero() {
+	for _, d := range e.unforged(retrying) {
+		if !d.LastAt.IsZero() || d.State == DeliveryRefused {
 			failing = append(failing, d)
 		}
 	}
-	return stats, failing, nil
+	return stats, e.unforged(failing), nil
 }
 
 // NotificationSaga is the server's own saga that journals every
@@ -437,7 +515,7 @@ func (e *Engine) RetryDelivery(ctx context.Context, p Principal, id int64) error
 	if len(ds) == 0 {
 		return Errorf(NotFound, "no delivery %d", id)
 	}
-	d := ds[0]
+	d := e.unforged(ds)[0]
 	if d.State != DeliveryPending && d.State != DeliveryFailed {
 		return Errorf(Conflict, "delivery %d was %s already", id, d.State)
 	}

@@ -83,8 +83,12 @@ type Store interface {
 	// lease holds. It counts the attempt.
 	ClaimDeliveries(ctx context.Context, c Claim) ([]Delivery, error)
 	// FinishDelivery records attempt a of claimed delivery d and what
-	// comes of it, unless d's lease was lost meanwhile (Conflict).
-	FinishDelivery(ctx context.Context, d Delivery, a Attempt) error
+	// comes of it, unless d's lease was lost meanwhile (Conflict); the
+	// thread's handle, when a's is the first, with handleSeal.
+	FinishDelivery(ctx context.Context, d Delivery, a Attempt, handleSeal string) error
+	// RefuseDelivery records that claimed delivery d is refused at at,
+	// for why, unless d's lease was lost meanwhile (Conflict).
+	RefuseDelivery(ctx context.Context, d Delivery, why string, at time.Time) error
 	// Deliveries lists deliveries, newest first.
 	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
 	// OutboxStats says how each endpoint's deliveries stand, by name.
@@ -267,12 +271,14 @@ type Tx interface {
 	// saga has a call under that key.
 	PutCallKey(sagaID, key string, seq int64) error
 
-	// Notify writes event ev to the outbox with a delivery, due now, to
-	// each of endpoints, which join its thread; nothing when an event of
-	// its key is there already.
-	Notify(ev OutboxEvent, endpoints []string) error
-	// Told lists the endpoints a thread's events went to so far.
-	Told(thread string) ([]string, error)
+	// Notify writes event ev to the outbox, its body and seal as given,
+	// with a delivery, due now, to each recipient, which joins its
+	// thread, each row with its seal; nothing when an event of its key
+	// is there already.
+	Notify(ev OutboxEvent, to []Recipient) error
+	// Told lists the endpoints a thread's events went to so far, with
+	// their seals.
+	Told(thread string) ([]Member, error)
 	// RetryDelivery makes a pending or failed delivery pending again,
 	// due at at; Conflict when it is neither (delivered, refused).
 	RetryDelivery(id int64, at time.Time) error

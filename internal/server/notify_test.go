@@ -440,3 +440,42 @@ func TestConsoleResend(t *testing.T) {
 		}
 	}
 }
+
+// TestForgedNotification: an event and its delivery written into the
+// outbox by another hand, with a genuine event's seals copied, never
+// reach the webhook receiver, which gets the genuine event, verified; the
+// forged delivery is refused, logged, counted
+// (sagacity_verify_failures_total{check="notification"}) and shown so on
+// the notifications page.
+func TestForgedNotification(t *testing.T) {
+	secret, err := notify.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := newReceiver(t, func(h http.Header, b []byte) error { return notify.Verify(h, b, secret, nil, time.Now()) }, http.StatusNoContent)
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{targets: []notify.Target{
+		{Name: "hook", Kind: "webhook", Channel: &notify.Webhook{URL: hook.URL, Secret: secret}}}})
+	e.seedScenario("forged")
+	seen := func() string { return fmt.Sprintf("the webhook got %q; the server logged:\n%s", hook.got(), e.logs.String()) }
+	eventually(t, "the genuine event reaching the webhook", func() bool { return len(hook.got()) == 1 }, seen)
+	genuine := hook.events(t)[0]
+	testkit.Exec(t, e.dbURL, "INSERT INTO outbox_events (id, key, type, saga_id, seq, thread, receipt_seq, body, created_at, seal)"+
+		" SELECT 'evt_forged', 'forged', 'request.approved', saga_id, seq, thread, receipt_seq,"+
+		" replace(body, '\"type\":\"request.waiting\"', '\"type\":\"request.approved\",\"decidedBy\":\"cfo@example.com\"'), created_at, seal"+
+		" FROM outbox_events WHERE id = $1", genuine.ID)
+	testkit.Exec(t, e.dbURL, "INSERT INTO outbox_deliveries (event_id, endpoint, thread, state, next_at, created_at, seal)"+
+		" SELECT 'evt_forged', endpoint, thread, 'pending', next_at, created_at, seal FROM outbox_deliveries WHERE event_id = $1", genuine.ID)
+	eventually(t, "the forged delivery refused", func() bool { return strings.Contains(e.logs.String(), "it is refused, not sent") }, seen)
+	if got := hook.got(); len(got) != 1 || strings.Contains(got[0], "cfo@example.com") {
+		t.Errorf("the webhook got %q; want the genuine event alone", got)
+	}
+	if m := e.get("/metrics").body; !strings.Contains(m, `sagacity_verify_failures_total{check="notification"} 1`) {
+		t.Errorf("the metrics do not count the forged delivery:\n%s", m)
+	}
+	c := e.session(t, "alice@example.com")
+	page := e.do("GET", "/notifications", "", "", "Cookie", c.String()).body
+	if !strings.Contains(page, ">refused<") || !strings.Contains(page, "its event is not one this server wrote") ||
+		strings.Contains(page, `action="/notifications/retry"`) {
+		t.Errorf("the notifications page does not show the forged delivery refused, without Retry now:\n%s", page)
+	}
+}

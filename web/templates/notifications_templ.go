@@ -630,7 +630,7 @@ func deliveryKind(state string) string {
 	switch state {
 	case "delivered":
 		return "ok"
-	case "failed":
+	case "failed", "refused":
 		return "bad"
 	}
 	return "warn"

@@ -191,7 +191,7 @@ type EndpointRow struct {
 type DeliveryRow struct {
 	ID                       int64
 	Endpoint, Event, EventID string
-	State                    string // pending, delivered, failed
+	State                    string // pending, delivered, failed, refused
 	Saga                     string // the request's, when it is about one
 	Seq                      int64
 	Href                     string

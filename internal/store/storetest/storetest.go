@@ -66,6 +66,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Passkeys", withEnv(testPasskeys)},
 		{"Outbox", withEnv(testOutbox)},
 		{"OutboxClaims", withEnv(testOutboxClaims)},
+		{"OutboxForged", withEnv(testOutboxForged)},
 		{"VerifyAll", withEnv(testVerifyAll)},
 		{"UndoneByHand", withEnv(testUndoneByHand)},
 		{"SagaActions", withEnv(testSagaActions)},
