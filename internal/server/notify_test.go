@@ -456,7 +456,9 @@ func TestForgedNotification(t *testing.T) {
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{targets: []notify.Target{
 		{Name: "hook", Kind: "webhook", Channel: &notify.Webhook{URL: hook.URL, Secret: secret}}}})
 	e.seedScenario("forged")
-	seen := func() string { return fmt.Sprintf("the webhook got %q; the server logged:\n%s", hook.got(), e.logs.String()) }
+	seen := func() string {
+		return fmt.Sprintf("the webhook got %q; the server logged:\n%s", hook.got(), e.logs.String())
+	}
 	eventually(t, "the genuine event reaching the webhook", func() bool { return len(hook.got()) == 1 }, seen)
 	genuine := hook.events(t)[0]
 	testkit.Exec(t, e.dbURL, "INSERT INTO outbox_events (id, key, type, saga_id, seq, thread, receipt_seq, body, created_at, seal)"+
