@@ -253,7 +253,12 @@ func (e *Engine) tellOutcome(tx Tx, s *Saga, seq int64, en Entry) error {
 	lc, _ := ReadLifecycle(entries)
 	g := entries[seq-1]
 	r := e.ruleOrName(g)
-	ev := requestEvent(wire.EventExecuted, g, r, tally(g, lc.Requests[seq], r), en.Seq, en.Timestamp)
+	t := tally(g, lc.Requests[seq], r)
+	ev := requestEvent(wire.EventExecuted, g, r, t, en.Seq, en.Timestamp)
+	// Who decided it and why: each vote it ran on, with its receipt.
+	for _, v := range t.Votes {
+		ev.Votes = append(ev.Votes, wire.EventVote{By: v.Voter, Reason: entries[v.Seq-1].Field(KeyReason), JournalSeq: v.Seq})
+	}
 	if en.Phase == PhaseFailed {
 		ev.Type, ev.Key = wire.EventFailed, fmt.Sprintf("%s/%d/%s", s.ID, en.Seq, wire.EventFailed)
 		return e.tell(tx, ev.said("%s ran with the approved bytes, and the tool failed; the saga is compensated", ev.what()))

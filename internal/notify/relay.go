@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -226,6 +227,10 @@ func (r Relay) message(ctx context.Context, d engine.Delivery) Message {
 	}
 	if d.Event.ReceiptSeq > 0 {
 		ev.Receipt = base + templates.ReceiptHref(ev.SagaID, d.Event.ReceiptSeq)
+	}
+	ev.Votes = slices.Clone(ev.Votes)
+	for i, v := range ev.Votes {
+		ev.Votes[i].Receipt = base + templates.ReceiptHref(ev.SagaID, v.JournalSeq)
 	}
 	m := Message{Event: ev, Thread: d.Thread, First: d.First}
 	if requestEvent(ev.Type) {

@@ -195,17 +195,25 @@ func TestNotifications(t *testing.T) {
 	if !slices.Equal(types, []wire.EventType{wire.EventWaiting, wire.EventApproved, wire.EventExecuted}) {
 		t.Errorf("the webhook got %v; want waiting, approved, executed, in order", types)
 	}
-	if ex := hook.events(t)[2]; ex.Receipt != "" || !slices.Equal(ex.ApprovedBy, []string{"reviewer@example.com"}) {
-		t.Errorf("the executed event = %+v; want who approved it", ex)
+	ex := hook.events(t)[2]
+	if ex.Receipt != "" || !slices.Equal(ex.ApprovedBy, []string{"reviewer@example.com"}) || len(ex.Votes) != 1 ||
+		ex.Votes[0].By != "reviewer@example.com" || ex.Votes[0].JournalSeq != 4 || !strings.HasPrefix(ex.Votes[0].Receipt, e.url+"/audit/receipt?") {
+		t.Errorf("the executed event = %+v; want who approved it, with the vote's receipt", ex)
 	}
 	if ap := hook.events(t)[1]; ap.DecidedBy != "reviewer@example.com" || !strings.HasPrefix(ap.Receipt, e.url+"/audit/receipt?") {
 		t.Errorf("the approved event = %+v; want its decider and receipt link", ap)
 	}
 	final := slack.Messages("C0SAGACITY")[0]
+	var finalLinks []string
+	for _, r := range final.Runs() {
+		if r.Type == "link" {
+			finalLinks = append(finalLinks, r.URL)
+		}
+	}
 	if buttons := slackButtons(final.Version); len(buttons) != 0 || !strings.Contains(slackText(final.Version), "reviewer@example.com") ||
-		!strings.Contains(strings.ToLower(slackText(final.Version)), "executed") {
-		t.Errorf("the Slack message once executed = %q with buttons %+v; want the outcome, who approved, and no button",
-			slackText(final.Version), buttons)
+		!strings.Contains(strings.ToLower(slackText(final.Version)), "executed") || !slices.Equal(finalLinks, []string{ex.Votes[0].Receipt, link}) {
+		t.Errorf("the Slack message once executed = %q with buttons %+v and links %q; want the outcome, who approved, links to "+
+			"the vote's receipt and the console, and no button", slackText(final.Version), buttons, finalLinks)
 	}
 	mails := mail.Messages(t)
 	for _, m := range mails[1:] {
@@ -266,22 +274,9 @@ func slackButtons(v slacktest.Version) []slacktest.Element {
 	return out
 }
 
-// slackText is all the text of a Slack message.
-func slackText(v slacktest.Version) string {
-	s := []string{v.Text}
-	for _, b := range v.Blocks {
-		if b.Text != nil {
-			s = append(s, b.Text.Text)
-		}
-		for _, f := range b.Fields {
-			s = append(s, f.Text)
-		}
-		for _, el := range b.Elements {
-			s = append(s, el.Text.Text)
-		}
-	}
-	return strings.Join(s, "\n")
-}
+// slackText is all the text of a Slack message: its notification's, then
+// what the channel shows.
+func slackText(v slacktest.Version) string { return v.Text + "\n" + v.Shown() }
 
 // TestEscalation: the README's notifications example, loaded as printed,
 // escalates a large transfer that waits: after 30 minutes short of its

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/wire"
@@ -235,6 +236,25 @@ func testOutbox(t *testing.T, v *env) {
 	}
 	if _, err := v.e.Approve(ctx, onCall, "out-lone", lone, "paged twice"); !engine.IsKind(err, engine.Forbidden) {
 		t.Errorf("the escalation's target approving after step 2: %v; want Forbidden", err)
+	}
+
+	// Executed, the request's event names each vote it ran on: who, why,
+	// and the entry whose receipt the relay links.
+	if _, err := v.e.Resume(ctx, agent, "out", seq, large); err != nil {
+		t.Fatal(err)
+	}
+	var votes []wire.EventVote
+	for _, en := range v.journal("out") {
+		if en.Phase == engine.PhaseApproved {
+			votes = append(votes, wire.EventVote{By: en.Field(engine.KeyApprover), Reason: en.Field(engine.KeyReason), JournalSeq: en.Seq})
+		}
+	}
+	i = slices.IndexFunc(deliveries(), func(d engine.Delivery) bool { return d.Event.Type == wire.EventExecuted && d.Endpoint == "chat" })
+	if i < 0 {
+		t.Fatalf("after the resume, the deliveries = %q; want the execution told to chat", sent(deliveries()))
+	}
+	if diff := cmp.Diff(deliveries()[i].Event.Votes, votes); diff != "" || len(votes) != 2 || votes[0].Reason != "ok" {
+		t.Errorf("the executed event's votes (-got +want):\n%s", diff)
 	}
 
 	// A call in doubt is told once, however often it is noticed.
