@@ -414,18 +414,25 @@ func (e *Engine) unforged(ds []Delivery) []Delivery {
 	return ds
 }
 
-// RequestEntry returns the AWAITING_APPROVAL entry of the request at seq
-// of saga sagaID, for the relay to show a few of its fields. NotFound
-// when there is none.
-func (e *Engine) RequestEntry(ctx context.Context, sagaID string, seq int64) (Entry, error) {
-	entries, err := e.store.Entries(ctx, sagaID)
+// RequestInput returns the bytes of the request event ev is about (its
+// AWAITING_APPROVAL entry's input), for the relay to show a few of their
+// fields: only the bytes whose SHA-256 the event names, so that a journal
+// row changed by another hand shows nothing the sealed event does not
+// vouch for. NotFound when there is no such request; Conflict when its
+// bytes are not the event's.
+func (e *Engine) RequestInput(ctx context.Context, ev OutboxEvent) (string, error) {
+	entries, err := e.store.Entries(ctx, ev.SagaID)
 	if err != nil {
-		return Entry{}, err
+		return "", err
 	}
+	seq := ev.JournalSeq
 	if seq < 1 || seq > int64(len(entries)) || entries[seq-1].Phase != PhaseAwaitingApproval {
-		return Entry{}, Errorf(NotFound, "no request at seq=%d of saga %s", seq, sagaID)
+		return "", Errorf(NotFound, "no request at seq=%d of saga %s", seq, ev.SagaID)
 	}
-	return entries[seq-1], nil
+	if in := entries[seq-1].Input; PayloadHash(in) == ev.PayloadSHA256 {
+		return in, nil
+	}
+	return "", Errorf(Conflict, "the request at seq=%d of saga %s holds other bytes than its event names", seq, ev.SagaID)
 }
 
 // maxDeliveries bounds a listing of deliveries.

@@ -234,8 +234,8 @@ func (r Relay) message(ctx context.Context, d engine.Delivery) Message {
 	}
 	m := Message{Event: ev, Thread: d.Thread, First: d.First}
 	if requestEvent(ev.Type) {
-		if g, err := r.Engine.RequestEntry(ctx, ev.SagaID, ev.JournalSeq); err == nil {
-			m.Fields, m.More = payload.Summary(g.Input, fieldsShown)
+		if in, err := r.Engine.RequestInput(ctx, d.Event); err == nil {
+			m.Fields, m.More = payload.Summary(in, fieldsShown)
 		}
 	}
 	return m

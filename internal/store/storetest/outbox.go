@@ -394,7 +394,8 @@ func finish(t *testing.T, e *engine.Engine, d engine.Delivery, a engine.Attempt)
 // or thread, a thread's handle replaced (a Slack message to overwrite).
 // Each is refused, shows so before and after its claim, and the genuine
 // deliveries still go; an endpoint added by hand to those told of a
-// thread hears nothing of it.
+// thread hears nothing of it; a request's bytes changed in the journal
+// are not shown as its fields.
 func testOutboxForged(t *testing.T, v *env) {
 	ctx := context.Background()
 	v.opts = []engine.Option{engine.WithNotifications([]engine.Endpoint{{Name: "chat"}, {Name: "pager", OnEscalation: true}})}
@@ -525,5 +526,15 @@ func testOutboxForged(t *testing.T, v *env) {
 		if d.Endpoint == "pager" && d.Event.Type == wire.EventApproved {
 			t.Errorf("pager, added by hand to those told of ok, was told of its approval: %+v", d)
 		}
+	}
+
+	// A message shows a request's fields only from the bytes its sealed
+	// event names: none once the journal's row holds others.
+	if in, err := v.e.RequestInput(ctx, okWaiting.Event); err != nil || in != transfer {
+		t.Errorf("RequestInput(ok's waiting event) = %q, %v; want its bytes", in, err)
+	}
+	v.h.Exec(t, "UPDATE journal SET input = $3 WHERE saga_id = $1 AND seq = $2", "ok", ok, `{"amount":"1","to":"mallory"}`)
+	if in, err := v.e.RequestInput(ctx, okWaiting.Event); !engine.IsKind(err, engine.Conflict) {
+		t.Errorf("RequestInput(ok's waiting event), its bytes changed in the journal = %q, %v; want Conflict", in, err)
 	}
 }
