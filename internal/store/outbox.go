@@ -25,7 +25,8 @@ func (t *tx) Notify(ev engine.OutboxEvent, to []engine.Recipient) error {
 	}
 	for _, r := range to {
 		if err := t.c.queue(t.ctx, "INSERT INTO outbox_deliveries (event_id, endpoint, thread, state, next_at, created_at, seal)"+
-			" SELECT id, $2, thread, 'pending', created_at, created_at, $3 FROM outbox_events WHERE id = $1", ev.ID, r.Endpoint, r.DeliverySeal); err != nil {
+			" SELECT id, $2, thread, 'pending', created_at, created_at, $3 FROM outbox_events WHERE id = $1",
+			ev.ID, r.Endpoint, r.DeliverySeal); err != nil {
 			return mapErr(err)
 		}
 		// A member row another hand wrote first gets the server's seal.
@@ -72,8 +73,8 @@ func scanDelivery(r rows) (d engine.Delivery, err error) {
 	next, created, evAt := timeCol{col: col{name: "next_at"}}, timeCol{col: col{name: "created_at"}}, timeCol{col: col{name: "created_at"}}
 	last, lease := nullTime{col: col{name: "last_at"}}, nullTime{col: col{name: "lease_until"}}
 	err = r.Scan(&d.ID, &d.Endpoint, &d.State, &d.Attempts, &next, &created, &last, &d.LastStatus, &d.LastError,
-		&owner, &lease, &d.RowThread, &d.Seal, &d.Event.ID, &d.Event.Key, &cols.Type, &cols.SagaID, &cols.JournalSeq, &d.Event.Thread, &d.Event.ReceiptSeq, &body,
-		&evAt, &d.Event.Seal, &handle, &handleSeal)
+		&owner, &lease, &d.RowThread, &d.Seal, &d.Event.ID, &d.Event.Key, &cols.Type, &cols.SagaID, &cols.JournalSeq,
+		&d.Event.Thread, &d.Event.ReceiptSeq, &body, &evAt, &d.Event.Seal, &handle, &handleSeal)
 	if err != nil {
 		return d, err
 	}
