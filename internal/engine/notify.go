@@ -355,7 +355,7 @@ type EndpointStats struct {
 	// LastAt and LastError are of the latest failing attempt.
 	LastAt    time.Time
 	LastError string
-	// Disabled is when a 410 or an operator stopped it, and why.
+	// Disabled is when a 410 stopped it, and why.
 	Disabled    time.Time
 	DisabledWhy string
 }

@@ -159,7 +159,7 @@ func (r Relay) attempt(d engine.Delivery, thread string, err error) engine.Attem
 		switch {
 		case f.Gone:
 			a.Gone = true
-			return a // pending: sent once an operator enables the endpoint again
+			return a // pending: sent once an approver enables the endpoint again
 		case f.Permanent:
 			a.State = engine.DeliveryFailed
 			return a

@@ -175,7 +175,7 @@ func TestRelayRetryAfter(t *testing.T) {
 }
 
 // TestRelayGone: a 410 disables the endpoint, whose deliveries wait
-// until an operator enables it; a delivery failing for a day is given
+// until an approver enables it; a delivery failing for a day is given
 // up on.
 func TestRelayGone(t *testing.T) {
 	gone := true

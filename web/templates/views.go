@@ -183,7 +183,7 @@ type EndpointRow struct {
 	Pending, Failing, Failed int
 	Oldest                   string // how long the oldest pending one waited
 	LastError                string
-	Disabled                 *Time // when a 410 or an operator stopped it; nil while it runs
+	Disabled                 *Time // when a 410 stopped it; nil while it runs
 	DisabledWhy              string
 }
 

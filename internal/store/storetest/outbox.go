@@ -33,8 +33,11 @@ var endpoints = []engine.Endpoint{{Name: "chat"}, {Name: "oncall", OnEscalation:
 // or not at all; the deliveries of a thread go to each endpoint in
 // order; two processes never hold one delivery at once, and a lease
 // whose process is gone is taken over; a 410 disables an endpoint until
-// an operator enables it; an escalation step is journaled and tells more
-// endpoints, never lets more people vote.
+// an approver enables it (an auditor may not), and a failed delivery is
+// retried by an approver, each journaled in NotificationSaga under their
+// name; an escalation step is journaled and tells more endpoints, never
+// lets more people vote; an executed request's event names each vote it
+// ran on, with its reason.
 func testOutbox(t *testing.T, v *env) {
 	ctx := context.Background()
 	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
