@@ -544,6 +544,19 @@ type Event struct {
 	Receipt   string `json:"receipt,omitempty"`
 	// Escalation is the step of request.escalated (1, 2, …).
 	Escalation int `json:"escalation,omitempty"`
+	// Votes are the approvals request.executed and request.failed ran
+	// on, in order, each with its reason and receipt.
+	Votes []EventVote `json:"votes,omitempty"`
 	// Link opens what the event is about in the console.
 	Link string `json:"link"`
+}
+
+// EventVote is one approval an event names: who, why, and its receipt.
+type EventVote struct {
+	By     string `json:"by"`
+	Reason string `json:"reason,omitempty"`
+	// JournalSeq is its APPROVED entry; Receipt links its receipt in the
+	// console.
+	JournalSeq int64  `json:"journalSeq"`
+	Receipt    string `json:"receipt"`
 }

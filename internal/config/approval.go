@@ -25,6 +25,16 @@ type yamlRule struct {
 	Reason    string   `yaml:"reason"`
 	StepUp    string   `yaml:"stepUp"`
 	Passkey   string   `yaml:"passkey"`
+	// Escalate are the steps that widen who is told of a request still
+	// short of its quorum (engine.StepSpec).
+	Escalate []yamlStep `yaml:"escalate"`
+}
+
+// yamlStep is a step of a rule's escalation: after how long, which
+// endpoints of notifications: it tells too.
+type yamlStep struct {
+	After  string   `yaml:"after"`
+	Notify []string `yaml:"notify"`
 }
 
 // checkApproval compiles the approval policy; nil, the engine's default,
@@ -49,6 +59,13 @@ func checkApproval(y yamlApproval) (*engine.Approvals, error) {
 					return nil, fmt.Errorf("approval: %s, rule %d: %s: %q is not a duration like 30m or 2h", label, i+1, d.key, d.v)
 				}
 				*d.to = engine.Duration(v)
+			}
+			for j, st := range r.Escalate {
+				v, err := time.ParseDuration(st.After)
+				if err != nil {
+					return nil, fmt.Errorf("approval: %s, rule %d: escalate step %d: after: %q is not a duration like 30m or 2h", label, i+1, j+1, st.After)
+				}
+				rs.Escalate = append(rs.Escalate, engine.StepSpec{After: engine.Duration(v), Notify: st.Notify})
 			}
 			out = append(out, rs)
 		}

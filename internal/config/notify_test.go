@@ -3,10 +3,12 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/notify"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
@@ -104,6 +106,47 @@ func TestNotifications(t *testing.T) {
 			if strings.Contains(err.Error(), s) && !strings.HasPrefix(s, "https://") {
 				t.Errorf("%s: the error repeats a secret: %v", tt.name, err)
 			}
+		}
+	}
+}
+
+// TestReadmeNotifications: the README's notifications example, read out
+// of README.md and loaded as printed, declares its five endpoints and
+// the large transfers' escalation, which the engine then takes
+// (internal/server TestEscalation runs it).
+func TestReadmeNotifications(t *testing.T) {
+	yaml, secrets := testkit.ReadmeNotifications(t)
+	vars := map[string]string{"SAGACITY_CONFIG": writeConfig(t, yaml), "SAGACITY_PUBLIC_URL": "https://sagacity.example.com"}
+	for k, v := range secrets {
+		vars[k] = v
+	}
+	c, err := Load(env(vars))
+	if err != nil {
+		t.Fatalf("Load(the README's notifications example) = %v", err)
+	}
+	var names []string
+	for _, ep := range c.Endpoints {
+		names = append(names, ep.Name)
+	}
+	if got := strings.Join(names, " "); got != "finance-slack finance-mail finance-oncall audit-hook agent-7" {
+		t.Errorf("the example's endpoints = %s", got)
+	}
+	r, ok := c.File.Approvals.Rule("sendWireTransfer", "large")
+	if !ok {
+		t.Fatalf("the example's policy has no rule large for sendWireTransfer")
+	}
+	want := []engine.Step{{After: 30 * time.Minute, Notify: []string{"finance-slack"}}, {After: 2 * time.Hour, Notify: []string{"finance-oncall"}}}
+	if diff := cmp.Diff(want, r.Escalate); diff != "" {
+		t.Errorf("rule large's escalation differs (-want +got):\n%s", diff)
+	}
+	for _, tt := range []struct{ step, want string }{
+		{"{after: soon, notify: [finance-slack]}", `escalate step 1: after: "soon" is not a duration`},
+		{"{after: 5h, notify: [finance-slack]}", "escalate step 1: after (5h0m0s) must come before the request expires (4h0m0s)"},
+	} {
+		bad := strings.Replace(yaml, "{after: 30m, notify: [finance-slack]}", tt.step, 1)
+		vars["SAGACITY_CONFIG"] = writeConfig(t, bad)
+		if _, err := Load(env(vars)); err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Load(a step %s) = %v; want one line with %q", tt.step, err, tt.want)
 		}
 	}
 }

@@ -13,11 +13,15 @@ import (
 // and the deliveries failing or given up on, with what an operator may
 // do: GET /notifications.
 func (h *Handlers) Notifications(w http.ResponseWriter, r *http.Request) error {
-	stats, failing, err := h.Engine.Outbox(r.Context(), auth.From(r.Context()))
+	p := auth.From(r.Context())
+	stats, failing, err := h.Engine.Outbox(r.Context(), p)
 	if err != nil {
 		return err
 	}
 	v := templates.NotificationsPage{Chrome: h.chrome(r, "Notifications", "/notifications")}
+	if err := h.Engine.Can(p, engine.ActResend, engine.Subject{}); err != nil {
+		v.NoResend = "You cannot retry a delivery or enable an endpoint: " + message(err) + "."
+	}
 	for _, ep := range h.Engine.Endpoints() {
 		v.Endpoints = append(v.Endpoints, templates.EndpointRow{Name: ep.Name, Events: eventNames(ep), Escalation: ep.OnEscalation})
 	}
@@ -80,12 +84,12 @@ func (h *Handlers) delivery(d engine.Delivery) templates.DeliveryRow {
 	if d.State == engine.DeliveryPending && !d.LastAt.IsZero() {
 		row.Next = h.until(d.Next)
 	}
-	row.Retry = d.State != engine.DeliveryDelivered
+	row.Retry = d.State == engine.DeliveryPending || d.State == engine.DeliveryFailed
 	return row
 }
 
-// RetryDelivery makes a failing delivery due now: POST
-// /notifications/retry with id.
+// RetryDelivery makes a failing delivery due now, journaled under the
+// person: POST /notifications/retry with id.
 func (h *Handlers) RetryDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err := parseForm(r); err != nil {
 		return err
@@ -101,8 +105,8 @@ func (h *Handlers) RetryDelivery(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// EnableEndpoint lets deliveries to a disabled endpoint go again: POST
-// /notifications/enable with name.
+// EnableEndpoint lets deliveries to a disabled endpoint go again,
+// journaled under the person: POST /notifications/enable with name.
 func (h *Handlers) EnableEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err := parseForm(r); err != nil {
 		return err

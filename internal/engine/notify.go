@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -69,6 +70,23 @@ type OutboxEvent struct {
 	// ReceiptSeq is the entry whose receipt the event links, 0 when
 	// none.
 	ReceiptSeq int64
+	// Body is the event as written, Event's JSON; Seal the seal of the
+	// whole row (seal.go). The engine sets both when it writes the
+	// event; the store reads them back.
+	Body, Seal string
+}
+
+// Recipient is an endpoint an event is written for, with the seals of
+// its delivery and of its place among those told of the event's thread.
+type Recipient struct {
+	Endpoint             string
+	DeliverySeal, Member string
+}
+
+// Member is an endpoint told of a thread, as the outbox holds it, with
+// its row's seal.
+type Member struct {
+	Endpoint, Seal string
 }
 
 // Thread is the thread of the events of a saga's request or call at seq.
@@ -99,19 +117,38 @@ func (e *Engine) tell(tx Tx, ev OutboxEvent, also ...string) error {
 	}
 	var told []string
 	if ev.Thread != "" && ev.Type != wire.EventWaiting {
-		var err error
-		if told, err = tx.Told(ev.Thread); err != nil {
+		members, err := tx.Told(ev.Thread)
+		if err != nil {
 			return err
 		}
+		for _, m := range members {
+			if e.keys.opens(m.Seal, sealMember, ev.Thread, m.Endpoint) {
+				told = append(told, m.Endpoint)
+				continue
+			}
+			// Told only of what an escalation step named it in, an
+			// endpoint added by another hand hears nothing.
+			e.obs.VerifyFailed(CheckedNotification)
+			e.log.Warn("an endpoint listed among those told of a thread is not one this server wrote there; it is not told",
+				"thread", ev.Thread, "endpoint", m.Endpoint)
+		}
 	}
-	ev.ID, ev.Time = eventID(), ev.At.UTC().Format(time.RFC3339)
+	ev.ID, ev.At = eventID(), Truncate(ev.At)
+	ev.Time = ev.At.Format(time.RFC3339)
 	if ev.Thread == "" {
 		ev.Thread = ev.ID
 	}
-	var to []string
+	body, err := json.Marshal(ev.Event)
+	if err != nil {
+		return err
+	}
+	ev.Body = string(body)
+	ev.Seal = e.keys.seal(sealEvent, eventParts(ev)...)
+	var to []Recipient
 	for _, ep := range e.endpoints {
 		if ep.wants(ev, slices.Contains(told, ep.Name) || slices.Contains(also, ep.Name)) {
-			to = append(to, ep.Name)
+			to = append(to, Recipient{Endpoint: ep.Name, DeliverySeal: e.keys.seal(sealDelivery, ev.ID, ep.Name, ev.Thread),
+				Member: e.keys.seal(sealMember, ev.Thread, ep.Name)})
 		}
 	}
 	return tx.Notify(ev, to)
@@ -216,7 +253,12 @@ func (e *Engine) tellOutcome(tx Tx, s *Saga, seq int64, en Entry) error {
 	lc, _ := ReadLifecycle(entries)
 	g := entries[seq-1]
 	r := e.ruleOrName(g)
-	ev := requestEvent(wire.EventExecuted, g, r, tally(g, lc.Requests[seq], r), en.Seq, en.Timestamp)
+	t := tally(g, lc.Requests[seq], r)
+	ev := requestEvent(wire.EventExecuted, g, r, t, en.Seq, en.Timestamp)
+	// Who decided it and why: each vote it ran on, with its receipt.
+	for _, v := range t.Votes {
+		ev.Votes = append(ev.Votes, wire.EventVote{By: v.Voter, Reason: entries[v.Seq-1].Field(KeyReason), JournalSeq: v.Seq})
+	}
 	if en.Phase == PhaseFailed {
 		ev.Type, ev.Key = wire.EventFailed, fmt.Sprintf("%s/%d/%s", s.ID, en.Seq, wire.EventFailed)
 		return e.tell(tx, ev.said("%s ran with the approved bytes, and the tool failed; the saga is compensated", ev.what()))
@@ -232,8 +274,11 @@ const (
 	DeliveryPending   DeliveryState = "pending"
 	DeliveryDelivered DeliveryState = "delivered"
 	// DeliveryFailed: given up on, after a refusal retrying cannot
-	// change or a day of failures; an operator may retry it.
+	// change or a day of failures; an approver may retry it.
 	DeliveryFailed DeliveryState = "failed"
+	// DeliveryRefused: never sent, for its rows are not as this server
+	// wrote them (seal.go); nobody may retry it.
+	DeliveryRefused DeliveryState = "refused"
 )
 
 // Delivery is one event on its way to one endpoint.
@@ -258,6 +303,10 @@ type Delivery struct {
 	// Owner holds it until Lease, once claimed.
 	Owner string
 	Lease time.Time
+	// Seal is its row's seal, over its event, endpoint and RowThread,
+	// the thread its row names; HandleSeal is the seal of its thread's
+	// Thread. The engine opens them before anything is sent (seal.go).
+	Seal, RowThread, HandleSeal string
 }
 
 // Claim asks for due deliveries: Owner (a live runner) leases at most
@@ -285,9 +334,10 @@ type Attempt struct {
 	Gone bool
 }
 
-// DeliveryFilter selects deliveries, newest first: of a thread, an
-// endpoint, in some states (empty fields select all).
+// DeliveryFilter selects deliveries, newest first: one by its id, of a
+// thread, an endpoint, in some states (empty fields select all).
 type DeliveryFilter struct {
+	ID       int64
 	Thread   string
 	Endpoint string
 	States   []DeliveryState
@@ -305,7 +355,7 @@ type EndpointStats struct {
 	// LastAt and LastError are of the latest failing attempt.
 	LastAt    time.Time
 	LastError string
-	// Disabled is when a 410 or an operator stopped it, and why.
+	// Disabled is when a 410 stopped it, and why.
 	Disabled    time.Time
 	DisabledWhy string
 }
@@ -320,28 +370,69 @@ func (e *Engine) ClaimDeliveries(ctx context.Context, lease time.Duration, limit
 		return nil, Errorf(Invalid, "deliveries are claimed by a registered process: start the Heartbeat first")
 	}
 	now := Truncate(e.now())
-	return e.store.ClaimDeliveries(ctx, Claim{Owner: owner, Now: now, Until: now.Add(lease), Alive: now.Add(-RunnerGone), Limit: limit})
-}
-
-// FinishDelivery records attempt a of claimed delivery d; Conflict when
-// its lease was lost (another process may send it again, with the same
-// event id).
-func (e *Engine) FinishDelivery(ctx context.Context, d Delivery, a Attempt) error {
-	return e.store.FinishDelivery(ctx, d, a)
-}
-
-// RequestEntry returns the AWAITING_APPROVAL entry of the request at seq
-// of saga sagaID, for the relay to show a few of its fields. NotFound
-// when there is none.
-func (e *Engine) RequestEntry(ctx context.Context, sagaID string, seq int64) (Entry, error) {
-	entries, err := e.store.Entries(ctx, sagaID)
+	ds, err := e.store.ClaimDeliveries(ctx, Claim{Owner: owner, Now: now, Until: now.Add(lease), Alive: now.Add(-RunnerGone), Limit: limit})
 	if err != nil {
-		return Entry{}, err
+		return nil, err
 	}
+	sent := ds[:0]
+	for _, d := range ds {
+		why := e.forged(d)
+		if why == "" {
+			sent = append(sent, d)
+			continue
+		}
+		e.obs.VerifyFailed(CheckedNotification)
+		e.log.Warn("a notification is not one this server wrote: it is refused, not sent", "delivery", d.ID, "endpoint", d.Endpoint,
+			"event", d.Event.ID, "why", why)
+		if err := e.store.RefuseDelivery(ctx, d, why, now); err != nil && !IsKind(err, Conflict) {
+			return nil, err
+		}
+	}
+	return sent, nil
+}
+
+// FinishDelivery records attempt a of claimed delivery d, and the seal of
+// what the endpoint answered a thread's first message with; Conflict
+// when its lease was lost (another process may send it again, with the
+// same event id).
+func (e *Engine) FinishDelivery(ctx context.Context, d Delivery, a Attempt) error {
+	return e.store.FinishDelivery(ctx, d, a, e.keys.seal(sealHandle, d.RowThread, d.Endpoint, a.Thread))
+}
+
+// unforged is ds as they are to be read: a delivery still to be sent
+// whose rows are not as this server wrote them shows refused, as its
+// claim makes it.
+func (e *Engine) unforged(ds []Delivery) []Delivery {
+	for i, d := range ds {
+		if d.State != DeliveryPending && d.State != DeliveryFailed {
+			continue
+		}
+		if why := e.forged(d); why != "" {
+			ds[i].State, ds[i].LastError = DeliveryRefused, why
+		}
+	}
+	return ds
+}
+
+// RequestInput returns the bytes of the request event ev is about (its
+// AWAITING_APPROVAL entry's input), for the relay to show a few of their
+// fields: only the bytes whose SHA-256 the event names, so that a journal
+// row changed by another hand shows nothing the sealed event does not
+// vouch for. NotFound when there is no such request; Conflict when its
+// bytes are not the event's.
+func (e *Engine) RequestInput(ctx context.Context, ev OutboxEvent) (string, error) {
+	entries, err := e.store.Entries(ctx, ev.SagaID)
+	if err != nil {
+		return "", err
+	}
+	seq := ev.JournalSeq
 	if seq < 1 || seq > int64(len(entries)) || entries[seq-1].Phase != PhaseAwaitingApproval {
-		return Entry{}, Errorf(NotFound, "no request at seq=%d of saga %s", seq, sagaID)
+		return "", Errorf(NotFound, "no request at seq=%d of saga %s", seq, ev.SagaID)
 	}
-	return entries[seq-1], nil
+	if in := entries[seq-1].Input; PayloadHash(in) == ev.PayloadSHA256 {
+		return in, nil
+	}
+	return "", Errorf(Conflict, "the request at seq=%d of saga %s holds other bytes than its event names", seq, ev.SagaID)
 }
 
 // maxDeliveries bounds a listing of deliveries.
@@ -353,11 +444,12 @@ func (e *Engine) Notifications(ctx context.Context, p Principal, sagaID string, 
 	if err := e.Can(p, ActReview, Subject{}); err != nil {
 		return nil, err
 	}
-	return e.store.Deliveries(ctx, DeliveryFilter{Thread: Thread(sagaID, seq), Limit: maxDeliveries})
+	ds, err := e.store.Deliveries(ctx, DeliveryFilter{Thread: Thread(sagaID, seq), Limit: maxDeliveries})
+	return e.unforged(ds), err
 }
 
 // Outbox says how notifications stand, for p: each endpoint's
-// deliveries, and those failing or given up on, newest first.
+// deliveries, and those failing, given up on or refused, newest first.
 func (e *Engine) Outbox(ctx context.Context, p Principal) ([]EndpointStats, []Delivery, error) {
 	if err := e.Can(p, ActOutbox, Subject{}); err != nil {
 		return nil, nil, err
@@ -366,7 +458,7 @@ func (e *Engine) Outbox(ctx context.Context, p Principal) ([]EndpointStats, []De
 	if err != nil {
 		return nil, nil, err
 	}
-	failing, err := e.store.Deliveries(ctx, DeliveryFilter{States: []DeliveryState{DeliveryFailed}, Limit: maxDeliveries})
+	failing, err := e.store.Deliveries(ctx, DeliveryFilter{States: []DeliveryState{DeliveryFailed, DeliveryRefused}, Limit: maxDeliveries})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -374,34 +466,87 @@ func (e *Engine) Outbox(ctx context.Context, p Principal) ([]EndpointStats, []De
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, d := range retrying {
-		if !d.LastAt.IsZero() {
+	for _, d := range e.unforged(retrying) {
+		if !d.LastAt.IsZero() || d.State == DeliveryRefused {
 			failing = append(failing, d)
 		}
 	}
-	return stats, failing, nil
+	return stats, e.unforged(failing), nil
 }
 
-// RetryDelivery makes delivery id due now, for p: a failed one, or one
-// waiting for its next try. NotFound when there is none, Conflict when
-// it was delivered.
-func (e *Engine) RetryDelivery(ctx context.Context, p Principal, id int64) error {
-	if err := e.Can(p, ActOutbox, Subject{}); err != nil {
+// NotificationSaga is the server's own saga that journals every
+// notification sent again by hand: a delivery retried, an endpoint
+// enabled, and who did it, each entry signed (serverNote).
+const NotificationSaga = "sagacity:notifications"
+
+// The tools of NotificationSaga's entries.
+const (
+	DeliveryRetried = "delivery-retried"
+	EndpointEnabled = "endpoint-enabled"
+)
+
+// resendHeader opens what the server signs of a NotificationSaga entry.
+const resendHeader = "sagacity notification v1"
+
+// resent is a NotificationSaga entry's input: what was sent again, and
+// by whom.
+type resent struct {
+	Delivery int64          `json:"delivery,omitempty"`
+	Event    string         `json:"event,omitempty"`
+	Type     wire.EventType `json:"type,omitempty"`
+	Endpoint string         `json:"endpoint"`
+	By       string         `json:"by"`
+	Auth     AuthMethod     `json:"auth"`
+}
+
+// journalResent journals rec, by p, in NotificationSaga as tool, and
+// runs fn in the same transaction: what was done commits with the entry
+// that says who did it, or neither does.
+func (e *Engine) journalResent(ctx context.Context, p Principal, tool string, rec resent, fn func(tx Tx) error) error {
+	rec.By, rec.Auth = p.ID, p.Auth
+	b, err := json.Marshal(rec)
+	if err != nil {
 		return err
 	}
-	return e.store.RetryDelivery(ctx, id, Truncate(e.now()))
+	return e.journalSigned(ctx, NotificationSaga, tool, resendHeader, tool, string(b), nil,
+		func(tx Tx, _ Entry) error { return fn(tx) })
+}
+
+// RetryDelivery makes delivery id due now, for p, journaled in
+// NotificationSaga: a failed one, or one waiting for its next try.
+// Forbidden as Can says for ActResend; NotFound when there is none;
+// Conflict when it was delivered or refused.
+func (e *Engine) RetryDelivery(ctx context.Context, p Principal, id int64) error {
+	if err := e.Can(p, ActResend, Subject{}); err != nil {
+		return err
+	}
+	ds, err := e.store.Deliveries(ctx, DeliveryFilter{ID: id, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(ds) == 0 {
+		return Errorf(NotFound, "no delivery %d", id)
+	}
+	d := e.unforged(ds)[0]
+	if d.State != DeliveryPending && d.State != DeliveryFailed {
+		return Errorf(Conflict, "delivery %d was %s already", id, d.State)
+	}
+	rec := resent{Delivery: id, Event: d.Event.ID, Type: d.Event.Type, Endpoint: d.Endpoint}
+	return e.journalResent(ctx, p, DeliveryRetried, rec, func(tx Tx) error { return tx.RetryDelivery(id, Truncate(e.now())) })
 }
 
 // EnableEndpoint lets deliveries to endpoint name go again, for p, after
-// it answered 410 or was disabled.
+// it answered 410, journaled in NotificationSaga. Forbidden as Can says
+// for ActResend; NotFound for no endpoint of that name; Conflict when it
+// is not disabled.
 func (e *Engine) EnableEndpoint(ctx context.Context, p Principal, name string) error {
-	if err := e.Can(p, ActOutbox, Subject{}); err != nil {
+	if err := e.Can(p, ActResend, Subject{}); err != nil {
 		return err
 	}
 	if e.endpoint(name) == nil {
 		return Errorf(NotFound, "no endpoint %q", name)
 	}
-	return e.store.SetEndpoint(ctx, name, false, "", Truncate(e.now()))
+	return e.journalResent(ctx, p, EndpointEnabled, resent{Endpoint: name}, func(tx Tx) error { return tx.EnableEndpoint(name) })
 }
 
 // Endpoints are the endpoints notifications go to.

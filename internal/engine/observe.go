@@ -86,6 +86,9 @@ type Checked string
 const (
 	CheckedJournal Checked = "journal" // a saga's journal, its receipts and its place in the log
 	CheckedLog     Checked = "log"     // the global log against the newest checkpoint
+	// CheckedNotification: an outbox row's seal (seal.go), when a
+	// delivery is claimed or an event is routed.
+	CheckedNotification Checked = "notification"
 )
 
 // WithObserver sets who is told what the engine does; the default is
@@ -227,8 +230,12 @@ func (w watched) ClaimDeliveries(ctx context.Context, c Claim) ([]Delivery, erro
 	return ds, failing(ctx, w.obs, err)
 }
 
-func (w watched) FinishDelivery(ctx context.Context, d Delivery, a Attempt) error {
-	return failing(ctx, w.obs, w.s.FinishDelivery(ctx, d, a))
+func (w watched) FinishDelivery(ctx context.Context, d Delivery, a Attempt, handleSeal string) error {
+	return failing(ctx, w.obs, w.s.FinishDelivery(ctx, d, a, handleSeal))
+}
+
+func (w watched) RefuseDelivery(ctx context.Context, d Delivery, why string, at time.Time) error {
+	return failing(ctx, w.obs, w.s.RefuseDelivery(ctx, d, why, at))
 }
 
 func (w watched) Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error) {
@@ -239,14 +246,6 @@ func (w watched) Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, 
 func (w watched) OutboxStats(ctx context.Context) ([]EndpointStats, error) {
 	ss, err := w.s.OutboxStats(ctx)
 	return ss, failing(ctx, w.obs, err)
-}
-
-func (w watched) SetEndpoint(ctx context.Context, name string, disabled bool, why string, at time.Time) error {
-	return failing(ctx, w.obs, w.s.SetEndpoint(ctx, name, disabled, why, at))
-}
-
-func (w watched) RetryDelivery(ctx context.Context, id int64, at time.Time) error {
-	return failing(ctx, w.obs, w.s.RetryDelivery(ctx, id, at))
 }
 
 func (w watched) RecordVerified(ctx context.Context, v Verified) error {

@@ -180,10 +180,9 @@ type VoteCeremony struct {
 	PasskeyBallot PasskeyBallot
 }
 
-// passkeyNote is the server's signature on a PasskeySaga entry's input.
-func passkeyNote(tool, input string) string {
-	return "sagacity passkey v1\n" + tool + ": " + PayloadHash(input) + "\n"
-}
+// passkeyHeader opens what the server signs of a PasskeySaga entry
+// (serverNote).
+const passkeyHeader = "sagacity passkey v1"
 
 // enrolment is a PasskeySaga entry's input: an enrolment's whole record
 // (with the registration's counter), a removal's credential and identity,
@@ -226,7 +225,7 @@ func ReadPasskeys(entries []Entry, v note.Verifier) (Passkeys, error) {
 			return bad("its signature is not base64")
 		}
 		n, err := note.Open(signed, note.VerifierList(v))
-		if err != nil || n.Text != passkeyNote(en.ToolName, en.Input) {
+		if err != nil || n.Text != serverNote(passkeyHeader, en.ToolName, en.Input) {
 			return bad("its signature does not verify with " + v.Name())
 		}
 		var r enrolment
@@ -436,12 +435,7 @@ func (e *Engine) RemovePasskey(ctx context.Context, p Principal, credential stri
 // not the journal, says is p's. Conflict when the journal before it does
 // not read.
 func (e *Engine) journalPasskey(ctx context.Context, tool string, rec enrolment, refused *Error, fn func(tx Tx, en Entry) error) error {
-	now := Truncate(e.now())
-	_, err := e.transact(ctx, PasskeySaga, 0, "", func(tx Tx) (Saga, bool, error) {
-		s, err := tx.CreateSaga(Saga{ID: PasskeySaga, Status: Completed, Ended: true, Initiator: PasskeyEnrolled,
-			HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
-		return s, err == nil, err
-	}, func(tx Tx, s *Saga) error {
+	return e.journalOwn(ctx, PasskeySaga, PasskeyEnrolled, func(tx Tx, s *Saga) error {
 		en, err := e.passkeyEntry(tx, s, tool, rec)
 		if err != nil {
 			return err
@@ -458,7 +452,6 @@ func (e *Engine) journalPasskey(ctx context.Context, tool string, rec enrolment,
 		}
 		return fn(tx, en)
 	})
-	return err
 }
 
 // passkeyEntry appends to PasskeySaga, s, locked, an entry of tool for
@@ -468,13 +461,7 @@ func (e *Engine) passkeyEntry(tx Tx, s *Saga, tool string, rec enrolment) (Entry
 	if err != nil {
 		return Entry{}, err
 	}
-	input := string(b)
-	sig, err := e.keys.Sign(passkeyNote(tool, input))
-	if err != nil {
-		return Entry{}, err
-	}
-	return e.append(tx, s, tool, PhaseExecuted, input,
-		Lines{{KeyPasskey, rec.Credential}, {KeyReceipt, base64.StdEncoding.EncodeToString([]byte(sig))}}.String())
+	return e.signedEntry(tx, s, passkeyHeader, tool, string(b), Lines{{KeyPasskey, rec.Credential}})
 }
 
 // enrolled locks PasskeySaga and reads, from its journal, once that

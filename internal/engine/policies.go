@@ -103,12 +103,7 @@ func (h *history) put(a *Approvals) {
 // Unavailable when the store is; Conflict when PolicySaga does not
 // verify.
 func (e *Engine) RecordPolicy(ctx context.Context) error {
-	now := Truncate(e.now())
-	_, err := e.transact(ctx, PolicySaga, 0, "", func(tx Tx) (Saga, bool, error) {
-		s, err := tx.CreateSaga(Saga{ID: PolicySaga, Status: Completed, Ended: true, Initiator: PolicyTool,
-			HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
-		return s, err == nil, err
-	}, func(tx Tx, s *Saga) error {
+	return e.journalOwn(ctx, PolicySaga, PolicyTool, func(tx Tx, s *Saga) error {
 		entries, err := tx.Entries(PolicySaga)
 		if err != nil {
 			return err
@@ -128,7 +123,6 @@ func (e *Engine) RecordPolicy(ctx context.Context) error {
 			Lines{{KeyPolicy, e.approvals.Hash}, {KeyReceipt, base64.StdEncoding.EncodeToString([]byte(sig))}}.String())
 		return err
 	})
-	return err
 }
 
 // policyDocuments reads PolicySaga's journal: it must verify against its

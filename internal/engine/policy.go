@@ -32,9 +32,13 @@ const (
 	ActInDoubt        Action = "in-doubt" // list calls in doubt
 	ActResolve        Action = "resolve"  // record what a call in doubt came to, or a failed undo undone by hand
 	ActMetrics        Action = "metrics"  // read the metrics: counts, no saga's content
-	// ActOutbox reads the notifications' deliveries, retries one and
-	// enables an endpoint again.
+	// ActOutbox reads the notifications' deliveries and how each
+	// endpoint stands.
 	ActOutbox Action = "outbox"
+	// ActResend sends notifications again: retries a delivery now, or
+	// enables an endpoint that was disabled (a 410). Each is journaled
+	// under the principal (NotificationSaga).
+	ActResend Action = "resend"
 )
 
 // Policy is the configurable part of who may do what.
@@ -81,13 +85,15 @@ var roles = map[Action][]Role{
 	// The backlog the metrics count is what review and in-doubt list.
 	ActMetrics: {RoleAuditor, RoleApprover},
 	ActOutbox:  {RoleApprover, RoleAuditor},
+	// Auditors read; sending again changes what the endpoints are told.
+	ActResend: {RoleApprover},
 }
 
 var doing = map[Action]string{
 	ActCall: "calling a tool", ActEnd: "ending a saga", ActAbort: "aborting a saga", ActApprove: "approving",
 	ActReject: "rejecting", ActDismiss: "dismissing", ActWithdraw: "withdrawing a vote", ActEnrol: "enrolling passkeys", ActRequestChanges: "requesting changes", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
 	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt", ActResolve: "resolving a call in doubt",
-	ActMetrics: "reading metrics", ActOutbox: "operating notifications",
+	ActMetrics: "reading metrics", ActOutbox: "reading notifications", ActResend: "sending notifications again",
 }
 
 // Can reports whether p may take action a on subject: nil when it may, a

@@ -40,6 +40,10 @@ func TestCan(t *testing.T) {
 		{"auditor reads metrics", false, auditor, ActMetrics, Subject{}, ""},
 		{"approver reads metrics", false, approver, ActMetrics, Subject{}, ""},
 		{"agent cannot read metrics", false, agent, ActMetrics, Subject{}, "reading metrics needs the auditor or approver role"},
+		{"auditor reads notifications", false, auditor, ActOutbox, Subject{}, ""},
+		{"approver sends notifications again", false, approver, ActResend, Subject{}, ""},
+		{"auditor cannot send notifications again", false, auditor, ActResend, Subject{}, "sending notifications again needs the approver role"},
+		{"agent cannot send notifications again", false, agent, ActResend, Subject{}, "sending notifications again needs the approver role"},
 
 		{"initiator calls in its saga", false, agent, ActCall, Subject{Saga: mine}, ""},
 		{"another agent cannot call in it", false, other, ActCall, Subject{Saga: mine}, "saga s1 belongs to agent-1; only its initiator may act on it as an agent"},

@@ -29,6 +29,9 @@ type Keys struct {
 	signer   note.Signer
 	verifier note.Verifier
 	vkey     string
+	// outbox seals the outbox's rows (seal.go): derived from the
+	// signer's seed, so never stored.
+	outbox []byte
 }
 
 // GenerateKeys makes a new Ed25519 key pair named name (a host or
@@ -61,7 +64,7 @@ func NewKeys(skey string) (*Keys, error) {
 	if err != nil {
 		return nil, &Error{Kind: Invalid, Msg: "signing key does not derive a verifier key", Err: err}
 	}
-	return &Keys{signer: signer, verifier: verifier, vkey: vkey}, nil
+	return &Keys{signer: signer, verifier: verifier, vkey: vkey, outbox: outboxKey(data[1:])}, nil
 }
 
 // VerifierKey is the public key receipts and checkpoints verify with, in

@@ -70,10 +70,9 @@ type providerKeyRecord struct {
 	Key    json.RawMessage `json:"key"` // the JWK, as the server read it
 }
 
-// signInNote is the server's signature on a SignInSaga entry's input.
-func signInNote(tool, input string) string {
-	return "sagacity sign-in v1\n" + tool + ": " + PayloadHash(input) + "\n"
-}
+// signInHeader opens what the server signs of a SignInSaga entry
+// (serverNote).
+const signInHeader = "sagacity sign-in v1"
 
 // signInOf is the sign-in a receipt of p's decision names: its ID
 // token's SHA-256, SignInByAccessToken, or "" for no OIDC identity.
@@ -136,35 +135,18 @@ func (e *Engine) recordSignIn(ctx context.Context, p Principal) error {
 	if err != nil {
 		return err
 	}
-	now := Truncate(e.now())
-	_, err = e.transact(ctx, SignInSaga, 0, "", func(tx Tx) (Saga, bool, error) {
-		s, err := tx.CreateSaga(Saga{ID: SignInSaga, Status: Completed, Ended: true, Initiator: SignedInTool,
-			HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
-		return s, err == nil, err
-	}, func(tx Tx, s *Saga) error {
+	err = e.journalOwn(ctx, SignInSaga, SignedInTool, func(tx Tx, s *Saga) error {
 		if !e.signIns.has(keyHash) {
-			if err := e.appendSigned(tx, s, ProviderKeyTool, string(key), keyHash); err != nil {
+			if _, err := e.signedEntry(tx, s, signInHeader, ProviderKeyTool, string(key), Lines{{KeySignIn, keyHash}}); err != nil {
 				return err
 			}
 		}
-		return e.appendSigned(tx, s, SignedInTool, string(rec), tokenHash)
+		_, err := e.signedEntry(tx, s, signInHeader, SignedInTool, string(rec), Lines{{KeySignIn, tokenHash}})
+		return err
 	})
 	if err == nil {
 		e.signIns.add(tokenHash, keyHash)
 	}
-	return err
-}
-
-// appendSigned appends an entry of tool holding input to SignInSaga,
-// with the server's signature over it; hash names it (a sign-in's ID
-// token's SHA-256, a provider key's thumbprint).
-func (e *Engine) appendSigned(tx Tx, s *Saga, tool, input, hash string) error {
-	sig, err := e.keys.Sign(signInNote(tool, input))
-	if err != nil {
-		return fmt.Errorf("signing a sign-in: %w", err)
-	}
-	_, err = e.append(tx, s, tool, PhaseExecuted, input,
-		Lines{{KeySignIn, hash}, {KeyReceipt, base64.StdEncoding.EncodeToString([]byte(sig))}}.String())
 	return err
 }
 
@@ -205,7 +187,7 @@ func ReadSignIns(entries []Entry, v note.Verifier, check CheckIDToken, trusted m
 		if err != nil {
 			return bad("its signature is not base64")
 		}
-		if n, err := note.Open(signed, note.VerifierList(v)); err != nil || n.Text != signInNote(en.ToolName, en.Input) {
+		if n, err := note.Open(signed, note.VerifierList(v)); err != nil || n.Text != serverNote(signInHeader, en.ToolName, en.Input) {
 			return bad("its signature does not verify with " + v.Name())
 		}
 		if en.ToolName == ProviderKeyTool {

@@ -83,17 +83,16 @@ type Store interface {
 	// lease holds. It counts the attempt.
 	ClaimDeliveries(ctx context.Context, c Claim) ([]Delivery, error)
 	// FinishDelivery records attempt a of claimed delivery d and what
-	// comes of it, unless d's lease was lost meanwhile (Conflict).
-	FinishDelivery(ctx context.Context, d Delivery, a Attempt) error
+	// comes of it, unless d's lease was lost meanwhile (Conflict); the
+	// thread's handle, when a's is the first, with handleSeal.
+	FinishDelivery(ctx context.Context, d Delivery, a Attempt, handleSeal string) error
+	// RefuseDelivery records that claimed delivery d is refused at at,
+	// for why, unless d's lease was lost meanwhile (Conflict).
+	RefuseDelivery(ctx context.Context, d Delivery, why string, at time.Time) error
 	// Deliveries lists deliveries, newest first.
 	Deliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, error)
 	// OutboxStats says how each endpoint's deliveries stand, by name.
 	OutboxStats(ctx context.Context) ([]EndpointStats, error)
-	// SetEndpoint disables endpoint name at at for why, or enables it.
-	SetEndpoint(ctx context.Context, name string, disabled bool, why string, at time.Time) error
-	// RetryDelivery makes a delivery pending again, due at at; NotFound
-	// when there is none, Conflict when it was delivered.
-	RetryDelivery(ctx context.Context, id int64, at time.Time) error
 
 	// RecordVerified keeps v as its saga's newest verification, unless
 	// one made later is kept already.
@@ -272,12 +271,20 @@ type Tx interface {
 	// saga has a call under that key.
 	PutCallKey(sagaID, key string, seq int64) error
 
-	// Notify writes event ev to the outbox with a delivery, due now, to
-	// each of endpoints, which join its thread; nothing when an event of
-	// its key is there already.
-	Notify(ev OutboxEvent, endpoints []string) error
-	// Told lists the endpoints a thread's events went to so far.
-	Told(thread string) ([]string, error)
+	// Notify writes event ev to the outbox, its body and seal as given,
+	// with a delivery, due now, to each recipient, which joins its
+	// thread, each row with its seal; nothing when an event of its key
+	// is there already.
+	Notify(ev OutboxEvent, to []Recipient) error
+	// Told lists the endpoints a thread's events went to so far, with
+	// their seals.
+	Told(thread string) ([]Member, error)
+	// RetryDelivery makes a pending or failed delivery pending again,
+	// due at at; Conflict when it is neither (delivered, refused).
+	RetryDelivery(id int64, at time.Time) error
+	// EnableEndpoint lets deliveries to a disabled endpoint go again;
+	// Conflict when it is not disabled.
+	EnableEndpoint(name string) error
 	// PutEscalation records that a pending request took its escalation's
 	// first steps steps, the next due at next (zero for none).
 	PutEscalation(sagaID string, seq int64, steps int, next time.Time) error

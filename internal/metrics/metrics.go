@@ -68,7 +68,8 @@ func New(log *slog.Logger) *Recorder {
 	m.toolSeconds = histogram("tool_duration_seconds", "How long tools took, by tool and phase (execute, compensate).", "tool", "phase")
 	m.compensations = counter("compensations_total", "Sagas whose compensation ended, by outcome: compensated or compensation_failed.", "outcome")
 	m.verifyFailures = counter("verify_failures_total", "Verifications that found evidence broken: a saga's journal (check=journal), "+
-		"or the global log against the newest checkpoint, which halts executions (check=log).", "check")
+		"the global log against the newest checkpoint, which halts executions (check=log), or a notification's outbox rows, "+
+		"not as the server wrote them, which are never sent (check=notification).", "check")
 	m.storeErrors = counter("store_errors_total", "Store operations that failed, by kind: unavailable or internal.", "kind")
 	m.requests = counter("http_requests_total", `HTTP requests, by route pattern ("none" when no route matched), method and status code.`,
 		"route", "method", "code")
@@ -86,7 +87,7 @@ func New(log *slog.Logger) *Recorder {
 	for _, s := range []engine.Status{engine.Compensated, engine.CompensationFailed} {
 		m.compensations.WithLabelValues(outcome(s))
 	}
-	for _, c := range []engine.Checked{engine.CheckedJournal, engine.CheckedLog} {
+	for _, c := range []engine.Checked{engine.CheckedJournal, engine.CheckedLog, engine.CheckedNotification} {
 		m.verifyFailures.WithLabelValues(string(c))
 	}
 	for _, k := range []engine.Kind{engine.Unavailable, engine.Internal} {

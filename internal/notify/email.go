@@ -245,6 +245,13 @@ func emailText(m Message, now time.Time) string {
 	fact("Decision", shown(e.Decision))
 	fact("Decided by", shown(e.DecidedBy))
 	fact("Reason", shown(e.Reason))
+	for _, v := range e.Votes {
+		line := shown(v.By)
+		if v.Reason != "" {
+			line += ": " + shown(v.Reason)
+		}
+		fact("Approved by", line+" (receipt "+revealed(v.Receipt)+")")
+	}
 	if lines := fieldLines(m.Fields, m.More); len(lines) > 0 {
 		b.WriteString("\nPayload:\n  " + strings.Join(lines, "\n  ") + "\n")
 	}

@@ -39,6 +39,8 @@ func TestEmailThread(t *testing.T) {
 	executed.Message = "sendWireTransfer in saga transfer-77 was executed"
 	executed.ApprovedBy = []string{"alice", "carol"}
 	executed.Receipt = "https://sagacity.example/receipts/transfer-77/12"
+	executed.Votes = []wire.EventVote{{By: "alice", Reason: "matches invoice 4711", JournalSeq: 13, Receipt: "https://sagacity.example/receipts/transfer-77/13"},
+		{By: "carol", JournalSeq: 14, Receipt: "https://sagacity.example/receipts/transfer-77/14"}}
 	for _, ev := range []wire.Event{voted, executed} {
 		if got, err := e.Send(ctx, notify.Message{Event: ev, Thread: thread}); err != nil || got != "" {
 			t.Fatalf("Send(%s, thread %q) = %q, %v; want \"\", nil", ev.Type, thread, got, err)
@@ -92,6 +94,8 @@ This message cannot approve anything: open the link to decide in Sagacity.
 	}
 	for _, want := range []string{
 		"Votes:           2 of 2: alice, carol",
+		"Approved by:     alice: matches invoice 4711 (receipt https://sagacity.example/receipts/transfer-77/13)",
+		"Approved by:     carol (receipt https://sagacity.example/receipts/transfer-77/14)",
 		"Open in Sagacity: https://sagacity.example/sagas/transfer-77/12",
 		"Receipt: https://sagacity.example/receipts/transfer-77/12",
 		"This message cannot approve anything: open the link to decide in Sagacity.",

@@ -55,7 +55,7 @@ type Failure struct {
 	// 429), 0 when it did not say.
 	RetryAfter time.Duration
 	// Gone: the endpoint said it takes nothing more (410): it is
-	// disabled until an operator enables it again.
+	// disabled until an approver enables it again.
 	Gone bool
 	// Permanent: retrying the same message cannot succeed (a 4xx other
 	// than 408, 409, 425, 429; a 5xx SMTP reply); the delivery fails.

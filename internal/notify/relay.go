@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -158,7 +159,7 @@ func (r Relay) attempt(d engine.Delivery, thread string, err error) engine.Attem
 		switch {
 		case f.Gone:
 			a.Gone = true
-			return a // pending: sent once an operator enables the endpoint again
+			return a // pending: sent once an approver enables the endpoint again
 		case f.Permanent:
 			a.State = engine.DeliveryFailed
 			return a
@@ -227,10 +228,14 @@ func (r Relay) message(ctx context.Context, d engine.Delivery) Message {
 	if d.Event.ReceiptSeq > 0 {
 		ev.Receipt = base + templates.ReceiptHref(ev.SagaID, d.Event.ReceiptSeq)
 	}
+	ev.Votes = slices.Clone(ev.Votes)
+	for i, v := range ev.Votes {
+		ev.Votes[i].Receipt = base + templates.ReceiptHref(ev.SagaID, v.JournalSeq)
+	}
 	m := Message{Event: ev, Thread: d.Thread, First: d.First}
 	if requestEvent(ev.Type) {
-		if g, err := r.Engine.RequestEntry(ctx, ev.SagaID, ev.JournalSeq); err == nil {
-			m.Fields, m.More = payload.Summary(g.Input, fieldsShown)
+		if in, err := r.Engine.RequestInput(ctx, d.Event); err == nil {
+			m.Fields, m.More = payload.Summary(in, fieldsShown)
 		}
 	}
 	return m

@@ -27,7 +27,9 @@ type relayed struct {
 	mu     sync.Mutex
 	now    time.Time
 	got    []string // the webhook-id of each delivery the receiver verified
+	bodies []string // and its body
 	answer func(n int) (int, string)
+	dbURL  string
 }
 
 func (r *relayed) clock() time.Time {
@@ -60,7 +62,7 @@ func newRelayed(t *testing.T, answer func(n int) (int, string)) *relayed {
 			return
 		}
 		r.mu.Lock()
-		r.got = append(r.got, req.Header.Get("webhook-id"))
+		r.got, r.bodies = append(r.got, req.Header.Get("webhook-id")), append(r.bodies, string(body))
 		n := len(r.got)
 		r.mu.Unlock()
 		code, retryAfter := r.answer(n)
@@ -70,7 +72,8 @@ func newRelayed(t *testing.T, answer func(n int) (int, string)) *relayed {
 		w.WriteHeader(code)
 	}))
 	t.Cleanup(srv.Close)
-	db, err := store.Open(ctx, testkit.SQLiteURL(t))
+	r.dbURL = testkit.SQLiteURL(t)
+	db, err := store.Open(ctx, r.dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +175,7 @@ func TestRelayRetryAfter(t *testing.T) {
 }
 
 // TestRelayGone: a 410 disables the endpoint, whose deliveries wait
-// until an operator enables it; a delivery failing for a day is given
+// until an approver enables it; a delivery failing for a day is given
 // up on.
 func TestRelayGone(t *testing.T) {
 	gone := true
@@ -192,7 +195,8 @@ func TestRelayGone(t *testing.T) {
 	if n := r.run(); n != 0 {
 		t.Errorf("the relay sent to a disabled endpoint")
 	}
-	if err := r.e.EnableEndpoint(t.Context(), auditor, "hook"); err != nil {
+	approver := engine.Principal{ID: "approver", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleApprover}}
+	if err := r.e.EnableEndpoint(t.Context(), approver, "hook"); err != nil {
 		t.Fatal(err)
 	}
 	gone = false
@@ -226,5 +230,33 @@ func TestRelayGone(t *testing.T) {
 	}
 	if last := tries[len(tries)-1]; last.Sub(tries[0]) > 25*time.Hour {
 		t.Errorf("the last try came %s after the first; want none after a day", last.Sub(tries[0]))
+	}
+}
+
+// TestRelayForged: an event and its delivery written into the outbox by
+// another hand, with the seals of a genuine one copied (an approval by
+// cfo@example.com that never happened), reach no receiver, though the
+// relay would sign them as Standard Webhooks; the genuine event still
+// does, its signature verified. The forged delivery is refused.
+func TestRelayForged(t *testing.T) {
+	r := newRelayed(t, func(int) (int, string) { return http.StatusNoContent, "" })
+	genuine := r.delivery()
+	testkit.Exec(t, r.dbURL, "INSERT INTO outbox_events (id, key, type, saga_id, seq, thread, receipt_seq, body, created_at, seal)"+
+		" SELECT 'evt_forged', 'forged', 'request.approved', saga_id, seq, thread, receipt_seq,"+
+		" replace(body, '\"type\":\"request.waiting\"', '\"type\":\"request.approved\",\"decidedBy\":\"cfo@example.com\"'), created_at, seal"+
+		" FROM outbox_events WHERE id = $1", genuine.Event.ID)
+	testkit.Exec(t, r.dbURL, "INSERT INTO outbox_deliveries (event_id, endpoint, thread, state, next_at, created_at, seal)"+
+		" SELECT 'evt_forged', endpoint, thread, 'pending', next_at, created_at, seal FROM outbox_deliveries WHERE id = $1", genuine.ID)
+	for range 3 {
+		r.run()
+	}
+	if len(r.got) != 1 || r.got[0] != genuine.Event.ID || strings.Contains(r.bodies[0], "cfo@example.com") {
+		t.Errorf("the receiver got %q %q; want the genuine waiting event alone", r.got, r.bodies)
+	}
+	auditor := engine.Principal{ID: "auditor", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAuditor}}
+	ds, err := r.e.Notifications(t.Context(), auditor, "pay", 1)
+	if err != nil || len(ds) != 2 || ds[0].Event.ID != "evt_forged" || ds[0].State != engine.DeliveryRefused ||
+		ds[1].State != engine.DeliveryDelivered {
+		t.Errorf("the deliveries of pay/1 = %+v, %v; want the forged one refused, the genuine one delivered", ds, err)
 	}
 }

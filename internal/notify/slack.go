@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -127,18 +128,23 @@ func (s *Slack) call(ctx context.Context, method string, body slackCall, now tim
 	return a, f
 }
 
+// A message's text is Block Kit rich text: runs of text, each styled by
+// a flag (bold, code) and never by what it holds, and links. Slack reads
+// no markup in a run, so no value from a saga id, tool, requester,
+// reason, rule or payload can change the formatting around it, mention
+// anyone or link anywhere, whatever it holds (backticks, asterisks,
+// underscores, tildes, "<!channel>"): only the text of the notification
+// Slack shows outside the channel is mrkdwn, its mentions escaped.
+
 // The Block Kit objects a message is made of.
 type (
 	slackText struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Verbatim bool   `json:"verbatim,omitempty"`
+		Type string `json:"type"`
+		Text string `json:"text"`
 	}
 	slackBlock struct {
-		Type     string      `json:"type"`
-		Text     *slackText  `json:"text,omitempty"`
-		Fields   []slackText `json:"fields,omitempty"`
-		Elements []any       `json:"elements,omitempty"`
+		Type     string `json:"type"`
+		Elements []any  `json:"elements"`
 	}
 	slackButton struct {
 		Type     string    `json:"type"`
@@ -146,24 +152,56 @@ type (
 		URL      string    `json:"url"`
 		ActionID string    `json:"action_id"`
 	}
+	// slackSection is a rich_text_section: a paragraph of runs.
+	slackSection struct {
+		Type     string     `json:"type"`
+		Elements []slackRun `json:"elements"`
+	}
+	// slackRun is a rich text element: text (Type "text") or a link to
+	// one of the server's own URLs ("link").
+	slackRun struct {
+		Type  string      `json:"type"`
+		Text  string      `json:"text,omitempty"`
+		URL   string      `json:"url,omitempty"`
+		Style *slackStyle `json:"style,omitempty"`
+	}
+	slackStyle struct {
+		Bold bool `json:"bold,omitempty"`
+		Code bool `json:"code,omitempty"`
+	}
 )
 
-// Block Kit's limits, in characters: a text object, a section's field.
-const (
-	slackTextMax  = 3000
-	slackFieldMax = 2000
-)
+// slackTextMax is the most characters of the notification text.
+const slackTextMax = 3000
 
-// mrkdwn is a text object for markup this file wrote, every user string
-// in it escaped. Verbatim: Slack links no bare URL, channel or name in it.
-func mrkdwn(s string, max int) *slackText {
-	return &slackText{Type: "mrkdwn", Text: slackFit(s, max), Verbatim: true}
+// Runs of rich text.
+func slackPlain(s string) slackRun { return slackRun{Type: "text", Text: s} }
+func slackBold(s string) slackRun {
+	return slackRun{Type: "text", Text: s, Style: &slackStyle{Bold: true}}
+}
+func slackCode(s string) slackRun {
+	return slackRun{Type: "text", Text: s, Style: &slackStyle{Code: true}}
+}
+func slackLink(url, label string) slackRun {
+	return slackRun{Type: "link", URL: url, Text: label}
+}
+
+// paragraph is a rich text block of one section, its empty runs (and
+// links to nowhere) left out: Slack refuses an empty text.
+func paragraph(runs ...slackRun) slackBlock {
+	var kept []slackRun
+	for _, r := range runs {
+		if r.Type == "text" && r.Text != "" || r.Type == "link" && r.URL != "" {
+			kept = append(kept, r)
+		}
+	}
+	return slackBlock{Type: "rich_text", Elements: []any{slackSection{Type: "rich_text_section", Elements: kept}}}
 }
 
 // slackBlocks is the message for m: what happened, the request's facts
 // and a few payload fields, then, while the request is open, one link
 // button to the console; once it is closed, links to the console and to
-// its receipt, and no button.
+// its receipts, and no button.
 func slackBlocks(m Message, now time.Time) []slackBlock {
 	e := m.Event
 	button := slackBlock{Type: "actions", Elements: []any{slackButton{
@@ -171,37 +209,51 @@ func slackBlocks(m Message, now time.Time) []slackBlock {
 		URL: e.Link, ActionID: "open",
 	}}}
 	headline := slackHeadline(e)
-	if headline == "" {
-		return []slackBlock{{Type: "section", Text: mrkdwn(slackEscape(revealed(e.Message)), slackTextMax)}, button}
+	if headline == nil {
+		return []slackBlock{paragraph(slackPlain(fit(revealed(e.Message), slackTextMax))), button}
 	}
-	var facts []slackText
-	fact := func(name, value string) {
-		if value != "" {
-			facts = append(facts, *mrkdwn("*"+name+"*\n"+value, slackFieldMax))
+	var facts []slackRun
+	fact := func(name string, value slackRun) {
+		if value.Text != "" {
+			if len(facts) > 0 {
+				facts = append(facts, slackPlain("\n"))
+			}
+			facts = append(facts, slackBold(name+": "), value)
 		}
 	}
-	fact("Requester", slackEscape(shown(e.Requester)))
-	fact("Rule", slackEscape(shown(e.Rule)))
-	fact("Votes", slackEscape(votes(e)))
+	fact("Requester", slackPlain(shown(e.Requester)))
+	fact("Rule", slackPlain(shown(e.Rule)))
+	fact("Votes", slackPlain(votes(e)))
 	if requestOpen(e.Type) {
-		fact("Expires", slackEscape(expires(e, now)))
+		fact("Expires", slackPlain(expires(e, now)))
 	}
-	if e.Fingerprint != "" {
-		fact("Fingerprint", "`"+slackEscape(shown(e.Fingerprint))+"`")
+	fact("Fingerprint", slackCode(shown(e.Fingerprint)))
+	blocks := []slackBlock{paragraph(headline...)}
+	if len(facts) > 0 {
+		blocks = append(blocks, paragraph(facts...))
 	}
-	blocks := []slackBlock{{Type: "section", Text: mrkdwn(headline, slackTextMax), Fields: facts}}
 	if lines := fieldLines(m.Fields, m.More); len(lines) > 0 {
-		text := "*Payload*\n" + slackEscape(strings.Join(lines, "\n"))
-		blocks = append(blocks, slackBlock{Type: "section", Text: mrkdwn(text, slackTextMax)})
+		blocks = append(blocks, paragraph(slackBold("Payload"), slackPlain("\n"+strings.Join(lines, "\n"))))
+	}
+	if len(e.Votes) > 0 {
+		runs := []slackRun{slackBold("Approved by")}
+		for _, v := range e.Votes {
+			runs = append(runs, slackPlain("\n"+shown(v.By)))
+			if v.Reason != "" {
+				runs = append(runs, slackPlain(": "+shown(v.Reason)))
+			}
+			runs = append(runs, slackPlain(" · "), slackLink(v.Receipt, "receipt"))
+		}
+		blocks = append(blocks, paragraph(runs...))
 	}
 	if requestOpen(e.Type) {
 		return append(blocks, button)
 	}
-	links := slackLink(e.Link, "Open in Sagacity")
+	links := []slackRun{slackLink(e.Link, "Open in Sagacity")}
 	if e.Receipt != "" {
-		links += " · " + slackLink(e.Receipt, "receipt")
+		links = append(links, slackPlain(" · "), slackLink(e.Receipt, "receipt"))
 	}
-	return append(blocks, slackBlock{Type: "context", Elements: []any{mrkdwn(links, slackTextMax)}})
+	return append(blocks, paragraph(links...))
 }
 
 // slackOutcomes says how each of a request's last events closed it.
@@ -216,49 +268,47 @@ var slackOutcomes = map[wire.EventType]string{
 	wire.EventDropped:          "was dropped: its saga failed before it was decided",
 }
 
-// slackHeadline says in mrkdwn what happened to e's request; "" when e
+// slackHeadline says what happened to e's request, in runs; nil when e
 // is not a request's event.
-func slackHeadline(e wire.Event) string {
-	what := "*" + slackEscape(shown(e.Tool)) + "* in saga `" + slackEscape(shown(e.SagaID)) + "`"
+func slackHeadline(e wire.Event) []slackRun {
+	what := []slackRun{slackBold(shown(e.Tool)), slackPlain(" in saga "), slackCode(shown(e.SagaID))}
+	said := func(s ...slackRun) []slackRun { return slices.Concat(what, s) }
 	switch e.Type {
 	case wire.EventWaiting, wire.EventVoted:
 		if e.Decision == "withdrawn" && e.DecidedBy != "" {
-			return what + " waits for approval: " + slackEscape(shown(e.DecidedBy)) + " withdrew an approval"
+			return said(slackPlain(" waits for approval: " + shown(e.DecidedBy) + " withdrew an approval"))
 		}
-		return what + " waits for approval"
+		return said(slackPlain(" waits for approval"))
 	case wire.EventEscalated:
-		return fmt.Sprintf("%s waits for approval; escalation step %d tells more people", what, e.Escalation)
+		return said(slackPlain(fmt.Sprintf(" waits for approval; escalation step %d tells more people", e.Escalation)))
 	case wire.EventApproved:
-		return what + " is approved and awaits execution"
+		return said(slackPlain(" is approved and awaits execution"))
 	}
 	outcome, ok := slackOutcomes[e.Type]
 	if !ok {
-		return ""
+		return nil
 	}
-	headline := what + " " + outcome
+	headline := " " + outcome
 	switch {
 	case (e.Type == wire.EventExecuted || e.Type == wire.EventFailed) && len(e.ApprovedBy) > 0:
-		headline += ", approved by " + slackEscape(names(e.ApprovedBy))
+		headline += ", approved by " + names(e.ApprovedBy)
 	case e.DecidedBy != "":
-		headline += " by " + slackEscape(shown(e.DecidedBy))
+		headline += " by " + shown(e.DecidedBy)
 	}
+	runs := said(slackPlain(headline))
 	if e.Reason != "" {
-		headline += "\n*Reason:* " + slackEscape(shown(e.Reason))
+		runs = append(runs, slackBold("\nReason: "), slackPlain(shown(e.Reason)))
 	}
-	return headline
+	return runs
 }
 
-// slackEscape escapes the three characters Slack reads as markup, so
-// that "<!channel>" or "<http://evil|click>" is shown, not acted on.
+// slackEscape escapes the three characters Slack reads as markup in a
+// notification's text, so that "<!channel>" or "<http://evil|click>" is
+// shown, not acted on.
 var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace
 
-// slackLink is a mrkdwn link to one of the server's own URLs.
-func slackLink(url, label string) string {
-	return "<" + strings.ReplaceAll(slackEscape(url), "|", "%7C") + "|" + label + ">"
-}
-
-// slackFit cuts mrkdwn to max characters, marking the cut, and never
-// inside an escape such as &amp;.
+// slackFit cuts escaped text to max characters, marking the cut, and
+// never inside an escape such as &amp;.
 func slackFit(s string, max int) string {
 	if utf8.RuneCountInString(s) <= max {
 		return s
@@ -270,4 +320,10 @@ func slackFit(s string, max int) string {
 	return s + "…"
 }
 
-// The text people read, in Slack and in email.
+// fit cuts s to max characters, marking the cut.
+func fit(s string, max int) string {
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}

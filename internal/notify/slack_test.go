@@ -64,21 +64,18 @@ func actions(blocks []slacktest.Block) []slacktest.Block {
 	return out
 }
 
-// texts is every text of blocks, joined, to search.
-func texts(blocks []slacktest.Block) string {
-	var all []string
-	for _, b := range blocks {
-		if b.Text != nil {
-			all = append(all, b.Text.Text)
-		}
-		for _, f := range b.Fields {
-			all = append(all, f.Text)
-		}
-		for _, e := range b.Elements {
-			all = append(all, e.Text.Text)
+// texts is every text of blocks as Slack shows them, to search.
+func texts(blocks []slacktest.Block) string { return slacktest.Version{Blocks: blocks}.Shown() }
+
+// links are the links of a message's rich text, "label url".
+func links(v slacktest.Version) []string {
+	var out []string
+	for _, r := range v.Runs() {
+		if r.Type == "link" {
+			out = append(out, r.Text.Text+" "+r.URL)
 		}
 	}
-	return strings.Join(all, "\n")
+	return out
 }
 
 func TestSlackThread(t *testing.T) {
@@ -96,7 +93,8 @@ func TestSlackThread(t *testing.T) {
 	approved.ApprovedBy, approved.Decision, approved.DecidedBy = []string{"alice", "carol"}, "approved", "carol"
 	executed := requestEvent(wire.EventExecuted)
 	executed.ApprovedBy = []string{"alice", "carol"}
-	executed.Receipt = "https://sagacity.example/receipts/transfer-77/12"
+	executed.Votes = []wire.EventVote{{By: "alice", Reason: "matches invoice 4711", JournalSeq: 13, Receipt: "https://sagacity.example/receipts/transfer-77/13"},
+		{By: "carol", JournalSeq: 14, Receipt: "https://sagacity.example/receipts/transfer-77/14"}}
 	for _, e := range []wire.Event{voted, approved, executed} {
 		got, err := s.Send(ctx, notify.Message{Event: e, Fields: someFields, More: 2, Thread: thread})
 		if err != nil || got != "" {
@@ -123,15 +121,21 @@ func TestSlackThread(t *testing.T) {
 	if n := len(actions(m.Blocks)); n != 0 {
 		t.Errorf("executed message has %d actions blocks; want none", n)
 	}
+	// The closing message says the outcome, who decided and why, and
+	// links to the console and to each vote's receipt.
 	all := texts(m.Blocks)
 	for _, want := range []string{
-		"*sendWireTransfer* in saga `transfer-77` was executed, approved by alice, carol",
-		"<https://sagacity.example/sagas/transfer-77/12|Open in Sagacity>",
-		"<https://sagacity.example/receipts/transfer-77/12|receipt>",
+		"sendWireTransfer in saga transfer-77 was executed, approved by alice, carol",
+		"Approved by\nalice: matches invoice 4711 · receipt\ncarol · receipt",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("executed message:\n%s\nlacks %q", all, want)
 		}
+	}
+	wantLinks := []string{"receipt https://sagacity.example/receipts/transfer-77/13", "receipt https://sagacity.example/receipts/transfer-77/14",
+		"Open in Sagacity https://sagacity.example/sagas/transfer-77/12"}
+	if diff := cmp.Diff(links(m.Version), wantLinks); diff != "" {
+		t.Errorf("executed message's links (-got +want):\n%s", diff)
 	}
 }
 
@@ -142,20 +146,23 @@ func TestSlackWaiting(t *testing.T) {
 	if _, err := s.Send(context.Background(), notify.Message{Event: e, Fields: someFields, More: 2, First: true}); err != nil {
 		t.Fatalf("Send(%s) = %v", e.Type, err)
 	}
-	md := func(s string) slacktest.Text { return slacktest.Text{Type: "mrkdwn", Text: s, Verbatim: true} }
-	headline := md("*sendWireTransfer* in saga `transfer-77` waits for approval")
-	fields := md("*Payload*\namount: 100\nto: DE89 3704\n+2 more")
+	run := func(typ, text string, style slacktest.RunStyle) slacktest.Element {
+		return slacktest.Element{Type: typ, Text: slacktest.Text{Type: typ, Text: text}, RunStyle: style}
+	}
+	plain := func(s string) slacktest.Element { return run("text", s, slacktest.RunStyle{}) }
+	bold := func(s string) slacktest.Element { return run("text", s, slacktest.RunStyle{Bold: true}) }
+	code := func(s string) slacktest.Element { return run("text", s, slacktest.RunStyle{Code: true}) }
+	rich := func(runs ...slacktest.Element) slacktest.Block {
+		return slacktest.Block{Type: "rich_text", Elements: []slacktest.Element{{Type: "rich_text_section", Elements: runs}}}
+	}
 	want := slacktest.Version{
 		Text: "sendWireTransfer in saga transfer-77 waits for approval",
 		Blocks: []slacktest.Block{
-			{Type: "section", Text: &headline, Fields: []slacktest.Text{
-				md("*Requester*\nagent-7"),
-				md("*Rule*\ntwo-person"),
-				md("*Votes*\n1 of 2: alice"),
-				md("*Expires*\nin 3h59m (2026-12-02 16:00 UTC)"),
-				md("*Fingerprint*\n`79c2 a241 5f1c 9e0d`"),
-			}},
-			{Type: "section", Text: &fields},
+			rich(bold("sendWireTransfer"), plain(" in saga "), code("transfer-77"), plain(" waits for approval")),
+			rich(bold("Requester: "), plain("agent-7"), plain("\n"), bold("Rule: "), plain("two-person"), plain("\n"),
+				bold("Votes: "), plain("1 of 2: alice"), plain("\n"), bold("Expires: "), plain("in 3h59m (2026-12-02 16:00 UTC)"),
+				plain("\n"), bold("Fingerprint: "), code("79c2 a241 5f1c 9e0d")),
+			rich(bold("Payload"), plain("\namount: 100\nto: DE89 3704\n+2 more")),
 			{Type: "actions", Elements: []slacktest.Element{{
 				Type: "button", Text: slacktest.Text{Type: "plain_text", Text: "Open in Sagacity"},
 				URL: e.Link, ActionID: "open",
@@ -189,12 +196,12 @@ func TestSlackButtons(t *testing.T) {
 		{wire.Event{Type: wire.EventInDoubt, Message: "a call to sendWireTransfer has no outcome", Link: "https://sagacity.example/sagas/s1"}, true, "has no outcome"},
 		{wire.Event{Type: wire.EventCompensationFailed, Message: "undoing saga s1 failed", Link: "https://sagacity.example/sagas/s1"}, true, "undoing saga s1 failed"},
 		{wire.Event{Type: wire.EventHalted, Message: "the log is halted", Link: "https://sagacity.example/log"}, true, "the log is halted"},
-		{decided(wire.EventRejected, "bob", "wrong IBAN"), false, "was rejected by bob\n*Reason:* wrong IBAN"},
-		{decided(wire.EventChangesRequested, "bob", "split it"), false, "changes were requested by bob\n*Reason:* split it"},
+		{decided(wire.EventRejected, "bob", "wrong IBAN"), false, "was rejected by bob\nReason: wrong IBAN"},
+		{decided(wire.EventChangesRequested, "bob", "split it"), false, "changes were requested by bob\nReason: split it"},
 		{decided(wire.EventExpired, "server", ""), false, "expired by server"},
 		{decided(wire.EventDismissed, "dave", ""), false, "was dismissed by dave"},
-		{decided(wire.EventFailed, "", "timeout"), false, "its tool failed\n*Reason:* timeout"},
-		{decided(wire.EventRefused, "", "other bytes"), false, "was refused\n*Reason:* other bytes"},
+		{decided(wire.EventFailed, "", "timeout"), false, "its tool failed\nReason: timeout"},
+		{decided(wire.EventRefused, "", "other bytes"), false, "was refused\nReason: other bytes"},
 		{decided(wire.EventDropped, "", ""), false, "its saga failed before it was decided"},
 	}
 	for _, tt := range tests {
@@ -228,36 +235,67 @@ func TestSlackButtons(t *testing.T) {
 	}
 }
 
-func TestSlackEscape(t *testing.T) {
+// TestSlackHostile: values that are markup in Slack's mrkdwn (bold,
+// italics, strike, code, quotes, links, mentions, entities) in the saga
+// id, tool, requester, rule, decider, reason and payload change nothing
+// around them: the message holds no mrkdwn at all, each value is one run
+// of rich text of its own, styled only as its place says (the tool bold,
+// the saga id code), and the notification text escapes mentions.
+func TestSlackHostile(t *testing.T) {
 	s, srv := newSlack(t)
 	e := requestEvent(wire.EventRejected)
-	e.SagaID = "<!here>"
+	e.Tool = "*sendWireTransfer*"
+	e.SagaID = "`x` *approved by cfo*"
+	e.Requester = "_agent_ ~7~"
+	e.Rule = "> quoted"
+	e.DecidedBy = "<@U0123> <!here>"
+	e.Reason = "*approved* &amp; <http://evil|click> ~not~ `rejected`\u202e"
 	e.Message = "sendWireTransfer in saga <!here> was rejected"
-	e.DecidedBy = "<@U0123>"
-	e.Reason = strings.Repeat("&", 500)
-	fields := []payload.Field{
-		{Key: "note", Value: "<!channel> pay now"},
-		{Key: "<http://evil|click>", Value: "a\u202ebc\nd"},
-	}
+	fields := []payload.Field{{Key: "note", Value: "<!channel> *pay now*"}, {Key: "<http://evil|click>", Value: "_a_"}}
 	if _, err := s.Send(context.Background(), notify.Message{Event: e, Fields: fields, First: true}); err != nil {
 		t.Fatalf("Send = %v", err)
 	}
 	m := srv.Messages(slackChannel)[0]
-	all := m.Text + "\n" + texts(m.Blocks)
-	for _, bad := range []string{"<!here>", "<!channel>", "<http://evil", "<@U0123>", "\u202e"} {
-		if strings.Contains(all, bad) {
-			t.Errorf("message contains %q unescaped:\n%s", bad, all)
+	for _, b := range m.Blocks {
+		if b.Type != "rich_text" {
+			t.Errorf("the message has a %s block; want rich text alone, markup in none of it: %+v", b.Type, b)
 		}
 	}
-	for _, want := range []string{
-		"saga `&lt;!here&gt;`", "by &lt;@U0123&gt;",
-		"note: &lt;!channel&gt; pay now",
-		"&lt;http://evil|click&gt;: a[U+202E]bc⏎d",
-		"*Reason:* " + strings.Repeat("&amp;", 199) + "…",
+	runs := map[string]slacktest.Element{}
+	for _, r := range m.Runs() {
+		runs[r.Text.Text] = r
+	}
+	for _, tt := range []struct {
+		value string
+		style slacktest.RunStyle
+	}{
+		{"*sendWireTransfer*", slacktest.RunStyle{Bold: true}},
+		{"`x` *approved by cfo*", slacktest.RunStyle{Code: true}},
+		{"_agent_ ~7~", slacktest.RunStyle{}},
+		{"> quoted", slacktest.RunStyle{}},
+		{"*approved* &amp; <http://evil|click> ~not~ `rejected`[U+202E]", slacktest.RunStyle{}},
 	} {
-		if !strings.Contains(all, want) {
-			t.Errorf("message:\n%s\nlacks %q", all, want)
+		r, ok := runs[tt.value]
+		if !ok || r.Type != "text" || !cmp.Equal(r.RunStyle, tt.style) {
+			t.Errorf("the message's runs hold %q as %+v; want one text run of it alone, styled %+v:\n%s", tt.value, r, tt.style, m.Shown())
 		}
+	}
+	for _, want := range []string{" was rejected by <@U0123> <!here>", "\nnote: <!channel> *pay now*\n<http://evil|click>: _a_"} {
+		if !strings.Contains(m.Shown(), want) {
+			t.Errorf("the message:\n%s\nlacks %q, as written", m.Shown(), want)
+		}
+	}
+	var styled []string
+	for _, r := range m.Runs() {
+		if !cmp.Equal(r.RunStyle, slacktest.RunStyle{}) && r.Text.Text != e.Tool && r.Text.Text != e.SagaID {
+			styled = append(styled, r.Text.Text)
+		}
+	}
+	if diff := cmp.Diff(styled, []string{"\nReason: ", "Requester: ", "Rule: ", "Votes: ", "Fingerprint: ", "79c2 a241 5f1c 9e0d", "Payload"}); diff != "" {
+		t.Errorf("the runs styled besides the tool and the saga (-got +want):\n%s", diff)
+	}
+	if strings.Contains(m.Text, "<!here>") || !strings.Contains(m.Text, "&lt;!here&gt;") {
+		t.Errorf("the notification text = %q; want its mention escaped", m.Text)
 	}
 }
 

@@ -164,9 +164,13 @@ type envOptions struct {
 	hosts               []string      // host names served besides loopback
 	readTimeout         time.Duration // the server's, when set
 	upstream            []engine.Tool // an upstream MCP server's tools, besides the HTTP tools
-	// targets are notifications' endpoints, each hearing of every event:
-	// the server runs a relay (every 50ms) and the Notifier.
-	targets []notify.Target
+	// targets are notifications' endpoints, each hearing of every event
+	// unless endpoints route them: the server runs a relay (every 50ms)
+	// and the Notifier.
+	targets   []notify.Target
+	endpoints []engine.Endpoint
+	// clock is the engine's (expiry, escalation); time.Now when nil.
+	clock func() time.Time
 }
 
 func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
@@ -219,6 +223,12 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	if o.now == nil {
 		o.now = time.Now
 	}
+	if o.clock == nil {
+		o.clock = time.Now
+	}
+	if o.endpoints == nil {
+		o.endpoints = endpointsOf(o.targets)
+	}
 	mode := auth.ModeDev
 	if o.tokens != nil {
 		mode = auth.ModeTokens
@@ -248,7 +258,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		// Checkpoints are signed when a test sequences the log.
 		Log: tlog.Options{Every: 1, Interval: 24 * time.Hour},
 		Engine: []engine.Option{engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}), engine.WithInDoubtAfter(o.inDoubtAfter),
-			engine.WithApprovals(o.approvals), engine.WithNotifications(endpointsOf(o.targets))},
+			engine.WithApprovals(o.approvals), engine.WithNotifications(o.endpoints), engine.WithClock(o.clock)},
 		Server: server.Options{
 			Console:           &console.Handlers{Sessions: sessions, Mode: mode, Now: o.now, People: people},
 			APIAuth:           bearer.Principal,

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/api/apitest"
+	"github.com/sagacity-go/sagacity/internal/config"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/notify"
 	"github.com/sagacity-go/sagacity/internal/notify/mailtest"
@@ -191,17 +195,25 @@ func TestNotifications(t *testing.T) {
 	if !slices.Equal(types, []wire.EventType{wire.EventWaiting, wire.EventApproved, wire.EventExecuted}) {
 		t.Errorf("the webhook got %v; want waiting, approved, executed, in order", types)
 	}
-	if ex := hook.events(t)[2]; ex.Receipt != "" || !slices.Equal(ex.ApprovedBy, []string{"reviewer@example.com"}) {
-		t.Errorf("the executed event = %+v; want who approved it", ex)
+	ex := hook.events(t)[2]
+	if ex.Receipt != "" || !slices.Equal(ex.ApprovedBy, []string{"reviewer@example.com"}) || len(ex.Votes) != 1 ||
+		ex.Votes[0].By != "reviewer@example.com" || ex.Votes[0].JournalSeq != 4 || !strings.HasPrefix(ex.Votes[0].Receipt, e.url+"/audit/receipt?") {
+		t.Errorf("the executed event = %+v; want who approved it, with the vote's receipt", ex)
 	}
 	if ap := hook.events(t)[1]; ap.DecidedBy != "reviewer@example.com" || !strings.HasPrefix(ap.Receipt, e.url+"/audit/receipt?") {
 		t.Errorf("the approved event = %+v; want its decider and receipt link", ap)
 	}
 	final := slack.Messages("C0SAGACITY")[0]
+	var finalLinks []string
+	for _, r := range final.Runs() {
+		if r.Type == "link" {
+			finalLinks = append(finalLinks, r.URL)
+		}
+	}
 	if buttons := slackButtons(final.Version); len(buttons) != 0 || !strings.Contains(slackText(final.Version), "reviewer@example.com") ||
-		!strings.Contains(strings.ToLower(slackText(final.Version)), "executed") {
-		t.Errorf("the Slack message once executed = %q with buttons %+v; want the outcome, who approved, and no button",
-			slackText(final.Version), buttons)
+		!strings.Contains(strings.ToLower(slackText(final.Version)), "executed") || !slices.Equal(finalLinks, []string{ex.Votes[0].Receipt, link}) {
+		t.Errorf("the Slack message once executed = %q with buttons %+v and links %q; want the outcome, who approved, links to "+
+			"the vote's receipt and the console, and no button", slackText(final.Version), buttons, finalLinks)
 	}
 	mails := mail.Messages(t)
 	for _, m := range mails[1:] {
@@ -262,19 +274,205 @@ func slackButtons(v slacktest.Version) []slacktest.Element {
 	return out
 }
 
-// slackText is all the text of a Slack message.
-func slackText(v slacktest.Version) string {
-	s := []string{v.Text}
-	for _, b := range v.Blocks {
-		if b.Text != nil {
-			s = append(s, b.Text.Text)
+// slackText is all the text of a Slack message: its notification's, then
+// what the channel shows.
+func slackText(v slacktest.Version) string { return v.Text + "\n" + v.Shown() }
+
+// TestEscalation: the README's notifications example, loaded as printed,
+// escalates a large transfer that waits: after 30 minutes short of its
+// quorum the Slack message says step 1 told finance-slack, and after 2
+// hours finance-oncall, which heard nothing before, is paged; both steps
+// are journaled in sagacity:escalations.
+func TestEscalation(t *testing.T) {
+	yaml, secrets := testkit.ReadmeNotifications(t)
+	dir := t.TempDir()
+	path := dir + "/sagacity.yaml"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"SAGACITY_CONFIG": path, "SAGACITY_PUBLIC_URL": "https://sagacity.example.com"}
+	maps.Copy(vars, secrets)
+	cfg, err := config.Load(func(k string) string { return vars[k] })
+	if err != nil {
+		t.Fatalf("loading the README's notifications example: %v", err)
+	}
+	// Each endpoint as the example declares it, sent to a stand-in.
+	slack := slacktest.New(t, secrets["SLACK_BOT_TOKEN"], "C0123ABCD")
+	pager := newReceiver(t, nil, http.StatusAccepted)
+	hook := newReceiver(t, nil, http.StatusNoContent)
+	var targets []notify.Target
+	for _, tg := range cfg.Targets {
+		switch ch := tg.Channel.(type) {
+		case *notify.Slack:
+			ch.API = slack.URL
+		case *notify.PagerDuty:
+			ch.URL = pager.URL
+		case *notify.Webhook:
+			ch.URL = hook.URL
+		case *notify.Email:
+			tg.Kind, tg.Channel = "webhook", &notify.Webhook{URL: hook.URL, Secret: []byte("finance-mail-stand-in")}
 		}
-		for _, f := range b.Fields {
-			s = append(s, f.Text)
+		targets = append(targets, tg)
+	}
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	wait := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{approvals: cfg.File.Approvals, targets: targets, endpoints: cfg.Endpoints, clock: clock})
+
+	want(t, "a large transfer", e.call("big", "sendWireTransfer", `{"amount":"25000","to":"DE89 3704"}`), 202)
+	seen := func() string {
+		var texts []string
+		for _, m := range slack.Messages("C0123ABCD") {
+			texts = append(texts, slackText(m.Version))
 		}
-		for _, el := range b.Elements {
-			s = append(s, el.Text.Text)
+		return fmt.Sprintf("Slack has %q, PagerDuty got %q; the server logged:\n%s", texts, pager.got(), e.logs.String())
+	}
+	eventually(t, "the waiting request reaching finance-slack", func() bool { return len(slack.Messages("C0123ABCD")) == 1 }, seen)
+	if len(pager.got()) != 0 {
+		t.Errorf("finance-oncall (onEscalation) was told before any step: %q", pager.got())
+	}
+	wait(31 * time.Minute)
+	eventually(t, "step 1 updating the Slack message", func() bool {
+		ms := slack.Messages("C0123ABCD")
+		return len(ms) == 1 && strings.Contains(slackText(ms[0].Version), "escalation step 1")
+	}, seen)
+	if len(pager.got()) != 0 {
+		t.Errorf("finance-oncall was told at step 1, which names finance-slack alone: %q", pager.got())
+	}
+	wait(90 * time.Minute)
+	eventually(t, "step 2 paging finance-oncall", func() bool { return len(pager.got()) == 1 }, seen)
+	var page struct {
+		Action   string `json:"event_action"`
+		DedupKey string `json:"dedup_key"`
+		Payload  struct {
+			Class string `json:"class"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal([]byte(pager.got()[0]), &page); err != nil || page.Action != "trigger" || page.DedupKey != "sagacity/big/1" ||
+		page.Payload.Class != string(wire.EventEscalated) {
+		t.Errorf("finance-oncall got %s; want step 2 triggering the request's incident", pager.got()[0])
+	}
+	steps := e.get("/sagacity/audit/" + url.PathEscape(engine.EscalationSaga)).body
+	for _, s := range []string{`\"step\":1`, `\"notify\":[\"finance-slack\"]`, `\"step\":2`, `\"notify\":[\"finance-oncall\"]`} {
+		if !strings.Contains(steps, s) {
+			t.Errorf("%s's journal lacks %s:\n%s", engine.EscalationSaga, s, steps)
 		}
 	}
-	return strings.Join(s, "\n")
+}
+
+// TestConsoleResend: on /notifications an auditor reads each endpoint and
+// the failing deliveries, is offered neither Retry now nor Enable and is
+// told why, and a form posted anyway is the engine's 403, changing and
+// journaling nothing; an approver is offered both, and each retry and
+// enable is journaled in sagacity:notifications under their name.
+func TestConsoleResend(t *testing.T) {
+	gone := newReceiver(t, nil, http.StatusGone)
+	refused := newReceiver(t, nil, http.StatusBadRequest)
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{targets: []notify.Target{
+		{Name: "gone", Kind: "webhook", Channel: &notify.Webhook{URL: gone.URL, Secret: []byte("gone-secret-0123456789abcdef")}},
+		{Name: "refused", Kind: "webhook", Channel: &notify.Webhook{URL: refused.URL, Secret: []byte("refused-secret-0123456789abc")}},
+	}})
+	e.seedScenario("resend")
+	approver := engine.Principal{ID: "approver", Auth: engine.AuthDev, Roles: []engine.Role{engine.RoleApprover}}
+	var failed int64
+	eventually(t, "gone disabled and refused's delivery given up on", func() bool {
+		stats, ds, err := e.eng.Outbox(t.Context(), approver)
+		if err != nil || len(ds) != 2 || len(stats) != 2 || stats[0].Disabled.IsZero() {
+			return false
+		}
+		for _, d := range ds {
+			if d.State == engine.DeliveryFailed {
+				failed = d.ID
+			}
+		}
+		return failed != 0
+	}, func() string { return e.logs.String() })
+	signIn := func(name, role string) *http.Cookie {
+		r := e.do("POST", "/login", formType, form("name", name, "return_to", "/", "role", role))
+		if c := cookie(r, "sagacity"); r.code == 303 && c != nil {
+			credential(c.Value)
+			return c
+		}
+		t.Fatalf("signing %s in as %s = %d %s", name, role, r.code, r.body)
+		return nil
+	}
+	post := func(c *http.Cookie, path, body string) response {
+		return e.do("POST", path, formType, body, "Cookie", c.String(), "Sec-Fetch-Site", "same-origin")
+	}
+	retry, enable := form("id", fmt.Sprint(failed)), form("name", "gone")
+	journal := func() string { return e.get("/sagacity/audit/" + url.PathEscape(engine.NotificationSaga)).body }
+
+	audrey := signIn("audrey@example.com", "auditor")
+	page := e.do("GET", "/notifications", "", "", "Cookie", audrey.String())
+	if page.code != 200 || !strings.Contains(page.body, "<code>gone</code>") || !strings.Contains(page.body, "Failing and given up") ||
+		strings.Contains(page.body, `action="/notifications/retry"`) || strings.Contains(page.body, `action="/notifications/enable"`) ||
+		!strings.Contains(page.body, "You cannot retry a delivery or enable an endpoint: sending notifications again needs the approver role.") {
+		t.Errorf("the auditor's notifications page = %d; want the endpoints and failures, no Retry now or Enable, and why:\n%s", page.code, page.body)
+	}
+	want(t, "the auditor's retry", post(audrey, "/notifications/retry", retry), 403)
+	want(t, "the auditor's enable", post(audrey, "/notifications/enable", enable), 403)
+	if j := journal(); strings.Contains(j, "audrey") || strings.Contains(j, engine.DeliveryRetried) {
+		t.Errorf("the auditor's refused forms were journaled: %s", j)
+	}
+	if stats, _, _ := e.eng.Outbox(t.Context(), approver); stats[0].Disabled.IsZero() {
+		t.Errorf("the auditor's refused form enabled gone")
+	}
+
+	alice := signIn("alice@example.com", "approver")
+	page = e.do("GET", "/notifications", "", "", "Cookie", alice.String())
+	if !strings.Contains(page.body, `action="/notifications/retry"`) || !strings.Contains(page.body, `action="/notifications/enable"`) ||
+		strings.Contains(page.body, "You cannot retry") {
+		t.Errorf("the approver's notifications page offers no Retry now and Enable:\n%s", page.body)
+	}
+	want(t, "the approver's enable", post(alice, "/notifications/enable", enable), 303)
+	want(t, "the approver's retry", post(alice, "/notifications/retry", retry), 303)
+	j := journal()
+	for _, s := range []string{engine.EndpointEnabled, `\"endpoint\":\"gone\",\"by\":\"alice@example.com\",\"auth\":\"dev\"`,
+		engine.DeliveryRetried, fmt.Sprintf(`\"delivery\":%d,`, failed), `\"endpoint\":\"refused\",\"by\":\"alice@example.com\"`} {
+		if !strings.Contains(j, s) {
+			t.Errorf("%s's journal lacks %s:\n%s", engine.NotificationSaga, s, j)
+		}
+	}
+}
+
+// TestForgedNotification: an event and its delivery written into the
+// outbox by another hand, with a genuine event's seals copied, never
+// reach the webhook receiver, which gets the genuine event, verified; the
+// forged delivery is refused, logged, counted
+// (sagacity_verify_failures_total{check="notification"}) and shown so on
+// the notifications page.
+func TestForgedNotification(t *testing.T) {
+	secret, err := notify.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := newReceiver(t, func(h http.Header, b []byte) error { return notify.Verify(h, b, secret, nil, time.Now()) }, http.StatusNoContent)
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{targets: []notify.Target{
+		{Name: "hook", Kind: "webhook", Channel: &notify.Webhook{URL: hook.URL, Secret: secret}}}})
+	e.seedScenario("forged")
+	seen := func() string {
+		return fmt.Sprintf("the webhook got %q; the server logged:\n%s", hook.got(), e.logs.String())
+	}
+	eventually(t, "the genuine event reaching the webhook", func() bool { return len(hook.got()) == 1 }, seen)
+	genuine := hook.events(t)[0]
+	testkit.Exec(t, e.dbURL, "INSERT INTO outbox_events (id, key, type, saga_id, seq, thread, receipt_seq, body, created_at, seal)"+
+		" SELECT 'evt_forged', 'forged', 'request.approved', saga_id, seq, thread, receipt_seq,"+
+		" replace(body, '\"type\":\"request.waiting\"', '\"type\":\"request.approved\",\"decidedBy\":\"cfo@example.com\"'), created_at, seal"+
+		" FROM outbox_events WHERE id = $1", genuine.ID)
+	testkit.Exec(t, e.dbURL, "INSERT INTO outbox_deliveries (event_id, endpoint, thread, state, next_at, created_at, seal)"+
+		" SELECT 'evt_forged', endpoint, thread, 'pending', next_at, created_at, seal FROM outbox_deliveries WHERE event_id = $1", genuine.ID)
+	eventually(t, "the forged delivery refused", func() bool { return strings.Contains(e.logs.String(), "it is refused, not sent") }, seen)
+	if got := hook.got(); len(got) != 1 || strings.Contains(got[0], "cfo@example.com") {
+		t.Errorf("the webhook got %q; want the genuine event alone", got)
+	}
+	if m := e.get("/metrics").body; !strings.Contains(m, `sagacity_verify_failures_total{check="notification"} 1`) {
+		t.Errorf("the metrics do not count the forged delivery:\n%s", m)
+	}
+	c := e.session(t, "alice@example.com")
+	page := e.do("GET", "/notifications", "", "", "Cookie", c.String()).body
+	if !strings.Contains(page, ">refused<") || !strings.Contains(page, "its event is not one this server wrote") ||
+		strings.Contains(page, `action="/notifications/retry"`) {
+		t.Errorf("the notifications page does not show the forged delivery refused, without Retry now:\n%s", page)
+	}
 }

@@ -336,8 +336,8 @@ func (r *recorder) PutCallKey(sagaID, key string, seq int64) error {
 	return r.write(func(t engine.Tx) error { return t.PutCallKey(sagaID, key, seq) })
 }
 
-func (r *recorder) Notify(ev engine.OutboxEvent, endpoints []string) error {
-	return r.write(func(t engine.Tx) error { return t.Notify(ev, endpoints) })
+func (r *recorder) Notify(ev engine.OutboxEvent, to []engine.Recipient) error {
+	return r.write(func(t engine.Tx) error { return t.Notify(ev, to) })
 }
 
 func (r *recorder) PutEscalation(sagaID string, seq int64, steps int, next time.Time) error {
@@ -399,7 +399,17 @@ func (r *recorder) Passkey(id string) (k engine.Passkey, err error) {
 	return k, err
 }
 
-func (r *recorder) Told(thread string) (ts []string, err error) {
-	err = r.read(func(t engine.Tx) (err error) { ts, err = t.Told(thread); return err })
-	return ts, err
+func (r *recorder) Told(thread string) (ms []engine.Member, err error) {
+	err = r.read(func(t engine.Tx) (err error) { ms, err = t.Told(thread); return err })
+	return ms, err
+}
+
+// RetryDelivery and EnableEndpoint say whether they changed a row: reads.
+
+func (r *recorder) RetryDelivery(id int64, at time.Time) error {
+	return r.read(func(t engine.Tx) error { return t.RetryDelivery(id, at) })
+}
+
+func (r *recorder) EnableEndpoint(name string) error {
+	return r.read(func(t engine.Tx) error { return t.EnableEndpoint(name) })
 }

@@ -13,35 +13,34 @@ import (
 // The outbox: events written with the journal entries that cause them,
 // their deliveries to endpoints, every attempt, and escalation's clock.
 
-// Notify writes the event and its deliveries, held back with the
-// transaction's next statement: an event whose key is there already
-// inserts nothing, and its deliveries, naming an id no event has, none.
-func (t *tx) Notify(ev engine.OutboxEvent, endpoints []string) error {
-	body, err := json.Marshal(ev.Event)
-	if err != nil {
-		return err
-	}
-	if err := t.c.queue(t.ctx, "INSERT INTO outbox_events (id, key, type, saga_id, seq, thread, receipt_seq, body, created_at)"+
-		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (key) DO NOTHING",
-		ev.ID, ev.Key, string(ev.Type), ev.SagaID, ev.JournalSeq, ev.Thread, ev.ReceiptSeq, string(body), ev.At); err != nil {
+// Notify writes the event and its deliveries, with their seals, held
+// back with the transaction's next statement: an event whose key is
+// there already inserts nothing, and its deliveries, naming an id no
+// event has, none.
+func (t *tx) Notify(ev engine.OutboxEvent, to []engine.Recipient) error {
+	if err := t.c.queue(t.ctx, "INSERT INTO outbox_events (id, key, type, saga_id, seq, thread, receipt_seq, body, created_at, seal)"+
+		" VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (key) DO NOTHING",
+		ev.ID, ev.Key, string(ev.Type), ev.SagaID, ev.JournalSeq, ev.Thread, ev.ReceiptSeq, ev.Body, ev.At, ev.Seal); err != nil {
 		return mapErr(err)
 	}
-	for _, ep := range endpoints {
-		if err := t.c.queue(t.ctx, "INSERT INTO outbox_deliveries (event_id, endpoint, thread, state, next_at, created_at)"+
-			" SELECT id, $2, thread, 'pending', created_at, created_at FROM outbox_events WHERE id = $1", ev.ID, ep); err != nil {
+	for _, r := range to {
+		if err := t.c.queue(t.ctx, "INSERT INTO outbox_deliveries (event_id, endpoint, thread, state, next_at, created_at, seal)"+
+			" SELECT id, $2, thread, 'pending', created_at, created_at, $3 FROM outbox_events WHERE id = $1",
+			ev.ID, r.Endpoint, r.DeliverySeal); err != nil {
 			return mapErr(err)
 		}
-		if err := t.c.queue(t.ctx, "INSERT INTO outbox_threads (endpoint, thread) SELECT $2, thread FROM outbox_events WHERE id = $1"+
-			" ON CONFLICT (thread, endpoint) DO NOTHING", ev.ID, ep); err != nil {
+		// A member row another hand wrote first gets the server's seal.
+		if err := t.c.queue(t.ctx, "INSERT INTO outbox_threads (endpoint, thread, seal) SELECT $2, thread, $3 FROM outbox_events WHERE id = $1"+
+			" ON CONFLICT (thread, endpoint) DO UPDATE SET seal = excluded.seal", ev.ID, r.Endpoint, r.Member); err != nil {
 			return mapErr(err)
 		}
 	}
 	return nil
 }
 
-func (t *tx) Told(thread string) ([]string, error) {
-	return collect(t.ctx, t.c, func(r rows) (s string, err error) { return s, r.Scan(&s) },
-		"SELECT endpoint FROM outbox_threads WHERE thread = $1 ORDER BY endpoint", thread)
+func (t *tx) Told(thread string) ([]engine.Member, error) {
+	return collect(t.ctx, t.c, func(r rows) (m engine.Member, err error) { return m, r.Scan(&m.Endpoint, &m.Seal) },
+		"SELECT endpoint, seal FROM outbox_threads WHERE thread = $1 ORDER BY endpoint", thread)
 }
 
 func (t *tx) PutEscalation(sagaID string, seq int64, steps int, next time.Time) error {
@@ -57,21 +56,30 @@ func (s *sqlStore) DueEscalations(ctx context.Context, t time.Time, limit int) (
 }
 
 // deliveryRead reads a delivery d with its event e and its thread's
-// handle t.
+// handle t, and every column their seals cover.
 const deliveryRead = "SELECT d.id, d.endpoint, d.state, d.attempts, d.next_at, d.created_at, d.last_at, d.last_status, d.last_error," +
-	" d.leased_by, d.lease_until, e.id, e.key, e.thread, e.receipt_seq, e.body, e.created_at, t.handle" +
+	" d.leased_by, d.lease_until, d.thread, d.seal, e.id, e.key, e.type, e.saga_id, e.seq, e.thread, e.receipt_seq, e.body," +
+	" e.created_at, e.seal, t.handle, t.handle_seal" +
 	" FROM outbox_deliveries d JOIN outbox_events e ON e.id = d.event_id" +
 	" LEFT JOIN outbox_threads t ON t.thread = d.thread AND t.endpoint = d.endpoint"
 
+// scanDelivery reads a delivery. Its event is its body's, but for the
+// columns its row holds of their own: those, which its seal covers with
+// the body, are what the engine checks.
 func scanDelivery(r rows) (d engine.Delivery, err error) {
 	var body string
-	var owner, handle *string
+	var cols engine.OutboxEvent // the columns besides the body
+	var owner, handle, handleSeal *string
 	next, created, evAt := timeCol{col: col{name: "next_at"}}, timeCol{col: col{name: "created_at"}}, timeCol{col: col{name: "created_at"}}
 	last, lease := nullTime{col: col{name: "last_at"}}, nullTime{col: col{name: "lease_until"}}
 	err = r.Scan(&d.ID, &d.Endpoint, &d.State, &d.Attempts, &next, &created, &last, &d.LastStatus, &d.LastError,
-		&owner, &lease, &d.Event.ID, &d.Event.Key, &d.Event.Thread, &d.Event.ReceiptSeq, &body, &evAt, &handle)
+		&owner, &lease, &d.RowThread, &d.Seal, &d.Event.ID, &d.Event.Key, &cols.Type, &cols.SagaID, &cols.JournalSeq,
+		&d.Event.Thread, &d.Event.ReceiptSeq, &body, &evAt, &d.Event.Seal, &handle, &handleSeal)
 	if err != nil {
 		return d, err
+	}
+	if handleSeal != nil {
+		d.HandleSeal = *handleSeal
 	}
 	d.Next, d.Created, d.LastAt, d.Lease, d.Event.At = next.v, created.v, last.v, lease.v, evAt.v
 	if owner != nil {
@@ -88,7 +96,7 @@ func scanDelivery(r rows) (d engine.Delivery, err error) {
 	if err := json.Unmarshal([]byte(body), &d.Event.Event); err != nil {
 		return d, fmt.Errorf("event %s: its body is no event: %w", id, err)
 	}
-	d.Event.ID = id
+	d.Event.ID, d.Event.Type, d.Event.SagaID, d.Event.JournalSeq, d.Event.Body = id, cols.Type, cols.SagaID, cols.JournalSeq, body
 	return d, nil
 }
 
@@ -122,7 +130,7 @@ func (s *sqlStore) ClaimDeliveries(ctx context.Context, c engine.Claim) ([]engin
 	return out, mapErr(err)
 }
 
-func (s *sqlStore) FinishDelivery(ctx context.Context, d engine.Delivery, a engine.Attempt) error {
+func (s *sqlStore) FinishDelivery(ctx context.Context, d engine.Delivery, a engine.Attempt, handleSeal string) error {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	return mapErr(s.begin(ctx, func(cn conn) error {
@@ -140,8 +148,8 @@ func (s *sqlStore) FinishDelivery(ctx context.Context, d engine.Delivery, a engi
 			return err
 		}
 		if a.State == engine.DeliveryDelivered {
-			if _, err := cn.exec(ctx, "UPDATE outbox_threads SET handle = $3 WHERE thread = $1 AND endpoint = $2 AND handle IS NULL",
-				d.Event.Thread, d.Endpoint, a.Thread); err != nil {
+			if _, err := cn.exec(ctx, "UPDATE outbox_threads SET handle = $3, handle_seal = $4 WHERE thread = $1 AND endpoint = $2 AND handle IS NULL",
+				d.RowThread, d.Endpoint, a.Thread, handleSeal); err != nil {
 				return err
 			}
 		}
@@ -152,6 +160,17 @@ func (s *sqlStore) FinishDelivery(ctx context.Context, d engine.Delivery, a engi
 		}
 		return nil
 	}))
+}
+
+func (s *sqlStore) RefuseDelivery(ctx context.Context, d engine.Delivery, why string, at time.Time) error {
+	return s.small(ctx, func(cn conn) error {
+		n, err := cn.exec(ctx, "UPDATE outbox_deliveries SET state = 'refused', last_at = $4, last_error = $5, leased_by = NULL, lease_until = NULL"+
+			" WHERE id = $1 AND leased_by = $2 AND lease_until = $3", d.ID, d.Owner, d.Lease.UTC().Truncate(time.Microsecond), at, why)
+		if err == nil && n == 0 {
+			return engine.Errorf(engine.Conflict, "delivery %d: its lease was lost before it was refused", d.ID)
+		}
+		return err
+	})
 }
 
 // cmpTime is t, or else when t is zero.
@@ -166,6 +185,9 @@ func (s *sqlStore) Deliveries(ctx context.Context, f engine.DeliveryFilter) ([]e
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	w := &where{}
+	if f.ID != 0 {
+		w.add("d.id = %s", f.ID)
+	}
 	if f.Thread != "" {
 		w.add("d.thread = %s", f.Thread)
 	}
@@ -227,30 +249,19 @@ func (s *sqlStore) OutboxStats(ctx context.Context) ([]engine.EndpointStats, err
 	return stats, nil
 }
 
-func (s *sqlStore) SetEndpoint(ctx context.Context, name string, disabled bool, why string, at time.Time) error {
-	return s.small(ctx, func(cn conn) error {
-		if !disabled {
-			_, err := cn.exec(ctx, "DELETE FROM outbox_endpoints WHERE name = $1", name)
-			return err
-		}
-		_, err := cn.exec(ctx, "INSERT INTO outbox_endpoints (name, disabled_at, reason) VALUES ($1, $2, $3)"+
-			" ON CONFLICT (name) DO UPDATE SET disabled_at = $2, reason = $3", name, at, why)
-		return err
-	})
+func (t *tx) EnableEndpoint(name string) error {
+	n, err := t.c.exec(t.ctx, "DELETE FROM outbox_endpoints WHERE name = $1", name)
+	if err == nil && n == 0 {
+		return engine.Errorf(engine.Conflict, "endpoint %q is not disabled", name)
+	}
+	return mapErr(err)
 }
 
-func (s *sqlStore) RetryDelivery(ctx context.Context, id int64, at time.Time) error {
-	return s.small(ctx, func(cn conn) error {
-		n, err := cn.exec(ctx, "UPDATE outbox_deliveries SET state = 'pending', next_at = $2, leased_by = NULL, lease_until = NULL"+
-			" WHERE id = $1 AND state <> 'delivered'", id, at)
-		if err != nil || n > 0 {
-			return err
-		}
-		_, err = one(ctx, cn, func(r rows) (n int64, err error) { return n, r.Scan(&n) }, fmt.Sprintf("delivery %d", id),
-			"SELECT id FROM outbox_deliveries WHERE id = $1", id)
-		if err == nil {
-			err = engine.Errorf(engine.Conflict, "delivery %d was delivered already", id)
-		}
-		return err
-	})
+func (t *tx) RetryDelivery(id int64, at time.Time) error {
+	n, err := t.c.exec(t.ctx, "UPDATE outbox_deliveries SET state = 'pending', next_at = $2, leased_by = NULL, lease_until = NULL"+
+		" WHERE id = $1 AND state IN ('pending', 'failed')", id, at)
+	if err == nil && n == 0 {
+		return engine.Errorf(engine.Conflict, "delivery %d is neither pending nor failed any more", id)
+	}
+	return mapErr(err)
 }

@@ -1,6 +1,8 @@
 package testkit
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,4 +51,25 @@ func ReadmeBlock(t testing.TB, name string) string {
 		t.Fatalf("README.md has no code block after <!-- %s", name)
 	}
 	return block
+}
+
+// ReadmeNotifications returns the README's notifications example (the
+// block after "<!-- notifications example"), as printed, and an
+// environment that sets every secret it names, as a server reading it
+// needs.
+func ReadmeNotifications(t testing.TB) (yaml string, env map[string]string) {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ReadmeBlock(t, "notifications example"), map[string]string{
+		"SLACK_BOT_TOKEN":       "xoxb-readme-token",
+		"SMTP_USER":             "sagacity",
+		"SMTP_PASSWORD":         "smtp-readme-password",
+		"PAGERDUTY_ROUTING_KEY": "0123456789abcdef0123456789abcdef",
+		"AUDIT_HOOK_SECRET":     "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+		"AUDIT_HOOK_KEY":        "whsk_" + base64.StdEncoding.EncodeToString(key),
+		"AGENT7_HOOK_SECRET":    "whsec_" + base64.StdEncoding.EncodeToString([]byte("agent-7-secret-0123456789abcdef")),
+	}
 }

@@ -167,6 +167,9 @@ type NotificationsPage struct {
 	Chrome
 	Endpoints []EndpointRow
 	Failing   []DeliveryRow
+	// NoResend says why the person may not retry a delivery or enable an
+	// endpoint, as the engine says; "" when they may.
+	NoResend string
 }
 
 // EndpointRow is an endpoint and its deliveries not delivered yet.
@@ -180,7 +183,7 @@ type EndpointRow struct {
 	Pending, Failing, Failed int
 	Oldest                   string // how long the oldest pending one waited
 	LastError                string
-	Disabled                 *Time // when a 410 or an operator stopped it; nil while it runs
+	Disabled                 *Time // when a 410 stopped it; nil while it runs
 	DisabledWhy              string
 }
 
@@ -188,7 +191,7 @@ type EndpointRow struct {
 type DeliveryRow struct {
 	ID                       int64
 	Endpoint, Event, EventID string
-	State                    string // pending, delivered, failed
+	State                    string // pending, delivered, failed, refused
 	Saga                     string // the request's, when it is about one
 	Seq                      int64
 	Href                     string
@@ -197,7 +200,7 @@ type DeliveryRow struct {
 	Created                  Time
 	Last                     *Time  // the latest attempt, nil before the first
 	Next                     string // when a failing one is tried again
-	Retry                    bool   // an operator may make it due now
+	Retry                    bool   // it may be made due now (pending or failed)
 }
 
 // thousands writes n with its thousands separated by commas: 2,000.

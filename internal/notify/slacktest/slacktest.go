@@ -6,6 +6,7 @@
 package slacktest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -66,15 +67,31 @@ type Text struct {
 }
 
 // Element is an element of an actions block (a button: Type "button",
-// its label in Text) or of a context block (a text: Type "mrkdwn" or
-// "plain_text", the text in Text).
+// its label in Text), of a context block (a text: Type "mrkdwn" or
+// "plain_text", the text in Text) or of a rich text block: a section
+// (Type "rich_text_section", its runs in Elements), and in it a run of
+// text (Type "text", Text.Text styled by RunStyle) or a link (Type
+// "link", URL, its label in Text.Text).
 type Element struct {
 	Type     string
 	Text     Text
 	URL      string
 	ActionID string
 	Value    string
-	Style    string
+	Style    string // a button's
+	RunStyle RunStyle
+	Elements []Element
+}
+
+// RunStyle is how a run of rich text is styled: set by flags, never by
+// what the run holds.
+type RunStyle struct {
+	Bold   bool `json:"bold,omitempty"`
+	Italic bool `json:"italic,omitempty"`
+	Strike bool `json:"strike,omitempty"`
+	Code   bool `json:"code,omitempty"`
+	// Unknown are the style's keys Slack does not know: invalid_blocks.
+	Unknown []string `json:"-"`
 }
 
 // UnmarshalJSON reads an element, whose text is an object for a button
@@ -87,12 +104,38 @@ func (e *Element) UnmarshalJSON(b []byte) error {
 		URL      string          `json:"url"`
 		ActionID string          `json:"action_id"`
 		Value    string          `json:"value"`
-		Style    string          `json:"style"`
+		Style    json.RawMessage `json:"style"`
+		Elements []Element       `json:"elements"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
 	}
-	*e = Element{Type: raw.Type, URL: raw.URL, ActionID: raw.ActionID, Value: raw.Value, Style: raw.Style}
+	*e = Element{Type: raw.Type, URL: raw.URL, ActionID: raw.ActionID, Value: raw.Value, Elements: raw.Elements}
+	switch {
+	case len(raw.Style) > 0 && raw.Style[0] == '"':
+		if err := json.Unmarshal(raw.Style, &e.Style); err != nil {
+			return err
+		}
+	case len(raw.Style) > 0:
+		var flags map[string]bool
+		if err := json.Unmarshal(raw.Style, &flags); err != nil {
+			return err
+		}
+		for k, on := range flags {
+			switch k {
+			case "bold":
+				e.RunStyle.Bold = on
+			case "italic":
+				e.RunStyle.Italic = on
+			case "strike":
+				e.RunStyle.Strike = on
+			case "code":
+				e.RunStyle.Code = on
+			default:
+				e.RunStyle.Unknown = append(e.RunStyle.Unknown, k)
+			}
+		}
+	}
 	if len(raw.Text) > 0 && raw.Text[0] == '"' {
 		e.Text = Text{Type: raw.Type, Verbatim: raw.Verbatim}
 		return json.Unmarshal(raw.Text, &e.Text.Text)
@@ -278,12 +321,77 @@ func valid(blocks []Block) bool {
 					return false
 				}
 			}
+		case "rich_text":
+			if len(b.Elements) < 1 {
+				return false
+			}
+			for _, sec := range b.Elements {
+				if sec.Type != "rich_text_section" || len(sec.Elements) < 1 {
+					return false
+				}
+				for _, run := range sec.Elements {
+					switch run.Type {
+					case "text":
+						if run.Text.Text == "" || len(run.RunStyle.Unknown) > 0 {
+							return false
+						}
+					case "link":
+						if !strings.HasPrefix(run.URL, "https://") && !strings.HasPrefix(run.URL, "http://") || len(run.URL) > 3000 {
+							return false
+						}
+					default:
+						return false
+					}
+				}
+			}
 		case "divider":
 		default:
 			return false
 		}
 	}
 	return len(blocks) <= 50
+}
+
+// Runs are the message's runs of rich text, in order.
+func (v Version) Runs() []Element {
+	var out []Element
+	for _, b := range v.Blocks {
+		if b.Type == "rich_text" {
+			for _, sec := range b.Elements {
+				out = append(out, sec.Elements...)
+			}
+		}
+	}
+	return out
+}
+
+// Shown is the message's text as Slack shows it in the channel, blocks
+// on lines of their own: rich text runs joined (a link by its label),
+// sections' texts and fields, contexts' texts, buttons' labels. Markup
+// in a mrkdwn text is left as written.
+func (v Version) Shown() string {
+	var blocks []string
+	for _, b := range v.Blocks {
+		var s strings.Builder
+		if b.Text != nil {
+			s.WriteString(b.Text.Text)
+		}
+		for _, f := range b.Fields {
+			s.WriteString("\n" + f.Text)
+		}
+		for _, el := range b.Elements {
+			switch {
+			case el.Type == "rich_text_section":
+				for _, run := range el.Elements {
+					s.WriteString(cmp.Or(run.Text.Text, run.URL))
+				}
+			default:
+				s.WriteString(el.Text.Text)
+			}
+		}
+		blocks = append(blocks, s.String())
+	}
+	return strings.Join(blocks, "\n")
 }
 
 func fail(code string) map[string]any { return map[string]any{"ok": false, "error": code} }

@@ -106,3 +106,37 @@ func TestServerInject(t *testing.T) {
 		t.Errorf("Messages(C1) = %d messages; want 1, the call after the injected answers", n)
 	}
 }
+
+// TestServerRichText: rich text is taken as Slack takes it, runs of text
+// styled by flags and links, and an empty run, a style Slack does not
+// know or a link to no web page is invalid_blocks; a message shows its
+// runs joined.
+func TestServerRichText(t *testing.T) {
+	s := slacktest.New(t, token, "C1")
+	rich := func(runs string) string {
+		return `{"channel":"C1","text":"x","blocks":[{"type":"rich_text","elements":[{"type":"rich_text_section","elements":[` + runs + `]}]}]}`
+	}
+	for _, tt := range []struct{ name, runs, err string }{
+		{"runs", `{"type":"text","text":"sendWireTransfer","style":{"bold":true}},{"type":"text","text":" in saga "},` +
+			`{"type":"text","text":"*x*","style":{"code":true}},{"type":"link","url":"https://s.example/r","text":"open"}`, ""},
+		{"an empty run", `{"type":"text","text":""}`, "invalid_blocks"},
+		{"an unknown style", `{"type":"text","text":"x","style":{"blink":true}}`, "invalid_blocks"},
+		{"a script link", `{"type":"link","url":"javascript:alert(1)","text":"x"}`, "invalid_blocks"},
+		{"a mention", `{"type":"broadcast","range":"channel"}`, "invalid_blocks"},
+	} {
+		_, _, got := call(t, s, "chat.postMessage", token, jsonType, rich(tt.runs))
+		if ok := got["ok"] == true; ok != (tt.err == "") || tt.err != "" && got["error"] != tt.err {
+			t.Errorf("%s: chat.postMessage = %v; want error %q", tt.name, got, tt.err)
+		}
+	}
+	msgs := s.Messages("C1")
+	if len(msgs) != 1 {
+		t.Fatalf("Messages(C1) = %d messages; want the one valid", len(msgs))
+	}
+	if got := msgs[0].Shown(); got != "sendWireTransfer in saga *x*open" {
+		t.Errorf("Shown() = %q", got)
+	}
+	if runs := msgs[0].Runs(); len(runs) != 4 || !runs[0].RunStyle.Bold || !runs[2].RunStyle.Code || runs[3].URL != "https://s.example/r" {
+		t.Errorf("Runs() = %+v; want four, styled as sent", runs)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/wire"
@@ -32,8 +33,11 @@ var endpoints = []engine.Endpoint{{Name: "chat"}, {Name: "oncall", OnEscalation:
 // or not at all; the deliveries of a thread go to each endpoint in
 // order; two processes never hold one delivery at once, and a lease
 // whose process is gone is taken over; a 410 disables an endpoint until
-// an operator enables it; an escalation step is journaled and tells more
-// endpoints, never lets more people vote.
+// an approver enables it (an auditor may not), and a failed delivery is
+// retried by an approver, each journaled in NotificationSaga under their
+// name; an escalation step is journaled and tells more endpoints, never
+// lets more people vote; an executed request's event names each vote it
+// ran on, with its reason.
 func testOutbox(t *testing.T, v *env) {
 	ctx := context.Background()
 	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
@@ -70,7 +74,7 @@ func testOutbox(t *testing.T, v *env) {
 	rolled := engine.OutboxEvent{Key: "rolled", Thread: thread, At: clock.Now(), Event: wire.Event{ID: "evt_rolled", Type: wire.EventVoted}}
 	boom := errors.New("boom")
 	if err := v.db.Update(ctx, func(tx engine.Tx) error {
-		if err := tx.Notify(rolled, []string{"chat"}); err != nil {
+		if err := tx.Notify(rolled, []engine.Recipient{{Endpoint: "chat"}}); err != nil {
 			return err
 		}
 		return boom
@@ -170,8 +174,16 @@ func testOutbox(t *testing.T, v *env) {
 	if n := len(claim(t, v.e)); n != 0 {
 		t.Errorf("a disabled endpoint's deliveries were claimed (%d)", n)
 	}
-	if err := v.e.EnableEndpoint(ctx, auditor, "oncall"); err != nil {
+	// Sending again is an approver's, journaled under their name; an
+	// auditor only reads.
+	if err := v.e.EnableEndpoint(ctx, auditor, "oncall"); !engine.IsKind(err, engine.Forbidden) {
+		t.Errorf("an auditor enabling an endpoint: %v; want Forbidden", err)
+	}
+	if err := v.e.EnableEndpoint(ctx, approver, "oncall"); err != nil {
 		t.Fatal(err)
+	}
+	if err := v.e.EnableEndpoint(ctx, approver, "oncall"); !engine.IsKind(err, engine.Conflict) {
+		t.Errorf("enabling an endpoint that is not disabled: %v; want Conflict", err)
 	}
 	back := claim(t, v.e)
 	if len(back) != 1 || back[0].ID != oncall.ID || back[0].Attempts != 2 {
@@ -179,14 +191,29 @@ func testOutbox(t *testing.T, v *env) {
 	}
 	// Given up on, then retried by an operator.
 	finish(t, v.e, back[0], engine.Attempt{Status: 400, Error: "bad", State: engine.DeliveryFailed})
-	if err := v.e.RetryDelivery(ctx, auditor, back[0].ID); err != nil {
+	for _, p := range []engine.Principal{auditor, agent} {
+		if err := v.e.RetryDelivery(ctx, p, back[0].ID); !engine.IsKind(err, engine.Forbidden) {
+			t.Errorf("%s retrying a delivery: %v; want Forbidden", p.ID, err)
+		}
+	}
+	if err := v.e.RetryDelivery(ctx, approver, back[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	if again := claim(t, v.e); len(again) != 1 || again[0].ID != back[0].ID {
 		t.Errorf("after a retry, the claim = %+v; want the failed delivery", again)
 	}
-	if err := v.e.RetryDelivery(ctx, agent, back[0].ID); !engine.IsKind(err, engine.Forbidden) {
-		t.Errorf("an agent retrying a delivery: %v; want Forbidden", err)
+	if err := v.e.RetryDelivery(ctx, approver, 1<<40); !engine.IsKind(err, engine.NotFound) {
+		t.Errorf("retrying no delivery: %v; want NotFound", err)
+	}
+	resent := v.journal(engine.NotificationSaga)
+	if len(resent) != 2 || resent[0].ToolName != engine.EndpointEnabled || resent[1].ToolName != engine.DeliveryRetried ||
+		resent[0].Input != `{"endpoint":"oncall","by":"manager@company.com","auth":"oidc"}` ||
+		resent[1].Input != fmt.Sprintf(`{"delivery":%d,"event":"%s","type":"%s","endpoint":"oncall","by":"manager@company.com","auth":"oidc"}`,
+			back[0].ID, back[0].Event.ID, back[0].Event.Type) {
+		t.Errorf("%s = %+v; want the endpoint enabled, then the delivery retried, each by the approver", engine.NotificationSaga, resent)
+	}
+	if got := v.verify(engine.NotificationSaga); !got.Valid {
+		t.Errorf("Verify(%s) = %+v", engine.NotificationSaga, got)
 	}
 
 	// A request nobody votes on: the second step tells pager too.
@@ -212,6 +239,25 @@ func testOutbox(t *testing.T, v *env) {
 	}
 	if _, err := v.e.Approve(ctx, onCall, "out-lone", lone, "paged twice"); !engine.IsKind(err, engine.Forbidden) {
 		t.Errorf("the escalation's target approving after step 2: %v; want Forbidden", err)
+	}
+
+	// Executed, the request's event names each vote it ran on: who, why,
+	// and the entry whose receipt the relay links.
+	if _, err := v.e.Resume(ctx, agent, "out", seq, large); err != nil {
+		t.Fatal(err)
+	}
+	var votes []wire.EventVote
+	for _, en := range v.journal("out") {
+		if en.Phase == engine.PhaseApproved {
+			votes = append(votes, wire.EventVote{By: en.Field(engine.KeyApprover), Reason: en.Field(engine.KeyReason), JournalSeq: en.Seq})
+		}
+	}
+	i = slices.IndexFunc(deliveries(), func(d engine.Delivery) bool { return d.Event.Type == wire.EventExecuted && d.Endpoint == "chat" })
+	if i < 0 {
+		t.Fatalf("after the resume, the deliveries = %q; want the execution told to chat", sent(deliveries()))
+	}
+	if diff := cmp.Diff(deliveries()[i].Event.Votes, votes); diff != "" || len(votes) != 2 || votes[0].Reason != "ok" {
+		t.Errorf("the executed event's votes (-got +want):\n%s", diff)
 	}
 
 	// A call in doubt is told once, however often it is noticed.
@@ -340,5 +386,158 @@ func finish(t *testing.T, e *engine.Engine, d engine.Delivery, a engine.Attempt)
 	}
 	if err := e.FinishDelivery(context.Background(), d, a); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// testOutboxForged: outbox rows written or changed by another hand (one
+// with the database's privileges, never the server's key) are never
+// claimed to be sent: an event and its delivery inserted, a genuine
+// event's delivery to an endpoint it was never meant for, an event whose
+// body, saga or type was changed, a delivery moved to another endpoint
+// or thread, a thread's handle replaced (a Slack message to overwrite).
+// Each is refused, shows so before and after its claim, and the genuine
+// deliveries still go; an endpoint added by hand to those told of a
+// thread hears nothing of it; a request's bytes changed in the journal
+// are not shown as its fields.
+func testOutboxForged(t *testing.T, v *env) {
+	ctx := context.Background()
+	v.opts = []engine.Option{engine.WithNotifications([]engine.Endpoint{{Name: "chat"}, {Name: "pager", OnEscalation: true}})}
+	v.e, v.log = v.engine(v.db)
+	beat(t, v.e, "replica-a")
+	deliveries := func(saga string, seq int64) []engine.Delivery {
+		t.Helper()
+		ds, err := v.e.Notifications(ctx, auditor, saga, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	// A request whose first message was delivered, with a handle: its
+	// next event's message would update that one.
+	handled := v.gate("handled")
+	first := claim(t, v.e)
+	if len(first) != 1 {
+		t.Fatalf("the first claim = %+v; want handled's waiting event", first)
+	}
+	finish(t, v.e, first[0], engine.Attempt{State: engine.DeliveryDelivered, Thread: "C1/1733.1"})
+	v.approve("handled", handled)
+	v.h.Exec(t, "UPDATE outbox_threads SET handle = 'C1/1999.9' WHERE thread = $1", engine.Thread("handled", handled))
+
+	ok := v.gate("ok")
+	okThread := engine.Thread("ok", ok)
+	okWaiting := deliveries("ok", ok)[0]
+	tampered := map[string]string{} // saga: what its refusal says
+	seqs := map[string]int64{}
+	for saga, sql := range map[string]string{
+		"body": "UPDATE outbox_events SET body = replace(body, '\"requester\":\"agent-1\"', '\"requester\":\"cfo@example.com\"') WHERE saga_id = $1",
+		"saga": "UPDATE outbox_events SET saga_id = 'ok' WHERE saga_id = $1",
+		"type": "UPDATE outbox_events SET type = 'request.approved' WHERE saga_id = $1",
+		"endpoint": "UPDATE outbox_deliveries SET endpoint = 'pager' WHERE event_id IN" +
+			" (SELECT id FROM outbox_events WHERE saga_id = $1)",
+		"thread": "UPDATE outbox_deliveries SET thread = 'ok/" + fmt.Sprint(ok) + "' WHERE event_id IN" +
+			" (SELECT id FROM outbox_events WHERE saga_id = $1)",
+	} {
+		seqs[saga] = v.gate(saga)
+		v.h.Exec(t, sql, saga)
+		tampered[saga] = "its event is not one this server wrote"
+		if saga == "endpoint" || saga == "thread" {
+			tampered[saga] = "its delivery is not one this server wrote"
+		}
+	}
+	// Rows inserted, each with a seal of a genuine row: an event of ok's
+	// that never happened, ok's waiting event to pager (which hears of
+	// ok only once an escalation names it), and pager among those told
+	// of ok.
+	v.h.Exec(t, "INSERT INTO outbox_events (id, key, type, saga_id, seq, thread, receipt_seq, body, created_at, seal)"+
+		" SELECT 'evt_forged', 'forged', 'request.approved', saga_id, seq, thread, receipt_seq,"+
+		" replace(body, '\"type\":\"request.waiting\"', '\"type\":\"request.approved\",\"decidedBy\":\"cfo@example.com\"'), created_at, seal"+
+		" FROM outbox_events WHERE id = $1", okWaiting.Event.ID)
+	v.h.Exec(t, "INSERT INTO outbox_deliveries (event_id, endpoint, thread, state, next_at, created_at, seal)"+
+		" SELECT 'evt_forged', endpoint, thread, 'pending', next_at, created_at, seal FROM outbox_deliveries WHERE id = $1", okWaiting.ID)
+	v.h.Exec(t, "INSERT INTO outbox_deliveries (event_id, endpoint, thread, state, next_at, created_at, seal)"+
+		" SELECT event_id, 'pager', thread, 'pending', next_at, created_at, seal FROM outbox_deliveries WHERE id = $1", okWaiting.ID)
+	v.h.Exec(t, "INSERT INTO outbox_threads (endpoint, thread, seal) SELECT 'pager', thread, seal FROM outbox_threads WHERE thread = $1", okThread)
+
+	// Shown refused before anything claims them.
+	if d := deliveries("body", seqs["body"])[0]; d.State != engine.DeliveryRefused || !strings.Contains(d.LastError, tampered["body"]) {
+		t.Errorf("the delivery of an event whose body was changed shows %s (%q); want refused, saying why", d.State, d.LastError)
+	}
+	var sent []string
+	for range 10 {
+		for _, d := range claim(t, v.e) {
+			sent = append(sent, d.Event.SagaID+" "+d.Endpoint+" "+string(d.Event.Type))
+			a := engine.Attempt{State: engine.DeliveryDelivered}
+			if d.First {
+				a.Thread = "C1/" + d.Event.SagaID
+			}
+			finish(t, v.e, d, a)
+		}
+	}
+	if !slices.Equal(sent, []string{"ok chat request.waiting"}) {
+		t.Errorf("the claims got %q; want ok's waiting event alone", sent)
+	}
+	wantRefused := func(d engine.Delivery, why string) {
+		t.Helper()
+		if d.State != engine.DeliveryRefused || !strings.Contains(d.LastError, why) {
+			t.Errorf("delivery %d (%s of %s/%d to %s) = %s (%q); want refused: %s", d.ID, d.Event.Type, d.Event.SagaID, d.Event.JournalSeq,
+				d.Endpoint, d.State, d.LastError, why)
+		}
+	}
+	for saga, why := range tampered {
+		ds := deliveries(saga, seqs[saga])
+		if saga == "thread" {
+			ds = slices.DeleteFunc(deliveries("ok", ok), func(d engine.Delivery) bool { return d.Event.SagaID != "thread" })
+		}
+		if len(ds) != 1 {
+			t.Errorf("%s's deliveries = %+v; want its one", saga, ds)
+			continue
+		}
+		wantRefused(ds[0], why)
+	}
+	for _, d := range deliveries("ok", ok) {
+		switch {
+		case d.Event.ID == "evt_forged":
+			wantRefused(d, "its event is not one this server wrote")
+		case d.Endpoint == "pager":
+			wantRefused(d, "its delivery is not one this server wrote")
+		}
+	}
+	hs := deliveries("handled", handled)
+	if len(hs) != 2 || hs[0].Event.Type != wire.EventApproved {
+		t.Fatalf("handled's deliveries = %+v; want the waiting one and the approval", hs)
+	}
+	wantRefused(hs[0], "the message it would update is not one the endpoint answered")
+	_, failing, err := v.e.Outbox(ctx, auditor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(slices.DeleteFunc(failing, func(d engine.Delivery) bool { return d.State != engine.DeliveryRefused })); n != 8 {
+		t.Errorf("the outbox lists %d refused deliveries; want the 8 refused", n)
+	}
+	if err := v.e.RetryDelivery(ctx, approver, hs[0].ID); !engine.IsKind(err, engine.Conflict) {
+		t.Errorf("retrying a refused delivery: %v; want Conflict", err)
+	}
+
+	// ok's next event goes to chat alone, after its genuine first: pager,
+	// listed by hand among those told of ok, is told nothing.
+	v.approve("ok", ok)
+	next := claim(t, v.e)
+	if len(next) != 1 || next[0].Endpoint != "chat" || next[0].Event.Type != wire.EventApproved || next[0].First || next[0].Thread != "C1/ok" {
+		t.Errorf("after ok's approval, the claim = %+v; want its approval to chat, updating the first message", next)
+	}
+	for _, d := range deliveries("ok", ok) {
+		if d.Endpoint == "pager" && d.Event.Type == wire.EventApproved {
+			t.Errorf("pager, added by hand to those told of ok, was told of its approval: %+v", d)
+		}
+	}
+
+	// A message shows a request's fields only from the bytes its sealed
+	// event names: none once the journal's row holds others.
+	if in, err := v.e.RequestInput(ctx, okWaiting.Event); err != nil || in != transfer {
+		t.Errorf("RequestInput(ok's waiting event) = %q, %v; want its bytes", in, err)
+	}
+	v.h.Exec(t, "UPDATE journal SET input = $3 WHERE saga_id = $1 AND seq = $2", "ok", ok, `{"amount":"1","to":"mallory"}`)
+	if in, err := v.e.RequestInput(ctx, okWaiting.Event); !engine.IsKind(err, engine.Conflict) {
+		t.Errorf("RequestInput(ok's waiting event), its bytes changed in the journal = %q, %v; want Conflict", in, err)
 	}
 }

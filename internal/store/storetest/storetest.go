@@ -67,6 +67,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"ForgedSessions", withEnv(testForgedSessions)},
 		{"Outbox", withEnv(testOutbox)},
 		{"OutboxClaims", withEnv(testOutboxClaims)},
+		{"OutboxForged", withEnv(testOutboxForged)},
 		{"VerifyAll", withEnv(testVerifyAll)},
 		{"UndoneByHand", withEnv(testUndoneByHand)},
 		{"SagaActions", withEnv(testSagaActions)},
