@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strconv"
@@ -104,19 +102,8 @@ const (
 	labelLogin     = "sagacity sign-in row v1"
 )
 
-// mac is the HMAC of label and fields under the key, each written as its
-// byte length in decimal, a colon and its bytes: no two lists of fields
-// share an input.
-func (s *Sessions) mac(label string, fields ...string) string {
-	m := hmac.New(sha256.New, s.Key)
-	var n []byte
-	for _, f := range append([]string{label}, fields...) {
-		n = strconv.AppendInt(n[:0], int64(len(f)), 10)
-		m.Write(append(n, ':'))
-		m.Write([]byte(f))
-	}
-	return hex.EncodeToString(m.Sum(nil))
-}
+// mac is the seal of label and fields under the key (engine.Seal).
+func (s *Sessions) mac(label string, fields ...string) string { return engine.Seal(s.Key, label, fields...) }
 
 // sessionHash and loginHash are the keyed hashes under which a session's
 // and a sign-in's ids are stored.

@@ -42,16 +42,22 @@ const (
 	sealHandle   = "handle"   // what an endpoint answered a thread's first message with
 )
 
-// seal is the seal of a row of kind over parts, hex: each part length
-// prefixed, so that no two lists of parts read alike.
-func (k *Keys) seal(kind string, parts ...string) string {
-	m := hmac.New(sha256.New, k.outbox)
-	for _, p := range append([]string{kind}, parts...) {
+// Seal is the HMAC-SHA256, hex, under key, of label and parts, each
+// length prefixed, so that no two lists of parts read alike: what the
+// server keeps beside a row of the database to know, later, that it wrote
+// it (the outbox's rows here, auth's sessions), with a key the database
+// never sees and a label for each kind of row.
+func Seal(key []byte, label string, parts ...string) string {
+	m := hmac.New(sha256.New, key)
+	for _, p := range append([]string{label}, parts...) {
 		m.Write(binary.BigEndian.AppendUint64(nil, uint64(len(p))))
 		m.Write([]byte(p))
 	}
 	return hex.EncodeToString(m.Sum(nil))
 }
+
+// seal is the seal of an outbox row of kind over parts.
+func (k *Keys) seal(kind string, parts ...string) string { return Seal(k.outbox, kind, parts...) }
 
 // opens reports whether seal is the seal of a row of kind over parts.
 func (k *Keys) opens(seal, kind string, parts ...string) bool {
