@@ -32,6 +32,7 @@ const (
 	KeyChangesBy   Key = "changes-requested-by" // who sent a request back to the agent for changes
 	KeyExpired     Key = "expired"              // on the server's REJECTED of a request that expired: when it did
 	KeyPasskey     Key = "passkey"              // on a passkey's enrolment or removal: its credential id
+	KeyRetiredBy   Key = "retired-by"           // on a runner's retirement: the runner of the process that retired it
 	KeyResolvedBy  Key = "resolved-by"          // who recorded what became of a call in doubt
 	KeyReason      Key = "reason"               // why, in the person's words (on a request: the requester's)
 	KeyReceipt     Key = "receipt"              // the decision's signed receipt, base64

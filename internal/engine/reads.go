@@ -111,8 +111,7 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 	}
 	h := History{Snapshot: snap, Verification: v, Decisions: Decisions(snap.Entries, e.keys.Verifier())}
 	if snap.Saga != nil && snap.Saga.Running > 0 {
-		before, alive := e.doubtful()
-		if h.InDoubt, err = e.store.InDoubt(ctx, id, before, alive); err != nil {
+		if h.InDoubt, err = e.inDoubt(id, e.window(), e.stored(ctx)); err != nil {
 			return History{}, err
 		}
 	}

@@ -108,8 +108,7 @@ func (e *Engine) Backlog(ctx context.Context) (Backlog, error) {
 	for _, p := range pending {
 		b.Oldest = max(b.Oldest, now.Sub(p.Oldest))
 	}
-	before, alive := e.doubtful()
-	calls, err := e.store.InDoubt(ctx, "", before, alive)
+	calls, err := e.inDoubt("", e.window(), e.stored(ctx))
 	if err != nil {
 		return Backlog{}, err
 	}

@@ -57,6 +57,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"InDoubt", testInDoubt},
 		{"IdempotencyKeys", withEnv(testIdempotencyKeys)},
 		{"CutOff", testCutOff},
+		{"LiveRunner", testLiveRunner},
 		{"Dismiss", withEnv(testDismiss)},
 		{"ApprovalRules", withEnv(testApprovalRules)},
 		{"Votes", withEnv(testVotes)},
