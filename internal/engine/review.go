@@ -219,7 +219,7 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 	if err := validName("saga id", sagaID); err != nil {
 		return Review{}, err
 	}
-	snap, err := e.store.Snapshot(ctx, sagaID, true)
+	snap, logged, err := e.snapshot(ctx, sagaID, true)
 	if err != nil {
 		return Review{}, err
 	}
@@ -230,7 +230,7 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 	if snap.Saga == nil || seq < 1 || seq > int64(len(es)) || es[seq-1].Seq != seq || es[seq-1].Phase != PhaseAwaitingApproval {
 		return Review{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no request at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
 	}
-	v, err := e.verify(ctx, snap)
+	v, err := e.verify(ctx, snap, logged)
 	if err != nil {
 		return Review{}, err
 	}

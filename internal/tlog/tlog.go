@@ -77,9 +77,9 @@ type Tx interface {
 	// Unsequenced returns up to n entries that have no leaf yet, by time,
 	// saga and seq.
 	Unsequenced(n int) ([]engine.Entry, error)
-	// Logged returns, for each saga named, its entry of the highest seq
-	// that has a leaf; a saga without one is left out.
-	Logged(sagas []string) (map[string]engine.Entry, error)
+	// Leaves returns the entries at leaves from to to-1, as
+	// Store.Leaves does.
+	Leaves(from, to int64) ([]Leaf, error)
 	// Nodes returns the stored hashes of the nodes asked for.
 	Nodes(ids []NodeID) (map[NodeID][]byte, error)
 	// Sequence gives entries (by saga and seq) the leaves first, first+1,

@@ -74,7 +74,7 @@ var driverTests = []struct {
 	{"tlog.Store.Sequence", true, testLogSequence},
 	{"tlog.Store.LogNodes", true, testLogNodes},
 	{"tlog.Store.Leaves", true, testLeaves},
-	{"tlog.Tx.Logged", true, testLogged},
+	{"tlog.Tx.Leaves", true, testTxLeaves},
 }
 
 // runDriver runs the driver tests in parallel.

@@ -52,6 +52,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"LogTamper", testLogTamper},
 		{"LogRollback", testLogRollback},
 		{"LogHalts", testLogHalts},
+		{"SagaRewritten", testSagaRewritten},
 		{"Restart", testRestart},
 		{"Listing", withEnv(testListing)},
 		{"InDoubt", testInDoubt},
