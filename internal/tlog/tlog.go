@@ -9,8 +9,11 @@
 // one lock every server shares (the log's state row), so the write path
 // takes no global lock. The Checker compares the database with the newest
 // checkpoint outside it and halts executions of IRREVERSIBLE tools while
-// they differ. The engine consumes the Log through the small interface it
-// declares (engine.Log); cmd/web wires and starts the services.
+// they differ. Each server keeps what it read of the log, each saga's
+// newest logged entry: the sequencer logs only what chains on it, and
+// verifying a saga holds its journal to it. The engine consumes the Log
+// through the small interface it declares (engine.Log); cmd/web wires and
+// starts the services.
 package tlog
 
 import (
