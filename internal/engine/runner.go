@@ -41,7 +41,9 @@ type Runner struct {
 }
 
 // RunnerGone is how long a process watches another's row without a beat
-// before it takes that runner's calls as in doubt.
+// before it takes that runner's calls as in doubt; and how long ago a
+// row may say its runner was seen before a relay takes over its
+// deliveries.
 const RunnerGone = 10 * time.Second
 
 // RunnerSaga is the saga whose journal holds the retirement of every

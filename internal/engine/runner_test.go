@@ -8,7 +8,8 @@ import (
 )
 
 // TestRetired: a runner is retired only by an entry of RunnerSaga whose
-// retirement the key signed, for that runner and that successor.
+// retirement the key signed, for that runner and that successor, in the
+// note's one form.
 func TestRetired(t *testing.T) {
 	keys := func() *Keys {
 		skey, _, err := GenerateKeys("sagacity.example.com")
@@ -20,6 +21,9 @@ func TestRetired(t *testing.T) {
 			t.Fatal(err)
 		}
 		return k
+	}
+	if got, want := retiredNote("A", "B"), "sagacity runner retired v1\nrunner: A\nretired-by: B\n"; got != want {
+		t.Errorf("retiredNote(A, B) = %q, want %q", got, want)
 	}
 	ours, theirs := keys(), keys()
 	entry := func(k *Keys, signed, id, by string) Entry {

@@ -132,7 +132,7 @@ func (e *Engine) keyring(passkeys func() ([]Entry, error)) Keyring {
 
 // Verify checks a saga's journal (see VerifySaga): its hash chain, the
 // head its row records, so rows deleted from the tail are caught too, and
-// its pending requests. Row, journal and requests are read as of one
+// its pending requests; then against the global log (see Log.Included). Row, journal and requests are read as of one
 // moment, so a saga being written verifies. What it finds of a saga that
 // exists is kept (see Verifications). Errors: Forbidden as Can says,
 // Invalid for a bad id, Unavailable when the store is.
