@@ -644,4 +644,28 @@ func testSagaRewritten(t *testing.T, nh func(*testing.T) Harness) {
 			}
 		})
 	}
+	t.Run("a restarted server, until it has read the log", func(t *testing.T) {
+		v := newEnv(t, nh)
+		v.call("a", "reserveInventory", `{"item":"desk"}`)
+		v.sequence()
+		v.e, v.log = v.process(v.db)
+		ctx := context.Background()
+		if _, err := v.log.Check(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		const unread = "this server has read 0 of the 2 leaves signed since it started"
+		if got := v.verify("a"); !got.Valid || !strings.Contains(got.Message, unread) {
+			t.Errorf("Verify(a) before the full check = %+v; want it valid, saying %q", got, unread)
+		}
+		if problem, err := v.log.Check(ctx, true); problem != "" || err != nil {
+			t.Fatalf("Check(full) = %q, %v", problem, err)
+		}
+		if got := v.verify("a"); !got.Valid || strings.Contains(got.Message, "this server has read") {
+			t.Errorf("Verify(a) after the full check = %+v; want it valid, the log read", got)
+		}
+		v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE saga_id = 'a' AND seq = 2")
+		if got := v.verify("a"); got.Valid || got.BreakAtIndex != 1 {
+			t.Errorf("Verify(a) with its leaf taken away after the full check = %+v; want it broken at entry 1", got)
+		}
+	})
 }
