@@ -122,13 +122,13 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	} else if problem != "" {
 		log.Error("executions halted", "problem", problem)
 	}
-	// This process runs calls from here on: registered as a runner of
-	// its replica (the host and checkpoint directory), it retires the
-	// runner of the process before it, whose cut-off calls are then in
+	// This process runs calls from here on: registered as a runner, it
+	// retires, journaled, the runner of the process before it, which the
+	// checkpoint directory names; that one's cut-off calls are then in
 	// doubt at once. It beats until the server has stopped.
 	beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBeat()
-	beatDone, err := engine.Heartbeat{Engine: eng, Replica: replica(cpDir), Logger: log}.Start(beat)
+	beatDone, err := engine.Heartbeat{Engine: eng, Replica: replica(cpDir), Lineage: w, Logger: log}.Start(beat)
 	if err != nil {
 		return fmt.Errorf("SAGACITY_DATABASE_URL: registering this process: %w", err)
 	}

@@ -246,8 +246,7 @@ func (e *Engine) clear(tx Tx, s *Saga) error {
 	if s.Running <= 0 {
 		return nil
 	}
-	before, alive := e.doubtful()
-	doubt, err := tx.InDoubt(s.ID, before, alive)
+	doubt, err := e.inDoubt(s.ID, e.window(), tx.InDoubt)
 	if err != nil || len(doubt) == 0 {
 		return err
 	}
@@ -256,13 +255,6 @@ func (e *Engine) clear(tx Tx, s *Saga) error {
 		"saga %s has a call in doubt at seq=%d (%s, started %s): its outcome is not journaled, so it may have taken effect; "+
 			"a person must find out from the tool's owner and resolve it (the console's in-doubt page, or POST /sagacity/in-doubt/%s/%d/resolve) "+
 			"before the saga takes another call", s.ID, c.Seq, c.ToolName, c.StartedAt.UTC().Format(time.RFC3339), s.ID, c.Seq)}
-}
-
-// doubtful says when an unsettled call is in doubt: it has stood still
-// since before before, or its runner has not been seen since alive.
-func (e *Engine) doubtful() (before, alive time.Time) {
-	now := e.now()
-	return now.Add(-e.inDoubtAfter), now.Add(-RunnerGone)
 }
 
 // putCall stores call c, which was in state from ("" for a new one), and
@@ -322,8 +314,7 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 	case c.State == CallFailed && c.OutcomeSeq > 0 && c.OutcomeSeq <= int64(len(snap.Entries)):
 		res.Outcome, res.Error = OutcomeFailed, snap.Entries[c.OutcomeSeq-1].Payload
 	case c.State == CallRunning:
-		before, alive := e.doubtful()
-		doubt, err := e.store.InDoubt(ctx, sagaID, before, alive)
+		doubt, err := e.inDoubt(sagaID, e.window(), e.stored(ctx))
 		if err != nil {
 			return CallResult{}, err
 		}
@@ -356,6 +347,7 @@ func requested(p Principal, key string) Lines {
 // call is left in doubt and the outcome says so.
 func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, error) {
 	ctx = context.WithoutCancel(ctx)
+	defer e.run(c)()
 	inv := c.Invocation()
 	result, runErr := e.safely(inv, ToolExecute, func() (string, error) { return tool.Executor.Execute(ctx, inv) })
 	if runErr == nil && len(result) > e.maxInput {

@@ -77,6 +77,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 		if claimed.Seq == 0 {
 			return s, nil // a call or undo in flight elsewhere will settle the saga
 		}
+		done := e.run(claimed)
 		inv := claimed.Invocation()
 		result, undoErr := DecodeText(claimed.Result)
 		if undoErr == nil {
@@ -84,9 +85,11 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 				return "", tool.Executor.Compensate(ctx, inv, result)
 			})
 		}
-		if _, err := e.record(ctx, sagaID, claimed.Seq, CallCompensating, func(tx Tx, s *Saga) error {
+		_, err = e.record(ctx, sagaID, claimed.Seq, CallCompensating, func(tx Tx, s *Saga) error {
 			return e.undone(tx, s, claimed, undoErr)
-		}); err != nil {
+		})
+		done()
+		if err != nil {
 			return Saga{}, err
 		}
 	}

@@ -141,6 +141,9 @@ type Engine struct {
 	obs Observer
 	// runner is the process's runner id, once a Heartbeat registered it.
 	runner atomic.Pointer[string]
+	// runners is what the process knows of the runners of unsettled
+	// calls, its own calls among them.
+	runners runners
 	// audit is the verification of every saga under way (VerifyAll).
 	audit audit
 }

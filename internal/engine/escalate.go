@@ -168,8 +168,7 @@ func (e *Engine) Notice(ctx context.Context) error {
 			break
 		}
 	}
-	before, alive := e.doubtful()
-	calls, err := e.store.InDoubt(ctx, "", before, alive)
+	calls, err := e.inDoubt("", e.window(), e.stored(ctx))
 	if err != nil {
 		return err
 	}

@@ -33,6 +33,7 @@ const (
 	KeyExpired     Key = "expired"              // on the server's REJECTED of a request that expired: when it did
 	KeyPasskey     Key = "passkey"              // on a passkey's enrolment, removal or use: its credential id
 	KeySignIn      Key = "sign-in"              // on a sign-in's entry: its ID token's SHA-256 (a provider key's: the key's)
+	KeyRetiredBy   Key = "retired-by"           // on a runner's retirement: the runner of the process that retired it
 	KeyResolvedBy  Key = "resolved-by"          // who recorded what became of a call in doubt
 	KeyReason      Key = "reason"               // why, in the person's words (on a request: the requester's)
 	KeyReceipt     Key = "receipt"              // the decision's signed receipt, base64

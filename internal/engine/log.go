@@ -26,9 +26,14 @@ type Log interface {
 	// Signing checks that the database records this server's signing
 	// key: Conflict, naming both, when it does not.
 	Signing(ctx context.Context) error
+	// Logged is the newest entry of saga id the log holds, as this
+	// server read the log: what the saga's journal must hold.
+	Logged(id string) Logged
 	// Included checks a saga's journal, whose chain v verified, against
-	// the newest checkpoint, and returns v with what it found.
-	Included(ctx context.Context, entries []Entry, v Verification) (Verification, error)
+	// the newest checkpoint and against logged, what Logged said of the
+	// saga before the journal was read, and returns v with what it
+	// found.
+	Included(ctx context.Context, entries []Entry, v Verification, logged Logged) (Verification, error)
 	// Prove returns the inclusion proofs of a saga's entries in the log
 	// at size (0: the newest checkpoint's).
 	Prove(ctx context.Context, entries []Entry, size int64) (*Proofs, error)
@@ -46,6 +51,17 @@ func WithLog(l Log) Option { return func(e *Engine) { e.tlog = l } }
 
 // errNoLog answers for an engine that runs no log.
 var errNoLog = Errorf(Unavailable, "this server keeps no global log")
+
+// Logged is the newest entry of a saga the global log holds, as a server
+// read the log's leaves: Seq 0 when they hold none of it.
+type Logged struct {
+	Seq  int64
+	Hash string
+	Leaf int64
+	// Read is how many of the log's leaves the server has read: it
+	// knows nothing of an entry at a later one.
+	Read int64
+}
 
 // Checkpoint is a signed statement of the log's size and root.
 type Checkpoint struct {
@@ -280,10 +296,20 @@ func (e *Engine) signedIn(ctx context.Context, entries, passkeys []Entry) ([]Ent
 	return out, nil
 }
 
-// included checks a verified journal against the global log.
-func (e *Engine) included(ctx context.Context, entries []Entry, v Verification) (Verification, error) {
+// logged is what the global log holds of saga id (see Log.Logged): read
+// before the saga's journal, which must then hold it.
+func (e *Engine) logged(id string) Logged {
+	if e.tlog == nil {
+		return Logged{}
+	}
+	return e.tlog.Logged(id)
+}
+
+// included checks a verified journal against the global log, and what
+// it held of the saga before the journal was read.
+func (e *Engine) included(ctx context.Context, entries []Entry, v Verification, logged Logged) (Verification, error) {
 	if e.tlog == nil {
 		return v, nil
 	}
-	return e.tlog.Included(ctx, entries, v)
+	return e.tlog.Included(ctx, entries, v, logged)
 }

@@ -159,8 +159,8 @@ func (w watched) Approvals(ctx context.Context, sagaID string) ([]ApprovalReques
 	return rs, failing(ctx, w.obs, err)
 }
 
-func (w watched) InDoubt(ctx context.Context, sagaID string, before, alive time.Time) ([]Call, error) {
-	cs, err := w.s.InDoubt(ctx, sagaID, before, alive)
+func (w watched) InDoubt(ctx context.Context, sagaID string, before time.Time, gone []string) ([]Call, error) {
+	cs, err := w.s.InDoubt(ctx, sagaID, before, gone)
 	return cs, failing(ctx, w.obs, err)
 }
 
@@ -169,8 +169,13 @@ func (w watched) CallKey(ctx context.Context, sagaID, key string) (int64, error)
 	return seq, failing(ctx, w.obs, err)
 }
 
-func (w watched) Register(ctx context.Context, r Runner) error {
-	return failing(ctx, w.obs, w.s.Register(ctx, r))
+func (w watched) Register(ctx context.Context, r Runner, retires string) error {
+	return failing(ctx, w.obs, w.s.Register(ctx, r, retires))
+}
+
+func (w watched) Runners(ctx context.Context) ([]Runner, error) {
+	rs, err := w.s.Runners(ctx)
+	return rs, failing(ctx, w.obs, err)
 }
 
 func (w watched) Beat(ctx context.Context, id string, t time.Time) error {

@@ -95,7 +95,7 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 	if err := e.reader(p, id); err != nil {
 		return History{}, err
 	}
-	snap, err := e.store.Snapshot(ctx, id, true)
+	snap, logged, err := e.snapshot(ctx, id, true)
 	if err != nil {
 		return History{}, err
 	}
@@ -105,14 +105,13 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 	if err := e.readSnapshot(p, snap); err != nil {
 		return History{}, err
 	}
-	v, err := e.verify(ctx, snap)
+	v, err := e.verify(ctx, snap, logged)
 	if err != nil {
 		return History{}, err
 	}
 	h := History{Snapshot: snap, Verification: v, Decisions: Decisions(snap.Entries, e.keys.Verifier())}
 	if snap.Saga != nil && snap.Saga.Running > 0 {
-		before, alive := e.doubtful()
-		if h.InDoubt, err = e.store.InDoubt(ctx, id, before, alive); err != nil {
+		if h.InDoubt, err = e.inDoubt(id, e.window(), e.stored(ctx)); err != nil {
 			return History{}, err
 		}
 	}

@@ -27,7 +27,8 @@ const DefaultInDoubtAfter = 10 * time.Minute
 //
 // Errors: Invalid without a reason (how the person knows: it is the
 // evidence); NotFound for no such call; Conflict when it is neither in
-// doubt (settled, or touched within the in-doubt window) nor a step whose
+// doubt (settled, touched within the in-doubt window by a runner not
+// gone, or run by this process: see inDoubt) nor a step whose
 // undo failed, or is one and happened is false (its failure is journaled
 // already); Forbidden as Can says for ActResolve (four-eyes: not the
 // saga's initiator, not whoever asked for the call); Invalid for a bad
@@ -53,6 +54,9 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		return Saga{}, at(err, sagaID, seq)
 	}
 	if err := e.recordSignIn(ctx, p); err != nil {
+		return Saga{}, at(err, sagaID, seq)
+	}
+	if err := e.watch(ctx); err != nil {
 		return Saga{}, at(err, sagaID, seq)
 	}
 	missing := &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no call at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
@@ -150,15 +154,13 @@ func (e *Engine) accounted(tx Tx, s *Saga) error {
 	return nil
 }
 
-// doubted refuses to resolve call c unless it is in doubt: unsettled, and
-// its runner gone or the call still for the in-doubt window.
+// doubted refuses to resolve call c unless it is in doubt (see inDoubt).
 func (e *Engine) doubted(tx Tx, c Call) error {
 	not := &Error{Kind: Conflict, Msg: fmt.Sprintf("the call at seq=%d is %s, not in doubt", c.Seq, c.State)}
 	if !c.Unsettled() {
 		return not
 	}
-	before, alive := e.doubtful()
-	doubt, err := tx.InDoubt(c.SagaID, before, alive)
+	doubt, err := e.inDoubt(c.SagaID, e.window(), tx.InDoubt)
 	if err != nil {
 		return err
 	}
@@ -217,20 +219,44 @@ func (e *Engine) Doubts(ctx context.Context, p Principal, olderThan time.Duratio
 
 // InDoubt lists calls whose outcome the journal does not know, left
 // between INTENT and EXECUTED/FAILED, or mid-compensation, by a process
-// that is gone (a crash: at once) or for at least olderThan (a lost
+// that is gone (see inDoubt) or for at least olderThan (a lost
 // connection, a tool that hangs; a negative olderThan means the in-doubt
-// window, InDoubtAfter). Nothing re-executes them; a person must find out
-// what happened.
+// window, InDoubtAfter), and that this process does not run. Nothing
+// re-executes them; a person must find out what happened.
 func (e *Engine) InDoubt(ctx context.Context, p Principal, olderThan time.Duration) ([]Call, error) {
 	if err := e.Can(p, ActInDoubt, Subject{}); err != nil {
 		return nil, err
 	}
-	before, alive := e.doubtful()
+	if err := e.watch(ctx); err != nil {
+		return nil, err
+	}
+	before := e.window()
 	if olderThan >= 0 {
 		before = e.now().Add(-olderThan)
 	}
-	return e.store.InDoubt(ctx, "", before, alive)
+	return e.inDoubt("", before, e.stored(ctx))
 }
+
+// inDoubt lists, as read reads them, the calls of saga sagaID (every
+// saga's for "") that are in doubt to this process: unsettled, not run
+// by this process (it knows they are not in doubt, whatever the database
+// says), and still since before, or run by a runner it takes for gone
+// (see gone). A call of no runner is in doubt only by time.
+func (e *Engine) inDoubt(sagaID string, before time.Time, read func(string, time.Time, []string) ([]Call, error)) ([]Call, error) {
+	calls, err := read(sagaID, before, e.gone())
+	return e.ours(calls), err
+}
+
+// stored is the store's InDoubt, for inDoubt.
+func (e *Engine) stored(ctx context.Context) func(string, time.Time, []string) ([]Call, error) {
+	return func(sagaID string, before time.Time, gone []string) ([]Call, error) {
+		return e.store.InDoubt(ctx, sagaID, before, gone)
+	}
+}
+
+// window is when an unsettled call must have stood still since to be in
+// doubt whatever its runner: the in-doubt window ago.
+func (e *Engine) window() time.Time { return e.now().Add(-e.inDoubtAfter) }
 
 // InDoubtAfter is how long a call must have stood still before Resolve
 // takes it (see WithInDoubtAfter).

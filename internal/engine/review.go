@@ -108,8 +108,7 @@ func (e *Engine) Backlog(ctx context.Context) (Backlog, error) {
 	for _, p := range pending {
 		b.Oldest = max(b.Oldest, now.Sub(p.Oldest))
 	}
-	before, alive := e.doubtful()
-	calls, err := e.store.InDoubt(ctx, "", before, alive)
+	calls, err := e.inDoubt("", e.window(), e.stored(ctx))
 	if err != nil {
 		return Backlog{}, err
 	}
@@ -220,7 +219,7 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 	if err := validName("saga id", sagaID); err != nil {
 		return Review{}, err
 	}
-	snap, err := e.store.Snapshot(ctx, sagaID, true)
+	snap, logged, err := e.snapshot(ctx, sagaID, true)
 	if err != nil {
 		return Review{}, err
 	}
@@ -231,7 +230,7 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 	if snap.Saga == nil || seq < 1 || seq > int64(len(es)) || es[seq-1].Seq != seq || es[seq-1].Phase != PhaseAwaitingApproval {
 		return Review{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no request at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
 	}
-	v, err := e.verify(ctx, snap)
+	v, err := e.verify(ctx, snap, logged)
 	if err != nil {
 		return Review{}, err
 	}

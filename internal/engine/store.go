@@ -34,16 +34,18 @@ type Store interface {
 	Approvals(ctx context.Context, sagaID string) ([]ApprovalRequest, error)
 	// InDoubt lists the calls of saga sagaID, or of every saga when it
 	// is "", that are running or compensating and were last touched
-	// before before, or whose runner was last seen before alive (or is
-	// gone), oldest first. A call of no runner is in doubt only by time.
-	InDoubt(ctx context.Context, sagaID string, before, alive time.Time) ([]Call, error)
+	// before before, or whose runner is one of gone, oldest first.
+	InDoubt(ctx context.Context, sagaID string, before time.Time, gone []string) ([]Call, error)
 	// CallKey returns the seq of the call a saga made under an agent's
 	// idempotency key; NotFound when none.
 	CallKey(ctx context.Context, sagaID, key string) (int64, error)
 
-	// Register records a runner, and retires the runners of its replica
-	// registered before it: processes of it that are gone.
-	Register(ctx context.Context, r Runner) error
+	// Register records a runner, and removes the row of the runner it
+	// retires ("" for none) and of runners unseen for a day.
+	Register(ctx context.Context, r Runner, retires string) error
+	// Runners returns the runners of the calls running or compensating,
+	// each as its row has it (SeenAt zero when it has none), by id.
+	Runners(ctx context.Context) ([]Runner, error)
 	// Beat records that runner id was alive at t; NotFound when it was
 	// retired.
 	Beat(ctx context.Context, id string, t time.Time) error
@@ -254,7 +256,7 @@ type Tx interface {
 	// Calls returns a saga's calls in any of the given states, ordered by seq.
 	Calls(sagaID string, states ...CallState) ([]Call, error)
 	// InDoubt is Store.InDoubt in the transaction.
-	InDoubt(sagaID string, before, alive time.Time) ([]Call, error)
+	InDoubt(sagaID string, before time.Time, gone []string) ([]Call, error)
 
 	// PutPasskey stores an enrolled passkey; Conflict when its id is
 	// taken.

@@ -9,11 +9,12 @@ import (
 )
 
 // verify checks a snapshot (see check), then that its entries are in the
-// global log as the newest checkpoint signed them (included), or reports
-// a journal whose saga row is gone. A journal found broken is told.
-func (e *Engine) verify(ctx context.Context, snap Snapshot) (Verification, error) {
+// global log as the newest checkpoint signed them, and hold what the log
+// held of the saga (logged, read before the snapshot) (included), or
+// reports a journal whose saga row is gone. A journal found broken is
+// told.
+func (e *Engine) verify(ctx context.Context, snap Snapshot, logged Logged) (Verification, error) {
 	var v Verification
-	var err error
 	switch {
 	case snap.Saga == nil && len(snap.Entries) == 0:
 		v = Verify(nil)
@@ -27,12 +28,20 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot) (Verification, error
 		if v.Valid {
 			v = Named(v, rulings)
 		}
-		v, err = e.included(ctx, snap.Entries, v)
 	}
+	v, err := e.included(ctx, snap.Entries, v, logged)
 	if err == nil && !v.Valid {
 		e.obs.VerifyFailed(CheckedJournal)
 	}
 	return v, err
+}
+
+// snapshot is Store.Snapshot with what the global log held of the saga
+// just before it was read: the journal read must hold it.
+func (e *Engine) snapshot(ctx context.Context, id string, calls bool) (Snapshot, Logged, error) {
+	logged := e.logged(id)
+	snap, err := e.store.Snapshot(ctx, id, calls)
+	return snap, logged, err
 }
 
 // intact is check before acting on a locked saga's journal: Conflict,
@@ -123,7 +132,7 @@ func (e *Engine) keyring(passkeys func() ([]Entry, error)) Keyring {
 
 // Verify checks a saga's journal (see VerifySaga): its hash chain, the
 // head its row records, so rows deleted from the tail are caught too, and
-// its pending requests. Row, journal and requests are read as of one
+// its pending requests; then against the global log (see Log.Included). Row, journal and requests are read as of one
 // moment, so a saga being written verifies. What it finds of a saga that
 // exists is kept (see Verifications). Errors: Forbidden as Can says,
 // Invalid for a bad id, Unavailable when the store is.
@@ -134,11 +143,11 @@ func (e *Engine) Verify(ctx context.Context, p Principal, id string) (Verificati
 	if err := validName("saga id", id); err != nil {
 		return Verification{}, err
 	}
-	snap, err := e.store.Snapshot(ctx, id, false)
+	snap, logged, err := e.snapshot(ctx, id, false)
 	if err != nil {
 		return Verification{}, err
 	}
-	v, err := e.verify(ctx, snap)
+	v, err := e.verify(ctx, snap, logged)
 	if err == nil {
 		e.keep(ctx, snap, v)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/internal/witness"
 	"github.com/sagacity-go/sagacity/toolsig"
 	"github.com/sagacity-go/sagacity/wire"
 )
@@ -494,7 +495,7 @@ func TestConsoleInDoubt(t *testing.T) {
 func TestConsoleCutOff(t *testing.T) {
 	dbURL := testkit.SQLiteURL(t)
 	e := newAPI(t, dbURL, envOptions{inDoubtAfter: time.Hour})
-	const replica = "host-a:/var/lib/sagacity/checkpoints"
+	replica := checkpoints(t)
 	want(t, "reserve", e.call("cut", "createOrder", `{"sku":"SKU-1"}`), 200)
 	stop := hang(t, dbURL, replica, auth.Anonymous, "cut", "reserveInventory", `{"item":"dock"}`)
 	defer stop()
@@ -511,7 +512,7 @@ func TestConsoleCutOff(t *testing.T) {
 	// Its process dies, and its replica starts again.
 	beat, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := (engine.Heartbeat{Engine: e.eng, Replica: replica}).Start(beat); err != nil {
+	if _, err := (engine.Heartbeat{Engine: e.eng, Replica: replica.Path(), Lineage: replica}).Start(beat); err != nil {
 		t.Fatal(err)
 	}
 	p.open("/in-doubt")
@@ -559,7 +560,7 @@ func TestConsoleCutOff(t *testing.T) {
 func TestInDoubtKey(t *testing.T) {
 	dbURL := testkit.SQLiteURL(t)
 	e := newAPI(t, dbURL, envOptions{inDoubtAfter: time.Hour})
-	const replica, saga = "host-b:/srv/checkpoints", "payroll 100% März"
+	replica, saga := checkpoints(t), "payroll 100% März"
 	received := make(chan string, 1)
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -585,7 +586,7 @@ func TestInDoubtKey(t *testing.T) {
 	// is in doubt at once.
 	beat, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := (engine.Heartbeat{Engine: e.eng, Replica: replica}).Start(beat); err != nil {
+	if _, err := (engine.Heartbeat{Engine: e.eng, Replica: replica.Path(), Lineage: replica}).Start(beat); err != nil {
 		t.Fatal(err)
 	}
 
@@ -812,15 +813,26 @@ func strand(t *testing.T, dbURL, saga, tool, input string) {
 // strandAs is strand with the call asked for by p.
 func strandAs(t *testing.T, dbURL string, p engine.Principal, saga, tool, input string) {
 	t.Helper()
-	hang(t, dbURL, "", p, saga, tool, input)()
+	hang(t, dbURL, nil, p, saga, tool, input)()
+}
+
+// checkpoints is a replica's checkpoint directory, which names the
+// process a starting one retires.
+func checkpoints(t *testing.T) *witness.Dir {
+	t.Helper()
+	d, err := witness.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // hang starts a call of tool in saga, asked for by p, on another
-// process's engine (a runner of replica, when one is named) whose tool
-// does not return: the process is as good as killed mid-call. stop lets
-// the tool return once that process has lost its database, so nothing of
-// its is journaled.
-func hang(t *testing.T, dbURL, replica string, p engine.Principal, saga, tool, input string) (stop func()) {
+// process's engine (a runner started with the checkpoint directory
+// replica, when one is given) whose tool does not return: the process is
+// as good as killed mid-call. stop lets the tool return once that process
+// has lost its database, so nothing of its is journaled.
+func hang(t *testing.T, dbURL string, replica *witness.Dir, p engine.Principal, saga, tool, input string) (stop func()) {
 	t.Helper()
 	started, release := make(chan struct{}), make(chan struct{})
 	exec := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
@@ -833,7 +845,7 @@ func hang(t *testing.T, dbURL, replica string, p engine.Principal, saga, tool, i
 
 // hangWith is hang with a tool of the test's that closes started once it
 // runs and returns once release is closed.
-func hangWith(t *testing.T, dbURL, replica string, p engine.Principal, saga, input string, tool engine.Tool,
+func hangWith(t *testing.T, dbURL string, replica *witness.Dir, p engine.Principal, saga, input string, tool engine.Tool,
 	started <-chan struct{}, release chan struct{}) (stop func()) {
 	t.Helper()
 	ctx := context.Background()
@@ -845,8 +857,8 @@ func hangWith(t *testing.T, dbURL, replica string, p engine.Principal, saga, inp
 	if err != nil {
 		t.Fatal(err)
 	}
-	if replica != "" {
-		if _, err := (engine.Heartbeat{Engine: e, Replica: replica, Every: time.Hour}).Start(ctx); err != nil {
+	if replica != nil {
+		if _, err := (engine.Heartbeat{Engine: e, Replica: replica.Path(), Lineage: replica, Every: time.Hour}).Start(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

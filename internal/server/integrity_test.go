@@ -318,6 +318,23 @@ func TestVerifyUnreadableRow(t *testing.T) {
 	})
 }
 
+// TestVerifyLeafTakenAway: GET /sagacity/audit/{id}/verify names an
+// entry of a logged saga whose leaf was taken away at once, on both
+// stores: the log holds it, and the journal must too.
+func TestVerifyLeafTakenAway(t *testing.T) {
+	stores(t, func(t *testing.T, dbURL string) {
+		e := newAPI(t, dbURL, envOptions{})
+		e.seedScenario("s")
+		e.sequence()
+		want(t, "verify, logged", e.get("/sagacity/audit/s/verify"), 200)
+		testkit.Exec(t, dbURL, "UPDATE journal SET leaf = NULL WHERE saga_id = 's' AND seq = 3")
+		r := e.get("/sagacity/audit/s/verify")
+		if r.code != 200 || !strings.Contains(r.body, `"valid":false,"entryCount":3,"breakAtIndex":2,"message":"seq=3 (entry 2) has no leaf, but the log holds the saga's entries through seq=3`) {
+			t.Errorf("verify with the newest leaf taken away = %d %s, want 200 broken at entry 2", r.code, r.body)
+		}
+	})
+}
+
 // TestForgedNotice: the notice after a decision is what the journal says,
 // so a link cannot paint a decision that never happened.
 func TestForgedNotice(t *testing.T) {

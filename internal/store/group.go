@@ -389,8 +389,8 @@ func (r *recorder) Calls(sagaID string, states ...engine.CallState) (cs []engine
 	return cs, err
 }
 
-func (r *recorder) InDoubt(sagaID string, before, alive time.Time) (cs []engine.Call, err error) {
-	err = r.read(func(t engine.Tx) (err error) { cs, err = t.InDoubt(sagaID, before, alive); return err })
+func (r *recorder) InDoubt(sagaID string, before time.Time, gone []string) (cs []engine.Call, err error) {
+	err = r.read(func(t engine.Tx) (err error) { cs, err = t.InDoubt(sagaID, before, gone); return err })
 	return cs, err
 }
 

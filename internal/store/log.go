@@ -46,7 +46,12 @@ func (s *sqlStore) LogNodes(ctx context.Context, ids []tlog.NodeID) (map[tlog.No
 func (s *sqlStore) Leaves(ctx context.Context, from, to int64) ([]tlog.Leaf, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return collect(ctx, s.db, func(r rows) (l tlog.Leaf, err error) {
+	return leaves(ctx, s.db, from, to)
+}
+
+// leaves reads the entries at leaves from to to-1.
+func leaves(ctx context.Context, c conn, from, to int64) ([]tlog.Leaf, error) {
+	return collect(ctx, c, func(r rows) (l tlog.Leaf, err error) {
 		var saga presentCol
 		l.Entry, err = scanEntryAnd(r, &saga)
 		l.Orphan = !saga.ok
@@ -135,42 +140,7 @@ func (t *logTx) Unsequenced(n int) ([]engine.Entry, error) {
 	return collect(t.ctx, t.c, scanEntry, unsequencedSQL(t.postgres), n)
 }
 
-// loggedSQL reads each saga's entry of the highest seq that has a leaf,
-// backwards along the saga's primary key: PostgreSQL for all the sagas
-// named at once, SQLite one at a time.
-const (
-	loggedPostgres = "SELECT " + entryReadJ + " FROM unnest($1::text[]) AS v(id) CROSS JOIN LATERAL" +
-		" (SELECT * FROM journal WHERE saga_id = v.id AND " + logged + " ORDER BY seq DESC LIMIT 1) AS j"
-	loggedSQLite = "SELECT " + entryRead + " FROM journal WHERE saga_id = $1 AND " + logged + " ORDER BY seq DESC LIMIT 1"
-	// logged is "leaf IS NOT NULL" in a form the partial index of leaves
-	// does not match: when the statistics still say almost no entry has a
-	// leaf (a store just loaded, or upgraded), PostgreSQL would otherwise
-	// walk that index for each saga, filtering out every other saga's
-	// entries, instead of reading the saga's newest entries by its key
-	// (TestLoggedStaleStatistics).
-	logged = "COALESCE(leaf, -1) >= 0"
-)
-
-func (t *logTx) Logged(sagas []string) (map[string]engine.Entry, error) {
-	out := make(map[string]engine.Entry, len(sagas))
-	if t.postgres {
-		es, err := collect(t.ctx, t.c, scanEntry, loggedPostgres, sagas)
-		for _, e := range es {
-			out[e.SagaID] = e
-		}
-		return out, err
-	}
-	for _, id := range sagas {
-		es, err := collect(t.ctx, t.c, scanEntry, loggedSQLite, id)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range es {
-			out[e.SagaID] = e
-		}
-	}
-	return out, nil
-}
+func (t *logTx) Leaves(from, to int64) ([]tlog.Leaf, error) { return leaves(t.ctx, t.c, from, to) }
 
 // unsequencedSQL reads the entries waiting for a leaf. The partial index
 // holds exactly them, in this order: PostgreSQL's planner finds it;

@@ -44,12 +44,10 @@ func plannedStatements(postgres bool) []planned {
 	}
 	if postgres {
 		return append(ps, planned{"leaves given", sequencePostgres, []any{[]string{"s"}, []int64{1}, []int64{0}}},
-			planned{"nodes by id", nodesSQL(true, 2), []any{[]int64{0, 1}, []int64{4, 2}}},
-			planned{"sagas' newest logged entries", loggedPostgres, []any{[]string{"s", "t"}}})
+			planned{"nodes by id", nodesSQL(true, 2), []any{[]int64{0, 1}, []int64{4, 2}}})
 	}
 	return append(ps, planned{"a leaf given", sequenceSQLite, []any{0, "s", 1}},
-		planned{"nodes by id", nodesSQL(false, 2), []any{0, 4, 1, 2}},
-		planned{"a saga's newest logged entry", loggedSQLite, []any{"s"}})
+		planned{"nodes by id", nodesSQL(false, 2), []any{0, 4, 1, 2}})
 }
 
 // TestPlansSQLite: no statement above scans the journal or the tree in
@@ -229,28 +227,6 @@ func workload(t *testing.T, e *engine.Engine, l *tlog.Log) {
 
 // wire is an input of sendWireTransfer.
 const wire = `{"amount":"100","to":"alice"}`
-
-// TestLoggedStaleStatistics: while the statistics say no entry has a leaf
-// yet (a store analyzed before its entries were logged), the query of
-// sagas' newest logged entries still reads each saga by its key. Asking
-// for "leaf IS NOT NULL" let PostgreSQL walk the partial index of leaves
-// instead, filtering out every other saga's entries: 26 s for 2,000
-// sagas of a 300,000-entry store, against 15 ms.
-func TestLoggedStaleStatistics(t *testing.T) {
-	ids := make([]string, 2000)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("s%d", i)
-	}
-	text := plannedAfter(t, []string{
-		"INSERT INTO sagas (id, status, initiator, head_hash, created_at, updated_at) SELECT 's' || g, 'RUNNING', 'a', '', now(), now() FROM generate_series(0, 2999) g",
-		"INSERT INTO journal (saga_id, seq, tool_name, phase, timestamp, hash) SELECT 's' || (i / 100), i % 100 + 1, 't', 'INTENT', now(), '' FROM generate_series(0, 299999) i",
-		"ANALYZE journal",
-		"UPDATE journal SET leaf = substr(saga_id, 2)::bigint * 100 + seq WHERE substr(saga_id, 2)::bigint < 2000",
-	}, loggedPostgres, ids)
-	if !strings.Contains(text, "journal_pkey") || strings.Contains(text, "journal_leaf") {
-		t.Errorf("the newest logged entries are not read by each saga's key:\n%s", text)
-	}
-}
 
 // plannedAfter migrates a new PostgreSQL store, runs setup on it (its
 // rows, ANALYZE, settings) and returns how PostgreSQL then plans sql.

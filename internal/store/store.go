@@ -526,27 +526,28 @@ func (s *sqlStore) Approvals(ctx context.Context, sagaID string) ([]engine.Appro
 		" FROM approval_requests WHERE saga_id = $1 ORDER BY journal_seq LIMIT $2", sagaID, maxApprovals)
 }
 
-// inDoubt is the condition of a call in doubt, with $1 the time before
-// which it stood still and $2 the time since which its runner must have
-// been seen: unsettled, and still too long or cut off from its runner. A
-// call of no runner (one made before runners were recorded) is in doubt
-// only once it stood still.
-const inDoubt = "state IN ('RUNNING', 'COMPENSATING') AND (updated_at < $1 OR (runner <> ''" +
-	" AND NOT EXISTS (SELECT 1 FROM runners r WHERE r.id = calls.runner AND r.seen_at >= $2)))"
-
-func (s *sqlStore) InDoubt(ctx context.Context, sagaID string, before, alive time.Time) ([]engine.Call, error) {
+func (s *sqlStore) InDoubt(ctx context.Context, sagaID string, before time.Time, gone []string) ([]engine.Call, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
-	return inDoubtCalls(ctx, s.db, sagaID, before, alive)
+	return inDoubtCalls(ctx, s.db, sagaID, before, gone)
 }
 
-// inDoubtCalls lists calls in doubt, of one saga or all.
-func inDoubtCalls(ctx context.Context, c conn, sagaID string, before, alive time.Time) ([]engine.Call, error) {
-	q, args := "SELECT "+callCols+" FROM calls WHERE "+inDoubt, []any{before, alive, maxApprovals}
-	if sagaID != "" {
-		q, args = q+" AND saga_id = $4", append(args, sagaID)
+// inDoubtCalls lists calls in doubt, of one saga or all: unsettled, and
+// still since before, or run by one of the runners gone.
+func inDoubtCalls(ctx context.Context, c conn, sagaID string, before time.Time, gone []string) ([]engine.Call, error) {
+	q, args := "SELECT "+callCols+" FROM calls WHERE state IN ('RUNNING', 'COMPENSATING') AND (updated_at < $1", []any{before, maxApprovals}
+	if len(gone) > 0 {
+		ph := make([]string, len(gone))
+		for i, id := range gone {
+			ph[i], args = fmt.Sprintf("$%d", len(args)+1), append(args, id)
+		}
+		q += " OR runner IN (" + strings.Join(ph, ", ") + ")"
 	}
-	return collect(ctx, c, scanCall, q+" ORDER BY updated_at, saga_id, seq LIMIT $3", args...)
+	q += ")"
+	if sagaID != "" {
+		q, args = q+fmt.Sprintf(" AND saga_id = $%d", len(args)+1), append(args, sagaID)
+	}
+	return collect(ctx, c, scanCall, q+" ORDER BY updated_at, saga_id, seq LIMIT $2", args...)
 }
 
 func (s *sqlStore) CallKey(ctx context.Context, sagaID, key string) (int64, error) {
@@ -561,18 +562,35 @@ func (s *sqlStore) CallKey(ctx context.Context, sagaID, key string) (int64, erro
 // are in doubt either way.
 const runnersKept = 24 * time.Hour
 
-func (s *sqlStore) Register(ctx context.Context, r engine.Runner) error {
+func (s *sqlStore) Register(ctx context.Context, r engine.Runner, retires string) error {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	return mapErr(s.begin(ctx, func(c conn) error {
-		if _, err := c.exec(ctx, "DELETE FROM runners WHERE (replica = $1 AND id <> $2) OR seen_at < $3",
-			r.Replica, r.ID, r.StartedAt.Add(-runnersKept)); err != nil {
+		if _, err := c.exec(ctx, "DELETE FROM runners WHERE id = $1 OR seen_at < $2", retires, r.StartedAt.Add(-runnersKept)); err != nil {
 			return err
 		}
 		_, err := c.exec(ctx, "INSERT INTO runners ("+runnerCols+") VALUES ($1, $2, $3, $4)"+
 			" ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at", r.ID, r.Replica, r.StartedAt, r.SeenAt)
 		return err
 	}))
+}
+
+// runnersSQL reads the runners of the unsettled calls, through the
+// index of those calls.
+const runnersSQL = "SELECT DISTINCT c.runner, COALESCE(r.replica, ''), r.started_at, r.seen_at" +
+	" FROM calls AS c LEFT JOIN runners AS r ON r.id = c.runner" +
+	" WHERE c.state IN ('RUNNING', 'COMPENSATING') AND c.runner <> '' ORDER BY c.runner"
+
+func (s *sqlStore) Runners(ctx context.Context) ([]engine.Runner, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return collect(ctx, s.db, func(r rows) (x engine.Runner, err error) {
+		// A time that does not read is none: no beat.
+		started, seen := nullTime{col: col{name: "started_at"}}, nullTime{col: col{name: "seen_at"}}
+		err = r.Scan(&x.ID, &x.Replica, &started, &seen)
+		x.StartedAt, x.SeenAt = started.v, seen.v
+		return x, err
+	}, runnersSQL)
 }
 
 func (s *sqlStore) Beat(ctx context.Context, id string, t time.Time) error {
@@ -727,8 +745,8 @@ func (t *tx) Calls(sagaID string, states ...engine.CallState) ([]engine.Call, er
 	return collect(t.ctx, t.c, scanCall, q+" ORDER BY seq", args...)
 }
 
-func (t *tx) InDoubt(sagaID string, before, alive time.Time) ([]engine.Call, error) {
-	return inDoubtCalls(t.ctx, t.c, sagaID, before, alive)
+func (t *tx) InDoubt(sagaID string, before time.Time, gone []string) ([]engine.Call, error) {
+	return inDoubtCalls(t.ctx, t.c, sagaID, before, gone)
 }
 
 func (t *tx) PutCallKey(sagaID, key string, seq int64) error {

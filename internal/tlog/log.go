@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/transparency-dev/merkle/compact"
 )
 
 // Log is the global log over one database, publishing the checkpoints its
@@ -44,15 +45,27 @@ type Log struct {
 	// failing is when publishing a checkpoint started failing; zero
 	// while it works.
 	failing time.Time
-	// logged is, for the sagas this server logged lately, the newest
-	// entry it gave a leaf: the database cannot make it forget them.
-	logged map[string]engine.Entry
+	// idx is what this server read of the log, each saga's newest entry
+	// and the range of the leaves read: walked from the first leaf by
+	// the full check, or by the sequencer from an empty log, and
+	// extended by the sequencer with what any server logs since. The
+	// database cannot make it forget a saga's entries: the sequencer
+	// logs only what chains on them, and verifying a saga holds its
+	// journal to them.
+	idx index
+	// sequencing is held by a pass of the sequencer, and by the full
+	// check as it replaces idx.
+	sequencing sync.Mutex
 	// firstFull holds the sequencer back until a full check has run.
 	firstFull bool
 }
 
-// maxLogged bounds how many sagas the sequencer remembers.
-const maxLogged = 10_000
+// index is a walk's result: each saga's newest entry, and the range of
+// the leaves walked.
+type index struct {
+	heads map[string]head
+	r     *compact.Range
+}
 
 // halt is a check's finding: why, by which check, against the checkpoint
 // of which size. Only a check at least as strong, against a checkpoint
@@ -94,7 +107,7 @@ func (unobserved) VerifyFailed(engine.Checked) {}
 // New makes the log over s, publishing to w, signing with k.
 func New(s Store, w Witness, k *engine.Keys, o Options) *Log {
 	l := &Log{store: s, witness: w, keys: k, every: cmp.Or(o.Every, 1000), interval: cmp.Or(o.Interval, 10*time.Second),
-		now: o.Now, obs: o.Observer, logged: map[string]engine.Entry{}, firstFull: o.FullCheckFirst}
+		now: o.Now, obs: o.Observer, idx: index{heads: map[string]head{}, r: rangeFactory.NewEmptyRange(0)}, firstFull: o.FullCheckFirst}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -206,11 +219,15 @@ func (l *Log) Check(ctx context.Context, fullCheck bool) (string, error) {
 		kind = full
 	}
 	cp, problem, err := l.target(ctx)
+	var w *walk
 	if err == nil && problem == "" {
-		problem, err = l.compare(ctx, cp, kind)
+		problem, w, err = l.compare(ctx, cp, kind)
 	}
 	if err != nil {
 		return "", err
+	}
+	if w != nil {
+		l.adopt(w)
 	}
 	if problem != "" {
 		problem = fmt.Sprintf("the database's log does not match the checkpoint signed at size %d: %s", cp.Size, problem)
@@ -278,33 +295,46 @@ func (l *Log) target(ctx context.Context) (engine.Checkpoint, string, error) {
 	return cp, "", nil
 }
 
-// compare says how the database's log differs from checkpoint cp, or "".
-func (l *Log) compare(ctx context.Context, cp engine.Checkpoint, kind check) (string, error) {
+// compare says how the database's log differs from checkpoint cp, or "";
+// with the full check's walk when it matches.
+func (l *Log) compare(ctx context.Context, cp engine.Checkpoint, kind check) (string, *walk, error) {
 	st, err := l.store.LogState(ctx)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := l.sameKey(st); err != nil {
-		return msg(err), nil
+		return msg(err), nil, nil
 	}
 	if cp.Size == 0 {
-		return "", nil
+		return "", nil, nil
 	}
 	if st.Size < cp.Size {
-		return fmt.Sprintf("it holds %d leaves, fewer than the %d signed (rolled back, or rows deleted)", st.Size, cp.Size), nil
+		return fmt.Sprintf("it holds %d leaves, fewer than the %d signed (rolled back, or rows deleted)", st.Size, cp.Size), nil, nil
 	}
 	root, err := rootAt(l.nodes(ctx), cp.Size)
 	switch {
 	case engine.IsKind(err, engine.Conflict):
-		return "nodes of its tree are missing (rows deleted)", nil
+		return "nodes of its tree are missing (rows deleted)", nil, nil
 	case err != nil:
-		return "", err
+		return "", nil, err
 	case !bytes.Equal(root, cp.Root):
-		return "its root at that size is not the one signed (history rewritten)", nil
+		return "its root at that size is not the one signed (history rewritten)", nil, nil
 	case kind == cheap:
-		return "", nil
+		return "", nil, nil
 	}
 	return l.rebuild(ctx, cp)
+}
+
+// adopt makes the full check's walk the server's index unless the index
+// has read as far already: both hold what the log holds.
+func (l *Log) adopt(w *walk) {
+	l.sequencing.Lock()
+	defer l.sequencing.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w.size() > int64(l.idx.r.End()) {
+		l.idx = index{heads: w.heads, r: w.r}
+	}
 }
 
 // readBatch is how many leaves the full check reads at once, and how many
@@ -321,15 +351,22 @@ func (r *refusal) Error() string { return r.why }
 // batches, and signs and publishes a checkpoint when one is due (or at
 // once when force is set and the log grew since the last one). It does
 // nothing while a check finds the database broken: the server never
-// extends or signs a log that does not match its checkpoints. It gives a
-// leaf only to an entry that chains on the entry its saga logged last, so
-// no entry is logged twice and none after a later one of its saga; it
-// refuses the batch otherwise (Conflict, and executions halt until a
-// later pass succeeds). A checkpoint is published only once it is proved
-// to extend the newest witnessed. It returns the log's state. Errors:
-// Unavailable when the store is, Internal when the witness cannot keep a
-// checkpoint (executions halt when that lasts three intervals).
+// extends or signs a log that does not match its checkpoints. First it
+// reads what other servers logged since it last read the log, held to
+// the rules of the full check (each leaf the entry that chains on its
+// saga's last, the root the one recorded); then it gives a leaf only to
+// an entry that chains on the entry its saga has at its newest leaf, as
+// this server read it: so no entry is logged twice, none after a later
+// one of its saga, and none of a saga whose entries' leaves were taken
+// away. It refuses a batch otherwise (Conflict, and executions halt
+// until a later pass succeeds). A checkpoint is published only once it
+// is proved to extend the newest witnessed. It returns the log's state.
+// Errors: Unavailable when the store is, Internal when the witness
+// cannot keep a checkpoint (executions halt when that lasts three
+// intervals).
 func (l *Log) Sequence(ctx context.Context, force bool) (State, error) {
+	l.sequencing.Lock()
+	defer l.sequencing.Unlock()
 	for {
 		l.mu.Lock()
 		wait := l.mismatch != nil || l.firstFull
@@ -341,9 +378,10 @@ func (l *Log) Sequence(ctx context.Context, force bool) (State, error) {
 		var n int
 		var signed string
 		var cp engine.Checkpoint
-		var newest map[string]engine.Entry
+		var w *walk
+		behind := false
 		err := l.store.Sequence(ctx, func(tx Tx) error {
-			signed, newest = "", nil
+			signed, n = "", 0
 			var err error
 			if st, err = tx.State(); err != nil {
 				return err
@@ -351,12 +389,22 @@ func (l *Log) Sequence(ctx context.Context, force bool) (State, error) {
 			if err := l.sameKey(st); err != nil {
 				return err
 			}
+			// The walk goes on from the index, which only this pass
+			// changes while it runs.
+			r, err := clone(l.idx.r)
+			if err != nil {
+				return err
+			}
+			w = newWalk(l.idx.heads, r)
+			if behind, err = l.follow(tx, w, st); err != nil || behind {
+				return err
+			}
 			es, err := tx.Unsequenced(readBatch)
 			if err != nil {
 				return err
 			}
 			if n = len(es); n > 0 {
-				if st, newest, err = l.append(tx, st, es); err != nil {
+				if st, err = l.append(tx, st, w, es); err != nil {
 					return err
 				}
 			}
@@ -382,10 +430,8 @@ func (l *Log) Sequence(ctx context.Context, force bool) (State, error) {
 		}
 		l.mu.Lock()
 		l.seq = ""
-		if len(l.logged)+len(newest) > maxLogged {
-			l.logged = map[string]engine.Entry{} // forgetting costs only this defence
-		}
-		maps.Copy(l.logged, newest)
+		maps.Copy(l.idx.heads, w.heads)
+		l.idx.r = w.r
 		l.mu.Unlock()
 		if signed != "" {
 			// Published after the commit: a checkpoint outside the database
@@ -397,10 +443,51 @@ func (l *Log) Sequence(ctx context.Context, force bool) (State, error) {
 			}
 			l.witnessed(cp, signed, l.now())
 		}
-		if n < readBatch {
+		if !behind && n < readBatch {
 			return st, nil
 		}
 	}
+}
+
+// clone is a copy of r to append to: r's hashes are never written
+// again, only the slice that holds them.
+func clone(r *compact.Range) (*compact.Range, error) {
+	return rangeFactory.NewRange(r.Begin(), r.End(), slices.Clone(r.Hashes()))
+}
+
+// follow walks w, from the index, over what other servers logged since
+// this one last read the log, up to st, at most readBatch leaves: a
+// refusal when the leaves are not what the full check takes, or do not
+// hash to the root recorded; behind when more are left to read.
+func (l *Log) follow(tx Tx, w *walk, st State) (behind bool, err error) {
+	from := w.size()
+	switch {
+	case from > st.Size:
+		return false, &refusal{fmt.Sprintf("refusing to extend the log: it holds %d leaves, fewer than the %d this server read "+
+			"(rolled back, or rows deleted)", st.Size, from)}
+	case from == st.Size:
+		return false, nil
+	}
+	to := min(st.Size, from+readBatch)
+	ls, err := tx.Leaves(from, to)
+	if err != nil {
+		return false, err
+	}
+	problem, err := w.take(to, ls)
+	if err != nil {
+		return false, err
+	}
+	if problem != "" {
+		return false, &refusal{"refusing to extend the log: " + problem}
+	}
+	if to < st.Size {
+		return true, nil
+	}
+	if root, err := w.r.GetRootHash(nil); err != nil || !bytes.Equal(root, st.Root) {
+		return false, &refusal{fmt.Sprintf("refusing to extend the log: its recorded root at size %d is not what its leaves hash to "+
+			"(its state rewritten)", st.Size)}
+	}
+	return false, nil
 }
 
 // published notes how a checkpoint's publication went: a witness that has
@@ -452,102 +539,46 @@ func (l *Log) extends(r nodeReader, cp engine.Checkpoint) error {
 
 // append gives es (by time) their leaves at state st: each saga's entries
 // in seq order, in the places the batch's time order gives the saga, once
-// each is proved to chain on what the saga logged before; it stores the
-// tree's new nodes and returns the new state, with each saga's newest
-// entry logged.
-func (l *Log) append(tx Tx, st State, es []engine.Entry) (State, map[string]engine.Entry, error) {
+// walk w, at st's size, takes them (each chaining on what its saga has
+// at its newest leaf); it stores the tree's new nodes, which must hash
+// to what w's range does, and returns the new state.
+func (l *Log) append(tx Tx, st State, w *walk, es []engine.Entry) (State, error) {
 	bySaga := map[string][]engine.Entry{}
 	for _, en := range es {
 		bySaga[en.SagaID] = append(bySaga[en.SagaID], en)
 	}
-	sagas := make([]string, 0, len(bySaga))
-	for id, q := range bySaga {
+	for _, q := range bySaga {
 		slices.SortFunc(q, func(a, b engine.Entry) int { return cmp.Compare(a.Seq, b.Seq) })
-		sagas = append(sagas, id)
-	}
-	slices.Sort(sagas)
-	if err := l.admit(tx, st, sagas, bySaga); err != nil {
-		return st, nil, err
 	}
 	ordered := make([]engine.Entry, len(es))
-	leaves := make([][]byte, len(es))
-	newest := make(map[string]engine.Entry, len(sagas))
+	leaves := make([]Leaf, len(es))
 	for i, en := range es {
 		ordered[i], bySaga[en.SagaID] = bySaga[en.SagaID][0], bySaga[en.SagaID][1:]
-		var err error
-		if leaves[i], err = LeafHash(ordered[i]); err != nil {
-			return st, nil, &refusal{fmt.Sprintf("refusing to log saga %s seq=%d: %s", ordered[i].SagaID, ordered[i].Seq, msg(err))}
-		}
 		ordered[i].Leaf = st.Size + int64(i)
-		newest[en.SagaID] = ordered[i]
+		leaves[i] = Leaf{Entry: ordered[i]}
 	}
-	root, nodes, err := extend(tx.Nodes, st.Size, leaves)
+	if problem, err := w.add(st.Size, leaves); err != nil || problem != "" {
+		if problem != "" {
+			err = &refusal{"refusing to extend the log: " + problem}
+		}
+		return st, err
+	}
+	root, nodes, err := extend(tx.Nodes, st.Size, w.hashes)
 	if err != nil {
-		return st, nil, err
+		return st, err
+	}
+	if want, err := w.r.GetRootHash(nil); err != nil || !bytes.Equal(root, want) {
+		return st, &refusal{fmt.Sprintf("refusing to extend the log: its stored tree at size %d does not hash to its leaves "+
+			"(its nodes rewritten)", st.Size)}
 	}
 	next := State{Size: st.Size + int64(len(ordered)), Root: root, Key: st.Key}
 	if err := tx.Sequence(ordered, st.Size); err != nil {
-		return st, nil, err
+		return st, err
 	}
 	if err := tx.PutNodes(nodes); err != nil {
-		return st, nil, err
+		return st, err
 	}
-	return next, newest, tx.PutState(next)
-}
-
-// admit checks that each saga's entries in the batch (by seq) follow the
-// entry it logged last, seq after seq, each chaining on the one before,
-// and that the log holds that last entry where its leaf says: a refusal
-// naming the first that does not.
-func (l *Log) admit(tx Tx, st State, sagas []string, bySaga map[string][]engine.Entry) error {
-	logged, err := tx.Logged(sagas)
-	if err != nil {
-		return err
-	}
-	var ids []NodeID
-	for _, id := range sagas {
-		if last, ok := logged[id]; ok && last.Leaf < st.Size {
-			ids = append(ids, NodeID{Level: 0, Index: uint64(last.Leaf)})
-		}
-	}
-	stored, err := tx.Nodes(ids)
-	if err != nil {
-		return err
-	}
-	l.mu.Lock()
-	remembered := make(map[string]engine.Entry, len(sagas))
-	for _, id := range sagas {
-		if e, ok := l.logged[id]; ok {
-			remembered[id] = e
-		}
-	}
-	l.mu.Unlock()
-	for _, id := range sagas {
-		last, ok := logged[id]
-		if r, mem := remembered[id]; mem && (!ok || last.Seq < r.Seq) {
-			return &refusal{fmt.Sprintf("refusing to log saga %s again: this server gave its seq=%d leaf %d, and the database "+
-				"now says its newest logged entry is seq=%d (leaves were taken away)", id, r.Seq, r.Leaf, last.Seq)}
-		}
-		if !ok {
-			last = engine.Entry{Hash: engine.ZeroHash, Leaf: -1}
-		} else if leaf, err := LeafHash(last); err != nil || last.Leaf >= st.Size || !bytes.Equal(stored[NodeID{Level: 0, Index: uint64(last.Leaf)}], leaf) {
-			return &refusal{fmt.Sprintf("refusing to extend the log: saga %s seq=%d is not what the log holds at its leaf %d", id, last.Seq, last.Leaf)}
-		}
-		prev := last
-		for _, en := range bySaga[id] {
-			at := fmt.Sprintf("refusing to log saga %s seq=%d", id, en.Seq)
-			switch {
-			case en.Seq <= last.Seq:
-				return &refusal{fmt.Sprintf("%s: the saga's seq=%d is logged already, at leaf %d (its leaf was taken away)", at, last.Seq, last.Leaf)}
-			case en.Seq != prev.Seq+1:
-				return &refusal{fmt.Sprintf("%s: the saga's seq=%d is not logged yet (a later entry before an earlier one)", at, prev.Seq+1)}
-			case en.Unreadable != "" || engine.Hash(prev.Hash, en) != en.Hash:
-				return &refusal{fmt.Sprintf("%s: it does not chain on the saga's seq=%d (history rewritten)", at, prev.Seq)}
-			}
-			prev = en
-		}
-	}
-	return nil
+	return next, tx.PutState(next)
 }
 
 // msg is an error's message for people: an engine error's Msg, or the

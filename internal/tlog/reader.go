@@ -91,14 +91,30 @@ func (l *Log) Prove(ctx context.Context, entries []engine.Entry, size int64) (*e
 	return ps, err
 }
 
+// Logged is the newest entry of saga id that this server read in the
+// log's leaves (engine.Log).
+func (l *Log) Logged(id string) engine.Logged {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := engine.Logged{Read: int64(l.idx.r.End())}
+	if h, ok := l.idx.heads[id]; ok {
+		out.Seq, out.Hash, out.Leaf = h.seq, h.hash, h.leaf
+	}
+	return out
+}
+
 // Included checks a saga's journal, already verified as a chain (v),
-// against the newest checkpoint witnessed: the entries with a leaf come
-// first, by seq, each after the one before it, and each entry the
-// checkpoint covers is in the log as signed (proved from the stored tree
-// to the signed root). An entry rewritten after it was logged, or a chain
-// recomputed end to end, fails here even when the chain holds. It
-// returns v when v is broken or no checkpoint is signed yet.
-func (l *Log) Included(ctx context.Context, entries []engine.Entry, v engine.Verification) (engine.Verification, error) {
+// against the newest checkpoint witnessed and against logged, the saga's
+// newest entry this server read in the log before the journal was read:
+// the entries with a leaf come first, by seq, each after the one before
+// it; each entry the checkpoint covers is in the log as signed (proved
+// from the stored tree to the signed root); and every entry up to
+// logged's has a leaf, logged's its own. An entry rewritten after it was
+// logged, a chain recomputed end to end, a saga rewritten with its
+// entries' leaves taken away (its originals copied to another saga or to
+// none), its tail cut or the saga deleted whole fails here even when the
+// chain holds. It returns v when v is broken.
+func (l *Log) Included(ctx context.Context, entries []engine.Entry, v engine.Verification, logged engine.Logged) (engine.Verification, error) {
 	if !v.Valid {
 		return v, nil
 	}
@@ -135,11 +151,35 @@ func (l *Log) Included(ctx context.Context, entries []engine.Entry, v engine.Ver
 	} else if err != nil {
 		return v, err
 	}
-	if bad, proved := VerifyProofs(entries, ps, cp.Root); bad >= 0 {
+	bad, proved := VerifyProofs(entries, ps, cp.Root)
+	if bad >= 0 {
 		en := entries[bad]
 		return broken(bad, "seq=%d (entry %d) is not in the log as the checkpoint of size %d signed it: written after it was logged", en.Seq, bad, cp.Size), nil
-	} else if proved > 0 {
+	}
+	if k := logged.Seq; k > 0 {
+		holds := fmt.Sprintf("the log holds the saga's entries through seq=%d, at leaf %d", k, logged.Leaf)
+		for i, en := range entries[:min(int64(n), k)] {
+			if en.Leaf < 0 {
+				return broken(i, "seq=%d (entry %d) has no leaf, but %s: its leaf was taken away (the entry rewritten, its original copied elsewhere)",
+					en.Seq, i, holds), nil
+			}
+		}
+		switch {
+		case n == 0:
+			return broken(0, "the saga has no journal, but %s: it was deleted", holds), nil
+		case int64(n) < k:
+			return broken(n, "the journal ends at seq=%d, but %s: entries were deleted", n, holds), nil
+		}
+		if en := entries[k-1]; en.Hash != logged.Hash || en.Leaf != logged.Leaf {
+			return broken(int(k-1), "seq=%d (entry %d) is not the entry the log holds at leaf %d: rewritten", en.Seq, k-1, logged.Leaf), nil
+		}
+	}
+	if proved > 0 {
 		v.Message += fmt.Sprintf("; %d in the log as the checkpoint of size %d signed it", proved, cp.Size)
+	}
+	if logged.Read < cp.Size {
+		v.Message += fmt.Sprintf("; this server has read %d of the %d leaves signed since it started, so a saga whose leaves were taken away "+
+			"is found by the check from every entry", logged.Read, cp.Size)
 	}
 	return v, nil
 }

@@ -15,11 +15,12 @@ import (
 // rebuild recomputes the root of the log at cp's size from every journal
 // entry it holds: each leaf's entry must be of a saga that has a row, and
 // chain on the entry its saga logged before it, seq after seq from the
-// first; the problem, or "". The leaves are read a batch at a time, the
-// next while the last is checked, and each batch's entries are hashed on
-// every core: memory holds two batches and each saga's last entry,
-// however long the log.
-func (l *Log) rebuild(ctx context.Context, cp engine.Checkpoint) (string, error) {
+// first; the problem, or "", and the walk (each saga's newest entry)
+// when it matches. The leaves are read a batch at a time, the next while
+// the last is checked, and each batch's entries are hashed on every core:
+// memory holds two batches and each saga's last entry, however long the
+// log.
+func (l *Log) rebuild(ctx context.Context, cp engine.Checkpoint) (string, *walk, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var reading sync.WaitGroup
 	defer reading.Wait()
@@ -44,40 +45,72 @@ func (l *Log) rebuild(ctx context.Context, cp engine.Checkpoint) (string, error)
 			}
 		}
 	})
-	c := chainCheck{heads: map[string]head{}, r: rangeFactory.NewEmptyRange(0)}
+	w := newWalk(nil, rangeFactory.NewEmptyRange(0))
 	for b := range batches {
 		if b.err != nil {
-			return "", b.err
+			return "", nil, b.err
 		}
-		if problem, err := c.add(b.from, b.leaves); problem != "" || err != nil {
-			return problem, err
-		}
-		if to := min(b.from+readBatch, cp.Size); int64(len(b.leaves)) < to-b.from {
-			return fmt.Sprintf("leaf %d is missing (rows deleted, a saga removed)", b.from+int64(len(b.leaves))), nil
+		if problem, err := w.take(min(b.from+readBatch, cp.Size), b.leaves); problem != "" || err != nil {
+			return problem, nil, err
 		}
 	}
-	root, err := c.r.GetRootHash(nil)
+	root, err := w.r.GetRootHash(nil)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if !bytes.Equal(root, cp.Root) {
-		return "its root at that size, from the journal's entries, is not the one signed (history rewritten)", nil
+		return "its root at that size, from the journal's entries, is not the one signed (history rewritten)", nil, nil
 	}
-	return "", nil
+	return "", w, nil
 }
 
-// head is a saga's last entry the full check met.
+// head is a saga's newest entry a walk met.
 type head struct {
 	seq  int64
 	hash string
+	leaf int64
 }
 
-// chainCheck is the full check's walk over the log's leaves.
-type chainCheck struct {
-	heads  map[string]head // each saga's last entry rebuilt
+// walk goes over the log's leaves in order from the first, holding each
+// saga's newest entry and the compact range of the leaves so far: the
+// full check walks the whole log with one; the sequencer extends the
+// server's index (Log.idx) with one, over it.
+type walk struct {
+	heads  map[string]head // the walk's own
+	base   map[string]head // the index it extends, read only; nil for none
 	r      *compact.Range
 	prev   []string // a batch's entries' previous hashes
 	hashes [][]byte // a batch's leaf hashes
+}
+
+// newWalk walks on from range r over the heads base (nil for none).
+func newWalk(base map[string]head, r *compact.Range) *walk {
+	return &walk{heads: map[string]head{}, base: base, r: r}
+}
+
+// size is how many leaves the walk has gone over.
+func (w *walk) size() int64 { return int64(w.r.End()) }
+
+// head is saga's newest entry the walk met, or over which it walks.
+func (w *walk) head(saga string) (head, bool) {
+	if h, ok := w.heads[saga]; ok {
+		return h, true
+	}
+	h, ok := w.base[saga]
+	return h, ok
+}
+
+// take walks over ls, the leaves from the walk's size to to, as add
+// does; a leaf missing at their end is a problem too.
+func (w *walk) take(to int64, ls []Leaf) (string, error) {
+	from := w.size()
+	if problem, err := w.add(from, ls); problem != "" || err != nil {
+		return problem, err
+	}
+	if int64(len(ls)) < to-from {
+		return fmt.Sprintf("leaf %d is missing (rows deleted, a saga removed)", from+int64(len(ls))), nil
+	}
+	return "", nil
 }
 
 // add checks a batch of leaves, from index from on, and appends them to
@@ -85,14 +118,14 @@ type chainCheck struct {
 // index, its saga, its seq after its saga's last), which also gives the
 // hash each entry chains on; then, on every core, each entry's hash and
 // its leaf's; the problem at the first leaf that has one, or "".
-func (c *chainCheck) add(from int64, ls []Leaf) (string, error) {
-	c.prev, c.hashes = slices.Grow(c.prev[:0], len(ls))[:len(ls)], slices.Grow(c.hashes[:0], len(ls))[:len(ls)]
+func (w *walk) add(from int64, ls []Leaf) (string, error) {
+	w.prev, w.hashes = slices.Grow(w.prev[:0], len(ls))[:len(ls)], slices.Grow(w.hashes[:0], len(ls))[:len(ls)]
 	placed, problem := len(ls), ""
 	for i, lf := range ls {
 		e := lf.Entry
-		h, seen := c.heads[e.SagaID]
+		h, seen := w.head(e.SagaID)
 		if !seen {
-			h = head{0, engine.ZeroHash}
+			h = head{0, engine.ZeroHash, -1}
 		}
 		switch {
 		case e.Leaf != from+int64(i):
@@ -102,7 +135,7 @@ func (c *chainCheck) add(from int64, ls []Leaf) (string, error) {
 		case lf.Orphan:
 			problem = at(e) + " belongs to no saga: its entry was copied out of its journal"
 		case e.Seq <= h.seq:
-			problem = fmt.Sprintf("%s is logged a second time: the saga's seq=%d was logged before it", at(e), h.seq)
+			problem = fmt.Sprintf("%s is logged a second time: the saga's seq=%d was logged before it, at leaf %d", at(e), h.seq, h.leaf)
 		case e.Seq != h.seq+1:
 			problem = fmt.Sprintf("%s is logged before the saga's seq=%d", at(e), h.seq+1)
 		}
@@ -110,18 +143,18 @@ func (c *chainCheck) add(from int64, ls []Leaf) (string, error) {
 			placed = i
 			break
 		}
-		c.prev[i] = h.hash
-		c.heads[e.SagaID] = head{e.Seq, e.Hash}
+		w.prev[i] = h.hash
+		w.heads[e.SagaID] = head{e.Seq, e.Hash, e.Leaf}
 	}
 	// The entries placed are hashed on every core; the first that does
 	// not chain comes before the first misplaced.
 	if bad := parallel.First(placed, 256, func() struct{} { return struct{}{} }, func(_ struct{}, i int) bool {
 		e := ls[i].Entry
-		if engine.Hash(c.prev[i], e) != e.Hash {
+		if engine.Hash(w.prev[i], e) != e.Hash {
 			return false
 		}
 		var err error
-		c.hashes[i], err = LeafHash(e) // a hash Hash wrote is well-formed
+		w.hashes[i], err = LeafHash(e) // a hash Hash wrote is well-formed
 		return err == nil
 	}); bad < placed {
 		return at(ls[bad].Entry) + " is not the entry that chains on the one before it (history rewritten)", nil
@@ -129,8 +162,8 @@ func (c *chainCheck) add(from int64, ls []Leaf) (string, error) {
 	if problem != "" {
 		return problem, nil
 	}
-	for _, h := range c.hashes {
-		if err := c.r.Append(h, nil); err != nil {
+	for _, h := range w.hashes {
+		if err := w.r.Append(h, nil); err != nil {
 			return "", err
 		}
 	}

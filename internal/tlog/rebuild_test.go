@@ -27,7 +27,7 @@ func TestFullCheck(t *testing.T) {
 			e := lf.Entry
 			h, seen := heads[e.SagaID]
 			if !seen {
-				h = head{0, engine.ZeroHash}
+				h = head{0, engine.ZeroHash, -1}
 			}
 			switch {
 			case e.Leaf != int64(i):
@@ -37,13 +37,13 @@ func TestFullCheck(t *testing.T) {
 			case lf.Orphan:
 				return at(e) + " belongs to no saga: its entry was copied out of its journal", nil
 			case e.Seq <= h.seq:
-				return fmt.Sprintf("%s is logged a second time: the saga's seq=%d was logged before it", at(e), h.seq), nil
+				return fmt.Sprintf("%s is logged a second time: the saga's seq=%d was logged before it, at leaf %d", at(e), h.seq, h.leaf), nil
 			case e.Seq != h.seq+1:
 				return fmt.Sprintf("%s is logged before the saga's seq=%d", at(e), h.seq+1), nil
 			case engine.Hash(h.hash, e) != e.Hash:
 				return at(e) + " is not the entry that chains on the one before it (history rewritten)", nil
 			}
-			heads[e.SagaID] = head{e.Seq, e.Hash}
+			heads[e.SagaID] = head{e.Seq, e.Hash, e.Leaf}
 			leaf, err := LeafHash(e)
 			if err != nil {
 				t.Fatal(err)
@@ -59,7 +59,7 @@ func TestFullCheck(t *testing.T) {
 		return "", root
 	}
 	batched := func(ls []Leaf) (string, []byte) {
-		c := chainCheck{heads: map[string]head{}, r: rangeFactory.NewEmptyRange(0)}
+		c := newWalk(nil, rangeFactory.NewEmptyRange(0))
 		for from := 0; from < len(ls); from += readBatch {
 			problem, err := c.add(int64(from), ls[from:min(from+readBatch, len(ls))])
 			if err != nil {
@@ -123,12 +123,12 @@ func leaves(n int) []Leaf {
 		saga := fmt.Sprintf("saga-%d", i*7%5)
 		h, ok := heads[saga]
 		if !ok {
-			h = head{0, engine.ZeroHash}
+			h = head{0, engine.ZeroHash, -1}
 		}
 		e := engine.Entry{SagaID: saga, Seq: h.seq + 1, ToolName: "t", Phase: engine.PhaseIntent,
 			Input: fmt.Sprintf(`{"n":%d}`, i), Timestamp: at.Add(time.Duration(i) * time.Millisecond), Leaf: int64(i)}
 		e.Hash = engine.Hash(h.hash, e)
-		heads[saga] = head{e.Seq, e.Hash}
+		heads[saga] = head{e.Seq, e.Hash, e.Leaf}
 		ls[i] = Leaf{Entry: e}
 	}
 	return ls

@@ -9,8 +9,11 @@
 // one lock every server shares (the log's state row), so the write path
 // takes no global lock. The Checker compares the database with the newest
 // checkpoint outside it and halts executions of IRREVERSIBLE tools while
-// they differ. The engine consumes the Log through the small interface it
-// declares (engine.Log); cmd/web wires and starts the services.
+// they differ. Each server keeps what it read of the log, each saga's
+// newest logged entry: the sequencer logs only what chains on it, and
+// verifying a saga holds its journal to it. The engine consumes the Log
+// through the small interface it declares (engine.Log); cmd/web wires and
+// starts the services.
 package tlog
 
 import (
@@ -77,9 +80,9 @@ type Tx interface {
 	// Unsequenced returns up to n entries that have no leaf yet, by time,
 	// saga and seq.
 	Unsequenced(n int) ([]engine.Entry, error)
-	// Logged returns, for each saga named, its entry of the highest seq
-	// that has a leaf; a saga without one is left out.
-	Logged(sagas []string) (map[string]engine.Entry, error)
+	// Leaves returns the entries at leaves from to to-1, as
+	// Store.Leaves does.
+	Leaves(from, to int64) ([]Leaf, error)
 	// Nodes returns the stored hashes of the nodes asked for.
 	Nodes(ids []NodeID) (map[NodeID][]byte, error)
 	// Sequence gives entries (by saga and seq) the leaves first, first+1,

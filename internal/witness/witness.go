@@ -1,6 +1,6 @@
 // Package witness keeps the log's signed checkpoints in an append-only
 // directory outside the database: one file a checkpoint, named by the
-// log's size, never replaced. An operator ships the directory to another
+// log's size, never replaced; and which process started with it last. An operator ships the directory to another
 // machine (rsync, object storage with retention, a transparency witness);
 // the server checks its database against the newest file in it.
 package witness
@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -49,12 +50,31 @@ func file(size int64) string { return fmt.Sprintf("%020d.checkpoint", size) }
 // same size an error (two logs forked at that size).
 func (d *Dir) Publish(size int64, signed string) error {
 	final := filepath.Join(d.path, file(size))
+	// A hard link never replaces a file that is there: the append-only
+	// step.
+	err := d.write(signed, func(tmp string) error { return os.Link(tmp, final) })
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	had, rerr := read(final)
+	if rerr != nil {
+		return rerr
+	}
+	if had != signed {
+		return fmt.Errorf("%s holds a different checkpoint of size %d: the log forked", final, size)
+	}
+	return nil
+}
+
+// write writes text to a new file in the directory, synced, has place put
+// it where it goes, and syncs the directory.
+func (d *Dir) write(text string, place func(tmp string) error) error {
 	tmp, err := os.CreateTemp(d.path, ".publish-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(signed); err != nil {
+	if _, err := tmp.WriteString(text); err != nil {
 		tmp.Close()
 		return err
 	}
@@ -65,18 +85,7 @@ func (d *Dir) Publish(size int64, signed string) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	// A hard link never replaces a file that is there: the append-only
-	// step.
-	if err := os.Link(tmp.Name(), final); errors.Is(err, fs.ErrExist) {
-		had, rerr := read(final)
-		if rerr != nil {
-			return rerr
-		}
-		if had != signed {
-			return fmt.Errorf("%s holds a different checkpoint of size %d: the log forked", final, size)
-		}
-		return nil
-	} else if err != nil {
+	if err := place(tmp.Name()); err != nil {
 		return err
 	}
 	dir, err := os.Open(d.path)
@@ -85,6 +94,40 @@ func (d *Dir) Publish(size int64, signed string) error {
 	}
 	defer dir.Close()
 	return dir.Sync()
+}
+
+// runnerFile holds the runner of the newest process started with the
+// directory: the one the next process retires.
+const runnerFile = "runner"
+
+// Runner returns the runner of the newest process started with the
+// directory (engine.Lineage), "" when none was.
+func (d *Dir) Runner() (string, error) {
+	b, err := os.ReadFile(filepath.Join(d.path, runnerFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("checkpoint directory: %w", err)
+	}
+	id, ok := strings.CutSuffix(string(b), "\n")
+	if !ok || len(id) > maxRunner || strings.ContainsAny(id, "\n") {
+		return "", fmt.Errorf("checkpoint directory: %s does not hold a runner id", runnerFile)
+	}
+	return id, nil
+}
+
+// maxRunner bounds a runner id read back.
+const maxRunner = 64
+
+// SetRunner records id as the runner of the newest process started with
+// the directory, durably, in place of the one before.
+func (d *Dir) SetRunner(id string) error {
+	final := filepath.Join(d.path, runnerFile)
+	if err := d.write(id+"\n", func(tmp string) error { return os.Rename(tmp, final) }); err != nil {
+		return fmt.Errorf("checkpoint directory: %w", err)
+	}
+	return nil
 }
 
 // Newest returns the checkpoint of the largest size kept, and when its

@@ -49,3 +49,33 @@ func TestDir(t *testing.T) {
 }
 
 func note(size int64) string { return "origin\n" + strings.Repeat("x", int(size%7)) + "\n\n— sig\n" }
+
+// TestRunner: the directory remembers the runner of the newest process
+// started with it, each replacing the one before, and refuses a file
+// that holds anything else.
+func TestRunner(t *testing.T) {
+	d, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := d.Runner(); id != "" || err != nil {
+		t.Errorf("Runner of a new directory = %q, %v; want none", id, err)
+	}
+	for _, id := range []string{"FIRSTPROCESS", "SECONDPROCESS"} {
+		if err := d.SetRunner(id); err != nil {
+			t.Fatalf("SetRunner(%s): %v", id, err)
+		}
+		if got, err := d.Runner(); got != id || err != nil {
+			t.Errorf("Runner after SetRunner(%s) = %q, %v", id, got, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(d.Path(), runnerFile), []byte("two\nlines\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := d.Runner(); err == nil {
+		t.Errorf("Runner of a file of two lines = %q; want an error", id)
+	}
+	if signed, _, err := d.Newest(); signed != "" || err != nil {
+		t.Errorf("Newest beside the runner file = %q, %v; want no checkpoint", signed, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
@@ -125,7 +126,7 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 	doomed, _ := v.engine(v.open(), tools...)
 	beat, stop := context.WithCancel(ctx)
 	defer stop()
-	if _, err := (engine.Heartbeat{Engine: doomed, Replica: replica, Every: time.Hour}).Start(beat); err != nil {
+	if _, err := (engine.Heartbeat{Engine: doomed, Replica: replica, Lineage: v.w, Every: time.Hour}).Start(beat); err != nil {
 		t.Fatal(err)
 	}
 	restarted, _ := v.engine(v.open(), tools...)
@@ -153,13 +154,21 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 	}
 
 	// The process is killed, and its replica starts again: the call's
-	// runner is retired, and the call in doubt at once.
-	if _, err := (engine.Heartbeat{Engine: restarted, Replica: replica, Every: time.Hour}).Start(beat); err != nil {
+	// runner, which the checkpoint directory names, is retired, and the
+	// call in doubt at once.
+	if _, err := (engine.Heartbeat{Engine: restarted, Replica: replica, Lineage: v.w, Every: time.Hour}).Start(beat); err != nil {
 		t.Fatal(err)
 	}
 	calls, err := restarted.InDoubt(ctx, auditor, -1)
 	if err != nil || len(calls) != 1 || calls[0].Seq != 3 || calls[0].ToolName != "slowPayout" {
 		t.Fatalf("InDoubt after the restart = %+v, %v; want the cut-off call, at once", calls, err)
+	}
+	// The retirement is journaled, signed, for every process to read.
+	if es := v.journal(engine.RunnerSaga); len(es) != 1 || !engine.Retired(es, testkit.Keys(t).Verifier())[calls[0].Runner] {
+		t.Errorf("journal of %s = %+v; want the retirement of the call's runner %s, signed", engine.RunnerSaga, es, calls[0].Runner)
+	}
+	if got := v.verify(engine.RunnerSaga); !got.Valid {
+		t.Errorf("Verify(%s) = %+v", engine.RunnerSaga, got)
 	}
 	again, err := restarted.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: in, Key: "payout-1"})
 	if err != nil || again.Outcome != engine.OutcomeInDoubt || again.Seq != 3 || !strings.Contains(again.Error, "do not call it again") {

@@ -165,8 +165,11 @@ func testLogTamper(t *testing.T, nh func(*testing.T) Harness) {
 			v.h.Exec(t, "DELETE FROM journal WHERE saga_id = 'b' AND seq >= 3")
 			v.h.Exec(t, "DELETE FROM calls WHERE saga_id = 'b' AND seq >= 3")
 			v.h.Exec(t, "UPDATE sagas SET head_seq = 2, head_hash = $1 WHERE id = 'b'", es[1].Hash)
-			if got := v.verify("b"); !got.Valid {
-				t.Errorf("Verify(b) = %+v: the chain alone should not see its tail cut", got)
+			// The chain alone does not see it; the entries the log holds
+			// of the saga, as this server read them, do.
+			if got := v.verify("b"); got.Valid || got.BreakAtIndex != 2 ||
+				!strings.Contains(got.Message, "the journal ends at seq=2, but the log holds the saga's entries through seq=4") {
+				t.Errorf("Verify(b) = %+v; want its tail cut found at once", got)
 			}
 		}, "is missing (rows deleted, a saga removed)"},
 		{"saga deleted", true, func(t *testing.T, v *env) {
@@ -361,7 +364,8 @@ func testLogRollback(t *testing.T, nh func(*testing.T) Harness) {
 // raised it passes against a checkpoint at least as large; deleting the
 // checkpoints newer than the database lifts nothing while the server that
 // witnessed them runs; the sequencer refuses an entry whose saga lost the
-// leaves this server gave it; and a checkpoint directory that takes no
+// leaves this server read, one that does not chain, and a log whose
+// leaves it cannot read back; and a checkpoint directory that takes no
 // checkpoint for three intervals halts executions until it takes one.
 func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
 	ctx := context.Background()
@@ -398,8 +402,8 @@ func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
 		rewrite(t, v, "b", true)
 		_, err := v.log.Sequence(ctx, true)
 		wantKind(t, "Sequence of a saga whose leaves were taken away", err, engine.Conflict)
-		if err == nil || !strings.Contains(err.Error(), "refusing to log saga b again: this server gave its seq=2 leaf 1") ||
-			!strings.Contains(v.e.Halted(), "refusing to log saga b again") {
+		const refused = "refusing to extend the log: leaf 2 (saga b seq=1) is logged a second time: the saga's seq=2 was logged before it, at leaf 1"
+		if err == nil || !strings.Contains(err.Error(), refused) || !strings.Contains(v.e.Halted(), refused) {
 			t.Errorf("Sequence = %v, halted %q; want it refused, naming the saga, and executions halted", err, v.e.Halted())
 		}
 		if es := v.journal("b"); es[0].Leaf != -1 {
@@ -411,7 +415,7 @@ func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
 		v.call("b", "reserveInventory", "{}")
 		v.h.Exec(t, `UPDATE journal SET input = '{"x":1}' WHERE saga_id = 'b' AND seq = 2`)
 		_, err := v.log.Sequence(ctx, true)
-		if err == nil || !strings.Contains(err.Error(), "refusing to log saga b seq=2: it does not chain on the saga's seq=1") {
+		if err == nil || !strings.Contains(err.Error(), "refusing to extend the log: leaf 1 (saga b seq=2) is not the entry that chains on the one before it") {
 			t.Errorf("Sequence = %v; want the rewritten entry refused", err)
 		}
 		v.h.Exec(t, `UPDATE journal SET input = '{}' WHERE saga_id = 'b' AND seq = 2`)
@@ -420,14 +424,51 @@ func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
 		}
 	})
 	t.Run("an entry before a logged one", func(t *testing.T) {
+		// The server restarts: it reads the log from its first leaf
+		// before it extends it.
 		v := newEnv(t, nh)
 		v.call("b", "reserveInventory", "{}")
 		v.sequence()
 		v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE saga_id = 'b' AND seq = 1")
 		v.e, v.log = v.process(v.db)
 		_, err := v.log.Sequence(ctx, true)
-		if err == nil || !strings.Contains(err.Error(), "refusing to log saga b seq=1: the saga's seq=2 is logged already, at leaf 1") {
-			t.Errorf("Sequence = %v; want an entry logged after a later one refused", err)
+		if err == nil || !strings.Contains(err.Error(), "refusing to extend the log: leaf 0 is missing (rows deleted, a saga removed)") {
+			t.Errorf("Sequence = %v; want the log whose first leaf lost its entry refused", err)
+		}
+		if es := v.journal("b"); es[0].Leaf != -1 {
+			t.Errorf("the entry was logged again: leaf %d", es[0].Leaf)
+		}
+	})
+	t.Run("another server's leaves rewritten before this one read them", func(t *testing.T) {
+		v := newEnv(t, nh)
+		v.call("a", "reserveInventory", "{}")
+		v.sequence()
+		other, otherLog := v.engine(v.open())
+		if _, err := other.Call(ctx, agent, "b", "reserveInventory", "{}"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := otherLog.Sequence(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		rewrite(t, v, "b", false)
+		_, err := v.log.Sequence(ctx, true)
+		if err == nil || !strings.Contains(err.Error(), "refusing to extend the log: its recorded root at size 4 is not what its leaves hash to") ||
+			v.e.Halted() == "" {
+			t.Errorf("Sequence = %v, halted %q; want the leaves it read refused, and executions halted", err, v.e.Halted())
+		}
+	})
+	t.Run("the stored tree rewritten under the running server", func(t *testing.T) {
+		v := newEnv(t, nh)
+		v.call("a", "reserveInventory", "{}")
+		v.sequence()
+		v.h.Exec(t, "UPDATE log_nodes SET hash = $1 WHERE level = 1 AND idx = 0", strings.Repeat("ab", 32))
+		v.call("b", "reserveInventory", "{}")
+		_, err := v.log.Sequence(ctx, true)
+		if err == nil || !strings.Contains(err.Error(), "refusing to extend the log: its stored tree at size 2 does not hash to its leaves") {
+			t.Errorf("Sequence = %v; want the rewritten tree refused", err)
+		}
+		if es := v.journal("b"); es[0].Leaf != -1 {
+			t.Errorf("an entry was logged on the rewritten tree: leaf %d", es[0].Leaf)
 		}
 	})
 	t.Run("full halt, cheap pass", func(t *testing.T) {
@@ -521,6 +562,110 @@ func testLogHalts(t *testing.T, nh func(*testing.T) Harness) {
 		os.Rename(dir+".moved", dir)
 		if _, err := l.Sequence(ctx, true); err != nil || e.Halted() != "" {
 			t.Errorf("Sequence once the directory is back = %v, halted %q; want a checkpoint and executions going on", err, e.Halted())
+		}
+	})
+}
+
+// testSagaRewritten: an insider rewrites one saga the checkpoint covers,
+// under the running server, so that its chain still verifies; verifying
+// that saga names the entry at once, without the check from every entry.
+func testSagaRewritten(t *testing.T, nh func(*testing.T) Harness) {
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, v *env)
+		at     int // the entry named
+		want   string
+	}{
+		{"its newest leaf taken away", func(t *testing.T, v *env) {
+			v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE saga_id = 'b' AND seq = 4")
+		}, 3, "seq=4 (entry 3) has no leaf, but the log holds the saga's entries through seq=4"},
+		{"rewritten, the originals copied to another saga", func(t *testing.T, v *env) {
+			v.h.Exec(t, "INSERT INTO sagas (id, status, initiator, ended, reason, head_seq, head_hash, created_at, updated_at)"+
+				" SELECT 'ghost', status, initiator, ended, reason, head_seq, head_hash, created_at, updated_at FROM sagas WHERE id = 'b'")
+			copyOut(t, v, "b", "ghost")
+		}, 0, "seq=1 (entry 0) has no leaf, but the log holds the saga's entries through seq=4"},
+		{"rewritten, the originals copied to no saga", func(t *testing.T, v *env) {
+			orphanable(t, v.h)
+			copyOut(t, v, "b", "ghost")
+		}, 0, "seq=1 (entry 0) has no leaf, but the log holds the saga's entries through seq=4"},
+		{"an entry deleted from the middle, the later ones renumbered onto its leaf and theirs", func(t *testing.T, v *env) {
+			leaf := map[int64]int64{}
+			for _, en := range v.journal("b") {
+				leaf[en.Seq] = en.Leaf
+			}
+			v.h.Exec(t, "DELETE FROM journal WHERE saga_id = 'b' AND seq = 2")
+			v.h.Exec(t, "DELETE FROM calls WHERE saga_id = 'b'")
+			v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE saga_id = 'b' AND seq > 2")
+			for seq := int64(3); seq <= 4; seq++ {
+				v.h.Exec(t, "UPDATE journal SET seq = $1, leaf = $2 WHERE saga_id = 'b' AND seq = $3", seq-1, leaf[seq-1], seq)
+			}
+			rechain(t, v, "b", func(*engine.Entry) {})
+			v.h.Exec(t, "UPDATE sagas SET head_seq = 3 WHERE id = 'b'")
+		}, 1, "seq=2 (entry 1) is not in the log as the checkpoint of size 8 signed it"},
+		{"the later ones renumbered, without leaves", func(t *testing.T, v *env) {
+			v.h.Exec(t, "DELETE FROM journal WHERE saga_id = 'b' AND seq = 2")
+			v.h.Exec(t, "DELETE FROM calls WHERE saga_id = 'b'")
+			v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE saga_id = 'b' AND seq > 2")
+			for seq := int64(3); seq <= 4; seq++ {
+				v.h.Exec(t, "UPDATE journal SET seq = $1 WHERE saga_id = 'b' AND seq = $2", seq-1, seq)
+			}
+			rechain(t, v, "b", func(*engine.Entry) {})
+			v.h.Exec(t, "UPDATE sagas SET head_seq = 3 WHERE id = 'b'")
+		}, 1, "seq=2 (entry 1) has no leaf, but the log holds the saga's entries through seq=4"},
+		{"deleted whole", func(t *testing.T, v *env) {
+			for _, table := range []string{"journal", "calls", "approval_requests"} {
+				v.h.Exec(t, "DELETE FROM "+table+" WHERE saga_id = 'b'")
+			}
+			v.h.Exec(t, "DELETE FROM sagas WHERE id = 'b'")
+		}, 0, "the saga has no journal, but the log holds the saga's entries through seq=4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newEnv(t, nh)
+			v.call("a", "reserveInventory", `{"item":"desk"}`)
+			v.call("b", "reserveInventory", `{"item":"desk"}`)
+			v.call("b", "reserveInventory", `{"item":"chair"}`)
+			v.call("c", "reserveInventory", `{"item":"lamp"}`)
+			if st := v.sequence(); st.Size != 8 {
+				t.Fatalf("log size = %d, want 8", st.Size)
+			}
+			if got := v.verify("b"); !got.Valid {
+				t.Fatalf("Verify(b) before = %+v", got)
+			}
+			tt.tamper(t, v)
+			got := v.verify("b")
+			if got.Valid || got.BreakAtIndex != tt.at || !strings.Contains(got.Message, tt.want) {
+				t.Errorf("Verify(b) = %+v; want it broken at entry %d: %q", got, tt.at, tt.want)
+			}
+			for _, saga := range []string{"a", "c"} {
+				if got := v.verify(saga); !got.Valid {
+					t.Errorf("Verify(%s), a saga left alone = %+v", saga, got)
+				}
+			}
+		})
+	}
+	t.Run("a restarted server, until it has read the log", func(t *testing.T) {
+		v := newEnv(t, nh)
+		v.call("a", "reserveInventory", `{"item":"desk"}`)
+		v.sequence()
+		v.e, v.log = v.process(v.db)
+		ctx := context.Background()
+		if _, err := v.log.Check(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		const unread = "this server has read 0 of the 2 leaves signed since it started"
+		if got := v.verify("a"); !got.Valid || !strings.Contains(got.Message, unread) {
+			t.Errorf("Verify(a) before the full check = %+v; want it valid, saying %q", got, unread)
+		}
+		if problem, err := v.log.Check(ctx, true); problem != "" || err != nil {
+			t.Fatalf("Check(full) = %q, %v", problem, err)
+		}
+		if got := v.verify("a"); !got.Valid || strings.Contains(got.Message, "this server has read") {
+			t.Errorf("Verify(a) after the full check = %+v; want it valid, the log read", got)
+		}
+		v.h.Exec(t, "UPDATE journal SET leaf = NULL WHERE saga_id = 'a' AND seq = 2")
+		if got := v.verify("a"); got.Valid || got.BreakAtIndex != 1 {
+			t.Errorf("Verify(a) with its leaf taken away after the full check = %+v; want it broken at entry 1", got)
 		}
 	})
 }

@@ -319,9 +319,10 @@ func testResolve(t *testing.T, v *env) {
 		t.Errorf("Verify = %+v", got)
 	}
 
-	// Resolved while its tool still ran: the tool's late answer is not
-	// journaled, and the agent is told the call is in doubt, not what the
-	// tool said.
+	// Resolved on another process while its tool still ran there, past
+	// the in-doubt window: the tool's late answer is not journaled, and
+	// the agent is told the call is in doubt, not what the tool said. The
+	// process running it refuses to resolve it.
 	started, release := make(chan struct{}), make(chan struct{})
 	slow := engine.Tool{Name: "slow", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
 		close(started)
@@ -339,7 +340,9 @@ func testResolve(t *testing.T, v *env) {
 		answer <- r
 	}()
 	<-started
-	if _, err := live.Resolve(ctx, approver, "late", 3, true, "done by hand", "checked by phone"); err != nil {
+	_, err = live.Resolve(ctx, approver, "late", 3, true, "done by hand", "checked by phone")
+	wantKind(t, "Resolve on the process running the call", err, engine.Conflict)
+	if _, err := e.Resolve(ctx, approver, "late", 3, true, "done by hand", "checked by phone"); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
