@@ -158,16 +158,16 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 	// The request is decided by the rule that applies now, and records it
 	// with the policy's hash: frozen at request time. The rule depends on
 	// the request alone, so it is found before the saga is locked.
-	phase, lines, matched := PhaseIntent, requested(p, key), true
-	var rule Rule
+	phase, lines, m := PhaseIntent, requested(p, key), Matched{OK: true}
 	if tool.Reversibility == Irreversible {
-		rule, matched = e.approvals.Match(toolName, sagaID, p.ID, input)
+		m = e.approvals.Match(toolName, sagaID, p.ID, input)
 		phase = PhaseAwaitingApproval
-		if matched {
-			lines = lines.With(KeyRule, rule.Name)
+		if m.OK {
+			lines = lines.With(KeyRule, m.Rule.Name)
 		}
 		lines = lines.With(KeyPolicy, e.approvals.Hash)
 	}
+	rule := m.Rule
 	lines = lines.With(KeyReason, a.Reason)
 	var res CallResult
 	var call Call
@@ -194,15 +194,15 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 				return err
 			}
 		}
-		if !matched {
+		if !m.OK {
 			// Fail closed: journaled as a refused request, and the saga
 			// compensated, as a refused resume is.
-			if _, err := e.append(tx, s, toolName, PhaseRejected, gateRef(en.Seq), RefusedNoRule); err != nil {
+			if _, err := e.append(tx, s, toolName, PhaseRejected, gateRef(en.Seq), m.Refusal().String()); err != nil {
 				return err
 			}
 			res = CallResult{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Outcome: OutcomeRefused, InputHash: PayloadHash(input),
-				Error: fmt.Sprintf("%s: the request at seq=%d cannot be approved, and the saga is compensated", RefusedNoRule, en.Seq)}
-			return e.fail(tx, s, fmt.Sprintf("the request of %s at seq=%d was refused at the gate: %s", toolName, en.Seq, RefusedNoRule))
+				Error: gateRefused(m, en.Seq)}
+			return e.fail(tx, s, fmt.Sprintf("the request of %s at seq=%d was refused at the gate: %s", toolName, en.Seq, m.Because()))
 		}
 		if phase == PhaseAwaitingApproval {
 			r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
@@ -236,6 +236,12 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 		return res, nil
 	}
 	return e.execute(ctx, tool, call)
+}
+
+// gateRefused is what a call the gate refused, at seq, as m says, is
+// told.
+func gateRefused(m Matched, seq int64) string {
+	return fmt.Sprintf("%s: the request at seq=%d cannot be approved, and the saga is compensated", m.Because(), seq)
 }
 
 // clear refuses to start a call in a saga with a call in doubt: its
@@ -305,10 +311,10 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 	res := CallResult{SagaID: sagaID, Seq: seq, ToolName: toolName, Status: snap.Saga.Status}
 	if first.Phase == PhaseAwaitingApproval {
 		res.Outcome, res.Message, res.InputHash = OutcomeAwaitingApproval, AwaitingMessage(toolName), PayloadHash(input)
-		if seq < int64(len(snap.Entries)) {
-			if next := snap.Entries[seq]; next.Phase == PhaseRejected && next.ToolName == toolName && next.Payload == RefusedNoRule {
-				res.Outcome, res.Message, res.Error = OutcomeRefused, "", RefusedNoRule
-			}
+		if first.Field(KeyPolicy) != "" && first.Field(KeyRule) == "" && seq < int64(len(snap.Entries)) {
+			// No rule applied: the gate refused it at once, in the entry
+			// after it (verification holds it to that).
+			res.Outcome, res.Message, res.Error = OutcomeRefused, "", gateRefused(gateRefusal(snap.Entries[seq]), seq)
 		}
 		return res, nil
 	}

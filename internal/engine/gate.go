@@ -18,7 +18,11 @@ const (
 	// RefusedNoRule refuses, at the gate, a request no rule of the
 	// approval policy applies to: nobody could approve it.
 	RefusedNoRule = "no rule of the approval policy applies to this request"
-	RefusedStale  = "stale-approval: payload changed since approval was granted"
+	// RefusedCondition refuses, at the gate, a request for which a
+	// rule's condition could not be evaluated (its rule does not say
+	// onError: skip); its entry names the rule and the error.
+	RefusedCondition = "an approval rule's condition could not be evaluated for this request"
+	RefusedStale     = "stale-approval: payload changed since approval was granted"
 	// RefusedQuorum starts the refusal of a request approved by fewer
 	// people than its rule asks for.
 	RefusedQuorum = "quorum not reached"

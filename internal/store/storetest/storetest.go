@@ -59,6 +59,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"CutOff", testCutOff},
 		{"Dismiss", withEnv(testDismiss)},
 		{"ApprovalRules", withEnv(testApprovalRules)},
+		{"FailsClosed", withEnv(testFailsClosed)},
 		{"Votes", withEnv(testVotes)},
 		{"Clocks", withEnv(testClocks)},
 		{"PolicyChange", withEnv(testPolicyChange)},
