@@ -473,8 +473,8 @@ func TestInDoubt(t *testing.T) {
 	px.Cut()
 	release()
 	<-answered
-	if callErr != nil || res.Outcome != client.InDoubt || res.JournalSeq != 3 || !strings.Contains(res.Error, "do not retry") {
-		t.Fatalf("Call(courier, %s) with the database cut as the tool answered = %+v, %v; want IN_DOUBT", book, res, callErr)
+	if callErr != nil || res.Outcome != client.InDoubt || res.JournalSeq != 3 || !strings.Contains(res.Error, "do not retry") || res.Status != client.Running {
+		t.Fatalf("Call(courier, %s) with the database cut as the tool answered = %+v, %v; want IN_DOUBT, the saga RUNNING", book, res, callErr)
 	}
 	var e *client.Error
 	if err := auditor.Ready(ctx); !errors.As(err, &e) || e.StatusCode != 503 || e.Message != "database unavailable" {

@@ -231,7 +231,7 @@ type CallRequest struct {
 // CallResult is what became of a call: 200 executed, 202 gated (approve
 // and resume JournalSeq) or in doubt, 422 the tool failed (Code
 // TOOL_FAILED) and the saga was compensated. Status is the saga's
-// afterwards, absent when in doubt.
+// afterwards; in doubt, as the call's INTENT left it.
 type CallResult struct {
 	SagaID string `json:"sagaId"`
 	// JournalSeq is the call's first entry: its INTENT, or the
@@ -239,7 +239,7 @@ type CallResult struct {
 	JournalSeq int64   `json:"journalSeq"`
 	ToolName   string  `json:"toolName"`
 	Outcome    Outcome `json:"outcome"`
-	Status     Status  `json:"status,omitempty"`
+	Status     Status  `json:"status"`
 	// Result is the tool's answer, when executed.
 	Result *string `json:"result,omitempty"`
 	// Message and InputHash (hex SHA-256 of the input) describe a gated

@@ -43,7 +43,9 @@ type CallResult struct {
 	Message   string // AWAITING_APPROVAL: the model-facing message
 	InputHash string // AWAITING_APPROVAL: sha256 of the input
 	Error     string // failed or in doubt: what went wrong
-	Status    Status // the saga's status afterwards; "" when in doubt
+	// Status is the saga's status afterwards: in doubt, as the call's
+	// INTENT left it, since nothing was journaled after it.
+	Status Status
 }
 
 // Call runs a tool inside a saga, creating the saga (with p as its
@@ -235,7 +237,7 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 	if call.Seq == 0 {
 		return res, nil
 	}
-	return e.execute(ctx, tool, call)
+	return e.execute(ctx, tool, call, s.Status)
 }
 
 // gateRefused is what a call the gate refused, at seq, as m says, is
@@ -337,7 +339,7 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 			return CallResult{}, &Error{Kind: Conflict, Code: wire.CodeInProgress, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf(
 				"the call under Idempotency-Key %q (seq=%d) is still running: ask again for its outcome", key, seq)}
 		}
-		res.Outcome, res.Status = OutcomeInDoubt, ""
+		res.Outcome = OutcomeInDoubt
 		res.Error = fmt.Sprintf("the call under this Idempotency-Key (seq=%d) ran, or may have, and its outcome is not journaled: "+
 			"it is in doubt until a person resolves it; do not call it again", seq)
 	case c.State == "":
@@ -355,12 +357,13 @@ func requested(p Principal, key string) Lines {
 	return Lines{{KeyRequester, p.ID}}.With(KeyAuth, string(p.Auth)).With(KeyClient, cleanLine(p.Client)).With(KeyIdempotency, key)
 }
 
-// execute runs a call whose INTENT is committed, journals its outcome and,
-// when it failed, compensates the saga. The journal is written even when
-// the caller has gone away, and retried while the store is unavailable:
-// an effect that happened must be recorded. When it still cannot be, the
-// call is left in doubt and the outcome says so.
-func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, error) {
+// execute runs a call whose INTENT is committed, leaving its saga in
+// status, journals its outcome and, when it failed, compensates the saga.
+// The journal is written even when the caller has gone away, and retried
+// while the store is unavailable: an effect that happened must be
+// recorded. When it still cannot be, the call is left in doubt, the saga
+// as the INTENT left it, and the outcome says so.
+func (e *Engine) execute(ctx context.Context, tool Tool, c Call, status Status) (CallResult, error) {
 	ctx = context.WithoutCancel(ctx)
 	inv := c.Invocation()
 	result, runErr := e.safely(inv, ToolExecute, func() (string, error) { return tool.Executor.Execute(ctx, inv) })
@@ -385,7 +388,7 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 	if err != nil {
 		e.log.Error("a tool ran but its outcome could not be journaled; the call is in doubt",
 			"saga", c.SagaID, "seq", c.Seq, "tool", c.ToolName, "err", err)
-		res.Outcome = OutcomeInDoubt
+		res.Outcome, res.Status = OutcomeInDoubt, status
 		res.Error = fmt.Sprintf("tool %s was called but its outcome could not be journaled, so it may have taken effect; "+
 			"the call is in doubt until a person resolves it: do not retry it", c.ToolName)
 		return res, nil

@@ -612,7 +612,7 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 	if refusal != "" {
 		return ResumeResult{SagaID: sagaID, Seq: seq, Status: e.compensateNow(ctx, s).Status, Refused: true, Reason: refusal}, nil
 	}
-	cr, err := e.execute(ctx, tool, call)
+	cr, err := e.execute(ctx, tool, call, s.Status)
 	if err != nil {
 		return ResumeResult{}, err
 	}

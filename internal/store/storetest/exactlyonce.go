@@ -162,8 +162,9 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 		t.Fatalf("InDoubt after the restart = %+v, %v; want the cut-off call, at once", calls, err)
 	}
 	again, err := restarted.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: in, Key: "payout-1"})
-	if err != nil || again.Outcome != engine.OutcomeInDoubt || again.Seq != 3 || !strings.Contains(again.Error, "do not call it again") {
-		t.Errorf("the cut-off call again = %+v, %v; want IN_DOUBT, naming seq 3", again, err)
+	if err != nil || again.Outcome != engine.OutcomeInDoubt || again.Seq != 3 || !strings.Contains(again.Error, "do not call it again") ||
+		again.Status != engine.Running {
+		t.Errorf("the cut-off call again = %+v, %v; want IN_DOUBT, naming seq 3, with the saga's status", again, err)
 	}
 	wantCode(t, "the key with other bytes", second(restarted.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: `{"to":"alice","cents":101}`, Key: "payout-1"})),
 		engine.Unprocessable, wire.CodeKeyReused)

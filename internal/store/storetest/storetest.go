@@ -989,8 +989,8 @@ func testInDoubt(t *testing.T, newHarness func(*testing.T) Harness) {
 	}
 	doomed.Close() // the process dies before it can journal the outcome
 	close(release)
-	if r := <-done; r.Outcome != engine.OutcomeInDoubt {
-		t.Errorf("Call whose store went away = %+v, want outcome IN_DOUBT", r)
+	if r := <-done; r.Outcome != engine.OutcomeInDoubt || r.Status != engine.Running {
+		t.Errorf("Call whose store went away = %+v, want outcome IN_DOUBT and the saga's status as its INTENT left it, RUNNING", r)
 	}
 
 	calls, err = v.e.InDoubt(ctx, auditor, 0)
