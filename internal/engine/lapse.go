@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 )
@@ -49,22 +48,15 @@ func (e *Engine) Lapse(ctx context.Context) (int, error) {
 func (e *Engine) lapse(ctx context.Context, sagaID string, seq int64) (bool, error) {
 	closed := false
 	gone := func(Tx, string, int64) error { return nil } // closed meanwhile
-	s, err := e.onRequest(ctx, sagaID, seq, gone, func(tx Tx, s *Saga, b bound) error {
-		closed = false
-		now := e.stamp(s)
+	s, err := e.onRequest(ctx, sagaID, seq, gone, func(tx Tx, s *Saga, b bound) (err error) {
+		if _, closed, err = e.runOut(tx, s, b, e.stamp(s)); closed || err != nil {
+			return err
+		}
 		switch {
 		case b.life.SupersededBy != 0:
 			// The saga goes on with the request that replaced it; a
 			// person dismisses it or rejects it.
 			return tx.PutVotes(sagaID, seq, b.tally.Voters(), time.Time{})
-		case b.tally.Expired(now):
-			closed = true
-			_, err := e.expire(tx, s, b, now)
-			return err
-		case b.tally.Lapsed(now):
-			closed = true
-			return e.refused(tx, s, b, Lines{{Value: refuse(b.tally, b.gated, b.gated.Input, now)}},
-				fmt.Sprintf("%s at seq=%d was not executed within its grant", b.gated.ToolName, seq), now)
 		case !b.row.Due.Equal(b.tally.Due()):
 			return tx.PutVotes(sagaID, seq, b.tally.Voters(), b.tally.Due())
 		}

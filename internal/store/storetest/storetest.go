@@ -62,6 +62,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"FailsClosed", withEnv(testFailsClosed)},
 		{"Votes", withEnv(testVotes)},
 		{"Clocks", withEnv(testClocks)},
+		{"Lapses", withEnv(testLapses)},
 		{"PolicyChange", withEnv(testPolicyChange)},
 		{"VoteRace", testVoteRace},
 		{"Passkeys", withEnv(testPasskeys)},

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -305,14 +306,14 @@ func testClocks(t *testing.T, v *env) {
 	_ = e
 
 	// Grant: the quorum is reached, then the grant ends before anyone
-	// executes it: refused, journaled, compensated.
+	// executes it: closed, journaled, compensated.
 	seq = v.gate("slow")
 	v.mustApproveAs("slow", seq, fresh(alice))
 	v.mustApproveAs("slow", seq, fresh(bob))
 	clock.Add(11 * time.Minute)
-	if res, err := v.e.Resume(ctx, agent, "slow", seq, transfer); err != nil || !res.Refused || !strings.HasPrefix(res.Reason, engine.RefusedGrant) ||
-		res.Status != engine.Compensated {
-		t.Errorf("Resume after the grant = %+v, %v; want refused (%s) and compensated", res, err, engine.RefusedGrant)
+	wantCode(t, "Resume after the grant", second(v.e.Resume(ctx, agent, "slow", seq, transfer)), engine.Conflict, wire.CodeExpired)
+	if detail, _, _ := v.journal("slow")[5].Refusal(); !strings.HasPrefix(detail, engine.RefusedGrant) || v.status("slow") != engine.Compensated {
+		t.Errorf("after a resume past the grant: the closing entry says %q, the saga %s; want %s and compensated", detail, v.status("slow"), engine.RefusedGrant)
 	}
 	// … and the sweep closes a lapsed grant nobody resumes.
 	seq = v.gate("idle")
@@ -335,6 +336,72 @@ func testClocks(t *testing.T, v *env) {
 		if got := v.verify(saga); !got.Valid {
 			t.Errorf("Verify(%s) = %+v", saga, got)
 		}
+	}
+}
+
+// testLapses: a request whose time ran out — its deadline passed short
+// of its quorum, or its grant ended before it was executed — is closed
+// the same way, and whoever acts on it is answered the same (Conflict,
+// code EXPIRED, the same words), whether the sweep noticed first or the
+// late vote, withdrawal, request for changes, resume or execution did.
+func testLapses(t *testing.T, v *env) {
+	ctx := context.Background()
+	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	v.usePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "timed", Quorum: 2, Expires: engine.Duration(time.Hour),
+		Grant: engine.Duration(10 * time.Minute)}}}, engine.WithClock(clock.Now))
+	actions := []struct {
+		name string
+		act  func(saga string, seq int64) error
+	}{
+		{"approve", func(saga string, seq int64) error { return second(v.e.Approve(ctx, carol, saga, seq, "")) }},
+		{"reject", func(saga string, seq int64) error { return second(v.e.Reject(ctx, carol, saga, seq, "")) }},
+		{"withdraw", func(saga string, seq int64) error { return second(v.e.Withdraw(ctx, alice, saga, seq, "")) }},
+		{"request changes", func(saga string, seq int64) error { return second(v.e.RequestChanges(ctx, carol, saga, seq, "less")) }},
+		{"resume", func(saga string, seq int64) error { return second(v.e.Resume(ctx, agent, saga, seq, transfer)) }},
+		{"execute", func(saga string, seq int64) error { return second(v.e.Execute(ctx, alice, saga, seq)) }},
+	}
+	times := regexp.MustCompile(`\d{4}-\d\d-\d\dT[\d:.]+Z`)
+	for _, cause := range []struct {
+		name  string
+		votes []engine.Principal
+		wait  time.Duration
+	}{
+		{"expired", []engine.Principal{alice}, 61 * time.Minute},
+		{"grant ended", []engine.Principal{alice, bob}, 11 * time.Minute},
+	} {
+		for i, a := range actions {
+			first, swept := fmt.Sprintf("lapse-%s-%d-first", cause.name[:5], i), fmt.Sprintf("lapse-%s-%d-swept", cause.name[:5], i)
+			for _, saga := range []string{first, swept} {
+				seq := v.gate(saga)
+				for _, p := range cause.votes {
+					v.mustApproveAs(saga, seq, p)
+				}
+			}
+			clock.Add(cause.wait)
+			answer := func(saga string) string {
+				e := wantCode(t, fmt.Sprintf("%s after its time ran out (%s), %s", a.name, cause.name, saga), a.act(saga, 3), engine.Conflict,
+					wire.CodeExpired)
+				return times.ReplaceAllString(e.Msg, "<time>")
+			}
+			got := answer(first) // the action notices first
+			if n, err := v.e.Lapse(ctx); err != nil || n != 1 {
+				t.Errorf("Lapse = %d, %v; want the other request closed", n, err)
+			}
+			if again := answer(swept); again != got {
+				t.Errorf("%s after its time ran out (%s): %q when the sweep noticed first, %q when it did; want one answer", a.name, cause.name, again, got)
+			}
+			if pa, pb := v.phases(first), v.phases(swept); !slices.Equal(pa, pb) {
+				t.Errorf("%s (%s): the journals differ by who noticed first:\n%v\n%v", a.name, cause.name, pa, pb)
+			}
+			for _, saga := range []string{first, swept} {
+				if v.status(saga) != engine.Compensated || v.pending(saga) != 0 || !v.verify(saga).Valid {
+					t.Errorf("%s: saga %s, %d pending, %+v; want it closed, compensated and verifying", saga, v.status(saga), v.pending(saga), v.verify(saga))
+				}
+			}
+		}
+	}
+	if v.fx.transfer.Load() != 0 {
+		t.Errorf("the wire ran %d times; want never", v.fx.transfer.Load())
 	}
 }
 
