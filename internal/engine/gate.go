@@ -87,33 +87,49 @@ type bound struct {
 	rule    Rule
 	tally   Tally
 	row     ApprovalRequest
+	// drift, when the row says otherwise than its journal (a column
+	// edited behind the engine's back), is the Conflict of acting on it:
+	// nothing is decided on it but what the journal's own clock decides.
+	drift *Error
 	// passkey is the voter's passkey's proof of the vote being cast, when
 	// it was cast with one.
 	passkey *PasskeyProof
 }
 
 // bind reads a locked saga's journal, verifies it against the saga's head
-// and the pending request r (see check: the journal must say r is still
-// open), and returns it with the AWAITING_APPROVAL entry r stands for and
-// the rule that entry records. Decisions and resumes act on that verified
-// entry, never on the request row, which is only the index of what is
-// pending. Conflict when the journal or r does not verify (see intact),
-// or the rule cannot be found; an *unloaded error when the request's
-// policy must be read first.
+// (see intact), checks that it holds the pending request r open, and
+// returns it with the AWAITING_APPROVAL entry r stands for and the rule
+// that entry records. Decisions and resumes act on that verified entry,
+// never on the request row, which is only the index of what is pending:
+// a row whose columns disagree with its entry, or whose index (voters,
+// quorum, due) disagrees with the journal, is bound with its drift.
+// Conflict when the journal does not verify, r stands for no request it
+// holds open, or the rule cannot be found; an *unloaded error when the
+// request's policy must be read first.
 func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 	entries, err := tx.Entries(s.ID)
 	if err != nil {
 		return bound{}, err
 	}
-	if err := e.intact(tx, entries, *s, []ApprovalRequest{r}); err != nil {
+	if err := e.intact(tx, entries, *s, nil); err != nil {
 		return bound{}, err
 	}
 	lc, _ := ReadLifecycle(entries)
+	v, columns := verifyRow(entries, lc, *s, r)
+	if !v.Valid && !columns {
+		return bound{}, e.unverified(s.ID, v)
+	}
 	b := bound{entries: entries, gated: entries[r.JournalSeq-1], life: lc.Requests[r.JournalSeq], row: r}
 	if b.rule, err = e.ruleIn(b.gated); err != nil {
 		return bound{}, err
 	}
 	b.tally = tally(b.gated, b.life, b.rule)
+	if v.Valid {
+		v = indexed(entries, r, b.life, b.rule)
+	}
+	if !v.Valid {
+		b.drift = e.unverified(s.ID, v)
+	}
 	return b, nil
 }
 
@@ -183,13 +199,16 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 	}
 	var closing Entry
 	var ranOut bool
-	s, err := e.onRequest(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
+	s, err := e.onPending(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
 		if err := e.Can(p, a, Subject{Saga: s, Requester: b.gated.Field(KeyRequester), Rule: &b.rule}); err != nil {
 			return err
 		}
 		now := e.stamp(s)
 		if closing, ranOut, err = e.runOut(tx, s, b, now); ranOut || err != nil {
 			return err
+		}
+		if b.drift != nil {
+			return b.drift
 		}
 		if d, voting := votes[a]; voting {
 			if err := voteAllowed(p, b.rule, reason, now); err != nil {
@@ -570,7 +589,7 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 	var call Call
 	var closing Entry
 	var ranOut bool
-	s, err := e.onRequest(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
+	s, err := e.onPending(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
 		refusal, call = "", Call{}
 		gated := b.gated
 		if err := e.Can(p, ActResume, Subject{Saga: s}); err != nil {
@@ -588,6 +607,9 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		now := e.stamp(s)
 		if closing, ranOut, err = e.runOut(tx, s, b, now); ranOut || err != nil {
 			return err
+		}
+		if b.drift != nil {
+			return b.drift
 		}
 		if payload == nil && !b.tally.Met() {
 			// Execute runs what people approved; asked before they
@@ -679,8 +701,24 @@ func refuse(t Tally, gated Entry, payload string) string {
 // onRequest runs fn on the pending request at seq of saga sagaID, bound
 // to its verified journal and rule (see bind), in one transaction on the
 // locked saga; when the request is not pending, closed says what to do
-// instead. A policy the request records is read first when need be.
+// instead, and when its row disagrees with its journal, nothing is done
+// (Conflict). A policy the request records is read first when need be.
 func (e *Engine) onRequest(ctx context.Context, sagaID string, seq int64, closed func(tx Tx, sagaID string, seq int64) error,
+	fn func(tx Tx, s *Saga, b bound) error) (Saga, error) {
+	return e.onPending(ctx, sagaID, seq, closed, func(tx Tx, s *Saga, b bound) error {
+		if b.drift != nil {
+			return b.drift
+		}
+		return fn(tx, s, b)
+	})
+}
+
+// onPending is onRequest for what keeps a request's clocks (votes,
+// resumes, the sweep): fn runs on a request whose row disagrees with its
+// journal too, so that it closes it when its time ran out by the journal
+// (runOut) — an edited row never keeps a request alive — and refuses to
+// do anything else on it with b.drift.
+func (e *Engine) onPending(ctx context.Context, sagaID string, seq int64, closed func(tx Tx, sagaID string, seq int64) error,
 	fn func(tx Tx, s *Saga, b bound) error) (Saga, error) {
 	return e.withPolicies(ctx, func() (Saga, error) {
 		return e.update(ctx, sagaID, noPending(sagaID, seq), func(tx Tx, s *Saga) error {

@@ -63,6 +63,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Votes", withEnv(testVotes)},
 		{"Clocks", withEnv(testClocks)},
 		{"Lapses", withEnv(testLapses)},
+		{"EditedRows", withEnv(testEditedRows)},
 		{"PolicyChange", withEnv(testPolicyChange)},
 		{"VoteRace", testVoteRace},
 		{"Passkeys", withEnv(testPasskeys)},

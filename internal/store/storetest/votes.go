@@ -531,3 +531,101 @@ func testVoteRace(t *testing.T, newHarness func(*testing.T) Harness) {
 		}
 	}
 }
+
+// testEditedRows: a request row's columns are an index the journal
+// governs. Edited with SQL — its due time pushed back or cleared, its
+// quorum, voters or rule rewritten — a request is decided by no one while
+// its row disagrees with its journal, and verification says so; but its
+// time still runs out by the clock its rule and journal give: a late
+// vote, the sweep of due rows or the pass over every pending request
+// closes it then. A row that says it is due early closes nothing.
+func testEditedRows(t *testing.T, v *env) {
+	ctx := context.Background()
+	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	v.usePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "timed", Quorum: 2, Expires: engine.Duration(time.Hour),
+		Grant: engine.Duration(10 * time.Minute)}}}, engine.WithClock(clock.Now))
+	edits := []struct {
+		saga  string
+		votes []engine.Principal
+		sql   string
+		args  []any
+	}{
+		{"due-later", nil, "UPDATE approval_requests SET due_at = $2 WHERE saga_id = $1", []any{clock.now.AddDate(80, 0, 0)}},
+		{"due-never", nil, "UPDATE approval_requests SET due_at = NULL WHERE saga_id = $1", nil},
+		{"quorum", []engine.Principal{alice}, "UPDATE approval_requests SET quorum = 1 WHERE saga_id = $1", nil},
+		{"quorum-due", []engine.Principal{alice}, "UPDATE approval_requests SET quorum = 1, due_at = NULL WHERE saga_id = $1", nil},
+		{"voters", nil, "UPDATE approval_requests SET voters = $2, votes = 1 WHERE saga_id = $1", []any{"\nmallory\n"}},
+		{"rule", nil, "UPDATE approval_requests SET rule = 'lax', due_at = NULL WHERE saga_id = $1", nil},
+		{"late-vote", nil, "UPDATE approval_requests SET due_at = NULL WHERE saga_id = $1", nil},
+		{"grant", []engine.Principal{alice, bob}, "UPDATE approval_requests SET due_at = NULL WHERE saga_id = $1", nil},
+	}
+	for _, ed := range edits {
+		seq := v.gate(ed.saga)
+		for _, p := range ed.votes {
+			v.mustApproveAs(ed.saga, seq, p)
+		}
+		v.h.Exec(t, ed.sql, append([]any{ed.saga}, ed.args...)...)
+		if got := v.verify(ed.saga); got.Valid || got.BreakAtIndex != 2 {
+			t.Errorf("Verify(%s) after the edit = %+v; want the request's row reported", ed.saga, got)
+		}
+	}
+	// Nobody decides on a row that disagrees with its journal.
+	before := len(v.journal("quorum"))
+	wantKind(t, "a vote on a request whose quorum was edited", second(v.e.Approve(ctx, bob, "quorum", 3, "")), engine.Conflict)
+	wantKind(t, "executing a request whose quorum was edited", second(v.e.Execute(ctx, alice, "quorum", 3)), engine.Conflict)
+	if n := len(v.journal("quorum")); n != before || v.pending("quorum") != 1 {
+		t.Errorf("after acting on an edited row: %d entries (was %d), %d pending; want nothing journaled, the request kept", n, before, v.pending("quorum"))
+	}
+
+	// The grant ends: the pass over every request closes the one whose
+	// row says it is never due; the sweep of due rows cannot see it.
+	clock.Add(11 * time.Minute)
+	if _, err := v.e.Lapse(ctx); err != nil || v.pending("grant") != 1 {
+		t.Fatalf("Lapse after the grant: %v, %d pending; want the row that says never left to the pass", err, v.pending("grant"))
+	}
+	if _, err := v.e.LapseAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if es := v.journal("grant"); len(es) < 6 {
+		t.Errorf("after the grant the journal has %d entries; want the request closed after its two votes", len(es))
+	} else if detail, _, _ := es[5].Refusal(); !strings.HasPrefix(detail, engine.RefusedGrant) {
+		t.Errorf("the entry after the grant = %q; want its refusal, %s", detail, engine.RefusedGrant)
+	}
+
+	// The deadline passes. A late vote finds its request expired, whatever
+	// its row says; a request made now, whose row says it was due an hour
+	// ago, is not.
+	clock.Add(50 * time.Minute)
+	wantCode(t, "a late vote on a request whose row says never", second(v.e.Approve(ctx, bob, "late-vote", 3, "")), engine.Conflict, wire.CodeExpired)
+	early := v.gate("due-early")
+	v.h.Exec(t, "UPDATE approval_requests SET due_at = $2 WHERE saga_id = $1", "due-early", clock.now.Add(-time.Hour))
+	if _, err := v.e.Lapse(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for saga, pending := range map[string]int{"quorum": 0, "voters": 0, "due-later": 1, "due-never": 1, "quorum-due": 1, "rule": 1, "due-early": 1} {
+		if got := v.pending(saga); got != pending {
+			t.Errorf("after the sweep of due rows, %s has %d pending; want %d", saga, got, pending)
+		}
+	}
+	if _, err := v.e.LapseAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, ed := range edits {
+		var closing engine.Entry // after the request and its votes
+		if es := v.journal(ed.saga); len(es) > 3+len(ed.votes) {
+			closing = es[3+len(ed.votes)]
+		}
+		if v.pending(ed.saga) != 0 || v.status(ed.saga) != engine.Compensated || !v.verify(ed.saga).Valid ||
+			(ed.saga != "grant" && closing.Field(engine.KeyExpired) == "") {
+			t.Errorf("%s: %d pending, saga %s, %+v, closed by %+v; want it closed by its journal's clock, compensated, verifying",
+				ed.saga, v.pending(ed.saga), v.status(ed.saga), v.verify(ed.saga), closing)
+		}
+	}
+	if v.pending("due-early") != 1 || len(v.journal("due-early")) != int(early) {
+		t.Errorf("the request whose row says it was due early: %d pending, %d entries; want it open, nothing journaled",
+			v.pending("due-early"), len(v.journal("due-early")))
+	}
+	if v.fx.transfer.Load() != 0 {
+		t.Errorf("the wire ran %d times; want never", v.fx.transfer.Load())
+	}
+}
