@@ -494,29 +494,50 @@ func (e *Engine) expire(tx Tx, s *Saga, b bound, at time.Time) (Entry, error) {
 	return en, e.fail(tx, s, fmt.Sprintf("%s at seq=%d expired without its quorum (%s)", b.gated.ToolName, b.gated.Seq, b.tally.Progress()))
 }
 
-// closedError says what became of a request that is not pending: its
-// reviewer's request for changes (Conflict, code CHANGES_REQUESTED,
-// with what the agent is told), its expiry or its lapsed grant (Conflict,
-// code EXPIRED, see timedOut); NotFound for anything else.
+// closedError says what became of a request that is not pending, as its
+// journal says (see closedIn).
 func (e *Engine) closedError(tx Tx, sagaID string, seq int64) error {
 	entries, err := tx.Entries(sagaID)
 	if err != nil {
 		return err
 	}
+	_, err = closedIn(entries, sagaID, seq)
+	return err
+}
+
+// closedIn says what became of the request at seq of saga sagaID that is
+// not pending, as its journal (entries) says: its reviewer's request for
+// changes (Conflict, code CHANGES_REQUESTED, with what the agent is
+// told), its expiry or its lapsed grant (Conflict, code EXPIRED, see
+// timedOut); NotFound, saying how it was closed, for anything else. It
+// returns the request's life too, nil when the journal has no such
+// request.
+func closedIn(entries []Entry, sagaID string, seq int64) (*Life, error) {
 	lc, _ := ReadLifecycle(entries)
 	l := lc.Requests[seq]
 	if l == nil || l.Open() || l.Closed > int64(len(entries)) {
-		return noPending(sagaID, seq)
+		return l, noPending(sagaID, seq)
 	}
 	closing := entries[l.Closed-1]
 	switch detail, _, _ := closing.Refusal(); {
 	case l.Closing == ClosedChanges:
-		return &Error{Kind: Conflict, Code: wire.CodeChangesRequested, SagaID: sagaID, Seq: seq,
+		return l, &Error{Kind: Conflict, Code: wire.CodeChangesRequested, SagaID: sagaID, Seq: seq,
 			Msg: ChangesMessage(l.Tool, closing.Field(KeyReason))}
 	case l.Closing == ClosedExpired, l.Closing == ClosedRefused && strings.HasPrefix(detail, RefusedGrant):
-		return timedOut(sagaID, seq, closing)
+		return l, timedOut(sagaID, seq, closing)
 	}
-	return noPending(sagaID, seq)
+	none := noPending(sagaID, seq)
+	none.Msg += ": it was " + l.how()
+	return l, none
+}
+
+// errResumed is what a resume finds of a request the journal says was
+// resumed already, by the INTENT at seq: what that execution came to is
+// read, and answered, once the transaction is over.
+type errResumed struct{ intent int64 }
+
+func (x *errResumed) Error() string {
+	return fmt.Sprintf("the request was resumed at seq=%d", x.intent)
 }
 
 // ResumeResult reports a resume. A refused resume is a completed action,
@@ -548,7 +569,11 @@ type ResumeResult struct {
 // saga's pending requests are dropped and its executed steps compensated.
 // Otherwise the request is claimed and dropped in the transaction that
 // journals INTENT, so however many resumes race, across processes, the
-// tool runs at most once; the others get NotFound.
+// tool runs at most once. A resume of a request the journal says was
+// executed already runs nothing and answers what that execution came to,
+// as a call sent again under its key does: its outcome, IN_DOUBT, or
+// Conflict (code IN_PROGRESS) while it runs; Conflict for other bytes
+// than the ones it ran with.
 //
 // Other errors: NotFound when the request's tool is not registered;
 // Forbidden as Can says; Invalid for a payload larger than the input limit.
@@ -589,7 +614,18 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 	var call Call
 	var closing Entry
 	var ranOut bool
-	s, err := e.onPending(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
+	closed := func(tx Tx, sagaID string, seq int64) error {
+		entries, err := tx.Entries(sagaID)
+		if err != nil {
+			return err
+		}
+		l, err := closedIn(entries, sagaID, seq)
+		if l != nil && l.Closing == ClosedResumed {
+			return &errResumed{intent: l.Closed}
+		}
+		return err
+	}
+	s, err := e.onPending(ctx, sagaID, seq, closed, func(tx Tx, s *Saga, b bound) (err error) {
 		refusal, call = "", Call{}
 		gated := b.gated
 		if err := e.Can(p, ActResume, Subject{Saga: s}); err != nil {
@@ -646,6 +682,9 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		}
 		return e.settle(tx, s)
 	})
+	if again, ok := errors.AsType[*errResumed](err); ok {
+		return e.resumed(ctx, p, sagaID, seq, again.intent, payload)
+	}
 	if err != nil {
 		e.unknown(sagaID, err) // a refusal compensates
 		return ResumeResult{}, at(err, sagaID, seq)
@@ -658,6 +697,33 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		return ResumeResult{SagaID: sagaID, Seq: seq, Status: e.compensateNow(ctx, s).Status, Refused: true, Reason: refusal}, nil
 	}
 	cr, err := e.execute(ctx, tool, call, s.Status)
+	if err != nil {
+		return ResumeResult{}, err
+	}
+	return ResumeResult{SagaID: sagaID, Seq: seq, Status: cr.Status, Result: cr.Result, Reason: cr.Error, Call: cr}, nil
+}
+
+// resumed answers p's resume, with payload (nil for Execute), of the
+// request at seq of saga sagaID that the INTENT at intent executed
+// already: nothing runs again, and the answer is what that execution came
+// to (see outcome). Conflict when payload is other bytes than the ones it
+// ran with; Forbidden as Can says.
+func (e *Engine) resumed(ctx context.Context, p Principal, sagaID string, seq, intent int64, payload *string) (ResumeResult, error) {
+	snap, err := e.store.Snapshot(ctx, sagaID, true)
+	if err != nil {
+		return ResumeResult{}, err
+	}
+	if snap.Saga == nil || intent > int64(len(snap.Entries)) {
+		return ResumeResult{}, noPending(sagaID, seq) // the saga's rows went meanwhile
+	}
+	if err := e.Can(p, ActResume, Subject{Saga: snap.Saga}); err != nil {
+		return ResumeResult{}, err
+	}
+	if ran := snap.Entries[intent-1]; payload != nil && *payload != ran.Input {
+		return ResumeResult{}, &Error{Kind: Conflict, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf("the request at seq=%d was executed "+
+			"at seq=%d with the bytes approved (sha256 %s), not these: nothing was run", seq, intent, PayloadHash(ran.Input))}
+	}
+	cr, err := e.outcome(ctx, snap, seq, intent, fmt.Sprintf("the execution of the request at seq=%d (seq=%d)", seq, intent))
 	if err != nil {
 		return ResumeResult{}, err
 	}
