@@ -102,15 +102,18 @@ func (c *Client) Policies(ctx context.Context) (Policies, error) {
 
 // Resume executes the approved request at seq with payload, which must be
 // the exact bytes approved: POST /sagacity/resume/{sagaID}/{seq}. It runs
-// the tool at most once, however many resumes race.
+// the tool at most once, however many resumes race; a resume of a request
+// executed already runs nothing and answers what its execution came to,
+// so it is safe to send again.
 //
 // A refusal (other bytes, not approved, rejected: 409, ErrConflict) or a
 // tool that failed (422) compensates the saga: Resume returns the result
 // (its Outcome, the saga's Status and the Reason) with an *Error. Other
 // errors:
-// ErrNotFound when nothing is pending at seq (resumed already, or
-// dropped), ErrConflict without a result when the journal does not verify
-// (nothing is journaled), ErrForbidden.
+// ErrNotFound when nothing is pending at seq (rejected or dropped),
+// ErrConflict without a result when the journal does not verify (nothing
+// is journaled), its time ran out (code EXPIRED), or its execution still
+// runs (code IN_PROGRESS), ErrForbidden.
 func (c *Client) Resume(ctx context.Context, sagaID string, seq int64, payload string) (ResumeResult, error) {
 	path := fmt.Sprintf("%s/%d", sagaPath("resume", sagaID), seq)
 	return do[ResumeResult](ctx, c, http.MethodPost, path, nil, wire.ResumeRequest{Payload: &payload},

@@ -74,8 +74,9 @@ func TestGatedFlow(t *testing.T) {
 	if err != nil || r.Status != client.Running || r.Outcome != client.Executed || r.Result == nil || *r.Result != "sent "+key {
 		t.Fatalf("Resume(%q, %d) = %+v, %v; want RUNNING with the wire's answer", saga, gated.JournalSeq, r, err)
 	}
-	if _, err := agent.Resume(ctx, saga, gated.JournalSeq, in); !errors.Is(err, client.ErrNotFound) {
-		t.Errorf("second Resume(%q, %d): %v; want ErrNotFound, nothing pending", saga, gated.JournalSeq, err)
+	if again, err := agent.Resume(ctx, saga, gated.JournalSeq, in); err != nil || again.Outcome != client.Executed || again.Result == nil ||
+		*again.Result != *r.Result {
+		t.Errorf("second Resume(%q, %d) = %+v, %v; want what the first came to, and nothing run again", saga, gated.JournalSeq, again, err)
 	}
 	if n, once := s.tools.ran("/wire"), s.tools.count("/wire", key); n != 1 || once != 1 {
 		t.Errorf("the wire ran %d times, %d under %s; want once", n, once, key)
@@ -475,8 +476,8 @@ func TestInDoubt(t *testing.T) {
 	px.Cut()
 	release()
 	<-answered
-	if callErr != nil || res.Outcome != client.InDoubt || res.JournalSeq != 3 || !strings.Contains(res.Error, "do not retry") {
-		t.Fatalf("Call(courier, %s) with the database cut as the tool answered = %+v, %v; want IN_DOUBT", book, res, callErr)
+	if callErr != nil || res.Outcome != client.InDoubt || res.JournalSeq != 3 || !strings.Contains(res.Error, "do not retry") || res.Status != client.Running {
+		t.Fatalf("Call(courier, %s) with the database cut as the tool answered = %+v, %v; want IN_DOUBT, the saga RUNNING", book, res, callErr)
 	}
 	var e *client.Error
 	if err := auditor.Ready(ctx); !errors.As(err, &e) || e.StatusCode != 503 || e.Message != "database unavailable" {

@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -37,12 +36,15 @@ func Example() {
 	}
 	fmt.Println(res.Status, *res.Result)
 
-	// The request is gone: a second resume runs nothing.
-	_, err = agent.Resume(ctx, "order-42", call.JournalSeq, input)
-	fmt.Println(errors.Is(err, client.ErrNotFound))
+	// A second resume runs nothing, and answers what the first came to.
+	again, err := agent.Resume(ctx, "order-42", call.JournalSeq, input)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(again.Outcome, *again.Result)
 	// Output:
 	// AWAITING_APPROVAL 1
 	// true token:approver
 	// RUNNING sent order-42/1
-	// true
+	// EXECUTED sent order-42/1
 }

@@ -42,8 +42,9 @@ const (
 	// compensated (its status says how far).
 	Failed Outcome = "FAILED"
 	// Refused: a resume was refused (no approval, or other bytes), or the
-	// gate refused a call no rule of the approval policy applies to; the
-	// refusal is journaled and the saga compensated.
+	// gate refused a call no rule of the approval policy applies to, or
+	// for which a rule's condition cannot be evaluated; the refusal is
+	// journaled and the saga compensated.
 	Refused Outcome = "REFUSED"
 	// InDoubt: the tool ran, or may have, but its outcome could not be
 	// journaled. Do not call it again: a person resolves it.
@@ -80,8 +81,9 @@ const (
 	// is in doubt, at journalSeq; the saga takes no other call until a
 	// person resolves it.
 	CodeInDoubt Code = "IN_DOUBT"
-	// CodeInProgress (409): the call the idempotency key names still
-	// runs; ask again for its outcome.
+	// CodeInProgress (409): the call the idempotency key names, or the
+	// execution of the request a resume names, still runs; ask again for
+	// its outcome.
 	CodeInProgress Code = "IN_PROGRESS"
 	// CodeKeyReused (422): the idempotency key names the saga's call at
 	// journalSeq, made with another tool or input; a new call needs a new
@@ -93,8 +95,9 @@ const (
 	// CodeToolFailed (422): the tool failed and the saga was compensated.
 	CodeToolFailed Code = "TOOL_FAILED"
 	// CodeRefused (409): the resume was refused, or the gate refused the
-	// call (no rule of the approval policy applies to it); journaled, and
-	// the saga compensated.
+	// call (no rule of the approval policy applies to it, or a rule's
+	// condition cannot be evaluated for it); journaled, and the saga
+	// compensated.
 	CodeRefused Code = "REFUSED"
 	// CodeUndecided (409): the request has not the approvals its rule
 	// asks for yet; nothing was changed. Wait, then execute it once it
@@ -231,7 +234,7 @@ type CallRequest struct {
 // CallResult is what became of a call: 200 executed, 202 gated (approve
 // and resume JournalSeq) or in doubt, 422 the tool failed (Code
 // TOOL_FAILED) and the saga was compensated. Status is the saga's
-// afterwards, absent when in doubt.
+// afterwards; in doubt, as the call's INTENT left it.
 type CallResult struct {
 	SagaID string `json:"sagaId"`
 	// JournalSeq is the call's first entry: its INTENT, or the
@@ -239,7 +242,7 @@ type CallResult struct {
 	JournalSeq int64   `json:"journalSeq"`
 	ToolName   string  `json:"toolName"`
 	Outcome    Outcome `json:"outcome"`
-	Status     Status  `json:"status,omitempty"`
+	Status     Status  `json:"status"`
 	// Result is the tool's answer, when executed.
 	Result *string `json:"result,omitempty"`
 	// Message and InputHash (hex SHA-256 of the input) describe a gated

@@ -171,6 +171,53 @@ func TestVerifyVotes(t *testing.T) {
 	})
 }
 
+// TestVerifyGateRefusal: offline, sagacity verify agrees with the gate
+// about a request whose rule's condition cannot be evaluated (a string
+// where it compares a number): the gate's refusal, naming the rule,
+// verifies; the request rewritten to pass for one its laxer rule decides
+// (its refusal dropped, the chain recomputed) is caught, and so is the
+// refusal rewritten to say that no rule applied.
+func TestVerifyGateRefusal(t *testing.T) {
+	ctx := t.Context()
+	policy, err := engine.CompilePolicy(engine.PolicySpec{
+		Default: []engine.RuleSpec{{Name: "one"}},
+		Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {
+			{Name: "large", When: "payload.amount >= 10000", Quorum: 2},
+			{Name: "small"},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newDeployment(t, policy)
+	agent := engine.Principal{ID: "agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}
+	auditor := engine.Principal{ID: "auditor", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleAuditor}}
+	if r, err := o.e.Call(ctx, agent, "wire", "sendWireTransfer", `{"amount":"50000"}`); err != nil || r.Outcome != engine.OutcomeRefused {
+		t.Fatalf("Call(wire) = %+v, %v; want it refused at the gate", r, err)
+	}
+	o.checkpoint()
+	es, ps, err := o.e.Evidence(ctx, auditor, "wire", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[1].Field(engine.KeyRule) != "large" {
+		t.Fatalf("Evidence(wire) = %+v; want the request and its refusal naming rule large", es)
+	}
+	x := exporter{t: t, dir: t.TempDir(), es: es, ps: ps}
+	key := o.keys.VerifierKey()
+	checkVerify(t, []verifyCase{
+		{"the export", []string{"-key", key}, x.export("good.ndjson", nil), 0, `"valid":true,"entryCount":2`},
+		{"the request pinned to the laxer rule", []string{"-key", key}, x.export("laxer.ndjson", func(es []engine.Entry, _ *engine.Proofs) []engine.Entry {
+			es[0].Payload += "\nrule=small"
+			return es[:1]
+		}), 1, `"breakAtIndex":0,"message":"seq=1 (entry 0) records approval rule \"small\", but its policy gives its bytes no rule (rule \"large\"'s condition cannot be evaluated for them)`},
+		{"the refusal saying no rule applied", []string{"-key", key}, x.export("norule.ndjson", func(es []engine.Entry, _ *engine.Proofs) []engine.Entry {
+			es[1].Payload = engine.RefusedNoRule
+			return es
+		}), 1, `"breakAtIndex":0,"message":"seq=1 (entry 0) is a request its policy refuses (` + engine.RefusedCondition + ` (rule large: no such overload`},
+	})
+}
+
 // deployment is an engine over a SQLite database with its global log, the
 // tools sendWireTransfer and refund, and an approval policy, whose
 // exports a test verifies offline.

@@ -18,6 +18,7 @@ type yamlApproval struct {
 type yamlRule struct {
 	Name      string   `yaml:"name"`
 	When      string   `yaml:"when"`
+	OnError   string   `yaml:"onError"`
 	Approvers []string `yaml:"approvers"`
 	Quorum    int      `yaml:"quorum"`
 	Expires   string   `yaml:"expires"`
@@ -46,7 +47,7 @@ func checkApproval(y yamlApproval) (*engine.Approvals, error) {
 	rules := func(label string, ys []yamlRule) ([]engine.RuleSpec, error) {
 		out := []engine.RuleSpec{}
 		for i, r := range ys {
-			rs := engine.RuleSpec{Name: r.Name, When: r.When, Approvers: r.Approvers, Quorum: r.Quorum, Reason: r.Reason, Passkey: r.Passkey}
+			rs := engine.RuleSpec{Name: r.Name, When: r.When, OnError: r.OnError, Approvers: r.Approvers, Quorum: r.Quorum, Reason: r.Reason, Passkey: r.Passkey}
 			for _, d := range []struct {
 				key, v string
 				to     *engine.Duration

@@ -601,26 +601,33 @@ func (d *driver) resumeApproved() {
 			}
 			a, _ := c.resume(ctx, srv, s.id, g.seq, g.input)
 			g.closed, s.dirty = true, true
+			// A resume the client never saw answered may have claimed it:
+			// then this one is told what that came to.
+			claimed := find(s.journal, func(e sagacity.Entry) bool {
+				return e.Phase == "INTENT" && e.ToolName == toolWire && e.Input == g.input && e.Seq > g.seq
+			})
 			switch {
 			case a.is(200):
 				s.succ = append(s.succ, success{what: "resume", seq: g.seq, tool: toolWire, input: g.input})
-				d.count("approvals resumed later")
+				if claimed != nil {
+					d.count("approvals claimed by an unanswered resume, answered its outcome")
+				} else {
+					d.count("approvals resumed later")
+				}
+			case claimed != nil && s.doubt[claimed.Seq] && (a.is(202) && strings.Contains(a.body, `"outcome":"IN_DOUBT"`) ||
+				a.is(409) && strings.Contains(a.body, `"code":"IN_PROGRESS"`)):
+				d.count("approvals claimed by an unanswered resume cut off, answered in doubt")
+			case claimed != nil && a.is(422) && strings.Contains(a.body, `"code":"TOOL_FAILED"`):
+				d.count("approvals claimed by an unanswered resume whose tool failed, answered so")
 			case a.is(404):
-				claimed := find(s.journal, func(e sagacity.Entry) bool {
-					return e.Phase == "INTENT" && e.ToolName == toolWire && e.Input == g.input && e.Seq > g.seq
-				})
 				failed := find(s.journal, func(e sagacity.Entry) bool {
 					return (e.Phase == "REJECTED" || e.Phase == "FAILED") && e.Seq > g.seq
 				})
-				switch {
-				case claimed != nil:
-					d.count("approvals claimed by an unanswered resume")
-				case failed != nil:
-					d.count("approvals dropped by a failure or rejection")
-				default:
-					t.Errorf("saga %s: approval of seq %d answered 200 earlier, and now %s, but its journal shows no resume and no rejection or failure that would have dropped it:\n%s",
+				if claimed != nil || failed == nil {
+					t.Errorf("saga %s: approval of seq %d answered 200 earlier, and now %s, but its journal shows a resume of it, or no rejection or failure that would have dropped it:\n%s",
 						s.id, g.seq, a, journalText(s.journal))
 				}
+				d.count("approvals dropped by a failure or rejection")
 			case a.is(409) && strings.Contains(a.body, `"code":"IN_DOUBT"`):
 				// A call of the saga was cut off by the kill: the saga
 				// takes nothing more until a person resolves it.
@@ -644,7 +651,8 @@ func (d *driver) resumeApproved() {
 				}
 				d.count("approvals superseded by an unanswered approval")
 			default:
-				t.Errorf("saga %s: resume of the approved seq %d with its exact bytes: %s; want 200, or 404 when the journal says why", s.id, g.seq, a)
+				t.Errorf("saga %s: resume of the approved seq %d with its exact bytes: %s; want 200, what an unanswered resume came to, "+
+					"or 404 when the journal says why", s.id, g.seq, a)
 			}
 		}
 	}

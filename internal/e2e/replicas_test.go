@@ -14,9 +14,9 @@ import (
 )
 
 // TestReplicas runs two servers on one PostgreSQL schema. However many
-// resumes race across both, an approved request's tool runs once; a
-// rejection racing an approval either drops the request, or loses to a
-// resume that already claimed it.
+// resumes race across both, an approved request's tool runs once, and the
+// others are told what it came to; a rejection racing an approval either
+// drops the request, or loses to a resume that already claimed it.
 func TestReplicas(t *testing.T) {
 	start := time.Now()
 	f := newFixture(t, 80*time.Second)
@@ -81,19 +81,22 @@ func TestReplicas(t *testing.T) {
 	wg.Wait()
 	eff := f.tools.snapshot()
 	for k, q := range reqs {
+		// The resume that ran it answers 200; each one after it is told
+		// what it came to (200 again) or that it still runs (409
+		// IN_PROGRESS).
 		var won int
 		var others []string
 		for _, a := range answers[k] {
 			switch {
 			case a.is(200):
 				won++
-			case !a.is(404):
+			case !a.is(409) || !strings.Contains(a.body, `"code":"IN_PROGRESS"`):
 				others = append(others, a.String())
 			}
 		}
-		if won != 1 || len(others) > 0 {
-			t.Errorf("request %s/%d resumed by %d resumers on two replicas: %d answered 200, and besides 404: %q; want exactly one 200, 404 for the rest",
-				q.saga, q.seq, resumers, won, others)
+		if won < 1 || len(others) > 0 {
+			t.Errorf("request %s/%d resumed by %d resumers on two replicas: %d answered 200, and besides 409 IN_PROGRESS: %q; want 200 at least once, "+
+				"409 IN_PROGRESS for the rest", q.saga, q.seq, resumers, won, others)
 		}
 		if keys := eff.keysFor(q.input); len(keys) != 1 || eff.execs[keys[0]] != 1 {
 			t.Errorf("request %s/%d: the wire ran under keys %v (%v); want one key, executed once", q.saga, q.seq, keys, counts(eff, keys))
@@ -190,13 +193,9 @@ func TestReplicas(t *testing.T) {
 		case x.reject.is(404) || x.reject.is(409):
 			outcomes["approve won"]++
 			wrong(!x.approve.is(200), "the approval did not succeed")
-			ran := 0
-			for _, a := range []answer{x.resume, x.later} {
-				if a.is(200) {
-					ran++
-				}
-			}
-			wrong(ran != 1, "%d resumes answered 200, want exactly one", ran)
+			// A's resume runs it; a later one answers what it came to.
+			wrong(x.withResume && !x.resume.is(200), "A's resume did not answer 200")
+			wrong(!x.later.is(200), "a later resume did not answer 200")
 			wrong(len(wires) != 1 || eff.execs[wires[0]] != 1, "the wire ran under keys %v (%v), want one key executed once", wires, counts(eff, wires))
 			wrong(released != 0, "the reservation was released %d times, want never", released)
 			wrong(sg.Status != "RUNNING", "the saga is %s, want RUNNING", sg.Status)

@@ -19,7 +19,10 @@ import (
 // An approval policy says who must approve a request of an IRREVERSIBLE
 // tool, how many of them, and until when: per tool and as a default, an
 // ordered list of rules, the first whose condition holds for the exact
-// request applying. It is compiled once, at start-up; a policy that does
+// request applying. A condition that cannot be evaluated for a request
+// refuses it, unless its rule says onError: skip: otherwise the requester
+// would pick its own rule, by sending what makes a stricter rule's
+// condition fail. It is compiled once, at start-up; a policy that does
 // not compile is refused, naming the tool, the rule and the column.
 
 // RuleSpec is one rule as the configuration writes it.
@@ -30,6 +33,13 @@ type RuleSpec struct {
 	// When is a CEL condition over payload (the input parsed as a JSON
 	// object), tool, saga and requester; empty, the rule always applies.
 	When string `json:"when,omitempty"`
+	// OnError says what a condition that cannot be evaluated for a
+	// request (an error, a cost over the bound, input that is no JSON
+	// object) does: OnErrorRefuse, the gate refuses the request;
+	// OnErrorSkip, the rule does not apply and the next one is tried.
+	// OnErrorRefuse when empty; the canonical document says it for
+	// every rule with a condition.
+	OnError string `json:"onError,omitempty"`
 	// Approvers are the roles or groups whose members may vote; the
 	// approver role when empty.
 	Approvers []string `json:"approvers,omitempty"`
@@ -73,6 +83,16 @@ const PasskeyRequired = "required"
 // ReasonRequired is RuleSpec.Reason for a rule whose votes must say why.
 const ReasonRequired = "required"
 
+// RuleSpec.OnError's values.
+const (
+	// OnErrorRefuse: a condition that cannot be evaluated refuses the
+	// request at the gate, as no rule applying does.
+	OnErrorRefuse = "refuse"
+	// OnErrorSkip: a condition that cannot be evaluated does not hold,
+	// and the next rule is tried.
+	OnErrorSkip = "skip"
+)
+
 // Duration is a length of time as a policy writes it: "30m", "2h",
 // "168h". Its JSON is Go's duration text.
 type Duration time.Duration
@@ -114,7 +134,10 @@ type Rule struct {
 	PasskeyRequired bool
 	// Escalate are its escalation's steps, in order.
 	Escalate []Step
-	prog     cel.Program // nil without a condition
+	// SkipOnError: a condition that cannot be evaluated does not hold
+	// (onError: skip); otherwise it refuses the request.
+	SkipOnError bool
+	prog        cel.Program // nil without a condition
 }
 
 // Step is a step of a rule's escalation: After this long since the
@@ -158,7 +181,12 @@ var DefaultPolicy = PolicySpec{Default: []RuleSpec{{Name: "default", Approvers: 
 // a boolean, and name only payload, tool, saga and requester; every
 // window must be within bounds. Errors name the tool, the rule and the
 // field.
-func CompilePolicy(spec PolicySpec) (*Approvals, error) {
+func CompilePolicy(spec PolicySpec) (*Approvals, error) { return compilePolicy(spec, false) }
+
+// compilePolicy is CompilePolicy; legacy compiles a document from before
+// rules said onError, whose conditions skip when they cannot be
+// evaluated, as they did when its requests were pinned to it.
+func compilePolicy(spec PolicySpec, legacy bool) (*Approvals, error) {
 	env, err := cel.NewEnv(
 		cel.Variable("payload", cel.DynType),
 		cel.Variable("tool", cel.StringType),
@@ -205,13 +233,22 @@ func CompilePolicy(spec PolicySpec) (*Approvals, error) {
 			if err := checkWindows(rs); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", where, err)
 			}
+			switch {
+			case rs.When == "" && rs.OnError != "":
+				return nil, nil, fmt.Errorf("%s: onError applies to a rule with a condition (when)", where)
+			case rs.When != "" && rs.OnError == "" && !legacy:
+				rs.OnError = OnErrorRefuse
+			case rs.OnError != "" && rs.OnError != OnErrorRefuse && rs.OnError != OnErrorSkip:
+				return nil, nil, fmt.Errorf("%s: onError must be %q or %q (got %q)", where, OnErrorRefuse, OnErrorSkip, rs.OnError)
+			}
 			steps, err := checkSteps(rs)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", where, err)
 			}
 			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: rs.Quorum,
 				Expires: time.Duration(rs.Expires), Grant: time.Duration(rs.Grant), StepUp: time.Duration(rs.StepUp),
-				ReasonRequired: rs.Reason == ReasonRequired, PasskeyRequired: rs.Passkey == PasskeyRequired, Escalate: steps}
+				ReasonRequired: rs.Reason == ReasonRequired, PasskeyRequired: rs.Passkey == PasskeyRequired, Escalate: steps,
+				SkipOnError: rs.OnError == OnErrorSkip || (legacy && rs.When != "")}
 			if rs.When != "" {
 				ast, iss := env.Compile(rs.When)
 				if iss != nil && iss.Err() != nil {
@@ -306,7 +343,11 @@ func checkSteps(rs RuleSpec) ([]Step, error) {
 
 // ParsePolicy compiles a canonical policy document (Approvals.Text),
 // as the global log keeps it. Invalid when it is not one: other bytes
-// than CompilePolicy would write for the rules it holds.
+// than CompilePolicy would write for the rules it holds. A document in
+// which no rule says onError was written before rules did: its
+// conditions skip when they cannot be evaluated, as they did when it was
+// in force, so the requests pinned to it are decided, and verify, as
+// they were made.
 func ParsePolicy(text string) (*Approvals, error) {
 	var spec PolicySpec
 	dec := json.NewDecoder(strings.NewReader(text))
@@ -314,7 +355,13 @@ func ParsePolicy(text string) (*Approvals, error) {
 	if err := dec.Decode(&spec); err != nil {
 		return nil, Errorf(Invalid, "not an approval policy document: %v", err)
 	}
-	a, err := CompilePolicy(spec)
+	legacy := true
+	for _, rules := range append(slices.Collect(maps.Values(spec.Tools)), spec.Default) {
+		for _, rs := range rules {
+			legacy = legacy && rs.OnError == ""
+		}
+	}
+	a, err := compilePolicy(spec, legacy)
 	if err != nil {
 		return nil, Errorf(Invalid, "the approval policy document does not compile: %v", err)
 	}
@@ -324,29 +371,83 @@ func ParsePolicy(text string) (*Approvals, error) {
 	return a, nil
 }
 
-// Match returns the rule that applies to a request of tool in saga by
-// requester with input: the first whose condition holds among the tool's
-// rules, or the default's for a tool without rules of its own; false when
-// none does (the request is refused). A
-// condition that fails to evaluate (a missing field, a wrong type, too
-// costly) does not hold; a request whose input is not a JSON object
-// matches only rules without a condition.
-func (a *Approvals) Match(tool, saga, requester, input string) (Rule, bool) {
+// Matched is what a policy gives a request: the rule that applies (OK),
+// or none, and the gate refuses it. Failed names the rule whose
+// condition could not be evaluated for it, and Why says how, when that
+// refused it; both are "" when no rule's condition held.
+type Matched struct {
+	Rule        Rule
+	OK          bool
+	Failed, Why string
+}
+
+// Refusal is the detail the gate journals when it refuses the request
+// (its REJECTED entry's payload), and which verification expects there:
+// RefusedNoRule, or RefusedCondition with the rule and the error.
+func (m Matched) Refusal() Lines {
+	if m.Failed == "" {
+		return Lines{{Value: RefusedNoRule}}
+	}
+	return Lines{{Value: RefusedCondition}, {KeyRule, m.Failed}, {KeyError, m.Why}}
+}
+
+// Because says in words why the gate refused the request.
+func (m Matched) Because() string {
+	if m.Failed == "" {
+		return RefusedNoRule
+	}
+	return fmt.Sprintf("%s (rule %s: %s)", RefusedCondition, m.Failed, m.Why)
+}
+
+// gateRefusal reads what the gate's refusal entry says as a Matched.
+func gateRefusal(refusal Entry) Matched {
+	return Matched{Failed: refusal.Field(KeyRule), Why: refusal.Field(KeyError)}
+}
+
+// Match returns what applies to a request of tool in saga by requester
+// with input: the first rule whose condition holds among the tool's
+// rules, or the default's for a tool without rules of its own; or none
+// (the request is refused). A condition that cannot be evaluated (a
+// missing field, a wrong type, too costly, or input that is no JSON
+// object) refuses the request, unless its rule says onError: skip, when
+// it does not hold.
+func (a *Approvals) Match(tool, saga, requester, input string) Matched {
 	var payload map[string]any
 	object := json.Unmarshal([]byte(input), &payload) == nil && payload != nil
 	vars := map[string]any{"payload": payload, "tool": tool, "saga": saga, "requester": requester}
 	for _, r := range a.Rules(tool) {
 		if r.prog == nil {
-			return r, true
+			return Matched{Rule: r, OK: true}
 		}
-		if !object {
-			continue
+		why := "the input is not a JSON object"
+		if object {
+			holds, err := r.holds(vars)
+			switch {
+			case err == nil && holds:
+				return Matched{Rule: r, OK: true}
+			case err == nil:
+				continue
+			}
+			why = err.Error()
 		}
-		if out, _, err := r.prog.Eval(vars); err == nil && out.Value() == true {
-			return r, true
+		if !r.SkipOnError {
+			return Matched{Failed: r.Name, Why: cleanLine(why)}
 		}
 	}
-	return Rule{}, false
+	return Matched{}
+}
+
+// holds evaluates r's condition with vars.
+func (r Rule) holds(vars map[string]any) (bool, error) {
+	out, _, err := r.prog.Eval(vars)
+	if err != nil {
+		return false, err
+	}
+	holds, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("the condition gave a %s, not a boolean", out.Type().TypeName())
+	}
+	return holds, nil
 }
 
 // Rules are the rules a request of tool is matched against, in order:

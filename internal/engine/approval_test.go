@@ -28,29 +28,126 @@ func TestPolicyMatch(t *testing.T) {
 	for _, tt := range []struct {
 		tool, input string
 		want        string // the rule's name; "" for none
+		failed      string // the rule whose condition refused it
 	}{
-		{"sendWireTransfer", `{"amount":"250000","to":"bob"}`, "large"},
-		{"sendWireTransfer", `{"amount":25000,"to":"bob"}`, "large"},
-		{"sendWireTransfer", `{"amount":"100","to":"ext-bank"}`, "large"},
-		{"sendWireTransfer", `{"amount":"100","to":"bob"}`, "small"},
-		{"sendWireTransfer", `{"amount":"9999.99","to":"bob"}`, "small"},
-		// No amount: "large" fails to evaluate (no match), so does "small".
-		{"sendWireTransfer", `{"to":"bob"}`, ""},
-		{"sendWireTransfer", `{"amount":"lots","to":"bob"}`, ""},
-		// Not a JSON object: only rules without a condition match.
-		{"sendWireTransfer", `"250000 to bob"`, ""},
-		{"sendWireTransfer", `[1,2]`, ""},
-		{"sendWireTransfer", `not json`, ""},
-		{"deleteAccount", `not json`, "default#1"},
-		{"deleteAccount", `{"id":1}`, "default#1"},
+		{"sendWireTransfer", `{"amount":"250000","to":"bob"}`, "large", ""},
+		{"sendWireTransfer", `{"amount":25000,"to":"bob"}`, "large", ""},
+		{"sendWireTransfer", `{"amount":"100","to":"ext-bank"}`, "large", ""},
+		{"sendWireTransfer", `{"amount":"100","to":"bob"}`, "small", ""},
+		{"sendWireTransfer", `{"amount":"9999.99","to":"bob"}`, "small", ""},
+		// No amount, or one that is no number: "large" cannot be
+		// evaluated, which refuses the request.
+		{"sendWireTransfer", `{"to":"bob"}`, "", "large"},
+		{"sendWireTransfer", `{"amount":"lots","to":"bob"}`, "", "large"},
+		// Not a JSON object: no condition can be evaluated.
+		{"sendWireTransfer", `"250000 to bob"`, "", "large"},
+		{"sendWireTransfer", `[1,2]`, "", "large"},
+		{"sendWireTransfer", `not json`, "", "large"},
+		{"deleteAccount", `not json`, "default#1", ""},
+		{"deleteAccount", `{"id":1}`, "default#1", ""},
 	} {
-		r, ok := a.Match(tt.tool, "s", "agent", tt.input)
-		if got := map[bool]string{true: r.Name}[ok]; got != tt.want {
-			t.Errorf("Match(%s, %s) = %q; want %q", tt.tool, tt.input, got, tt.want)
+		m := a.Match(tt.tool, "s", "agent", tt.input)
+		if got := map[bool]string{true: m.Rule.Name}[m.OK]; got != tt.want || m.Failed != tt.failed || (m.Failed != "") != (m.Why != "") {
+			t.Errorf("Match(%s, %s) = %q, failed %q (%s); want %q, failed %q", tt.tool, tt.input, got, m.Failed, m.Why, tt.want, tt.failed)
 		}
 	}
-	if r, _ := a.Match("deleteAccount", "s", "agent", `{}`); r.Approvers[0] != "approver" {
-		t.Errorf("default = %+v; want one approver", r)
+	if m := a.Match("deleteAccount", "s", "agent", `{}`); m.Rule.Approvers[0] != "approver" {
+		t.Errorf("default = %+v; want one approver", m.Rule)
+	}
+}
+
+// A condition that cannot be evaluated does not let the requester pick
+// a laxer rule: a payload padded past the condition's cost (the issue's:
+// 19,999 small items and one of 50000, whose one that counts is never
+// reached within the bound), or a string where the condition compares a
+// number, is refused at the gate, naming the rule and why; the same rule
+// with onError: skip tries the next.
+func TestPolicyFailsClosed(t *testing.T) {
+	rules := func(onError string) *Approvals {
+		a, err := CompilePolicy(PolicySpec{Tools: map[string][]RuleSpec{"wire": {
+			{Name: "large", When: `payload.items.exists(i, i.amount >= 10000 || i.tags.exists(t, t == "large"))`, Quorum: 2, OnError: onError},
+			{Name: "small"},
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	strict, lax := rules(""), rules(OnErrorSkip)
+	tagged := `{"amount":1,"tags":[` + strings.Repeat(`"a",`, 99) + `"b"]},`
+	for _, tt := range []struct {
+		name, input string
+		refuse      string // the rule and the start of why; "" when a rule applies
+		skip        string // the rule that applies under onError: skip; "" not to evaluate it again
+	}{
+		{"the issue's padding", `{"items":[` + strings.Repeat(`{"amount":1,"tags":[]},`, 19999) + `{"amount":50000,"tags":[]}]}`,
+			"large: operation cancelled: actual cost limit exceeded", ""},
+		{"padded with tags", `{"items":[` + strings.Repeat(tagged, 200) + `{"amount":50000,"tags":[]}]}`,
+			"large: operation cancelled: actual cost limit exceeded", "small"},
+		{"a string where a number is compared", `{"items":[{"amount":"50000","tags":[]}]}`, "large: no such overload", "small"},
+		{"no items", `{"to":"bob"}`, "large: no such key: items", "small"},
+		{"not a JSON object", `[{"amount":50000}]`, "large: the input is not a JSON object", "small"},
+		{"one large item", `{"items":[{"amount":1,"tags":[]},{"amount":50000,"tags":[]}]}`, "", "large"},
+		{"small items", `{"items":[{"amount":1,"tags":["b"]},{"amount":2,"tags":[]}]}`, "", "small"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := strict.Match("wire", "s", "agent", tt.input)
+			switch got := m.Failed + ": " + m.Why; {
+			case tt.refuse == "" && (!m.OK || m.Rule.Name != tt.skip):
+				t.Errorf("Match = %+v; want rule %s", m, tt.skip)
+			case tt.refuse != "" && (m.OK || !strings.HasPrefix(got, tt.refuse)):
+				t.Errorf("Match = rule %q (ok %v), refused by %q; want refused by %q", m.Rule.Name, m.OK, got, tt.refuse)
+			case tt.refuse != "" && m.Refusal().String() != RefusedCondition+"\nrule=large\nerror="+m.Why:
+				t.Errorf("the gate's refusal = %q; want the detail, the rule and the error", m.Refusal().String())
+			}
+			if tt.skip == "" {
+				return
+			}
+			if m := lax.Match("wire", "s", "agent", tt.input); !m.OK || m.Rule.Name != tt.skip {
+				t.Errorf("Match under onError: skip = %+v; want rule %s", m, tt.skip)
+			}
+		})
+	}
+}
+
+// Every rule with a condition says onError in the canonical document; a
+// document from before rules did still parses, and its conditions skip
+// as they did when requests were pinned to it, so those requests are
+// decided, and verify, as they were made.
+func TestPolicyOnError(t *testing.T) {
+	a, err := CompilePolicy(PolicySpec{Default: []RuleSpec{{Name: "big", When: "payload.amount > 5"}, {Name: "skips", When: "payload.n > 1", OnError: OnErrorSkip}, {Name: "rest"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"default":[{"name":"big","when":"payload.amount > 5","onError":"refuse","approvers":["approver"],"quorum":1},` +
+		`{"name":"skips","when":"payload.n > 1","onError":"skip","approvers":["approver"],"quorum":1},{"name":"rest","approvers":["approver"],"quorum":1}]}`
+	if a.Text != want {
+		t.Errorf("canonical document = %s\nwant %s", a.Text, want)
+	}
+	if b, err := ParsePolicy(a.Text); err != nil || b.Hash != a.Hash || b.Match("x", "s", "agent", `{}`).Failed != "big" {
+		t.Errorf("ParsePolicy(its own document) = %v; want the same policy, refusing what big cannot evaluate", err)
+	}
+	old := `{"default":[{"name":"big","when":"payload.amount > 5","approvers":["approver"],"quorum":1},{"name":"rest","approvers":["approver"],"quorum":1}]}`
+	b, err := ParsePolicy(old)
+	if err != nil {
+		t.Fatalf("ParsePolicy(a document from before onError) = %v", err)
+	}
+	if b.Text != old {
+		t.Errorf("the old document's text = %s; want it kept", b.Text)
+	}
+	if m := b.Match("x", "s", "agent", `{}`); !m.OK || m.Rule.Name != "rest" {
+		t.Errorf("Match under the old document = %+v; want rest, as it was then", m)
+	}
+	for _, tt := range []struct {
+		spec PolicySpec
+		want string
+	}{
+		{PolicySpec{Default: []RuleSpec{{OnError: OnErrorSkip}}}, "default, rule 1 (default#1): onError applies to a rule with a condition"},
+		{PolicySpec{Default: []RuleSpec{{When: "true", OnError: "ignore"}}}, `onError must be "refuse" or "skip" (got "ignore")`},
+	} {
+		if _, err := CompilePolicy(tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("CompilePolicy(%+v) = %v; want an error containing %q", tt.spec, err, tt.want)
+		}
 	}
 }
 
@@ -64,12 +161,12 @@ func TestPolicyVariables(t *testing.T) {
 		t.Fatal(err)
 	}
 	for saga, want := range map[string]string{"prod-1": "prod", "test-1": "rest"} {
-		if r, ok := a.Match("drop", saga, "oidc#alice", `{}`); !ok || r.Name != want {
-			t.Errorf("saga %s: rule %q; want %q", saga, r.Name, want)
+		if m := a.Match("drop", saga, "oidc#alice", `{}`); !m.OK || m.Rule.Name != want {
+			t.Errorf("saga %s: rule %q; want %q", saga, m.Rule.Name, want)
 		}
 	}
-	if r, _ := a.Match("drop", "prod-1", "token:ci", `{}`); r.Name != "rest" {
-		t.Errorf("requester token:ci: rule %q; want rest", r.Name)
+	if m := a.Match("drop", "prod-1", "token:ci", `{}`); m.Rule.Name != "rest" {
+		t.Errorf("requester token:ci: rule %q; want rest", m.Rule.Name)
 	}
 }
 
@@ -165,6 +262,12 @@ func TestRuleOf(t *testing.T) {
 		if _, err := e.ruleIn(request(large, lines)); !IsKind(err, Conflict) {
 			t.Errorf("ruleIn(%s) = %v; want Conflict", what, err)
 		}
+	}
+	// Bytes that large's condition cannot evaluate get no rule: the
+	// laxer one pinned to them decides nothing.
+	if _, err := e.ruleIn(request(`{"amount":"lots"}`, Lines{{KeyRule, "small"}, {KeyPolicy, a.Hash}})); !IsKind(err, Conflict) ||
+		!strings.Contains(err.Error(), `gives its bytes no rule (rule "large"'s condition cannot be evaluated for them)`) {
+		t.Errorf("ruleIn(a laxer rule than a failing condition gives) = %v; want Conflict naming large", err)
 	}
 	// Another policy's rules are read before anything is decided.
 	if _, err := e.ruleIn(request(large, Lines{{KeyRule, "large"}, {KeyPolicy, PayloadHash("another")}})); !errors.As(err, new(*unloaded)) {

@@ -43,7 +43,9 @@ type CallResult struct {
 	Message   string // AWAITING_APPROVAL: the model-facing message
 	InputHash string // AWAITING_APPROVAL: sha256 of the input
 	Error     string // failed or in doubt: what went wrong
-	Status    Status // the saga's status afterwards; "" when in doubt
+	// Status is the saga's status afterwards: in doubt, as the call's
+	// INTENT left it, since nothing was journaled after it.
+	Status Status
 }
 
 // Call runs a tool inside a saga, creating the saga (with p as its
@@ -158,16 +160,16 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 	// The request is decided by the rule that applies now, and records it
 	// with the policy's hash: frozen at request time. The rule depends on
 	// the request alone, so it is found before the saga is locked.
-	phase, lines, matched := PhaseIntent, requested(p, key), true
-	var rule Rule
+	phase, lines, m := PhaseIntent, requested(p, key), Matched{OK: true}
 	if tool.Reversibility == Irreversible {
-		rule, matched = e.approvals.Match(toolName, sagaID, p.ID, input)
+		m = e.approvals.Match(toolName, sagaID, p.ID, input)
 		phase = PhaseAwaitingApproval
-		if matched {
-			lines = lines.With(KeyRule, rule.Name)
+		if m.OK {
+			lines = lines.With(KeyRule, m.Rule.Name)
 		}
 		lines = lines.With(KeyPolicy, e.approvals.Hash)
 	}
+	rule := m.Rule
 	lines = lines.With(KeyReason, a.Reason)
 	var res CallResult
 	var call Call
@@ -194,15 +196,15 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 				return err
 			}
 		}
-		if !matched {
+		if !m.OK {
 			// Fail closed: journaled as a refused request, and the saga
 			// compensated, as a refused resume is.
-			if _, err := e.append(tx, s, toolName, PhaseRejected, gateRef(en.Seq), RefusedNoRule); err != nil {
+			if _, err := e.append(tx, s, toolName, PhaseRejected, gateRef(en.Seq), m.Refusal().String()); err != nil {
 				return err
 			}
 			res = CallResult{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Outcome: OutcomeRefused, InputHash: PayloadHash(input),
-				Error: fmt.Sprintf("%s: the request at seq=%d cannot be approved, and the saga is compensated", RefusedNoRule, en.Seq)}
-			return e.fail(tx, s, fmt.Sprintf("the request of %s at seq=%d was refused at the gate: %s", toolName, en.Seq, RefusedNoRule))
+				Error: gateRefused(m, en.Seq)}
+			return e.fail(tx, s, fmt.Sprintf("the request of %s at seq=%d was refused at the gate: %s", toolName, en.Seq, m.Because()))
 		}
 		if phase == PhaseAwaitingApproval {
 			r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
@@ -235,7 +237,13 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 	if call.Seq == 0 {
 		return res, nil
 	}
-	return e.execute(ctx, tool, call)
+	return e.execute(ctx, tool, call, s.Status)
+}
+
+// gateRefused is what a call the gate refused, at seq, as m says, is
+// told.
+func gateRefused(m Matched, seq int64) string {
+	return fmt.Sprintf("%s: the request at seq=%d cannot be approved, and the saga is compensated", m.Because(), seq)
 }
 
 // clear refuses to start a call in a saga with a call in doubt: its
@@ -253,8 +261,8 @@ func (e *Engine) clear(tx Tx, s *Saga) error {
 	c := doubt[0]
 	return &Error{Kind: Conflict, Code: wire.CodeInDoubt, SagaID: s.ID, Seq: c.Seq, Msg: fmt.Sprintf(
 		"saga %s has a call in doubt at seq=%d (%s, started %s): its outcome is not journaled, so it may have taken effect; "+
-			"a person must find out from the tool's owner and resolve it (the console's in-doubt page, or POST /sagacity/in-doubt/%s/%d/resolve) "+
-			"before the saga takes another call", s.ID, c.Seq, c.ToolName, c.StartedAt.UTC().Format(time.RFC3339), s.ID, c.Seq)}
+			"a person must find out from the tool's owner and resolve it (%s) before the saga takes another call",
+		s.ID, c.Seq, c.ToolName, c.StartedAt.UTC().Format(time.RFC3339), resolving(s.ID, c.Seq))}
 }
 
 // putCall stores call c, which was in state from ("" for a new one), and
@@ -272,7 +280,8 @@ func (e *Engine) putCall(tx Tx, s *Saga, from CallState, c Call) error {
 
 // replay answers a call made again under key with what the first one
 // under it came to: its outcome as the journal and the calls table hold
-// it now. NotFound when no call of the saga has the key.
+// it now (see outcome), or, for a gated call, what became of its request
+// since (see fate). NotFound when no call of the saga has the key.
 func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, input, key string) (CallResult, error) {
 	seq, err := e.store.CallKey(ctx, sagaID, key)
 	if err != nil {
@@ -294,19 +303,59 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 			"Idempotency-Key %q was used for the call at seq=%d (%s, input sha256 %s), with other bytes: "+
 				"a new call needs a new key", key, seq, first.ToolName, PayloadHash(first.Input))}
 	}
-	res := CallResult{SagaID: sagaID, Seq: seq, ToolName: toolName, Status: snap.Saga.Status}
+	what := fmt.Sprintf("the call under Idempotency-Key %q (seq=%d)", key, seq)
 	if first.Phase == PhaseAwaitingApproval {
-		res.Outcome, res.Message, res.InputHash = OutcomeAwaitingApproval, AwaitingMessage(toolName), PayloadHash(input)
-		if seq < int64(len(snap.Entries)) {
-			if next := snap.Entries[seq]; next.Phase == PhaseRejected && next.ToolName == toolName && next.Payload == RefusedNoRule {
-				res.Outcome, res.Message, res.Error = OutcomeRefused, "", RefusedNoRule
-			}
-		}
+		return e.fate(ctx, snap, seq, what)
+	}
+	return e.outcome(ctx, snap, seq, seq, what)
+}
+
+// fate says what became of the request at seq, made by a gated call
+// (what, in messages), as the journal in snap says: still waiting for
+// approval; refused at the gate, or when a resume of it was refused; sent
+// back, expired or its grant ended (as closedIn says); rejected, dropped
+// or dismissed (Conflict, saying so); or, once resumed, what its
+// execution came to (see outcome).
+func (e *Engine) fate(ctx context.Context, snap Snapshot, seq int64, what string) (CallResult, error) {
+	gated := snap.Entries[seq-1]
+	res := CallResult{SagaID: snap.Saga.ID, Seq: seq, ToolName: gated.ToolName, Status: snap.Saga.Status, InputHash: PayloadHash(gated.Input)}
+	l, err := closedIn(snap.Entries, snap.Saga.ID, seq)
+	switch {
+	case l == nil || l.Open() || l.Closed > int64(len(snap.Entries)):
+		res.Outcome, res.Message = OutcomeAwaitingApproval, AwaitingMessage(gated.ToolName)
+		return res, nil
+	case l.Closing == ClosedResumed:
+		return e.outcome(ctx, snap, seq, l.Closed, what)
+	case gated.Field(KeyPolicy) != "" && gated.Field(KeyRule) == "":
+		// No rule applied: the gate refused it at once (verification
+		// holds it to that).
+		res.Outcome, res.Error = OutcomeRefused, gateRefused(gateRefusal(snap.Entries[l.Closed-1]), seq)
+		return res, nil
+	case !IsKind(err, NotFound):
+		return CallResult{}, err // sent back, or its time ran out
+	case l.Closing == ClosedRefused:
+		detail, _, _ := snap.Entries[l.Closed-1].Refusal()
+		res.Outcome, res.Error = OutcomeRefused, fmt.Sprintf("a resume of the request at seq=%d was refused at seq=%d (%s), "+
+			"and the saga is compensated", seq, l.Closed, detail)
 		return res, nil
 	}
+	return CallResult{}, &Error{Kind: Conflict, SagaID: snap.Saga.ID, Seq: seq, Msg: fmt.Sprintf("%s was gated, and its request was %s: "+
+		"it was not executed", what, l.how())}
+}
+
+// outcome says what the call whose INTENT is at intent came to, as the
+// journal and the calls table in snap hold it, for an answer about the
+// entry at seq (the call's first: its INTENT, or the request it
+// executed), naming the call as what: executed with its result (perhaps
+// undone since, with its saga), failed with its error, or in doubt
+// (IN_DOUBT, saying how a person resolves it); Conflict (code
+// IN_PROGRESS) while it still runs on a live process.
+func (e *Engine) outcome(ctx context.Context, snap Snapshot, seq, intent int64, what string) (CallResult, error) {
+	sagaID := snap.Saga.ID
+	res := CallResult{SagaID: sagaID, Seq: seq, ToolName: snap.Entries[intent-1].ToolName, Status: snap.Saga.Status}
 	var c Call
 	for _, k := range snap.Calls {
-		if k.Seq == seq {
+		if k.Seq == intent {
 			c = k
 		}
 	}
@@ -318,20 +367,26 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 		if err != nil {
 			return CallResult{}, err
 		}
-		if !slices.ContainsFunc(doubt, func(d Call) bool { return d.Seq == seq }) {
+		if !slices.ContainsFunc(doubt, func(d Call) bool { return d.Seq == intent }) {
 			return CallResult{}, &Error{Kind: Conflict, Code: wire.CodeInProgress, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf(
-				"the call under Idempotency-Key %q (seq=%d) is still running: ask again for its outcome", key, seq)}
+				"%s is still running: ask again for its outcome", what)}
 		}
-		res.Outcome, res.Status = OutcomeInDoubt, ""
-		res.Error = fmt.Sprintf("the call under this Idempotency-Key (seq=%d) ran, or may have, and its outcome is not journaled: "+
-			"it is in doubt until a person resolves it; do not call it again", seq)
+		res.Outcome = OutcomeInDoubt
+		res.Error = fmt.Sprintf("%s ran, or may have, and its outcome is not journaled: it is in doubt until a person resolves it "+
+			"(%s); do not call it again", what, resolving(sagaID, intent))
 	case c.State == "":
-		return CallResult{}, &Error{Kind: Internal, Msg: fmt.Sprintf("the call under key %q has no record", key)}
+		return CallResult{}, &Error{Kind: Internal, Msg: fmt.Sprintf("%s has no record", what)}
 	default:
 		// It executed (then perhaps was undone with its saga).
 		res.Outcome, res.Result = OutcomeExecuted, c.Result
 	}
 	return res, nil
+}
+
+// resolving says where a person resolves the call in doubt at seq of
+// saga sagaID.
+func resolving(sagaID string, seq int64) string {
+	return fmt.Sprintf("the console's in-doubt page, or POST /sagacity/in-doubt/%s/%d/resolve", sagaID, seq)
 }
 
 // requested is the payload of the entry that opens a call: who asked for
@@ -340,12 +395,13 @@ func requested(p Principal, key string) Lines {
 	return Lines{{KeyRequester, p.ID}}.With(KeyAuth, string(p.Auth)).With(KeyClient, cleanLine(p.Client)).With(KeyIdempotency, key)
 }
 
-// execute runs a call whose INTENT is committed, journals its outcome and,
-// when it failed, compensates the saga. The journal is written even when
-// the caller has gone away, and retried while the store is unavailable:
-// an effect that happened must be recorded. When it still cannot be, the
-// call is left in doubt and the outcome says so.
-func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, error) {
+// execute runs a call whose INTENT is committed, leaving its saga in
+// status, journals its outcome and, when it failed, compensates the saga.
+// The journal is written even when the caller has gone away, and retried
+// while the store is unavailable: an effect that happened must be
+// recorded. When it still cannot be, the call is left in doubt, the saga
+// as the INTENT left it, and the outcome says so.
+func (e *Engine) execute(ctx context.Context, tool Tool, c Call, status Status) (CallResult, error) {
 	ctx = context.WithoutCancel(ctx)
 	defer e.run(c)()
 	inv := c.Invocation()
@@ -371,7 +427,7 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call) (CallResult, er
 	if err != nil {
 		e.log.Error("a tool ran but its outcome could not be journaled; the call is in doubt",
 			"saga", c.SagaID, "seq", c.Seq, "tool", c.ToolName, "err", err)
-		res.Outcome = OutcomeInDoubt
+		res.Outcome, res.Status = OutcomeInDoubt, status
 		res.Error = fmt.Sprintf("tool %s was called but its outcome could not be journaled, so it may have taken effect; "+
 			"the call is in doubt until a person resolves it: do not retry it", c.ToolName)
 		return res, nil

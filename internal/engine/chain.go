@@ -291,23 +291,39 @@ func VerifySaga(entries []Entry, s Saga, reqs []ApprovalRequest) Verification {
 		return v
 	}
 	for _, r := range reqs {
-		i := r.JournalSeq - 1
-		if i < 0 || i >= int64(n) {
-			return broken(n, n, fmt.Sprintf("approval request at seq=%d has no journal entry", r.JournalSeq))
-		}
-		l := lc.Requests[r.JournalSeq]
-		if l != nil && !l.Open() {
-			c := int(l.Closed - 1)
-			return broken(n, c, fmt.Sprintf("approval request at seq=%d is pending, but the journal closed it: %s at seq=%d (entry %d)",
-				r.JournalSeq, l.Closing, l.Closed, c))
-		}
-		if g := entries[i]; l == nil || r.SagaID != s.ID || g.ToolName != r.ToolName ||
-			g.Input != r.Input || r.InputHash != PayloadHash(g.Input) || r.Rule != g.Field(KeyRule) ||
-			r.Policy != g.Field(KeyPolicy) || r.Reason != g.Field(KeyReason) {
-			return broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i))
+		if v, _ := verifyRow(entries, lc, s, r); !v.Valid {
+			return v
 		}
 	}
 	return v
+}
+
+// verifyRow checks pending request row r against its saga s's journal
+// (entries, read as lc): the row must stand for an AWAITING_APPROVAL
+// entry the journal holds open — a row for no request, or put back after
+// its request was closed, is a break the journal's own clock cannot
+// settle — and say what that entry says of its tool, input and its hash,
+// rule, policy and reason, else the row's columns alone are broken
+// (columns). verifyRow is pure.
+func verifyRow(entries []Entry, lc Lifecycle, s Saga, r ApprovalRequest) (v Verification, columns bool) {
+	n := len(entries)
+	i := r.JournalSeq - 1
+	if i < 0 || i >= int64(n) {
+		return broken(n, n, fmt.Sprintf("approval request at seq=%d has no journal entry", r.JournalSeq)), false
+	}
+	l := lc.Requests[r.JournalSeq]
+	switch g := entries[i]; {
+	case l == nil || r.SagaID != s.ID:
+		return broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i)), false
+	case !l.Open():
+		c := int(l.Closed - 1)
+		return broken(n, c, fmt.Sprintf("approval request at seq=%d is pending, but the journal closed it: %s at seq=%d (entry %d)",
+			r.JournalSeq, l.Closing, l.Closed, c)), false
+	case g.ToolName != r.ToolName || g.Input != r.Input || r.InputHash != PayloadHash(g.Input) || r.Rule != g.Field(KeyRule) ||
+		r.Policy != g.Field(KeyPolicy) || r.Reason != g.Field(KeyReason):
+		return broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i)), true
+	}
+	return Verification{Valid: true, EntryCount: n, BreakAtIndex: -1}, false
 }
 
 // voters names who cast votes.

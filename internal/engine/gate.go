@@ -18,7 +18,11 @@ const (
 	// RefusedNoRule refuses, at the gate, a request no rule of the
 	// approval policy applies to: nobody could approve it.
 	RefusedNoRule = "no rule of the approval policy applies to this request"
-	RefusedStale  = "stale-approval: payload changed since approval was granted"
+	// RefusedCondition refuses, at the gate, a request for which a
+	// rule's condition could not be evaluated (its rule does not say
+	// onError: skip); its entry names the rule and the error.
+	RefusedCondition = "an approval rule's condition could not be evaluated for this request"
+	RefusedStale     = "stale-approval: payload changed since approval was granted"
 	// RefusedQuorum starts the refusal of a request approved by fewer
 	// people than its rule asks for.
 	RefusedQuorum = "quorum not reached"
@@ -83,33 +87,49 @@ type bound struct {
 	rule    Rule
 	tally   Tally
 	row     ApprovalRequest
+	// drift, when the row says otherwise than its journal (a column
+	// edited behind the engine's back), is the Conflict of acting on it:
+	// nothing is decided on it but what the journal's own clock decides.
+	drift *Error
 	// passkey is the voter's passkey's proof of the vote being cast, when
 	// it was cast with one.
 	passkey *PasskeyProof
 }
 
 // bind reads a locked saga's journal, verifies it against the saga's head
-// and the pending request r (see check: the journal must say r is still
-// open), and returns it with the AWAITING_APPROVAL entry r stands for and
-// the rule that entry records. Decisions and resumes act on that verified
-// entry, never on the request row, which is only the index of what is
-// pending. Conflict when the journal or r does not verify (see intact),
-// or the rule cannot be found; an *unloaded error when the request's
-// policy must be read first.
+// (see intact), checks that it holds the pending request r open, and
+// returns it with the AWAITING_APPROVAL entry r stands for and the rule
+// that entry records. Decisions and resumes act on that verified entry,
+// never on the request row, which is only the index of what is pending:
+// a row whose columns disagree with its entry, or whose index (voters,
+// quorum, due) disagrees with the journal, is bound with its drift.
+// Conflict when the journal does not verify, r stands for no request it
+// holds open, or the rule cannot be found; an *unloaded error when the
+// request's policy must be read first.
 func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 	entries, err := tx.Entries(s.ID)
 	if err != nil {
 		return bound{}, err
 	}
-	if err := e.intact(tx, entries, *s, []ApprovalRequest{r}); err != nil {
+	if err := e.intact(tx, entries, *s, nil); err != nil {
 		return bound{}, err
 	}
 	lc, _ := ReadLifecycle(entries)
+	v, columns := verifyRow(entries, lc, *s, r)
+	if !v.Valid && !columns {
+		return bound{}, e.unverified(s.ID, v)
+	}
 	b := bound{entries: entries, gated: entries[r.JournalSeq-1], life: lc.Requests[r.JournalSeq], row: r}
 	if b.rule, err = e.ruleIn(b.gated); err != nil {
 		return bound{}, err
 	}
 	b.tally = tally(b.gated, b.life, b.rule)
+	if v.Valid {
+		v = indexed(entries, r, b.life, b.rule)
+	}
+	if !v.Valid {
+		b.drift = e.unverified(s.ID, v)
+	}
 	return b, nil
 }
 
@@ -119,23 +139,49 @@ func superseded(l *Life) *Error {
 		"it can no longer be approved or executed", l.Seq, l.SupersededBy)}
 }
 
-// errExpired is returned by a transaction that closed an expired request
-// (the server's REJECTED, the saga failing): the work is committed, and
-// the caller, once the saga is compensated, is told so.
-type errExpired struct{ why string }
-
-func (x *errExpired) Error() string { return x.why }
-
-// expiredError is the Conflict a person or agent acting on an expired
-// request gets, after the server closed it.
-func expiredError(sagaID string, seq int64, why string) *Error {
+// timedOut is the Conflict (code EXPIRED) of acting on the request at
+// seq of saga sagaID whose time ran out, which entry closing closed (the
+// server's REJECTED of an expired request, or the refusal of a lapsed
+// grant): the same answer whoever noticed first, the sweep, a vote or a
+// resume.
+func timedOut(sagaID string, seq int64, closing Entry) *Error {
+	why := fmt.Sprintf("the request at seq=%d expired at %s without its quorum: the server rejected it at seq=%d, and the saga is compensated",
+		seq, closing.Field(KeyExpired), closing.Seq)
+	if closing.Field(KeyExpired) == "" {
+		detail, _, _ := closing.Refusal()
+		why = fmt.Sprintf("the request at seq=%d was not executed within its grant: the server closed it at seq=%d (%s), and the saga is compensated",
+			seq, closing.Seq, detail)
+	}
 	return &Error{Kind: Conflict, Code: wire.CodeExpired, SagaID: sagaID, Seq: seq, Msg: why}
+}
+
+// runOut closes bound request b if its time ran out at at, as whoever
+// notices first does (the sweep, a vote, a resume): expired without its
+// quorum, by the server's REJECTED; approved and not executed within its
+// grant, by a refusal (RefusedGrant). Either fails the saga, which the
+// caller compensates once committed. It returns the entry that closed
+// it, and whether it did; a superseded request's time never runs out,
+// for the saga went on with the one that replaced it.
+func (e *Engine) runOut(tx Tx, s *Saga, b bound, at time.Time) (Entry, bool, error) {
+	switch {
+	case b.life.SupersededBy != 0:
+		return Entry{}, false, nil
+	case b.tally.Expired(at):
+		en, err := e.expire(tx, s, b, at)
+		return en, true, err
+	case b.tally.Lapsed(at):
+		detail := fmt.Sprintf("%s (quorum reached at %s, grant of %s)", RefusedGrant, b.tally.Reached.UTC().Format(time.RFC3339), b.rule.Grant)
+		en, err := e.refused(tx, s, b, Lines{{Value: detail}}, fmt.Sprintf("%s at seq=%d was not executed within its grant",
+			b.gated.ToolName, b.gated.Seq), at)
+		return en, true, err
+	}
+	return Entry{}, false, nil
 }
 
 // decide opens a decision on a pending request: it locks the saga, finds
 // the request, its verified journal entry and its rule, checks that p may
-// take action a on it, closes it as expired when its time ran out
-// (Conflict, code EXPIRED, after the saga is compensated), and for a vote
+// take action a on it, closes it when its time ran out (see runOut:
+// Conflict, code EXPIRED, after the saga is compensated), and for a vote
 // checks the rule's reason and step-up. fn then journals the decision.
 func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string, pv *passkeyVote,
 	fn func(tx Tx, s *Saga, b bound, at time.Time) error) (Saga, error) {
@@ -154,19 +200,18 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 	if err := e.recordSignIn(ctx, p); err != nil {
 		return Saga{}, at(err, sagaID, seq)
 	}
-	var expired *errExpired
-	s, err := e.onRequest(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
-		expired = nil
+	var closing Entry
+	var ranOut bool
+	s, err := e.onPending(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
 		if err := e.Can(p, a, Subject{Saga: s, Requester: b.gated.Field(KeyRequester), Rule: &b.rule}); err != nil {
 			return err
 		}
 		now := e.stamp(s)
-		if b.life.SupersededBy == 0 && b.tally.Expired(now) {
-			// A superseded request never expires: the saga went on
-			// with the one that replaced it.
-			expired = &errExpired{}
-			expired.why, err = e.expire(tx, s, b, now)
+		if closing, ranOut, err = e.runOut(tx, s, b, now); ranOut || err != nil {
 			return err
+		}
+		if b.drift != nil {
+			return b.drift
 		}
 		if d, voting := votes[a]; voting {
 			if err := voteAllowed(p, b.rule, reason, now); err != nil {
@@ -186,9 +231,9 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 		}
 		return fn(tx, s, b, now)
 	})
-	if expired != nil && err == nil {
+	if ranOut && err == nil {
 		e.compensateNow(ctx, s)
-		return Saga{}, expiredError(sagaID, seq, expired.why)
+		return Saga{}, timedOut(sagaID, seq, closing)
 	}
 	return s, at(err, sagaID, seq)
 }
@@ -432,56 +477,71 @@ func (e *Engine) requestChanges(ctx context.Context, p Principal, sagaID string,
 
 // expire closes bound request b, whose deadline passed with its votes
 // short, as the server's REJECTED with a receipt, and fails the saga (the
-// caller compensates it once committed). It returns why, for whoever
-// acted on it.
-func (e *Engine) expire(tx Tx, s *Saga, b bound, at time.Time) (string, error) {
+// caller compensates it once committed). It returns that entry.
+func (e *Engine) expire(tx Tx, s *Saga, b bound, at time.Time) (Entry, error) {
 	server := Principal{ID: ServerDecider, Auth: AuthServer}
 	r := ballot(b, DecidedExpired, server, "")
 	r.EligibleAs = ""
 	receipt, err := e.signed(server, b.gated, r, nil, at)
 	if err != nil {
-		return "", err
+		return Entry{}, err
 	}
 	deadline := b.tally.Deadline.UTC().Format(TimeLayout)
 	payload := Lines{{KeyExpired, deadline}, {KeyAuth, string(AuthServer)}, {KeyReceipt, receipt}}.String()
 	en, err := e.appendAt(tx, s, GateTool, PhaseRejected, gateRef(b.gated.Seq), payload, at)
 	if err != nil {
-		return "", err
+		return Entry{}, err
 	}
 	if err := e.tellClosed(tx, b, Decision{Decided: DecidedExpired, Approver: ServerDecider, DecidedAt: en.Timestamp, Receipt: en.Seq}); err != nil {
-		return "", err
+		return Entry{}, err
 	}
-	why := fmt.Sprintf("the request at seq=%d expired at %s with %s: the server rejected it and the saga is compensated",
-		b.gated.Seq, deadline, b.tally.Progress())
-	return why, e.fail(tx, s, fmt.Sprintf("%s at seq=%d expired without its quorum (%s)", b.gated.ToolName, b.gated.Seq, b.tally.Progress()))
+	return en, e.fail(tx, s, fmt.Sprintf("%s at seq=%d expired without its quorum (%s)", b.gated.ToolName, b.gated.Seq, b.tally.Progress()))
 }
 
-// closedError says what became of a request that is not pending: its
-// reviewer's request for changes (Conflict, code CHANGES_REQUESTED,
-// with what the agent is told), its expiry or its lapsed grant (Conflict,
-// code EXPIRED); NotFound for anything else.
+// closedError says what became of a request that is not pending, as its
+// journal says (see closedIn).
 func (e *Engine) closedError(tx Tx, sagaID string, seq int64) error {
 	entries, err := tx.Entries(sagaID)
 	if err != nil {
 		return err
 	}
+	_, err = closedIn(entries, sagaID, seq)
+	return err
+}
+
+// closedIn says what became of the request at seq of saga sagaID that is
+// not pending, as its journal (entries) says: its reviewer's request for
+// changes (Conflict, code CHANGES_REQUESTED, with what the agent is
+// told), its expiry or its lapsed grant (Conflict, code EXPIRED, see
+// timedOut); NotFound, saying how it was closed, for anything else. It
+// returns the request's life too, nil when the journal has no such
+// request.
+func closedIn(entries []Entry, sagaID string, seq int64) (*Life, error) {
 	lc, _ := ReadLifecycle(entries)
 	l := lc.Requests[seq]
 	if l == nil || l.Open() || l.Closed > int64(len(entries)) {
-		return noPending(sagaID, seq)
+		return l, noPending(sagaID, seq)
 	}
 	closing := entries[l.Closed-1]
 	switch detail, _, _ := closing.Refusal(); {
 	case l.Closing == ClosedChanges:
-		return &Error{Kind: Conflict, Code: wire.CodeChangesRequested, SagaID: sagaID, Seq: seq,
+		return l, &Error{Kind: Conflict, Code: wire.CodeChangesRequested, SagaID: sagaID, Seq: seq,
 			Msg: ChangesMessage(l.Tool, closing.Field(KeyReason))}
-	case l.Closing == ClosedExpired:
-		return expiredError(sagaID, seq, fmt.Sprintf("the request at seq=%d expired at %s without its quorum; the server rejected it",
-			seq, closing.Field(KeyExpired)))
-	case l.Closing == ClosedRefused && strings.HasPrefix(detail, RefusedGrant):
-		return expiredError(sagaID, seq, fmt.Sprintf("the request at seq=%d was closed at seq=%d: %s", seq, closing.Seq, detail))
+	case l.Closing == ClosedExpired, l.Closing == ClosedRefused && strings.HasPrefix(detail, RefusedGrant):
+		return l, timedOut(sagaID, seq, closing)
 	}
-	return noPending(sagaID, seq)
+	none := noPending(sagaID, seq)
+	none.Msg += ": it was " + l.how()
+	return l, none
+}
+
+// errResumed is what a resume finds of a request the journal says was
+// resumed already, by the INTENT at seq: what that execution came to is
+// read, and answered, once the transaction is over.
+type errResumed struct{ intent int64 }
+
+func (x *errResumed) Error() string {
+	return fmt.Sprintf("the request was resumed at seq=%d", x.intent)
 }
 
 // ResumeResult reports a resume. A refused resume is a completed action,
@@ -503,16 +563,21 @@ type ResumeResult struct {
 // a reviewer sent it back, or the server closed it); a journal that does
 // not verify, a request that does not match its AWAITING_APPROVAL entry,
 // or one whose rule cannot be found → Conflict, nothing journaled; a
-// request whose deadline passed without its quorum → expired: the
-// server's REJECTED is journaled and the saga compensated (Refused);
+// request whose time ran out (its deadline passed without its quorum, or
+// its grant ended) → closed as the sweep closes it, the saga compensated,
+// and Conflict with code EXPIRED, as a resume after the sweep gets;
 // fewer standing approvals than its rule's quorum (RefusedNoApproval for
-// none), a grant that ended, or sha256(payload) ≠ the hash of the input
-// that entry journaled (byte-exact, whatever the bytes) → refused:
+// none), or sha256(payload) ≠ the hash of the input that entry journaled
+// (byte-exact, whatever the bytes) → refused:
 // REJECTED is journaled (with the attempted bytes, see EncodeText), the
 // saga's pending requests are dropped and its executed steps compensated.
 // Otherwise the request is claimed and dropped in the transaction that
 // journals INTENT, so however many resumes race, across processes, the
-// tool runs at most once; the others get NotFound.
+// tool runs at most once. A resume of a request the journal says was
+// executed already runs nothing and answers what that execution came to,
+// as a call sent again under its key does: its outcome, IN_DOUBT, or
+// Conflict (code IN_PROGRESS) while it runs; Conflict for other bytes
+// than the ones it ran with.
 //
 // Other errors: NotFound when the request's tool is not registered;
 // Forbidden as Can says; Invalid for a payload larger than the input limit.
@@ -551,7 +616,20 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 	}
 	var refusal string
 	var call Call
-	s, err := e.onRequest(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
+	var closing Entry
+	var ranOut bool
+	closed := func(tx Tx, sagaID string, seq int64) error {
+		entries, err := tx.Entries(sagaID)
+		if err != nil {
+			return err
+		}
+		l, err := closedIn(entries, sagaID, seq)
+		if l != nil && l.Closing == ClosedResumed {
+			return &errResumed{intent: l.Closed}
+		}
+		return err
+	}
+	s, err := e.onPending(ctx, sagaID, seq, closed, func(tx Tx, s *Saga, b bound) (err error) {
 		refusal, call = "", Call{}
 		gated := b.gated
 		if err := e.Can(p, ActResume, Subject{Saga: s}); err != nil {
@@ -567,7 +645,13 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 			return superseded(b.life)
 		}
 		now := e.stamp(s)
-		if payload == nil && !b.tally.Met() && !b.tally.Expired(now) {
+		if closing, ranOut, err = e.runOut(tx, s, b, now); ranOut || err != nil {
+			return err
+		}
+		if b.drift != nil {
+			return b.drift
+		}
+		if payload == nil && !b.tally.Met() {
 			// Execute runs what people approved; asked before they
 			// did, it changes nothing.
 			return &Error{Kind: Conflict, Code: wire.CodeUndecided, Msg: fmt.Sprintf("the request at seq=%d is not decided yet (%s): "+
@@ -576,20 +660,17 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		if err := e.clear(tx, s); err != nil {
 			return err
 		}
-		if b.tally.Expired(now) {
-			refusal, err = e.expire(tx, s, b, now)
-			return err
-		}
 		presented := gated.Input
 		if payload != nil {
 			presented = *payload
 		}
-		if refusal = refuse(b.tally, gated, presented, now); refusal != "" {
+		if refusal = refuse(b.tally, gated, presented); refusal != "" {
 			detail := Lines{{Value: refusal}}
 			if refusal == RefusedStale {
 				detail = detail.With(KeyAttempted, EncodeText(presented))
 			}
-			return e.refused(tx, s, b, detail, fmt.Sprintf("resume of %s at seq=%d refused: %s", gated.ToolName, seq, refusal), now)
+			_, err := e.refused(tx, s, b, detail, fmt.Sprintf("resume of %s at seq=%d refused: %s", gated.ToolName, seq, refusal), now)
+			return err
 		}
 		if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
 			return err
@@ -605,14 +686,48 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		}
 		return e.settle(tx, s)
 	})
+	if again, ok := errors.AsType[*errResumed](err); ok {
+		return e.resumed(ctx, p, sagaID, seq, again.intent, payload)
+	}
 	if err != nil {
 		e.unknown(sagaID, err) // a refusal compensates
 		return ResumeResult{}, at(err, sagaID, seq)
 	}
+	if ranOut {
+		e.compensateNow(ctx, s)
+		return ResumeResult{}, timedOut(sagaID, seq, closing)
+	}
 	if refusal != "" {
 		return ResumeResult{SagaID: sagaID, Seq: seq, Status: e.compensateNow(ctx, s).Status, Refused: true, Reason: refusal}, nil
 	}
-	cr, err := e.execute(ctx, tool, call)
+	cr, err := e.execute(ctx, tool, call, s.Status)
+	if err != nil {
+		return ResumeResult{}, err
+	}
+	return ResumeResult{SagaID: sagaID, Seq: seq, Status: cr.Status, Result: cr.Result, Reason: cr.Error, Call: cr}, nil
+}
+
+// resumed answers p's resume, with payload (nil for Execute), of the
+// request at seq of saga sagaID that the INTENT at intent executed
+// already: nothing runs again, and the answer is what that execution came
+// to (see outcome). Conflict when payload is other bytes than the ones it
+// ran with; Forbidden as Can says.
+func (e *Engine) resumed(ctx context.Context, p Principal, sagaID string, seq, intent int64, payload *string) (ResumeResult, error) {
+	snap, err := e.store.Snapshot(ctx, sagaID, true)
+	if err != nil {
+		return ResumeResult{}, err
+	}
+	if snap.Saga == nil || intent > int64(len(snap.Entries)) {
+		return ResumeResult{}, noPending(sagaID, seq) // the saga's rows went meanwhile
+	}
+	if err := e.Can(p, ActResume, Subject{Saga: snap.Saga}); err != nil {
+		return ResumeResult{}, err
+	}
+	if ran := snap.Entries[intent-1]; payload != nil && *payload != ran.Input {
+		return ResumeResult{}, &Error{Kind: Conflict, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf("the request at seq=%d was executed "+
+			"at seq=%d with the bytes approved (sha256 %s), not these: nothing was run", seq, intent, PayloadHash(ran.Input))}
+	}
+	cr, err := e.outcome(ctx, snap, seq, intent, fmt.Sprintf("the execution of the request at seq=%d (seq=%d)", seq, intent))
 	if err != nil {
 		return ResumeResult{}, err
 	}
@@ -620,11 +735,12 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 }
 
 // refused journals the refusal detail of executing bound request b (its
-// first line says why), tells of it, and fails the saga for reason.
-func (e *Engine) refused(tx Tx, s *Saga, b bound, detail Lines, reason string, at time.Time) error {
+// first line says why), tells of it, and fails the saga for reason. It
+// returns the refusal's entry.
+func (e *Engine) refused(tx Tx, s *Saga, b bound, detail Lines, reason string, at time.Time) (Entry, error) {
 	en, err := e.appendAt(tx, s, b.gated.ToolName, PhaseRejected, gateRef(b.gated.Seq), detail.String(), at)
 	if err != nil {
-		return err
+		return Entry{}, err
 	}
 	ev := requestEvent(wire.EventRefused, b.gated, b.rule, b.tally, en.Seq, en.Timestamp)
 	ev = ev.said("a resume of %s was refused (%s); the saga is compensated", ev.what(), detail[0].Value)
@@ -633,21 +749,19 @@ func (e *Engine) refused(tx Tx, s *Saga, b bound, detail Lines, reason string, a
 		ev = ev.said("%s was not executed within its grant; the saga is compensated", ev.what())
 	}
 	if err := e.tell(tx, ev); err != nil {
-		return err
+		return Entry{}, err
 	}
-	return e.fail(tx, s, reason)
+	return en, e.fail(tx, s, reason)
 }
 
-// refuse returns why payload may not run at at as the verified gated
-// entry, whose votes stand as t, or "".
-func refuse(t Tally, gated Entry, payload string, at time.Time) string {
+// refuse returns why payload may not run as the verified gated entry,
+// whose votes stand as t, or "". Its time running out is runOut's.
+func refuse(t Tally, gated Entry, payload string) string {
 	switch {
 	case len(t.Votes) == 0:
 		return RefusedNoApproval
 	case !t.Met():
 		return RefusedQuorum + ": " + t.Progress()
-	case t.Lapsed(at):
-		return fmt.Sprintf("%s (quorum reached at %s, grant of %s)", RefusedGrant, t.Reached.UTC().Format(time.RFC3339), t.Rule.Grant)
 	case PayloadHash(payload) != PayloadHash(gated.Input):
 		return RefusedStale
 	}
@@ -657,8 +771,24 @@ func refuse(t Tally, gated Entry, payload string, at time.Time) string {
 // onRequest runs fn on the pending request at seq of saga sagaID, bound
 // to its verified journal and rule (see bind), in one transaction on the
 // locked saga; when the request is not pending, closed says what to do
-// instead. A policy the request records is read first when need be.
+// instead, and when its row disagrees with its journal, nothing is done
+// (Conflict). A policy the request records is read first when need be.
 func (e *Engine) onRequest(ctx context.Context, sagaID string, seq int64, closed func(tx Tx, sagaID string, seq int64) error,
+	fn func(tx Tx, s *Saga, b bound) error) (Saga, error) {
+	return e.onPending(ctx, sagaID, seq, closed, func(tx Tx, s *Saga, b bound) error {
+		if b.drift != nil {
+			return b.drift
+		}
+		return fn(tx, s, b)
+	})
+}
+
+// onPending is onRequest for what keeps a request's clocks (votes,
+// resumes, the sweep): fn runs on a request whose row disagrees with its
+// journal too, so that it closes it when its time ran out by the journal
+// (runOut) — an edited row never keeps a request alive — and refuses to
+// do anything else on it with b.drift.
+func (e *Engine) onPending(ctx context.Context, sagaID string, seq int64, closed func(tx Tx, sagaID string, seq int64) error,
 	fn func(tx Tx, s *Saga, b bound) error) (Saga, error) {
 	return e.withPolicies(ctx, func() (Saga, error) {
 		return e.update(ctx, sagaID, noPending(sagaID, seq), func(tx Tx, s *Saga) error {

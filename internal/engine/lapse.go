@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"time"
 )
@@ -13,30 +12,91 @@ import (
 // grant ends before it is executed is closed, each journaled and its saga
 // compensated, as a person's rejection or a refused resume would be. The
 // votes and resumes that come late find it so as well; Lapse closes the
-// rest, and Lapser runs it on every replica.
+// rest, and Lapser runs it on every replica. The request rows only index
+// when each is due: LapseAll reads every pending request's time from its
+// journal, so that a row edited to say later, or never, keeps nothing
+// alive.
 
-// lapseBatch bounds how many requests one Lapse closes.
+// lapseBatch bounds how many requests one Lapse closes, and how many
+// LapseAll reads at a time.
 const lapseBatch = 100
 
-// Lapse closes the pending requests whose time ran out: expired without
-// their quorum, or approved and not executed within their grant. It
-// returns how many it closed. Each is decided from its verified journal
-// and its rule, never from its row alone: a row that says it is due when
-// it is not is put right, and one whose journal does not verify is left
-// alone (verification reports it). Errors: Unavailable when the store is.
+// Lapse closes the pending requests whose rows say their time ran out:
+// expired without their quorum, or approved and not executed within
+// their grant. It returns how many it closed. Each is decided from its
+// verified journal and its rule, never from its row alone: a row that
+// says it is due when it is not closes nothing, and one that disagrees
+// with its journal, or whose journal does not verify, is left alone
+// unless the journal's own clock ran out (verification reports it).
+// Errors: Unavailable when the store is.
 func (e *Engine) Lapse(ctx context.Context) (int, error) {
 	due, err := e.store.DueApprovals(ctx, Truncate(e.now()), lapseBatch)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	keys := make([]RequestKey, 0, len(due))
 	for _, r := range due {
-		closed, err := e.lapse(ctx, r.SagaID, r.JournalSeq)
+		keys = append(keys, RequestKey{SagaID: r.SagaID, JournalSeq: r.JournalSeq})
+	}
+	return e.lapseAll(ctx, keys)
+}
+
+// LapseAll is Lapse for every pending request, whatever its row says of
+// when it is due: it reads each one's AWAITING_APPROVAL entry, and closes
+// (see Lapse) those whose time may have run out by the rule that entry
+// pinned. It returns how many it closed. Errors: Unavailable when the
+// store is.
+func (e *Engine) LapseAll(ctx context.Context) (int, error) {
+	n := 0
+	var after RequestKey
+	for {
+		gated, err := e.store.PendingEntries(ctx, after, lapseBatch)
+		if err != nil {
+			return n, err
+		}
+		now := e.now()
+		var keys []RequestKey
+		for _, g := range gated {
+			if e.mayRunOut(ctx, g, now) {
+				keys = append(keys, RequestKey{SagaID: g.SagaID, JournalSeq: g.Seq})
+			}
+		}
+		closed, err := e.lapseAll(ctx, keys)
+		if n += closed; err != nil || len(gated) < lapseBatch {
+			return n, err
+		}
+		after = RequestKey{SagaID: gated[len(gated)-1].SagaID, JournalSeq: gated[len(gated)-1].Seq}
+	}
+}
+
+// mayRunOut reports whether the time of the request entry gated made may
+// have run out by now under the rule it pinned: its deadline passed, or
+// its grant would have ended had its quorum been reached at once. One
+// whose rule cannot be found is for lapse to report.
+func (e *Engine) mayRunOut(ctx context.Context, gated Entry, now time.Time) bool {
+	hash := gated.Field(KeyPolicy)
+	if hash == "" {
+		return false // from before policies: no clocks
+	}
+	a, err := e.Policy(ctx, hash)
+	if err != nil {
+		return true
+	}
+	r, ok := a.Rule(gated.ToolName, gated.Field(KeyRule))
+	return !ok || (r.Expires > 0 && now.After(gated.Timestamp.Add(r.Expires))) || (r.Grant > 0 && now.After(gated.Timestamp.Add(r.Grant)))
+}
+
+// lapseAll closes each request of keys whose time ran out, and returns
+// how many it closed; it stops at the first Unavailable.
+func (e *Engine) lapseAll(ctx context.Context, keys []RequestKey) (int, error) {
+	n := 0
+	for _, k := range keys {
+		closed, err := e.lapse(ctx, k.SagaID, k.JournalSeq)
 		switch {
 		case IsKind(err, Unavailable):
 			return n, err
 		case err != nil:
-			e.log.Warn("a request whose time ran out could not be closed", "saga", r.SagaID, "seq", r.JournalSeq, "err", err)
+			e.log.Warn("a pending request could not be held to its clocks", "saga", k.SagaID, "seq", k.JournalSeq, "err", err)
 		case closed:
 			n++
 		}
@@ -49,24 +109,17 @@ func (e *Engine) Lapse(ctx context.Context) (int, error) {
 func (e *Engine) lapse(ctx context.Context, sagaID string, seq int64) (bool, error) {
 	closed := false
 	gone := func(Tx, string, int64) error { return nil } // closed meanwhile
-	s, err := e.onRequest(ctx, sagaID, seq, gone, func(tx Tx, s *Saga, b bound) error {
-		closed = false
-		now := e.stamp(s)
+	s, err := e.onPending(ctx, sagaID, seq, gone, func(tx Tx, s *Saga, b bound) (err error) {
+		if _, closed, err = e.runOut(tx, s, b, e.stamp(s)); closed || err != nil {
+			return err
+		}
 		switch {
+		case b.drift != nil:
+			return b.drift
 		case b.life.SupersededBy != 0:
 			// The saga goes on with the request that replaced it; a
 			// person dismisses it or rejects it.
 			return tx.PutVotes(sagaID, seq, b.tally.Voters(), time.Time{})
-		case b.tally.Expired(now):
-			closed = true
-			_, err := e.expire(tx, s, b, now)
-			return err
-		case b.tally.Lapsed(now):
-			closed = true
-			return e.refused(tx, s, b, Lines{{Value: refuse(b.tally, b.gated, b.gated.Input, now)}},
-				fmt.Sprintf("%s at seq=%d was not executed within its grant", b.gated.ToolName, seq), now)
-		case !b.row.Due.Equal(b.tally.Due()):
-			return tx.PutVotes(sagaID, seq, b.tally.Voters(), b.tally.Due())
 		}
 		return nil
 	})
@@ -81,14 +134,17 @@ func (e *Engine) lapse(ctx context.Context, sagaID string, seq int64) (bool, err
 }
 
 // Lapser closes the requests whose time ran out (Lapse) every Every
-// (default 15 seconds): a service the server starts.
+// (default 15 seconds), and reads every pending request's time from its
+// journal (LapseAll) every All (default 5 minutes): a service the server
+// starts.
 type Lapser struct {
-	Engine *Engine
-	Every  time.Duration
-	Logger *slog.Logger
+	Engine     *Engine
+	Every, All time.Duration
+	Logger     *slog.Logger
 }
 
-// Start runs Lapse now and then every Every until ctx ends.
+// Start runs Lapse and LapseAll now, then each at its interval, until ctx
+// ends.
 func (l Lapser) Start(ctx context.Context) {
 	log := cmp.Or(l.Logger, l.Engine.log)
 	periodically(ctx, cmp.Or(l.Every, 15*time.Second), func() {
@@ -100,6 +156,11 @@ func (l Lapser) Start(ctx context.Context) {
 			if n < lapseBatch || err != nil {
 				return
 			}
+		}
+	})
+	periodically(ctx, cmp.Or(l.All, 5*time.Minute), func() {
+		if _, err := l.Engine.LapseAll(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("reading every pending request's time from its journal failed; trying again later", "err", err)
 		}
 	})
 }

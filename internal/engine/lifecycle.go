@@ -86,6 +86,9 @@ func (l *Life) standing(voter string) (Vote, bool) {
 // Open reports whether the request is still pending, as the journal says.
 func (l *Life) Open() bool { return l.Closed == 0 }
 
+// how says how a closed request was closed: "rejected at seq=5".
+func (l *Life) how() string { return fmt.Sprintf("%s at seq=%d", l.Closing, l.Closed) }
+
 // Lifecycle is every request of one saga's journal, and what its journal
 // says of the saga as a whole.
 type Lifecycle struct {
@@ -136,8 +139,6 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 	bad := func(i int, format string, args ...any) (Lifecycle, Verification) {
 		return lc, broken(n, i, fmt.Sprintf("seq=%d (entry %d) ", entries[i].Seq, i)+fmt.Sprintf(format, args...))
 	}
-	// closed names how a request was closed, for messages.
-	closed := func(l *Life) string { return fmt.Sprintf("%s at seq=%d", l.Closing, l.Closed) }
 	for i, en := range entries {
 		if i == 0 {
 			lc.Initiator = en.Field(KeyRequester)
@@ -170,7 +171,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 			case l == nil:
 				return bad(i, "decides %s, which is no request of this saga", en.Input)
 			case !l.Open():
-				return bad(i, "decides the request at seq=%d, %s", l.Seq, closed(l))
+				return bad(i, "decides the request at seq=%d, %s", l.Seq, l.how())
 			case decision == DecidedExpired:
 				// The server's word: nobody's four eyes.
 				l.Closed, l.Closing = en.Seq, ClosedExpired
@@ -220,7 +221,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 			case l == nil || l.Tool != en.ToolName:
 				return bad(i, "refuses %s, which is no request of %s in this saga", en.Input, en.ToolName)
 			case !l.Open():
-				return bad(i, "refuses the request at seq=%d, %s", l.Seq, closed(l))
+				return bad(i, "refuses the request at seq=%d, %s", l.Seq, l.how())
 			case ParseLines(en.Payload)[0].Key == KeyDropped:
 				l.Closed, l.Closing = en.Seq, ClosedDropped
 			default:
@@ -234,7 +235,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 			case l == nil || l.Tool != en.ToolName || entries[l.Seq-1].Input != en.Input:
 				return bad(i, "resumes %s, which is no request of these bytes of %s in this saga", en.Field(KeyResumes), en.ToolName)
 			case !l.Open():
-				return bad(i, "executes the request at seq=%d again: it was %s", l.Seq, closed(l))
+				return bad(i, "executes the request at seq=%d again: it was %s", l.Seq, l.how())
 			case len(l.Standing()) == 0:
 				return bad(i, "executes the request at seq=%d, which nobody approved", l.Seq)
 			case l.SupersededBy != 0:

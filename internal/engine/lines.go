@@ -23,7 +23,7 @@ const (
 	KeyAuth        Key = "auth"                 // how the person or agent signed in
 	KeyClient      Key = "client"               // the MCP client and session that asked, if one did
 	KeyIdempotency Key = "key"                  // the agent's idempotency key for the call
-	KeyRule        Key = "rule"                 // on a request: the approval rule that applies
+	KeyRule        Key = "rule"                 // on a request: the approval rule that applies; on the gate's refusal, the one it could not evaluate
 	KeyPolicy      Key = "policy"               // on a request: the SHA-256 of the approval policy in force
 	KeyResumes     Key = "resumes"              // on a resume's INTENT: seq=<the request>
 	KeyApprover    Key = "approver"             // who approved or rejected a request
@@ -38,6 +38,7 @@ const (
 	KeyReason      Key = "reason"               // why, in the person's words (on a request: the requester's)
 	KeyReceipt     Key = "receipt"              // the decision's signed receipt, base64
 	KeyDropped     Key = "dropped"              // why the saga failed, on the REJECTED that drops a request
+	KeyError       Key = "error"                // on the gate's refusal of a request: why its rule's condition failed
 	// KeyAttempted and KeyResult run to the end of the payload, line
 	// breaks and all: the bytes a refused stale resume presented
 	// (EncodeText), and the result a resolution reports.

@@ -211,6 +211,11 @@ func (w watched) DueApprovals(ctx context.Context, t time.Time, limit int) ([]Ap
 	return rs, failing(ctx, w.obs, err)
 }
 
+func (w watched) PendingEntries(ctx context.Context, after RequestKey, limit int) ([]Entry, error) {
+	es, err := w.s.PendingEntries(ctx, after, limit)
+	return es, failing(ctx, w.obs, err)
+}
+
 func (w watched) PutCeremony(ctx context.Context, c Ceremony, now time.Time) error {
 	return failing(ctx, w.obs, w.s.PutCeremony(ctx, c, now))
 }

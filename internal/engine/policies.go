@@ -274,17 +274,20 @@ func (e *Engine) ruleOf(ctx context.Context, gated Entry) (Rule, error) {
 // must be the one its entry records. Conflict otherwise.
 func matchRecorded(a *Approvals, gated Entry) (Rule, error) {
 	name := gated.Field(KeyRule)
-	r, ok := a.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input)
-	if !ok || r.Name != name {
+	m := a.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input)
+	if !m.OK || m.Rule.Name != name {
 		gives := "no rule"
-		if ok {
-			gives = fmt.Sprintf("rule %q", r.Name)
+		switch {
+		case m.OK:
+			gives = fmt.Sprintf("rule %q", m.Rule.Name)
+		case m.Failed != "":
+			gives = fmt.Sprintf("no rule (rule %q's condition cannot be evaluated for them)", m.Failed)
 		}
 		return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: fmt.Sprintf(
 			"the request at seq=%d records approval rule %q, but its policy gives its bytes %s: nothing is decided on it",
 			gated.Seq, name, gives)}
 	}
-	return r, nil
+	return m.Rule, nil
 }
 
 // legacyRule decides a request made before requests recorded a policy:

@@ -59,6 +59,12 @@ type Store interface {
 	// DueApprovals lists the pending requests due at or before t (see
 	// ApprovalRequest.Due), the soonest first, at most limit.
 	DueApprovals(ctx context.Context, t time.Time, limit int) ([]ApprovalRequest, error)
+	// PendingEntries lists the AWAITING_APPROVAL entries of the pending
+	// requests after after, by saga id and seq, at most limit, each
+	// without its input: what the journal says of each request a row
+	// stands for (when it was made, the rule and policy it pinned),
+	// whatever the row's other columns say.
+	PendingEntries(ctx context.Context, after RequestKey, limit int) ([]Entry, error)
 	// PutCeremony stores a WebAuthn ceremony under way, first dropping
 	// those that expired before now. Conflict when its id is taken.
 	PutCeremony(ctx context.Context, c Ceremony, now time.Time) error
@@ -176,6 +182,13 @@ type ToolPending struct {
 	Tool   string
 	Count  int
 	Oldest time.Time
+}
+
+// RequestKey names a request: its saga, and the seq of its
+// AWAITING_APPROVAL entry.
+type RequestKey struct {
+	SagaID     string
+	JournalSeq int64
 }
 
 // PendingCursor is the position of one request in a listing.

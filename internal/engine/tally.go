@@ -193,12 +193,17 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 				return bad(seq, "is a request under approval policy %s: %s", hash, msgOf(err))
 			}
 			if gated.Field(KeyRule) == "" {
-				// No rule applied: the gate must have refused it at once.
-				if r, ok := a.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input); ok {
-					return bad(seq, "records no approval rule, but its policy gives its bytes rule %q", r.Name)
+				// No rule applied: the gate must have refused it at once,
+				// for the reason its policy gives its bytes. The error's
+				// words are not compared: another version of CEL may say
+				// it otherwise.
+				m := a.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input)
+				if m.OK {
+					return bad(seq, "records no approval rule, but its policy gives its bytes rule %q", m.Rule.Name)
 				}
-				if detail, _, _ := entries[min(seq, int64(n)-1)].Refusal(); l.Closed != seq+1 || detail != RefusedNoRule {
-					return bad(seq, "is a request no rule applies to, which the gate did not refuse at once")
+				refusal := entries[min(seq, int64(n)-1)]
+				if detail, _, _ := refusal.Refusal(); l.Closed != seq+1 || detail != m.Refusal()[0].Value || gateRefusal(refusal).Failed != m.Failed {
+					return bad(seq, "is a request its policy refuses (%s), which the gate did not refuse at once for that", m.Because())
 				}
 				out = append(out, Ruling{Seq: seq, Policy: hash, Closing: l.Closing})
 				continue

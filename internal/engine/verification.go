@@ -62,10 +62,16 @@ func (e *Engine) intact(tx Tx, entries []Entry, s Saga, reqs []ApprovalRequest) 
 		return miss
 	}
 	if !v.Valid {
-		e.obs.VerifyFailed(CheckedJournal)
-		return &Error{Kind: Conflict, Msg: fmt.Sprintf("journal of saga %s does not verify (%s): refusing to act on it", s.ID, v.Message)}
+		return e.unverified(s.ID, v)
 	}
 	return nil
+}
+
+// unverified is the Conflict of acting on saga sagaID, whose journal or
+// pending request v found broken; it is told.
+func (e *Engine) unverified(sagaID string, v Verification) *Error {
+	e.obs.VerifyFailed(CheckedJournal)
+	return &Error{Kind: Conflict, Msg: fmt.Sprintf("journal of saga %s does not verify (%s): refusing to act on it", sagaID, v.Message)}
 }
 
 // check verifies a saga's journal against its row and pending requests
@@ -99,19 +105,32 @@ func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies
 				return broken(len(entries), int(g.Seq-1), msgOf(err)), rulings
 			}
 		}
-		// A superseded request is never due: the sweep may have said so
-		// already, or not yet.
-		t := tally(g, l, rule)
-		if !slices.Equal(r.Voters, t.Voters()) {
-			return broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d names other voters (%s) than the journal (%s)",
-				r.JournalSeq, strings.Join(r.Voters, ", "), strings.Join(t.Voters(), ", "))), rulings
-		}
-		if r.Quorum != rule.Quorum || !(r.Due.Equal(t.Due()) || (l.SupersededBy != 0 && r.Due.IsZero())) {
-			return broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d does not match its rule %s "+
-				"(it records a quorum of %d, due %s)", r.JournalSeq, rule.Name, r.Quorum, r.Due.UTC().Format(time.RFC3339))), rulings
+		if v := indexed(entries, r, l, rule); !v.Valid {
+			return v, rulings
 		}
 	}
 	return v, rulings
+}
+
+// indexed checks what pending request row r keeps as an index of its
+// journal (entries, in which l is its request, decided by rule): who
+// stands behind it, its rule's quorum and when it is due. The journal
+// governs them; a row that disagrees was edited behind the engine's back.
+// indexed is pure.
+func indexed(entries []Entry, r ApprovalRequest, l *Life, rule Rule) Verification {
+	g := entries[r.JournalSeq-1]
+	t := tally(g, l, rule)
+	switch {
+	case !slices.Equal(r.Voters, t.Voters()):
+		return broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d names other voters (%s) than the journal (%s)",
+			r.JournalSeq, strings.Join(r.Voters, ", "), strings.Join(t.Voters(), ", ")))
+	// A superseded request is never due: the sweep may have said so
+	// already, or not yet.
+	case r.Quorum != rule.Quorum || !(r.Due.Equal(t.Due()) || (l.SupersededBy != 0 && r.Due.IsZero())):
+		return broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d does not match its rule %s "+
+			"(it records a quorum of %d, due %s)", r.JournalSeq, rule.Name, r.Quorum, r.Due.UTC().Format(time.RFC3339)))
+	}
+	return Verification{Valid: true, EntryCount: len(entries), BreakAtIndex: -1}
 }
 
 // keyring checks passkey votes with the engine's check and key, reading

@@ -213,8 +213,8 @@ func TestMCPApproved(t *testing.T) {
 		t.Fatalf("sagacity_resume = %q, %v; want the tool's result", text(done), err)
 	}
 	again, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "sagacity_resume", Arguments: map[string]any{"seq": 1}})
-	if err != nil || !again.IsError {
-		t.Errorf("a second resume = %q, %v; want it refused as a tool error", text(again), err)
+	if err != nil || again.IsError || text(again) != "paid" {
+		t.Errorf("a second resume = %q, %v; want what the first came to, the tool's result, and nothing run again", text(again), err)
 	}
 	var pays []string
 	for _, req := range e.tools.requests() {

@@ -86,7 +86,9 @@ func TestSeedEndpoints(t *testing.T) {
 		if r.body != `{"sagaId":"transfer-77","status":"COMPLETED","result":"transfer-ok","journalSeq":3,"outcome":"EXECUTED"}`+"\n" {
 			t.Errorf("resume body = %s, want the seed's shape with result transfer-ok", r.body)
 		}
-		want(t, "second resume", e.post("/sagacity/resume/transfer-77/3", e.payload(transfer)), 404)
+		if again := e.post("/sagacity/resume/transfer-77/3", e.payload(transfer)); again.code != 200 || again.body != r.body {
+			t.Errorf("second resume = %d %s; want what the first came to, %s", again.code, again.body, r.body)
+		}
 		if n := strings.Count(strings.Join(e.tools.paths(), " "), "/wire"); n != 1 {
 			t.Errorf("tool server saw %d wire requests, want 1", n)
 		}
@@ -542,6 +544,24 @@ func TestCallIdempotencyKey(t *testing.T) {
 		}
 		if n := len(e.get("/sagacity/audit/keyed").body); n != entries {
 			t.Errorf("refused keys journaled something")
+		}
+
+		// A gated call sent again after its request was executed answers
+		// the execution, not the request it was.
+		wire := func() response {
+			t.Helper()
+			b, _ := json.Marshal(map[string]string{"tool": "sendWireTransfer", "input": transfer})
+			return e.do("POST", "/sagacity/sagas/wired/calls", "application/json", string(b), "Idempotency-Key", "wire-1")
+		}
+		want(t, "the gated call", wire(), 202)
+		want(t, "approve", e.post("/sagacity/approve/wired/1", `{"approver":"manager@company.com"}`), 200)
+		want(t, "resume", e.post("/sagacity/resume/wired/1", e.payload(transfer)), 200)
+		if r := wire(); r.code != 200 || !strings.Contains(r.body, `"journalSeq":1,"toolName":"sendWireTransfer","outcome":"EXECUTED"`) ||
+			!strings.Contains(r.body, `"result":"transfer-ok"`) {
+			t.Errorf("the gated call again once executed = %d %s; want 200 EXECUTED with its result", r.code, r.body)
+		}
+		if n := strings.Count(strings.Join(e.tools.paths(), " "), "/wire"); n != 1 {
+			t.Errorf("the wire ran %d times, want once", n)
 		}
 	})
 }

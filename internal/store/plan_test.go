@@ -31,6 +31,7 @@ func plannedStatements(postgres bool) []planned {
 		{"unsequenced entries", unsequencedSQL(postgres), []any{2000}},
 		{"leaves by index", leavesSQL, []any{0, 2000}},
 		{"requests due", dueSQL, []any{time.Now(), 100}},
+		{"pending requests' entries", pendingEntriesSQL, []any{"s", 1, 100}},
 	}
 	at := &engine.PendingCursor{CreatedAt: time.Now(), SagaID: "s", JournalSeq: 1}
 	for name, f := range map[string]engine.PendingFilter{
@@ -181,6 +182,8 @@ func workload(t *testing.T, e *engine.Engine, l *tlog.Log) {
 	_, err = e.RequestChanges(ctx, benchApprover, "c", 3, "smaller")
 	must(err)
 	_, err = e.Lapse(ctx)
+	must(err)
+	_, err = e.LapseAll(ctx)
 	must(err)
 	_, err = e.Approve(ctx, benchApprover, "a", 3, "ok")
 	must(err)

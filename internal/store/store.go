@@ -450,6 +450,20 @@ func (s *sqlStore) DueApprovals(ctx context.Context, t time.Time, limit int) ([]
 // partial index of those with a due time, whatever waits.
 const dueSQL = "SELECT " + approvalCols + " FROM approval_requests WHERE due_at <= $1 ORDER BY due_at LIMIT $2"
 
+func (s *sqlStore) PendingEntries(ctx context.Context, after engine.RequestKey, limit int) ([]engine.Entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	return collect(ctx, s.db, scanEntry, pendingEntriesSQL, after.SagaID, after.JournalSeq, min(limit, maxApprovals))
+}
+
+// pendingEntriesSQL reads the entries of the pending requests after ($1,
+// $2), at most $3: through both primary keys, a page at a time. The
+// input, which may be large and which the sweep does not read, is left
+// out.
+const pendingEntriesSQL = "SELECT j.saga_id, j.seq, j.tool_name, j.phase, '', j.payload, j.timestamp, j.hash, j.leaf" +
+	" FROM approval_requests r JOIN journal j ON j.saga_id = r.saga_id AND j.seq = r.journal_seq" +
+	" WHERE (r.saga_id, r.journal_seq) > ($1, $2) ORDER BY r.saga_id, r.journal_seq LIMIT $3"
+
 func (s *sqlStore) CountPending(ctx context.Context, f engine.PendingFilter) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()

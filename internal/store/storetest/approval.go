@@ -55,7 +55,7 @@ func testApprovalRules(t *testing.T, v *env) {
 	}
 
 	// A condition that cannot be evaluated, or input that is no JSON
-	// object, matches no rule: refused, never allowed.
+	// object, refuses the request: never allowed.
 	for i, input := range []string{`{"to":"alice"}`, `{"amount":"a lot","to":"alice"}`, `"250000 to alice"`} {
 		saga := "odd-" + string(rune('a'+i))
 		v.call(saga, "reserveInventory", `{"item":"laptop"}`)
@@ -124,5 +124,67 @@ func testApprovers(t *testing.T, v *env) {
 	if _, err := v.e.Approve(ctx, approver, "fin-2", seq, ""); !engine.IsKind(err, engine.Conflict) ||
 		!strings.Contains(err.Error(), "was made under approval policy "+policy.Hash[:12]) {
 		t.Errorf("Approve under another policy: %v; want Conflict naming the request's policy", err)
+	}
+}
+
+// testFailsClosed: a condition that cannot be evaluated for a request
+// refuses it at the gate instead of letting a laxer rule apply — a
+// payload padded past the condition's cost, a string where it compares a
+// number — journaled naming the rule and why, the saga compensated, the
+// journal verifying, and the same call again under its key answering the
+// refusal; a rule that says onError: skip lets the next one apply.
+func testFailsClosed(t *testing.T, v *env) {
+	ctx := context.Background()
+	spec := func(onError string) engine.PolicySpec {
+		return engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {
+			{Name: "large", When: `payload.items.exists(i, i.amount >= 10000 || i.tags.exists(t, t == "large"))`, Quorum: 2, OnError: onError},
+			{Name: "small"},
+		}}}
+	}
+	policy := v.usePolicy(spec(""))
+	// 200 items of 100 tags each go past the cost before the large one.
+	padded := `{"items":[` + strings.Repeat(`{"amount":1,"tags":[`+strings.Repeat(`"a",`, 99)+`"b"]},`, 200) + `{"amount":50000,"tags":[]}]}`
+	for _, tt := range []struct{ saga, input, why string }{
+		{"padded", padded, "operation cancelled: actual cost limit exceeded"},
+		{"confused", `{"items":[{"amount":"50000","tags":[]}]}`, "no such overload"},
+		{"no-object", `[{"amount":50000}]`, "the input is not a JSON object"},
+	} {
+		v.call(tt.saga, "reserveInventory", `{"item":"laptop"}`)
+		ask := engine.Ask{Tool: "sendWireTransfer", Input: tt.input, Key: "wire"}
+		r, err := v.e.CallOnce(ctx, agent, tt.saga, ask)
+		if err != nil || r.Outcome != engine.OutcomeRefused || r.Status != engine.Compensated ||
+			!strings.Contains(r.Error, engine.RefusedCondition+" (rule large: "+tt.why) {
+			t.Errorf("%s: Call = %+v, %v; want refused at the gate naming rule large and %q, the saga compensated", tt.saga, r, err, tt.why)
+		}
+		j := v.journal(tt.saga)
+		if len(j) < 4 || j[2].Field(engine.KeyRule) != "" || j[2].Field(engine.KeyPolicy) != policy.Hash || j[3].Phase != engine.PhaseRejected ||
+			!strings.HasPrefix(j[3].Payload, engine.RefusedCondition+"\nrule=large\nerror="+tt.why) {
+			t.Errorf("%s: journal = %+v; want the request under the policy and no rule, then its refusal naming rule large and why", tt.saga, j)
+		}
+		if v.pending(tt.saga) != 0 {
+			t.Errorf("%s: %d requests pending after the refusal; want none", tt.saga, v.pending(tt.saga))
+		}
+		if got := v.verify(tt.saga); !got.Valid {
+			t.Errorf("%s: Verify = %+v; want the gate's refusal to verify", tt.saga, got)
+		}
+		if again, err := v.e.CallOnce(ctx, agent, tt.saga, ask); err != nil || again.Outcome != engine.OutcomeRefused || again.Error != r.Error {
+			t.Errorf("%s: the call again under its key = %+v, %v; want the refusal, as first answered (%q)", tt.saga, again, err, r.Error)
+		}
+	}
+	if v.fx.transfer.Load() != 0 {
+		t.Errorf("the wire ran %d times; want never", v.fx.transfer.Load())
+	}
+
+	// onError: skip lets the next rule apply, by the rule's own word.
+	v.usePolicy(spec(engine.OnErrorSkip))
+	v.call("skips", "reserveInventory", `{"item":"laptop"}`)
+	if r := v.call("skips", "sendWireTransfer", padded); r.Outcome != engine.OutcomeAwaitingApproval {
+		t.Fatalf("under onError: skip, Call = %+v; want it gated", r)
+	}
+	if got := v.journal("skips")[2].Field(engine.KeyRule); got != "small" {
+		t.Errorf("under onError: skip, the request's rule = %q; want small", got)
+	}
+	if got := v.verify("skips"); !got.Valid {
+		t.Errorf("Verify(skips) = %+v", got)
 	}
 }

@@ -42,6 +42,7 @@ var driverTests = []struct {
 	{"Store.CountPending", true, testCountPending},
 	{"Store.PendingByTool", true, testPendingByTool},
 	{"Store.DueApprovals", true, testDueApprovals},
+	{"Store.PendingEntries", true, testPendingEntries},
 	{"Store.LastExecuted", false, testLastExecuted},
 	{"Store.RecordVerified", false, testRecordVerified},
 	{"Store.Verifications", false, testVerifications},
@@ -1382,6 +1383,56 @@ func testDueApprovals(t *testing.T, d *drv) {
 			got, err := d.db.DueApprovals(t.Context(), tt.at, tt.limit)
 			if err != nil || !slices.Equal(mine(got), tt.want) {
 				t.Errorf("DueApprovals(%v, %d) = %v, %v; want seqs %v", tt.at, tt.limit, mine(got), err, tt.want)
+			}
+		})
+	}
+}
+
+// testPendingEntries: the AWAITING_APPROVAL entries of the pending
+// requests, by saga and seq, without their input, a page at a time after
+// a key; whatever the rows' own columns say, and none for an entry no row
+// stands for.
+func testPendingEntries(t *testing.T, d *drv) {
+	a, b := d.id("a"), d.id("b")
+	createSagas(t, d.db, mkSaga(a, engine.AwaitingApproval, when(0)), mkSaga(b, engine.AwaitingApproval, when(0)))
+	gated := func(saga string, seq int64) engine.Entry {
+		en := mkEntry(saga, seq, when(int(seq)))
+		en.ToolName, en.Phase, en.Payload = "sendWireTransfer", engine.PhaseAwaitingApproval, "requester=agent-1\nrule=large\npolicy="+engine.ZeroHash
+		return en
+	}
+	es := []engine.Entry{mkEntry(a, 1, when(1)), gated(a, 2), gated(a, 3), gated(a, 4), gated(b, 1)}
+	rs := []engine.ApprovalRequest{mkRequest(a, 2, when(2)), mkRequest(a, 4, when(4)), mkRequest(b, 1, when(1))}
+	rs[1].Due, rs[1].Quorum, rs[1].Rule = when(9999), 7, "small" // what the journal says decides, not these
+	write(t, d.db, func(tx engine.Tx) error {
+		var errs []error
+		for _, en := range es {
+			errs = append(errs, tx.Append(en))
+		}
+		for _, r := range rs {
+			errs = append(errs, tx.PutApproval(r))
+		}
+		return errors.Join(errs...)
+	})
+	want := storedEntries(es[1], es[3], es[4]) // a/3 has no row
+	for i := range want {
+		want[i].Input = ""
+	}
+	for _, tt := range []struct {
+		name  string
+		after engine.RequestKey
+		limit int
+		want  []engine.Entry
+	}{
+		{"all", engine.RequestKey{}, 10, want},
+		{"a page", engine.RequestKey{}, 2, want[:2]},
+		{"the next page", engine.RequestKey{SagaID: a, JournalSeq: 4}, 2, want[2:]},
+		{"after a seq of the saga", engine.RequestKey{SagaID: a, JournalSeq: 2}, 10, want[1:]},
+		{"after the last", engine.RequestKey{SagaID: b, JournalSeq: 1}, 10, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := d.db.PendingEntries(t.Context(), tt.after, tt.limit)
+			if diff := cmp.Diff(tt.want, got, exact...); err != nil || diff != "" {
+				t.Errorf("PendingEntries(%+v, %d): %v (-want +got)\n%s", tt.after, tt.limit, err, diff)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -171,8 +172,9 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 		t.Errorf("Verify(%s) = %+v", engine.RunnerSaga, got)
 	}
 	again, err := restarted.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: in, Key: "payout-1"})
-	if err != nil || again.Outcome != engine.OutcomeInDoubt || again.Seq != 3 || !strings.Contains(again.Error, "do not call it again") {
-		t.Errorf("the cut-off call again = %+v, %v; want IN_DOUBT, naming seq 3", again, err)
+	if err != nil || again.Outcome != engine.OutcomeInDoubt || again.Seq != 3 || !strings.Contains(again.Error, "do not call it again") ||
+		again.Status != engine.Running {
+		t.Errorf("the cut-off call again = %+v, %v; want IN_DOUBT, naming seq 3, with the saga's status", again, err)
 	}
 	wantCode(t, "the key with other bytes", second(restarted.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: `{"to":"alice","cents":101}`, Key: "payout-1"})),
 		engine.Unprocessable, wire.CodeKeyReused)
@@ -271,5 +273,128 @@ func testDismiss(t *testing.T, v *env) {
 	if st := v.status("re"); st != engine.Compensated || v.fx.transfer.Load() != 1 || v.fx.count("undo reserveInventory reserved") != 1 {
 		t.Errorf("after Reject: %s, %d wires, %d undos; want COMPENSATED, the wire done once, the reservation undone",
 			st, v.fx.transfer.Load(), v.fx.count("undo reserveInventory reserved"))
+	}
+}
+
+// testAnswers: every answer about a gated call tells what became of its
+// request since. The call sent again under its key, and a resume of a
+// request that was executed, run nothing and answer the execution: 409
+// IN_PROGRESS while it runs, IN_DOUBT naming how to resolve it once it may
+// have taken effect, then its outcome, executed or failed; a resume with
+// other bytes than the ones it ran with is refused. A request rejected,
+// sent back or whose resume was refused is answered as such.
+func testAnswers(t *testing.T, v *env) {
+	ctx := context.Background()
+	started, release := make(chan struct{}), make(chan struct{})
+	slow := engine.Tool{Name: "slowWire", Reversibility: engine.Irreversible, Executor: engine.Funcs{
+		Exec: func(context.Context, engine.Invocation) (string, error) {
+			close(started)
+			<-release
+			return "wired", nil
+		}}}
+	tools := append(v.fx.tools(), slow)
+	v.e, v.log = v.engine(v.db, tools...)
+	v.opts = []engine.Option{engine.WithInDoubtAfter(time.Nanosecond)}
+	impatient, _ := v.engine(v.open(), tools...) // sees a call standing still as in doubt at once
+	once := func(e *engine.Engine, saga, tool, input string) (engine.CallResult, error) {
+		return e.CallOnce(ctx, agent, saga, engine.Ask{Tool: tool, Input: input, Key: "pay"})
+	}
+	gate := func(saga, tool, input string) int64 {
+		t.Helper()
+		v.call(saga, "reserveInventory", `{"item":"laptop"}`)
+		r, err := once(v.e, saga, tool, input)
+		if err != nil || r.Outcome != engine.OutcomeAwaitingApproval {
+			t.Fatalf("%s: the gated call = %+v, %v", saga, r, err)
+		}
+		return r.Seq
+	}
+
+	// While the approved request runs, then once it may have taken
+	// effect, then once it did.
+	seq := gate("slow", "slowWire", transfer)
+	v.approve("slow", seq)
+	done := make(chan engine.ResumeResult, 1)
+	go func() {
+		res, err := v.e.Resume(ctx, approver, "slow", seq, transfer)
+		if err != nil {
+			t.Errorf("the resume that runs it: %v", err)
+		}
+		done <- res
+	}()
+	<-started
+	wantCode(t, "the gated call again while it runs", second(once(v.e, "slow", "slowWire", transfer)), engine.Conflict, wire.CodeInProgress)
+	wantCode(t, "a resume while it runs", second(v.e.Resume(ctx, approver, "slow", seq, transfer)), engine.Conflict, wire.CodeInProgress)
+	wantCode(t, "an execution while it runs", second(v.e.Execute(ctx, approver, "slow", seq)), engine.Conflict, wire.CodeInProgress)
+	resolve := fmt.Sprintf("POST /sagacity/in-doubt/slow/%d/resolve", seq+2) // its INTENT, after the approval
+	if r, err := once(impatient, "slow", "slowWire", transfer); err != nil || r.Outcome != engine.OutcomeInDoubt || r.Seq != seq ||
+		r.Status != engine.Running || !strings.Contains(r.Error, resolve) {
+		t.Errorf("the gated call again once it may have run = %+v, %v; want IN_DOUBT at seq %d, naming %s", r, err, seq, resolve)
+	}
+	if res, err := impatient.Resume(ctx, approver, "slow", seq, transfer); err != nil || res.Call.Outcome != engine.OutcomeInDoubt ||
+		!strings.Contains(res.Reason, resolve) {
+		t.Errorf("a resume once it may have run = %+v, %v; want IN_DOUBT, naming %s", res, err, resolve)
+	}
+	close(release)
+	first := <-done
+	if r, err := once(v.e, "slow", "slowWire", transfer); err != nil || r.Outcome != engine.OutcomeExecuted || r.Seq != seq ||
+		r.Result != first.Result || r.Status != first.Status {
+		t.Errorf("the gated call again once it ran = %+v, %v; want EXECUTED at seq %d with %q", r, err, seq, first.Result)
+	}
+	for _, e := range []*engine.Engine{v.e, impatient} {
+		if res, err := e.Resume(ctx, approver, "slow", seq, transfer); err != nil || res.Call.Outcome != engine.OutcomeExecuted ||
+			res.Result != first.Result || res.Seq != seq {
+			t.Errorf("a resume once it ran = %+v, %v; want what the first came to, %+v", res, err, first)
+		}
+	}
+	if res, err := v.e.Execute(ctx, agent, "slow", seq); err != nil || res.Result != first.Result {
+		t.Errorf("an execution once it ran = %+v, %v; want what the first came to", res, err)
+	}
+	wantKind(t, "a resume with other bytes once it ran", second(v.e.Resume(ctx, approver, "slow", seq, `{"amount":"100","to":"bob"}`)),
+		engine.Conflict)
+	wantKind(t, "a resume by another agent", second(v.e.Resume(ctx, otherAgent, "slow", seq, transfer)), engine.Forbidden)
+
+	// An execution that failed.
+	seq = gate("down", "wireViaDownGateway", transfer)
+	v.approve("down", seq)
+	if res, err := v.e.Resume(ctx, approver, "down", seq, transfer); err != nil || res.Call.Outcome != engine.OutcomeFailed {
+		t.Fatalf("the resume of a tool that fails = %+v, %v", res, err)
+	}
+	if r, err := once(v.e, "down", "wireViaDownGateway", transfer); err != nil || r.Outcome != engine.OutcomeFailed ||
+		!strings.Contains(r.Error, "payment gateway unreachable") || r.Status != engine.Compensated {
+		t.Errorf("the gated call again once its tool failed = %+v, %v; want FAILED, the saga compensated", r, err)
+	}
+	if res, err := v.e.Resume(ctx, approver, "down", seq, transfer); err != nil || res.Call.Outcome != engine.OutcomeFailed ||
+		!strings.Contains(res.Reason, "payment gateway unreachable") {
+		t.Errorf("a resume once its tool failed = %+v, %v; want FAILED", res, err)
+	}
+
+	// Rejected, sent back, refused.
+	seq = gate("no", "sendWireTransfer", transfer)
+	if _, err := v.e.Reject(ctx, approver, "no", seq, "not this month"); err != nil {
+		t.Fatal(err)
+	}
+	if e := wantCode(t, "the gated call again once rejected", second(once(v.e, "no", "sendWireTransfer", transfer)), engine.Conflict, ""); !strings.Contains(e.Msg, "rejected at seq=4") {
+		t.Errorf("the gated call again once rejected: %q; want it to say so", e.Msg)
+	}
+	if e := wantCode(t, "a resume once rejected", second(v.e.Resume(ctx, approver, "no", seq, transfer)), engine.NotFound, ""); !strings.Contains(e.Msg, "rejected at seq=4") {
+		t.Errorf("a resume once rejected: %q; want it to say so", e.Msg)
+	}
+	seq = gate("back", "sendWireTransfer", transfer)
+	if _, err := v.e.RequestChanges(ctx, approver, "back", seq, "to bob"); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "the gated call again once sent back", second(once(v.e, "back", "sendWireTransfer", transfer)), engine.Conflict,
+		wire.CodeChangesRequested)
+	seq = gate("stale", "sendWireTransfer", transfer)
+	v.approve("stale", seq)
+	if res, err := v.e.Resume(ctx, approver, "stale", seq, `{"amount":"100","to":"bob"}`); err != nil || !res.Refused {
+		t.Fatalf("a resume of other bytes = %+v, %v; want it refused", res, err)
+	}
+	if r, err := once(v.e, "stale", "sendWireTransfer", transfer); err != nil || r.Outcome != engine.OutcomeRefused ||
+		!strings.Contains(r.Error, engine.RefusedStale) || r.Status != engine.Compensated {
+		t.Errorf("the gated call again once its resume was refused = %+v, %v; want REFUSED, saying why", r, err)
+	}
+	if n := v.fx.transfer.Load(); n != 0 {
+		t.Errorf("sendWireTransfer ran %d times; want never", n)
 	}
 }

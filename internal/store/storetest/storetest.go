@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Run runs the conformance suite. newHarness must return a fresh, empty
@@ -57,12 +59,16 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Listing", withEnv(testListing)},
 		{"InDoubt", testInDoubt},
 		{"IdempotencyKeys", withEnv(testIdempotencyKeys)},
+		{"Answers", withEnv(testAnswers)},
 		{"CutOff", testCutOff},
 		{"LiveRunner", testLiveRunner},
 		{"Dismiss", withEnv(testDismiss)},
 		{"ApprovalRules", withEnv(testApprovalRules)},
+		{"FailsClosed", withEnv(testFailsClosed)},
 		{"Votes", withEnv(testVotes)},
 		{"Clocks", withEnv(testClocks)},
+		{"Lapses", withEnv(testLapses)},
+		{"EditedRows", withEnv(testEditedRows)},
 		{"PolicyChange", withEnv(testPolicyChange)},
 		{"VoteRace", testVoteRace},
 		{"Passkeys", withEnv(testPasskeys)},
@@ -175,8 +181,11 @@ func testGateApproveResume(t *testing.T, v *env) {
 	if got := v.fx.count("exec sendWireTransfer " + transfer); got != 1 {
 		t.Errorf("wire executed %d times with the approved bytes, want 1", got)
 	}
-	_, err = v.e.Resume(ctx, approver, "transfer-77", 3, transfer)
-	wantKind(t, "second Resume", err, engine.NotFound)
+	// A second resume runs nothing, and answers what the first came to.
+	if again, err := v.e.Resume(ctx, approver, "transfer-77", 3, transfer); err != nil || again.Refused ||
+		again.Call.Outcome != engine.OutcomeExecuted || again.Result != res.Result || again.Status != engine.Completed {
+		t.Errorf("second Resume = %+v, %v; want the first one's outcome, %q", again, err, res.Result)
+	}
 	if v.fx.transfer.Load() != 1 {
 		t.Errorf("wire executed %d times after a second resume, want 1", v.fx.transfer.Load())
 	}
@@ -309,8 +318,12 @@ func testFinishedSaga(t *testing.T, v *env) {
 	wantKind(t, "Approve on a completed saga", err, engine.NotFound)
 	_, err = v.e.Reject(ctx, approver, "s", seq, "")
 	wantKind(t, "Reject on a completed saga", err, engine.NotFound)
-	_, err = v.e.Resume(ctx, approver, "s", seq, transfer)
-	wantKind(t, "Resume on a completed saga", err, engine.NotFound)
+	// A resume of the request it executed runs nothing and answers what
+	// came of it.
+	if res, err := v.e.Resume(ctx, approver, "s", seq, transfer); err != nil || res.Call.Outcome != engine.OutcomeExecuted ||
+		res.Result != "transfer-ok" || res.Status != engine.Completed {
+		t.Errorf("Resume on a completed saga = %+v, %v; want the execution's outcome, the saga COMPLETED", res, err)
+	}
 	_, err = v.e.Call(ctx, agent, "s", "reserveInventory", "{}")
 	wantKind(t, "Call on a completed saga", err, engine.Conflict)
 	_, err = v.e.Abort(ctx, agent, "s", "")
@@ -724,11 +737,13 @@ func testConcurrentResumes(t *testing.T, newHarness func(*testing.T) Harness) {
 			wg.Go(func() {
 				res, err := engines[i%2].Resume(ctx, approver, saga, seq, transfer)
 				key := "executed"
-				switch {
+				switch e, _ := errors.AsType[*engine.Error](err); {
+				case e != nil && e.Code == wire.CodeInProgress:
+					key = "in progress"
 				case err != nil:
 					key = engine.KindOf(err).String()
-				case res.Refused:
-					key = "refused"
+				case res.Refused || res.Result != "transfer-ok":
+					key = "refused or otherwise"
 				}
 				mu.Lock()
 				outcomes[key]++
@@ -736,8 +751,10 @@ func testConcurrentResumes(t *testing.T, newHarness func(*testing.T) Harness) {
 			})
 		}
 		wg.Wait()
-		if runs := v.fx.transfer.Load() - before; runs != 1 || outcomes["executed"] != 1 || outcomes["not found"] != 15 {
-			t.Fatalf("rep %d: wire ran %d times, outcomes %v; want exactly 1 execution and 15 not found", rep, runs, outcomes)
+		// Each resume that came after the one that ran it is told what
+		// became of it: still running, or executed with its result.
+		if runs := v.fx.transfer.Load() - before; runs != 1 || outcomes["executed"] < 1 || outcomes["executed"]+outcomes["in progress"] != 16 {
+			t.Fatalf("rep %d: wire ran %d times, outcomes %v; want exactly 1 execution, the others answered it", rep, runs, outcomes)
 		}
 	}
 }
@@ -999,8 +1016,8 @@ func testInDoubt(t *testing.T, newHarness func(*testing.T) Harness) {
 	}
 	doomed.Close() // the process dies before it can journal the outcome
 	close(release)
-	if r := <-done; r.Outcome != engine.OutcomeInDoubt {
-		t.Errorf("Call whose store went away = %+v, want outcome IN_DOUBT", r)
+	if r := <-done; r.Outcome != engine.OutcomeInDoubt || r.Status != engine.Running {
+		t.Errorf("Call whose store went away = %+v, want outcome IN_DOUBT and the saga's status as its INTENT left it, RUNNING", r)
 	}
 
 	calls, err = v.e.InDoubt(ctx, auditor, 0)

@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -305,14 +307,14 @@ func testClocks(t *testing.T, v *env) {
 	_ = e
 
 	// Grant: the quorum is reached, then the grant ends before anyone
-	// executes it: refused, journaled, compensated.
+	// executes it: closed, journaled, compensated.
 	seq = v.gate("slow")
 	v.mustApproveAs("slow", seq, fresh(alice))
 	v.mustApproveAs("slow", seq, fresh(bob))
 	clock.Add(11 * time.Minute)
-	if res, err := v.e.Resume(ctx, agent, "slow", seq, transfer); err != nil || !res.Refused || !strings.HasPrefix(res.Reason, engine.RefusedGrant) ||
-		res.Status != engine.Compensated {
-		t.Errorf("Resume after the grant = %+v, %v; want refused (%s) and compensated", res, err, engine.RefusedGrant)
+	wantCode(t, "Resume after the grant", second(v.e.Resume(ctx, agent, "slow", seq, transfer)), engine.Conflict, wire.CodeExpired)
+	if detail, _, _ := v.journal("slow")[5].Refusal(); !strings.HasPrefix(detail, engine.RefusedGrant) || v.status("slow") != engine.Compensated {
+		t.Errorf("after a resume past the grant: the closing entry says %q, the saga %s; want %s and compensated", detail, v.status("slow"), engine.RefusedGrant)
 	}
 	// … and the sweep closes a lapsed grant nobody resumes.
 	seq = v.gate("idle")
@@ -335,6 +337,72 @@ func testClocks(t *testing.T, v *env) {
 		if got := v.verify(saga); !got.Valid {
 			t.Errorf("Verify(%s) = %+v", saga, got)
 		}
+	}
+}
+
+// testLapses: a request whose time ran out — its deadline passed short
+// of its quorum, or its grant ended before it was executed — is closed
+// the same way, and whoever acts on it is answered the same (Conflict,
+// code EXPIRED, the same words), whether the sweep noticed first or the
+// late vote, withdrawal, request for changes, resume or execution did.
+func testLapses(t *testing.T, v *env) {
+	ctx := context.Background()
+	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	v.usePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "timed", Quorum: 2, Expires: engine.Duration(time.Hour),
+		Grant: engine.Duration(10 * time.Minute)}}}, engine.WithClock(clock.Now))
+	actions := []struct {
+		name string
+		act  func(saga string, seq int64) error
+	}{
+		{"approve", func(saga string, seq int64) error { return second(v.e.Approve(ctx, carol, saga, seq, "")) }},
+		{"reject", func(saga string, seq int64) error { return second(v.e.Reject(ctx, carol, saga, seq, "")) }},
+		{"withdraw", func(saga string, seq int64) error { return second(v.e.Withdraw(ctx, alice, saga, seq, "")) }},
+		{"request changes", func(saga string, seq int64) error { return second(v.e.RequestChanges(ctx, carol, saga, seq, "less")) }},
+		{"resume", func(saga string, seq int64) error { return second(v.e.Resume(ctx, agent, saga, seq, transfer)) }},
+		{"execute", func(saga string, seq int64) error { return second(v.e.Execute(ctx, alice, saga, seq)) }},
+	}
+	times := regexp.MustCompile(`\d{4}-\d\d-\d\dT[\d:.]+Z`)
+	for _, cause := range []struct {
+		name  string
+		votes []engine.Principal
+		wait  time.Duration
+	}{
+		{"expired", []engine.Principal{alice}, 61 * time.Minute},
+		{"grant ended", []engine.Principal{alice, bob}, 11 * time.Minute},
+	} {
+		for i, a := range actions {
+			first, swept := fmt.Sprintf("lapse-%s-%d-first", cause.name[:5], i), fmt.Sprintf("lapse-%s-%d-swept", cause.name[:5], i)
+			for _, saga := range []string{first, swept} {
+				seq := v.gate(saga)
+				for _, p := range cause.votes {
+					v.mustApproveAs(saga, seq, p)
+				}
+			}
+			clock.Add(cause.wait)
+			answer := func(saga string) string {
+				e := wantCode(t, fmt.Sprintf("%s after its time ran out (%s), %s", a.name, cause.name, saga), a.act(saga, 3), engine.Conflict,
+					wire.CodeExpired)
+				return times.ReplaceAllString(e.Msg, "<time>")
+			}
+			got := answer(first) // the action notices first
+			if n, err := v.e.Lapse(ctx); err != nil || n != 1 {
+				t.Errorf("Lapse = %d, %v; want the other request closed", n, err)
+			}
+			if again := answer(swept); again != got {
+				t.Errorf("%s after its time ran out (%s): %q when the sweep noticed first, %q when it did; want one answer", a.name, cause.name, again, got)
+			}
+			if pa, pb := v.phases(first), v.phases(swept); !slices.Equal(pa, pb) {
+				t.Errorf("%s (%s): the journals differ by who noticed first:\n%v\n%v", a.name, cause.name, pa, pb)
+			}
+			for _, saga := range []string{first, swept} {
+				if v.status(saga) != engine.Compensated || v.pending(saga) != 0 || !v.verify(saga).Valid {
+					t.Errorf("%s: saga %s, %d pending, %+v; want it closed, compensated and verifying", saga, v.status(saga), v.pending(saga), v.verify(saga))
+				}
+			}
+		}
+	}
+	if v.fx.transfer.Load() != 0 {
+		t.Errorf("the wire ran %d times; want never", v.fx.transfer.Load())
 	}
 }
 
@@ -450,17 +518,117 @@ func testVoteRace(t *testing.T, newHarness func(*testing.T) Harness) {
 				round, approved.Load(), conflicts.Load(), voters)
 		}
 		before := v.fx.transfer.Load()
-		var executed atomic.Int64
+		var answered atomic.Int64 // executed, or still running
 		for i := range 4 {
 			wg.Go(func() {
-				if res, err := engines[i%2].Execute(ctx, agent, saga, seq); err == nil && !res.Refused {
-					executed.Add(1)
+				res, err := engines[i%2].Execute(ctx, agent, saga, seq)
+				if e, _ := errors.AsType[*engine.Error](err); (err == nil && res.Call.Outcome == engine.OutcomeExecuted) ||
+					(e != nil && e.Code == wire.CodeInProgress) {
+					answered.Add(1)
 				}
 			})
 		}
 		wg.Wait()
-		if runs := v.fx.transfer.Load() - before; runs != 1 || executed.Load() != 1 {
-			t.Fatalf("round %d: the wire ran %d times, %d executions answered; want 1", round, runs, executed.Load())
+		if runs := v.fx.transfer.Load() - before; runs != 1 || answered.Load() != 4 {
+			t.Fatalf("round %d: the wire ran %d times, %d executions answered it ran or runs; want 1 and 4", round, runs, answered.Load())
 		}
+	}
+}
+
+// testEditedRows: a request row's columns are an index the journal
+// governs. Edited with SQL — its due time pushed back or cleared, its
+// quorum, voters or rule rewritten — a request is decided by no one while
+// its row disagrees with its journal, and verification says so; but its
+// time still runs out by the clock its rule and journal give: a late
+// vote, the sweep of due rows or the pass over every pending request
+// closes it then. A row that says it is due early closes nothing.
+func testEditedRows(t *testing.T, v *env) {
+	ctx := context.Background()
+	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	v.usePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "timed", Quorum: 2, Expires: engine.Duration(time.Hour),
+		Grant: engine.Duration(10 * time.Minute)}}}, engine.WithClock(clock.Now))
+	edits := []struct {
+		saga  string
+		votes []engine.Principal
+		sql   string
+		args  []any
+	}{
+		{"due-later", nil, "UPDATE approval_requests SET due_at = $2 WHERE saga_id = $1", []any{clock.now.AddDate(80, 0, 0)}},
+		{"due-never", nil, "UPDATE approval_requests SET due_at = NULL WHERE saga_id = $1", nil},
+		{"quorum", []engine.Principal{alice}, "UPDATE approval_requests SET quorum = 1 WHERE saga_id = $1", nil},
+		{"quorum-due", []engine.Principal{alice}, "UPDATE approval_requests SET quorum = 1, due_at = NULL WHERE saga_id = $1", nil},
+		{"voters", nil, "UPDATE approval_requests SET voters = $2, votes = 1 WHERE saga_id = $1", []any{"\nmallory\n"}},
+		{"rule", nil, "UPDATE approval_requests SET rule = 'lax', due_at = NULL WHERE saga_id = $1", nil},
+		{"late-vote", nil, "UPDATE approval_requests SET due_at = NULL WHERE saga_id = $1", nil},
+		{"grant", []engine.Principal{alice, bob}, "UPDATE approval_requests SET due_at = NULL WHERE saga_id = $1", nil},
+	}
+	for _, ed := range edits {
+		seq := v.gate(ed.saga)
+		for _, p := range ed.votes {
+			v.mustApproveAs(ed.saga, seq, p)
+		}
+		v.h.Exec(t, ed.sql, append([]any{ed.saga}, ed.args...)...)
+		if got := v.verify(ed.saga); got.Valid || got.BreakAtIndex != 2 {
+			t.Errorf("Verify(%s) after the edit = %+v; want the request's row reported", ed.saga, got)
+		}
+	}
+	// Nobody decides on a row that disagrees with its journal.
+	before := len(v.journal("quorum"))
+	wantKind(t, "a vote on a request whose quorum was edited", second(v.e.Approve(ctx, bob, "quorum", 3, "")), engine.Conflict)
+	wantKind(t, "executing a request whose quorum was edited", second(v.e.Execute(ctx, alice, "quorum", 3)), engine.Conflict)
+	if n := len(v.journal("quorum")); n != before || v.pending("quorum") != 1 {
+		t.Errorf("after acting on an edited row: %d entries (was %d), %d pending; want nothing journaled, the request kept", n, before, v.pending("quorum"))
+	}
+
+	// The grant ends: the pass over every request closes the one whose
+	// row says it is never due; the sweep of due rows cannot see it.
+	clock.Add(11 * time.Minute)
+	if _, err := v.e.Lapse(ctx); err != nil || v.pending("grant") != 1 {
+		t.Fatalf("Lapse after the grant: %v, %d pending; want the row that says never left to the pass", err, v.pending("grant"))
+	}
+	if _, err := v.e.LapseAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if es := v.journal("grant"); len(es) < 6 {
+		t.Errorf("after the grant the journal has %d entries; want the request closed after its two votes", len(es))
+	} else if detail, _, _ := es[5].Refusal(); !strings.HasPrefix(detail, engine.RefusedGrant) {
+		t.Errorf("the entry after the grant = %q; want its refusal, %s", detail, engine.RefusedGrant)
+	}
+
+	// The deadline passes. A late vote finds its request expired, whatever
+	// its row says; a request made now, whose row says it was due an hour
+	// ago, is not.
+	clock.Add(50 * time.Minute)
+	wantCode(t, "a late vote on a request whose row says never", second(v.e.Approve(ctx, bob, "late-vote", 3, "")), engine.Conflict, wire.CodeExpired)
+	early := v.gate("due-early")
+	v.h.Exec(t, "UPDATE approval_requests SET due_at = $2 WHERE saga_id = $1", "due-early", clock.now.Add(-time.Hour))
+	if _, err := v.e.Lapse(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for saga, pending := range map[string]int{"quorum": 0, "voters": 0, "due-later": 1, "due-never": 1, "quorum-due": 1, "rule": 1, "due-early": 1} {
+		if got := v.pending(saga); got != pending {
+			t.Errorf("after the sweep of due rows, %s has %d pending; want %d", saga, got, pending)
+		}
+	}
+	if _, err := v.e.LapseAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, ed := range edits {
+		var closing engine.Entry // after the request and its votes
+		if es := v.journal(ed.saga); len(es) > 3+len(ed.votes) {
+			closing = es[3+len(ed.votes)]
+		}
+		if v.pending(ed.saga) != 0 || v.status(ed.saga) != engine.Compensated || !v.verify(ed.saga).Valid ||
+			(ed.saga != "grant" && closing.Field(engine.KeyExpired) == "") {
+			t.Errorf("%s: %d pending, saga %s, %+v, closed by %+v; want it closed by its journal's clock, compensated, verifying",
+				ed.saga, v.pending(ed.saga), v.status(ed.saga), v.verify(ed.saga), closing)
+		}
+	}
+	if v.pending("due-early") != 1 || len(v.journal("due-early")) != int(early) {
+		t.Errorf("the request whose row says it was due early: %d pending, %d entries; want it open, nothing journaled",
+			v.pending("due-early"), len(v.journal("due-early")))
+	}
+	if v.fx.transfer.Load() != 0 {
+		t.Errorf("the wire ran %d times; want never", v.fx.transfer.Load())
 	}
 }
