@@ -103,7 +103,9 @@ const (
 )
 
 // mac is the seal of label and fields under the key (engine.Seal).
-func (s *Sessions) mac(label string, fields ...string) string { return engine.Seal(s.Key, label, fields...) }
+func (s *Sessions) mac(label string, fields ...string) string {
+	return engine.Seal(s.Key, label, fields...)
+}
 
 // sessionHash and loginHash are the keyed hashes under which a session's
 // and a sign-in's ids are stored.
