@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -220,5 +222,74 @@ func TestReadmeWalkthrough(t *testing.T) {
 	}
 	for _, err := range proxy.Errors() {
 		t.Errorf("the walkthrough departs from the OpenAPI document: %v", err)
+	}
+}
+
+// TestReadmeGateway replays the README's agent gateway commands against
+// the demo, through the proxy that holds them to the OpenAPI document:
+// each answers with the status and the fields the README shows, and the
+// run's end leaves the saga awaiting the transfer's approval, as its
+// comment says.
+func TestReadmeGateway(t *testing.T) {
+	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_DEMO": "true"})
+	proxy, err := apitest.NewProxy(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	host := strings.TrimPrefix(proxy.URL, "http://")
+	ss := steps(testkit.ReadmeBlock(t, "agent gateway"))
+	if len(ss) != 3 || ss[0].shown == "" || ss[1].shown == "" {
+		t.Fatalf("the README's agent gateway shows %v; want two calls, each with its answer, then the run's end", ss)
+	}
+	for _, s := range ss[:2] {
+		answer, status := curlStep(t, s, host)
+		if status != s.status {
+			t.Errorf("the README's %s = %d %s, want %d", s.cmd, status, answer, s.status)
+		}
+		if err := holdsShown(answer, s.shown); err != nil {
+			t.Errorf("the README's %s: %v", s.cmd, err)
+		}
+	}
+	answer, status := curlStep(t, ss[2], host)
+	if err := holdsShown(answer, `{"sagaId":"order-42","status":"AWAITING_APPROVAL"}`); status != 200 || err != nil {
+		t.Errorf("the README's %s = %d: %v", ss[2].cmd, status, err)
+	}
+	for _, err := range proxy.Errors() {
+		t.Errorf("the agent gateway's commands depart from the OpenAPI document: %v", err)
+	}
+}
+
+// TestReadmeOpenAPI runs the README's command that fetches the OpenAPI
+// document with no token, against a server in tokens mode: it needs none.
+// The command pipes it to jq, which a test machine need not have, so the
+// test runs the curl and evaluates the filter (.paths | keys: the paths,
+// sorted) in Go: they include /healthz, /readyz and /mcp, as the README
+// says.
+func TestReadmeOpenAPI(t *testing.T) {
+	cfg, _ := tokenConfig(t, "ci-bot=agent")
+	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_AUTH": "tokens",
+		"SAGACITY_CONFIG": cfg, "SAGACITY_SIGNING_KEY": testSigningKey(t), "SAGACITY_CHECKPOINT_DIR": t.TempDir()})
+	if code, _ := api(t, "GET", base+"/sagacity/sagas", "", ""); code != 401 {
+		t.Fatalf("GET /sagacity/sagas with no token = %d, want 401: the server takes tokens", code)
+	}
+	ss := steps(testkit.ReadmeBlock(t, "openapi"))
+	if len(ss) != 1 {
+		t.Fatalf("the README's OpenAPI block holds %v; want one command", ss)
+	}
+	fetch, filter, ok := strings.Cut(ss[0].cmd, " | jq ")
+	if !ok || filter != "'.paths | keys'" {
+		t.Fatalf("the README's OpenAPI command is %s; this test evaluates curl … | jq '.paths | keys'", ss[0].cmd)
+	}
+	answer, status := curlStep(t, step{cmd: fetch}, strings.TrimPrefix(base, "http://"))
+	var doc struct{ Paths map[string]json.RawMessage }
+	if err := json.Unmarshal(answer, &doc); status != 200 || err != nil {
+		t.Fatalf("the README's %s, with no token = %d %.200s (%v), want 200 and the document", fetch, status, answer, err)
+	}
+	keys := slices.Sorted(maps.Keys(doc.Paths))
+	for _, want := range []string{"/healthz", "/readyz", "/mcp", "/sagacity/openapi.json", "/sagacity/sagas/{sagaId}/calls"} {
+		if !slices.Contains(keys, want) {
+			t.Errorf("the README's %s lists the paths %v, without %s", ss[0].cmd, keys, want)
+		}
 	}
 }

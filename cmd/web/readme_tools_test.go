@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -42,6 +44,23 @@ func api(t *testing.T, method, url, token, body string) (int, []byte) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, b
+}
+
+// tokenConfig runs sagacity token with args, as an operator would, and
+// writes the tokens: block it prints to a SAGACITY_CONFIG of its own; it
+// returns that file and each token by its name.
+func tokenConfig(t *testing.T, args ...string) (string, map[string]string) {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(context.Background(), append([]string{"token"}, args...), nil, &out); err != nil {
+		t.Fatalf("sagacity token %v = %v", args, err)
+	}
+	tokens, block := printedTokens(t, out.String())
+	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
+	if err := os.WriteFile(cfg, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, tokens
 }
 
 // callBody is the body of an agent's call of tool with input.
