@@ -9,10 +9,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/toolsig"
@@ -151,5 +157,140 @@ func TestReadmeTools(t *testing.T) {
 	defer mu.Unlock()
 	if got := handed["/wire"]; len(got) != 0 {
 		t.Errorf("the IRREVERSIBLE transfer's endpoint was handed %q before anyone approved", got)
+	}
+}
+
+// TestReadmeToolServer runs the README's commands that start the example
+// tool server and Sagacity with its configuration, from the repository's
+// root, as written but for where things listen: the example's port
+// (127.0.0.1:9000, in the commands and the example's sagacity.yaml) is a
+// free one, bin/sagacity is this checkout's binary, and the server
+// listens on a free port with a database of the test's own. A call of the
+// example's tool through the server they started executes: the tool
+// server took Sagacity's signature, made with the secret both were given.
+func TestReadmeToolServer(t *testing.T) {
+	root := testkit.Root(t)
+	script := testkit.ReadmeBlock(t, "tool server")
+	example, err := os.ReadFile(filepath.Join(root, "examples", "toolserver", "sagacity.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const port, config, binary = "127.0.0.1:9000", "SAGACITY_CONFIG=examples/toolserver/sagacity.yaml ", "bin/sagacity serve"
+	for _, want := range []string{"-addr " + port + " &", config + binary} {
+		if !strings.Contains(script, want) {
+			t.Fatalf("the README's tool server commands hold no %q, which this test rewrites:\n%s", want, script)
+		}
+	}
+	if !strings.Contains(string(example), "http://"+port+"/") {
+		t.Fatalf("examples/toolserver/sagacity.yaml names no tool at %s, where the README starts the tool server", port)
+	}
+	addr := freeAddr(t)
+	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
+	if err := os.WriteFile(cfg, []byte(strings.ReplaceAll(string(example), port, addr)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script = strings.NewReplacer(port, addr, config, "SAGACITY_CONFIG="+cfg+" ", binary, "sagacity serve").Replace(script)
+
+	cmd := exec.Command("sh", "-ec", script)
+	out := &testkit.Buffer{}
+	cmd.Dir, cmd.Stdout, cmd.Stderr, cmd.WaitDelay = root, out, out, 10*time.Second
+	cmd.Env = append(standInEnv(t, "sagacity"), "SAGACITY_ADDR=127.0.0.1:0", "SAGACITY_DATABASE_URL="+testkit.SQLiteURL(t))
+	// Its own process group, so that the tool server it starts in the
+	// background, and what go run builds, stop with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	served := regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+)"`)
+	var base string
+	// go run compiles the example first: that can take a while on a
+	// loaded machine.
+	for deadline := time.Now().Add(3 * time.Minute); base == "" || !strings.Contains(out.String(), "toolserver: scheduleTransfer on http://"+addr); time.Sleep(50 * time.Millisecond) {
+		if m := served.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the README's tool server commands did not start both servers:\n%s", out)
+		}
+	}
+	code, body := api(t, "POST", base+"/sagacity/sagas/t-1/calls", "", callBody("scheduleTransfer", `{"amount":"100","to":"alice"}`))
+	var res wire.CallResult
+	if json.Unmarshal(body, &res); code != 200 || res.Outcome != wire.Executed {
+		t.Errorf("a call of scheduleTransfer through the server the README starts = %d %s, want 200 EXECUTED\n%s", code, body, out)
+	}
+}
+
+// TestReadmeScrape reads the README's Prometheus scrape configuration as
+// Prometheus would (every field it holds known to this test) and scrapes
+// with it: its target is a server's public host, served over https
+// through the TLS proxy the checklist puts in front, here the test
+// speaking to the server as that proxy does; its credentials file holds
+// the token sagacity token prometheus=auditor made, sent as a bearer
+// token (authorization's default type); the default metrics path is
+// /metrics. The scrape gets the metrics; without the token, 401.
+func TestReadmeScrape(t *testing.T) {
+	var prom struct {
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			Scheme        string `yaml:"scheme"`
+			Authorization struct {
+				CredentialsFile string `yaml:"credentials_file"`
+			} `yaml:"authorization"`
+			StaticConfigs []struct {
+				Targets []string `yaml:"targets"`
+			} `yaml:"static_configs"`
+		} `yaml:"scrape_configs"`
+	}
+	block := testkit.ReadmeBlock(t, "prometheus")
+	dec := yaml.NewDecoder(strings.NewReader(block))
+	dec.KnownFields(true)
+	if err := dec.Decode(&prom); err != nil {
+		t.Fatalf("the README's scrape configuration: %v\n%s", err, block)
+	}
+	if len(prom.ScrapeConfigs) != 1 || len(prom.ScrapeConfigs[0].StaticConfigs) != 1 || len(prom.ScrapeConfigs[0].StaticConfigs[0].Targets) != 1 {
+		t.Fatalf("the README's scrape configuration is %+v; want one job with one target", prom)
+	}
+	sc := prom.ScrapeConfigs[0]
+	target, creds := sc.StaticConfigs[0].Targets[0], sc.Authorization.CredentialsFile
+	if sc.Scheme != "https" || !filepath.IsAbs(creds) || strings.Contains(target, ":") {
+		t.Errorf("the README scrapes %s://%s with the credentials in %q; want https, the public host name, a file's absolute path", sc.Scheme, target, creds)
+	}
+
+	cfg, tokens := tokenConfig(t, "prometheus=auditor")
+	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_AUTH": "tokens",
+		"SAGACITY_CONFIG": cfg, "SAGACITY_PUBLIC_URL": sc.Scheme + "://" + target,
+		"SAGACITY_SIGNING_KEY": testSigningKey(t), "SAGACITY_CHECKPOINT_DIR": t.TempDir()})
+	file := filepath.Join(t.TempDir(), creds) // where Prometheus's machine keeps it
+	os.MkdirAll(filepath.Dir(file), 0o700)
+	if err := os.WriteFile(file, []byte(tokens["prometheus"]+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scrape := func(withCredentials bool) (int, string) {
+		req, _ := http.NewRequest("GET", base+"/metrics", nil)
+		req.Host = target
+		if withCredentials {
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := scrape(true); code != 200 || !strings.Contains(body, "\nsagacity_calls_in_doubt 0\n") {
+		t.Errorf("scraping %s as the README configures it = %d\n%.300s\nwant 200 and the metrics", target, code, body)
+	}
+	if code, _ := scrape(false); code != 401 {
+		t.Errorf("scraping %s without the credentials file = %d, want 401", target, code)
 	}
 }
