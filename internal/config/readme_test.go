@@ -15,18 +15,14 @@ import (
 // loaded as printed, the way the server loads SAGACITY_CONFIG, with only
 // what the README says the reader supplies besides.
 
-// readmeConfig loads the README's blocks named, one after the other in
-// one SAGACITY_CONFIG, with the environment vars.
-func readmeConfig(t *testing.T, vars map[string]string, blocks ...string) Config {
+// readmeConfig loads yaml, README blocks, as the SAGACITY_CONFIG of a
+// server with the environment vars.
+func readmeConfig(t *testing.T, vars map[string]string, yaml string) Config {
 	t.Helper()
-	var yaml string
-	for _, name := range blocks {
-		yaml += testkit.ReadmeBlock(t, name)
-	}
 	vars["SAGACITY_CONFIG"] = writeConfig(t, yaml)
 	c, err := Load(env(vars))
 	if err != nil {
-		t.Fatalf("Load(the README's %v) = %v", blocks, err)
+		t.Fatalf("Load(the README's\n%s) = %v", yaml, err)
 	}
 	return c
 }
@@ -36,7 +32,7 @@ func readmeConfig(t *testing.T, vars map[string]string, blocks ...string) Config
 // with no undo, and the policy's limits, given the tool signing secret
 // the README says a file with tools needs.
 func TestReadmeTools(t *testing.T) {
-	c := readmeConfig(t, map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": signingSecret}, "tools")
+	c := readmeConfig(t, map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": signingSecret}, testkit.ReadmeBlock(t, "tools"))
 	want := []Tool{
 		{Name: "reserveInventory", Reversibility: engine.Compensatable,
 			Execute:    Endpoint{URL: "http://127.0.0.1:9000/reserve", Timeout: 10 * time.Second},
@@ -57,7 +53,8 @@ func TestReadmeTools(t *testing.T) {
 // ext- account, by rule large and its terms; a smaller one by rule small;
 // any other IRREVERSIBLE tool by the one-approver default.
 func TestReadmeApproval(t *testing.T) {
-	c := readmeConfig(t, map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": signingSecret}, "tools", "approval")
+	c := readmeConfig(t, map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": signingSecret},
+		testkit.ReadmeBlock(t, "tools")+testkit.ReadmeBlock(t, "approval"))
 	a := c.File.Approvals
 	if a == nil {
 		t.Fatal("the README's approval policy loaded as none")
@@ -93,7 +90,7 @@ func TestReadmeApproval(t *testing.T) {
 // it does not name IRREVERSIBLE; each call within 30s, listed under the
 // prefix files_.
 func TestReadmeUpstreams(t *testing.T) {
-	c := readmeConfig(t, map[string]string{}, "upstreams")
+	c := readmeConfig(t, map[string]string{}, testkit.ReadmeBlock(t, "upstreams"))
 	if len(c.File.Upstreams) != 1 {
 		t.Fatalf("the README's upstreams = %+v, want one", c.File.Upstreams)
 	}
@@ -125,7 +122,7 @@ func TestReadmeUpstreams(t *testing.T) {
 // the groups claim and maps each group to its role (cmd/web TestRunOIDC
 // signs in with it).
 func TestReadmeRoles(t *testing.T) {
-	c := readmeConfig(t, map[string]string{}, "roles")
+	c := readmeConfig(t, map[string]string{}, testkit.ReadmeBlock(t, "roles"))
 	want := Roles{Claim: "groups", Map: map[string][]engine.Role{
 		"payments-approvers": {engine.RoleApprover}, "auditors": {engine.RoleAuditor}, "agents": {engine.RoleAgent}}}
 	if diff := cmp.Diff(want, c.File.Roles); diff != "" {
