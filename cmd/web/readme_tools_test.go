@@ -201,17 +201,25 @@ func TestReadmeToolServer(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	defer func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		cmd.Wait()
+		<-exited
 	}()
 	served := regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+)"`)
 	var base string
 	// go run compiles the example first: that can take a while on a
 	// loaded machine.
-	for deadline := time.Now().Add(3 * time.Minute); base == "" || !strings.Contains(out.String(), "toolserver: scheduleTransfer on http://"+addr); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(3 * time.Minute); base == "" || !strings.Contains(out.String(), "toolserver: scheduleTransfer on http://"+addr); {
 		if m := served.FindStringSubmatch(out.String()); m != nil {
 			base = m[1]
+		}
+		select {
+		case err := <-exited:
+			exited <- err // for the deferred wait
+			t.Fatalf("the README's tool server commands ended (%v) before both servers started:\n%s", err, out)
+		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the README's tool server commands did not start both servers:\n%s", out)
