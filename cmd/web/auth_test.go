@@ -42,9 +42,10 @@ func status(t *testing.T, c *http.Client, method, url, token string) int {
 	return resp.StatusCode
 }
 
-// TestRunOIDC configures oidc mode through the environment, as an operator
-// would, and signs in through a real provider: as a confidential client,
-// with SAGACITY_OIDC_CLIENT_SECRET, and as a public one, without.
+// TestRunOIDC configures oidc mode through the environment and the
+// README's roles: block, as an operator would, and signs in through a real
+// provider: as a confidential client, with SAGACITY_OIDC_CLIENT_SECRET,
+// and as a public one, without.
 func TestRunOIDC(t *testing.T) {
 	for _, confidential := range []bool{true, false} {
 		t.Run(map[bool]string{true: "confidential", false: "public"}[confidential], func(t *testing.T) { runOIDC(t, confidential) })
@@ -63,7 +64,7 @@ func runOIDC(t *testing.T, confidential bool) {
 		id = p.PublicClient(t, public+"/auth/callback")
 	}
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
-	os.WriteFile(cfg, []byte("roles:\n  map:\n    payments-approvers: [approver]\n"), 0o644)
+	os.WriteFile(cfg, []byte(testkit.ReadmeBlock(t, "roles")), 0o644) // the README's OIDC set-up maps payments-approvers to approver
 	launched := launch(t, map[string]string{"SAGACITY_ADDR": addr, "SAGACITY_AUTH": "oidc", "SAGACITY_OIDC_ISSUER": p.Issuer,
 		"SAGACITY_SIGNING_KEY": testSigningKey(t), "SAGACITY_CHECKPOINT_DIR": t.TempDir(),
 		"SAGACITY_OIDC_CLIENT_ID": id, "SAGACITY_OIDC_CLIENT_SECRET": secret, "SAGACITY_PUBLIC_URL": public,

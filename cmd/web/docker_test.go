@@ -464,17 +464,31 @@ func TestComposeInterpolation(t *testing.T) {
 }
 
 // standIns puts the stand-ins on a PATH of their own: docker (the
-// stand-in above) and sagacity (this checkout's binary), both this test
-// binary under another name. sh runs a script in dir with them, without
-// any SAGACITY_* variable of the test; state is the stand-in's.
+// stand-in above) and sagacity (this checkout's binary). sh runs a script
+// in dir with them (see standInEnv); state is the stand-in's.
 func standIns(t *testing.T, dir string) (state string, sh func(script string) (string, error)) {
+	t.Helper()
+	state = t.TempDir()
+	environ := append(standInEnv(t, "docker", "sagacity"), "DOCKER_STAND_IN="+state)
+	return state, func(script string) (string, error) {
+		cmd := exec.Command("sh", "-ex")
+		cmd.Dir, cmd.Env, cmd.Stdin = dir, environ, strings.NewReader(script)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+}
+
+// standInEnv is the test's environment without any SAGACITY_* variable of
+// the test, and with a PATH whose first directory holds the stand-ins
+// named, each this test binary under that name (see TestMain).
+func standInEnv(t *testing.T, names ...string) []string {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, state := t.TempDir(), t.TempDir()
-	for _, name := range []string{"docker", "sagacity"} {
+	bin := t.TempDir()
+	for _, name := range names {
 		if err := os.Symlink(self, filepath.Join(bin, name)); err != nil {
 			t.Fatal(err)
 		}
@@ -485,13 +499,7 @@ func standIns(t *testing.T, dir string) (state string, sh func(script string) (s
 			environ = append(environ, kv)
 		}
 	}
-	environ = append(environ, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "DOCKER_STAND_IN="+state)
-	return state, func(script string) (string, error) {
-		cmd := exec.Command("sh", "-ex")
-		cmd.Dir, cmd.Env, cmd.Stdin = dir, environ, strings.NewReader(script)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	return append(environ, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 // composeDir copies deploy/ (its files other than Go and .env) to

@@ -3,8 +3,10 @@ package testkit
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -29,28 +31,119 @@ func Root(t testing.TB) string {
 	}
 }
 
-// ReadmeBlock returns the text of the first fenced code block after the
-// line "<!-- name…" in README.md, so that a test runs what the README
-// tells a reader to type, as written. It fails the test when there is
-// no such block.
-func ReadmeBlock(t testing.TB, name string) string {
+// Block is a fenced code block of README.md or of a page of docs/: where
+// it is, its language (the word after the opening fence), the name of the
+// marker on the line just before it ("" when there is none) and its text,
+// each line without the fence's indentation.
+type Block struct {
+	File   string // relative to the repository's root
+	Line   int    // of the opening fence, from 1
+	Lang   string
+	Marker string
+	Text   string
+}
+
+// A marker is a line "<!-- name: what reads the block -->" (or
+// "<!-- name -->"), its name the words before the colon.
+var markerLine = regexp.MustCompile(`^<!-- ([^:]+?)(?::.*)? -->$`)
+
+// ReadmeBlocks returns every fenced code block of README.md and of
+// docs/*.md, in file order (README.md first).
+func ReadmeBlocks(t testing.TB) []Block {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(Root(t), "README.md"))
+	bs, err := blocksIn(Root(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(b), "\n<!-- "+name)
-	if ok {
-		_, rest, ok = strings.Cut(rest, "\n```")
+	return bs
+}
+
+// blocksIn reads the blocks of the README and the docs pages under root.
+func blocksIn(root string) ([]Block, error) {
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		return nil, err
 	}
-	if ok {
-		_, rest, ok = strings.Cut(rest, "\n") // the fence's language
+	var out []Block
+	for _, path := range append([]string{filepath.Join(root, "README.md")}, pages...) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(root, path)
+		bs, err := parseBlocks(rel, string(b))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bs...)
 	}
-	block, _, ok2 := strings.Cut(rest, "```")
-	if !ok || !ok2 {
-		t.Fatalf("README.md has no code block after <!-- %s", name)
+	return out, nil
+}
+
+// parseBlocks reads the fenced blocks of a Markdown file's text. A fence
+// may be indented (a block in a list item); its block's lines lose that
+// indentation.
+func parseBlocks(file, text string) ([]Block, error) {
+	var out []Block
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		indent, lang, ok := strings.Cut(lines[i], "```")
+		if !ok || strings.TrimSpace(indent) != "" {
+			continue
+		}
+		b := Block{File: file, Line: i + 1, Lang: strings.TrimSpace(lang)}
+		if i > 0 {
+			if m := markerLine.FindStringSubmatch(strings.TrimSpace(lines[i-1])); m != nil {
+				b.Marker = m[1]
+			}
+		}
+		var body []string
+		for i++; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
+			body = append(body, strings.TrimPrefix(lines[i], indent))
+		}
+		if i == len(lines) {
+			return nil, fmt.Errorf("%s:%d: the block is never closed", file, b.Line)
+		}
+		b.Text = strings.Join(body, "\n") + "\n"
+		out = append(out, b)
 	}
-	return block
+	return out, nil
+}
+
+// blockNamed is the block whose marker is name: exactly one, or an error
+// naming the marker (and, when more than one holds it, each place).
+func blockNamed(bs []Block, name string) (Block, error) {
+	var found []Block
+	for _, b := range bs {
+		if b.Marker == name {
+			found = append(found, b)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Block{}, fmt.Errorf("README.md and docs/*.md have no code block just after <!-- %s: … -->", name)
+	case 1:
+		return found[0], nil
+	}
+	var at []string
+	for _, b := range found {
+		at = append(at, fmt.Sprintf("%s:%d", b.File, b.Line))
+	}
+	return Block{}, fmt.Errorf("the marker <!-- %s: … --> is held by more than one block (%s): a test could not tell which it runs",
+		name, strings.Join(at, ", "))
+}
+
+// ReadmeBlock returns the text of the fenced code block just after the
+// line "<!-- name: … -->" in README.md or one of docs/*.md, so that a test
+// runs what the documentation tells a reader to type, as written. It fails
+// the test when no block has that marker, or more than one.
+func ReadmeBlock(t testing.TB, name string) string {
+	t.Helper()
+	b, err := blockNamed(ReadmeBlocks(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Text
 }
 
 // ReadmeNotifications returns the README's notifications example (the

@@ -3,9 +3,6 @@ package testkit
 import (
 	"crypto/rand"
 	"net/url"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -64,35 +61,14 @@ func (r *Roles) as(t testing.TB, dbURL, role string) string {
 
 // Grant runs the README's GRANT script as the owner on the schema of
 // ownerURL, as an operator would after `sagacity migrate`: the block
-// between <!-- grants … --> and <!-- /grants --> in README.md, with the
+// after <!-- grants: … --> in README.md (or docs/*.md), with the
 // test's role names for sagacity_owner and sagacity_app, and the test's
 // schema for public.
 func (r *Roles) Grant(t testing.TB, ownerURL string) {
 	t.Helper()
 	script := strings.NewReplacer("sagacity_app", `"`+r.App+`"`, "sagacity_owner", `"`+r.Owner+`"`,
-		"SCHEMA public", `SCHEMA "`+SchemaOf(t, ownerURL)+`"`).Replace(grantScript(t))
+		"SCHEMA public", `SCHEMA "`+SchemaOf(t, ownerURL)+`"`).Replace(ReadmeBlock(t, "grants"))
 	Exec(t, ownerURL, script)
-}
-
-// grantScript is the SQL of the README's GRANT script, as written.
-func grantScript(t testing.TB) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot tell where testkit's source, and so the README, is")
-	}
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(b), "<!-- grants")
-	block, _, ok2 := strings.Cut(block, "<!-- /grants -->")
-	_, block, ok3 := strings.Cut(block, "```sql\n")
-	block, _, ok4 := strings.Cut(block, "```")
-	if !ok || !ok2 || !ok3 || !ok4 {
-		t.Fatal("README.md has no GRANT script: a ```sql block between <!-- grants … --> and <!-- /grants -->")
-	}
-	return block
 }
 
 // SchemaOf is the schema a PostgresURL url works in.
