@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +17,12 @@ import (
 
 // TestReadmeCheckpointNames: the checkpoint files the README's offline
 // commands name are named as the server names them in
-// SAGACITY_CHECKPOINT_DIR: their size in 20 digits. (The console's name
+// SAGACITY_CHECKPOINT_DIR: their size in 20 digits (the console's name
 // for a download, checkpoint-<size>.note, is internal/server
-// TestConsoleDownloads's.)
+// TestConsoleDownloads's); and the commands run as written, against two
+// checkpoints the demo's server signed, the sizes in them the only
+// change: verify checks the export, curl fetches the consistency proof,
+// verify-log says the newer log extends the older.
 func TestReadmeCheckpointNames(t *testing.T) {
 	cps := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
@@ -49,5 +54,60 @@ func TestReadmeCheckpointNames(t *testing.T) {
 		if !regexp.MustCompile(`^[0-9]{20}\.checkpoint$`).MatchString(n) {
 			t.Errorf("the README's offline commands name the checkpoint %s; the server names them like %020d.checkpoint", n, size)
 		}
+	}
+
+	// The commands, run: the export of transfer-77 with proofs against
+	// the older checkpoint, then the log grown and a newer one signed.
+	dir := t.TempDir()
+	save := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	older, olderSize := latest, size
+	save(fmt.Sprintf("%020d.checkpoint", olderSize), older)
+	code, export := get(t, fmt.Sprintf("%s/sagacity/audit/transfer-77?proofs=%d", base, olderSize))
+	unproved := slices.ContainsFunc(strings.Split(export, "\n"), func(l string) bool {
+		return strings.HasPrefix(l, `{"sagaId":`) && !strings.Contains(l, `"proof":`)
+	})
+	if code != http.StatusOK || unproved {
+		t.Fatalf("the export of transfer-77 with proofs at %d = %d; want every entry proved:\n%s", olderSize, code, export)
+	}
+	save("sagacity-transfer-77.ndjson", export)
+	resp, err := http.Post(base+"/sagacity/sagas/grown/calls", "application/json",
+		strings.NewReader(`{"tool":"reserveInventory","input":"{\"sku\":\"LAPTOP-13\",\"qty\":1}"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a call to grow the log = %d; want 200", resp.StatusCode)
+	}
+	newer, newerSize := "", int64(0)
+	for deadline := time.Now().Add(30 * time.Second); newerSize <= olderSize && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if code, cp := get(t, base+"/sagacity/checkpoints/latest"); code == http.StatusOK {
+			newer = cp
+			fmt.Sscan(strings.SplitN(cp, "\n", 3)[1], &newerSize)
+		}
+	}
+	if newerSize <= olderSize {
+		t.Fatalf("the server signed no checkpoint after %d", olderSize)
+	}
+	save(fmt.Sprintf("%020d.checkpoint", newerSize), newer)
+	_, key := get(t, base+"/sagacity/keys")
+	var keys struct {
+		Keys []string `json:"keys"`
+	}
+	if err := json.Unmarshal([]byte(key), &keys); err != nil || len(keys.Keys) != 1 {
+		t.Fatalf("GET /sagacity/keys = %s", key)
+	}
+	script := strings.NewReplacer("00000000000000001204", fmt.Sprintf("%020d", olderSize), "00000000000000001733", fmt.Sprintf("%020d", newerSize),
+		"from=1204&to=1733", fmt.Sprintf("from=%d&to=%d", olderSize, newerSize)).Replace(block)
+	out, exit := shell(t, dir, script, "PUBLIC_KEY="+keys.Keys[0], "URL="+base)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if exit != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], `{"valid":true,"entryCount":`) ||
+		!strings.Contains(lines[1], fmt.Sprintf(`"valid":true,"message":"the log at size %d extends the log at size %d`, newerSize, olderSize)) {
+		t.Errorf("the README's offline commands = exit %d:\n%s\nwant the export verified, then the newer log extending the older", exit, out)
 	}
 }
