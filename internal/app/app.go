@@ -62,8 +62,9 @@ type Parts struct {
 	Server server.Options
 }
 
-// Intervals are how often each service runs, for tests: shorter, or
-// long enough that a test drives the service itself.
+// Intervals are how often each service runs: the checker's come from the
+// configuration; tests make the others shorter, or long enough that the
+// test drives the service itself.
 type Intervals struct {
 	Check, FullCheck     time.Duration // tlog.Checker
 	Beat                 time.Duration // engine.Heartbeat
