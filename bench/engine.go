@@ -80,9 +80,9 @@ func openEngine(ctx context.Context, dbURL string, keys *engine.Keys, dir string
 // the next tick, as the server does; a benchmark whose log stops growing
 // fails its final Sequence in close.
 func (e *benchEngine) sequence(ctx context.Context) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := tlog.Sequencer{Log: e.log, Logger: slog.New(slog.DiscardHandler)}.Start(ctx)
-	e.stop = func() { cancel(); <-done }
+	s := &tlog.Sequencer{Log: e.log, Logger: slog.New(slog.DiscardHandler)}
+	s.Start(ctx)
+	e.stop = func() { s.Stop(context.WithoutCancel(ctx)) }
 }
 
 // close stops the sequencer, appends what it had not yet, and closes the

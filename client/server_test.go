@@ -21,6 +21,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/server"
+	"github.com/sagacity-go/sagacity/internal/service"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
@@ -225,6 +226,11 @@ func start(dbURL, dir string, logs io.Writer) (*sagacity, error) {
 			tool(book, engine.Compensatable, "/book", "/unbook"),
 		},
 		Log: tlog.Options{Every: 1, Interval: 24 * time.Hour},
+		// The log is sequenced and checked when a test does it;
+		// recovery and lapses make their first pass at the start.
+		Every: app.Intervals{Sequence: 24 * time.Hour, Check: 24 * time.Hour, FullCheck: 24 * time.Hour,
+			Recover: 24 * time.Hour, Lapse: 24 * time.Hour, LapseAll: 24 * time.Hour},
+		Replica: "client-test",
 		// Calls in doubt may be resolved at once, and an outcome that
 		// cannot be journaled is given up on after 200ms.
 		Engine: []engine.Option{engine.WithInDoubtAfter(0), engine.WithOutcomeRetry(200 * time.Millisecond), engine.WithApprovals(policy)},
@@ -238,8 +244,23 @@ func start(dbURL, dir string, logs io.Writer) (*sagacity, error) {
 		stop()
 		return nil, err
 	}
+	// As serve runs them: started before the first request and stopped
+	// after the last, each first pass over before a test begins.
+	if err := service.StartAll(ctx, a.Services...); err != nil {
+		stop()
+		return nil, err
+	}
+	if err := service.WaitStarted(ctx, a.Services...); err != nil {
+		service.StopAll(ctx, a.Services...)
+		stop()
+		return nil, err
+	}
 	srv := httptest.NewServer(a.Handler)
-	return &sagacity{url: srv.URL, tools: ts, log: a.Log, close: func() { srv.Close(); stop() }}, nil
+	return &sagacity{url: srv.URL, tools: ts, log: a.Log, close: func() {
+		srv.Close()
+		service.StopAll(ctx, a.Services...)
+		stop()
+	}}, nil
 }
 
 // newServer runs a server on dbURL for the test.

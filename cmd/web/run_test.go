@@ -18,6 +18,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/internal/witness"
 	"github.com/sagacity-go/sagacity/toolsig"
 )
 
@@ -295,7 +296,9 @@ func TestVerifyCommand(t *testing.T) {
 }
 
 // TestGracefulShutdown stops the server (as SIGTERM does) while a signed
-// HTTP tool call is in flight: the call finishes, is journaled and answered.
+// HTTP tool call is in flight: the call finishes, is journaled and
+// answered, and the last checkpoint, signed as the server stops, covers
+// every entry.
 func TestGracefulShutdown(t *testing.T) {
 	secret := "shutdown-test-signing-secret-0123456789"
 	started, release := make(chan struct{}), make(chan struct{})
@@ -347,6 +350,21 @@ func TestGracefulShutdown(t *testing.T) {
 	es, _ := db.Entries(context.Background(), "g")
 	if len(es) != 2 || es[1].Phase != engine.PhaseExecuted || es[1].Payload != "written" {
 		t.Errorf("journal after shutdown = %+v, want INTENT then EXECUTED", es)
+	}
+	w, err := witness.Open(filepath.Join(dir, "s.db.checkpoints"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, _, err := w.Newest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	if lines := strings.Split(signed, "\n"); len(lines) > 1 {
+		fmt.Sscan(lines[1], &size)
+	}
+	if entries := testkit.Count(t, dbURL, "SELECT count(*) FROM journal"); size != entries {
+		t.Errorf("the newest checkpoint after shutdown has size %d; want all %d journal entries covered", size, entries)
 	}
 }
 

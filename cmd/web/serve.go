@@ -25,8 +25,8 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/mcpproxy"
-	"github.com/sagacity-go/sagacity/internal/notify"
 	"github.com/sagacity-go/sagacity/internal/server"
+	"github.com/sagacity-go/sagacity/internal/service"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
@@ -98,9 +98,10 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 		publicURL = "http://" + ln.Addr().String()
 	}
 	a, err := app.Build(ctx, app.Parts{DB: db, Checkpoints: w, Keys: keys, Tools: tools, Logger: log, Version: version(),
-		PasskeyURL: publicURL,
+		PublicURL: publicURL, Replica: replica(cpDir), Targets: cfg.Targets,
 		// The log extends nothing it has not checked in full since the start.
-		Log: tlog.Options{Every: cfg.File.Log.Every, Interval: cfg.File.Log.Interval, FullCheckFirst: true},
+		Log:   tlog.Options{Every: cfg.File.Log.Every, Interval: cfg.File.Log.Interval, FullCheckFirst: true},
+		Every: app.Intervals{Check: cfg.File.Log.CheckEvery, FullCheck: cfg.File.Log.FullCheckEvery},
 		Engine: []engine.Option{engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
 			engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas}), engine.WithApprovals(cfg.File.Approvals),
 			engine.WithNotifications(cfg.Endpoints)},
@@ -113,25 +114,17 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	case err != nil:
 		return err
 	}
-	eng, lg := a.Engine, a.Log
-	// Before the first request: a database rolled back behind the newest
-	// checkpoint executes nothing. The full check follows in the
-	// background, and the sequencer once it has run.
-	if problem, err := lg.Check(ctx, false); err != nil {
-		return fmt.Errorf("checking the database against the checkpoints in %s: %w", cpDir, err)
-	} else if problem != "" {
-		log.Error("executions halted", "problem", problem)
+	eng := a.Engine
+	// The services start before the first request (the database checked
+	// against the newest checkpoint, this process registered as a runner
+	// in place of the one its checkpoint directory names) and stop after
+	// the last: the heartbeat outlives the calls in flight, and the log's
+	// last checkpoint covers what they wrote.
+	if err := service.StartAll(context.WithoutCancel(ctx), a.Services...); err != nil {
+		return fmt.Errorf("SAGACITY_DATABASE_URL: %w", err)
 	}
-	// This process runs calls from here on: registered as a runner, it
-	// retires, journaled, the runner of the process before it, which the
-	// checkpoint directory names; that one's cut-off calls are then in
-	// doubt at once. It beats until the server has stopped.
-	beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBeat()
-	beatDone, err := engine.Heartbeat{Engine: eng, Replica: replica(cpDir), Lineage: w, Logger: log}.Start(beat)
-	if err != nil {
-		return fmt.Errorf("SAGACITY_DATABASE_URL: registering this process: %w", err)
-	}
+	// On the way out early; stopping them again once stopped does nothing.
+	defer service.StopAll(context.WithoutCancel(ctx), a.Services...)
 	if cfg.Demo {
 		if err := demo.Seed(ctx, db, eng); err != nil {
 			return err
@@ -159,14 +152,6 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	engine.Recoverer{Engine: eng, Logger: log}.Start(ctx)
-	engine.Lapser{Engine: eng, Logger: log}.Start(ctx)
-	if len(cfg.Targets) > 0 {
-		notify.Relay{Engine: eng, Targets: cfg.Targets, Base: publicURL, Observer: a.Metrics, Logger: log}.Start(ctx)
-		engine.Notifier{Engine: eng, Logger: log}.Start(ctx)
-	}
-	seqDone := tlog.Sequencer{Log: lg, Logger: log}.Start(ctx)
-	tlog.Checker{Log: lg, Every: cfg.File.Log.CheckEvery, FullEvery: cfg.File.Log.FullCheckEvery, Logger: log}.Start(ctx)
 	select {
 	case err := <-errc:
 		return err
@@ -181,12 +166,8 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	stopBeat()
-	<-beatDone
-	<-seqDone
-	// A last checkpoint covers everything written before the stop.
-	if _, err := lg.Sequence(sctx, true); err != nil {
-		log.Warn("signing the last checkpoint failed; the next start signs it", "err", err)
+	if err := service.StopAll(sctx, a.Services...); err != nil {
+		return fmt.Errorf("shutdown: stopping the services: %w", err)
 	}
 	return nil
 }

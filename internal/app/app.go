@@ -1,9 +1,10 @@
 // Package app composes a server from its parts: the global log over the
 // store and the checkpoint directory, the engine with its tools, the
-// metrics, and the handlers of the API, the MCP gateway and the console.
+// metrics, the handlers of the API, the MCP gateway and the console, and
+// the background services the server runs, in the order they start.
 // `sagacity serve` builds one from its configuration and the tests from
-// theirs, so the server is wired in one place; the services a server runs
-// (heartbeat, recovery, sequencer, checker) are started by serve.
+// theirs, so the server is wired in one place and the tests run the same
+// services.
 package app
 
 import (
@@ -12,13 +13,16 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/mcpgw"
 	"github.com/sagacity-go/sagacity/internal/metrics"
+	"github.com/sagacity-go/sagacity/internal/notify"
 	"github.com/sagacity-go/sagacity/internal/passkey"
 	"github.com/sagacity-go/sagacity/internal/server"
+	"github.com/sagacity-go/sagacity/internal/service"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
@@ -35,11 +39,20 @@ type Parts struct {
 	// Log says when checkpoints are signed and checked; Build sets its
 	// observer.
 	Log tlog.Options
-	// PasskeyURL is the console's public URL, which its passkeys are
-	// bound to: https, or http on loopback (served as localhost). ""
-	// or any other URL: no passkeys (Build logs why), and a policy that
-	// asks for them does not start.
-	PasskeyURL string
+	// PublicURL is the console's public URL, which notifications link
+	// to and its passkeys are bound to: https, or http on loopback
+	// (served as localhost). "" or any other URL: no passkeys (Build
+	// logs why), and a policy that asks for them does not start.
+	PublicURL string
+	// Replica names, in the runners table, the deployment this process
+	// is a start of; the checkpoint directory names the process it
+	// replaces.
+	Replica string
+	// Targets are the notifications' endpoints: with any, the server
+	// runs the relay and the Notifier.
+	Targets []notify.Target
+	// Every says how often the services run; zero: each one's default.
+	Every Intervals
 	// Engine holds the engine's options besides its keys, logger, log,
 	// observer and passkeys, which Build sets.
 	Engine []engine.Option
@@ -49,6 +62,18 @@ type Parts struct {
 	Server server.Options
 }
 
+// Intervals are how often each service runs: the checker's come from the
+// configuration; tests make the others shorter, or long enough that the
+// test drives the service itself.
+type Intervals struct {
+	Check, FullCheck     time.Duration // tlog.Checker
+	Beat                 time.Duration // engine.Heartbeat
+	Sequence             time.Duration // tlog.Sequencer
+	Recover              time.Duration // engine.Recoverer
+	Lapse, LapseAll      time.Duration // engine.Lapser
+	Relay, Notice, Watch time.Duration // notify.Relay, engine.Notifier, mcpgw.Watcher
+}
+
 // App is a composed server.
 type App struct {
 	Engine  *engine.Engine
@@ -56,13 +81,24 @@ type App struct {
 	Metrics *metrics.Recorder
 	Handler http.Handler
 	Options server.Options // what Handler was built from
+	// Services are the server's background services, in the order they
+	// start (service.StartAll) and the reverse of the one they stop in
+	// (service.StopAll): the checker first, so that a database rolled
+	// back behind the newest checkpoint executes nothing; the heartbeat
+	// before any service that runs calls; the sequencer before every
+	// service that writes to the journal, so that its last checkpoint,
+	// signed as it stops, covers all they wrote. The server takes
+	// requests only once they started, and stops them once the
+	// requests in flight are done.
+	Services []service.Service
 }
 
 // ErrClaim wraps a failure to record the signing key in the database
 // (tlog.ErrKey when the database records another key).
 var ErrClaim = errors.New("recording the signing key")
 
-// Build composes the parts. ctx bounds the MCP gateway's watcher.
+// Build composes the parts; it starts no service. ctx ends when the
+// server stops (MCP sessions ending after that leave their sagas open).
 func Build(ctx context.Context, p Parts) (*App, error) {
 	rec := metrics.New(p.Logger)
 	lo := p.Log
@@ -73,7 +109,7 @@ func Build(ctx context.Context, p Parts) (*App, error) {
 	}
 	opts := append([]engine.Option{engine.WithKeys(p.Keys), engine.WithLogger(p.Logger), engine.WithLog(lg),
 		engine.WithObserver(rec)}, p.Engine...)
-	if rp, err := passkey.New(p.PasskeyURL); err != nil {
+	if rp, err := passkey.New(p.PublicURL); err != nil {
 		p.Logger.Info("passkeys are off", "why", err)
 	} else {
 		opts = append(opts, engine.WithPasskeys(rp, passkey.Check))
@@ -91,7 +127,22 @@ func Build(ctx context.Context, p Parts) (*App, error) {
 	o := p.Server
 	o.Log, o.Ready, o.Metrics = p.Logger, p.DB.Ping, rec
 	o.API = &api.Handlers{Engine: eng}
-	o.MCP = mcpgw.New(ctx, eng, p.Version, p.Logger)
+	gw := mcpgw.New(ctx, eng, p.Version, p.Logger)
+	o.MCP = gw
 	o.Console.Engine = eng
-	return &App{Engine: eng, Log: lg, Metrics: rec, Handler: server.New(o), Options: o}, nil
+	ev := p.Every
+	svcs := []service.Service{
+		&tlog.Checker{Log: lg, Every: ev.Check, FullEvery: ev.FullCheck, Logger: p.Logger},
+		&engine.Heartbeat{Engine: eng, Replica: p.Replica, Lineage: p.Checkpoints, Every: ev.Beat, Logger: p.Logger},
+		&tlog.Sequencer{Log: lg, Every: ev.Sequence, Logger: p.Logger},
+		&engine.Recoverer{Engine: eng, Every: ev.Recover, Logger: p.Logger},
+		&engine.Lapser{Engine: eng, Every: ev.Lapse, All: ev.LapseAll, Logger: p.Logger},
+	}
+	if len(p.Targets) > 0 {
+		svcs = append(svcs,
+			&notify.Relay{Engine: eng, Targets: p.Targets, PublicURL: p.PublicURL, Every: ev.Relay, Observer: rec, Logger: p.Logger},
+			&engine.Notifier{Engine: eng, Every: ev.Notice, Logger: p.Logger})
+	}
+	svcs = append(svcs, &mcpgw.Watcher{Gateway: gw, Every: ev.Watch})
+	return &App{Engine: eng, Log: lg, Metrics: rec, Handler: server.New(o), Options: o, Services: svcs}, nil
 }

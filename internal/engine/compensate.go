@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"github.com/sagacity-go/sagacity/wire"
 	"log/slog"
 	"time"
+
+	"github.com/sagacity-go/sagacity/internal/service"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // compensate undoes a COMPENSATING saga's executed steps, newest first, and
@@ -169,37 +171,26 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 }
 
+// recoverEvery is how often the Recoverer looks for compensations a dead
+// process left: rare, since a live process finishes its own.
+const recoverEvery = time.Minute
+
 // Recoverer continues interrupted compensations (Recover) at start and
-// then every Every (default a minute): a service the server starts.
+// then every Every (default recoverEvery): a service the server runs.
 type Recoverer struct {
 	Engine *Engine
 	Every  time.Duration
 	Logger *slog.Logger
+	service.Base
 }
 
-// Start runs Recover now and then every Every until ctx ends.
-func (r Recoverer) Start(ctx context.Context) {
+// Start runs Recover now and then every Every until Stop or until ctx
+// ends.
+func (r *Recoverer) Start(ctx context.Context) error {
 	log := cmp.Or(r.Logger, r.Engine.log)
-	periodically(ctx, cmp.Or(r.Every, time.Minute), func() {
+	return r.Run(ctx, service.Work{Loops: []service.Loop{service.Every(cmp.Or(r.Every, recoverEvery), func(ctx context.Context) {
 		if err := r.Engine.Recover(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("continuing interrupted compensations failed; trying again later", "err", err)
 		}
-	})
-}
-
-// periodically runs run now, then every d until ctx ends, in a goroutine
-// of its own: the loop of the engine's services.
-func periodically(ctx context.Context, d time.Duration, run func()) {
-	go func() {
-		t := time.NewTicker(d)
-		defer t.Stop()
-		for {
-			run()
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	})}})
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sagacity-go/sagacity/internal/service"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
@@ -201,20 +202,26 @@ func (e *Engine) noticeOnce(ctx context.Context, ev OutboxEvent) error {
 	return nil
 }
 
-// Notifier runs Notice every Every (default 15 seconds): a service the
-// server starts on every replica when it has notifications.
+// noticeEvery is how often the Notifier looks for escalations, calls in
+// doubt and halts nobody has been told of.
+const noticeEvery = 15 * time.Second
+
+// Notifier runs Notice every Every (default noticeEvery): a service the
+// server runs on every replica when it has notifications.
 type Notifier struct {
 	Engine *Engine
 	Every  time.Duration
 	Logger *slog.Logger
+	service.Base
 }
 
-// Start runs Notice now and then every Every until ctx ends.
-func (n Notifier) Start(ctx context.Context) {
+// Start runs Notice now and then every Every until Stop or until ctx
+// ends.
+func (n *Notifier) Start(ctx context.Context) error {
 	log := cmp.Or(n.Logger, n.Engine.log)
-	periodically(ctx, cmp.Or(n.Every, 15*time.Second), func() {
+	return n.Run(ctx, service.Work{Loops: []service.Loop{service.Every(cmp.Or(n.Every, noticeEvery), func(ctx context.Context) {
 		if err := n.Engine.Notice(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("noticing escalations, calls in doubt and halts failed; trying again later", "err", err)
 		}
-	})
+	})}})
 }

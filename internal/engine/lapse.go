@@ -5,6 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/sagacity-go/sagacity/internal/service"
 )
 
 // A rule's clocks run without anyone watching: a request whose deadline
@@ -133,34 +135,45 @@ func (e *Engine) lapse(ctx context.Context, sagaID string, seq int64) (bool, err
 	return closed, nil
 }
 
+// How often the Lapser closes the requests whose rows say their time ran
+// out, and reads every pending request's time from its journal, whatever
+// its row says (slower: it reads every pending request).
+const (
+	lapseEvery    = 15 * time.Second
+	lapseAllEvery = 5 * time.Minute
+)
+
 // Lapser closes the requests whose time ran out (Lapse) every Every
-// (default 15 seconds), and reads every pending request's time from its
-// journal (LapseAll) every All (default 5 minutes): a service the server
-// starts.
+// (default lapseEvery), and reads every pending request's time from its
+// journal (LapseAll) every All (default lapseAllEvery): a service the
+// server runs.
 type Lapser struct {
 	Engine     *Engine
 	Every, All time.Duration
 	Logger     *slog.Logger
+	service.Base
 }
 
-// Start runs Lapse and LapseAll now, then each at its interval, until ctx
-// ends.
-func (l Lapser) Start(ctx context.Context) {
+// Start runs Lapse and LapseAll now, then each at its interval, until
+// Stop or until ctx ends.
+func (l *Lapser) Start(ctx context.Context) error {
 	log := cmp.Or(l.Logger, l.Engine.log)
-	periodically(ctx, cmp.Or(l.Every, 15*time.Second), func() {
-		for {
-			n, err := l.Engine.Lapse(ctx)
-			if err != nil && ctx.Err() == nil {
-				log.Warn("closing requests whose time ran out failed; trying again later", "err", err)
+	return l.Run(ctx, service.Work{Loops: []service.Loop{
+		service.Every(cmp.Or(l.Every, lapseEvery), func(ctx context.Context) {
+			for {
+				n, err := l.Engine.Lapse(ctx)
+				if err != nil && ctx.Err() == nil {
+					log.Warn("closing requests whose time ran out failed; trying again later", "err", err)
+				}
+				if n < lapseBatch || err != nil {
+					return
+				}
 			}
-			if n < lapseBatch || err != nil {
-				return
+		}),
+		service.Every(cmp.Or(l.All, lapseAllEvery), func(ctx context.Context) {
+			if _, err := l.Engine.LapseAll(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("reading every pending request's time from its journal failed; trying again later", "err", err)
 			}
-		}
-	})
-	periodically(ctx, cmp.Or(l.All, 5*time.Minute), func() {
-		if _, err := l.Engine.LapseAll(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("reading every pending request's time from its journal failed; trying again later", "err", err)
-		}
-	})
+		}),
+	}})
 }

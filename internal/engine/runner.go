@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sagacity-go/sagacity/internal/service"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -80,9 +81,13 @@ func (e *Engine) runnerID() string {
 	return ""
 }
 
+// beatEvery is how often a process records in its runner's row that it
+// lives: well inside RunnerGone, so a few missed beats go unnoticed.
+const beatEvery = 2 * time.Second
+
 // Heartbeat registers the engine's process as a runner and beats every
-// Every (default 2s), watching the runners of unsettled calls as it
-// does: a service the server starts before it takes calls. Lineage
+// Every (default beatEvery), watching the runners of unsettled calls as
+// it does: a service the server starts before it takes calls. Lineage
 // (none: the process retires nobody) names the process it replaces.
 // Logger defaults to the engine's.
 type Heartbeat struct {
@@ -91,46 +96,50 @@ type Heartbeat struct {
 	Lineage Lineage
 	Every   time.Duration
 	Logger  *slog.Logger
+	service.Base
 }
 
 // Start retires the runner Lineage names (its calls are in doubt at once,
 // to every process once it has read the retirement), registers this
-// process's runner and records it in Lineage, and beats until ctx ends;
-// then it removes the runner's row, and done is closed. Cancel ctx only
-// once the calls in flight have finished. Errors: Unavailable when the
-// store is; Internal when Lineage cannot be read or written.
-func (h Heartbeat) Start(ctx context.Context) (done <-chan struct{}, err error) {
+// process's runner and records it in Lineage, and beats until Stop or
+// until ctx ends; then it removes the runner's row. Stop it only once the
+// calls in flight have finished. Errors: Unavailable when the store is;
+// Internal when Lineage cannot be read or written.
+func (h *Heartbeat) Start(ctx context.Context) error {
 	e, log := h.Engine, cmp.Or(h.Logger, h.Engine.log)
-	var before string
-	if h.Lineage != nil {
-		if before, err = h.Lineage.Runner(); err != nil {
-			return nil, &Error{Kind: Internal, Msg: "reading which process ran before this one", Err: err}
+	var id string
+	var since time.Time
+	register := func(ctx context.Context) (err error) {
+		var before string
+		if h.Lineage != nil {
+			if before, err = h.Lineage.Runner(); err != nil {
+				return &Error{Kind: Internal, Msg: "reading which process ran before this one", Err: err}
+			}
 		}
-	}
-	now := e.now()
-	id := rand.Text()
-	if before != "" {
-		if err := e.retire(ctx, before, id); err != nil {
-			return nil, err
+		since, id = e.now(), rand.Text()
+		if before != "" {
+			if err := e.retire(ctx, before, id); err != nil {
+				return fmt.Errorf("retiring the process before this one: %w", err)
+			}
 		}
-	}
-	if err := e.store.Register(ctx, Runner{ID: id, Replica: h.Replica, StartedAt: now, SeenAt: now}, before); err != nil {
-		return nil, err
-	}
-	if h.Lineage != nil {
-		if err := h.Lineage.SetRunner(id); err != nil {
-			return nil, &Error{Kind: Internal, Msg: "recording this process's runner", Err: err}
+		if err := e.store.Register(ctx, Runner{ID: id, Replica: h.Replica, StartedAt: since, SeenAt: since}, before); err != nil {
+			return fmt.Errorf("registering this process: %w", err)
 		}
+		if h.Lineage != nil {
+			if err := h.Lineage.SetRunner(id); err != nil {
+				return &Error{Kind: Internal, Msg: "recording this process's runner", Err: err}
+			}
+		}
+		e.runner.Store(&id)
+		e.runners.retire(before)
+		if err := e.watch(ctx); err != nil {
+			log.Warn("reading the runners of unsettled calls failed; trying again", "err", err)
+		}
+		return nil
 	}
-	e.runner.Store(&id)
-	e.runners.retire(before)
-	if err := e.watch(ctx); err != nil {
-		log.Warn("reading the runners of unsettled calls failed; trying again", "err", err)
-	}
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(cmp.Or(h.Every, 2*time.Second))
+	beat := func(ctx context.Context, ready func()) {
+		ready()
+		t := time.NewTicker(cmp.Or(h.Every, beatEvery))
 		defer t.Stop()
 		failing := false
 		for {
@@ -148,7 +157,7 @@ func (h Heartbeat) Start(ctx context.Context) (done <-chan struct{}, err error) 
 			if IsKind(err, NotFound) {
 				// Another process started with this one's checkpoint
 				// directory and retired it.
-				err = e.store.Register(ctx, Runner{ID: id, Replica: h.Replica, StartedAt: now, SeenAt: e.now()}, "")
+				err = e.store.Register(ctx, Runner{ID: id, Replica: h.Replica, StartedAt: since, SeenAt: e.now()}, "")
 				log.Error("this process's runner was retired by another process started with its checkpoint directory"+
 					"; give each replica its own", "err", err)
 			}
@@ -160,8 +169,8 @@ func (h Heartbeat) Start(ctx context.Context) (done <-chan struct{}, err error) 
 			}
 			failing = err != nil
 		}
-	}()
-	return stopped, nil
+	}
+	return h.Run(ctx, service.Work{Setup: register, Loops: []service.Loop{beat}})
 }
 
 // retire journals, signed, that runner id was retired by runner by.

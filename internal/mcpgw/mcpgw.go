@@ -21,6 +21,7 @@
 package mcpgw
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,6 +38,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/service"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
@@ -87,7 +89,8 @@ type watch struct {
 	seen        engine.Saga
 }
 
-// watchEvery is how often subscribed sagas are looked at for a change.
+// watchEvery is how often subscribed sagas are looked at for a change: an
+// agent waiting for a decision hears of it at most this late.
 const watchEvery = 2 * time.Second
 
 // maxWatched bounds the sagas the gateway watches for all its sessions at
@@ -99,7 +102,9 @@ var maxWatched = 10_000
 var maxWatchedPerSession = 100
 
 // New makes the gateway for the engine's tools. version is the server's.
-// It runs until ctx ends: that stops the watcher of subscribed sagas.
+// ctx ends when the server stops: a session that ends after that leaves
+// its sagas open for the agent to go on with. The Watcher tells
+// subscribers of changes.
 func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger) *Gateway {
 	g := &Gateway{ctx: ctx, engine: e, log: log, sessions: map[*mcp.ServerSession]*session{}, watched: map[string]*watch{},
 		owners: map[string]owner{}, opening: map[string]int{}}
@@ -138,7 +143,6 @@ func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger
 	g.bearer = mcpauth.RequireBearerToken(verify, &mcpauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
 		mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return g.server },
 			&mcp.StreamableHTTPOptions{Logger: log, SessionTimeout: sessionIdle}))
-	go g.watchLoop(ctx)
 	return g
 }
 
@@ -616,38 +620,43 @@ func (g *Gateway) unwatch(uri string) {
 	}
 }
 
-// watchLoop tells the subscribers of a saga when it changed: a person
-// decided, or a request executed. It looks every watchEvery, at the saga
-// rows alone, so an agent waiting for a decision asks nothing itself, and
-// a decision made on another server is seen too.
-func (g *Gateway) watchLoop(ctx context.Context) {
-	t := time.NewTicker(watchEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+// Watcher tells the subscribers of a saga when it changed: a person
+// decided, or a request executed. It looks every Every (default
+// watchEvery), at the saga rows alone, so an agent waiting for a decision
+// asks nothing itself, and a decision made on another server is seen too:
+// a service the server runs.
+type Watcher struct {
+	Gateway *Gateway
+	Every   time.Duration
+	service.Base
+}
+
+// Start watches the subscribed sagas until Stop or until ctx ends.
+func (w *Watcher) Start(ctx context.Context) error {
+	return w.Run(ctx, service.Work{Loops: []service.Loop{service.After(cmp.Or(w.Every, watchEvery), w.Gateway.look)}})
+}
+
+// look tells the subscribers of each watched saga that changed since it
+// was last looked at.
+func (g *Gateway) look(ctx context.Context) {
+	g.mu.Lock()
+	uris := make(map[string]watch, len(g.watched))
+	for uri, w := range g.watched {
+		uris[uri] = *w
+	}
+	g.mu.Unlock()
+	for uri, w := range uris {
+		s, err := g.engine.Lookup(ctx, w.reader, strings.TrimPrefix(uri, "sagacity://saga/"))
+		if err != nil || (s.HeadSeq == w.seen.HeadSeq && s.Status == w.seen.Status) {
+			continue
 		}
 		g.mu.Lock()
-		uris := make(map[string]watch, len(g.watched))
-		for uri, w := range g.watched {
-			uris[uri] = *w
+		if cur, ok := g.watched[uri]; ok {
+			cur.seen = s
 		}
 		g.mu.Unlock()
-		for uri, w := range uris {
-			s, err := g.engine.Lookup(ctx, w.reader, strings.TrimPrefix(uri, "sagacity://saga/"))
-			if err != nil || (s.HeadSeq == w.seen.HeadSeq && s.Status == w.seen.Status) {
-				continue
-			}
-			g.mu.Lock()
-			if cur, ok := g.watched[uri]; ok {
-				cur.seen = s
-			}
-			g.mu.Unlock()
-			if err := g.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
-				g.log.Warn("telling subscribers a saga changed", "uri", uri, "err", err)
-			}
+		if err := g.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+			g.log.Warn("telling subscribers a saga changed", "uri", uri, "err", err)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/payload"
+	"github.com/sagacity-go/sagacity/internal/service"
 	"github.com/sagacity-go/sagacity/web/templates"
 	"github.com/sagacity-go/sagacity/wire"
 )
@@ -41,67 +42,67 @@ const (
 	giveUp     = 24 * time.Hour
 )
 
+// relayEvery is how often the relay looks for due deliveries: a person
+// waiting for a request's notice waits at most this long for the send.
+const relayEvery = time.Second
+
 // Relay sends the outbox's deliveries, at least once each, in order per
-// thread and endpoint: a service the server starts on every replica. Two
+// thread and endpoint: a service the server runs on every replica. Two
 // replicas never hold one delivery at once (the store's claim and its
 // lease); a process killed mid-send leaves its deliveries to be sent
 // again, with the same event id, once its lease or its runner is gone.
 type Relay struct {
 	Engine  *engine.Engine
 	Targets []Target
-	// Base is the console's public URL, which links start with.
-	Base string
-	// Every is how often it looks for due deliveries (default 1s),
-	// Batch how many it claims at once (default 32), Timeout how long
-	// one send may take (default 30s), and Lease how long a claim holds
-	// (default 4 × Timeout: longer than any send).
+	// PublicURL is the console's public URL, which links start with.
+	PublicURL string
+	// Every is how often it looks for due deliveries (default
+	// relayEvery), Batch how many it claims at once (default 32),
+	// Timeout how long one send may take (default 30s), and Lease how
+	// long a claim holds (default 4 × Timeout: longer than any send).
 	Every, Timeout, Lease time.Duration
 	Batch                 int
 	Observer              Observer
 	Logger                *slog.Logger
 	Now                   func() time.Time
+	service.Base
 }
 
-// Start runs the relay until ctx ends.
-func (r Relay) Start(ctx context.Context) {
-	r = r.defaults()
-	go func() {
-		t := time.NewTicker(r.Every)
-		defer t.Stop()
+// Start runs the relay, claiming and sending until no more are due, now
+// and then every Every, until Stop or until ctx ends.
+func (r *Relay) Start(ctx context.Context) error {
+	// r.Run is one pass, Base.Run the service's.
+	return r.Base.Run(ctx, service.Work{Loops: []service.Loop{service.Every(cmp.Or(r.Every, relayEvery), func(ctx context.Context) {
 		for {
-			for {
-				n, err := r.Run(ctx)
-				if err != nil && ctx.Err() == nil {
-					r.Logger.Warn("relaying notifications failed; trying again", "err", err)
-				}
-				if n < r.Batch || err != nil {
-					break
-				}
+			n, err := r.Run(ctx)
+			if err != nil && ctx.Err() == nil {
+				r.log().Warn("relaying notifications failed; trying again", "err", err)
 			}
-			select {
-			case <-ctx.Done():
+			if n < r.batch() || err != nil {
 				return
-			case <-t.C:
 			}
 		}
-	}()
+	})}})
 }
 
-func (r Relay) defaults() Relay {
-	r.Every, r.Timeout, r.Batch = cmp.Or(r.Every, time.Second), cmp.Or(r.Timeout, 30*time.Second), cmp.Or(r.Batch, 32)
-	r.Lease = cmp.Or(r.Lease, 4*r.Timeout)
-	r.Logger = cmp.Or(r.Logger, slog.New(slog.DiscardHandler))
+// The relay's settings, defaults filled in.
+func (r *Relay) timeout() time.Duration { return cmp.Or(r.Timeout, 30*time.Second) }
+func (r *Relay) lease() time.Duration   { return cmp.Or(r.Lease, 4*r.timeout()) }
+func (r *Relay) batch() int             { return cmp.Or(r.Batch, 32) }
+func (r *Relay) log() *slog.Logger      { return cmp.Or(r.Logger, discard) }
+func (r *Relay) now() time.Time {
 	if r.Now == nil {
-		r.Now = time.Now
+		return time.Now()
 	}
-	return r
+	return r.Now()
 }
+
+var discard = slog.New(slog.DiscardHandler)
 
 // Run claims the due deliveries once, sends them, and records what came
 // of each; it returns how many it claimed.
-func (r Relay) Run(ctx context.Context) (int, error) {
-	r = r.defaults()
-	ds, err := r.Engine.ClaimDeliveries(ctx, r.Lease, r.Batch)
+func (r *Relay) Run(ctx context.Context) (int, error) {
+	ds, err := r.Engine.ClaimDeliveries(ctx, r.lease(), r.batch())
 	if err != nil {
 		return 0, err
 	}
@@ -114,19 +115,19 @@ func (r Relay) Run(ctx context.Context) (int, error) {
 }
 
 // deliver sends d and records the attempt.
-func (r Relay) deliver(ctx context.Context, d engine.Delivery) {
+func (r *Relay) deliver(ctx context.Context, d engine.Delivery) {
 	t := r.target(d.Endpoint)
 	var a engine.Attempt
 	if t == nil {
 		a = engine.Attempt{Error: "no endpoint of this name is configured any more", State: engine.DeliveryFailed}
 	} else {
 		m := r.message(ctx, d)
-		sctx, cancel := context.WithTimeout(ctx, r.Timeout)
+		sctx, cancel := context.WithTimeout(ctx, r.timeout())
 		thread, err := t.Channel.Send(sctx, m)
 		cancel()
 		a = r.attempt(d, thread, err)
 	}
-	a.At = engine.Truncate(r.Now())
+	a.At = engine.Truncate(r.now())
 	if a.State == engine.DeliveryPending && a.Next.IsZero() {
 		a.Next = a.At
 	}
@@ -134,12 +135,12 @@ func (r Relay) deliver(ctx context.Context, d engine.Delivery) {
 		r.Observer.Attempted(d.Endpoint, t.Kind, outcome(a))
 	}
 	if err := r.Engine.FinishDelivery(context.WithoutCancel(ctx), d, a); err != nil {
-		r.Logger.Warn("a notification's attempt could not be recorded; it will be sent again", "endpoint", d.Endpoint,
+		r.log().Warn("a notification's attempt could not be recorded; it will be sent again", "endpoint", d.Endpoint,
 			"event", d.Event.ID, "err", err)
 		return
 	}
 	if a.Error != "" {
-		r.Logger.Info("a notification was not delivered", "endpoint", d.Endpoint, "event", d.Event.ID, "type", d.Event.Type,
+		r.log().Info("a notification was not delivered", "endpoint", d.Endpoint, "event", d.Event.ID, "type", d.Event.Type,
 			"attempt", d.Attempts, "state", a.State, "next", a.Next, "err", a.Error)
 	}
 }
@@ -147,8 +148,8 @@ func (r Relay) deliver(ctx context.Context, d engine.Delivery) {
 // attempt says what came of sending d: delivered, retried (after the
 // backoff, or when the endpoint asked), given up on, or the endpoint
 // gone.
-func (r Relay) attempt(d engine.Delivery, thread string, err error) engine.Attempt {
-	now := r.Now()
+func (r *Relay) attempt(d engine.Delivery, thread string, err error) engine.Attempt {
+	now := r.now()
 	if err == nil {
 		return engine.Attempt{State: engine.DeliveryDelivered, Thread: thread, Status: 0}
 	}
@@ -198,7 +199,7 @@ func outcome(a engine.Attempt) string {
 	return "retry"
 }
 
-func (r Relay) target(name string) *Target {
+func (r *Relay) target(name string) *Target {
 	for i := range r.Targets {
 		if r.Targets[i].Name == name {
 			return &r.Targets[i]
@@ -212,9 +213,9 @@ const fieldsShown = 4
 
 // message is what delivery d sends: its event with absolute links, and
 // for a request a few of its payload fields.
-func (r Relay) message(ctx context.Context, d engine.Delivery) Message {
+func (r *Relay) message(ctx context.Context, d engine.Delivery) Message {
 	ev := d.Event.Event
-	base := strings.TrimRight(r.Base, "/")
+	base := strings.TrimRight(r.PublicURL, "/")
 	switch {
 	case requestEvent(ev.Type):
 		ev.Link = base + templates.RequestHref(ev.SagaID, ev.JournalSeq)

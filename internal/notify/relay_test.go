@@ -23,7 +23,7 @@ import (
 type relayed struct {
 	t      *testing.T
 	e      *engine.Engine
-	relay  notify.Relay
+	relay  *notify.Relay
 	mu     sync.Mutex
 	now    time.Time
 	got    []string // the webhook-id of each delivery the receiver verified
@@ -85,12 +85,12 @@ func newRelayed(t *testing.T, answer func(n int) (int, string)) *relayed {
 		t.Fatal(err)
 	}
 	hb, cancel := context.WithCancel(context.Background())
-	done, err := engine.Heartbeat{Engine: r.e, Replica: "relay-test"}.Start(hb)
-	if err != nil {
+	h := &engine.Heartbeat{Engine: r.e, Replica: "relay-test"}
+	if err := h.Start(hb); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); <-done })
-	r.relay = notify.Relay{Engine: r.e, Base: "https://sagacity.example.com", Now: r.clock,
+	t.Cleanup(func() { cancel(); h.Stop(context.Background()) })
+	r.relay = &notify.Relay{Engine: r.e, PublicURL: "https://sagacity.example.com", Now: r.clock,
 		Targets: []notify.Target{{Name: "hook", Kind: "webhook", Channel: &notify.Webhook{URL: srv.URL, Secret: secret, Key: key, Now: r.clock}}}}
 	agent := engine.Principal{ID: "agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}
 	if _, err := r.e.Call(ctx, agent, "pay", "sendWireTransfer", `{"amount":"10"}`); err != nil {

@@ -512,7 +512,7 @@ func TestConsoleCutOff(t *testing.T) {
 	// Its process dies, and its replica starts again.
 	beat, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := (engine.Heartbeat{Engine: e.eng, Replica: replica.Path(), Lineage: replica}).Start(beat); err != nil {
+	if err := (&engine.Heartbeat{Engine: e.eng, Replica: replica.Path(), Lineage: replica}).Start(beat); err != nil {
 		t.Fatal(err)
 	}
 	p.open("/in-doubt")
@@ -586,7 +586,7 @@ func TestInDoubtKey(t *testing.T) {
 	// is in doubt at once.
 	beat, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := (engine.Heartbeat{Engine: e.eng, Replica: replica.Path(), Lineage: replica}).Start(beat); err != nil {
+	if err := (&engine.Heartbeat{Engine: e.eng, Replica: replica.Path(), Lineage: replica}).Start(beat); err != nil {
 		t.Fatal(err)
 	}
 
@@ -858,7 +858,7 @@ func hangWith(t *testing.T, dbURL string, replica *witness.Dir, p engine.Princip
 		t.Fatal(err)
 	}
 	if replica != nil {
-		if _, err := (engine.Heartbeat{Engine: e, Replica: replica.Path(), Lineage: replica, Every: time.Hour}).Start(ctx); err != nil {
+		if err := (&engine.Heartbeat{Engine: e, Replica: replica.Path(), Lineage: replica, Every: time.Hour}).Start(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/notify"
 	"github.com/sagacity-go/sagacity/internal/server"
+	"github.com/sagacity-go/sagacity/internal/service"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/internal/tlog"
@@ -254,9 +255,10 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		}
 	}
 	a, err := app.Build(t.Context(), app.Parts{DB: db, Checkpoints: checkpoints, Keys: testkit.Keys(t), Tools: tools, Logger: log,
-		Version: "test", PasskeyURL: base,
+		Version: "test", PublicURL: base, Replica: "server-test", Targets: o.targets,
 		// Checkpoints are signed when a test sequences the log.
-		Log: tlog.Options{Every: 1, Interval: 24 * time.Hour},
+		Log:   tlog.Options{Every: 1, Interval: 24 * time.Hour},
+		Every: testIntervals,
 		Engine: []engine.Option{engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}), engine.WithInDoubtAfter(o.inDoubtAfter),
 			engine.WithApprovals(o.approvals), engine.WithNotifications(o.endpoints), engine.WithClock(o.clock)},
 		Server: server.Options{
@@ -271,6 +273,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
+	startServices(t, a.Services)
 	if o.demo {
 		if err := demo.Seed(ctx, db, a.Engine); err != nil {
 			t.Fatal(err)
@@ -279,18 +282,39 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 	srv.Config.Handler = a.Handler
 	srv.Config.ReadTimeout = o.readTimeout
 	srv.Start()
-	t.Cleanup(func() { srv.Close(); db.Close() })
-	if len(o.targets) > 0 {
-		ctx, cancel := context.WithCancel(context.Background())
-		done, err := engine.Heartbeat{Engine: a.Engine, Replica: "server-test"}.Start(ctx)
-		if err != nil {
-			t.Fatal(err)
+	// As serve stops: the requests in flight, then the services, then
+	// the database.
+	t.Cleanup(func() {
+		srv.Close()
+		if err := service.StopAll(context.Background(), a.Services...); err != nil {
+			t.Errorf("stopping the services: %v", err)
 		}
-		notify.Relay{Engine: a.Engine, Targets: o.targets, Base: base, Every: 50 * time.Millisecond, Observer: a.Metrics, Logger: log}.Start(ctx)
-		engine.Notifier{Engine: a.Engine, Every: 100 * time.Millisecond, Logger: log}.Start(ctx)
-		t.Cleanup(func() { cancel(); <-done })
-	}
+		db.Close()
+	})
 	return &apiEnv{t: t, url: srv.URL, tools: ts, db: db, logs: logs, dbURL: dbURL, eng: a.Engine, log: a.Log, opts: a.Options}
+}
+
+// testIntervals are the services' in these tests: the relay and the
+// Notifier run often, so a notification arrives at once; the log's
+// sequencer and checker, recovery and lapses make their first pass as
+// the server starts and then leave the rest to the tests (sequencing and
+// checking the log, moving the engine's clock), which nothing changes
+// behind their backs. The heartbeat and the MCP watcher keep theirs.
+var testIntervals = app.Intervals{Relay: 50 * time.Millisecond, Notice: 100 * time.Millisecond,
+	Sequence: 24 * time.Hour, Check: 24 * time.Hour, FullCheck: 24 * time.Hour,
+	Recover: 24 * time.Hour, Lapse: 24 * time.Hour, LapseAll: 24 * time.Hour}
+
+// startServices starts the app's services as serve does, and waits until
+// their first passes are over: those see only what the server started
+// with.
+func startServices(t testing.TB, svcs []service.Service) {
+	t.Helper()
+	if err := service.StartAll(context.Background(), svcs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := service.WaitStarted(t.Context(), svcs...); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // endpointsOf routes every event to each target.

@@ -127,7 +127,7 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 	doomed, _ := v.engine(v.open(), tools...)
 	beat, stop := context.WithCancel(ctx)
 	defer stop()
-	if _, err := (engine.Heartbeat{Engine: doomed, Replica: replica, Lineage: v.w, Every: time.Hour}).Start(beat); err != nil {
+	if err := (&engine.Heartbeat{Engine: doomed, Replica: replica, Lineage: v.w, Every: time.Hour}).Start(beat); err != nil {
 		t.Fatal(err)
 	}
 	restarted, _ := v.engine(v.open(), tools...)
@@ -157,7 +157,7 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
 	// The process is killed, and its replica starts again: the call's
 	// runner, which the checkpoint directory names, is retired, and the
 	// call in doubt at once.
-	if _, err := (engine.Heartbeat{Engine: restarted, Replica: replica, Lineage: v.w, Every: time.Hour}).Start(beat); err != nil {
+	if err := (&engine.Heartbeat{Engine: restarted, Replica: replica, Lineage: v.w, Every: time.Hour}).Start(beat); err != nil {
 		t.Fatal(err)
 	}
 	calls, err := restarted.InDoubt(ctx, auditor, -1)

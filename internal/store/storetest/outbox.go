@@ -359,11 +359,11 @@ func testOutboxClaims(t *testing.T, v *env) {
 func beat(t *testing.T, e *engine.Engine, replica string) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	done, err := engine.Heartbeat{Engine: e, Replica: replica}.Start(ctx)
-	if err != nil {
+	h := &engine.Heartbeat{Engine: e, Replica: replica}
+	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stop = sync.OnceFunc(func() { cancel(); <-done })
+	stop = sync.OnceFunc(func() { cancel(); h.Stop(context.Background()) })
 	t.Cleanup(stop)
 	return stop
 }

@@ -50,7 +50,7 @@ func testLiveRunner(t *testing.T, newHarness func(*testing.T) Harness) {
 	defer stop()
 	// It beats only at its start: to another process it looks gone once
 	// watched for RunnerGone.
-	if _, err := (engine.Heartbeat{Engine: running, Replica: "host-a:/srv/a", Lineage: dir, Every: time.Hour}).Start(beat); err != nil {
+	if err := (&engine.Heartbeat{Engine: running, Replica: "host-a:/srv/a", Lineage: dir, Every: time.Hour}).Start(beat); err != nil {
 		t.Fatal(err)
 	}
 	// Another replica, on a clock the test moves.

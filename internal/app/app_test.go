@@ -1,0 +1,130 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sagacity-go/sagacity/internal/app"
+	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/console"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/notify"
+	"github.com/sagacity-go/sagacity/internal/server"
+	"github.com/sagacity-go/sagacity/internal/service"
+	"github.com/sagacity-go/sagacity/internal/store"
+	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/internal/witness"
+)
+
+// build composes a server over the database at dbURL, with notification
+// targets or none.
+func build(t *testing.T, dbURL string, targets []notify.Target) *app.App {
+	t.Helper()
+	db, err := store.Open(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	dir, err := witness.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "done", nil }}
+	a, err := app.Build(t.Context(), app.Parts{DB: db, Checkpoints: dir, Keys: testkit.Keys(t), Logger: slog.New(slog.DiscardHandler),
+		Version: "test", Replica: "app-test", Targets: targets,
+		Tools: []engine.Tool{{Name: "reserve", Reversibility: engine.Reversible, Executor: ok}},
+		// Only the sequencer's stop signs a checkpoint.
+		Every: app.Intervals{Sequence: 24 * time.Hour},
+		Server: server.Options{Console: &console.Handlers{Mode: auth.ModeDev, Now: time.Now},
+			APIAuth: (&auth.Bearer{Anonymous: true}).Principal}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestServices: Build returns the server's services, started by none, in
+// the order they start: the checker, the heartbeat, the sequencer, the
+// services that write to the journal (the relay and the Notifier only
+// with notification targets), the MCP gateway's watcher.
+func TestServices(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		targets []notify.Target
+		want    []string
+	}{
+		{"without notifications", nil,
+			[]string{"*tlog.Checker", "*engine.Heartbeat", "*tlog.Sequencer", "*engine.Recoverer", "*engine.Lapser", "*mcpgw.Watcher"}},
+		{"with notifications", []notify.Target{{Name: "hook", Kind: "webhook", Channel: &notify.Webhook{URL: "http://127.0.0.1:1"}}},
+			[]string{"*tlog.Checker", "*engine.Heartbeat", "*tlog.Sequencer", "*engine.Recoverer", "*engine.Lapser",
+				"*notify.Relay", "*engine.Notifier", "*mcpgw.Watcher"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := build(t, testkit.SQLiteURL(t), tt.targets)
+			var got []string
+			for _, s := range a.Services {
+				got = append(got, fmt.Sprintf("%T", s))
+				select {
+				case <-s.Started():
+					t.Errorf("%T started by Build", s)
+				default:
+				}
+			}
+			if diff := cmp.Diff(got, tt.want); diff != "" {
+				t.Errorf("Build's services (-got +want):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestServicesRun: the services run and stop as serve runs them: once
+// started, this process is a runner and the log is checked; once stopped,
+// the runner is gone and the newest checkpoint covers every entry
+// written while they ran.
+func TestServicesRun(t *testing.T) {
+	for name, url := range map[string]func(testing.TB) string{"sqlite": testkit.SQLiteURL, "postgres": testkit.PostgresURL} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dbURL := url(t)
+			a := build(t, dbURL, nil)
+			runners := func() int64 {
+				return testkit.Count(t, dbURL, "SELECT count(*) FROM runners WHERE replica = 'app-test'")
+			}
+			ctx := t.Context()
+			if err := service.StartAll(ctx, a.Services...); err != nil {
+				t.Fatalf("StartAll = %v", err)
+			}
+			if err := service.WaitStarted(ctx, a.Services...); err != nil {
+				t.Fatal(err)
+			}
+			if n := runners(); n != 1 {
+				t.Errorf("runners of replica app-test once started = %d; want this process's", n)
+			}
+			agent := engine.Principal{ID: "agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}
+			if _, err := a.Engine.Call(ctx, agent, "s", "reserve", `{}`); err != nil {
+				t.Fatal(err)
+			}
+			if err := service.StopAll(ctx, a.Services...); err != nil {
+				t.Fatalf("StopAll = %v", err)
+			}
+			if n := runners(); n != 0 {
+				t.Errorf("runners of replica app-test once stopped = %d; want none", n)
+			}
+			st, err := a.Log.Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.CheckedAt.IsZero() || st.FullAt.IsZero() || st.Halted != "" {
+				t.Errorf("log status = %+v; want it checked, cheaply and in full, and not halted", st)
+			}
+			if st.Size < 2 || st.Checkpoint.Size != st.Size {
+				t.Errorf("once stopped, the log has %d leaves and the newest checkpoint size %d; want a checkpoint covering the call",
+					st.Size, st.Checkpoint.Size)
+			}
+		})
+	}
+}
