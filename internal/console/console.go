@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
-	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/payload"
 	"github.com/sagacity-go/sagacity/web/templates"
@@ -43,8 +43,8 @@ func render(w http.ResponseWriter, r *http.Request, status int, c templ.Componen
 // htmx reports whether the request comes from htmx and wants a fragment.
 func htmx(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
 
-// parseForm parses a posted form; errors as api.BodyError.
-func parseForm(r *http.Request) error { return api.BodyError(r.ParseForm()) }
+// parseForm parses a posted form; errors as edge.BodyError.
+func parseForm(r *http.Request) error { return edge.BodyError(r.ParseForm()) }
 
 // places are the console's pages in the header, each shown to those the
 // engine lets take its action.
