@@ -133,9 +133,9 @@ func (h *Handlers) passkeyRows(keys []engine.Passkey, usable bool) []templates.P
 
 // ballot begins the passkey ceremony of the vote v's confirmation asks
 // for, with the credential the form chose.
-func (h *Handlers) ballot(r *http.Request, v templates.RequestPage, decision, reason string) (*templates.Ballot, error) {
+func (h *Handlers) ballot(r *http.Request, v templates.RequestPage, a engine.Action, reason string) (*templates.Ballot, error) {
 	me := auth.From(r.Context())
-	c, err := h.Engine.BeginVote(r.Context(), me, v.Ref.Saga, v.Ref.Seq, engine.Action(decision), reason, r.PostForm.Get("credential"))
+	c, err := h.Engine.BeginVote(r.Context(), me, v.Ref.Saga, v.Ref.Seq, a, reason, r.PostForm.Get("credential"))
 	if err != nil {
 		return nil, err
 	}
