@@ -15,8 +15,8 @@ import (
 
 // TestReadmeCheckpointNames: the checkpoint files the README's offline
 // commands name are named as the server names them in
-// SAGACITY_CHECKPOINT_DIR: their size in 20 digits. (The console's name
-// for a download, checkpoint-<size>.note, is internal/server
+// SAGACITY_CHECKPOINT_DIR: their size in 20 digits. (That a download
+// from the console is named so too is internal/server
 // TestConsoleDownloads's.)
 func TestReadmeCheckpointNames(t *testing.T) {
 	cps := t.TempDir()

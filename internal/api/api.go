@@ -6,7 +6,6 @@ package api
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -248,7 +247,7 @@ func (h *Handlers) Receipt(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="receipt-%d.note"`, seq))
+	edge.Attachment(w, engine.ReceiptFile(sagaID, seq))
 	_, err = io.WriteString(w, receipt)
 	return err
 }

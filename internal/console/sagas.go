@@ -253,7 +253,7 @@ func (h *Handlers) timelineEntry(hist engine.History, i int, at int64, pairs map
 		if note := engine.ReceiptOf(e); note != "" {
 			te.Payload = payload.Reveal(engine.ParseLines(e.Payload).Without(engine.KeyReceipt).String())
 			te.Receipt = &templates.ReceiptView{Note: payload.Reveal(note), Problem: d.Problem,
-				Href: templates.ReceiptHref(e.SagaID, e.Seq), File: receiptName(e.SagaID, e.Seq)}
+				Href: templates.ReceiptHref(e.SagaID, e.Seq), File: engine.ReceiptFile(e.SagaID, e.Seq)}
 		}
 	}
 	if v := hist.Verification; !v.Valid && v.BreakAtIndex == i {

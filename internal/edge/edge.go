@@ -1,7 +1,7 @@
 // Package edge is the HTTP edge the server, the console and the JSON API
 // share: the refusals of the HTTP layer itself (Error), the status and
 // wire kind every error answers (Classify, Refusal), strict request
-// bodies (Decode) and JSON answers (WriteJSON). It owns no route; the
+// bodies (Decode), JSON answers (WriteJSON) and downloads (Attachment). It owns no route; the
 // server's one error adapter writes what it classifies.
 package edge
 
@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -153,6 +154,12 @@ func jsonKind(k string) string {
 		return "true or false"
 	}
 	return k
+}
+
+// Attachment makes a response download as a file named name (ASCII, one
+// of the engine's file names).
+func Attachment(w http.ResponseWriter, name string) {
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, name, url.PathEscape(name)))
 }
 
 // WriteJSON writes v as a JSON response with the given status. The
