@@ -117,6 +117,33 @@ func prepare(s string) templates.Payload {
 	return p
 }
 
+// summary is a payload's one-line summary of at most n fields, revealed
+// for display.
+func summary(s string, n int) templates.Summary {
+	fields, more := payload.Summary(s, n)
+	out := templates.Summary{More: more}
+	for _, f := range fields {
+		out.Fields = append(out.Fields, templates.SummaryField{Key: payload.Reveal(f.Key), Value: payload.Reveal(f.Value),
+			KeyCut: f.KeyCut, Cut: f.Cut})
+	}
+	return out
+}
+
+// diff compares payload old, which oldLabel names and oldHref shows, with
+// new, revealed for display under title.
+func diff(title, oldLabel, oldHref, old, new string) templates.Diff {
+	d := payload.Compare(old, new)
+	out := templates.Diff{Title: title, OldLabel: oldLabel, OldHref: oldHref, Identical: d.Identical, FormattingOnly: d.FormattingOnly}
+	for _, c := range d.Changes {
+		ch := templates.Change{Path: c.Path, Kind: c.Kind, Old: payload.Reveal(c.Old), New: payload.Reveal(c.New)}
+		for _, e := range c.Edits {
+			ch.Edits = append(ch.Edits, templates.Edit{Op: e.Op, Text: payload.Reveal(e.Text)})
+		}
+		out.Changes = append(out.Changes, ch)
+	}
+	return out
+}
+
 // digest identifies what a page shows, for its update loop.
 func digest(parts ...any) string {
 	h := sha256.New()

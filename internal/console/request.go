@@ -115,28 +115,24 @@ func (h *Handlers) reviewPage(r *http.Request, rv engine.Review) (templates.Requ
 		if back := sentBack(rv.Journal, p.Seq); back != nil {
 			title = fmt.Sprintf("Against the request at seq %d, which %s sent back: %q", p.Seq, back.Field(engine.KeyChangesBy), back.Field(engine.KeyReason))
 		}
-		v.Diffs = append(v.Diffs, templates.Diff{Title: title,
-			OldLabel: fmt.Sprintf("seq %d of this saga", p.Seq), OldHref: templates.RequestHref(saga, p.Seq),
-			D: payload.Compare(p.Input, g.Input)})
+		v.Diffs = append(v.Diffs, diff(title, fmt.Sprintf("seq %d of this saga", p.Seq), templates.RequestHref(saga, p.Seq), p.Input, g.Input))
 	}
 	if l := rv.LastExecuted; l != nil {
-		v.Diffs = append(v.Diffs, templates.Diff{Title: "Against the last executed call of " + g.ToolName,
-			OldLabel: fmt.Sprintf("seq %d of saga %s", l.Seq, l.SagaID), OldHref: templates.EntryHref(l.SagaID, l.Seq),
-			D: payload.Compare(l.Input, g.Input)})
+		v.Diffs = append(v.Diffs, diff("Against the last executed call of "+g.ToolName,
+			fmt.Sprintf("seq %d of saga %s", l.Seq, l.SagaID), templates.EntryHref(l.SagaID, l.Seq), l.Input, g.Input))
 	}
 	executed := func(cs []engine.Call) []templates.Step {
 		var out []templates.Step
 		for _, c := range cs {
-			out = append(out, templates.Step{Seq: c.Seq, Tool: c.ToolName, Input: c.Input, Detail: c.Result,
+			out = append(out, templates.Step{Seq: c.Seq, Tool: c.ToolName, Input: payload.Reveal(c.Input), Detail: payload.Reveal(c.Result),
 				Href: templates.EntryHref(saga, c.Seq)})
 		}
 		return out
 	}
 	v.WouldUndo, v.StaysDone = executed(rv.WouldUndo), executed(rv.StaysDone)
 	for _, s := range rv.Siblings {
-		fields, more := payload.Summary(s.Input, 4)
 		v.Siblings = append(v.Siblings, templates.Sibling{Seq: s.JournalSeq, Tool: s.ToolName,
-			Href: templates.RequestHref(saga, s.JournalSeq), Summary: fields, More: more})
+			Href: templates.RequestHref(saga, s.JournalSeq), Summary: summary(s.Input, 4)})
 	}
 	for i := seq - 2; i >= 0 && len(v.Steps) < stepsShown; i-- {
 		v.Steps = append(v.Steps, h.step(rv.Journal[i]))
@@ -159,7 +155,7 @@ func (h *Handlers) reviewPage(r *http.Request, rv engine.Review) (templates.Requ
 }
 
 func (h *Handlers) step(e engine.Entry) templates.Step {
-	return templates.Step{Seq: e.Seq, Tool: e.ToolName, Phase: e.Phase, Input: e.Input, Detail: e.Payload,
+	return templates.Step{Seq: e.Seq, Tool: e.ToolName, Phase: e.Phase, Input: payload.Reveal(e.Input), Detail: payload.Reveal(e.Payload),
 		At: h.when(e.Timestamp), Href: templates.EntryHref(e.SagaID, e.Seq)}
 }
 
@@ -216,8 +212,8 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 		st := h.step(*rv.Refusal)
 		s.Refusal = &st
 		if attempted != "" {
-			s.Attempted = &templates.Diff{Title: "What the refused resume presented, against what was approved",
-				OldLabel: "the approved bytes (above)", D: payload.Compare(rv.Gated.Input, attempted)}
+			d := diff("What the refused resume presented, against what was approved", "the approved bytes (above)", "", rv.Gated.Input, attempted)
+			s.Attempted = &d
 		}
 	case engine.StateDropped:
 		s.Headline, s.Kind = "Dropped: the saga failed ("+rv.Saga.Reason+") before this was decided or executed", "warn"
@@ -335,24 +331,24 @@ func message(err error) string {
 }
 
 // decision is what a person may decide on the request page: the form's
-// word for it, the engine's action it takes (Engine.Decide takes it),
-// how a confirmation asks for it, whether it is a vote (held to the
-// rule's step-up and passkey), and whether the engine's Actions offer it.
+// word for it, how a confirmation asks for it, the engine's action it
+// takes (Engine.Decide takes it; whether it is a vote, held to the rule's
+// step-up and passkey, is the action's to say), and whether the engine's
+// Actions offer it.
 type decision struct {
 	name, verb string
 	action     engine.Action
-	vote       bool
 	offered    func(templates.Actions) bool
 }
 
 // decisions are the request page's decisions, one row each, by name.
 var decisions = []decision{
-	{"approve", "Approve", engine.ActApprove, true, func(a templates.Actions) bool { return a.Approve }},
-	{"dismiss", "Dismiss", engine.ActDismiss, false, func(a templates.Actions) bool { return a.Dismiss }},
-	{"execute", "Execute", engine.ActResume, false, func(a templates.Actions) bool { return a.Execute }},
-	{"reject", "Reject", engine.ActReject, true, func(a templates.Actions) bool { return a.Reject }},
-	{"request-changes", "Send back", engine.ActRequestChanges, true, func(a templates.Actions) bool { return a.RequestChanges }},
-	{"withdraw", "Withdraw your approval of", engine.ActWithdraw, false, func(a templates.Actions) bool { return a.Withdraw }},
+	{"approve", "Approve", engine.ActApprove, func(a templates.Actions) bool { return a.Approve }},
+	{"dismiss", "Dismiss", engine.ActDismiss, func(a templates.Actions) bool { return a.Dismiss }},
+	{"execute", "Execute", engine.ActResume, func(a templates.Actions) bool { return a.Execute }},
+	{"reject", "Reject", engine.ActReject, func(a templates.Actions) bool { return a.Reject }},
+	{"request-changes", "Send back", engine.ActRequestChanges, func(a templates.Actions) bool { return a.RequestChanges }},
+	{"withdraw", "Withdraw your approval of", engine.ActWithdraw, func(a templates.Actions) bool { return a.Withdraw }},
 }
 
 // Decide approves, rejects, dismisses, withdraws an approval or sends a
@@ -414,21 +410,19 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves func(decis
 		return h.answer(w, r, http.StatusConflict, v, "Your form showed other bytes than this request holds; nothing was decided. Read it again.")
 	case !d.offered(v.Actions):
 		return h.answer(w, r, http.StatusConflict, v, "Your form was out of date; nothing was done. This is the request as it is now.")
-	case d.vote && v.Actions.StepUp > 0:
+	case d.action.Vote() && v.Actions.StepUp > 0:
 		// The rule counts this vote only from a sign-in more recent than
 		// this one: sign in again first, and come back with the reason.
 		return h.stepUp(w, r, v, reason)
 	case f.Get("confirm") != "yes":
-		fields, more := payload.Summary(v.Input, 6)
-		v.Confirm = &templates.Confirm{Tool: v.Tool, Decision: d.name, Verb: d.verb,
-			Summary: fields, More: more, Reason: reason}
+		v.Confirm = &templates.Confirm{Tool: v.Tool, Decision: d.name, Verb: d.verb, Summary: summary(v.Input, 6), Reason: reason}
 		switch d.action {
 		case engine.ActReject:
 			v.Confirm.Undo, v.Confirm.StaysDone, v.Confirm.Dropped = v.WouldUndo, v.StaysDone, v.Siblings
 		case engine.ActDismiss:
 			v.Confirm.Keeps = v.SupersededBy
 		}
-		if d.vote && v.Actions.Passkey {
+		if d.action.Vote() && v.Actions.Passkey {
 			// Confirming is the passkey's to do: it signs this ballot.
 			if v.Confirm.Ballot, err = h.ballot(r, v, d.action, reason); err != nil {
 				v.Confirm = nil

@@ -244,6 +244,13 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 // votes are the actions that are votes, and what each decides.
 var votes = map[Action]Decided{ActApprove: DecidedApproved, ActReject: DecidedRejected, ActRequestChanges: DecidedChanges}
 
+// Vote reports whether a is a vote on a request (approve, reject,
+// request changes): what a rule's step-up and passkey hold.
+func (a Action) Vote() bool {
+	_, ok := votes[a]
+	return ok
+}
+
 // decideOn is decide for the decisions that leave the saga going (all but
 // a rejection): fn journals the decision and returns it; the observer is
 // told, and the saga's status filled in.
