@@ -6,21 +6,15 @@ package api
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/wire"
 )
@@ -55,7 +49,7 @@ func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 	for _, q := range reqs {
 		out = append(out, ApprovalOf(q))
 	}
-	return WriteJSON(w, http.StatusOK, out)
+	return edge.WriteJSON(w, http.StatusOK, out)
 }
 
 // Approve records a decision: POST /sagacity/approve/{sagaId}/{seq}.
@@ -82,7 +76,7 @@ func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideF
 		return err
 	}
 	var body wire.DecisionRequest
-	if err := decode(r, &body, true); err != nil {
+	if err := edge.DecodeOptional(r, &body); err != nil {
 		return err
 	}
 	p, err := auth.From(r.Context()).Claiming(body.Approver)
@@ -93,7 +87,7 @@ func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideF
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, DecisionOf(d))
+	return edge.WriteJSON(w, http.StatusOK, DecisionOf(d))
 }
 
 // Resume executes an approved request bound to its payload:
@@ -108,7 +102,7 @@ func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body wire.ResumeRequest
-	if err := decode(r, &body, true); err != nil {
+	if err := edge.DecodeOptional(r, &body); err != nil {
 		return err
 	}
 	if body.Payload == nil {
@@ -119,7 +113,7 @@ func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, code := ResumeOf(res)
-	return WriteJSON(w, code, out)
+	return edge.WriteJSON(w, code, out)
 }
 
 // Audit exports a saga's journal as NDJSON: GET /sagacity/audit/{sagaId}.
@@ -196,7 +190,7 @@ func (h *Handlers) Consistency(w http.ResponseWriter, r *http.Request) error {
 	if p == nil {
 		p = [][]byte{}
 	}
-	return WriteJSON(w, http.StatusOK, wire.ConsistencyProof{From: from, To: to, Proof: p})
+	return edge.WriteJSON(w, http.StatusOK, wire.ConsistencyProof{From: from, To: to, Proof: p})
 }
 
 // Log reports the global log: its size, the newest checkpoint outside
@@ -218,7 +212,7 @@ func (h *Handlers) Log(w http.ResponseWriter, r *http.Request) error {
 	if st.Signed != "" {
 		out.Checkpoint = &st.Signed
 	}
-	return WriteJSON(w, http.StatusOK, out)
+	return edge.WriteJSON(w, http.StatusOK, out)
 }
 
 // Verify checks a saga's hash chain: GET /sagacity/audit/{sagaId}/verify.
@@ -231,13 +225,13 @@ func (h *Handlers) Verify(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, v)
+	return edge.WriteJSON(w, http.StatusOK, v)
 }
 
 // Keys serves the public key receipts and checkpoints verify with:
 // GET /sagacity/keys.
 func (h *Handlers) Keys(w http.ResponseWriter, r *http.Request) error {
-	return WriteJSON(w, http.StatusOK, wire.Keys{Keys: []string{h.Engine.VerifierKey()}})
+	return edge.WriteJSON(w, http.StatusOK, wire.Keys{Keys: []string{h.Engine.VerifierKey()}})
 }
 
 // Receipt downloads the signed receipt of the decision journaled at seq:
@@ -253,7 +247,7 @@ func (h *Handlers) Receipt(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="receipt-%d.note"`, seq))
+	edge.Attachment(w, engine.ReceiptFile(sagaID, seq))
 	_, err = io.WriteString(w, receipt)
 	return err
 }
@@ -282,107 +276,4 @@ func sagaSeq(r *http.Request) (string, int64, error) {
 		return "", 0, engine.Errorf(engine.Invalid, "seq must be a positive integer")
 	}
 	return sagaID, seq, nil
-}
-
-// decode reads one JSON object into v, strictly: the body must be
-// application/json and valid UTF-8 JSON, and its keys must be v's field
-// names exactly, each once (a duplicate or case-variant key could make the
-// engine and a reviewer read different values), with nothing after the
-// object. An empty body is allowed when allowEmpty is set. The server caps
-// the body's size.
-func decode(r *http.Request, v any, allowEmpty bool) error {
-	body, err := ReadBody(r)
-	if err != nil {
-		return err
-	}
-	if len(body) == 0 {
-		if allowEmpty {
-			return nil
-		}
-		return engine.Errorf(engine.Invalid, "request body is empty; send a JSON object")
-	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return ErrMediaType
-	}
-	return Unmarshal(body, v)
-}
-
-// Decode reads one JSON object into v with decode's rules, for the
-// console's JSON endpoints; a body is required.
-func Decode(r *http.Request, v any) error { return decode(r, v, false) }
-
-// ReadBody reads a request body whole; errors as BodyError.
-func ReadBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(r.Body)
-	return body, BodyError(err)
-}
-
-// BodyError classifies an error reading a request body (or parsing a form
-// from it): a body over the server's cap is 413; one that cannot be read,
-// as from a client that stalls or hangs up, is Invalid: the client's
-// problem, not the server's.
-func BodyError(err error) error {
-	if tooBig, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return &EdgeError{Status: http.StatusRequestEntityTooLarge, Kind: wire.KindTooLarge,
-			Msg: fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit), Err: err}
-	}
-	if err != nil {
-		return &engine.Error{Kind: engine.Invalid, Msg: "the request body could not be read", Err: err}
-	}
-	return nil
-}
-
-// Unmarshal decodes one JSON object into v with decode's rules. Errors are
-// Invalid and describe the problem without echoing the body.
-func Unmarshal(body []byte, v any) error {
-	if err := jsonv2.Unmarshal(body, v, jsonv2.RejectUnknownMembers(true)); err != nil {
-		return engine.Errorf(engine.Invalid, "invalid JSON body: %s", jsonProblem(err))
-	}
-	return nil
-}
-
-// jsonProblem describes a decoding error: where, and what, in words.
-func jsonProblem(err error) string {
-	if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
-		// The cause may quote the offending bytes between backquotes.
-		what, _, _ := strings.Cut(strings.TrimPrefix(se.Err.Error(), "jsontext: "), " `")
-		return fmt.Sprintf("%s at byte %d", what, se.ByteOffset)
-	}
-	se, ok := errors.AsType[*jsonv2.SemanticError](err)
-	switch {
-	case ok && errors.Is(err, jsonv2.ErrUnknownName):
-		return fmt.Sprintf("unknown field %s", strconv.Quote(string(se.JSONPointer.LastToken())))
-	case ok && se.JSONPointer != "" && se.GoType != nil:
-		return fmt.Sprintf("field %s must be %s", strconv.Quote(string(se.JSONPointer.LastToken())), jsonKind(se.GoType.Kind().String()))
-	case ok:
-		return "the body must be a JSON object"
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "truncated"
-	}
-	return "not a JSON object"
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "string", "ptr":
-		return "a string"
-	case "int", "int64":
-		return "an integer"
-	case "bool":
-		return "true or false"
-	}
-	return k
-}
-
-// WriteJSON writes v as a JSON response with the given status. The
-// server's error adapter writes error bodies with it too.
-func WriteJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, err = w.Write(append(b, '\n'))
-	return err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/wire"
 )
@@ -28,7 +29,7 @@ func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body wire.CallRequest
-	if err := decode(r, &body, false); err != nil {
+	if err := edge.Decode(r, &body); err != nil {
 		return err
 	}
 	if body.Tool == "" || body.Input == nil {
@@ -40,7 +41,7 @@ func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, code := CallOf(res)
-	return WriteJSON(w, code, out)
+	return edge.WriteJSON(w, code, out)
 }
 
 // KeyHeader is the header of an agent's idempotency key for a call.
@@ -86,14 +87,14 @@ func (h *Handlers) End(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := decode(r, &struct{}{}, true); err != nil {
+	if err := edge.DecodeOptional(r, &struct{}{}); err != nil {
 		return err
 	}
 	s, err := h.Engine.End(r.Context(), auth.From(r.Context()), sagaID)
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, SagaOf(s))
+	return edge.WriteJSON(w, http.StatusOK, SagaOf(s))
 }
 
 // Abort compensates the saga and drops its pending requests:
@@ -104,14 +105,14 @@ func (h *Handlers) Abort(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body wire.AbortRequest
-	if err := decode(r, &body, true); err != nil {
+	if err := edge.DecodeOptional(r, &body); err != nil {
 		return err
 	}
 	s, err := h.Engine.Abort(r.Context(), auth.From(r.Context()), sagaID, body.Reason)
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, SagaOf(s))
+	return edge.WriteJSON(w, http.StatusOK, SagaOf(s))
 }
 
 // Saga reads one saga: GET /sagacity/sagas/{sagaId}.
@@ -124,7 +125,7 @@ func (h *Handlers) Saga(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, SagaOf(s))
+	return edge.WriteJSON(w, http.StatusOK, SagaOf(s))
 }
 
 // Sagas lists sagas, newest first: GET /sagacity/sagas?status=&limit=&cursor=.
@@ -159,7 +160,7 @@ func (h *Handlers) Sagas(w http.ResponseWriter, r *http.Request) error {
 		last := sagas[len(sagas)-1]
 		out.NextCursor = engine.SagaCursor{CreatedAt: last.CreatedAt, ID: last.ID}.String()
 	}
-	return WriteJSON(w, http.StatusOK, out)
+	return edge.WriteJSON(w, http.StatusOK, out)
 }
 
 // InDoubt lists calls whose outcome is unknown: those whose process is
@@ -183,7 +184,7 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 	for _, c := range calls {
 		out = append(out, CallInDoubtOf(c))
 	}
-	return WriteJSON(w, http.StatusOK, out)
+	return edge.WriteJSON(w, http.StatusOK, out)
 }
 
 // Resolve records what a person found out about a call in doubt:
@@ -195,7 +196,7 @@ func (h *Handlers) Resolve(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body wire.Resolution
-	if err := decode(r, &body, false); err != nil {
+	if err := edge.Decode(r, &body); err != nil {
 		return err
 	}
 	if body.Happened == nil {
@@ -205,5 +206,5 @@ func (h *Handlers) Resolve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, SagaOf(s))
+	return edge.WriteJSON(w, http.StatusOK, SagaOf(s))
 }

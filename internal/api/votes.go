@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/edge"
 )
 
 // Withdraw takes back the caller's approval of a request until it is
@@ -27,7 +28,7 @@ func (h *Handlers) Policies(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, PoliciesOf(docs, inForce))
+	return edge.WriteJSON(w, http.StatusOK, PoliciesOf(docs, inForce))
 }
 
 // Requests says what became of each request of a saga, as its agent
@@ -42,5 +43,5 @@ func (h *Handlers) Requests(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return WriteJSON(w, http.StatusOK, SagaRequestsOf(s, reqs))
+	return edge.WriteJSON(w, http.StatusOK, SagaRequestsOf(s, reqs))
 }

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
@@ -10,59 +9,7 @@ import (
 )
 
 // The engine's values as the wire says them, and what status each
-// outcome and refusal answers: one table for the API, the MCP gateway's
-// structured content and the server's error adapter.
-
-// kinds maps each engine kind to its status and wire kind.
-var kinds = map[engine.Kind]struct {
-	status int
-	kind   wire.Kind
-}{
-	engine.Invalid:         {http.StatusBadRequest, wire.KindInvalid},
-	engine.Unauthenticated: {http.StatusUnauthorized, wire.KindUnauthenticated},
-	engine.Forbidden:       {http.StatusForbidden, wire.KindForbidden},
-	engine.NotFound:        {http.StatusNotFound, wire.KindNotFound},
-	engine.Conflict:        {http.StatusConflict, wire.KindConflict},
-	engine.Unprocessable:   {http.StatusUnprocessableEntity, wire.KindUnprocessable},
-	engine.Unavailable:     {http.StatusServiceUnavailable, wire.KindUnavailable},
-	engine.Internal:        {http.StatusInternalServerError, wire.KindInternal},
-}
-
-// EdgeError is a refusal of the HTTP layer itself (a method, a body, a
-// host, a rate), not of the engine: it says its status and kind.
-type EdgeError struct {
-	Status int
-	Kind   wire.Kind
-	Msg    string
-	Err    error // the cause, for logs only
-}
-
-func (e *EdgeError) Error() string { return e.Msg }
-func (e *EdgeError) Unwrap() error { return e.Err }
-
-// ErrMediaType is the refusal of a body that is not application/json.
-var ErrMediaType = &EdgeError{Status: http.StatusUnsupportedMediaType, Kind: wire.KindMediaType, Msg: "Content-Type must be application/json"}
-
-// Classify says what status an error answers and its kind: an EdgeError
-// says; an engine error by its kind; anything else is internal.
-func Classify(err error) (int, wire.Kind) {
-	if e, ok := errors.AsType[*EdgeError](err); ok {
-		return e.Status, e.Kind
-	}
-	k := kinds[engine.KindOf(err)]
-	return k.status, k.kind
-}
-
-// Refusal is the body of an error whose message msg the server chose
-// (the engine's for a refusal, a request id for an internal error).
-func Refusal(err error, msg string) wire.Error {
-	_, kind := Classify(err)
-	out := wire.Error{Problem: wire.Problem{Error: msg, Kind: kind}}
-	if e, ok := errors.AsType[*engine.Error](err); ok {
-		out.SagaID, out.JournalSeq, out.Code = e.SagaID, e.Seq, e.Code
-	}
-	return out
-}
+// outcome answers; edge.Classify says what each refusal answers.
 
 // CallOf is a call's result on the wire, and the status it answers.
 func CallOf(r engine.CallResult) (wire.CallResult, int) {

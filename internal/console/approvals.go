@@ -103,10 +103,9 @@ func (h *Handlers) rows(r *http.Request, me engine.Principal) (templates.Rows, e
 	out.Total = total
 	parts := []any{total}
 	for _, p := range page {
-		fields, more := payload.Summary(p.Input, 4)
 		row := templates.PendingRow{Href: templates.RequestHref(p.SagaID, p.JournalSeq),
 			SagaID: p.SagaID, Seq: p.JournalSeq, Tool: p.ToolName, Initiator: p.Initiator, Requester: p.Requester, Reason: p.Reason,
-			Requested: h.when(p.CreatedAt), Summary: fields, More: more, Voters: p.Voters, Quorum: p.Quorum, Approved: p.Approved(),
+			Requested: h.when(p.CreatedAt), Summary: summary(p.Input, 4), Voters: p.Voters, Quorum: p.Quorum, Approved: p.Approved(),
 			Replanned: p.Replanned, Refused: p.Refused, SupersededBy: p.SupersededBy, Flags: len(payload.Inspect(p.Input))}
 		out.Items = append(out.Items, row)
 		parts = append(parts, p.SagaID, p.JournalSeq, strings.Join(p.Voters, ","), p.SupersededBy)

@@ -3,14 +3,12 @@ package console
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/web/templates"
 )
@@ -42,7 +40,7 @@ func (h *Handlers) logCard(ctx context.Context, me engine.Principal) templates.L
 		return templates.LogCard{Error: message(err), Key: h.Engine.VerifierKey()}
 	}
 	c := templates.LogCard{Size: st.Size, Checkpoint: st.Checkpoint.Size, Root: hex.EncodeToString(st.Checkpoint.Root),
-		Halted: st.Halted, Key: h.Engine.VerifierKey(), Href: templates.CheckpointHref(st.Checkpoint.Size)}
+		Halted: st.Halted, Key: h.Engine.VerifierKey(), Href: templates.CheckpointHref(st.Checkpoint.Size), File: engine.CheckpointFile(st.Checkpoint.Size)}
 	if !st.SignedAt.IsZero() {
 		c.SignedAt = h.when(st.SignedAt)
 	}
@@ -72,13 +70,13 @@ func (h *Handlers) VerifySaga(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := templates.VerifyPage{Chrome: h.chrome(r, "Verification of "+id, "/audit"), Verification: hist.Verification,
-		Saga: engine.Saga{ID: id}, ExportHref: templates.ExportHref(id), FileName: exportName(id), TimelineHref: templates.SagaHref(id),
+		Saga: engine.Saga{ID: id}, ExportHref: templates.ExportHref(id), FileName: engine.ExportFile(id), TimelineHref: templates.SagaHref(id),
 		Key: h.Engine.VerifierKey()}
 	if hist.Saga != nil {
 		v.Saga = *hist.Saga
 	}
 	if st, err := h.Engine.LogStatus(r.Context(), me); err == nil && st.Checkpoint.Size > 0 {
-		v.Checkpoint, v.CheckpointHref = st.Checkpoint.Size, templates.CheckpointHref(st.Checkpoint.Size)
+		v.Checkpoint, v.CheckpointHref, v.CheckpointFile = st.Checkpoint.Size, templates.CheckpointHref(st.Checkpoint.Size), engine.CheckpointFile(st.Checkpoint.Size)
 		v.ExportHref = templates.ProvenExportHref(id, st.Checkpoint.Size)
 	}
 	for _, e := range hist.Entries {
@@ -89,8 +87,8 @@ func (h *Handlers) VerifySaga(w http.ResponseWriter, r *http.Request) error {
 	for _, d := range hist.Decisions {
 		v.Dev = v.Dev || d.Auth == engine.AuthDev
 		v.Decisions = append(v.Decisions, templates.DecisionRow{Seq: d.Seq, Decision: d.Decision, Decider: d.Decider, Problem: d.Problem,
-			EntryHref: templates.EntryHref(id, d.Seq), Href: templates.ReceiptHref(id, d.Seq), File: receiptName(id, d.Seq),
-			PayloadHref: templates.DecidedHref(id, d.Seq), PayloadFile: decidedName(id, d.Seq)})
+			EntryHref: templates.EntryHref(id, d.Seq), Href: templates.ReceiptHref(id, d.Seq), File: engine.ReceiptFile(id, d.Seq),
+			PayloadHref: templates.DecidedHref(id, d.Seq), PayloadFile: engine.DecidedFile(id, d.Seq)})
 	}
 	if b := hist.Verification.BreakAtIndex; !hist.Verification.Valid && b >= 0 {
 		seq := int64(b + 1)
@@ -127,14 +125,8 @@ func (h *Handlers) Export(w http.ResponseWriter, r *http.Request) error {
 		entries = hist.Entries
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	attachment(w, exportName(id), "sagacity-"+id+".ndjson")
+	edge.Attachment(w, engine.ExportFile(id))
 	return engine.WriteNDJSON(w, entries, proofs)
-}
-
-// attachment makes a response download as a file: name is ASCII, full
-// the name in UTF-8.
-func attachment(w http.ResponseWriter, name, full string) {
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, name, url.PathEscape(full)))
 }
 
 // Checkpoint downloads a signed checkpoint of the log that this server
@@ -149,8 +141,7 @@ func (h *Handlers) Checkpoint(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	name := fmt.Sprintf("checkpoint-%d.note", size)
-	attachment(w, name, name)
+	edge.Attachment(w, engine.CheckpointFile(size))
 	_, err = io.WriteString(w, signed)
 	return err
 }
@@ -170,7 +161,7 @@ func (h *Handlers) Receipt(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	attachment(w, receiptName(id, seq), fmt.Sprintf("receipt-%s-%d.note", id, seq))
+	edge.Attachment(w, engine.ReceiptFile(id, seq))
 	_, err = io.WriteString(w, receipt)
 	return err
 }
@@ -191,31 +182,9 @@ func (h *Handlers) Decided(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
-	attachment(w, decidedName(id, seq), fmt.Sprintf("decided-%s-%d.bin", id, seq))
+	edge.Attachment(w, engine.DecidedFile(id, seq))
 	_, err = io.WriteString(w, decided)
 	return err
-}
-
-// decidedName is the file the bytes the decision at seq was made on
-// download as, beside its receipt's.
-func decidedName(id string, seq int64) string {
-	return strings.TrimSuffix(strings.Replace(exportName(id), "sagacity-", "decided-", 1), ".ndjson") + fmt.Sprintf("-%d.bin", seq)
-}
-
-// receiptName is the file the receipt at seq downloads as.
-func receiptName(id string, seq int64) string {
-	return strings.TrimSuffix(strings.Replace(exportName(id), "sagacity-", "receipt-", 1), ".ndjson") + fmt.Sprintf("-%d.note", seq)
-}
-
-// exportName is the file an export downloads as: the saga id with
-// anything a file name or a header should not hold replaced.
-func exportName(id string) string {
-	return "sagacity-" + strings.Map(func(r rune) rune {
-		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '_' || r == '.' {
-			return r
-		}
-		return '_'
-	}, id) + ".ndjson"
 }
 
 // VerifyAll starts the engine's verification of every saga in the

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/a-h/templ"
-	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/payload"
 	"github.com/sagacity-go/sagacity/web/templates"
@@ -43,8 +43,8 @@ func render(w http.ResponseWriter, r *http.Request, status int, c templ.Componen
 // htmx reports whether the request comes from htmx and wants a fragment.
 func htmx(r *http.Request) bool { return r.Header.Get("HX-Request") == "true" }
 
-// parseForm parses a posted form; errors as api.BodyError.
-func parseForm(r *http.Request) error { return api.BodyError(r.ParseForm()) }
+// parseForm parses a posted form; errors as edge.BodyError.
+func parseForm(r *http.Request) error { return edge.BodyError(r.ParseForm()) }
 
 // places are the console's pages in the header, each shown to those the
 // engine lets take its action.
@@ -115,6 +115,33 @@ func prepare(s string) templates.Payload {
 		p.Pretty = payload.Reveal(pretty)
 	}
 	return p
+}
+
+// summary is a payload's one-line summary of at most n fields, revealed
+// for display.
+func summary(s string, n int) templates.Summary {
+	fields, more := payload.Summary(s, n)
+	out := templates.Summary{More: more}
+	for _, f := range fields {
+		out.Fields = append(out.Fields, templates.SummaryField{Key: payload.Reveal(f.Key), Value: payload.Reveal(f.Value),
+			KeyCut: f.KeyCut, Cut: f.Cut})
+	}
+	return out
+}
+
+// diff compares payload old, which oldLabel names and oldHref shows, with
+// new, revealed for display under title.
+func diff(title, oldLabel, oldHref, old, new string) templates.Diff {
+	d := payload.Compare(old, new)
+	out := templates.Diff{Title: title, OldLabel: oldLabel, OldHref: oldHref, Identical: d.Identical, FormattingOnly: d.FormattingOnly}
+	for _, c := range d.Changes {
+		ch := templates.Change{Path: c.Path, Kind: c.Kind, Old: payload.Reveal(c.Old), New: payload.Reveal(c.New)}
+		for _, e := range c.Edits {
+			ch.Edits = append(ch.Edits, templates.Edit{Op: e.Op, Text: payload.Reveal(e.Text)})
+		}
+		out.Changes = append(out.Changes, ch)
+	}
+	return out
 }
 
 // digest identifies what a page shows, for its update loop.

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/web/templates"
 	"github.com/sagacity-go/sagacity/wire"
@@ -44,20 +44,20 @@ func (h *Handlers) BeginEnrolment(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	return api.WriteJSON(w, http.StatusOK, ceremonyStart{Ceremony: id, Options: options})
+	return edge.WriteJSON(w, http.StatusOK, ceremonyStart{Ceremony: id, Options: options})
 }
 
 // FinishEnrolment enrols the passkey the browser made: POST
 // /me/passkeys/finish with a ceremonyAnswer.
 func (h *Handlers) FinishEnrolment(w http.ResponseWriter, r *http.Request) error {
 	var a ceremonyAnswer
-	if err := api.Decode(r, &a); err != nil {
+	if err := edge.Decode(r, &a); err != nil {
 		return err
 	}
 	if _, err := h.Engine.FinishEnrolment(r.Context(), auth.From(r.Context()), a.Ceremony, a.Credential); err != nil {
 		return err
 	}
-	return api.WriteJSON(w, http.StatusOK, ceremonyDone{Next: "/me"})
+	return edge.WriteJSON(w, http.StatusOK, ceremonyDone{Next: "/me"})
 }
 
 // RemovePasskey removes one of the person's passkeys: POST
@@ -83,14 +83,14 @@ func (h *Handlers) RemovePasskey(w http.ResponseWriter, r *http.Request) error {
 // /request/passkey with a ceremonyAnswer.
 func (h *Handlers) VoteWithPasskey(w http.ResponseWriter, r *http.Request) error {
 	var a ceremonyAnswer
-	if err := api.Decode(r, &a); err != nil {
+	if err := edge.Decode(r, &a); err != nil {
 		return err
 	}
 	d, err := h.Engine.VoteWithPasskey(r.Context(), auth.From(r.Context()), a.Ceremony, a.Credential)
 	if err != nil {
 		return err
 	}
-	return api.WriteJSON(w, http.StatusOK, ceremonyDone{Next: templates.RequestHref(d.SagaID, d.JournalSeq)})
+	return edge.WriteJSON(w, http.StatusOK, ceremonyDone{Next: templates.RequestHref(d.SagaID, d.JournalSeq)})
 }
 
 // passkeys shows the person's passkeys and whether they may change them.
@@ -133,9 +133,9 @@ func (h *Handlers) passkeyRows(keys []engine.Passkey, usable bool) []templates.P
 
 // ballot begins the passkey ceremony of the vote v's confirmation asks
 // for, with the credential the form chose.
-func (h *Handlers) ballot(r *http.Request, v templates.RequestPage, decision, reason string) (*templates.Ballot, error) {
+func (h *Handlers) ballot(r *http.Request, v templates.RequestPage, a engine.Action, reason string) (*templates.Ballot, error) {
 	me := auth.From(r.Context())
-	c, err := h.Engine.BeginVote(r.Context(), me, v.Ref.Saga, v.Ref.Seq, engine.Action(decision), reason, r.PostForm.Get("credential"))
+	c, err := h.Engine.BeginVote(r.Context(), me, v.Ref.Saga, v.Ref.Seq, a, reason, r.PostForm.Get("credential"))
 	if err != nil {
 		return nil, err
 	}

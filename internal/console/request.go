@@ -1,10 +1,8 @@
 package console
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -80,12 +78,19 @@ func (h *Handlers) RequestStatus(w http.ResponseWriter, r *http.Request) error {
 // page: its status, bytes, diffs, what a rejection does, and what the
 // signed-in person may do.
 func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templates.RequestPage, error) {
-	me := auth.From(r.Context())
-	rv, err := h.Engine.Review(r.Context(), me, saga, seq)
+	rv, err := h.Engine.Review(r.Context(), auth.From(r.Context()), saga, seq)
 	if err != nil {
 		return templates.RequestPage{}, err
 	}
-	g := rv.Gated
+	return h.reviewPage(r, rv)
+}
+
+// reviewPage shapes a request the engine read (Review) or decided
+// (Decide) for the page.
+func (h *Handlers) reviewPage(r *http.Request, rv engine.Review) (templates.RequestPage, error) {
+	me := auth.From(r.Context())
+	g, saga, seq := rv.Gated, rv.Saga.ID, rv.Gated.Seq
+	var err error
 	v := templates.RequestPage{
 		Chrome:       h.chrome(r, fmt.Sprintf("%s in %s · seq %d", g.ToolName, saga, seq), "/"),
 		Ref:          templates.RequestRef{Saga: saga, Seq: seq, Hash: engine.PayloadHash(g.Input)},
@@ -110,28 +115,24 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 		if back := sentBack(rv.Journal, p.Seq); back != nil {
 			title = fmt.Sprintf("Against the request at seq %d, which %s sent back: %q", p.Seq, back.Field(engine.KeyChangesBy), back.Field(engine.KeyReason))
 		}
-		v.Diffs = append(v.Diffs, templates.Diff{Title: title,
-			OldLabel: fmt.Sprintf("seq %d of this saga", p.Seq), OldHref: templates.RequestHref(saga, p.Seq),
-			D: payload.Compare(p.Input, g.Input)})
+		v.Diffs = append(v.Diffs, diff(title, fmt.Sprintf("seq %d of this saga", p.Seq), templates.RequestHref(saga, p.Seq), p.Input, g.Input))
 	}
 	if l := rv.LastExecuted; l != nil {
-		v.Diffs = append(v.Diffs, templates.Diff{Title: "Against the last executed call of " + g.ToolName,
-			OldLabel: fmt.Sprintf("seq %d of saga %s", l.Seq, l.SagaID), OldHref: templates.EntryHref(l.SagaID, l.Seq),
-			D: payload.Compare(l.Input, g.Input)})
+		v.Diffs = append(v.Diffs, diff("Against the last executed call of "+g.ToolName,
+			fmt.Sprintf("seq %d of saga %s", l.Seq, l.SagaID), templates.EntryHref(l.SagaID, l.Seq), l.Input, g.Input))
 	}
 	executed := func(cs []engine.Call) []templates.Step {
 		var out []templates.Step
 		for _, c := range cs {
-			out = append(out, templates.Step{Seq: c.Seq, Tool: c.ToolName, Input: c.Input, Detail: c.Result,
+			out = append(out, templates.Step{Seq: c.Seq, Tool: c.ToolName, Input: payload.Reveal(c.Input), Detail: payload.Reveal(c.Result),
 				Href: templates.EntryHref(saga, c.Seq)})
 		}
 		return out
 	}
 	v.WouldUndo, v.StaysDone = executed(rv.WouldUndo), executed(rv.StaysDone)
 	for _, s := range rv.Siblings {
-		fields, more := payload.Summary(s.Input, 4)
 		v.Siblings = append(v.Siblings, templates.Sibling{Seq: s.JournalSeq, Tool: s.ToolName,
-			Href: templates.RequestHref(saga, s.JournalSeq), Summary: fields, More: more})
+			Href: templates.RequestHref(saga, s.JournalSeq), Summary: summary(s.Input, 4)})
 	}
 	for i := seq - 2; i >= 0 && len(v.Steps) < stepsShown; i-- {
 		v.Steps = append(v.Steps, h.step(rv.Journal[i]))
@@ -154,7 +155,7 @@ func (h *Handlers) requestPage(r *http.Request, saga string, seq int64) (templat
 }
 
 func (h *Handlers) step(e engine.Entry) templates.Step {
-	return templates.Step{Seq: e.Seq, Tool: e.ToolName, Phase: e.Phase, Input: e.Input, Detail: e.Payload,
+	return templates.Step{Seq: e.Seq, Tool: e.ToolName, Phase: e.Phase, Input: payload.Reveal(e.Input), Detail: payload.Reveal(e.Payload),
 		At: h.when(e.Timestamp), Href: templates.EntryHref(e.SagaID, e.Seq)}
 }
 
@@ -211,8 +212,8 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 		st := h.step(*rv.Refusal)
 		s.Refusal = &st
 		if attempted != "" {
-			s.Attempted = &templates.Diff{Title: "What the refused resume presented, against what was approved",
-				OldLabel: "the approved bytes (above)", D: payload.Compare(rv.Gated.Input, attempted)}
+			d := diff("What the refused resume presented, against what was approved", "the approved bytes (above)", "", rv.Gated.Input, attempted)
+			s.Attempted = &d
 		}
 	case engine.StateDropped:
 		s.Headline, s.Kind = "Dropped: the saga failed ("+rv.Saga.Reason+") before this was decided or executed", "warn"
@@ -329,50 +330,51 @@ func message(err error) string {
 	return "internal error"
 }
 
-// Decide approves, rejects or dismisses: POST /request/decide with saga,
-// seq, hash (of the bytes the form showed), decision, reason and, in the
-// second step, confirm=yes. The first step asks for confirmation, repeating the
-// tool and the payload's key fields. A form that is out of date (the
-// request was decided or changed since) is answered with the request's
-// current state, never by deciding it again.
-func (h *Handlers) Decide(w http.ResponseWriter, r *http.Request) error {
-	decisions := map[string]func(context.Context, engine.Principal, string, int64, string) (engine.Decision, error){
-		"approve": h.Engine.Approve, "reject": h.Engine.Reject, "dismiss": h.Engine.Dismiss,
-		"withdraw": h.Engine.Withdraw, "request-changes": h.Engine.RequestChanges,
-	}
-	return h.act(w, r, slices.Sorted(maps.Keys(decisions)), func(me engine.Principal, v templates.RequestPage, reason string) error {
-		_, err := decisions[r.PostForm.Get("decision")](r.Context(), me, v.Ref.Saga, v.Ref.Seq, reason)
-		return err
-	})
+// decision is what a person may decide on the request page: the form's
+// word for it, how a confirmation asks for it, the engine's action it
+// takes (Engine.Decide takes it; whether it is a vote, held to the rule's
+// step-up and passkey, is the action's to say), and whether the engine's
+// Actions offer it.
+type decision struct {
+	name, verb string
+	action     engine.Action
+	offered    func(templates.Actions) bool
 }
 
-// verbs are how a confirmation asks for each decision.
-var verbs = map[string]string{"approve": "Approve", "reject": "Reject", "dismiss": "Dismiss", "withdraw": "Withdraw your approval of",
-	"request-changes": "Send back", "execute": "Execute"}
+// decisions are the request page's decisions, one row each, by name.
+var decisions = []decision{
+	{"approve", "Approve", engine.ActApprove, func(a templates.Actions) bool { return a.Approve }},
+	{"dismiss", "Dismiss", engine.ActDismiss, func(a templates.Actions) bool { return a.Dismiss }},
+	{"execute", "Execute", engine.ActResume, func(a templates.Actions) bool { return a.Execute }},
+	{"reject", "Reject", engine.ActReject, func(a templates.Actions) bool { return a.Reject }},
+	{"request-changes", "Send back", engine.ActRequestChanges, func(a templates.Actions) bool { return a.RequestChanges }},
+	{"withdraw", "Withdraw your approval of", engine.ActWithdraw, func(a templates.Actions) bool { return a.Withdraw }},
+}
 
-// acts are the engine's actions the decisions take.
-var acts = map[string]engine.Action{"approve": engine.ActApprove, "reject": engine.ActReject, "dismiss": engine.ActDismiss,
-	"withdraw": engine.ActWithdraw, "request-changes": engine.ActRequestChanges, "execute": engine.ActResume}
-
-// votes are the decisions a rule's step-up holds to a recent sign-in.
-var votes = map[string]bool{"approve": true, "reject": true, "request-changes": true}
+// Decide approves, rejects, dismisses, withdraws an approval or sends a
+// request back: POST /request/decide with saga, seq, hash (of the bytes
+// the form showed), decision, reason and, in the second step,
+// confirm=yes. The first step asks for confirmation, repeating the tool
+// and the payload's key fields. A form that is out of date (the request
+// was decided or changed since) is answered with the request's current
+// state, never by deciding it again.
+func (h *Handlers) Decide(w http.ResponseWriter, r *http.Request) error {
+	return h.act(w, r, func(d decision) bool { return d.action != engine.ActResume })
+}
 
 // Execute resumes an approved request with the bytes the journal holds:
 // POST /request/execute with saga, seq, hash and, in the second step,
 // confirm=yes. It is the engine's own Resume, so every check applies.
 func (h *Handlers) Execute(w http.ResponseWriter, r *http.Request) error {
-	return h.act(w, r, []string{"execute"}, func(me engine.Principal, v templates.RequestPage, _ string) error {
-		_, err := h.Engine.Execute(r.Context(), me, v.Ref.Saga, v.Ref.Seq)
-		return err
-	})
+	return h.act(w, r, func(d decision) bool { return d.action == engine.ActResume })
 }
 
-// act runs a decision posted from the request page, one of those the
+// act takes a decision posted from the request page, one of those the
 // route serves: it checks the form against the request's current state,
-// asks for confirmation first, then does it, and answers with the request
-// as it is now (the actions box and, out of band, its status for htmx;
-// the page otherwise).
-func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, do func(engine.Principal, templates.RequestPage, string) error) error {
+// asks for confirmation first, then has the engine take it, and answers
+// with the request as the engine returns it (the actions box and, out of
+// band, its status for htmx; the page otherwise).
+func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves func(decision) bool) error {
 	if err := parseForm(r); err != nil {
 		return err
 	}
@@ -381,57 +383,56 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 	if err != nil {
 		return err
 	}
-	decision, reason := f.Get("decision"), f.Get("reason")
-	allowed := map[string]func(templates.Actions) bool{
-		"approve":         func(a templates.Actions) bool { return a.Approve },
-		"reject":          func(a templates.Actions) bool { return a.Reject },
-		"dismiss":         func(a templates.Actions) bool { return a.Dismiss },
-		"withdraw":        func(a templates.Actions) bool { return a.Withdraw },
-		"request-changes": func(a templates.Actions) bool { return a.RequestChanges },
-		"execute":         func(a templates.Actions) bool { return a.Execute },
-	}[decision]
-	if allowed == nil || !slices.Contains(serves, decision) {
-		return engine.Errorf(engine.Invalid, "decision must be %s here", strings.Join(serves, " or "))
+	reason := f.Get("reason")
+	i := slices.IndexFunc(decisions, func(d decision) bool { return d.name == f.Get("decision") })
+	if i < 0 || !serves(decisions[i]) {
+		var names []string
+		for _, d := range decisions {
+			if serves(d) {
+				names = append(names, d.name)
+			}
+		}
+		return engine.Errorf(engine.Invalid, "decision must be %s here", strings.Join(names, " or "))
 	}
+	d := decisions[i]
 	v, err := h.requestPage(r, saga, seq)
 	if err != nil {
 		return err
 	}
 	me := auth.From(r.Context())
-	if !allowed(v.Actions) {
-		if err := h.Engine.Can(me, acts[decision], engine.Subject{Saga: &v.Saga, Requester: v.Requester}); err != nil {
+	if !d.offered(v.Actions) {
+		if err := h.Engine.Can(me, d.action, engine.Subject{Saga: &v.Saga, Requester: v.Requester}); err != nil {
 			return err // never offered: the engine's word, not a stale form
 		}
 	}
 	switch {
 	case f.Get("hash") != v.Ref.Hash:
 		return h.answer(w, r, http.StatusConflict, v, "Your form showed other bytes than this request holds; nothing was decided. Read it again.")
-	case !allowed(v.Actions):
+	case !d.offered(v.Actions):
 		return h.answer(w, r, http.StatusConflict, v, "Your form was out of date; nothing was done. This is the request as it is now.")
-	case votes[decision] && v.Actions.StepUp > 0:
+	case d.action.Vote() && v.Actions.StepUp > 0:
 		// The rule counts this vote only from a sign-in more recent than
 		// this one: sign in again first, and come back with the reason.
 		return h.stepUp(w, r, v, reason)
 	case f.Get("confirm") != "yes":
-		fields, more := payload.Summary(v.Input, 6)
-		v.Confirm = &templates.Confirm{Tool: v.Tool, Decision: decision, Verb: verbs[decision],
-			Summary: fields, More: more, Reason: reason}
-		switch decision {
-		case "reject":
+		v.Confirm = &templates.Confirm{Tool: v.Tool, Decision: d.name, Verb: d.verb, Summary: summary(v.Input, 6), Reason: reason}
+		switch d.action {
+		case engine.ActReject:
 			v.Confirm.Undo, v.Confirm.StaysDone, v.Confirm.Dropped = v.WouldUndo, v.StaysDone, v.Siblings
-		case "dismiss":
+		case engine.ActDismiss:
 			v.Confirm.Keeps = v.SupersededBy
 		}
-		if votes[decision] && v.Actions.Passkey {
+		if d.action.Vote() && v.Actions.Passkey {
 			// Confirming is the passkey's to do: it signs this ballot.
-			if v.Confirm.Ballot, err = h.ballot(r, v, decision, reason); err != nil {
+			if v.Confirm.Ballot, err = h.ballot(r, v, d.action, reason); err != nil {
 				v.Confirm = nil
 				return h.refused(w, r, v, reason, err)
 			}
 		}
 		return h.answer(w, r, http.StatusOK, v, "")
 	}
-	if err := do(me, v, reason); err != nil {
+	rv, err := h.Engine.Decide(r.Context(), me, d.action, saga, seq, reason)
+	if err != nil {
 		return h.refused(w, r, v, reason, err)
 	}
 	if !htmx(r) {
@@ -440,7 +441,7 @@ func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves []string, 
 		http.Redirect(w, r, templates.RequestHref(saga, seq)+"#status-h", http.StatusSeeOther)
 		return nil
 	}
-	now, err := h.requestPage(r, saga, seq)
+	now, err := h.reviewPage(r, rv)
 	if err != nil {
 		return err
 	}

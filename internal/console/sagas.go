@@ -253,7 +253,7 @@ func (h *Handlers) timelineEntry(hist engine.History, i int, at int64, pairs map
 		if note := engine.ReceiptOf(e); note != "" {
 			te.Payload = payload.Reveal(engine.ParseLines(e.Payload).Without(engine.KeyReceipt).String())
 			te.Receipt = &templates.ReceiptView{Note: payload.Reveal(note), Problem: d.Problem,
-				Href: templates.ReceiptHref(e.SagaID, e.Seq), File: receiptName(e.SagaID, e.Seq)}
+				Href: templates.ReceiptHref(e.SagaID, e.Seq), File: engine.ReceiptFile(e.SagaID, e.Seq)}
 		}
 	}
 	if v := hist.Verification; !v.Valid && v.BreakAtIndex == i {
@@ -269,9 +269,9 @@ func (h *Handlers) timelineEntry(hist engine.History, i int, at int64, pairs map
 	}
 	if detail, attempted, ok := e.Refusal(); ok && attempted != "" {
 		if g := e.Refers(); g >= 1 && g <= int64(len(hist.Entries)) && hist.Entries[g-1].Phase == engine.PhaseAwaitingApproval {
-			te.Attempted = &templates.Diff{Title: "What the refused resume presented (" + detail + ")",
-				OldLabel: fmt.Sprintf("the approved bytes, seq %d", g), OldHref: templates.EntryHref(e.SagaID, g),
-				D: payload.Compare(hist.Entries[g-1].Input, attempted)}
+			d := diff("What the refused resume presented ("+detail+")", fmt.Sprintf("the approved bytes, seq %d", g),
+				templates.EntryHref(e.SagaID, g), hist.Entries[g-1].Input, attempted)
+			te.Attempted = &d
 		}
 	}
 	return te
@@ -306,9 +306,8 @@ func (h *Handlers) Abort(w http.ResponseWriter, r *http.Request) error {
 	case f.Get("confirm") != "yes":
 		c := &templates.AbortConfirm{Reason: reason, Undo: steps(id, a.WouldUndo), StaysDone: steps(id, a.StaysDone)}
 		for _, rq := range a.Dropped {
-			fields, more := payload.Summary(rq.Input, 4)
 			c.Dropped = append(c.Dropped, templates.Sibling{Seq: rq.JournalSeq, Tool: rq.ToolName,
-				Href: templates.RequestHref(id, rq.JournalSeq), Summary: fields, More: more})
+				Href: templates.RequestHref(id, rq.JournalSeq), Summary: summary(rq.Input, 4)})
 		}
 		v.Actions.Confirm = c
 		return render(w, r, http.StatusOK, templates.Timeline(v))
@@ -332,7 +331,7 @@ func (h *Handlers) Abort(w http.ResponseWriter, r *http.Request) error {
 func steps(saga string, cs []engine.Call) []templates.Step {
 	var out []templates.Step
 	for _, c := range cs {
-		out = append(out, templates.Step{Seq: c.Seq, Tool: c.ToolName, Input: c.Input, Detail: c.Result, Href: templates.EntryHref(saga, c.Seq)})
+		out = append(out, templates.Step{Seq: c.Seq, Tool: c.ToolName, Input: payload.Reveal(c.Input), Detail: payload.Reveal(c.Result), Href: templates.EntryHref(saga, c.Seq)})
 	}
 	return out
 }

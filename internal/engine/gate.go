@@ -94,6 +94,8 @@ type bound struct {
 	// passkey is the voter's passkey's proof of the vote being cast, when
 	// it was cast with one.
 	passkey *PasskeyProof
+	// verified is what verifying the journal found (intact).
+	verified Verification
 }
 
 // bind reads a locked saga's journal, verifies it against the saga's head
@@ -111,7 +113,8 @@ func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 	if err != nil {
 		return bound{}, err
 	}
-	if err := e.intact(tx, entries, *s, nil); err != nil {
+	verified, err := e.intact(tx, entries, *s, nil)
+	if err != nil {
 		return bound{}, err
 	}
 	lc, _ := ReadLifecycle(entries)
@@ -119,7 +122,7 @@ func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 	if !v.Valid && !columns {
 		return bound{}, e.unverified(s.ID, v)
 	}
-	b := bound{entries: entries, gated: entries[r.JournalSeq-1], life: lc.Requests[r.JournalSeq], row: r}
+	b := bound{entries: entries, gated: entries[r.JournalSeq-1], life: lc.Requests[r.JournalSeq], row: r, verified: verified}
 	if b.rule, err = e.ruleIn(b.gated); err != nil {
 		return bound{}, err
 	}
@@ -240,6 +243,13 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 
 // votes are the actions that are votes, and what each decides.
 var votes = map[Action]Decided{ActApprove: DecidedApproved, ActReject: DecidedRejected, ActRequestChanges: DecidedChanges}
+
+// Vote reports whether a is a vote on a request (approve, reject,
+// request changes): what a rule's step-up and passkey hold.
+func (a Action) Vote() bool {
+	_, ok := votes[a]
+	return ok
+}
 
 // decideOn is decide for the decisions that leave the saga going (all but
 // a rejection): fn journals the decision and returns it; the observer is
@@ -803,9 +813,27 @@ func (e *Engine) onPending(ctx context.Context, sagaID string, seq int64, closed
 			if err != nil {
 				return err
 			}
+			if v, ok := ctx.Value(verifiedKey{}).(*verifiedSink); ok && v.saga == sagaID && v.seq == seq {
+				v.found = &b.verified
+			}
 			return fn(tx, s, b)
 		})
 	})
+}
+
+// verifiedKey is the context key of a verifiedSink.
+type verifiedKey struct{}
+
+// verifiedSink is where Decide asks onPending to keep what verifying the
+// journal found before its decision on the request at seq of saga acted
+// (nil when none was made: the request was executed before), so that it
+// returns the request without verifying the journal again. The context
+// carries it down to bind, through every decision and resume, without
+// widening each one's signature for this one caller.
+type verifiedSink struct {
+	saga  string
+	seq   int64
+	found *Verification
 }
 
 // unloaded is the error of a transaction that needs a policy this engine

@@ -83,7 +83,7 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		if err != nil {
 			return err
 		}
-		if err := e.intact(tx, entries, *s, nil); err != nil {
+		if _, err := e.intact(tx, entries, *s, nil); err != nil {
 			return err
 		}
 		if seq > int64(len(entries)) {

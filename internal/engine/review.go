@@ -206,13 +206,57 @@ type Review struct {
 	// re-planned, perhaps sent back for changes), and LastExecuted the
 	// newest executed call of the tool before this request, in any saga.
 	Previous, LastExecuted *Entry
-	Verification           Verification
+	// Verification is what verifying the journal found: as Verify does,
+	// or, in the review Decide returns, what the decision's own check
+	// found before it acted (chain, receipts, votes and rows).
+	Verification Verification
 }
 
 // Review reads one request, pending or not, with its saga. NotFound when
 // the saga has no AWAITING_APPROVAL entry at seq. Errors: Forbidden as
 // Can says for ActRead, Unavailable when the store is.
 func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int64) (Review, error) {
+	return e.review(ctx, p, sagaID, seq, nil)
+}
+
+// decisions are the engine's decisions on a request that Decide takes,
+// by their action.
+var decisions = map[Action]func(*Engine, context.Context, Principal, string, int64, string) (Decision, error){
+	ActApprove: (*Engine).Approve, ActReject: (*Engine).Reject, ActDismiss: (*Engine).Dismiss,
+	ActWithdraw: (*Engine).Withdraw, ActRequestChanges: (*Engine).RequestChanges,
+}
+
+// Decide takes action a on the request at seq for p, as a shell that
+// shows the request offers it: ActApprove, ActReject, ActDismiss,
+// ActWithdraw and ActRequestChanges as Approve, Reject, Dismiss,
+// Withdraw and RequestChanges do with reason, ActResume as Execute does.
+// It returns the request as it stands afterwards, as Review reads it,
+// with the verification the decision made before it acted, so that the
+// shell shows it again without reading and verifying the journal once
+// more. Errors: those of the action; Invalid for an action that is none
+// of these.
+func (e *Engine) Decide(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string) (Review, error) {
+	decide, ok := decisions[a]
+	if !ok && a != ActResume {
+		return Review{}, Errorf(Invalid, "%s is no decision on a request", a)
+	}
+	sink := &verifiedSink{saga: sagaID, seq: seq}
+	ctx = context.WithValue(ctx, verifiedKey{}, sink)
+	var err error
+	if a == ActResume {
+		_, err = e.Execute(ctx, p, sagaID, seq)
+	} else {
+		_, err = decide(e, ctx, p, sagaID, seq, reason)
+	}
+	if err != nil {
+		return Review{}, err
+	}
+	return e.review(ctx, p, sagaID, seq, sink.found)
+}
+
+// review is Review, with the verification a decision just made of the
+// journal (Decide), or nil to verify it now.
+func (e *Engine) review(ctx context.Context, p Principal, sagaID string, seq int64, verified *Verification) (Review, error) {
 	if err := e.Can(p, ActRead, Subject{}); err != nil {
 		return Review{}, err
 	}
@@ -230,11 +274,15 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 	if snap.Saga == nil || seq < 1 || seq > int64(len(es)) || es[seq-1].Seq != seq || es[seq-1].Phase != PhaseAwaitingApproval {
 		return Review{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no request at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
 	}
-	v, err := e.verify(ctx, snap, logged)
-	if err != nil {
-		return Review{}, err
+	v := verified
+	if v == nil {
+		now, err := e.verify(ctx, snap, logged)
+		if err != nil {
+			return Review{}, err
+		}
+		v = &now
 	}
-	r := Review{Saga: *snap.Saga, Gated: es[seq-1], Journal: es, Verification: v}
+	r := Review{Saga: *snap.Saga, Gated: es[seq-1], Journal: es, Verification: *v}
 	for _, q := range snap.Requests {
 		if q.JournalSeq == seq {
 			r.Pending = true

@@ -47,8 +47,8 @@ func (e *Engine) snapshot(ctx context.Context, id string, calls bool) (Snapshot,
 // intact is check before acting on a locked saga's journal: Conflict,
 // told, when it does not verify, for nothing may be decided or executed on
 // evidence that does not hold; an *unloaded error when a policy its
-// requests record must be read first.
-func (e *Engine) intact(tx Tx, entries []Entry, s Saga, reqs []ApprovalRequest) error {
+// requests record must be read first. It returns what check found.
+func (e *Engine) intact(tx Tx, entries []Entry, s Saga, reqs []ApprovalRequest) (Verification, error) {
 	var miss *unloaded
 	v, _ := e.check(entries, s, reqs, func(hash string) (*Approvals, error) {
 		a, ok := e.policies.get(hash)
@@ -59,12 +59,12 @@ func (e *Engine) intact(tx Tx, entries []Entry, s Saga, reqs []ApprovalRequest) 
 		return a, nil
 	}, func() ([]Entry, error) { return tx.Entries(PasskeySaga) })
 	if miss != nil {
-		return miss
+		return v, miss
 	}
 	if !v.Valid {
-		return e.unverified(s.ID, v)
+		return v, e.unverified(s.ID, v)
 	}
-	return nil
+	return v, nil
 }
 
 // unverified is the Conflict of acting on saga sagaID, whose journal or

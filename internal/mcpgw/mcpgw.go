@@ -37,6 +37,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/service"
 	"github.com/sagacity-go/sagacity/wire"
@@ -390,7 +391,7 @@ func failed(err error) (*mcp.CallToolResult, error) {
 	if !errors.As(err, &e) || e.Kind == engine.Internal || e.Kind == engine.Unavailable || e.Kind == engine.Unauthenticated {
 		return nil, errors.New("the server could not take the call; try again later")
 	}
-	return result(e.Msg, api.Refusal(err, e.Msg), true), nil
+	return result(e.Msg, edge.Refusal(err, e.Msg), true), nil
 }
 
 // track returns what the gateway knows of a session, noting it the first

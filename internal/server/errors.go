@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/sagacity-go/sagacity/internal/api"
+	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/web/templates"
 	"github.com/sagacity-go/sagacity/wire"
@@ -15,9 +15,9 @@ import (
 
 // Refusals of the HTTP layer itself.
 var (
-	errTooMany     = &api.EdgeError{Status: http.StatusTooManyRequests, Kind: wire.KindTooManyRequests, Msg: "too many requests; wait and try again"}
-	errHost        = &api.EdgeError{Status: http.StatusMisdirectedRequest, Kind: wire.KindMisdirected, Msg: "this server does not answer to that host name"}
-	errMethod      = &api.EdgeError{Status: http.StatusMethodNotAllowed, Kind: wire.KindMethodNotAllowed, Msg: "method not allowed here"}
+	errTooMany     = &edge.Error{Status: http.StatusTooManyRequests, Kind: wire.KindTooManyRequests, Msg: "too many requests; wait and try again"}
+	errHost        = &edge.Error{Status: http.StatusMisdirectedRequest, Kind: wire.KindMisdirected, Msg: "this server does not answer to that host name"}
+	errMethod      = &edge.Error{Status: http.StatusMethodNotAllowed, Kind: wire.KindMethodNotAllowed, Msg: "method not allowed here"}
 	errCrossOrigin = &engine.Error{Kind: engine.Forbidden, Msg: "cross-origin request refused"}
 )
 
@@ -26,7 +26,7 @@ var (
 // request id that finds the cause in the log; a halt is the engine's own
 // word on why nothing executes, and names no database internals.
 func message(err error, code int, reqID string) string {
-	if e, ok := errors.AsType[*api.EdgeError](err); ok {
+	if e, ok := errors.AsType[*edge.Error](err); ok {
 		return e.Msg
 	}
 	if e, ok := errors.AsType[*engine.Error](err); ok && (code < 500 || errors.Is(err, engine.ErrHalted)) {
@@ -57,14 +57,14 @@ func (s *server) h(fn handler) http.HandlerFunc {
 // otherwise. The caller sees the refusal's message; the cause goes to the
 // log.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code, _ := api.Classify(err)
+	code, _ := edge.Classify(err)
 	s.logError(r, err, code)
 	msg := message(err, code, requestID(r.Context()))
 	if speaksJSON(r) {
 		if code == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", s.challenge(r))
 		}
-		api.WriteJSON(w, code, api.Refusal(err, msg))
+		edge.WriteJSON(w, code, edge.Refusal(err, msg))
 		return
 	}
 	signIn := "/login?return_to=" + url.QueryEscape(r.URL.RequestURI())

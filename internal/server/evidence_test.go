@@ -102,7 +102,8 @@ func TestLogAPI(t *testing.T) {
 }
 
 // TestConsoleDownloads: an auditor downloads from the console what the
-// offline commands check: a decision's receipt, a checkpoint, and the
+// offline commands check: a decision's receipt (named as the API names
+// it), a checkpoint (named as the checkpoint directory keeps it), and the
 // journal with proofs against it.
 func TestConsoleDownloads(t *testing.T) {
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
@@ -118,8 +119,14 @@ func TestConsoleDownloads(t *testing.T) {
 		r.header.Get("Content-Disposition") != `attachment; filename="receipt-pay-4.note"; filename*=UTF-8''receipt-pay-4.note` {
 		t.Errorf("receipt download = %d %v %q: %v", r.code, r.header, r.body, err)
 	}
+	// The API names a receipt as the console does.
+	if api := e.get("/sagacity/receipts/pay/4"); api.code != 200 || api.body != r.body || api.header.Get("Content-Disposition") != r.header.Get("Content-Disposition") {
+		t.Errorf("API receipt download = %d %q %q; want the console's bytes and name", api.code, api.header.Get("Content-Disposition"), api.body)
+	}
+	// A checkpoint downloads under the name the checkpoint directory keeps
+	// it by.
 	r = get(fmt.Sprintf("/audit/checkpoint?size=%d", size))
-	if r.code != 200 || r.body != e.get("/sagacity/checkpoints/latest").body || !strings.Contains(r.header.Get("Content-Disposition"), fmt.Sprintf(`filename="checkpoint-%d.note"`, size)) {
+	if r.code != 200 || r.body != e.get("/sagacity/checkpoints/latest").body || !strings.Contains(r.header.Get("Content-Disposition"), fmt.Sprintf(`filename="%020d.checkpoint"`, size)) {
 		t.Errorf("checkpoint download = %d %v %q", r.code, r.header, r.body)
 	}
 	r = get(fmt.Sprintf("/audit/export?id=pay&size=%d", size))
@@ -140,7 +147,7 @@ func TestConsoleDownloads(t *testing.T) {
 	r = get("/audit/saga?id=pay")
 	// The dev-mode decisions of this suite need -allow-dev, and the page
 	// says why.
-	for _, want := range []string{"✓ signed", "download", fmt.Sprintf("-checkpoint checkpoint-%d.note -allow-dev sagacity-pay.ndjson", size),
+	for _, want := range []string{"✓ signed", "download", fmt.Sprintf("-checkpoint %020d.checkpoint -allow-dev sagacity-pay.ndjson", size),
 		"some decisions were made in dev mode",
 		fmt.Sprintf("in the log as the checkpoint of size %d signed it", size)} {
 		if !strings.Contains(r.body, want) {

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/sagacity-go/sagacity/internal/api"
+	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
@@ -30,7 +30,7 @@ func (s *server) resourceMetadata(path string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		base := s.base(r)
 		w.Header().Set("Cache-Control", "max-age=300")
-		api.WriteJSON(w, http.StatusOK, wire.ResourceMetadata{Resource: base + path, AuthorizationServers: s.TokenIssuers,
+		edge.WriteJSON(w, http.StatusOK, wire.ResourceMetadata{Resource: base + path, AuthorizationServers: s.TokenIssuers,
 			BearerMethodsSupported: []string{"header"}, ResourceName: "Sagacity",
 			ResourceDocumentation: base + "/sagacity/openapi.json"})
 	}

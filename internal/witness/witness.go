@@ -17,11 +17,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
 // maxNote bounds a checkpoint file read back.
 const maxNote = 64 << 10
 
+// name matches the names engine.CheckpointFile gives.
 var name = regexp.MustCompile(`^[0-9]{20}\.checkpoint$`)
 
 // Dir is a checkpoint directory.
@@ -41,15 +44,12 @@ func Open(path string) (*Dir, error) {
 // Path is the directory's path.
 func (d *Dir) Path() string { return d.path }
 
-// file names the checkpoint of a size: sizes sort as names do.
-func file(size int64) string { return fmt.Sprintf("%020d.checkpoint", size) }
-
 // Publish keeps the checkpoint signed at size, durably (the file and the
 // directory are synced), under a name no other write takes: a second
 // publish of the same checkpoint is a no-op, of a different one at the
 // same size an error (two logs forked at that size).
 func (d *Dir) Publish(size int64, signed string) error {
-	final := filepath.Join(d.path, file(size))
+	final := filepath.Join(d.path, engine.CheckpointFile(size))
 	// A hard link never replaces a file that is there: the append-only
 	// step.
 	err := d.write(signed, func(tmp string) error { return os.Link(tmp, final) })
@@ -157,7 +157,7 @@ func (d *Dir) Newest() (string, time.Time, error) {
 
 // Get returns the checkpoint kept of a size, "" when none.
 func (d *Dir) Get(size int64) (string, error) {
-	signed, err := read(filepath.Join(d.path, file(size)))
+	signed, err := read(filepath.Join(d.path, engine.CheckpointFile(size)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
 // TestDir: checkpoints are kept one a file, never replaced; the newest is
@@ -37,7 +39,7 @@ func TestDir(t *testing.T) {
 	if signed, err := d.Get(11); signed != "" || err != nil {
 		t.Errorf("Get(11) = %q, %v; want none", signed, err)
 	}
-	if err := os.WriteFile(filepath.Join(d.Path(), file(200)), []byte("cut"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(d.Path(), engine.CheckpointFile(200)), []byte("cut"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := d.Newest(); err == nil || !strings.Contains(err.Error(), "is not a signed checkpoint") {

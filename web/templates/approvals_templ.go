@@ -607,7 +607,7 @@ func ApprovalRows(r Rows) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = Summary(p.Summary, p.More).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = SummaryView(p.Summary).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

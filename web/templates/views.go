@@ -58,12 +58,45 @@ type Payload struct {
 	Findings    []payload.Finding
 }
 
-// Diff is a comparison shown to a reviewer.
+// Diff is a comparison shown to a reviewer (payload.Compare), its
+// texts revealed.
 type Diff struct {
 	Title    string // what is compared with what
 	OldLabel string // "seq 1 of order-1002"
 	OldHref  string
-	D        payload.Diff
+	// Identical: byte for byte. FormattingOnly: equal as JSON, not as
+	// bytes. Changes otherwise.
+	Identical, FormattingOnly bool
+	Changes                   []Change
+}
+
+// Change is one difference of a Diff: its path, what happened there, and
+// the values before and after, or the edits within a long text.
+type Change struct {
+	Path     string // "" for the whole payload
+	Kind     payload.Kind
+	Old, New []payload.Segment
+	Edits    []Edit
+}
+
+// Edit is a run of text kept, deleted or inserted, revealed.
+type Edit struct {
+	Op   payload.EditOp
+	Text []payload.Segment
+}
+
+// Summary is a payload's one-line summary (payload.Summary), its keys
+// and values revealed.
+type Summary struct {
+	Fields []SummaryField
+	More   int // fields, or bytes of a payload that is not JSON, it leaves out
+}
+
+// SummaryField is one field of a Summary: none of its key for a payload
+// that is not JSON, and how many bytes of the key and the value it cuts.
+type SummaryField struct {
+	Key, Value  []payload.Segment
+	KeyCut, Cut int
 }
 
 // ErrorPage is a failed request.

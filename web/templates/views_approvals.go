@@ -46,8 +46,7 @@ type PendingRow struct {
 	Initiator, Requester string
 	Reason               string // why the requester said it asks, "" when it did not
 	Requested            Time
-	Summary              []payload.Field
-	More                 int // fields or bytes the summary leaves out
+	Summary              Summary
 	// Voters are who approved it so far, of the Quorum its rule asks
 	// for; Approved once they are enough, awaiting execution.
 	Voters             []string
@@ -181,8 +180,7 @@ type Confirm struct {
 	Tool     string
 	Decision string // "approve", "reject", "dismiss", "withdraw", "request-changes" or "execute"
 	Verb     string // "Approve", "Reject", "Dismiss", "Withdraw your approval of", "Send back", "Execute"
-	Summary  []payload.Field
-	More     int
+	Summary  Summary
 	Reason   string
 	// What a rejection does besides: the steps it compensates, newest
 	// first, the irreversible ones that stay done, and the requests it
@@ -200,8 +198,8 @@ type Step struct {
 	Seq    int64
 	Tool   string
 	Phase  engine.Phase
-	Input  string
-	Detail string // the payload
+	Input  []payload.Segment
+	Detail []payload.Segment // the payload
 	At     Time
 	Href   string // to the entry in the timeline
 }
@@ -211,6 +209,5 @@ type Sibling struct {
 	Seq     int64
 	Tool    string
 	Href    string
-	Summary []payload.Field
-	More    int
+	Summary Summary
 }

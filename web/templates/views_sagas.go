@@ -173,6 +173,7 @@ type LogCard struct {
 	Halted     string
 	Key        string // the public key
 	Href       string // downloads the checkpoint
+	File       string // what it downloads as
 }
 
 // Job is the verification of every saga, running or done.
@@ -200,6 +201,7 @@ type VerifyPage struct {
 	Key            string // the public key
 	Checkpoint     int64  // the newest checkpoint's size; 0 when none yet
 	CheckpointHref string
+	CheckpointFile string // what it downloads as
 	// Dev is set when a decision was made in dev mode: verify refuses it
 	// unless told -allow-dev. Unproved counts the entries newer than the
 	// checkpoint, which verify refuses unless told -allow-unproved.
