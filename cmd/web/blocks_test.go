@@ -37,6 +37,16 @@ func TestReadmeTested(t *testing.T) {
 	}
 }
 
+// TestDocLinks: every relative link of README.md and docs/*.md leads to
+// a file of the repository and, with an #anchor, to a heading of that
+// file, so that a section moved from one page to another takes its links
+// along.
+func TestDocLinks(t *testing.T) {
+	for _, b := range testkit.BrokenLinks(t) {
+		t.Errorf("%s", b)
+	}
+}
+
 var (
 	// A curl command, wherever it stands in a line: first, after a pipe,
 	// in $(…).
