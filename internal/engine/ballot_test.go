@@ -56,7 +56,7 @@ func readBallotVectors(t *testing.T) []ballotVector {
 
 // TestBallotVectors holds PasskeyBallot to the vectors of
 // testdata/passkey-ballots.json, which anyone can recompute from the
-// README's grammar (-update rewrites their text, digest and challenge).
+// grammar in docs/configuration.md (-update rewrites their text, digest and challenge).
 func TestBallotVectors(t *testing.T) {
 	vs := readBallotVectors(t)
 	for i, v := range vs {

@@ -22,7 +22,8 @@ import (
 	"github.com/sagacity-go/sagacity/wire"
 )
 
-// verify is the README's receiver, verbatim: the standard library alone.
+// verify is the receiver docs/notifications.md shows, verbatim: the
+// standard library alone.
 func verify(r *http.Request, body []byte, secret []byte) error { // secret: the whsec_ value's bytes, base64-decoded
 	id, ts := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp")
 	sec, err := strconv.ParseInt(ts, 10, 64)
