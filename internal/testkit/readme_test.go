@@ -69,7 +69,7 @@ func TestBrokenLinks(t *testing.T) {
 	os.Mkdir(filepath.Join(root, "wire"), 0o755)
 	files := map[string]string{
 		"README.md": "# Sagacity for Go\n\n## Start here\n\nSee [the API](docs/api.md), [its\nerrors](docs/api.md#requests-and-answers),\n" +
-			"[MCP](docs/api.md#mcp-the-gate-where-agents-already-are) and [below](#start-here).\n" +
+			"[MCP](docs/api.md#mcp-the-gate-where-agents-already-are) and [below](#start-here), [its word](docs/api.md#the-providers-word).\n" +
 			"[Gone](docs/gone.md), [a typo](docs/api.md#request-and-answers), [here](#nowhere).\n" +
 			"[Away](https://example.com/x#y), [mail](mailto:a@example.com), `[in code](docs/none.md)`.\n\n" +
 			"```sh\n# [in a block](docs/none.md)\n```\n",
@@ -77,7 +77,7 @@ func TestBrokenLinks(t *testing.T) {
 			"## MCP: the gate where agents already are\n\n### `wire`, the types\n\n## Requests and answers\n\n" +
 			"![A screenshot](console.png \"the console\") and [`wire`](../wire/wire.go), [wire's](#wire-the-types),\n" +
 			"[the second](#requests-and-answers-1), [a third](#requests-and-answers-2), [home](../README.md#start-here),\n" +
-			"[out](../../elsewhere.md), [a file's anchor](../wire/wire.go#L1).\n",
+			"[out](../../elsewhere.md), [a file's anchor](../wire/wire.go#L1).\n\n## The provider's word\n",
 		"docs/console.png": "",
 		"wire/wire.go":     "package wire\n",
 	}
