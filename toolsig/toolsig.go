@@ -45,8 +45,7 @@
 // package, with the Sagacity configuration that declares its tool. The
 // module path is not published yet, so go get cannot fetch the package;
 // until it is, a module of one's own uses it from a checkout of the
-// repository with a replace directive, as the README's Tools section
-// shows:
+// repository with a replace directive, as docs/tools.md shows:
 //
 //	go mod edit -replace github.com/sagacity-go/sagacity=../sagacity
 //	go mod tidy

@@ -37,6 +37,24 @@ func TestReadmeTested(t *testing.T) {
 	}
 }
 
+// TestDocLinks: every relative link of README.md and docs/*.md leads to
+// a file of the repository and, with an #anchor, to a heading of that
+// file, so that a section moved from one page to another takes its links
+// along; and README.md links every page of docs/, so that a reader finds
+// each from the front door.
+func TestDocLinks(t *testing.T) {
+	for _, b := range testkit.BrokenLinks(t) {
+		t.Errorf("%s", b)
+	}
+	pages := testkit.Pages(t)
+	for _, p := range pages[1:] {
+		link := "](" + filepath.ToSlash(p.File)
+		if !strings.Contains(pages[0].Text, link+")") && !strings.Contains(pages[0].Text, link+"#") {
+			t.Errorf("%s links no %s: a reader of the README never finds it", pages[0].File, p.File)
+		}
+	}
+}
+
 var (
 	// A curl command, wherever it stands in a line: first, after a pipe,
 	// in $(…).

@@ -429,7 +429,7 @@ func TestEvidence(t *testing.T) {
 		if e.TreeSize == nil || *e.TreeSize != cp.size || e.Leaf == nil || e.Proof == nil {
 			t.Fatalf("export entry %+v; want a leaf and a proof against size %d", e, cp.size)
 		}
-		// The leaf, as the README documents it: RFC 6962's leaf hash of
+		// The leaf, as docs/how-it-works.md documents it: RFC 6962's leaf hash of
 		// the entry's saga, seq and hash, each as its byte length, a colon
 		// and its bytes.
 		seq := strconv.FormatInt(e.Seq, 10)

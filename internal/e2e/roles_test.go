@@ -14,16 +14,16 @@ import (
 	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
-// TestDatabaseRoles follows the README's production checklist on
-// PostgreSQL: an owner role and an application role, `sagacity migrate`
-// run as the owner (twice at once: each migration is applied once), the
-// README's GRANT script, and the server as the application role. Before
-// the grants it refuses to start, naming the README; with them it serves a
-// gated call, its approval, the resume, verification and the log's
-// checkpoints. The application role cannot delete, rewrite or truncate
-// the journal, nor change the schema; and on a schema one migration
-// behind, serve and migrate as that role refuse in one line naming both
-// versions and `sagacity migrate`.
+// TestDatabaseRoles follows the production checklist of
+// docs/operating.md on PostgreSQL: an owner role and an application role,
+// `sagacity migrate` run as the owner (twice at once: each migration is
+// applied once), the checklist's GRANT script, and the server as the
+// application role. Before the grants it refuses to start, naming that
+// checklist; with them it serves a gated call, its approval, the resume,
+// verification and the log's checkpoints. The application role cannot
+// delete, rewrite or truncate the journal, nor change the schema; and on
+// a schema one migration behind, serve and migrate as that role refuse
+// in one line naming both versions and `sagacity migrate`.
 func TestDatabaseRoles(t *testing.T) {
 	f := newFixture(t, 90*time.Second)
 	ctx := f.ctx
@@ -64,7 +64,7 @@ func TestDatabaseRoles(t *testing.T) {
 
 	out := f.serverRefused("sagacity", app, nil)
 	if want := "sagacity: SAGACITY_DATABASE_URL: the search path names no schema this role may use: grant it USAGE on the schema," +
-		" as the README's production checklist does"; !strings.Contains(out, want) {
+		" as the production checklist in docs/operating.md does"; !strings.Contains(out, want) {
 		t.Errorf("serve as the application role before the grants said:\n%s\nwant it to refuse with %q", out, want)
 	}
 	roles.Grant(t, owner)

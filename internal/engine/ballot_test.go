@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -54,7 +56,7 @@ func readBallotVectors(t *testing.T) []ballotVector {
 
 // TestBallotVectors holds PasskeyBallot to the vectors of
 // testdata/passkey-ballots.json, which anyone can recompute from the
-// README's grammar (-update rewrites their text, digest and challenge).
+// grammar in docs/configuration.md (-update rewrites their text, digest and challenge).
 func TestBallotVectors(t *testing.T) {
 	vs := readBallotVectors(t)
 	for i, v := range vs {
@@ -87,29 +89,56 @@ func TestBallotVectors(t *testing.T) {
 	}
 }
 
-// TestReadmeBallot holds the README's account of a passkey ballot to the
-// code: its table of keys to the lines of a ballot, in order, and its
-// worked example to the first vector: the text, then its SHA-256, the
-// nonce and the challenge.
-func TestReadmeBallot(t *testing.T) {
-	v := readBallotVectors(t)[0]
-	readme, err := os.ReadFile("../../README.md")
+// docPage is the text of the one documentation page (README.md or a
+// page of docs/) that holds s. (testkit, which finds the blocks of those
+// pages, imports this package.)
+func docPage(t *testing.T, s string) (file, text string) {
+	t.Helper()
+	docs, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, path := range append([]string{"../../README.md"}, docs...) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), s) {
+			if file != "" {
+				t.Fatalf("%s and %s both hold %q", file, path, s)
+			}
+			file, text = path, string(b)
+		}
+	}
+	if file == "" {
+		t.Fatalf("neither README.md nor docs/*.md holds %q", s)
+	}
+	return file, text
+}
+
+// TestReadmeBallot holds the documentation's account of a passkey ballot
+// to the code: its table of keys to the lines of a ballot, in order, and
+// its worked example to the first vector: the text, then its SHA-256, the
+// nonce and the challenge.
+func TestReadmeBallot(t *testing.T) {
+	v := readBallotVectors(t)[0]
+	file, page := docPage(t, "\n<!-- passkey ballot:")
 	block := func(name string) string {
-		_, rest, ok := strings.Cut(string(readme), "\n<!-- "+name)
+		_, rest, ok := strings.Cut(page, "\n<!-- "+name)
 		if ok {
 			_, rest, ok = strings.Cut(rest, "\n```text\n")
 		}
 		block, _, ok2 := strings.Cut(rest, "```")
 		if !ok || !ok2 {
-			t.Fatalf("README.md has no text block after <!-- %s", name)
+			t.Fatalf("%s has no text block after <!-- %s", file, name)
 		}
 		return block
 	}
-	_, grammar, _ := strings.Cut(string(readme), "\n#### The ballot and its challenge\n")
-	grammar, _, _ = strings.Cut(grammar, "\n<!-- passkey ballot:")
+	heading := regexp.MustCompile(`\n#+ The ballot and its challenge\n`).FindStringIndex(page)
+	if heading == nil {
+		t.Fatalf("%s has no heading The ballot and its challenge", file)
+	}
+	grammar, _, _ := strings.Cut(page[heading[1]:], "\n<!-- passkey ballot:")
 	var keys, lines []string
 	for _, l := range strings.Split(grammar, "\n") {
 		if k, ok := strings.CutPrefix(l, "| `"); ok {
@@ -122,13 +151,13 @@ func TestReadmeBallot(t *testing.T) {
 		lines = append(lines, k)
 	}
 	if !slices.Equal(keys, lines) {
-		t.Errorf("the README's ballot keys = %v; want the ballot's lines, in order: %v", keys, lines)
+		t.Errorf("%s's ballot keys = %v; want the ballot's lines, in order: %v", file, keys, lines)
 	}
 	if got := block("passkey ballot:"); got != v.Text {
-		t.Errorf("the README's ballot =\n%q\nwant the text of %s's vector %q\n%q", got, ballotVectors, v.Name, v.Text)
+		t.Errorf("%s's ballot =\n%q\nwant the text of %s's vector %q\n%q", file, got, ballotVectors, v.Name, v.Text)
 	}
 	want := "sha256:    " + v.SHA256 + "\nnonce:     " + v.Nonce + "\nchallenge: " + v.Challenge + "\n"
 	if got := block("passkey challenge:"); got != want {
-		t.Errorf("the README's challenge =\n%s\nwant\n%s", got, want)
+		t.Errorf("%s's challenge =\n%s\nwant\n%s", file, got, want)
 	}
 }

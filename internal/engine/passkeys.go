@@ -133,7 +133,8 @@ const ballotHeader = "sagacity passkey ballot v1"
 
 // Text is the ballot as signed: a header line, then one "key: value"
 // line a field (reason only when given), each ending in "\n". The
-// README gives the grammar; testdata/passkey-ballots.json its vectors.
+// grammar is in docs/configuration.md, the vectors in
+// testdata/passkey-ballots.json.
 func (b PasskeyBallot) Text() string {
 	var s strings.Builder
 	s.WriteString(ballotHeader + "\n")

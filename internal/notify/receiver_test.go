@@ -11,16 +11,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/notify"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
-// verify is the README's receiver, verbatim: the standard library alone.
+// verify is the receiver docs/notifications.md shows, verbatim: the
+// standard library alone.
 func verify(r *http.Request, body []byte, secret []byte) error { // secret: the whsec_ value's bytes, base64-decoded
 	id, ts := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp")
 	sec, err := strconv.ParseInt(ts, 10, 64)
@@ -38,22 +41,19 @@ func verify(r *http.Request, body []byte, secret []byte) error { // secret: the 
 	return errors.New("no signature matches")
 }
 
-// TestReadmeReceiver: the README's few lines of Go (verify, above,
-// which must be in the README as written here) verify what the webhook
-// channel sends, and refuse a body changed on the way.
+// TestReadmeReceiver: the documentation's few lines of Go (verify,
+// above, which must be in README.md or a page of docs/ as written here)
+// verify what the webhook channel sends, and refuse a body changed on the
+// way.
 func TestReadmeReceiver(t *testing.T) {
 	src, err := os.ReadFile("receiver_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	start := strings.Index(string(src), "func verify(")
 	fn := string(src)[start : start+strings.Index(string(src)[start:], "\n}\n")+3]
-	if !strings.Contains(string(readme), fn) {
-		t.Errorf("the README does not hold verify as this test runs it:\n%s", fn)
+	if !slices.ContainsFunc(testkit.Pages(t), func(p testkit.Page) bool { return strings.Contains(p.Text, fn) }) {
+		t.Errorf("neither README.md nor docs/*.md holds verify as this test runs it:\n%s", fn)
 	}
 	secret, err := notify.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	if err != nil {

@@ -764,7 +764,7 @@ func TestConsoleHalted(t *testing.T) {
 // TestScreenshots renders the console's main pages from the demo data at
 // a desktop and a phone width: each page is accessible and, at 400 px, no
 // wider than the screen. With -screenshots DIR it also writes them as PNGs
-// (make screenshots, for the README).
+// (make screenshots, for docs/console.md).
 func TestScreenshots(t *testing.T) {
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{demo: true})
 	e.sequence() // as the server's loops do: the demo is logged, signed and checked

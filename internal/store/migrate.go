@@ -81,7 +81,7 @@ var migrationsTable = map[string]string{
 // errNoSchema is the error of a role whose search path names no schema it
 // may use.
 var errNoSchema = engine.Errorf(engine.Unavailable, "the search path names no schema this role may use:"+
-	" grant it USAGE on the schema, as the README's production checklist does, or name the schema (search_path)")
+	" grant it USAGE on the schema, as the production checklist in docs/operating.md does, or name the schema (search_path)")
 
 // PostgreSQL's code of a privilege refused.
 const insufficientPrivilege = "42501"
@@ -116,7 +116,7 @@ func migrate(ctx context.Context, c conn, begin func(context.Context, func(conn)
 	done, err := applied(read, c, dialect)
 	if pe, ok := errors.AsType[*pgconn.PgError](err); ok && pe.Code == insufficientPrivilege {
 		return Schema{}, &engine.Error{Kind: engine.Unavailable, Err: pe,
-			Msg: "this role may not read schema_migrations: grant it the privileges the README's production checklist lists"}
+			Msg: "this role may not read schema_migrations: grant it the privileges the production checklist in docs/operating.md lists"}
 	} else if err != nil {
 		return Schema{}, err
 	}

@@ -161,11 +161,11 @@ func leastPrivileged(t *testing.T, roles *testkit.Roles) (app, admin string) {
 }
 
 // TestLeastPrivilege: the conformance suite passes on a store opened as a
-// role granted exactly the README's script, which covers every table and
-// sequence of the schema; on a schema behind, that role is refused with
-// one line naming both versions and sagacity migrate, and without the
-// grants (to read schema_migrations, to use the schema) with one naming
-// the README.
+// role granted exactly the GRANT script of docs/operating.md, which
+// covers every table and sequence of the schema; on a schema behind, that
+// role is refused with one line naming both versions and sagacity
+// migrate, and without the grants (to read schema_migrations, to use the
+// schema) with one naming that page's checklist.
 func TestLeastPrivilege(t *testing.T) {
 	t.Parallel()
 	roles := testkit.NewRoles(t)
@@ -211,7 +211,7 @@ func TestLeastPrivilege(t *testing.T) {
 		}
 		testkit.Exec(t, admin, "REVOKE SELECT ON schema_migrations FROM "+roles.App)
 		_, err = Open(t.Context(), app)
-		want = "this role may not read schema_migrations: grant it the privileges the README's production checklist lists: "
+		want = "this role may not read schema_migrations: grant it the privileges the production checklist in docs/operating.md lists: "
 		if err == nil || !engine.IsKind(err, engine.Unavailable) || !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("Open as a role that may not read schema_migrations = %v; want Unavailable, starting %q", err, want)
 		}

@@ -56,7 +56,7 @@ func (d *DB) Schema() Schema { return d.schema }
 // Pending migrations it applies before returning. Errors are Invalid for a
 // url it cannot use, and Unavailable for a database it cannot reach, a
 // schema this role may not use or read the version of (the error names
-// the README's checklist), or one behind that it may not migrate (the
+// the production checklist in docs/operating.md), or one behind that it may not migrate (the
 // error names both versions and `sagacity migrate`).
 func Open(ctx context.Context, url string) (*DB, error) {
 	switch {

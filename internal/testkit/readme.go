@@ -58,20 +58,51 @@ func ReadmeBlocks(t testing.TB) []Block {
 	return bs
 }
 
-// blocksIn reads the blocks of the README and the docs pages under root.
-func blocksIn(root string) ([]Block, error) {
-	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+// Page is README.md or a page of docs/: its path from the repository's
+// root and its text.
+type Page struct {
+	File string
+	Text string
+}
+
+// Pages returns README.md and every page of docs/*.md, README.md first:
+// the documentation a reader follows, wherever a section of it stands.
+func Pages(t testing.TB) []Page {
+	t.Helper()
+	ps, err := pagesIn(Root(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// pagesIn reads README.md and docs/*.md under root.
+func pagesIn(root string) ([]Page, error) {
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		return nil, err
 	}
-	var out []Block
-	for _, path := range append([]string{filepath.Join(root, "README.md")}, pages...) {
+	var out []Page
+	for _, path := range append([]string{filepath.Join(root, "README.md")}, docs...) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
 		}
 		rel, _ := filepath.Rel(root, path)
-		bs, err := parseBlocks(rel, string(b))
+		out = append(out, Page{File: rel, Text: string(b)})
+	}
+	return out, nil
+}
+
+// blocksIn reads the blocks of the README and the docs pages under root.
+func blocksIn(root string) ([]Block, error) {
+	pages, err := pagesIn(root)
+	if err != nil {
+		return nil, err
+	}
+	var out []Block
+	for _, p := range pages {
+		bs, err := parseBlocks(p.File, p.Text)
 		if err != nil {
 			return nil, err
 		}

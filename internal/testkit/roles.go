@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// Roles are the two PostgreSQL roles of the README's production checklist,
-// made for one test: the schema's owner, who migrates (sagacity_owner in
-// the README), and the application role the server connects as
+// Roles are the two PostgreSQL roles of the production checklist in
+// docs/operating.md, made for one test: the schema's owner, who migrates
+// (sagacity_owner there), and the application role the server connects as
 // (sagacity_app). Roles belong to the whole cluster, so theirs are named
 // for the test; they are dropped when it ends.
 type Roles struct {

@@ -53,8 +53,8 @@ func (v *env) checkpoint() engine.Checkpoint {
 	return cp
 }
 
-// leafHash is an entry's leaf hash in the log, computed as the README
-// documents it: RFC 6962's leaf hash of saga, seq and hash, each written
+// leafHash is an entry's leaf hash in the log, computed as
+// docs/how-it-works.md documents it: RFC 6962's leaf hash of saga, seq and hash, each written
 // as its byte length, a colon and its bytes.
 func leafHash(e engine.Entry) []byte {
 	seq := fmt.Sprint(e.Seq)
