@@ -79,7 +79,7 @@ func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger
 			"to the saga's resource).",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"seq":{"type":"integer","minimum":1}},"required":["seq"],"additionalProperties":false}`),
 	}, g.resume)
-	g.server.AddResourceTemplate(&mcp.ResourceTemplate{Name: "saga", URITemplate: "sagacity://saga/{id}", MIMEType: "application/json",
+	g.server.AddResourceTemplate(&mcp.ResourceTemplate{Name: "saga", URITemplate: sagaResource + "{id}", MIMEType: "application/json",
 		Description: "A saga's status and its requests; subscribe to be told when a person decides one."}, g.readSaga)
 	verify := func(_ context.Context, _ string, r *http.Request) (*mcpauth.TokenInfo, error) {
 		p := auth.From(r.Context())

@@ -33,8 +33,18 @@ var maxWatched = 10_000
 // agent cannot take the watcher for itself. A variable for tests.
 var maxWatchedPerSession = 100
 
-// sagaURI is the resource of a saga.
-func sagaURI(saga string) string { return "sagacity://saga/" + saga }
+// sagaResource begins the URI of a saga's resource: sagaResource + its id.
+const sagaResource = "sagacity://saga/"
+
+// sagaAt is the saga a resource's URI names; a URI that names none is a
+// resource not found.
+func sagaAt(uri string) (string, error) {
+	saga, ok := strings.CutPrefix(uri, sagaResource)
+	if !ok || saga == "" {
+		return "", mcp.ResourceNotFoundError(uri)
+	}
+	return saga, nil
+}
 
 // readSaga reads a saga's resource.
 func (g *Gateway) readSaga(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -42,9 +52,9 @@ func (g *Gateway) readSaga(ctx context.Context, req *mcp.ReadResourceRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	saga, ok := strings.CutPrefix(req.Params.URI, "sagacity://saga/")
-	if !ok || saga == "" {
-		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	saga, err := sagaAt(req.Params.URI)
+	if err != nil {
+		return nil, err
 	}
 	st, err := g.stateOf(ctx, p, saga, 0)
 	if engine.IsKind(err, engine.NotFound) {
@@ -66,9 +76,9 @@ func (g *Gateway) subscribe(ctx context.Context, req *mcp.SubscribeRequest) erro
 	if err != nil {
 		return err
 	}
-	saga, ok := strings.CutPrefix(req.Params.URI, "sagacity://saga/")
-	if !ok || saga == "" {
-		return mcp.ResourceNotFoundError(req.Params.URI)
+	saga, err := sagaAt(req.Params.URI)
+	if err != nil {
+		return err
 	}
 	// Only a saga the subscriber may read, and one that exists: watches
 	// of sagas that do not exist would fill the watcher for nothing.
@@ -148,7 +158,7 @@ func (g *Gateway) look(ctx context.Context) {
 	}
 	g.mu.Unlock()
 	for uri, w := range uris {
-		s, err := g.engine.Lookup(ctx, w.reader, strings.TrimPrefix(uri, "sagacity://saga/"))
+		s, err := g.engine.Lookup(ctx, w.reader, strings.TrimPrefix(uri, sagaResource))
 		if err != nil || (s.HeadSeq == w.seen.HeadSeq && s.Status == w.seen.Status) {
 			continue
 		}
