@@ -32,6 +32,10 @@ func TestWatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Closed before the server (cleanups run last first): an open
+		// session's stream would keep the server's Close waiting, and a
+		// failing test would hang instead of failing.
+		t.Cleanup(func() { cs.Close() })
 		return cs
 	}
 	watched := func() int {
@@ -48,8 +52,6 @@ func TestWatches(t *testing.T) {
 		}
 	}
 	a, b, c := connect(), connect(), connect()
-	defer b.Close()
-	defer c.Close()
 	if err := sub(a, "nope"); err == nil || watched() != 0 {
 		t.Errorf("a saga that does not exist watched: %v, %d watched; want it refused", err, watched())
 	}
