@@ -32,6 +32,10 @@ func TestWatches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Closed before the server (cleanups run last first): an open
+		// session's stream would keep the server's Close waiting, and a
+		// failing test would hang instead of failing.
+		t.Cleanup(func() { cs.Close() })
 		return cs
 	}
 	watched := func() int {
@@ -40,7 +44,7 @@ func TestWatches(t *testing.T) {
 		return len(g.watched)
 	}
 	sub := func(cs *mcp.ClientSession, saga string) error {
-		return cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: sagaURI(saga)})
+		return cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: sagaResource + saga})
 	}
 	for _, s := range []string{"s1", "s2", "s3", "s4"} {
 		if _, err := e.Saga(t.Context(), p, s, func(*engine.Run) error { return nil }); err != nil {
@@ -48,8 +52,6 @@ func TestWatches(t *testing.T) {
 		}
 	}
 	a, b, c := connect(), connect(), connect()
-	defer b.Close()
-	defer c.Close()
 	if err := sub(a, "nope"); err == nil || watched() != 0 {
 		t.Errorf("a saga that does not exist watched: %v, %d watched; want it refused", err, watched())
 	}
@@ -70,7 +72,7 @@ func TestWatches(t *testing.T) {
 	if err := sub(b, "s1"); err != nil {
 		t.Errorf("another session subscribing to a watched saga: %v", err)
 	}
-	if err := b.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: sagaURI("s2")}); err != nil || watched() != 3 {
+	if err := b.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: sagaResource + "s2"}); err != nil || watched() != 3 {
 		t.Errorf("unsubscribing from a saga another session watches: %v, %d watched; want nothing changed", err, watched())
 	}
 	a.Close()

@@ -1,0 +1,210 @@
+package mcpgw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/sagacity-go/sagacity/internal/api"
+	"github.com/sagacity-go/sagacity/internal/edge"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
+)
+
+// The gateway's own tools, beside the engine's.
+const (
+	statusTool = engine.ReservedPrefix + "status"
+	resumeTool = engine.ReservedPrefix + "resume"
+)
+
+// SagaHeader names the saga an HTTP request's calls belong to.
+const SagaHeader = "Sagacity-Saga-Id"
+
+// The keys in a call's _meta that name its saga and hold the agent's
+// idempotency key for it.
+const (
+	sagaMeta   = "sagacity/saga"
+	keyMeta    = "sagacity/idempotency-key"
+	reasonMeta = "sagacity/reason" // why the agent asks, shown to reviewers
+)
+
+// sagaOf is the saga a call belongs to: named by its _meta or its HTTP
+// request's header (named), else the session's own.
+func sagaOf(req *mcp.CallToolRequest) (saga string, named bool) {
+	if s, ok := req.Params.Meta[sagaMeta].(string); ok && s != "" {
+		return s, true
+	}
+	if req.Extra != nil {
+		if s := req.Extra.Header.Get(SagaHeader); s != "" {
+			return s, true
+		}
+	}
+	if id := req.Session.ID(); id != "" {
+		return "mcp-" + id, false
+	}
+	return "mcp-" + fmt.Sprintf("%p", req.Session), false
+}
+
+// listed is how a tool is listed: its schema, or any object, and what its
+// reversibility means for the agent.
+func listed(t engine.ToolInfo) *mcp.Tool {
+	schema := t.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	desc := strings.TrimSpace(t.Description)
+	destructive := t.Reversibility == engine.Irreversible
+	if destructive {
+		desc = strings.TrimSpace(desc + " Cannot be undone: each call waits for a person's approval (the call answers " +
+			"AWAITING_APPROVAL; then " + statusTool + " and " + resumeTool + ").")
+	}
+	return &mcp.Tool{Name: t.Name, Description: desc, InputSchema: schema,
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}}
+}
+
+// call runs an engine tool.
+func (g *Gateway) call(t engine.ToolInfo) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		p, err := caller(req.Session, req.Extra)
+		if err != nil {
+			return nil, err
+		}
+		saga, named := sagaOf(req)
+		input := string(req.Params.Arguments)
+		if input == "" {
+			input = "{}"
+		}
+		key, ok := req.Params.Meta[keyMeta].(string)
+		if _, set := req.Params.Meta[keyMeta]; set && (!ok || key == "") {
+			return failed(engine.Errorf(engine.Invalid, "_meta %q must be a string that is not empty", keyMeta))
+		}
+		reason, ok := req.Params.Meta[reasonMeta].(string)
+		if _, set := req.Params.Meta[reasonMeta]; set && !ok {
+			return failed(engine.Errorf(engine.Invalid, "_meta %q must be a string", reasonMeta))
+		}
+		if !named {
+			g.joined(req.Session, p, saga)
+		}
+		r, err := g.engine.CallOnce(ctx, p, saga, engine.Ask{Tool: t.Name, Input: input, Key: key, Reason: reason})
+		if err != nil {
+			return failed(err)
+		}
+		out, _ := api.CallOf(r)
+		switch r.Outcome {
+		case engine.OutcomeExecuted:
+			return result(r.Result, out, false), nil
+		case engine.OutcomeAwaitingApproval:
+			return result(fmt.Sprintf("%s Its saga is %s, its seq %d: ask %s, and once it is approved call %s with that seq.",
+				r.Message, r.SagaID, r.Seq, statusTool, resumeTool), out, false), nil
+		}
+		return result(fmt.Sprintf("%s: %s", r.Outcome, r.Error), out, true), nil
+	}
+}
+
+// result is a tool result: text for the model, the same as structured
+// content, and whether it is the tool's failure.
+func result(text string, structured any, isError bool) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured, IsError: isError}
+}
+
+// failed answers an engine error: what the agent can act on (invalid
+// input, a refusal, a conflict) as a tool error the model reads; the
+// store being down as a protocol error the client may retry.
+func failed(err error) (*mcp.CallToolResult, error) {
+	var e *engine.Error
+	if !errors.As(err, &e) || e.Kind == engine.Internal || e.Kind == engine.Unavailable || e.Kind == engine.Unauthenticated {
+		return nil, errors.New("the server could not take the call; try again later")
+	}
+	return result(e.Msg, edge.Refusal(err, e.Msg), true), nil
+}
+
+// seqArg reads a tool's {"seq": N} arguments; 0 when absent.
+func seqArg(raw json.RawMessage) (int64, error) {
+	var a struct {
+		Seq int64 `json:"seq"`
+	}
+	if len(raw) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil || a.Seq < 0 {
+			return 0, errors.New(`arguments must be {"seq": a positive integer}`)
+		}
+	}
+	return a.Seq, nil
+}
+
+// stateOf reads a saga and what became of its requests (only the one at
+// seq, unless 0), as p.
+func (g *Gateway) stateOf(ctx context.Context, p engine.Principal, saga string, seq int64) (wire.SagaRequests, error) {
+	sg, reqs, err := g.engine.Requests(ctx, p, saga)
+	if err != nil {
+		return wire.SagaRequests{}, err
+	}
+	if seq != 0 {
+		reqs = slices.DeleteFunc(reqs, func(rv engine.Review) bool { return rv.Gated.Seq != seq })
+		if len(reqs) == 0 {
+			return wire.SagaRequests{}, engine.Errorf(engine.NotFound, "saga %s has no request at seq=%d", saga, seq)
+		}
+	}
+	return api.SagaRequestsOf(sg, reqs), nil
+}
+
+// status is sagacity_status.
+func (g *Gateway) status(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p, err := caller(req.Session, req.Extra)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := seqArg(req.Params.Arguments)
+	if err != nil {
+		return failed(engine.Errorf(engine.Invalid, "%s", err.Error()))
+	}
+	saga, _ := sagaOf(req)
+	st, err := g.stateOf(ctx, p, saga, seq)
+	if err != nil {
+		return failed(err)
+	}
+	b, _ := json.Marshal(st)
+	// What a reviewer sent back is said first, in the words the model
+	// acts on.
+	var text strings.Builder
+	for _, r := range st.Requests {
+		if r.Message != "" {
+			text.WriteString(r.Message + "\n")
+		}
+	}
+	text.Write(b)
+	return result(text.String(), st, false), nil
+}
+
+// resume is sagacity_resume: it executes an approved request with the
+// bytes the person approved, which are the ones its journal entry holds.
+func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p, err := caller(req.Session, req.Extra)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := seqArg(req.Params.Arguments)
+	if err == nil && seq == 0 {
+		err = errors.New(`arguments must be {"seq": a positive integer}`)
+	}
+	if err != nil {
+		return failed(engine.Errorf(engine.Invalid, "%s", err.Error()))
+	}
+	// The agent executes the bytes its request journaled, which are the
+	// ones a person approved.
+	saga, _ := sagaOf(req)
+	r, err := g.engine.Execute(ctx, p, saga, seq)
+	if err != nil {
+		return failed(err)
+	}
+	out, _ := api.ResumeOf(r)
+	if out.Outcome != wire.Executed {
+		return result(fmt.Sprintf("%s: %s", out.Outcome, r.Reason), out, true), nil
+	}
+	return result(r.Result, out, false), nil
+}
