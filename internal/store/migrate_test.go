@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/engine/enginetest"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 )
@@ -169,12 +170,14 @@ func leastPrivileged(t *testing.T, roles *testkit.Roles) (app, admin string) {
 func TestLeastPrivilege(t *testing.T) {
 	t.Parallel()
 	roles := testkit.NewRoles(t)
-	storetest.Run(t, func(t *testing.T) storetest.Harness {
+	newHarness := func(t *testing.T) storetest.Harness {
 		app, admin := leastPrivileged(t, roles)
-		h := harness(admin, "postgres")
-		h.Open = harness(app, "postgres").Open
+		h := storetest.NewHarness(admin, "postgres", Open)
+		h.Open = storetest.NewHarness(app, "postgres", Open).Open
 		return h
-	})
+	}
+	storetest.Run(t, newHarness)
+	enginetest.Run(t, newHarness)
 	t.Run("Grants", func(t *testing.T) {
 		t.Parallel()
 		_, admin := leastPrivileged(t, roles)
