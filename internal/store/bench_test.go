@@ -25,7 +25,7 @@ var (
 )
 
 // benchEngine opens the store at url, closed when the benchmark ends, and
-// returns an engine over it (see newBenchEngine) with storetest's key;
+// returns an engine over it (see newBenchEngine) with testkit's key;
 // with log, it runs the global log, with checkpoints in a temporary
 // directory, and returns it too.
 func benchEngine(b *testing.B, url string, log bool) (*engine.Engine, *tlog.Log) {

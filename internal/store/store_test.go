@@ -1,34 +1,28 @@
 package store
 
 import (
-	"context"
 	"testing"
 
+	"github.com/sagacity-go/sagacity/internal/engine/enginetest"
 	"github.com/sagacity-go/sagacity/internal/store/storetest"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
+// TestPostgres runs the driver suite and the engine's scenarios on
+// PostgreSQL; internal/engine runs the scenarios on SQLite.
 func TestPostgres(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(testkit.PostgresURL(t), "postgres") })
+	newHarness := func(t *testing.T) storetest.Harness {
+		return storetest.NewHarness(testkit.PostgresURL(t), "postgres", Open)
+	}
+	storetest.Run(t, newHarness)
+	enginetest.Run(t, newHarness)
 }
 
+// TestSQLite runs the driver suite on SQLite.
 func TestSQLite(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) storetest.Harness { return harness(testkit.SQLiteURL(t), "sqlite") })
-}
-
-func harness(url, dialect string) storetest.Harness {
-	return storetest.Harness{
-		Dialect: dialect,
-		Open: func(t *testing.T) storetest.DB {
-			db, err := Open(context.Background(), url)
-			if err != nil {
-				t.Fatalf("Open(%s): %v", url, err)
-			}
-			return db
-		},
-		Exec:  func(t *testing.T, sql string, args ...any) { testkit.Exec(t, url, sql, args...) },
-		Count: func(t *testing.T, sql string, args ...any) int64 { return testkit.Count(t, url, sql, args...) },
-	}
+	storetest.Run(t, func(t *testing.T) storetest.Harness {
+		return storetest.NewHarness(testkit.SQLiteURL(t), "sqlite", Open)
+	})
 }

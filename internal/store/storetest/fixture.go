@@ -1,310 +1,171 @@
-// Package storetest is the conformance suite every store must pass. It
-// drives the real engine over the store under test, so it checks the
-// engine's rules (the approval gate, compensation, exactly-once resume,
-// tamper evidence) on each database, not a mock; and beside those
-// scenarios it exercises each store method directly (driver.go).
 package storetest
 
 import (
-	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"slices"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/sagacity-go/sagacity/internal/auth"
-	"github.com/sagacity-go/sagacity/internal/demo"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/passkey"
 	"github.com/sagacity-go/sagacity/internal/testkit"
-	"github.com/sagacity-go/sagacity/internal/tlog"
-	"github.com/sagacity-go/sagacity/internal/witness"
 )
 
-// DB is a store handle the suite can close: the engine's store, and the
-// tables it keeps for auth and for demo.
-type DB interface {
-	engine.Store
-	tlog.Store
-	auth.SessionStore
-	demo.Store
-	// Grouped counts the transactions that committed the writes of two
-	// Updates or more, and those Updates.
-	Grouped() (transactions, members int64)
-	// Inventory lists the demo inventory by SKU.
-	Inventory(ctx context.Context) ([]demo.Item, error)
-	Close()
+// The driver tests' fixture: a test's database and key prefix, its times,
+// and rows as the engine writes them and as a store gives them back.
+
+// drv is one driver test's database, and the prefix of the keys it writes.
+type drv struct {
+	h  Harness
+	db DB
+	ns string
 }
 
-// Harness is one fresh, empty database.
-type Harness struct {
-	// Open opens another handle on the database, as a second process or
-	// a restart would. The suite closes the handles it opens.
-	Open func(t *testing.T) DB
-	// Exec runs raw SQL on the database ($1-style parameters), for
-	// tampering with what the engine wrote.
-	Exec func(t *testing.T, sql string, args ...any)
-	// Count runs a query returning one integer on the database, for rows
-	// no store method reads (the demo ledger and reservations).
-	Count func(t *testing.T, sql string, args ...any) int64
-	// Dialect is "postgres" or "sqlite", for tampering only one of them
-	// allows (SQLite keeps text in an integer column).
-	Dialect string
+// id is a key of this test's own: a saga, session, sign-in, SKU or
+// idempotency key.
+func (d *drv) id(name string) string { return d.ns + name }
+
+// zone is where the driver tests' times are given: a store must hand them
+// back in UTC.
+var zone = time.FixedZone("CEST", 2*60*60)
+
+// when is a time n seconds into a driver test, given in zone and with
+// nanoseconds, which no store keeps.
+func when(n int) time.Time {
+	return time.Date(2026, 8, 7, 11, 33, 15, 686364789, zone).Add(time.Duration(n) * time.Second)
 }
 
-// Principals used across the suite.
-var (
-	agent      = engine.Principal{ID: "agent-1", Auth: "token", Roles: []engine.Role{engine.RoleAgent}}
-	otherAgent = engine.Principal{ID: "agent-2", Auth: "token", Roles: []engine.Role{engine.RoleAgent}}
-	approver   = engine.Principal{ID: "manager@company.com", Auth: "oidc", Roles: []engine.Role{engine.RoleApprover}}
-	auditor    = engine.Principal{ID: "auditor@company.com", Auth: "oidc", Roles: []engine.Role{engine.RoleAuditor}}
-)
+// stored is what a store gives back for t: UTC, to the microsecond.
+func stored(t time.Time) time.Time { return t.Truncate(time.Microsecond).UTC() }
 
-const transfer = `{"amount":"100","to":"alice"}`
-
-// effects records what the fixture's tools did, in order.
-type effects struct {
-	mu       sync.Mutex
-	log      []string
-	transfer atomic.Int64 // executions of sendWireTransfer
+// exact compares times by instant and location, so a time handed back in
+// another zone or at another precision differs; and nil slices equal empty
+// ones, which the store interfaces do not tell apart.
+var exact = []cmp.Option{
+	cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) && a.Location() == b.Location() }),
+	cmpopts.EquateEmpty(),
 }
 
-func (f *effects) add(s string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.log = append(f.log, s)
-}
-
-// Log returns what happened so far.
-func (f *effects) Log() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return slices.Clone(f.log)
-}
-
-// count counts log lines equal to s.
-func (f *effects) count(s string) int {
-	n := 0
-	for _, l := range f.Log() {
-		if l == s {
-			n++
-		}
-	}
-	return n
-}
-
-// tools returns the fixture's tools: the seed's reserveInventory and
-// sendWireTransfer, an order and a shipment step (the shipment fails), a
-// step whose undo fails, a tool that panics, and a wire transfer whose
-// gateway is down.
-func (f *effects) tools() []engine.Tool {
-	ok := func(result string) func(context.Context, engine.Invocation) (string, error) {
-		return func(_ context.Context, inv engine.Invocation) (string, error) {
-			f.add("exec " + inv.Tool + " " + inv.Input)
-			return result, nil
-		}
-	}
-	undo := func(_ context.Context, inv engine.Invocation, result string) error {
-		f.add("undo " + inv.Tool + " " + result)
-		return nil
-	}
-	fail := func(msg string) func(context.Context, engine.Invocation) (string, error) {
-		return func(_ context.Context, inv engine.Invocation) (string, error) {
-			f.add("exec " + inv.Tool + " " + inv.Input)
-			return "", errors.New(msg)
-		}
-	}
-	return []engine.Tool{
-		{Name: "reserveInventory", Executor: engine.Funcs{Exec: ok("reserved"), Undo: undo}},
-		{Name: "createOrder", Reversibility: engine.Reversible, Executor: engine.Funcs{Exec: ok("order-1"), Undo: undo}},
-		{Name: "scheduleShipment", Executor: engine.Funcs{Exec: fail("no carrier available"), Undo: undo}},
-		{Name: "chargeCard", Executor: engine.Funcs{Exec: ok("charged"), Undo: func(_ context.Context, inv engine.Invocation, _ string) error {
-			f.add("undo " + inv.Tool + " failed")
-			return errors.New("card processor down")
-		}}},
-		{Name: "explode", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { panic("boom") }, Undo: undo}},
-		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: engine.Funcs{
-			Exec: func(_ context.Context, inv engine.Invocation) (string, error) {
-				f.transfer.Add(1)
-				f.add("exec " + inv.Tool + " " + inv.Input)
-				return "transfer-ok", nil
-			}}},
-		{Name: "wireViaDownGateway", Reversibility: engine.Irreversible, Executor: engine.Funcs{Exec: fail("payment gateway unreachable")}},
-		{Name: "payTyped", Reversibility: engine.Irreversible, Executor: engine.Funcs{Exec: ok("paid")},
-			Description: "pays an amount, in whole cents, to a named account",
-			InputSchema: []byte(`{"type":"object","properties":{"cents":{"type":"integer","minimum":1},"to":{"type":"string"}},` +
-				`"required":["cents","to"],"additionalProperties":false}`)},
+// write runs fn in one Update and fails the test when it fails.
+func write(t *testing.T, db DB, fn func(engine.Tx) error) {
+	t.Helper()
+	if err := db.Update(t.Context(), fn); err != nil {
+		t.Fatalf("Update: %v", err)
 	}
 }
 
-// clock is a deterministic clock that moves 1ms at every reading.
-type clock struct{ n atomic.Int64 }
-
-var epoch = time.Date(2026, 8, 7, 9, 33, 15, 686364000, time.UTC)
-
-func (c *clock) now() time.Time { return epoch.Add(time.Duration(c.n.Add(1)) * time.Millisecond) }
-
-// env is one test's engine over a fresh database.
-type env struct {
-	t   *testing.T
-	h   Harness
-	db  DB
-	e   *engine.Engine
-	log *tlog.Log // e's global log
-	fx  *effects
-	w   *witness.Dir // the checkpoints, outside the database
-	// opts are the engine's options besides its keys, clock and log.
-	opts []engine.Option
-}
-
-func newEnv(t *testing.T, newHarness func(t *testing.T) Harness) *env {
-	h := newHarness(t)
-	w, err := witness.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := &env{t: t, h: h, fx: &effects{}, w: w}
-	v.db = v.open()
-	v.e, v.log = v.engine(v.db)
-	return v
-}
-
-// open opens a handle closed at the end of the test.
-func (v *env) open() DB {
-	db := v.h.Open(v.t)
-	v.t.Cleanup(db.Close)
-	return db
-}
-
-var clk clock
-
-// rp is the relying party of the suite's passkeys, on the page origin
-// (the software authenticators' origin).
-var rp, _ = passkey.New(origin)
-
-const origin = "http://localhost:8080"
-
-// engine makes an engine over db, as a server starting would, with its
-// global log; the log's key is recorded in the database the first time.
-func (v *env) engine(db DB, tools ...engine.Tool) (*engine.Engine, *tlog.Log) {
-	e, l := v.process(db, tools...)
-	if err := l.Claim(context.Background()); err != nil {
-		v.t.Fatal(err)
-	}
-	return e, l
-}
-
-// process is engine without the claim of the key: a server restarted on
-// a database whatever it now records.
-func (v *env) process(db DB, tools ...engine.Tool) (*engine.Engine, *tlog.Log) {
-	if tools == nil {
-		tools = v.fx.tools()
-	}
-	// Checkpoints are signed when a test sequences the log, never by time.
-	l := tlog.New(db, v.w, testkit.Keys(v.t), tlog.Options{Every: 1, Interval: 24 * time.Hour, Now: clk.now})
-	e, err := engine.New(db, tools, append([]engine.Option{engine.WithKeys(testkit.Keys(v.t)), engine.WithClock(clk.now),
-		engine.WithLog(l), engine.WithPasskeys(rp, passkey.Check)}, v.opts...)...)
-	if err != nil {
-		v.t.Fatal(err)
-	}
-	return e, l
-}
-
-func (v *env) call(saga, tool, input string) engine.CallResult {
-	v.t.Helper()
-	r, err := v.e.Call(context.Background(), agent, saga, tool, input)
-	if err != nil {
-		v.t.Fatalf("Call(%s, %s, %s): %v", saga, tool, input, err)
-	}
-	return r
-}
-
-// gate runs the seed's scenario up to the gate: reserveInventory executed,
-// sendWireTransfer gated. It returns the seq to approve.
-func (v *env) gate(saga string) int64 {
-	v.t.Helper()
-	v.call(saga, "reserveInventory", `{"item":"laptop"}`)
-	r := v.call(saga, "sendWireTransfer", transfer)
-	if r.Outcome != engine.OutcomeAwaitingApproval {
-		v.t.Fatalf("Call(sendWireTransfer) outcome = %s, want AWAITING_APPROVAL", r.Outcome)
-	}
-	return r.Seq
-}
-
-func (v *env) approve(saga string, seq int64) {
-	v.t.Helper()
-	if _, err := v.e.Approve(context.Background(), approver, saga, seq, ""); err != nil {
-		v.t.Fatalf("Approve(%s, %d): %v", saga, seq, err)
+// inTx runs fn in an Update that keeps nothing, for reading through a Tx.
+func inTx(t *testing.T, db DB, fn func(engine.Tx)) {
+	t.Helper()
+	done := errors.New("done")
+	if err := db.Update(t.Context(), func(tx engine.Tx) error { fn(tx); return done }); !errors.Is(err, done) {
+		t.Fatalf("Update: %v, want fn's own error", err)
 	}
 }
 
-func (v *env) journal(saga string) []engine.Entry {
-	v.t.Helper()
-	es, err := v.e.Journal(context.Background(), auditor, saga)
-	if err != nil {
-		v.t.Fatalf("Journal(%s): %v", saga, err)
-	}
-	return es
+// Rows as the engine would write them.
+
+func mkSaga(id string, st engine.Status, created time.Time) engine.Saga {
+	return engine.Saga{ID: id, Status: st, Initiator: "agent-1", HeadHash: engine.ZeroHash,
+		CreatedAt: created, UpdatedAt: created.Add(time.Second)}
 }
 
-// phases renders a journal as "tool PHASE" lines.
-func (v *env) phases(saga string) []string {
-	var out []string
-	for _, e := range v.journal(saga) {
-		out = append(out, e.ToolName+" "+string(e.Phase))
+func mkEntry(sagaID string, seq int64, ts time.Time) engine.Entry {
+	return engine.Entry{SagaID: sagaID, Seq: seq, ToolName: "reserveInventory", Phase: engine.PhaseIntent,
+		Input: fmt.Sprintf(`{"n":%d}`, seq), Payload: "requester=agent-1\nauth=token", Timestamp: ts,
+		Hash: fmt.Sprintf("%064x", seq), Leaf: -1}
+}
+
+func mkRequest(sagaID string, seq int64, created time.Time) engine.ApprovalRequest {
+	input := fmt.Sprintf(`{"amount":"%d","to":"alice"}`, seq)
+	return engine.ApprovalRequest{SagaID: sagaID, JournalSeq: seq, ToolName: "sendWireTransfer", Input: input,
+		InputHash: engine.PayloadHash(input), Requester: "agent-1", CreatedAt: created, Quorum: 1}
+}
+
+func mkCall(sagaID string, seq int64, st engine.CallState, updated time.Time) engine.Call {
+	return engine.Call{SagaID: sagaID, Seq: seq, ToolName: "reserveInventory", Input: `{"item":"laptop"}`, Requester: "agent-1",
+		State: st, OutcomeSeq: seq + 1, Result: "reserved", StartedAt: updated.Add(-time.Second), UpdatedAt: updated}
+}
+
+// The same rows as a store gives them back.
+
+func storedSaga(s engine.Saga) engine.Saga {
+	s.CreatedAt, s.UpdatedAt = stored(s.CreatedAt), stored(s.UpdatedAt)
+	return s
+}
+
+func storedEntries(es ...engine.Entry) []engine.Entry {
+	out := slices.Clone(es)
+	for i := range out {
+		out[i].Timestamp = stored(out[i].Timestamp)
 	}
 	return out
 }
 
-func (v *env) status(saga string) engine.Status {
-	v.t.Helper()
-	s, err := v.e.Lookup(context.Background(), auditor, saga)
-	if err != nil {
-		v.t.Fatalf("Lookup(%s): %v", saga, err)
+func storedRequests(rs ...engine.ApprovalRequest) []engine.ApprovalRequest {
+	out := slices.Clone(rs)
+	for i := range out {
+		out[i].CreatedAt = stored(out[i].CreatedAt)
+		if !out[i].Due.IsZero() {
+			out[i].Due = stored(out[i].Due)
+		}
 	}
-	return s.Status
+	return out
 }
 
-func (v *env) pending(saga string) int {
-	v.t.Helper()
-	rs, err := v.e.Approvals(context.Background(), approver, saga)
-	if err != nil {
-		v.t.Fatalf("Approvals(%s): %v", saga, err)
+func storedCalls(cs ...engine.Call) []engine.Call {
+	out := slices.Clone(cs)
+	for i := range out {
+		out[i].StartedAt, out[i].UpdatedAt = stored(out[i].StartedAt), stored(out[i].UpdatedAt)
 	}
-	return len(rs)
+	return out
 }
 
-func (v *env) verify(saga string) engine.Verification {
-	v.t.Helper()
-	r, err := v.e.Verify(context.Background(), auditor, saga)
-	if err != nil {
-		v.t.Fatalf("Verify(%s): %v", saga, err)
-	}
-	return r
-}
-
-// wantKind fails unless err is an engine error of kind k.
-func wantKind(t *testing.T, what string, err error, k engine.Kind) {
+// createSagas writes sagas, each in a transaction of its own.
+func createSagas(t *testing.T, db DB, sagas ...engine.Saga) {
 	t.Helper()
-	if !engine.IsKind(err, k) {
-		t.Errorf("%s: error = %v (kind %v), want kind %v", what, err, kindOf(err), k)
+	for _, s := range sagas {
+		write(t, db, func(tx engine.Tx) error { _, err := tx.CreateSaga(s); return err })
 	}
 }
 
-func kindOf(err error) string {
-	if err == nil {
-		return "none"
-	}
-	return engine.KindOf(err).String()
+// wantCalls fails unless Tx.Calls(sagaID) is want.
+func wantCalls(t *testing.T, db DB, what, sagaID string, want []engine.Call) {
+	t.Helper()
+	inTx(t, db, func(tx engine.Tx) {
+		got, err := tx.Calls(sagaID)
+		if diff := cmp.Diff(storedCalls(want...), got, exact...); err != nil || diff != "" {
+			t.Errorf("Calls(%s) %s = %v; (-want +got):\n%s", sagaID, what, err, diff)
+		}
+	})
 }
 
-func (v *env) review(saga string, seq int64) engine.Review {
-	v.t.Helper()
-	r, err := v.e.Review(context.Background(), auditor, saga, seq)
-	if err != nil {
-		v.t.Fatalf("Review(%s, %d): %v", saga, seq, err)
+// wantErr fails unless err is nil, or of kind *k when k is not nil.
+func wantErr(t *testing.T, what string, err error, k *engine.Kind) {
+	t.Helper()
+	if k != nil {
+		testkit.WantKind(t, what, err, *k)
+	} else if err != nil {
+		t.Errorf("%s: %v", what, err)
 	}
-	return r
+}
+
+// show spells out the fields of a filter that are set, and of the cursor
+// it points to, for a failure message.
+func show(f any) string {
+	v := reflect.Indirect(reflect.ValueOf(f))
+	if v.Kind() != reflect.Struct || v.Type() == reflect.TypeFor[time.Time]() {
+		return fmt.Sprint(v)
+	}
+	var fields []string
+	for i := range v.NumField() {
+		if fv := v.Field(i); !fv.IsZero() {
+			fields = append(fields, v.Type().Field(i).Name+":"+show(fv.Interface()))
+		}
+	}
+	return "{" + strings.Join(fields, " ") + "}"
 }

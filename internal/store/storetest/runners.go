@@ -1,148 +1,122 @@
 package storetest
 
 import (
-	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/testkit"
-	"github.com/sagacity-go/sagacity/internal/witness"
-	"github.com/sagacity-go/sagacity/wire"
 )
 
-// testLiveRunner: an insider who writes the database makes a call that
-// its process still runs look cut off, with one edit of the runners
-// table. No process takes it for in doubt: the one running it knows it
-// runs it, and another has seen the runner's row change, not stand
-// still; so none lists it, resolves it or refuses the saga a call, and
-// the tool's answer is journaled once it comes. Only a runner whose row
-// another process has watched stand still for RunnerGone, on its own
-// clock, has its calls in doubt to that process (never to the one
-// running them).
-func testLiveRunner(t *testing.T, newHarness func(*testing.T) Harness) {
-	ctx := context.Background()
-	v := newEnv(t, newHarness)
-	// The payout provider: a real HTTP server that holds each payout
-	// until the test releases it.
-	arrived, release := make(chan string, 2), make(chan struct{}, 2)
-	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		arrived <- string(body)
-		<-release
-		io.WriteString(w, "paid")
-	}))
-	defer provider.Close()
-	payout := engine.Tool{Name: "payout", Executor: &httptool.Tool{Name: "payout", Secret: []byte("payout secret"),
-		Exec: httptool.Endpoint{URL: provider.URL, Timeout: time.Minute}, Undo: &httptool.Endpoint{URL: provider.URL}}}
-	tools := append(v.fx.tools(), payout)
-	running, _ := v.engine(v.open(), tools...)
-	dir, err := witness.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	beat, stop := context.WithCancel(ctx)
-	defer stop()
-	// It beats only at its start: to another process it looks gone once
-	// watched for RunnerGone.
-	if err := (&engine.Heartbeat{Engine: running, Replica: "host-a:/srv/a", Lineage: dir, Every: time.Hour}).Start(beat); err != nil {
-		t.Fatal(err)
-	}
-	// Another replica, on a clock the test moves.
-	var clock clock
-	other, err := engine.New(v.open(), tools, engine.WithKeys(testkit.Keys(t)), engine.WithClock(clock.now))
-	if err != nil {
-		t.Fatal(err)
-	}
-	listed := func(e *engine.Engine, saga string) bool {
-		t.Helper()
-		calls, err := e.InDoubt(ctx, auditor, -1)
-		if err != nil {
-			t.Fatalf("InDoubt: %v", err)
-		}
-		for _, c := range calls {
-			if c.SagaID == saga {
-				return true
-			}
-		}
-		return false
-	}
-	pay := func(saga, in string) <-chan engine.CallResult {
-		done := make(chan engine.CallResult, 1)
-		go func() {
-			r, err := running.CallOnce(ctx, agent, saga, engine.Ask{Tool: "payout", Input: in, Key: saga + "-1"})
-			if err != nil {
-				t.Errorf("the payout of %s: %v", saga, err)
-			}
-			done <- r
-		}()
-		if got := <-arrived; got != in {
-			t.Fatalf("the provider got %q, want %q", got, in)
-		}
-		return done
-	}
+// Calls in doubt and the runners that hold them (Store.InDoubt, Register,
+// Runners, Beat, Retire).
 
-	in := `{"to":"alice","cents":100}`
-	done := pay("forged", in)
-	if listed(other, "forged") {
-		t.Errorf("InDoubt on another process, at its first look: the running payout is listed")
+func testStoreInDoubt(t *testing.T, d *drv) {
+	a, b := d.id("a"), d.id("b")
+	cs := map[string]engine.Call{
+		"a/1": mkCall(a, 1, engine.CallRunning, when(3)),
+		"a/2": mkCall(a, 2, engine.CallExecuted, when(1)),
+		"a/3": mkCall(a, 3, engine.CallCompensating, when(2)),
+		"b/1": mkCall(b, 1, engine.CallRunning, when(2)), // touched with a/3: the saga breaks the tie
+		"b/2": mkCall(b, 2, engine.CallFailed, when(0)),
+		"b/3": mkCall(b, 3, engine.CallCompensated, when(0)),
+		"b/4": mkCall(b, 4, engine.CallCompensationFailed, when(0)),
+		"b/5": mkCall(b, 5, engine.CallRunning, when(5)),
 	}
-	// The insider's edits: the runner seen a day ago, then not at all.
-	for _, edit := range []string{"UPDATE runners SET seen_at = $1", "DELETE FROM runners WHERE seen_at = $1"} {
-		v.h.Exec(t, edit, epoch.Add(-24*time.Hour))
-		for name, e := range map[string]*engine.Engine{"the process running it": running, "another process": other} {
-			if listed(e, "forged") {
-				t.Errorf("after %q, InDoubt on %s lists the running payout", edit, name)
+	for k, r := range map[string]string{"a/1": "r1", "b/5": "r2", "b/4": "r1"} {
+		c := cs[k]
+		c.Runner = r
+		cs[k] = c
+	}
+	createSagas(t, d.db, mkSaga(a, engine.Running, when(0)), mkSaga(b, engine.Running, when(0)))
+	write(t, d.db, func(tx engine.Tx) error {
+		var err error
+		for _, c := range cs {
+			err = errors.Join(err, tx.PutCall(c))
+		}
+		return err
+	})
+	tests := []struct {
+		name   string
+		saga   string
+		before time.Time
+		gone   []string
+		want   []string
+	}{
+		{"every unsettled call, oldest first", "", when(100), nil, []string{"a/3", "b/1", "a/1", "b/5"}},
+		{"touched strictly before", "", stored(when(3)), nil, []string{"a/3", "b/1"}},
+		{"before, given in another zone", "", stored(when(4)).In(time.FixedZone("PDT", -7*60*60)), nil, []string{"a/3", "b/1", "a/1"}},
+		{"none that old", "", stored(when(2)), nil, nil},
+		{"or of a runner gone, settled calls not", "", stored(when(3)), []string{"r1"}, []string{"a/3", "b/1", "a/1"}},
+		{"of either runner gone", "", stored(when(2)), []string{"r2", "r1", "r9"}, []string{"a/1", "b/5"}},
+		{"of one saga", b, stored(when(3)), []string{"r1", "r2"}, []string{"b/1", "b/5"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := d.db.InDoubt(t.Context(), tt.saga, tt.before, tt.gone)
+			var want []engine.Call
+			for _, k := range tt.want {
+				want = append(want, cs[k])
 			}
-			_, err := e.Resolve(ctx, approver, "forged", 1, false, "", "the provider shows no payout")
-			wantKind(t, "Resolve on "+name+" after "+edit, err, engine.Conflict)
-			wantCode(t, "the payout again on "+name+" after "+edit,
-				second(e.CallOnce(ctx, agent, "forged", engine.Ask{Tool: "payout", Input: in, Key: "forged-1"})),
-				engine.Conflict, wire.CodeInProgress)
+			if diff := cmp.Diff(storedCalls(want...), got, exact...); err != nil || diff != "" {
+				t.Errorf("InDoubt(%q, %v, %v) = %v; (-want +got):\n%s", tt.saga, tt.before, tt.gone, err, diff)
+			}
+		})
+	}
+}
+
+// testRunners: Register records a runner and removes the row of the one
+// it retires and of those unseen for a day; Runners reads the runners of
+// unsettled calls as their rows have them, none for a runner without
+// one; Beat is NotFound once the row is gone.
+func testRunners(t *testing.T, d *drv) {
+	ctx := t.Context()
+	r := func(id string, seen time.Time) engine.Runner {
+		return engine.Runner{ID: id, Replica: "host:/cp", StartedAt: stored(when(0)), SeenAt: stored(seen)}
+	}
+	for _, x := range []engine.Runner{r("old", when(1)), r("stale", when(2)), r("live", when(3))} {
+		if err := d.db.Register(ctx, x, ""); err != nil {
+			t.Fatalf("Register(%s): %v", x.ID, err)
 		}
 	}
-	if r, err := other.Call(ctx, agent, "forged", "createOrder", "{}"); err != nil || r.Outcome != engine.OutcomeExecuted {
-		t.Errorf("another call in the saga, on another process = %+v, %v; want it executed", r, err)
+	a := d.id("a")
+	createSagas(t, d.db, mkSaga(a, engine.Running, when(0)))
+	write(t, d.db, func(tx engine.Tx) error {
+		var err error
+		for i, runner := range []string{"old", "live", "gone", "live", "settled"} {
+			c := mkCall(a, int64(i+1), engine.CallRunning, when(0))
+			if runner == "settled" {
+				c.State = engine.CallExecuted
+			}
+			c.Runner = runner
+			err = errors.Join(err, tx.PutCall(c))
+		}
+		return err
+	})
+	got, err := d.db.Runners(ctx)
+	want := []engine.Runner{{ID: "gone"}, r("live", when(3)), r("old", when(1))}
+	if diff := cmp.Diff(want, got); err != nil || diff != "" {
+		t.Errorf("Runners = %v; (-want +got):\n%s", err, diff)
 	}
-	release <- struct{}{}
-	if r := <-done; r.Outcome != engine.OutcomeExecuted || r.Result != "paid" {
-		t.Errorf("the payout once the provider answers = %+v; want it executed", r)
+	// A process that retires "old" registers a day after "stale" beat.
+	next := r("next", when(2).Add(24*time.Hour+time.Second))
+	next.StartedAt = next.SeenAt
+	if err := d.db.Register(ctx, next, "old"); err != nil {
+		t.Fatal(err)
 	}
-	want := []string{"payout INTENT", "createOrder INTENT", "createOrder EXECUTED", "payout EXECUTED"}
-	if diff := cmp.Diff(want, v.phases("forged")); diff != "" {
-		t.Errorf("journal (-want +got):\n%s", diff)
+	got, err = d.db.Runners(ctx)
+	want = []engine.Runner{{ID: "gone"}, r("live", when(3)), {ID: "old"}}
+	if diff := cmp.Diff(want, got); err != nil || diff != "" {
+		t.Errorf("Runners after one retired old = %v; (-want +got):\n%s", err, diff)
 	}
-	if got := v.verify("forged"); !got.Valid {
-		t.Errorf("Verify(forged) = %+v", got)
+	testkit.WantKind(t, "Beat of the stale runner", d.db.Beat(ctx, "stale", when(9)), engine.NotFound)
+	if err := d.db.Beat(ctx, "live", when(9)); err != nil {
+		t.Errorf("Beat(live): %v", err)
 	}
-
-	// A runner whose row another process watches stand still for
-	// RunnerGone: its calls are in doubt to that process, not before, and
-	// never to the one running them.
-	done = pay("silent", in)
-	if listed(other, "silent") {
-		t.Errorf("InDoubt on another process, at a look: the payout is listed")
+	if err := d.db.Retire(ctx, "live"); err != nil {
+		t.Errorf("Retire(live): %v", err)
 	}
-	clock.n.Add(int64((engine.RunnerGone - time.Second) / time.Millisecond))
-	if listed(other, "silent") {
-		t.Errorf("InDoubt on another process, watching for under RunnerGone: the payout is listed")
-	}
-	clock.n.Add(int64(2 * time.Second / time.Millisecond))
-	if !listed(other, "silent") {
-		t.Errorf("InDoubt on another process, watching RunnerGone without a beat: the payout is not listed")
-	}
-	if listed(running, "silent") {
-		t.Errorf("InDoubt on the process running it lists the payout")
-	}
-	_, err = running.Resolve(ctx, approver, "silent", 1, false, "", "the provider shows no payout")
-	wantKind(t, "Resolve on the process running it", err, engine.Conflict)
-	release <- struct{}{}
-	if r := <-done; r.Outcome != engine.OutcomeExecuted {
-		t.Errorf("the payout once the provider answers = %+v; want it executed", r)
-	}
+	testkit.WantKind(t, "Beat of a runner removed", d.db.Beat(ctx, "live", when(10)), engine.NotFound)
 }

@@ -1,183 +1,236 @@
 package storetest
 
 import (
-	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
-// testForgedSessions writes and edits session and sign-in rows by SQL, as
-// anyone with the application role's privileges on the database can, and
-// holds that none of it signs anybody in: a row is sealed under the session
-// key, which the database never sees.
-func testForgedSessions(t *testing.T, v *env) {
-	clock := when(0)
-	sessions := &auth.Sessions{Store: v.db, Key: []byte("storetest-session-key-0123456789abcdef"), Now: func() time.Time { return clock }}
-	alice := engine.Principal{ID: "https://id.example.com#alice", Name: "alice@example.com", Auth: engine.AuthOIDC,
-		Roles: []engine.Role{engine.RoleApprover}, Groups: []string{"approvers"}, Issuer: "https://id.example.com", Subject: "alice",
-		AuthTime: clock.Add(-time.Minute).Truncate(time.Second).UTC()}
-	mallory := engine.Principal{ID: "https://id.example.com#mallory", Name: "mallory@example.com", Auth: engine.AuthOIDC,
-		Roles: []engine.Role{engine.RoleAgent}, Issuer: "https://id.example.com", Subject: "mallory"}
-	// signIn starts a session for p and returns its cookie.
-	signIn := func(p engine.Principal) *http.Cookie {
-		t.Helper()
-		w := httptest.NewRecorder()
-		if err := sessions.SignIn(w, httptest.NewRequest("GET", "/", nil), p); err != nil {
-			t.Fatalf("SignIn(%s): %v", p.ID, err)
-		}
-		return w.Result().Cookies()[0]
-	}
-	// as asks for the principal a request with cookie c signs in as.
-	as := func(c *http.Cookie) (engine.Principal, error) {
-		r := httptest.NewRequest("GET", "/", nil)
-		r.AddCookie(c)
-		return sessions.Principal(r)
-	}
-	// rows counts the session rows of principal id or name.
-	rows := func(id, name string) int64 {
-		return v.h.Count(t, "SELECT COUNT(*) FROM sessions WHERE principal = $1 OR name = $2", id, name)
-	}
+// The SessionStore: sessions and sign-ins, as auth writes them.
 
-	a := signIn(alice)
-	if got, err := as(a); err != nil || got.ID != alice.ID {
-		t.Fatalf("Principal(alice's cookie) = %+v, %v; want alice", got, err)
-	}
-
-	t.Run("a sign-in's row made a session", func(t *testing.T) {
-		// GET /login gives any visitor a sign-in cookie, and the database
-		// its keyed hash: a session row under that hash, naming anyone,
-		// must not make the cookie's value a session's.
-		w := httptest.NewRecorder()
-		if err := (&auth.OIDC{Sessions: sessions}).Start(w, httptest.NewRequest("GET", "/login?return_to=/", nil)); err != nil {
-			t.Fatalf("Start: %v", err)
-		}
-		login := w.Result().Cookies()[0]
-		v.h.Exec(t, "INSERT INTO sessions (id_hash, principal, name, auth, roles, member_of, issuer, subject, auth_time, sign_in,"+
-			" created_at, seen_at, expires_at, seal) SELECT id_hash, $1, 'cfo@example.com', 'oidc', 'approver', 'finance', 'https://id.example.com',"+
-			" 'cfo', 0, '', created_at, created_at, created_at, seal FROM logins", "https://id.example.com#cfo")
-		v.h.Exec(t, "UPDATE sessions SET expires_at = (SELECT expires_at FROM sessions WHERE principal = $1) WHERE principal = $2",
-			alice.ID, "https://id.example.com#cfo")
-		forged := &http.Cookie{Name: "sagacity", Value: login.Value}
-		if got, err := as(forged); !engine.IsKind(err, engine.Unauthenticated) {
-			t.Errorf("Principal(a sign-in's cookie, its hash written into sessions) = %+v, %v; want Unauthenticated", got, err)
-		}
-	})
-
-	t.Run("every column edited", func(t *testing.T) {
-		// Each edit on a live session of its own: none signs anyone in,
-		// and the edited row is gone after.
-		edits := []struct{ name, set string }{
-			{"principal", "principal = 'https://id.example.com#cfo'"},
-			{"name", "name = 'cfo@example.com'"},
-			{"auth", "auth = 'token'"},
-			{"roles", "roles = 'approver,auditor'"},
-			{"groups", "member_of = 'finance-leads'"},
-			{"issuer", "issuer = 'https://other.example.com'"},
-			{"subject", "subject = 'cfo'"},
-			{"sign-in time", "auth_time = auth_time + 3600"},
-			{"sign-in", `sign_in = '{"Token":"x.y.z","ClientID":"sagacity","Key":"{}","Reauth":true}'`},
-			{"created", "created_at = expires_at"},
-			{"seen", "seen_at = expires_at"},
-			{"expires", "expires_at = (SELECT MAX(expires_at) FROM sessions)"},
-			{"seal", "seal = ''"},
-		}
-		for i, tt := range edits {
-			t.Run(tt.name, func(t *testing.T) {
-				clock = when(i + 1)
-				p := alice
-				p.ID, p.Name, p.Subject = p.ID+"-"+tt.name, tt.name+"@example.com", p.Subject+"-"+tt.name
-				c := signIn(p)
-				if got, err := as(c); err != nil || got.ID != p.ID {
-					t.Fatalf("Principal(%s's cookie) = %+v, %v; want %s", p.ID, got, err, p.ID)
-				}
-				clock = when(i + 2) // a later session's expiry is later
-				signIn(mallory)
-				v.h.Exec(t, "UPDATE sessions SET "+tt.set+" WHERE principal = $1", p.ID)
-				if got, err := as(c); !engine.IsKind(err, engine.Unauthenticated) {
-					t.Errorf("Principal(session with %s edited) = %+v, %v; want Unauthenticated", tt.name, got, err)
-				}
-				if n := rows(p.ID, p.Name); n != 0 {
-					t.Errorf("the edited session's row is still there (%d); want it deleted", n)
-				}
-			})
-		}
-	})
-
-	t.Run("a row copied onto another's session", func(t *testing.T) {
-		// Mallory holds a session of her own and copies alice's sealed
-		// row, seal and all, onto it.
-		m2 := mallory
-		m2.ID = mallory.ID + "-copier"
-		m := signIn(m2)
-		v.h.Exec(t, "UPDATE sessions SET principal = a.principal, name = a.name, auth = a.auth, roles = a.roles, member_of = a.member_of,"+
-			" issuer = a.issuer, subject = a.subject, auth_time = a.auth_time, sign_in = a.sign_in, created_at = a.created_at,"+
-			" seen_at = a.seen_at, expires_at = a.expires_at, seal = a.seal FROM (SELECT * FROM sessions WHERE principal = $1) AS a"+
-			" WHERE sessions.principal = $2", alice.ID, m2.ID)
-		if got, err := as(m); !engine.IsKind(err, engine.Unauthenticated) {
-			t.Errorf("Principal(mallory's cookie on a copy of alice's row) = %+v, %v; want Unauthenticated", got, err)
-		}
-	})
-
-	t.Run("alice is still alice", func(t *testing.T) {
-		clock = when(0).Add(2 * time.Minute) // a touch rewrites the seal
-		if got, err := as(a); err != nil || got.ID != alice.ID {
-			t.Fatalf("Principal(alice's cookie) after a touch = %+v, %v; want alice", got, err)
-		}
-		clock = clock.Add(2 * time.Minute)
-		if got, err := as(a); err != nil || got.ID != alice.ID {
-			t.Fatalf("Principal(alice's cookie) after two touches = %+v, %v; want alice", got, err)
-		}
-	})
-
-	t.Run("a sign-in's row edited", func(t *testing.T) {
-		// Where the browser goes after the callback, and how fresh a
-		// sign-in it asked for, are the server's: an edited row completes
-		// nothing (the callback refuses it before it asks the provider).
-		for _, set := range []string{"return_to = 'https://evil.example/'", "max_age = 0", "reauth = 1", "state = 'x'", "seal = ''"} {
-			t.Run(set, func(t *testing.T) {
-				w := httptest.NewRecorder()
-				o := &auth.OIDC{Sessions: sessions}
-				if err := o.Start(w, httptest.NewRequest("GET", "/login?return_to=/sagas&max_age=900", nil)); err != nil {
-					t.Fatalf("Start: %v", err)
-				}
-				login := w.Result().Cookies()[0]
-				state := stateOf(t, w.Result().Header.Get("Location"))
-				v.h.Exec(t, "UPDATE logins SET "+set)
-				r := httptest.NewRequest("GET", auth.CallbackPath+"?code=c&state="+state, nil)
-				r.AddCookie(login)
-				err := o.Callback(httptest.NewRecorder(), r)
-				if !engine.IsKind(err, engine.Invalid) || !strings.Contains(fmt.Sprint(errors.Unwrap(err)), "not sealed") {
-					t.Errorf("Callback(sign-in with %s) = %v; want Invalid, its row not sealed", set, err)
-				}
-				v.h.Exec(t, "DELETE FROM logins")
-			})
-		}
-	})
+func mkSession(idHash string, created time.Time) auth.Session {
+	return auth.Session{IDHash: idHash, Principal: engine.Principal{ID: "https://id.example.com#u1", Name: "Ann Example",
+		Auth: "oidc", Roles: []engine.Role{engine.RoleApprover, engine.RoleAuditor}},
+		CreatedAt: created, SeenAt: created, ExpiresAt: created.Add(auth.AbsoluteTimeout), Seal: "seal-" + idHash}
 }
 
-// stateOf is the state parameter of a redirect to the provider.
-func stateOf(t *testing.T, location string) string {
+func storedSession(s auth.Session) auth.Session {
+	s.CreatedAt, s.SeenAt, s.ExpiresAt = stored(s.CreatedAt), stored(s.SeenAt), stored(s.ExpiresAt)
+	return s
+}
+
+func mkLogin(idHash string, created time.Time) auth.Login {
+	return auth.Login{IDHash: idHash, State: "state-" + idHash, Nonce: "nonce-" + idHash, Verifier: "verifier-" + idHash,
+		ReturnTo: "/sagas/x%2Fy?decided=approved", CreatedAt: created, Seal: "seal-" + idHash}
+}
+
+func storedLogin(l auth.Login) auth.Login {
+	l.CreatedAt = stored(l.CreatedAt)
+	return l
+}
+
+// putSession stores a session and fails the test when it cannot.
+func putSession(t *testing.T, db DB, s auth.Session) {
 	t.Helper()
-	_, q, _ := strings.Cut(location, "state=")
-	state, _, _ := strings.Cut(q, "&")
-	if state == "" {
-		t.Fatalf("no state in %q", location)
+	if err := db.PutSession(t.Context(), s); err != nil {
+		t.Fatalf("PutSession(%+v): %v", s, err)
 	}
-	return state
 }
 
-// tools lists entries' tool names, in order.
-func tools(es []engine.Entry) []string {
-	out := make([]string, len(es))
-	for i, e := range es {
-		out[i] = e.ToolName
+// wantSession fails unless Session(idHash) is want, or NotFound and the
+// zero Session for nil.
+func wantSession(t *testing.T, db DB, idHash string, want *auth.Session) {
+	t.Helper()
+	got, err := db.Session(t.Context(), idHash)
+	if want == nil {
+		testkit.WantKind(t, fmt.Sprintf("Session(%s)", idHash), err, engine.NotFound)
+		if diff := cmp.Diff(auth.Session{}, got, exact...); diff != "" {
+			t.Errorf("Session(%s) = a session; want the zero Session (-want +got):\n%s", idHash, diff)
+		}
+		return
 	}
-	return out
+	if diff := cmp.Diff(storedSession(*want), got, exact...); err != nil || diff != "" {
+		t.Errorf("Session(%s) = %v; (-want +got):\n%s", idHash, err, diff)
+	}
+}
+
+func testPutSession(t *testing.T, d *drv) {
+	h1 := d.id("h1")
+	t.Run("stores", func(t *testing.T) {
+		s := mkSession(h1, when(0))
+		putSession(t, d.db, s)
+		wantSession(t, d.db, h1, &s)
+	})
+	t.Run("a principal without roles", func(t *testing.T) {
+		s := mkSession(d.id("h2"), when(0))
+		s.Principal = engine.Principal{ID: "dev", Auth: "dev"}
+		putSession(t, d.db, s)
+		wantSession(t, d.db, s.IDHash, &s)
+	})
+	t.Run("a principal in groups", func(t *testing.T) {
+		s := mkSession(d.id("h3"), when(0))
+		s.Principal.Groups = []string{"finance-leads", "payments, EU", "Zahlungsfreigabe"}
+		putSession(t, d.db, s)
+		wantSession(t, d.db, s.IDHash, &s)
+	})
+	t.Run("the provider's word on the sign-in", func(t *testing.T) {
+		s := mkSession(d.id("h4"), when(0))
+		s.Principal.Issuer, s.Principal.Subject, s.Principal.AuthTime = "https://id.example.com", "u1", when(-30).Truncate(time.Second).UTC()
+		s.Principal.SignIn = &engine.SignIn{Token: "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1MSJ9.c2ln", ClientID: "sagacity",
+			Key: `{"kty":"RSA","kid":"k1","n":"AQAB","e":"AQAB"}`, KeyID: "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs", Reauth: true}
+		putSession(t, d.db, s)
+		wantSession(t, d.db, s.IDHash, &s)
+	})
+	t.Run("id taken", func(t *testing.T) {
+		s := mkSession(h1, when(1))
+		s.Principal.ID = "mallory"
+		testkit.WantKind(t, fmt.Sprintf("PutSession(%+v) under a taken id", s), d.db.PutSession(t.Context(), s), engine.Conflict)
+		wantSession(t, d.db, h1, new(mkSession(h1, when(0))))
+	})
+	t.Run("drops expired sessions", func(t *testing.T) {
+		// Sessions that ended before the new one's creation go; one ending
+		// at that instant and one still live stay.
+		expired, ending, live := mkSession(d.id("expired"), when(0)), mkSession(d.id("ending"), when(0)), mkSession(d.id("live"), when(0))
+		expired.ExpiresAt, ending.ExpiresAt, live.ExpiresAt = when(10), when(20), when(30)
+		for _, s := range []auth.Session{expired, ending, live} {
+			putSession(t, d.db, s)
+		}
+		s := mkSession(d.id("new"), stored(when(20)))
+		putSession(t, d.db, s)
+		wantSession(t, d.db, expired.IDHash, nil)
+		wantSession(t, d.db, ending.IDHash, &ending)
+		wantSession(t, d.db, live.IDHash, &live)
+		wantSession(t, d.db, s.IDHash, &s)
+	})
+}
+
+func testSession(t *testing.T, d *drv) {
+	s := mkSession(d.id("h1"), when(0))
+	putSession(t, d.db, s)
+	tests := []struct {
+		name, idHash string
+		want         *auth.Session
+	}{
+		{"found", s.IDHash, &s},
+		{"unknown", d.id("nobody"), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { wantSession(t, d.db, tt.idHash, tt.want) })
+	}
+}
+
+func testTouchSession(t *testing.T, d *drv) {
+	s, other := mkSession(d.id("h1"), when(0)), mkSession(d.id("h2"), when(0))
+	putSession(t, d.db, s)
+	putSession(t, d.db, other)
+	if err := d.db.TouchSession(t.Context(), s.IDHash, when(90), "seal-touched"); err != nil {
+		t.Fatalf("TouchSession(%s, %v): %v", s.IDHash, when(90), err)
+	}
+	touched := s
+	touched.SeenAt, touched.Seal = when(90), "seal-touched"
+	wantSession(t, d.db, s.IDHash, &touched)
+	wantSession(t, d.db, other.IDHash, &other)
+}
+
+func testDeleteSession(t *testing.T, d *drv) {
+	s, other := mkSession(d.id("h1"), when(0)), mkSession(d.id("h2"), when(0))
+	putSession(t, d.db, s)
+	putSession(t, d.db, other)
+	for _, tt := range []struct{ name, idHash string }{{"deletes", s.IDHash}, {"again", s.IDHash}, {"unknown", d.id("nobody")}} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := d.db.DeleteSession(t.Context(), tt.idHash); err != nil {
+				t.Errorf("DeleteSession(%s) = %v, want nil", tt.idHash, err)
+			}
+			wantSession(t, d.db, s.IDHash, nil)
+			wantSession(t, d.db, other.IDHash, &other)
+		})
+	}
+}
+
+// putLogin stores a sign-in and fails the test when it cannot.
+func putLogin(t *testing.T, db DB, l auth.Login, staleBefore time.Time) {
+	t.Helper()
+	if err := db.PutLogin(t.Context(), l, staleBefore); err != nil {
+		t.Fatalf("PutLogin(%+v, %v): %v", l, staleBefore, err)
+	}
+}
+
+// wantTake fails unless TakeLogin(idHash) is want, or NotFound and the
+// zero Login for nil.
+func wantTake(t *testing.T, db DB, idHash string, want *auth.Login) {
+	t.Helper()
+	got, err := db.TakeLogin(t.Context(), idHash)
+	if want == nil {
+		testkit.WantKind(t, fmt.Sprintf("TakeLogin(%s)", idHash), err, engine.NotFound)
+		if diff := cmp.Diff(auth.Login{}, got, exact...); diff != "" {
+			t.Errorf("TakeLogin(%s) = a sign-in; want the zero Login (-want +got):\n%s", idHash, diff)
+		}
+		return
+	}
+	if diff := cmp.Diff(storedLogin(*want), got, exact...); err != nil || diff != "" {
+		t.Errorf("TakeLogin(%s) = %v; (-want +got):\n%s", idHash, err, diff)
+	}
+}
+
+func testPutLogin(t *testing.T, d *drv) {
+	t.Run("stores", func(t *testing.T) {
+		l := mkLogin(d.id("l1"), when(0))
+		putLogin(t, d.db, l, when(-600))
+		wantTake(t, d.db, l.IDHash, &l)
+	})
+	t.Run("a step-up and a re-authentication", func(t *testing.T) {
+		for _, l := range []auth.Login{mkLogin(d.id("l3"), when(0)), mkLogin(d.id("l4"), when(0))} {
+			if l.IDHash == d.id("l3") {
+				l.MaxAge = 15 * time.Minute
+			} else {
+				l.Reauth = true
+			}
+			putLogin(t, d.db, l, when(-600))
+			wantTake(t, d.db, l.IDHash, &l)
+		}
+	})
+	t.Run("id taken", func(t *testing.T) {
+		l := mkLogin(d.id("l2"), when(0))
+		putLogin(t, d.db, l, when(-600))
+		forged := mkLogin(l.IDHash, when(1))
+		forged.ReturnTo = "/elsewhere"
+		testkit.WantKind(t, fmt.Sprintf("PutLogin(%+v) under a taken id", forged), d.db.PutLogin(t.Context(), forged, when(-600)), engine.Conflict)
+		wantTake(t, d.db, l.IDHash, &l)
+	})
+	t.Run("drops stale sign-ins", func(t *testing.T) {
+		// Sign-ins created before staleBefore go; one created at that
+		// instant stays.
+		stale, edge := mkLogin(d.id("stale"), when(0)), mkLogin(d.id("edge"), when(10))
+		putLogin(t, d.db, stale, when(-600))
+		putLogin(t, d.db, edge, when(-600))
+		l := mkLogin(d.id("new"), when(20))
+		putLogin(t, d.db, l, stored(when(10)))
+		wantTake(t, d.db, stale.IDHash, nil)
+		wantTake(t, d.db, edge.IDHash, &edge)
+		wantTake(t, d.db, l.IDHash, &l)
+	})
+}
+
+func testTakeLogin(t *testing.T, d *drv) {
+	l, other := mkLogin(d.id("l1"), when(0)), mkLogin(d.id("l2"), when(0))
+	putLogin(t, d.db, l, when(-600))
+	putLogin(t, d.db, other, when(-600))
+	// In order: each step sees what the ones before did.
+	steps := []struct {
+		name, idHash string
+		want         *auth.Login
+	}{
+		{"takes", l.IDHash, &l},
+		{"usable once", l.IDHash, nil},
+		{"unknown", d.id("nobody"), nil},
+		{"another is kept", other.IDHash, &other},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) { wantTake(t, d.db, st.idHash, st.want) })
+	}
 }

@@ -1,4 +1,4 @@
-package storetest
+package enginetest
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/wire"
 )
@@ -89,9 +90,9 @@ func testVotes(t *testing.T, v *env) {
 		t.Fatalf("the request's rule = %q; want large", p.Field(engine.KeyRule))
 	}
 	_, err := v.e.Approve(ctx, alice, "q", seq, "")
-	wantKind(t, "an approval without the reason the rule requires", err, engine.Invalid)
+	testkit.WantKind(t, "an approval without the reason the rule requires", err, engine.Invalid)
 	_, err = v.e.Approve(ctx, carol, "q", seq, "looks fine")
-	wantKind(t, "an approval by an approver of no group of the rule", err, engine.Forbidden)
+	testkit.WantKind(t, "an approval by an approver of no group of the rule", err, engine.Forbidden)
 	d, err := v.e.Approve(ctx, alice, "q", seq, "invoice 77 checked")
 	if err != nil || d.Votes != 1 || d.Quorum != 2 || d.Status != engine.AwaitingApproval {
 		t.Fatalf("alice's approval = %+v, %v; want vote 1 of 2", d, err)
@@ -101,7 +102,7 @@ func testVotes(t *testing.T, v *env) {
 	again := alice
 	again.Auth, again.AuthTime = engine.AuthOIDC, time.Time{}
 	_, err = v.e.Approve(ctx, again, "q", seq, "once more")
-	wantKind(t, "alice's second approval", err, engine.Conflict)
+	testkit.WantKind(t, "alice's second approval", err, engine.Conflict)
 	if err == nil || !strings.Contains(err.Error(), "one person counts once") {
 		t.Errorf("alice's second approval: %v; want it said that one person counts once", err)
 	}
@@ -126,7 +127,7 @@ func testVotes(t *testing.T, v *env) {
 		t.Errorf("review after two votes: %s, voters %v", rv.State, rv.Tally.Voters())
 	}
 	_, err = v.e.Approve(ctx, erin, "q", seq, "me too")
-	wantKind(t, "a third approval of a quorum of two", err, engine.Conflict)
+	testkit.WantKind(t, "a third approval of a quorum of two", err, engine.Conflict)
 	res, err := v.e.Resume(ctx, agent, "q", seq, large)
 	if err != nil || res.Refused || wires() != 1 {
 		t.Fatalf("Resume after two votes = %+v, %v; wires %d; want it executed once", res, err, wires())
@@ -146,7 +147,7 @@ func testVotes(t *testing.T, v *env) {
 	// The initiator never counts: dave starts the saga and asks.
 	seq = v.gateLarge("own", dave)
 	_, err = v.e.Approve(ctx, dave, "own", seq, "mine")
-	wantKind(t, "an approval by the saga's initiator", err, engine.Forbidden)
+	testkit.WantKind(t, "an approval by the saga's initiator", err, engine.Forbidden)
 
 	// One eligible rejection rejects, whatever the votes.
 	seq = v.gateLarge("r", agent)
@@ -159,7 +160,7 @@ func testVotes(t *testing.T, v *env) {
 	seq = v.gateLarge("w", agent)
 	v.mustApprove("w", seq, alice)
 	_, err = v.e.Withdraw(ctx, bob, "w", seq, "")
-	wantKind(t, "bob withdrawing a vote he did not cast", err, engine.Conflict)
+	testkit.WantKind(t, "bob withdrawing a vote he did not cast", err, engine.Conflict)
 	if d, err := v.e.Withdraw(ctx, alice, "w", seq, "the amount changed on the invoice"); err != nil || d.Votes != 0 {
 		t.Fatalf("alice's withdrawal = %+v, %v; want 0 votes standing", d, err)
 	}
@@ -177,7 +178,7 @@ func testVotes(t *testing.T, v *env) {
 	seq = v.gateLarge("c", agent)
 	undone := v.fx.count("undo reserveInventory reserved")
 	_, err = v.e.RequestChanges(ctx, bob, "c", seq, "")
-	wantKind(t, "a request for changes without saying what", err, engine.Invalid)
+	testkit.WantKind(t, "a request for changes without saying what", err, engine.Invalid)
 	if d, err := v.e.RequestChanges(ctx, bob, "c", seq, "split it: at most 2500 a transfer"); err != nil || d.Status != engine.Running {
 		t.Fatalf("RequestChanges = %+v, %v; want the saga running", d, err)
 	}
@@ -215,7 +216,7 @@ func testVotes(t *testing.T, v *env) {
 		t.Fatalf("dave's request in agent-1's saga = %+v, %v", r, err)
 	}
 	_, err = v.e.Approve(ctx, dave, "shared", r.Seq, "mine")
-	wantKind(t, "an approval by the request's requester", err, engine.Forbidden)
+	testkit.WantKind(t, "an approval by the request's requester", err, engine.Forbidden)
 }
 
 // mustApprove approves saga's request at seq as p, with a reason.
@@ -433,7 +434,7 @@ func testPolicyChange(t *testing.T, v *env) {
 	// A's request still needs a second finance vote: carol, fine under B,
 	// is not one of A's approvers.
 	_, err := v.e.Approve(ctx, carol, "under-a", underA, "fine")
-	wantKind(t, "carol approving a request made under A", err, engine.Forbidden)
+	testkit.WantKind(t, "carol approving a request made under A", err, engine.Forbidden)
 	if res, err := v.e.Resume(ctx, agent, "under-a", underA, large); err != nil || !res.Refused {
 		t.Errorf("Resume of A's request on one vote = %+v, %v; want refused by A's quorum", res, err)
 	}
@@ -481,7 +482,7 @@ func testPolicyChange(t *testing.T, v *env) {
 // the database, as do a third person, and alice twice more (another tab,
 // another server); exactly two votes are journaled, never the same
 // person's twice; executions race too, and the tool runs once.
-func testVoteRace(t *testing.T, newHarness func(*testing.T) Harness) {
+func testVoteRace(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
 	ctx := context.Background()
 	v := newEnv(t, newHarness)
 	v.usePolicy(votePolicy)
@@ -574,8 +575,8 @@ func testEditedRows(t *testing.T, v *env) {
 	}
 	// Nobody decides on a row that disagrees with its journal.
 	before := len(v.journal("quorum"))
-	wantKind(t, "a vote on a request whose quorum was edited", second(v.e.Approve(ctx, bob, "quorum", 3, "")), engine.Conflict)
-	wantKind(t, "executing a request whose quorum was edited", second(v.e.Execute(ctx, alice, "quorum", 3)), engine.Conflict)
+	testkit.WantKind(t, "a vote on a request whose quorum was edited", second(v.e.Approve(ctx, bob, "quorum", 3, "")), engine.Conflict)
+	testkit.WantKind(t, "executing a request whose quorum was edited", second(v.e.Execute(ctx, alice, "quorum", 3)), engine.Conflict)
 	if n := len(v.journal("quorum")); n != before || v.pending("quorum") != 1 {
 		t.Errorf("after acting on an edited row: %d entries (was %d), %d pending; want nothing journaled, the request kept", n, before, v.pending("quorum"))
 	}

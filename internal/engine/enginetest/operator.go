@@ -1,4 +1,4 @@
-package storetest
+package enginetest
 
 import (
 	"context"
@@ -45,7 +45,7 @@ func testUndoneByHand(t *testing.T, v *env) {
 		{"of no call", approver, 99, true, "refunded", engine.NotFound},
 	} {
 		_, err := v.e.Resolve(ctx, tt.p, "s", tt.seq, tt.happened, "", tt.reason)
-		wantKind(t, "Resolve "+tt.name, err, tt.want)
+		testkit.WantKind(t, "Resolve "+tt.name, err, tt.want)
 	}
 	if got := len(v.journal("s")); got != 11 {
 		t.Fatalf("the journal has %d entries after refused records, want 11: nothing refused is journaled", got)
@@ -91,7 +91,7 @@ func testUndoneByHand(t *testing.T, v *env) {
 		t.Errorf("Decisions = %+v; want two undone by %s, their receipts holding", ds, approver.ID)
 	}
 	_, err = v.e.Resolve(ctx, approver, "s", 3, true, "", "again")
-	wantKind(t, "Resolve of a step already undone by hand", err, engine.Conflict)
+	testkit.WantKind(t, "Resolve of a step already undone by hand", err, engine.Conflict)
 
 	// The receipt signs the reason: an insider who rewrites it breaks the
 	// journal.

@@ -1,4 +1,4 @@
-package storetest
+package enginetest
 
 import (
 	"context"
@@ -18,8 +18,6 @@ import (
 // What reviewers read and record, on both stores: the pending list with
 // its filters and paging, one request with everything needed to decide
 // it, and what a person found out about a call in doubt.
-
-var yes, no = true, false
 
 func testPending(t *testing.T, v *env) {
 	ctx := context.Background()
@@ -46,8 +44,8 @@ func testPending(t *testing.T, v *env) {
 		total int
 	}{
 		{"all", engine.PendingFilter{}, []string{"a/3", "b/3", "c/1", "c/2", "d/1"}, 5},
-		{"approved", engine.PendingFilter{Approved: &yes}, []string{"b/3"}, 1},
-		{"undecided", engine.PendingFilter{Approved: &no}, []string{"a/3", "c/1", "c/2", "d/1"}, 4},
+		{"approved", engine.PendingFilter{Approved: new(true)}, []string{"b/3"}, 1},
+		{"undecided", engine.PendingFilter{Approved: new(false)}, []string{"a/3", "c/1", "c/2", "d/1"}, 4},
 		{"one saga", engine.PendingFilter{SagaID: "c"}, []string{"c/1", "c/2"}, 2},
 		{"initiator", engine.PendingFilter{Initiator: "agent-2"}, []string{"d/1"}, 1},
 		{"tool", engine.PendingFilter{Tool: "reserveInventory"}, nil, 0},
@@ -84,7 +82,7 @@ func testPending(t *testing.T, v *env) {
 		"before and last":  {Before: back, Last: true},
 	} {
 		_, _, err := v.e.Pending(ctx, approver, f)
-		wantKind(t, "Pending("+name+")", err, engine.Invalid)
+		testkit.WantKind(t, "Pending("+name+")", err, engine.Invalid)
 	}
 	all, _, _ := v.e.Pending(ctx, auditor, engine.PendingFilter{})
 	byKey := map[string]engine.Pending{}
@@ -101,7 +99,7 @@ func testPending(t *testing.T, v *env) {
 		t.Errorf("re-planned: c/1 %v, c/2 %v; want only c/2", byKey["c/1"].Replanned, p.Replanned)
 	}
 	_, _, err = v.e.Pending(ctx, agent, engine.PendingFilter{})
-	wantKind(t, "Pending as an agent", err, engine.Forbidden)
+	testkit.WantKind(t, "Pending as an agent", err, engine.Forbidden)
 }
 
 func testReview(t *testing.T, v *env) {
@@ -134,9 +132,9 @@ func testReview(t *testing.T, v *env) {
 		t.Errorf("Review(s, 4): would undo %+v, siblings %+v; want the reservation and seq 3", r.WouldUndo, r.Siblings)
 	}
 	_, err := v.e.Review(ctx, auditor, "s", 1)
-	wantKind(t, "Review of an entry that is not a request", err, engine.NotFound)
+	testkit.WantKind(t, "Review of an entry that is not a request", err, engine.NotFound)
 	_, err = v.e.Review(ctx, auditor, "nope", 1)
-	wantKind(t, "Review of an unknown saga", err, engine.NotFound)
+	testkit.WantKind(t, "Review of an unknown saga", err, engine.NotFound)
 
 	v.approve("s", 4)
 	if r := review("s", 4); r.State != engine.StateApproved || len(r.Votes) != 1 || r.Votes[0].Approver != approver.ID ||
@@ -166,7 +164,7 @@ func testReview(t *testing.T, v *env) {
 		t.Errorf("Requests(s) = %v, %v; want seq 3 rejected and seq 4 dropped, with their decisions", states, err)
 	}
 	_, _, err = v.e.Requests(ctx, agent, "nope")
-	wantKind(t, "Requests of an unknown saga", err, engine.NotFound)
+	testkit.WantKind(t, "Requests of an unknown saga", err, engine.NotFound)
 
 	v.approve("stale", v.gate("stale"))
 	if _, err := v.e.Resume(ctx, approver, "stale", 3, `{"amount":"1"}`); err != nil {
@@ -238,18 +236,18 @@ func testResolve(t *testing.T, v *env) {
 		{"an auditor", auditor, engine.Forbidden},
 	} {
 		_, err := e.Resolve(ctx, tt.p, "ok", 3, true, "", "checked")
-		wantKind(t, "Resolve by "+tt.name, err, tt.want)
+		testkit.WantKind(t, "Resolve by "+tt.name, err, tt.want)
 	}
 	_, err := e.Resolve(ctx, approver, "ok", 3, true, "", "")
-	wantKind(t, "Resolve without saying how the person knows", err, engine.Invalid)
+	testkit.WantKind(t, "Resolve without saying how the person knows", err, engine.Invalid)
 	_, err = e.Resolve(ctx, approver, "ok", 9, true, "", "checked")
-	wantKind(t, "Resolve of no call", err, engine.NotFound)
+	testkit.WantKind(t, "Resolve of no call", err, engine.NotFound)
 	_, err = e.Resolve(ctx, approver, "ok", 1, true, "", "checked")
-	wantKind(t, "Resolve of a settled call", err, engine.Conflict)
+	testkit.WantKind(t, "Resolve of a settled call", err, engine.Conflict)
 	_, err = e.Resolve(ctx, approver, "ok", 3, true, "a\x00b", "checked")
-	wantKind(t, "Resolve with a NUL in the result", err, engine.Invalid)
+	testkit.WantKind(t, "Resolve with a NUL in the result", err, engine.Invalid)
 	_, err = v.e.Resolve(ctx, approver, "ok", 3, true, "", "checked")
-	wantKind(t, "Resolve within the in-doubt window", err, engine.Conflict)
+	testkit.WantKind(t, "Resolve within the in-doubt window", err, engine.Conflict)
 
 	s, err := e.Resolve(ctx, approver, "ok", 3, true, "booked H-7", "hotel confirmed by phone")
 	if err != nil || s.Status != engine.Running {
@@ -271,7 +269,7 @@ func testResolve(t *testing.T, v *env) {
 		t.Errorf("InDoubt after resolving = %+v, want none", doubt)
 	}
 	_, err = e.Resolve(ctx, approver, "ok", 3, false, "", "checked")
-	wantKind(t, "Resolve twice", err, engine.Conflict)
+	testkit.WantKind(t, "Resolve twice", err, engine.Conflict)
 	if _, err := e.Abort(ctx, agent, "ok", "done"); err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +339,7 @@ func testResolve(t *testing.T, v *env) {
 	}()
 	<-started
 	_, err = live.Resolve(ctx, approver, "late", 3, true, "done by hand", "checked by phone")
-	wantKind(t, "Resolve on the process running the call", err, engine.Conflict)
+	testkit.WantKind(t, "Resolve on the process running the call", err, engine.Conflict)
 	if _, err := e.Resolve(ctx, approver, "late", 3, true, "done by hand", "checked by phone"); err != nil {
 		t.Fatal(err)
 	}
@@ -437,7 +435,7 @@ func testReceipts(t *testing.T, v *env) {
 		}
 		wires := v.fx.transfer.Load()
 		_, err := v.e.Resume(ctx, approver, saga, 3, transfer)
-		wantKind(t, tt.name+": Resume on a forged approval", err, engine.Conflict)
+		testkit.WantKind(t, tt.name+": Resume on a forged approval", err, engine.Conflict)
 		if v.fx.transfer.Load() != wires {
 			t.Errorf("%s: the wire ran on a forged approval", tt.name)
 		}

@@ -1,4 +1,4 @@
-package storetest
+package enginetest
 
 import (
 	"context"
@@ -81,7 +81,7 @@ func testPasskeys(t *testing.T, v *env) {
 	future := alice
 	future.AuthTime = clock.Now().Add(time.Hour)
 	_, _, err = v.e.BeginEnrolment(ctx, future)
-	wantKind(t, "enrolling from a sign-in an hour in the future", err, engine.Forbidden)
+	testkit.WantKind(t, "enrolling from a sign-in an hour in the future", err, engine.Forbidden)
 	// A recent sign-in is not enough: enrolling takes one of its own, in
 	// which the provider authenticated the person again.
 	for name, in := range map[string]*engine.SignIn{"no sign-in kept (an access token)": nil,

@@ -1,4 +1,4 @@
-package storetest
+package enginetest
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // testVerifyAll: the engine's verification of every saga runs in the
@@ -16,7 +17,7 @@ func testVerifyAll(t *testing.T, v *env) {
 		v.call(saga, "reserveInventory", `{"item":"laptop"}`)
 	}
 	v.h.Exec(t, "UPDATE journal SET input = $1 WHERE saga_id = $2 AND seq = 1", `{"item":"yacht"}`, "b")
-	wantKind(t, "VerifyAll by an agent", v.e.VerifyAll(agent), engine.Forbidden)
+	testkit.WantKind(t, "VerifyAll by an agent", v.e.VerifyAll(agent), engine.Forbidden)
 	if err := v.e.VerifyAll(auditor); err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func testVerifyAll(t *testing.T, v *env) {
 		t.Errorf("AuditRun = %+v; want 3 sagas verified, b broken at its first entry", run)
 	}
 	_, err := v.e.AuditRun(agent)
-	wantKind(t, "AuditRun by an agent", err, engine.Forbidden)
+	testkit.WantKind(t, "AuditRun by an agent", err, engine.Forbidden)
 
 	// What the run found of each saga is kept, with when, for the audit
 	// page to list without verifying again.
@@ -48,7 +49,7 @@ func testVerifyAll(t *testing.T, v *env) {
 		t.Errorf("Verifications after the run = %+v; want a and c verified and b broken at its first entry, at seq 2, during the run", kept)
 	}
 	_, err = v.e.Verifications(context.Background(), agent, []string{"a"})
-	wantKind(t, "Verifications by an agent", err, engine.Forbidden)
+	testkit.WantKind(t, "Verifications by an agent", err, engine.Forbidden)
 
 	// A single verification is kept too: one made after the saga moved
 	// on, and one from the verification page.
@@ -59,7 +60,7 @@ func testVerifyAll(t *testing.T, v *env) {
 		t.Fatal(err)
 	}
 	_, err = v.e.Audit(context.Background(), agent, "c")
-	wantKind(t, "Audit by an agent", err, engine.Forbidden)
+	testkit.WantKind(t, "Audit by an agent", err, engine.Forbidden)
 	if _, err := v.e.Audit(context.Background(), auditor, "nobody"); !engine.IsKind(err, engine.NotFound) {
 		t.Errorf("Audit of no saga = %v, want NotFound", err)
 	}

@@ -1,4 +1,4 @@
-package storetest
+package enginetest
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package storetest
+package enginetest
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/wire"
 )
@@ -19,7 +20,7 @@ func wantCode(t *testing.T, what string, err error, k engine.Kind, code wire.Cod
 	t.Helper()
 	e, ok := errors.AsType[*engine.Error](err)
 	if !ok || e.Kind != k || e.Code != code {
-		t.Errorf("%s: error = %v (kind %v), want kind %v, code %q", what, err, kindOf(err), k, code)
+		t.Errorf("%s: error = %v (kind %v), want kind %v, code %q", what, err, testkit.KindName(err), k, code)
 		return &engine.Error{}
 	}
 	return e
@@ -97,10 +98,10 @@ func testIdempotencyKeys(t *testing.T, v *env) {
 		t.Errorf("the key in another saga = %+v, %v; want a new call", r, err)
 	}
 	_, err = v.e.CallOnce(ctx, otherAgent, "k2", engine.Ask{Tool: "reserveInventory", Input: in, Key: "order-1"})
-	wantKind(t, "another agent replaying the key", err, engine.Forbidden)
+	testkit.WantKind(t, "another agent replaying the key", err, engine.Forbidden)
 	for _, key := range []string{strings.Repeat("k", engine.MaxKeyLen+1), "a\nb", "café"} {
 		_, err := once("k3", "reserveInventory", in, key)
-		wantKind(t, "key "+key[:min(len(key), 8)], err, engine.Invalid)
+		testkit.WantKind(t, "key "+key[:min(len(key), 8)], err, engine.Invalid)
 	}
 	if r, err := once("k3", "reserveInventory", in, strings.Repeat("k", engine.MaxKeyLen)); err != nil || r.Outcome != engine.OutcomeExecuted {
 		t.Errorf("a key of %d bytes: %+v, %v", engine.MaxKeyLen, r, err)
@@ -111,7 +112,7 @@ func testIdempotencyKeys(t *testing.T, v *env) {
 // at once: listed, answered IN_DOUBT to the agent that sends it again,
 // and blocking its saga until a person resolves it; a call that may
 // still run is neither.
-func testCutOff(t *testing.T, newHarness func(*testing.T) Harness) {
+func testCutOff(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
 	ctx := context.Background()
 	v := newEnv(t, newHarness)
 	const replica = "host-a:/var/lib/sagacity/checkpoints"
@@ -229,7 +230,7 @@ func testDismiss(t *testing.T, v *env) {
 	replan := `{"amount":"90","to":"alice"}`
 	next := v.call("re", "sendWireTransfer", replan).Seq
 	_, err := v.e.Dismiss(ctx, controller, "re", first, "")
-	wantKind(t, "Dismiss before anything superseded it", err, engine.Conflict)
+	testkit.WantKind(t, "Dismiss before anything superseded it", err, engine.Conflict)
 	v.approve("re", next)
 
 	page, _, err := v.e.Pending(ctx, approver, engine.PendingFilter{SagaID: "re"})
@@ -238,9 +239,9 @@ func testDismiss(t *testing.T, v *env) {
 	}
 	wantCode(t, "Approve of the superseded request", second(v.e.Approve(ctx, controller, "re", first, "")), engine.Conflict, wire.CodeSuperseded)
 	_, err = v.e.Dismiss(ctx, controller, "re", next, "")
-	wantKind(t, "Dismiss of the request that stands", err, engine.Conflict)
+	testkit.WantKind(t, "Dismiss of the request that stands", err, engine.Conflict)
 	_, err = v.e.Dismiss(ctx, agent, "re", first, "")
-	wantKind(t, "Dismiss by the saga's agent", err, engine.Forbidden)
+	testkit.WantKind(t, "Dismiss by the saga's agent", err, engine.Forbidden)
 
 	d, err := v.e.Dismiss(ctx, controller, "re", first, "replaced by the corrected amount")
 	if err != nil || d.Approver != controller.ID || d.Status != engine.AwaitingApproval {
@@ -256,7 +257,7 @@ func testDismiss(t *testing.T, v *env) {
 		t.Errorf("after Dismiss: %d pending, verification %+v; want the replacement pending and the journal valid", v.pending("re"), v.verify("re"))
 	}
 	_, err = v.e.Dismiss(ctx, controller, "re", first, "")
-	wantKind(t, "a second Dismiss", err, engine.NotFound)
+	testkit.WantKind(t, "a second Dismiss", err, engine.NotFound)
 	if res, err := v.e.Resume(ctx, agent, "re", next, replan); err != nil || res.Result != "transfer-ok" {
 		t.Fatalf("Resume of the replacement = %+v, %v", res, err)
 	}
@@ -349,9 +350,9 @@ func testAnswers(t *testing.T, v *env) {
 	if res, err := v.e.Execute(ctx, agent, "slow", seq); err != nil || res.Result != first.Result {
 		t.Errorf("an execution once it ran = %+v, %v; want what the first came to", res, err)
 	}
-	wantKind(t, "a resume with other bytes once it ran", second(v.e.Resume(ctx, approver, "slow", seq, `{"amount":"100","to":"bob"}`)),
+	testkit.WantKind(t, "a resume with other bytes once it ran", second(v.e.Resume(ctx, approver, "slow", seq, `{"amount":"100","to":"bob"}`)),
 		engine.Conflict)
-	wantKind(t, "a resume by another agent", second(v.e.Resume(ctx, otherAgent, "slow", seq, transfer)), engine.Forbidden)
+	testkit.WantKind(t, "a resume by another agent", second(v.e.Resume(ctx, otherAgent, "slow", seq, transfer)), engine.Forbidden)
 
 	// An execution that failed.
 	seq = gate("down", "wireViaDownGateway", transfer)

@@ -1,4 +1,4 @@
-package storetest
+package enginetest
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // testLifecycle: the journal alone says what is pending. An insider who
@@ -35,12 +36,12 @@ func testLifecycle(t *testing.T, v *env) {
 		t.Helper()
 		before, wires := len(v.journal(saga)), v.fx.transfer.Load()
 		_, err := v.e.Resume(ctx, second, saga, seq, transfer)
-		wantKind(t, "Resume of a revived request", err, engine.Conflict)
+		testkit.WantKind(t, "Resume of a revived request", err, engine.Conflict)
 		if err == nil || !strings.Contains(err.Error(), "does not verify") {
 			t.Errorf("Resume of a revived request: %v; want the journal named as not verifying", err)
 		}
 		_, err = v.e.Approve(ctx, second, saga, seq, "")
-		wantKind(t, "Approve of a revived request", err, engine.Conflict)
+		testkit.WantKind(t, "Approve of a revived request", err, engine.Conflict)
 		if n := len(v.journal(saga)); n != before || v.fx.transfer.Load() != wires {
 			t.Errorf("after resuming a revived request: %d entries (was %d), %d more wires; want nothing journaled or run",
 				n, before, v.fx.transfer.Load()-wires)
@@ -108,7 +109,7 @@ func testLifecycle(t *testing.T, v *env) {
 				r.State, r.SupersededBy, r.Pending, next)
 		}
 		_, err := v.e.Resume(ctx, agent, "replanned", first, transfer)
-		wantKind(t, "Resume of a superseded request", err, engine.Conflict)
+		testkit.WantKind(t, "Resume of a superseded request", err, engine.Conflict)
 		if err == nil || !strings.Contains(err.Error(), "superseded by the saga's request at seq=5") {
 			t.Errorf("Resume of a superseded request: %v; want it named superseded", err)
 		}
@@ -129,6 +130,6 @@ func testLifecycle(t *testing.T, v *env) {
 		next = v.call("replanned-early", "sendWireTransfer", replan).Seq
 		v.approve("replanned-early", next)
 		_, err = v.e.Approve(ctx, second, "replanned-early", first, "")
-		wantKind(t, "Approve of a superseded request", err, engine.Conflict)
+		testkit.WantKind(t, "Approve of a superseded request", err, engine.Conflict)
 	})
 }

@@ -1,0 +1,149 @@
+package enginetest
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/httptool"
+	"github.com/sagacity-go/sagacity/internal/store/storetest"
+	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/internal/witness"
+	"github.com/sagacity-go/sagacity/wire"
+)
+
+// testLiveRunner: an insider who writes the database makes a call that
+// its process still runs look cut off, with one edit of the runners
+// table. No process takes it for in doubt: the one running it knows it
+// runs it, and another has seen the runner's row change, not stand
+// still; so none lists it, resolves it or refuses the saga a call, and
+// the tool's answer is journaled once it comes. Only a runner whose row
+// another process has watched stand still for RunnerGone, on its own
+// clock, has its calls in doubt to that process (never to the one
+// running them).
+func testLiveRunner(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
+	ctx := context.Background()
+	v := newEnv(t, newHarness)
+	// The payout provider: a real HTTP server that holds each payout
+	// until the test releases it.
+	arrived, release := make(chan string, 2), make(chan struct{}, 2)
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		arrived <- string(body)
+		<-release
+		io.WriteString(w, "paid")
+	}))
+	defer provider.Close()
+	payout := engine.Tool{Name: "payout", Executor: &httptool.Tool{Name: "payout", Secret: []byte("payout secret"),
+		Exec: httptool.Endpoint{URL: provider.URL, Timeout: time.Minute}, Undo: &httptool.Endpoint{URL: provider.URL}}}
+	tools := append(v.fx.tools(), payout)
+	running, _ := v.engine(v.open(), tools...)
+	dir, err := witness.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	beat, stop := context.WithCancel(ctx)
+	defer stop()
+	// It beats only at its start: to another process it looks gone once
+	// watched for RunnerGone.
+	if err := (&engine.Heartbeat{Engine: running, Replica: "host-a:/srv/a", Lineage: dir, Every: time.Hour}).Start(beat); err != nil {
+		t.Fatal(err)
+	}
+	// Another replica, on a clock the test moves.
+	var clock clock
+	other, err := engine.New(v.open(), tools, engine.WithKeys(testkit.Keys(t)), engine.WithClock(clock.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func(e *engine.Engine, saga string) bool {
+		t.Helper()
+		calls, err := e.InDoubt(ctx, auditor, -1)
+		if err != nil {
+			t.Fatalf("InDoubt: %v", err)
+		}
+		for _, c := range calls {
+			if c.SagaID == saga {
+				return true
+			}
+		}
+		return false
+	}
+	pay := func(saga, in string) <-chan engine.CallResult {
+		done := make(chan engine.CallResult, 1)
+		go func() {
+			r, err := running.CallOnce(ctx, agent, saga, engine.Ask{Tool: "payout", Input: in, Key: saga + "-1"})
+			if err != nil {
+				t.Errorf("the payout of %s: %v", saga, err)
+			}
+			done <- r
+		}()
+		if got := <-arrived; got != in {
+			t.Fatalf("the provider got %q, want %q", got, in)
+		}
+		return done
+	}
+
+	in := `{"to":"alice","cents":100}`
+	done := pay("forged", in)
+	if listed(other, "forged") {
+		t.Errorf("InDoubt on another process, at its first look: the running payout is listed")
+	}
+	// The insider's edits: the runner seen a day ago, then not at all.
+	for _, edit := range []string{"UPDATE runners SET seen_at = $1", "DELETE FROM runners WHERE seen_at = $1"} {
+		v.h.Exec(t, edit, epoch.Add(-24*time.Hour))
+		for name, e := range map[string]*engine.Engine{"the process running it": running, "another process": other} {
+			if listed(e, "forged") {
+				t.Errorf("after %q, InDoubt on %s lists the running payout", edit, name)
+			}
+			_, err := e.Resolve(ctx, approver, "forged", 1, false, "", "the provider shows no payout")
+			testkit.WantKind(t, "Resolve on "+name+" after "+edit, err, engine.Conflict)
+			wantCode(t, "the payout again on "+name+" after "+edit,
+				second(e.CallOnce(ctx, agent, "forged", engine.Ask{Tool: "payout", Input: in, Key: "forged-1"})),
+				engine.Conflict, wire.CodeInProgress)
+		}
+	}
+	if r, err := other.Call(ctx, agent, "forged", "createOrder", "{}"); err != nil || r.Outcome != engine.OutcomeExecuted {
+		t.Errorf("another call in the saga, on another process = %+v, %v; want it executed", r, err)
+	}
+	release <- struct{}{}
+	if r := <-done; r.Outcome != engine.OutcomeExecuted || r.Result != "paid" {
+		t.Errorf("the payout once the provider answers = %+v; want it executed", r)
+	}
+	want := []string{"payout INTENT", "createOrder INTENT", "createOrder EXECUTED", "payout EXECUTED"}
+	if diff := cmp.Diff(want, v.phases("forged")); diff != "" {
+		t.Errorf("journal (-want +got):\n%s", diff)
+	}
+	if got := v.verify("forged"); !got.Valid {
+		t.Errorf("Verify(forged) = %+v", got)
+	}
+
+	// A runner whose row another process watches stand still for
+	// RunnerGone: its calls are in doubt to that process, not before, and
+	// never to the one running them.
+	done = pay("silent", in)
+	if listed(other, "silent") {
+		t.Errorf("InDoubt on another process, at a look: the payout is listed")
+	}
+	clock.n.Add(int64((engine.RunnerGone - time.Second) / time.Millisecond))
+	if listed(other, "silent") {
+		t.Errorf("InDoubt on another process, watching for under RunnerGone: the payout is listed")
+	}
+	clock.n.Add(int64(2 * time.Second / time.Millisecond))
+	if !listed(other, "silent") {
+		t.Errorf("InDoubt on another process, watching RunnerGone without a beat: the payout is not listed")
+	}
+	if listed(running, "silent") {
+		t.Errorf("InDoubt on the process running it lists the payout")
+	}
+	_, err = running.Resolve(ctx, approver, "silent", 1, false, "", "the provider shows no payout")
+	testkit.WantKind(t, "Resolve on the process running it", err, engine.Conflict)
+	release <- struct{}{}
+	if r := <-done; r.Outcome != engine.OutcomeExecuted {
+		t.Errorf("the payout once the provider answers = %+v; want it executed", r)
+	}
+}
