@@ -2,13 +2,9 @@ package store
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // togetherPostgres commits recorded members in one transaction whose
@@ -21,8 +17,10 @@ import (
 // whose promise held, and their other writes go with COMMIT in a second.
 // A member whose promise broke kept nothing and gets ErrStale, as alone.
 // When the server refuses the transaction (a taken idempotency key, say)
-// it kept nothing, and every member commits again alone; when its answer
-// to COMMIT is lost, every member gets that error, as alone.
+// it kept nothing, and every member commits again alone; when it fails
+// otherwise (a lost connection, a terminated backend, whose FATAL error
+// may come after COMMIT ran), every member gets that error, as alone: a
+// commit whose answer is lost is never made again.
 func (s *sqlStore) togetherPostgres(ctx context.Context, ms []*member) {
 	slices.SortFunc(ms, func(a, b *member) int { return strings.Compare(a.key, b.key) })
 	held := make(map[string]bool, len(ms))
@@ -63,7 +61,7 @@ func (s *sqlStore) togetherPostgres(ctx context.Context, ms []*member) {
 		}
 		return nil
 	})
-	if _, refused := errors.AsType[*pgconn.PgError](err); refused || errors.Is(err, pgx.ErrTxCommitRollback) {
+	if refused(err) {
 		retryAlone(ctx, s.group, ms)
 		return
 	}
