@@ -24,13 +24,14 @@ func closedWhileIdle(c net.Conn) bool {
 		return false
 	}
 	closed := false
-	raw.Read(func(fd uintptr) bool {
+	// Control, not Read: pgx may have left a read of its own parked on
+	// the socket, and a peek must not wait for it.
+	raw.Control(func(fd uintptr) {
 		var b [1]byte
 		// At its end (0 bytes) or holding bytes, the peek succeeds;
 		// an idle, open socket has nothing to give yet.
 		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		closed = err != syscall.EAGAIN && err != syscall.EWOULDBLOCK && err != syscall.EINTR
-		return true // never wait for the socket
 	})
 	return closed
 }
