@@ -1,6 +1,7 @@
 // Package testkit is what the project's tests share: fresh databases of
 // both kinds (a PostgreSQL schema or a SQLite file per test), statements
 // run straight against them as an attacker with database access would, a
-// signing key, and a TCP proxy whose connections a test can cut. The
-// stores' conformance suite is storetest; this is only the kit.
+// signing key, and a TCP proxy whose connections a test can cut, or whose
+// answers it can lose. The stores' conformance suite is storetest; this
+// is only the kit.
 package testkit
