@@ -2,8 +2,8 @@ package store
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
+	"errors"
 	"net/url"
 	"strings"
 	"sync/atomic"
