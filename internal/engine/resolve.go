@@ -248,8 +248,9 @@ func (e *Engine) inDoubt(sagaID string, before time.Time, read func(string, time
 	if self := e.runnerID(); self != "" {
 		gone = append(gone, self) // what it runs, ours keeps out
 	}
+	was := e.held()
 	calls, err := read(sagaID, before, gone)
-	return e.ours(calls), err
+	return e.ours(calls, was), err
 }
 
 // stored is the store's InDoubt, for inDoubt.

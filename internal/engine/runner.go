@@ -448,13 +448,28 @@ func (e *Engine) gone() []string {
 	return out
 }
 
-// ours drops from calls those this process runs or is starting: it
-// knows they are not in doubt, whatever the database says.
-func (e *Engine) ours(calls []Call) []Call {
+// held is what a process runs and starts at one moment.
+type held struct {
+	running  map[callRef]int
+	starting map[started]int
+}
+
+// held returns what this process runs and starts now.
+func (e *Engine) held() held {
 	r := &e.runners
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return held{maps.Clone(r.running), maps.Clone(r.starting)}
+}
+
+// ours drops from calls, read since was was taken, those this process
+// runs or is starting, or did as the read began: it knows they are not in
+// doubt, whatever the database says. (A call that ended since was read
+// as its outcome was being written.)
+func (e *Engine) ours(calls []Call, was held) []Call {
+	now := e.held()
 	return slices.DeleteFunc(calls, func(c Call) bool {
-		return r.running[callRef{c.SagaID, c.Seq}] > 0 || r.starting[startOf(c)] > 0
+		ref, st := callRef{c.SagaID, c.Seq}, startOf(c)
+		return now.running[ref] > 0 || now.starting[st] > 0 || was.running[ref] > 0 || was.starting[st] > 0
 	})
 }

@@ -62,6 +62,7 @@ func Run(t *testing.T, newHarness func(t *testing.T) Harness) {
 		{"Answers", withEnv(testAnswers)},
 		{"CutOff", testCutOff},
 		{"LiveRunner", testLiveRunner},
+		{"ReadAsItEnds", withEnv(testReadAsItEnds)},
 		{"Dismiss", withEnv(testDismiss)},
 		{"ApprovalRules", withEnv(testApprovalRules)},
 		{"FailsClosed", withEnv(testFailsClosed)},
