@@ -152,14 +152,14 @@ func testLiveRunner(t *testing.T, newHarness func(*testing.T) Harness) {
 type heldDoubts struct {
 	DB
 	read chan []engine.Call
-	go_  chan struct{}
+	free  chan struct{}
 }
 
 func (h *heldDoubts) InDoubt(ctx context.Context, sagaID string, before time.Time, gone []string) ([]engine.Call, error) {
 	calls, err := h.DB.InDoubt(ctx, sagaID, before, gone)
 	if h.read != nil {
 		h.read <- calls
-		<-h.go_
+		<-h.free
 	}
 	return calls, err
 }
@@ -195,7 +195,7 @@ func testReadAsItEnds(t *testing.T, v *env) {
 	}()
 	<-started
 
-	db.read, db.go_ = make(chan []engine.Call), make(chan struct{})
+	db.read, db.free = make(chan []engine.Call), make(chan struct{})
 	listed := make(chan []engine.Call, 1)
 	go func() {
 		calls, err := e.InDoubt(ctx, auditor, -1)
@@ -211,7 +211,7 @@ func testReadAsItEnds(t *testing.T, v *env) {
 	if r := <-ran; r.Outcome != engine.OutcomeExecuted {
 		t.Errorf("the payout = %+v; want it executed", r)
 	}
-	close(db.go_)
+	close(db.free)
 	if calls := <-listed; len(calls) != 0 {
 		t.Errorf("InDoubt read as the payout ended = %+v; want none: its process ran it", calls)
 	}
