@@ -152,7 +152,7 @@ func testLiveRunner(t *testing.T, newHarness func(*testing.T) Harness) {
 type heldDoubts struct {
 	DB
 	read chan []engine.Call
-	free  chan struct{}
+	free chan struct{}
 }
 
 func (h *heldDoubts) InDoubt(ctx context.Context, sagaID string, before time.Time, gone []string) ([]engine.Call, error) {
