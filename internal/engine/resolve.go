@@ -248,7 +248,7 @@ func (e *Engine) inDoubt(sagaID string, before time.Time, read func(string, time
 	if self := e.runnerID(); self != "" {
 		gone = append(gone, self) // what it runs, ours keeps out
 	}
-	was := e.held()
+	was := e.holds()
 	calls, err := read(sagaID, before, gone)
 	return e.ours(calls, was), err
 }

@@ -304,7 +304,7 @@ func (st *starts) lose(c Call) { st.lost = append(st.lost, c) }
 // to run, and no other request of this process takes it (two requests
 // that journaled the same row at the same time, of which only one can
 // have committed): ok is false for one that another request runs.
-func (st *starts) find(sagaID string, read func(sagaID string, seq int64) (Call, error)) (c Call, ok bool, err error) {
+func (st *starts) find(sagaID string, read func(sagaID string, seq int64) (Call, error)) (Call, bool, error) {
 	for _, l := range st.lost {
 		c, err := read(sagaID, l.Seq)
 		if IsKind(err, NotFound) {
@@ -448,26 +448,26 @@ func (e *Engine) gone() []string {
 	return out
 }
 
-// held is what a process runs and starts at one moment.
-type held struct {
+// holds is what a process runs and starts at one moment.
+type holds struct {
 	running  map[callRef]int
 	starting map[started]int
 }
 
-// held returns what this process runs and starts now.
-func (e *Engine) held() held {
+// holds returns what this process runs and starts now.
+func (e *Engine) holds() holds {
 	r := &e.runners
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return held{maps.Clone(r.running), maps.Clone(r.starting)}
+	return holds{maps.Clone(r.running), maps.Clone(r.starting)}
 }
 
 // ours drops from calls, read since was was taken, those this process
 // runs or is starting, or did as the read began: it knows they are not in
-// doubt, whatever the database says. (A call that ended since was read
-// as its outcome was being written.)
-func (e *Engine) ours(calls []Call, was held) []Call {
-	now := e.held()
+// doubt, whatever the database says. (A call that ended since may have
+// been read before its outcome was written.)
+func (e *Engine) ours(calls []Call, was holds) []Call {
+	now := e.holds()
 	return slices.DeleteFunc(calls, func(c Call) bool {
 		ref, st := callRef{c.SagaID, c.Seq}, startOf(c)
 		return now.running[ref] > 0 || now.starting[st] > 0 || was.running[ref] > 0 || was.starting[st] > 0
