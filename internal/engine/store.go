@@ -16,9 +16,9 @@ type Store interface {
 	// processes sharing the database. fn may run a second time, in a new
 	// transaction, when the database connection turned out dead before
 	// anything fn sent had run: fn starts from what it reads. It never
-	// runs again once the commit was sent: when the commit's answer is
-	// lost, what fn wrote may or may not be kept, and the error
-	// (Unavailable) wraps ErrCommitUnknown.
+	// runs again after a commit whose answer was lost: what fn wrote may
+	// or may not be kept, and the error (Unavailable) wraps
+	// ErrCommitUnknown.
 	Update(ctx context.Context, fn func(Tx) error) error
 
 	// Saga returns one saga; NotFound when absent.
