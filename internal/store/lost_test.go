@@ -19,8 +19,8 @@ import (
 var lostAuditor = engine.Principal{ID: "auditor", Roles: []engine.Role{engine.RoleAuditor}}
 
 // answerLost is an engine over PostgreSQL reached through a cutter, on a
-// single connection, whose tools count what they run; armed, it holds
-// back the database's answer to the next batch that carries COMMIT.
+// single connection, whose tools count what they run and undo; armed,
+// it holds back the database's answer to a batch that carries COMMIT.
 type answerLost struct {
 	t      *testing.T
 	px     *testkit.Cutter
@@ -30,7 +30,9 @@ type answerLost struct {
 
 	mu    sync.Mutex
 	ran   map[string]int // executions, by input
+	undid map[string]int // undos, by input
 	armed bool
+	skip  int         // COMMIT batches to let by, once armed
 	held  chan uint32 // the backend whose answer is held
 }
 
@@ -40,7 +42,7 @@ func newAnswerLost(t *testing.T) *answerLost {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &answerLost{t: t, px: testkit.NewCutter(t, u.Host), ran: map[string]int{}, held: make(chan uint32, 1)}
+	l := &answerLost{t: t, px: testkit.NewCutter(t, u.Host), ran: map[string]int{}, undid: map[string]int{}, held: make(chan uint32, 1)}
 	ctx := context.Background()
 	if l.direct, err = pgx.Connect(ctx, direct); err != nil {
 		t.Fatal(err)
@@ -59,9 +61,18 @@ func newAnswerLost(t *testing.T) *answerLost {
 		defer l.mu.Unlock()
 		l.ran[inv.Input]++
 		return "ok", nil
+	}, Undo: func(_ context.Context, inv engine.Invocation, _ string) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.undid[inv.Input]++
+		return nil
+	}}
+	fails := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
+		return "", errors.New("no carrier available")
 	}}
 	tools := []engine.Tool{{Name: "reserveInventory", Executor: run},
-		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: run}}
+		{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: run},
+		{Name: "scheduleShipment", Executor: fails}}
 	if l.e, err = engine.New(l.db, tools, engine.WithKeys(testkit.Keys(t))); err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +92,10 @@ func (l *answerLost) TraceBatchStart(ctx context.Context, c *pgx.Conn, d pgx.Tra
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.armed && slices.ContainsFunc(d.Batch.QueuedQueries, func(q *pgx.QueuedQuery) bool { return q.SQL == "COMMIT" }) {
+		if l.skip > 0 {
+			l.skip--
+			return ctx
+		}
 		l.armed = false
 		l.px.Hold()
 		l.held <- c.PgConn().PID()
@@ -88,11 +103,12 @@ func (l *answerLost) TraceBatchStart(ctx context.Context, c *pgx.Conn, d pgx.Tra
 	return ctx
 }
 
-// arm holds back the answer to the next batch that carries COMMIT.
-func (l *answerLost) arm() {
+// arm holds back the answer to the batch that carries COMMIT after skip
+// more such.
+func (l *answerLost) arm(skip int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.armed = true
+	l.armed, l.skip = true, skip
 }
 
 // committed waits until the backend whose answer is held has committed
@@ -211,9 +227,10 @@ func (l *answerLost) check(inputs []string, journals map[string][]string) {
 // that it made, exactly then: the backend terminated once it had
 // committed a group of two calls' INTENTs (the FATAL error comes in place
 // of the answer); the connection cut once it had committed one call's
-// INTENT, or a resume's. The commit is not made again as if it had not
-// run, and no answer says "still running" of a call nobody runs: each
-// request finds its INTENT, runs its tool once and answers EXECUTED.
+// INTENT, a resume's, or a compensation's claim of an undo. The commit is
+// not made again as if it had not run, and no answer says "still
+// running" of a call nobody runs: each request finds what it started,
+// runs its tool (or undo) once and answers what it did.
 func TestPostgresCommitAnswerLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -251,7 +268,7 @@ func TestPostgresCommitAnswerLost(t *testing.T) {
 		l.grouped(warm("a"), warm("b"))()
 		before, _ := l.db.Grouped()
 
-		l.arm()
+		l.arm(0)
 		var ra, rb engine.CallResult
 		var ea, eb error
 		wait := l.grouped(func() { ra, ea = call(l.e, "a", `{"a":3}`) }, func() { rb, eb = call(l.e, "b", `{"b":3}`) })
@@ -274,7 +291,7 @@ func TestPostgresCommitAnswerLost(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		l.arm()
+		l.arm(0)
 		done := make(chan struct{})
 		var r engine.CallResult
 		var err error
@@ -305,7 +322,7 @@ func TestPostgresCommitAnswerLost(t *testing.T) {
 			t.Fatal(err)
 		}
 		seq := gated("r", `{"r":1}`)
-		l.arm()
+		l.arm(0)
 		done := make(chan struct{})
 		var r engine.ResumeResult
 		var err error
@@ -315,5 +332,37 @@ func TestPostgresCommitAnswerLost(t *testing.T) {
 		<-done
 		executed(t, "the resume", r.Call, err)
 		l.check([]string{`{"w":1}`, `{"r":1}`}, map[string][]string{"r": {"AWAITING_APPROVAL", "APPROVED", "INTENT", "EXECUTED"}})
+	})
+
+	t.Run("undo's claim, connection cut", func(t *testing.T) {
+		t.Parallel()
+		l := newAnswerLost(t)
+		failing := func(saga string) engine.CallResult {
+			r, err := l.e.CallOnce(ctx, benchAgent, saga, engine.Ask{Tool: "scheduleShipment", Input: `{"` + saga + `":2}`, Key: saga + "-ship"})
+			if err != nil || r.Outcome != engine.OutcomeFailed {
+				t.Errorf("the failing call in %s = %+v, %v", saga, r, err)
+			}
+			return r
+		}
+		for _, saga := range []string{"w", "u"} {
+			if _, err := call(l.e, saga, `{"`+saga+`":1}`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		failing("w") // a compensation's statements, prepared
+		l.arm(2)     // past the failing call's INTENT and FAILED, to the claim of the undo
+		done := make(chan engine.CallResult, 1)
+		go func() { done <- failing("u") }()
+		l.committed("SELECT count(*) = $2 FROM calls WHERE state = 'COMPENSATING' AND input = ANY($1)", []string{`{"u":1}`}, 1)
+		l.cut()
+		if r := <-done; r.Status != engine.Compensated {
+			t.Errorf("the failing call whose undo's claim lost its answer = %+v; want its saga COMPENSATED", r)
+		}
+		l.mu.Lock()
+		if n := l.undid[`{"u":1}`]; n != 1 {
+			t.Errorf("the step was undone %d times, want once", n)
+		}
+		l.mu.Unlock()
+		l.check([]string{`{"u":1}`}, map[string][]string{"u": {"INTENT", "EXECUTED", "INTENT", "FAILED", "COMPENSATED"}})
 	})
 }
