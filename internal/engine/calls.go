@@ -173,59 +173,68 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 	lines = lines.With(KeyReason, a.Reason)
 	var res CallResult
 	var call Call
-	s, err := e.transact(ctx, sagaID, 0, "", func(tx Tx) (Saga, bool, error) {
-		s, err := e.open(tx, p, sagaID)
-		return s, err == nil, err
-	}, func(tx Tx, s *Saga) error {
-		res, call = CallResult{}, Call{}
-		if err := e.admit(p, ActCall, *s); err != nil {
-			return err
-		}
-		if s.Ended {
-			return Errorf(Conflict, "saga %s has ended; start a new saga", sagaID)
-		}
-		if err := e.clear(tx, s); err != nil {
-			return err
-		}
-		en, err := e.append(tx, s, toolName, phase, input, lines.String())
-		if err != nil {
-			return err
-		}
-		if key != "" {
-			if err := tx.PutCallKey(sagaID, key, en.Seq); err != nil {
+	st := starts{e: e}
+	defer st.release()
+	s, err := st.again(ctx, sagaID, &call, func(ctx context.Context) (Saga, error) {
+		return e.transact(ctx, sagaID, 0, "", func(tx Tx) (Saga, bool, error) {
+			s, err := e.open(tx, p, sagaID)
+			return s, err == nil, err
+		}, func(tx Tx, s *Saga) error {
+			res, call = CallResult{}, Call{}
+			if c, ok, err := st.find(sagaID, tx.Call); err != nil || ok {
+				call = c // its INTENT committed: it runs now
 				return err
 			}
-		}
-		if !m.OK {
-			// Fail closed: journaled as a refused request, and the saga
-			// compensated, as a refused resume is.
-			if _, err := e.append(tx, s, toolName, PhaseRejected, gateRef(en.Seq), m.Refusal().String()); err != nil {
+			if err := e.admit(p, ActCall, *s); err != nil {
 				return err
 			}
-			res = CallResult{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Outcome: OutcomeRefused, InputHash: PayloadHash(input),
-				Error: gateRefused(m, en.Seq)}
-			return e.fail(tx, s, fmt.Sprintf("the request of %s at seq=%d was refused at the gate: %s", toolName, en.Seq, m.Because()))
-		}
-		if phase == PhaseAwaitingApproval {
-			r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
-				Input: input, InputHash: PayloadHash(input), Requester: p.ID, CreatedAt: en.Timestamp,
-				Rule: rule.Name, Policy: e.approvals.Hash, Quorum: rule.Quorum, Reason: a.Reason, Due: tally(en, nil, rule).Due(),
-				EscalateAt: firstStep(en.Timestamp, rule)}
-			if err := tx.PutApproval(r); err != nil {
+			if s.Ended {
+				return Errorf(Conflict, "saga %s has ended; start a new saga", sagaID)
+			}
+			if err := e.clear(tx, s); err != nil {
 				return err
 			}
-			ev := requestEvent(wire.EventWaiting, en, rule, tally(en, nil, rule), en.Seq, en.Timestamp)
-			if err := e.tell(tx, ev.said("%s waits for approval: %s under rule %s", ev.what(), ev.votes(), rule.Name)); err != nil {
+			en, err := e.append(tx, s, toolName, phase, input, lines.String())
+			if err != nil {
 				return err
 			}
-			s.Status = AwaitingApproval
-			res = CallResult{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Outcome: OutcomeAwaitingApproval,
-				Message: AwaitingMessage(toolName), InputHash: r.InputHash, Status: s.Status}
-			return nil
-		}
-		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Input: input, Requester: p.ID,
-			State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp, Runner: e.runnerID()}
-		return e.putCall(tx, s, "", call)
+			if key != "" {
+				if err := tx.PutCallKey(sagaID, key, en.Seq); err != nil {
+					return err
+				}
+			}
+			if !m.OK {
+				// Fail closed: journaled as a refused request, and the saga
+				// compensated, as a refused resume is.
+				if _, err := e.append(tx, s, toolName, PhaseRejected, gateRef(en.Seq), m.Refusal().String()); err != nil {
+					return err
+				}
+				res = CallResult{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Outcome: OutcomeRefused, InputHash: PayloadHash(input),
+					Error: gateRefused(m, en.Seq)}
+				return e.fail(tx, s, fmt.Sprintf("the request of %s at seq=%d was refused at the gate: %s", toolName, en.Seq, m.Because()))
+			}
+			if phase == PhaseAwaitingApproval {
+				r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
+					Input: input, InputHash: PayloadHash(input), Requester: p.ID, CreatedAt: en.Timestamp,
+					Rule: rule.Name, Policy: e.approvals.Hash, Quorum: rule.Quorum, Reason: a.Reason, Due: tally(en, nil, rule).Due(),
+					EscalateAt: firstStep(en.Timestamp, rule)}
+				if err := tx.PutApproval(r); err != nil {
+					return err
+				}
+				ev := requestEvent(wire.EventWaiting, en, rule, tally(en, nil, rule), en.Seq, en.Timestamp)
+				if err := e.tell(tx, ev.said("%s waits for approval: %s under rule %s", ev.what(), ev.votes(), rule.Name)); err != nil {
+					return err
+				}
+				s.Status = AwaitingApproval
+				res = CallResult{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Outcome: OutcomeAwaitingApproval,
+					Message: AwaitingMessage(toolName), InputHash: r.InputHash, Status: s.Status}
+				return nil
+			}
+			call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Input: input, Requester: p.ID,
+				State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp, Runner: e.runnerID()}
+			st.hold(call)
+			return e.putCall(tx, s, "", call)
+		})
 	})
 	if err != nil {
 		return CallResult{}, at(err, sagaID, 0)
@@ -505,24 +514,35 @@ func (e *Engine) close(tx Tx, s *Saga, c Call, tool string, phase Phase, input, 
 // undo's, in one transaction like updateCall (seq is the call's, or 0,
 // and fn runs only while it is in state want: a commit whose answer was
 // lost may have done the work already), and retries with backoff while
-// the store is unavailable, for up to the engine's retry bound. The
-// backoff runs on real time, not the injected clock, which only stamps
+// the store is unavailable (see persist).
+func (e *Engine) record(ctx context.Context, sagaID string, seq int64, want CallState, fn func(tx Tx, s *Saga) error) (s Saga, err error) {
+	err = e.persist(ctx, "store unavailable while journaling what a tool did; retrying", sagaID, func() error {
+		s, err = e.updateCall(ctx, sagaID, seq, want, nil, fn)
+		return err
+	}, func(err error) bool { return IsKind(err, Unavailable) || IsKind(err, Conflict) })
+	return s, err
+}
+
+// persist runs try until it succeeds or fails with an error again does
+// not take, waiting between tries (from 50ms, doubling, up to 2s) for up
+// to the engine's retry bound, and saying why about saga sagaID. The
+// waits run on real time, not the injected clock, which only stamps
 // entries.
-func (e *Engine) record(ctx context.Context, sagaID string, seq int64, want CallState, fn func(tx Tx, s *Saga) error) (Saga, error) {
+func (e *Engine) persist(ctx context.Context, why, sagaID string, try func() error, again func(error) bool) error {
 	start := time.Now()
 	wait := 50 * time.Millisecond
 	for {
-		s, err := e.updateCall(ctx, sagaID, seq, want, nil, fn)
-		if err == nil || !(IsKind(err, Unavailable) || IsKind(err, Conflict)) || time.Since(start)+wait > e.retryFor {
-			return s, err
+		err := try()
+		if err == nil || !again(err) || time.Since(start)+wait > e.retryFor {
+			return err
 		}
-		e.log.Warn("store unavailable while journaling what a tool did; retrying", "saga", sagaID, "err", err, "in", wait)
+		e.log.Warn(why, "saga", sagaID, "err", err, "in", wait)
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return s, err
+			return err
 		}
 		wait = min(2*wait, 2*time.Second)
 	}

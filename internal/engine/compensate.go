@@ -20,6 +20,8 @@ import (
 // undone. While a call is still running or an undo in flight elsewhere,
 // the saga stays COMPENSATING; whoever finishes last settles it.
 func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
+	st := starts{e: e}
+	defer st.release()
 	for {
 		var claimed Call
 		var tool Tool
@@ -27,9 +29,16 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 		// Retried like an outcome: a saga must not stay half compensated
 		// because the database blinked between two steps.
 		s, err := e.record(ctx, sagaID, 0, "", func(tx Tx, s *Saga) error {
+			if claimed.Seq != 0 {
+				st.lose(claimed) // the claim's try failed, perhaps only its answer
+			}
 			claimed, again, settled = Call{}, false, false
 			if s.Status != Compensating {
 				return nil
+			}
+			if c, ok, err := st.find(sagaID, tx.Call); err != nil || ok {
+				claimed, tool = c, e.tools[c.ToolName] // claimed by a try whose answer was lost
+				return err
 			}
 			executed, err := tx.Calls(sagaID, CallExecuted)
 			if err != nil {
@@ -48,6 +57,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 				}
 				c.State, c.UpdatedAt, c.Runner = CallCompensating, e.stamp(s), e.runnerID()
 				claimed, tool = c, t
+				st.hold(c)
 				return e.putCall(tx, s, CallExecuted, c)
 			}
 			busy, err := tx.Calls(sagaID, CallRunning, CallCompensating)

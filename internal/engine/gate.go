@@ -628,6 +628,8 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 	var call Call
 	var closing Entry
 	var ranOut bool
+	st := starts{e: e}
+	defer st.release()
 	closed := func(tx Tx, sagaID string, seq int64) error {
 		entries, err := tx.Entries(sagaID)
 		if err != nil {
@@ -635,66 +637,74 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		}
 		l, err := closedIn(entries, sagaID, seq)
 		if l != nil && l.Closing == ClosedResumed {
+			if c, ok, err := st.find(sagaID, tx.Call); err != nil || ok {
+				// This resume's INTENT committed: it runs now.
+				call, tool, refusal, ranOut = c, e.tools[c.ToolName], "", false
+				return err
+			}
 			return &errResumed{intent: l.Closed}
 		}
 		return err
 	}
-	s, err := e.onPending(ctx, sagaID, seq, closed, func(tx Tx, s *Saga, b bound) (err error) {
-		refusal, call = "", Call{}
-		gated := b.gated
-		if err := e.Can(p, ActResume, Subject{Saga: s}); err != nil {
-			return err
-		}
-		var ok bool
-		if tool, ok = e.tools[gated.ToolName]; !ok {
-			return &Error{Kind: NotFound, Msg: fmt.Sprintf("tool %q is not registered", gated.ToolName)}
-		}
-		if b.life.SupersededBy != 0 {
-			// Not a refusal: the saga goes on with the request that
-			// replaced this one.
-			return superseded(b.life)
-		}
-		now := e.stamp(s)
-		if closing, ranOut, err = e.runOut(tx, s, b, now); ranOut || err != nil {
-			return err
-		}
-		if b.drift != nil {
-			return b.drift
-		}
-		if payload == nil && !b.tally.Met() {
-			// Execute runs what people approved; asked before they
-			// did, it changes nothing.
-			return &Error{Kind: Conflict, Code: wire.CodeUndecided, Msg: fmt.Sprintf("the request at seq=%d is not decided yet (%s): "+
-				"nothing was run or changed; wait until it is approved, then execute it", seq, b.tally.Progress())}
-		}
-		if err := e.clear(tx, s); err != nil {
-			return err
-		}
-		presented := gated.Input
-		if payload != nil {
-			presented = *payload
-		}
-		if refusal = refuse(b.tally, gated, presented); refusal != "" {
-			detail := Lines{{Value: refusal}}
-			if refusal == RefusedStale {
-				detail = detail.With(KeyAttempted, EncodeText(presented))
+	s, err := st.again(ctx, sagaID, &call, func(ctx context.Context) (Saga, error) {
+		return e.onPending(ctx, sagaID, seq, closed, func(tx Tx, s *Saga, b bound) (err error) {
+			refusal, call = "", Call{}
+			gated := b.gated
+			if err := e.Can(p, ActResume, Subject{Saga: s}); err != nil {
+				return err
 			}
-			_, err := e.refused(tx, s, b, detail, fmt.Sprintf("resume of %s at seq=%d refused: %s", gated.ToolName, seq, refusal), now)
-			return err
-		}
-		if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
-			return err
-		}
-		en, err := e.appendAt(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p, "").With(KeyResumes, gateRef(seq)).String(), now)
-		if err != nil {
-			return err
-		}
-		call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: gated.ToolName, Input: gated.Input, Requester: p.ID,
-			State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp, Request: seq, Runner: e.runnerID()}
-		if err := e.putCall(tx, s, "", call); err != nil {
-			return err
-		}
-		return e.settle(tx, s)
+			var ok bool
+			if tool, ok = e.tools[gated.ToolName]; !ok {
+				return &Error{Kind: NotFound, Msg: fmt.Sprintf("tool %q is not registered", gated.ToolName)}
+			}
+			if b.life.SupersededBy != 0 {
+				// Not a refusal: the saga goes on with the request that
+				// replaced this one.
+				return superseded(b.life)
+			}
+			now := e.stamp(s)
+			if closing, ranOut, err = e.runOut(tx, s, b, now); ranOut || err != nil {
+				return err
+			}
+			if b.drift != nil {
+				return b.drift
+			}
+			if payload == nil && !b.tally.Met() {
+				// Execute runs what people approved; asked before they
+				// did, it changes nothing.
+				return &Error{Kind: Conflict, Code: wire.CodeUndecided, Msg: fmt.Sprintf("the request at seq=%d is not decided yet (%s): "+
+					"nothing was run or changed; wait until it is approved, then execute it", seq, b.tally.Progress())}
+			}
+			if err := e.clear(tx, s); err != nil {
+				return err
+			}
+			presented := gated.Input
+			if payload != nil {
+				presented = *payload
+			}
+			if refusal = refuse(b.tally, gated, presented); refusal != "" {
+				detail := Lines{{Value: refusal}}
+				if refusal == RefusedStale {
+					detail = detail.With(KeyAttempted, EncodeText(presented))
+				}
+				_, err := e.refused(tx, s, b, detail, fmt.Sprintf("resume of %s at seq=%d refused: %s", gated.ToolName, seq, refusal), now)
+				return err
+			}
+			if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
+				return err
+			}
+			en, err := e.appendAt(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p, "").With(KeyResumes, gateRef(seq)).String(), now)
+			if err != nil {
+				return err
+			}
+			call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: gated.ToolName, Input: gated.Input, Requester: p.ID,
+				State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp, Request: seq, Runner: e.runnerID()}
+			st.hold(call)
+			if err := e.putCall(tx, s, "", call); err != nil {
+				return err
+			}
+			return e.settle(tx, s)
+		})
 	})
 	if again, ok := errors.AsType[*errResumed](err); ok {
 		return e.resumed(ctx, p, sagaID, seq, again.intent, payload)

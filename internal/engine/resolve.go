@@ -239,12 +239,18 @@ func (e *Engine) InDoubt(ctx context.Context, p Principal, olderThan time.Durati
 
 // inDoubt lists, as read reads them, the calls of saga sagaID (every
 // saga's for "") that are in doubt to this process: unsettled, not run
-// by this process (it knows they are not in doubt, whatever the database
-// says), and still since before, or run by a runner it takes for gone
-// (see gone). A call of no runner is in doubt only by time.
+// or being started by this process (it knows they are not in doubt,
+// whatever the database says), and still since before, or run by a
+// runner it takes for gone (see gone), or by its own. A call of no
+// runner is in doubt only by time.
 func (e *Engine) inDoubt(sagaID string, before time.Time, read func(string, time.Time, []string) ([]Call, error)) ([]Call, error) {
-	calls, err := read(sagaID, before, e.gone())
-	return e.ours(calls), err
+	gone := e.gone()
+	if self := e.runnerID(); self != "" {
+		gone = append(gone, self) // what it runs, ours keeps out
+	}
+	was := e.holds()
+	calls, err := read(sagaID, before, gone)
+	return e.ours(calls, was), err
 }
 
 // stored is the store's InDoubt, for inDoubt.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -25,9 +26,11 @@ import (
 // row for RunnerGone, on its own clock, without seeing it beat; or at
 // once when the process's retirement is journaled, signed, in RunnerSaga
 // by the process that took its place, which knows whom it replaces from
-// its checkpoint directory (Lineage), never from the database. The
-// in-doubt window still covers a call that may yet finish on a live
-// process.
+// its checkpoint directory (Lineage), never from the database. A call of
+// its own that it neither runs nor is starting (a commit whose answer was
+// lost, an outcome it could not journal) it takes for one in doubt at
+// once: it knows that no process runs it. The in-doubt window still
+// covers a call that may yet finish on a live process.
 
 // Runner is a server process that runs calls.
 type Runner struct {
@@ -211,8 +214,12 @@ type runners struct {
 	// running counts, by call, the executions and undos this process is
 	// running.
 	running map[callRef]int
-	seen    map[string]sighting
-	retired map[string]bool
+	// starting counts the requests of this process that journal a call's
+	// start (its INTENT, or the claim of its undo) and have not run it
+	// yet, by the row they write.
+	starting map[started]int
+	seen     map[string]sighting
+	retired  map[string]bool
 	// retiredAt is RunnerSaga's head when retired was read.
 	retiredAt int64
 }
@@ -221,6 +228,20 @@ type runners struct {
 type callRef struct {
 	saga string
 	seq  int64
+}
+
+// started names a call as the transaction that journals its start
+// writes its row: its runner, and when (its updated_at) in microseconds.
+// Another process's call that took the same seq is another row.
+type started struct {
+	callRef
+	runner string
+	at     int64
+}
+
+// startOf is c's started.
+func startOf(c Call) started {
+	return started{callRef{c.SagaID, c.Seq}, c.Runner, c.UpdatedAt.UnixMicro()}
 }
 
 // sighting is what a process watched of a runner's row: the beat it has
@@ -234,19 +255,116 @@ type sighting struct {
 // run records that this process runs c (its execution or its undo) until
 // the returned func is called.
 func (e *Engine) run(c Call) (done func()) {
-	r, ref := &e.runners, callRef{c.SagaID, c.Seq}
+	done, _ = count(&e.runners, &e.runners.running, callRef{c.SagaID, c.Seq}, false)
+	return done
+}
+
+// count counts k in *m, under r's lock, until the returned func is
+// called; when alone is set, only if *m does not count k already (ok
+// false, done nil).
+func count[K comparable](r *runners, m *map[K]int, k K, alone bool) (done func(), ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.running == nil {
-		r.running = map[callRef]int{}
+	if alone && (*m)[k] > 0 {
+		return nil, false
 	}
-	r.running[ref]++
+	if *m == nil {
+		*m = map[K]int{}
+	}
+	(*m)[k]++
 	return func() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if r.running[ref]--; r.running[ref] <= 0 {
-			delete(r.running, ref)
+		if (*m)[k]--; (*m)[k] <= 0 {
+			delete(*m, k)
 		}
+	}, true
+}
+
+// starts is what one request starts in this process: the calls its
+// transactions journal as running or compensating, which are this
+// process's, never in doubt to it, from before the transaction commits
+// until the request ends (by then the process runs them, or never
+// will); and those of a transaction whose commit's answer was lost
+// (ErrCommitUnknown), which the request's next transaction looks for.
+type starts struct {
+	e    *Engine
+	done []func()
+	lost []Call
+	own  callRef // the lost call found, which the request runs
+}
+
+// hold makes c, which a transaction of the request journals, this
+// process's until release.
+func (st *starts) hold(c Call) {
+	done, _ := count(&st.e.runners, &st.e.runners.starting, startOf(c), false)
+	st.done = append(st.done, done)
+}
+
+// lose notes that c was journaled by a transaction that did not come
+// back committed, and may be kept all the same: its commit's answer was
+// lost.
+func (st *starts) lose(c Call) { st.lost = append(st.lost, c) }
+
+// find returns, when saga sagaID holds one of the calls lost as it was
+// journaled, row for row (this process's runner and the times its
+// transaction stamped), that call: its transaction committed, nothing
+// ran it, and the request runs it now. The call is then the request's
+// to run, and no other request of this process takes it (two requests
+// that journaled the same row at the same time, of which only one can
+// have committed): ok is false for one that another request runs.
+func (st *starts) find(sagaID string, read func(sagaID string, seq int64) (Call, error)) (Call, bool, error) {
+	for _, l := range st.lost {
+		c, err := read(sagaID, l.Seq)
+		if IsKind(err, NotFound) {
+			continue
+		}
+		if err != nil {
+			return Call{}, false, err
+		}
+		if c.Runner != l.Runner || !c.StartedAt.Equal(l.StartedAt) || !c.UpdatedAt.Equal(l.UpdatedAt) || c.State != l.State ||
+			c.ToolName != l.ToolName || c.Input != l.Input || c.Requester != l.Requester || c.Request != l.Request {
+			continue
+		}
+		ref := callRef{c.SagaID, c.Seq}
+		if st.own == ref {
+			return c, true, nil // found before, by a transaction that did not commit
+		}
+		if done, alone := count(&st.e.runners, &st.e.runners.running, ref, true); alone {
+			st.done, st.own = append(st.done, done), ref
+			return c, true, nil
+		}
+	}
+	return Call{}, false, nil
+}
+
+// again runs try, a transaction of the request that journals the start
+// of call *c (try sets it; zero when it starts none), and, when the
+// commit's answer was lost, tries again while the store is unavailable
+// (see persist), carrying on whether or not the caller waits: the next
+// try finds the call if it was kept (find) and the request runs it, or
+// journals it anew. Nothing is run twice, and nothing is left journaled
+// as running that nobody runs while the store answers.
+func (st *starts) again(ctx context.Context, sagaID string, c *Call, try func(context.Context) (Saga, error)) (s Saga, err error) {
+	err = st.e.persist(context.WithoutCancel(ctx), "the database went away as a call's start was committed; finding out whether it was", sagaID,
+		func() error {
+			tctx := ctx
+			if len(st.lost) > 0 {
+				tctx = context.WithoutCancel(ctx)
+			}
+			s, err = try(tctx)
+			if errors.Is(err, ErrCommitUnknown) && c.Seq != 0 {
+				st.lose(*c)
+			}
+			return err
+		}, func(err error) bool { return len(st.lost) > 0 && IsKind(err, Unavailable) })
+	return s, err
+}
+
+// release ends what the request holds.
+func (st *starts) release() {
+	for _, done := range st.done {
+		done()
 	}
 }
 
@@ -339,11 +457,28 @@ func (e *Engine) gone() []string {
 	return out
 }
 
-// ours drops from calls those this process runs: it knows they are not
-// in doubt, whatever the database says.
-func (e *Engine) ours(calls []Call) []Call {
+// holds is what a process runs and starts at one moment.
+type holds struct {
+	running  map[callRef]int
+	starting map[started]int
+}
+
+// holds returns what this process runs and starts now.
+func (e *Engine) holds() holds {
 	r := &e.runners
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.DeleteFunc(calls, func(c Call) bool { return r.running[callRef{c.SagaID, c.Seq}] > 0 })
+	return holds{maps.Clone(r.running), maps.Clone(r.starting)}
+}
+
+// ours drops from calls, read since was was taken, those this process
+// runs or is starting, or did as the read began: it knows they are not in
+// doubt, whatever the database says. (A call that ended since may have
+// been read before its outcome was written.)
+func (e *Engine) ours(calls []Call, was holds) []Call {
+	now := e.holds()
+	return slices.DeleteFunc(calls, func(c Call) bool {
+		ref, st := callRef{c.SagaID, c.Seq}, startOf(c)
+		return now.running[ref] > 0 || now.starting[st] > 0 || was.running[ref] > 0 || was.starting[st] > 0
+	})
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -14,7 +15,10 @@ type Store interface {
 	// the same saga (Tx.LockSaga, Tx.CreateSaga) run one at a time, across
 	// processes sharing the database. fn may run a second time, in a new
 	// transaction, when the database connection turned out dead before
-	// anything fn sent had run: fn starts from what it reads.
+	// anything fn sent had run: fn starts from what it reads. It never
+	// runs again after a commit whose answer was lost: what fn wrote may
+	// or may not be kept, and the error (Unavailable) wraps
+	// ErrCommitUnknown.
 	Update(ctx context.Context, fn func(Tx) error) error
 
 	// Saga returns one saga; NotFound when absent.
@@ -109,6 +113,12 @@ type Store interface {
 	// named (at most MaxList) that has one, by saga id.
 	Verifications(ctx context.Context, sagaIDs []string) ([]Verified, error)
 }
+
+// ErrCommitUnknown is wrapped by the error of a Store.Update whose commit
+// was sent and whose answer was lost (the connection died, the database
+// went away): its writes may or may not be kept, and only what the
+// database now holds can tell.
+var ErrCommitUnknown = errors.New("the commit's answer was lost")
 
 // Snapshot is one saga as of one moment.
 type Snapshot struct {

@@ -1,13 +1,16 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"modernc.org/sqlite"
@@ -21,6 +24,37 @@ var errStale = &engine.Error{Kind: engine.Conflict, Msg: "the saga changed; try 
 // errKeyTaken is the error of a call under an idempotency key the saga
 // has given a call already (tx.PutCallKey).
 var errKeyTaken = &engine.Error{Kind: engine.Conflict, Msg: "the idempotency key is taken", Err: engine.ErrKeyTaken}
+
+// refused reports whether PostgreSQL refused a transaction that failed
+// with err: it answered a statement, or COMMIT, with an error that ends
+// the transaction and not the connection, or COMMIT with ROLLBACK. It
+// then kept nothing. A FATAL error (a terminated backend, a server
+// shutting down) or a lost connection says no such thing: the server may
+// have run everything it was sent before it went.
+func refused(err error) bool {
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return cmp.Or(pe.SeverityUnlocalized, pe.Severity) == "ERROR"
+	}
+	return errors.Is(err, pgx.ErrTxCommitRollback)
+}
+
+// unsent reports whether a trip failed with err before pgx sent any of
+// its statements (preparing one of them failed).
+func unsent(err error) bool {
+	_, ok := errors.AsType[pgx.ErrPreprocessingBatch](err)
+	return ok
+}
+
+// uncommitted is the error of a PostgreSQL trip that carried COMMIT and
+// failed with err: unless the server refused it, or the trip never left,
+// the transaction may have committed, and the error wraps
+// engine.ErrCommitUnknown.
+func uncommitted(err error) error {
+	if err == nil || refused(err) || unsent(err) {
+		return err
+	}
+	return &engine.Error{Kind: engine.Unavailable, Msg: "database unavailable", Err: fmt.Errorf("%w: %w", engine.ErrCommitUnknown, err)}
+}
 
 // PostgreSQL's codes of a division by zero and of a unique violation.
 const (

@@ -7,8 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
 // togetherPostgres commits recorded members in one transaction whose
@@ -20,9 +19,12 @@ import (
 // go in one round trip; else the statement's answer names the members
 // whose promise held, and their other writes go with COMMIT in a second.
 // A member whose promise broke kept nothing and gets ErrStale, as alone.
-// When the server refuses the transaction (a taken idempotency key, say)
-// it kept nothing, and every member commits again alone; when its answer
-// to COMMIT is lost, every member gets that error, as alone.
+// When the transaction fails before COMMIT is sent, or the server
+// refuses it (a taken idempotency key, say), it kept nothing, and every
+// member commits again alone; when COMMIT's answer is lost (the
+// connection died, or the backend was terminated: its FATAL error may
+// come after COMMIT ran), every member gets that error, as alone: such a
+// commit is never made again.
 func (s *sqlStore) togetherPostgres(ctx context.Context, ms []*member) {
 	slices.SortFunc(ms, func(a, b *member) int { return strings.Compare(a.key, b.key) })
 	held := make(map[string]bool, len(ms))
@@ -63,7 +65,7 @@ func (s *sqlStore) togetherPostgres(ctx context.Context, ms []*member) {
 		}
 		return nil
 	})
-	if _, refused := errors.AsType[*pgconn.PgError](err); refused || errors.Is(err, pgx.ErrTxCommitRollback) {
+	if err != nil && !errors.Is(err, engine.ErrCommitUnknown) {
 		retryAlone(ctx, s.group, ms)
 		return
 	}

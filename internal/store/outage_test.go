@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	codes "github.com/sagacity-go/sagacity/wire" // the package's tests declare a const wire
 )
 
 // outage is an engine over PostgreSQL reached through a cutter, with a
@@ -130,6 +132,43 @@ func TestPostgresOutageLong(t *testing.T) {
 	}
 	if r, err := o.e.Call(ctx, outageAgent, "s", "ok", "{}"); err != nil || r.Seq != 4 {
 		t.Errorf("Call after the database came back = %+v, %v; want executed at seq 4", r, err)
+	}
+}
+
+// TestPostgresOwnCallInDoubt cuts the database off after a tool ran, for
+// longer than the engine keeps trying to journal its outcome, on a
+// process whose runner lives: the call is in doubt to that process at
+// once, since it knows that nothing runs it. Sent again under its key it
+// answers IN_DOUBT, never "still running"; it is listed in doubt within
+// the in-doubt window; and its saga takes no other call until a person
+// resolves it.
+func TestPostgresOwnCallInDoubt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := newOutage(t, 300*time.Millisecond)
+	h := &engine.Heartbeat{Engine: o.e, Every: time.Hour}
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop(ctx)
+	ask := engine.Ask{Tool: "cutsTheLine", Input: `{"n":1}`, Key: "cut-1"}
+	if r, err := o.e.CallOnce(ctx, outageAgent, "s", ask); err != nil || r.Outcome != engine.OutcomeInDoubt {
+		t.Fatalf("CallOnce losing the database after the tool ran = %+v, %v; want IN_DOUBT", r, err)
+	}
+	o.px.Restore()
+
+	if r, err := o.e.CallOnce(ctx, outageAgent, "s", ask); err != nil || r.Outcome != engine.OutcomeInDoubt || r.Seq != 3 {
+		t.Errorf("the call again under its key = %+v, %v; want IN_DOUBT at seq 3", r, err)
+	}
+	if calls, err := o.e.InDoubt(ctx, outageAgent, -1); err != nil || len(calls) != 1 || calls[0].Seq != 3 {
+		t.Errorf("InDoubt within the in-doubt window = %+v, %v; want the call at seq 3", calls, err)
+	}
+	_, err := o.e.Call(ctx, outageAgent, "s", "ok", "{}")
+	if e, ok := errors.AsType[*engine.Error](err); !ok || e.Kind != engine.Conflict || e.Code != codes.CodeInDoubt {
+		t.Errorf("another call in the saga: %v; want Conflict %s", err, codes.CodeInDoubt)
+	}
+	if n := o.executed.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
 	}
 }
 

@@ -131,26 +131,27 @@ func (r batchRows) Close() {
 }
 
 // commit sends what is queued and COMMIT. A transaction that had failed
-// answers COMMIT with ROLLBACK, which is an error here.
+// answers COMMIT with ROLLBACK, which is an error here. When the trip
+// fails otherwise than by the server's refusal, the transaction may have
+// committed before the connection died, and the error says so (see
+// uncommitted).
 func (p *pipe) commit(ctx context.Context) error {
 	if !p.begun && len(p.queued) == 0 {
 		return nil // nothing was written or read
 	}
 	br, err := p.send(ctx, "COMMIT", nil)
 	if err != nil {
-		// A trip that carried COMMIT may have committed before the
-		// connection died: never run fn again after it.
-		p.first = false
-		return err
+		if !unsent(err) {
+			p.first = false // never run fn again after a trip that carried COMMIT
+		}
+		return uncommitted(err)
 	}
 	tag, err := br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	br.Close() // COMMIT answered is kept, whatever the connection does next
 	if err == nil && tag.String() == "ROLLBACK" {
 		err = pgx.ErrTxCommitRollback
 	}
-	return err
+	return uncommitted(err)
 }
 
 // rollback ends a transaction that failed. If it cannot, the connection

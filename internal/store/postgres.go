@@ -40,6 +40,11 @@ func openPostgres(ctx context.Context, url string, tracer pgx.QueryTracer) (*DB,
 	}
 	cfg.ConnConfig.RuntimeParams["timezone"] = "UTC"
 	cfg.ConnConfig.Tracer = tracer
+	// A connection whose backend was terminated, or whose server went
+	// away, while it sat in the pool is not handed out: its first round
+	// trip would fail, and when that trip carries a COMMIT nobody could
+	// tell whether it ran.
+	cfg.PrepareConn = func(_ context.Context, c *pgx.Conn) (bool, error) { return !closedWhileIdle(c.PgConn().Conn()), nil }
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
 	}

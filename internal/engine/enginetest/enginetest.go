@@ -86,6 +86,7 @@ var scenarios = []scenario{
 	{"Answers", withEnv(testAnswers)},
 	{"CutOff", testCutOff},
 	{"LiveRunner", testLiveRunner},
+	{"ReadAsItEnds", withEnv(testReadAsItEnds)},
 	{"Dismiss", withEnv(testDismiss)},
 	{"ApprovalRules", withEnv(testApprovalRules)},
 	{"FailsClosed", withEnv(testFailsClosed)},

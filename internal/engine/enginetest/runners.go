@@ -147,3 +147,72 @@ func testLiveRunner(t *testing.T, newHarness func(*testing.T) storetest.Harness)
 		t.Errorf("the payout once the provider answers = %+v; want it executed", r)
 	}
 }
+
+// heldDoubts is a store whose InDoubt, once told to, hands what it read
+// to the test and returns it only when the test says so.
+type heldDoubts struct {
+	storetest.DB
+	read chan []engine.Call
+	free chan struct{}
+}
+
+func (h *heldDoubts) InDoubt(ctx context.Context, sagaID string, before time.Time, gone []string) ([]engine.Call, error) {
+	calls, err := h.DB.InDoubt(ctx, sagaID, before, gone)
+	if h.read != nil {
+		h.read <- calls
+		<-h.free
+	}
+	return calls, err
+}
+
+// testReadAsItEnds: a call that its process runs is in doubt to it only
+// once it knows nothing runs it. A call whose execution ends, its outcome
+// journaled, while the process reads which calls are unsettled, is read
+// still running; the process, which no longer runs it, does not list it
+// in doubt for that.
+func testReadAsItEnds(t *testing.T, v *env) {
+	ctx := context.Background()
+	started, release := make(chan struct{}), make(chan struct{})
+	slow := engine.Tool{Name: "slowPayout", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
+		close(started)
+		<-release
+		return "paid", nil
+	}}}
+	db := &heldDoubts{DB: v.open()}
+	e, _ := v.engine(db, append(v.fx.tools(), slow)...)
+	h := &engine.Heartbeat{Engine: e, Every: time.Hour}
+	if err := h.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop(ctx)
+	ran := make(chan engine.CallResult, 1)
+	go func() {
+		r, err := e.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: "{}", Key: "payout-1"})
+		if err != nil {
+			t.Errorf("the payout: %v", err)
+		}
+		ran <- r
+	}()
+	<-started
+
+	db.read, db.free = make(chan []engine.Call), make(chan struct{})
+	listed := make(chan []engine.Call, 1)
+	go func() {
+		calls, err := e.InDoubt(ctx, auditor, -1)
+		if err != nil {
+			t.Errorf("InDoubt: %v", err)
+		}
+		listed <- calls
+	}()
+	if read := <-db.read; len(read) != 1 || read[0].ToolName != "slowPayout" {
+		t.Errorf("the store's InDoubt, given this process's runner, read %+v; want the running payout", read)
+	}
+	close(release)
+	if r := <-ran; r.Outcome != engine.OutcomeExecuted {
+		t.Errorf("the payout = %+v; want it executed", r)
+	}
+	close(db.free)
+	if calls := <-listed; len(calls) != 0 {
+		t.Errorf("InDoubt read as the payout ended = %+v; want none: its process ran it", calls)
+	}
+}
