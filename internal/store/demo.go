@@ -78,11 +78,3 @@ func (s *sqlStore) Transfer(ctx context.Context, key, beneficiary, amount string
 		return err
 	})
 }
-
-// small runs fn in a short transaction of its own, for state outside the
-// engine's sagas.
-func (s *sqlStore) small(ctx context.Context, fn func(conn) error) error {
-	ctx, cancel := context.WithTimeout(ctx, opTimeout)
-	defer cancel()
-	return mapErr(s.begin(ctx, fn))
-}
