@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
@@ -45,7 +46,7 @@ func verifyContenders(js [][]engine.Entry) ([]contender, error) {
 	for _, j := range js {
 		prev := engine.ZeroHash
 		for _, e := range j {
-			p := engine.AppendPreimage(nil, prev, e)
+			p := evidence.AppendPreimage(nil, prev, e)
 			if sum := sha256.Sum256(p); hex.EncodeToString(sum[:]) != e.Hash {
 				return nil, fmt.Errorf("preimage of %s seq=%d does not hash to its entry's hash", e.SagaID, e.Seq)
 			}
@@ -57,7 +58,7 @@ func verifyContenders(js [][]engine.Entry) ([]contender, error) {
 		start := time.Now()
 		for range n {
 			for _, j := range js {
-				if v := engine.Verify(j); !v.Valid {
+				if v := evidence.Verify(j); !v.Valid {
 					return 0, fmt.Errorf("verify: %s", v.Message)
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
@@ -119,20 +120,20 @@ func (k *providerKeys) fetch(ctx context.Context) error {
 // public JWK as JSON, under one of SigningAlgs, and returns what the
 // token says of the sign-in (engine.CheckIDToken). It checks no lifetime:
 // the token is evidence of when it was issued, long after it expired.
-// Invalid when the key or the token cannot be read, or the signature
-// does not verify.
+// An *evidence.Error when the key or the token cannot be read, or the
+// signature does not verify.
 func CheckIDToken(token string, key []byte) (engine.SignInClaims, error) {
 	var k jose.JSONWebKey
 	if err := k.UnmarshalJSON(key); err != nil || !k.Valid() || !k.IsPublic() {
-		return engine.SignInClaims{}, invalid("the provider key is no public JWK")
+		return engine.SignInClaims{}, notSigned("the provider key is no public JWK")
 	}
 	jws, err := jose.ParseSigned(token, jwtAlgs)
 	if err != nil || len(jws.Signatures) != 1 {
-		return engine.SignInClaims{}, invalid("the ID token is no compact JWS of one signature under %v", SigningAlgs)
+		return engine.SignInClaims{}, notSigned("the ID token is no compact JWS of one signature under %v", SigningAlgs)
 	}
 	payload, err := jws.Verify(k.Key)
 	if err != nil {
-		return engine.SignInClaims{}, invalid("the provider key does not verify the ID token's signature")
+		return engine.SignInClaims{}, notSigned("the provider key does not verify the ID token's signature")
 	}
 	var c struct {
 		Issuer   string          `json:"iss"`
@@ -143,19 +144,19 @@ func CheckIDToken(token string, key []byte) (engine.SignInClaims, error) {
 		Expiry   float64         `json:"exp"`
 	}
 	if err := json.Unmarshal(payload, &c); err != nil {
-		return engine.SignInClaims{}, invalid("the ID token's claims cannot be read")
+		return engine.SignInClaims{}, notSigned("the ID token's claims cannot be read")
 	}
 	var aud []string
 	if err := json.Unmarshal(c.Audience, &aud); err != nil {
 		var one string
 		if json.Unmarshal(c.Audience, &one) != nil {
-			return engine.SignInClaims{}, invalid("the ID token's audience cannot be read")
+			return engine.SignInClaims{}, notSigned("the ID token's audience cannot be read")
 		}
 		aud = []string{one}
 	}
 	tp, err := k.Thumbprint(crypto.SHA256)
 	if err != nil {
-		return engine.SignInClaims{}, invalid("the provider key has no thumbprint")
+		return engine.SignInClaims{}, notSigned("the provider key has no thumbprint")
 	}
 	at := func(f float64) time.Time {
 		if f <= 0 {
@@ -165,6 +166,11 @@ func CheckIDToken(token string, key []byte) (engine.SignInClaims, error) {
 	}
 	return engine.SignInClaims{Issuer: c.Issuer, Subject: c.Subject, Audience: aud, AuthTime: at(c.AuthTime), IssuedAt: at(c.IssuedAt),
 		Expiry: at(c.Expiry), Key: base64.RawURLEncoding.EncodeToString(tp)}, nil
+}
+
+// notSigned is CheckIDToken's refusal: evidence that does not hold.
+func notSigned(format string, args ...any) error {
+	return &evidence.Error{Msg: fmt.Sprintf(format, args...)}
 }
 
 // ProviderKeys reads a JSON Web Key Set, as a provider serves it at its

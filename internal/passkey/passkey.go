@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
@@ -165,7 +166,8 @@ func (rp *RP) ParseAssertion(response []byte) (engine.Assertion, error) {
 // whose COSE public key is publicKey, over challenge, made in a page of
 // one of origins for RP ID rpID, with the user present and verified; it
 // returns the authenticator's signature counter. It runs the same on the
-// server and offline. Invalid when it does not hold.
+// server and offline (evidence.CheckAssertion). An *evidence.Error when
+// it does not hold.
 func Check(a engine.Assertion, challenge, publicKey []byte, rpID string, origins []string) (uint32, error) {
 	b, err := json.Marshal(map[string]any{"id": a.Credential, "rawId": a.Credential, "type": "public-key",
 		"response": map[string]string{"authenticatorData": a.AuthenticatorData, "clientDataJSON": a.ClientData, "signature": a.Signature}})
@@ -174,11 +176,11 @@ func Check(a engine.Assertion, challenge, publicKey []byte, rpID string, origins
 	}
 	parsed, err := protocol.ParseCredentialRequestResponseBytes(b)
 	if err != nil {
-		return 0, refused("the assertion cannot be read", err)
+		return 0, &evidence.Error{Msg: said("the assertion cannot be read", err), Err: err}
 	}
 	if err := parsed.Verify(encode(challenge), rpID, "", origins, nil, nil, protocol.TopOriginImplicitVerificationMode, false,
 		true, true, publicKey, protocol.SignaturePolicy{}); err != nil {
-		return 0, refused("the passkey's assertion does not verify", err)
+		return 0, &evidence.Error{Msg: said("the passkey's assertion does not verify", err), Err: err}
 	}
 	return parsed.Response.AuthenticatorData.Counter, nil
 }
@@ -186,13 +188,18 @@ func Check(a engine.Assertion, challenge, publicKey []byte, rpID string, origins
 // refused is an Invalid error saying what failed, with go-webauthn's
 // detail.
 func refused(what string, err error) error {
+	return &engine.Error{Kind: engine.Invalid, Msg: said(what, err), Err: err}
+}
+
+// said says what failed, with go-webauthn's detail.
+func said(what string, err error) string {
 	detail := err.Error()
 	if pe, ok := errors.AsType[*protocol.Error](err); ok && pe.DevInfo != "" {
 		detail = pe.Details + ": " + pe.DevInfo
 	} else if ok {
 		detail = pe.Details
 	}
-	return &engine.Error{Kind: engine.Invalid, Msg: fmt.Sprintf("%s: %s", what, strings.TrimSuffix(detail, ": <nil>")), Err: err}
+	return fmt.Sprintf("%s: %s", what, strings.TrimSuffix(detail, ": <nil>"))
 }
 
 func encode(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"bufio"
@@ -114,7 +114,7 @@ const MaxNDJSONLine = 64 << 20
 
 // ReadNDJSON parses a journal export written by WriteNDJSON, and its
 // proofs, policy, passkey and sign-in lines and head when it carries them (nil
-// when not). Blank lines are skipped. It returns an Invalid error naming
+// when not). Blank lines are skipped. It returns an *Error naming
 // the line for anything that is not exactly that format: a missing or
 // unknown key, a wrong type, a timestamp that is not RFC 3339, an unknown
 // phase, proofs against different sizes, a policy, passkey or sign-in line that is
@@ -136,11 +136,11 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 			continue
 		}
 		if head != "" {
-			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: after the export's head", n)}
+			return nil, nil, &Error{Msg: fmt.Sprintf("line %d: after the export's head", n)}
 		}
 		if h, ok := parseHead(line); ok {
 			if head = h; head == "" {
-				return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: an empty head", n)}
+				return nil, nil, &Error{Msg: fmt.Sprintf("line %d: an empty head", n)}
 			}
 			continue
 		}
@@ -151,7 +151,7 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 			}
 		}
 		if kind < 0 && firstAttached != 0 {
-			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: an entry after the export's policy, passkey and sign-in lines", n)}
+			return nil, nil, &Error{Msg: fmt.Sprintf("line %d: an entry after the export's policy, passkey and sign-in lines", n)}
 		}
 		e, l, err := parseLine(line)
 		if err == nil && kind >= 0 {
@@ -165,7 +165,7 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 			}
 		}
 		if err != nil {
-			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: %v", n, err)}
+			return nil, nil, &Error{Msg: fmt.Sprintf("line %d: %v", n, err)}
 		}
 		var p [][]byte
 		if l.Proof != nil {
@@ -181,13 +181,13 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("reading export: %v", err), Err: err}
+		return nil, nil, &Error{Msg: fmt.Sprintf("reading export: %v", err), Err: err}
 	}
 	switch {
 	case head != "" && proofs == nil:
-		return nil, nil, Errorf(Invalid, "the export has a head but no proofs")
+		return nil, nil, errorf("the export has a head but no proofs")
 	case firstAttached != 0 && proofs == nil:
-		return nil, nil, Errorf(Invalid, "line %d: a policy, passkey or sign-in line in an export without proofs", firstAttached)
+		return nil, nil, errorf("line %d: a policy, passkey or sign-in line in an export without proofs", firstAttached)
 	case proofs != nil:
 		proofs.Of, proofs.Head = of, head
 		for i, a := range attachments {

@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"bytes"
@@ -208,7 +208,7 @@ func TestReadNDJSONRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := ReadNDJSON(strings.NewReader(tt.in))
-			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !IsKind(err, Invalid) {
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !isEvidence(err) {
 				t.Errorf("ReadNDJSON(%q) error = %v, want Invalid starting %q", tt.in, err, tt.want)
 			}
 		})

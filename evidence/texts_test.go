@@ -1,12 +1,16 @@
-package engine
+package evidence
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/mod/sumdb/note"
 )
 
 // signedTexts are the golden vectors of every kind of text the server
@@ -33,7 +37,7 @@ func textSamples() []struct {
 	h := func(s string) string { return PayloadHash(s) }
 	at := time.Date(2026, 11, 30, 10, 15, 3, 123456000, time.UTC)
 	signIn := time.Date(2026, 11, 30, 10, 2, 41, 0, time.UTC)
-	policy := Policy{}.String()
+	policy := "sagacity-policy/1 four-eyes=initiator,requester share-sagas=false" // the engine's access policy
 	approvals := h("the approval policy document")
 	enrolled := `{"credential":"AQIDBAUGBwgJCgsMDQ4PEA","identity":"https://idp.example.com#248289761001","issuer":"https://idp.example.com",` +
 		`"subject":"248289761001","publicKey":"pQECAyYgASFYIA","rpId":"sagacity.example.com","origin":"https://sagacity.example.com","counter":7}`
@@ -87,30 +91,30 @@ func textSamples() []struct {
 		{"export head", func() string {
 			return Head{SagaID: "transfer-77", Seq: 5, Hash: h("entry 5"), Time: at}.Text()
 		}},
-		{"policy: an approval policy document that took effect", func() string { return policyNote(approvals) }},
-		{"passkey: an enrolment", func() string { return serverNote(passkeyHeader, PasskeyEnrolled, enrolled) }},
+		{"policy: an approval policy document that took effect", func() string { return PolicyNote(approvals) }},
+		{"passkey: an enrolment", func() string { return PasskeyNotes.EntryNote(PasskeyEnrolled, enrolled) }},
 		{"passkey: a removal", func() string {
-			return serverNote(passkeyHeader, PasskeyRemoved, `{"credential":"AQIDBAUGBwgJCgsMDQ4PEA","identity":"https://idp.example.com#248289761001"}`)
+			return PasskeyNotes.EntryNote(PasskeyRemoved, `{"credential":"AQIDBAUGBwgJCgsMDQ4PEA","identity":"https://idp.example.com#248289761001"}`)
 		}},
 		{"passkey: a vote's counter", func() string {
-			return serverNote(passkeyHeader, PasskeyUsed, `{"credential":"AQIDBAUGBwgJCgsMDQ4PEA","identity":"https://idp.example.com#248289761001",`+
+			return PasskeyNotes.EntryNote(PasskeyUsed, `{"credential":"AQIDBAUGBwgJCgsMDQ4PEA","identity":"https://idp.example.com#248289761001",`+
 				`"counter":8,"saga":"transfer-77","seq":3}`)
 		}},
 		{"sign-in: a provider key", func() string {
-			return serverNote(signInHeader, ProviderKeyTool, `{"issuer":"https://idp.example.com","key":{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}}`)
+			return SignInNotes.EntryNote(ProviderKeyTool, `{"issuer":"https://idp.example.com","key":{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}}`)
 		}},
 		{"sign-in: a sign-in", func() string {
-			return serverNote(signInHeader, SignedInTool, `{"identity":"https://idp.example.com#248289761001","issuer":"https://idp.example.com",`+
+			return SignInNotes.EntryNote(SignedInTool, `{"identity":"https://idp.example.com#248289761001","issuer":"https://idp.example.com",`+
 				`"subject":"248289761001","clientId":"sagacity","authTime":"2026-11-30T10:02:41Z","reauth":true,"key":"kid-1","idToken":"eyJ.eyJ.sig"}`)
 		}},
 		{"notification: a delivery retried", func() string {
-			return serverNote(resendHeader, DeliveryRetried, `{"delivery":41,"event":"transfer-77/3","type":"request.created","endpoint":"ops","by":"token:approver","auth":"token"}`)
+			return NotificationNotes.EntryNote(DeliveryRetried, `{"delivery":41,"event":"transfer-77/3","type":"request.created","endpoint":"ops","by":"token:approver","auth":"token"}`)
 		}},
 		{"notification: an endpoint enabled", func() string {
-			return serverNote(resendHeader, EndpointEnabled, `{"endpoint":"ops","by":"token:approver","auth":"token"}`)
+			return NotificationNotes.EntryNote(EndpointEnabled, `{"endpoint":"ops","by":"token:approver","auth":"token"}`)
 		}},
 		{"runner: a retirement", func() string {
-			return retiredNote("b9b0c3c1-6a5e-4d1f-9c55-2f0ad4c1e2b7", "0f8a7d2e-3c4b-4a59-8e6f-1d2c3b4a5968")
+			return RetiredNote("b9b0c3c1-6a5e-4d1f-9c55-2f0ad4c1e2b7", "0f8a7d2e-3c4b-4a59-8e6f-1d2c3b4a5968")
 		}},
 	}
 }
@@ -147,11 +151,72 @@ func TestSignedTextVectors(t *testing.T) {
 	if len(got) != len(want) {
 		t.Fatalf("%d samples, %d vectors in %s", len(got), len(want), signedTexts)
 	}
-	for i := range got {
-		if got[i].Name != want[i].Name || got[i].Text != want[i].Text {
-			t.Errorf("%s: the text written =\n%q\nwant %s's vector %q\n%q", got[i].Name, got[i].Text, signedTexts, want[i].Name, want[i].Text)
+	forms := map[string]Form{}
+	for _, f := range []Form{receiptForm, ballotForm, headForm, policyForm, PasskeyNotes, SignInNotes, NotificationNotes, retiredForm} {
+		forms[f.Header] = f
+	}
+	for i, v := range want {
+		if got[i].Name != v.Name || got[i].Text != v.Text {
+			t.Errorf("%s: the text written =\n%q\nwant %s's vector %q\n%q", got[i].Name, got[i].Text, signedTexts, v.Name, v.Text)
+		}
+		// The codec reads the vector's text as its lines, and writes
+		// those lines as the text again.
+		f, ok := forms[v.Header]
+		if !ok {
+			t.Errorf("%s: no form has the header %q", v.Name, v.Header)
+			continue
+		}
+		var lines Fields
+		for _, l := range v.Lines {
+			lines = append(lines, Field{l[0], l[1]})
+		}
+		if fs, err := f.Decode(v.Text); err != nil || !slices.Equal(fs, lines) {
+			t.Errorf("%s: Decode = %v, %v; want the vector's lines %v", v.Name, fs, err, lines)
+		}
+		if got := f.Encode(lines...); got != v.Text {
+			t.Errorf("%s: Encode(its lines) = %q, want %q", v.Name, got, v.Text)
 		}
 	}
+}
+
+// TestSignedTextsRead: receipts and heads read back from their vectors'
+// texts as what wrote them.
+func TestSignedTextsRead(t *testing.T) {
+	for _, s := range textSamples() {
+		switch r, err := ParseReceipt(s.text()); {
+		case strings.HasPrefix(s.name, "receipt: ") && (err != nil || r.Text() != s.text()):
+			t.Errorf("%s: ParseReceipt = %+v, %v; want it to write the same text again", s.name, r, err)
+		case !strings.HasPrefix(s.name, "receipt: ") && err == nil:
+			t.Errorf("%s: ParseReceipt read %q as a receipt", s.name, s.text())
+		}
+	}
+	signer, v := testKey(t)
+	h := Head{SagaID: "transfer-77", Seq: 5, Hash: PayloadHash("entry 5"), Time: time.Date(2026, 11, 30, 10, 15, 3, 123456000, time.UTC)}
+	signed, err := note.Sign(&note.Note{Text: h.Text()}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := OpenHead(string(signed), v); err != nil || got != h {
+		t.Errorf("OpenHead(%q) = %+v, %v; want %+v", signed, got, err, h)
+	}
+}
+
+// testKey is a new note key pair, for tests that sign.
+func testKey(t *testing.T) (note.Signer, note.Verifier) {
+	t.Helper()
+	skey, vkey, err := note.GenerateKey(rand.Reader, "sagacity.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := note.NewVerifier(vkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return signer, v
 }
 
 // vectorsJSON writes vectors as the file keeps them: a vector's name,

@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"crypto/sha256"
@@ -93,7 +93,7 @@ func TestBallotVectors(t *testing.T) {
 // nonce and the challenge.
 func TestReadmeBallot(t *testing.T) {
 	v := readBallotVectors(t)[0]
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
