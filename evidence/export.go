@@ -43,7 +43,7 @@ type Trust struct {
 	// journals.
 	ProviderKeys map[string][]byte
 	// CheckAssertion checks passkey votes' assertions, and CheckIDToken
-	// sign-ins' ID tokens (passkey.Check and auth.CheckIDToken); a
+	// sign-ins' ID tokens (assertion.Check and OpenIDToken); a
 	// journal with a passkey vote, or a sign-in, does not verify
 	// without them.
 	CheckAssertion CheckAssertion

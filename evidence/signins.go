@@ -47,7 +47,7 @@ type SignInClaims struct {
 
 // CheckIDToken checks that an ID token's signature verifies with key (a
 // public JWK, as JSON) under an algorithm an ID token may use, and returns
-// its claims; an *Error when it does not. auth.CheckIDToken is one.
+// its claims; an *Error when it does not. OpenIDToken is one.
 type CheckIDToken func(token string, key []byte) (SignInClaims, error)
 
 // SignInRecord is a signed-in entry's input.

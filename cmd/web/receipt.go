@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/evidence"
-	"github.com/sagacity-go/sagacity/internal/passkey"
+	"github.com/sagacity-go/sagacity/evidence/assertion"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -212,7 +212,7 @@ func signedBy(r evidence.Receipt, v note.Verifier, pkFile, cpFile string) (strin
 	if err != nil {
 		return evidence.Message(err), nil
 	}
-	if why := evidence.VerifyPasskey(r, keys, passkey.Check); why != "" {
+	if why := evidence.VerifyPasskey(r, keys, assertion.Check); why != "" {
 		return "the vote is not " + r.Decider + "'s own: " + why, nil
 	}
 	return "", nil

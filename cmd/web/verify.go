@@ -8,8 +8,7 @@ import (
 	"os"
 
 	"github.com/sagacity-go/sagacity/evidence"
-	"github.com/sagacity-go/sagacity/internal/auth"
-	"github.com/sagacity-go/sagacity/internal/passkey"
+	"github.com/sagacity-go/sagacity/evidence/assertion"
 	"github.com/sagacity-go/sagacity/wire"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -63,12 +62,12 @@ func verify(args []string, stdout io.Writer) error {
 		if err != nil {
 			return exitError{2, err}
 		}
-		if trusted, err = auth.ProviderKeys(b); err != nil {
+		if trusted, err = evidence.ProviderKeys(b); err != nil {
 			return exitError{2, fmt.Errorf("verify: -provider-keys %s: %w", f.providerKeys, err)}
 		}
 	}
 	t := evidence.Trust{AllowUnproved: f.allowUnproved, AllowDev: f.allowDev, AllowUnprovedSignIn: f.allowUnprovedSignIn,
-		ProviderKeys: trusted, CheckAssertion: passkey.Check, CheckIDToken: auth.CheckIDToken}
+		ProviderKeys: trusted, CheckAssertion: assertion.Check, CheckIDToken: evidence.OpenIDToken}
 	if f.key != "" {
 		var err error
 		if t.Key, err = note.NewVerifier(f.key); err != nil {
