@@ -37,7 +37,7 @@ func journals(entries, length int) [][]engine.Entry {
 	return out
 }
 
-// verifyContenders are engine.Verify over every journal, and the floor:
+// verifyContenders are evidence.Verify over every journal, and the floor:
 // SHA-256 over the same bytes, made beforehand. One operation verifies
 // (or hashes) every entry once. The preimages are checked against the
 // hashes first, so the floor hashes exactly what Verify does.
@@ -76,5 +76,5 @@ func verifyContenders(js [][]engine.Entry) ([]contender, error) {
 		}
 		return time.Since(start) / time.Duration(n), nil
 	}
-	return []contender{{"engine.Verify", verify}, {"raw SHA-256", raw}}, nil
+	return []contender{{"evidence.Verify", verify}, {"raw SHA-256", raw}}, nil
 }

@@ -10,12 +10,13 @@ import (
 
 // The evidence the engine writes, and its checks, are package evidence's:
 // the hash chain, the payload lines, the signed texts, the requests'
-// lifecycle and votes, passkeys, sign-ins and exports. The engine uses
-// its types and constants under their names here, which the engine's
-// code and every shell (hundreds of call sites) name them by; of its
-// functions, those the stores' tests call through the engine keep a
-// name here too, returning the engine's errors. Everything else calls
-// package evidence.
+// lifecycle and votes, passkeys, sign-ins and exports. The engine, and
+// every shell (hundreds of call sites), name its types and constants by
+// the names here. Of its functions, those the engine calls at many sites
+// and the stores' tests call through it keep a name here too, returning
+// the engine's errors (internal/store's tests are not this change's to
+// rewrite); tally, gateRefusal, cleanLine and validName keep the names
+// calls.go calls them by. Everything else calls package evidence.
 
 // The journal's vocabulary.
 type (
@@ -46,9 +47,7 @@ type (
 	Assertion     = evidence.Assertion
 	// CheckAssertion checks a passkey's assertion (passkey.Check).
 	CheckAssertion  = evidence.CheckAssertion
-	SignInClaims    = evidence.SignInClaims
 	CheckIDToken    = evidence.CheckIDToken
-	SignInEntry     = evidence.SignInEntry
 	SignIns         = evidence.SignIns
 	Identity        = evidence.Identity
 	DecisionReceipt = evidence.DecisionReceipt
@@ -127,7 +126,6 @@ const (
 	KeyReason      = evidence.KeyReason
 	KeyReceipt     = evidence.KeyReceipt
 	KeyDropped     = evidence.KeyDropped
-	KeyError       = evidence.KeyError
 	KeyAttempted   = evidence.KeyAttempted
 	KeyResult      = evidence.KeyResult
 )
@@ -172,14 +170,8 @@ const (
 
 // The approval policy's bounds and values.
 const (
-	MaxSteps        = evidence.MaxSteps
-	MaxQuorum       = evidence.MaxQuorum
-	MinWindow       = evidence.MinWindow
-	MaxWindow       = evidence.MaxWindow
-	MaxStepUp       = evidence.MaxStepUp
 	PasskeyRequired = evidence.PasskeyRequired
 	ReasonRequired  = evidence.ReasonRequired
-	OnErrorRefuse   = evidence.OnErrorRefuse
 	OnErrorSkip     = evidence.OnErrorSkip
 )
 

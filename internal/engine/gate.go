@@ -541,7 +541,8 @@ func closedIn(entries []Entry, sagaID string, seq int64) (*closed, error) {
 	return l, none
 }
 
-// closed is a request as closedIn reads it from its journal.
+// closed is a request as closedIn reads it from its journal, which
+// fate (calls.go) words with how.
 type closed struct{ *Life }
 
 // how says how it was closed: "rejected at seq=5".

@@ -12,6 +12,11 @@ import (
 	"github.com/sagacity-go/sagacity/wire"
 )
 
+// People enrol passkeys and vote with them here, each enrolment, removal
+// and vote's counter journaled, signed, in PasskeySaga; what a passkey
+// signs for a vote, and the check of a vote against that journal, on the
+// server and offline, are package evidence's.
+
 // CeremonyTTL is how long a browser has to answer a ceremony.
 const CeremonyTTL = 2 * time.Minute
 
