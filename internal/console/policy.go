@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/web/templates"
@@ -21,7 +20,7 @@ func (h *Handlers) Policy(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := templates.PolicyPage{Chrome: h.chrome(r, "Approval policy", "/policy"), InForce: inForce}
 	for _, d := range slices.Backward(docs) {
-		a, err := evidence.ParsePolicy(d.Text)
+		a, err := engine.ParsePolicy(d.Text)
 		doc := templates.PolicyDoc{Hash: d.Hash, Since: h.when(d.Since), Current: d.Hash == inForce,
 			Href: templates.EntryHref(engine.PolicySaga, d.Seq), Text: d.Text}
 		if err != nil {

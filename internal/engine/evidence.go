@@ -12,11 +12,12 @@ import (
 // the hash chain, the payload lines, the signed texts, the requests'
 // lifecycle and votes, passkeys, sign-ins and exports. The engine, and
 // every shell (hundreds of call sites), name its types and constants by
-// the names here. Of its functions, those the engine calls at many sites
-// and the stores' tests call through it keep a name here too, returning
-// the engine's errors (internal/store's tests are not this change's to
-// rewrite); tally, gateRefusal, cleanLine and validName keep the names
-// calls.go calls them by. Everything else calls package evidence.
+// the names here. Of its functions, those the engine calls at many
+// sites, whose errors a shell reads, or that the stores' tests call
+// through the engine keep a name here too, returning the engine's errors
+// (Invalid, with the evidence's message); tally, gateRefusal, cleanLine
+// and validName keep the names calls.go calls them by. Everything else
+// calls package evidence.
 
 // The journal's vocabulary.
 type (
@@ -204,6 +205,13 @@ func DecodeText(s string) (string, error) {
 
 // CompilePolicy is evidence.CompilePolicy.
 func CompilePolicy(spec PolicySpec) (*Approvals, error) { return evidence.CompilePolicy(spec) }
+
+// ParsePolicy is evidence.ParsePolicy; Invalid when the text is no
+// canonical approval policy document.
+func ParsePolicy(text string) (*Approvals, error) {
+	a, err := evidence.ParsePolicy(text)
+	return a, invalid(err)
+}
 
 // ReceiptOf is evidence.ReceiptOf.
 func ReceiptOf(e Entry) string { return evidence.ReceiptOf(e) }

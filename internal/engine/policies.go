@@ -129,7 +129,7 @@ func (e *Engine) Policy(ctx context.Context, hash string) (*Approvals, error) {
 			if d.Hash != hash {
 				continue
 			}
-			a, err := evidence.ParsePolicy(d.Text)
+			a, err := ParsePolicy(d.Text)
 			if err != nil {
 				return nil, Errorf(Conflict, "approval policy %s no longer compiles: %s", short12(hash), msgOf(err))
 			}
