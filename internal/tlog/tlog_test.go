@@ -85,3 +85,17 @@ func TestTree(t *testing.T) {
 		t.Errorf("extend with a node missing = %v, want Conflict", err)
 	}
 }
+
+// TestMsg: a refusal names what does not hold, never its cause: an
+// engine error's message, and a checkpoint's or a proof's as evidence
+// says it.
+func TestMsg(t *testing.T) {
+	old, cp := engine.Checkpoint{Size: 2, Root: make([]byte, 32)}, engine.Checkpoint{Size: 3, Root: make([]byte, 32)}
+	err := VerifyConsistency(old, cp, nil)
+	if got, want := msg(err), "the log at size 2 is not a prefix of the log at size 3: the log was rewritten"; got != want {
+		t.Errorf("msg(VerifyConsistency(a proof that is none)) = %q, want %q", got, want)
+	}
+	if got := msg(engine.Errorf(engine.Conflict, "halted")); got != "halted" {
+		t.Errorf("msg(an engine error) = %q, want its message", got)
+	}
+}
