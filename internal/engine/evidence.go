@@ -270,6 +270,16 @@ func cleanLine(s string) string { return evidence.CleanLine(s) }
 // (evidence.CheckName). Invalid when it is none.
 func validName(what, s string) error { return invalid(evidence.CheckName(what, s)) }
 
+// evidential is err, of what the engine hands evidence's checks to read
+// (a policy, the passkeys), as evidence that does not hold: its message
+// for people (msgOf), which a verification shows, and never its cause.
+func evidential(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &evidence.Error{Msg: msgOf(err), Err: err}
+}
+
 // invalid is err, evidence that does not hold (an *evidence.Error), as
 // the engine's Invalid error, whose kind and message its callers and the
 // shells read; any other error as it is.

@@ -91,7 +91,10 @@ func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies
 		return v, nil
 	}
 	lc, _ := evidence.ReadLifecycle(entries)
-	v, rulings := evidence.VerifyVotes(entries, lc, policies, e.keys.Verifier(), e.keyring(passkeys))
+	v, rulings := evidence.VerifyVotes(entries, lc, func(hash string) (*Approvals, error) {
+		a, err := policies(hash)
+		return a, evidential(err)
+	}, e.keys.Verifier(), e.keyring(passkeys))
 	if !v.Valid {
 		return v, rulings
 	}
@@ -147,7 +150,7 @@ func (e *Engine) keyring(passkeys func() ([]Entry, error)) Keyring {
 				read, err = ReadPasskeys(entries, e.keys.Verifier())
 			}
 		}
-		return read, err
+		return read, evidential(err)
 	}}
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -77,5 +78,22 @@ func TestVerifySaga(t *testing.T) {
 				t.Errorf("VerifySaga() = %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCheckShowsNoCause: a verification that a policy could not be read
+// for says what the engine says of it, never its cause (a store's error),
+// as before the checks were evidence's.
+func TestCheckShowsNoCause(t *testing.T) {
+	hash := PayloadHash("a policy")
+	es := chain(1)
+	es[0].Phase, es[0].Payload = PhaseAwaitingApproval, Lines{{Key: KeyRequester, Value: "agent"}, {Key: KeyRule, Value: "large"}, {Key: KeyPolicy, Value: hash}}.String()
+	es[0].Hash = Hash(ZeroHash, es[0])
+	e := &Engine{keys: testKeys(t)}
+	down := &Error{Kind: Unavailable, Msg: "the database is unavailable", Err: errors.New("dial tcp 10.0.0.5:5432: connection refused")}
+	v, _ := e.check(es, Saga{ID: "s1", HeadSeq: 1, HeadHash: es[0].Hash}, nil, func(string) (*Approvals, error) { return nil, down },
+		func() ([]Entry, error) { return nil, down })
+	if want := "seq=1 (entry 0) is a request under approval policy " + hash + ": the database is unavailable"; v.Valid || v.Message != want {
+		t.Errorf("check(a policy the store cannot read) = %+v; want %q", v, want)
 	}
 }
