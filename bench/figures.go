@@ -93,7 +93,7 @@ func (b *bench) engineFigures(ctx context.Context) (err error) {
 // for a moment's noise on this machine to move one round's ratio.
 const verifyPasses = 10
 
-// verifyFigure compares engine.Verify with raw SHA-256 over the same
+// verifyFigure compares evidence.Verify with raw SHA-256 over the same
 // bytes, in memory.
 func (b *bench) verifyFigure(ctx context.Context) error {
 	progress(b.start, "verify: one journal of %d entries in memory", b.c.verifyN)

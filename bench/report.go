@@ -188,7 +188,7 @@ func (r *report) markdown() []byte {
 		"group, spread over %d workers), one contender after the other, the order rotating from round to "+
 		"round; a round's ratio compares its contenders measured within seconds of each other, and the "+
 		"table gives the median of %d rounds' ratios and their range. Time per operation is wall time over "+
-		"operations, so at %d workers it is the inverse of throughput. Verification is `engine.Verify` "+
+		"operations, so at %d workers it is the inverse of throughput. Verification is `evidence.Verify` "+
 		"over one journal of all the entries, in memory, which it checks a chunk at a time on every core, against "+
 		"`sha256.Sum256` on one core over the same bytes, prepared beforehand, %d passes a round, first in the run, while nothing else keeps a core busy. For growth, each store is seeded with SQL (sagas of %d executed "+
 		"calls, their hashes not chained: a call reads no other saga's journal), its entries given their "+

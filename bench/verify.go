@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
@@ -36,7 +37,7 @@ func journals(entries, length int) [][]engine.Entry {
 	return out
 }
 
-// verifyContenders are engine.Verify over every journal, and the floor:
+// verifyContenders are evidence.Verify over every journal, and the floor:
 // SHA-256 over the same bytes, made beforehand. One operation verifies
 // (or hashes) every entry once. The preimages are checked against the
 // hashes first, so the floor hashes exactly what Verify does.
@@ -45,7 +46,7 @@ func verifyContenders(js [][]engine.Entry) ([]contender, error) {
 	for _, j := range js {
 		prev := engine.ZeroHash
 		for _, e := range j {
-			p := engine.AppendPreimage(nil, prev, e)
+			p := evidence.AppendPreimage(nil, prev, e)
 			if sum := sha256.Sum256(p); hex.EncodeToString(sum[:]) != e.Hash {
 				return nil, fmt.Errorf("preimage of %s seq=%d does not hash to its entry's hash", e.SagaID, e.Seq)
 			}
@@ -57,7 +58,7 @@ func verifyContenders(js [][]engine.Entry) ([]contender, error) {
 		start := time.Now()
 		for range n {
 			for _, j := range js {
-				if v := engine.Verify(j); !v.Valid {
+				if v := evidence.Verify(j); !v.Valid {
 					return 0, fmt.Errorf("verify: %s", v.Message)
 				}
 			}
@@ -75,5 +76,5 @@ func verifyContenders(js [][]engine.Entry) ([]contender, error) {
 		}
 		return time.Since(start) / time.Duration(n), nil
 	}
-	return []contender{{"engine.Verify", verify}, {"raw SHA-256", raw}}, nil
+	return []contender{{"evidence.Verify", verify}, {"raw SHA-256", raw}}, nil
 }

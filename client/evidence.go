@@ -1,16 +1,16 @@
 package client
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 
-	"github.com/sagacity-go/sagacity/wire"
+	"github.com/sagacity-go/sagacity/evidence"
+	"github.com/sagacity-go/sagacity/evidence/assertion"
+	"golang.org/x/mod/sumdb/note"
 )
 
 // Audit exports a saga's journal, oldest entry first: GET
@@ -22,28 +22,6 @@ func (c *Client) Audit(ctx context.Context, sagaID string) ([]Entry, error) {
 
 // Latest names the newest checkpoint, for AuditProofs and Checkpoint.
 const Latest = 0
-
-// Proved is a saga's journal exported with its proofs, and the saga's
-// head as the server exported it: a signed note (sagacity saga head v1)
-// naming the seq and hash of its last entry, so that an export whose tail
-// was cut on the way is caught. Policies are the entries of the server's
-// saga "sagacity:policies" holding the approval policies the saga's
-// requests pin, proved against the same checkpoint: what sagacity verify
-// checks each request's votes against. Passkeys are the entries of its
-// saga "sagacity:passkeys" enrolling and removing the passkeys the saga's
-// votes were signed with, proved the same way: what binds each key to a
-// person. SignIns are the entries of its saga "sagacity:sign-ins" holding
-// the identity provider's signed ID tokens of the sign-ins its decisions
-// and those enrolments name, and the provider keys that verify them. The
-// server exports them to those who may read the policies (approvers and
-// auditors), not to agents.
-type Proved struct {
-	Entries  []Entry
-	Policies []Entry
-	Passkeys []Entry
-	SignIns  []Entry
-	Head     string
-}
 
 // AuditProofs exports a saga's journal with the inclusion proof of each
 // entry in the global log at the checkpoint of treeSize (Latest for the
@@ -64,8 +42,8 @@ func (c *Client) AuditProofs(ctx context.Context, sagaID string, treeSize int64)
 	return p, err
 }
 
-// audit reads an export; the policy and passkey lines and the signed
-// head of an export with proofs, its last lines, into p.
+// audit reads an export, with package evidence's reader: its entries,
+// and into p, when it is one with proofs, all of it.
 func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, p *Proved) ([]Entry, error) {
 	a, err := c.send(ctx, http.MethodGet, sagaPath("audit", sagaID), query, nil, nil)
 	if err != nil {
@@ -74,40 +52,50 @@ func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, p *
 	if !a.ok() {
 		return nil, newError(a)
 	}
-	var entries []Entry
-	sc := bufio.NewScanner(bytes.NewReader(a.body))
-	sc.Buffer(nil, maxAnswer)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var h wire.ExportHead
-		if p != nil && json.Unmarshal(sc.Bytes(), &h) == nil && h.Head != "" {
-			p.Head = h.Head
-			continue
-		}
-		var pl wire.ExportPolicy
-		if p != nil && json.Unmarshal(sc.Bytes(), &pl) == nil && pl.Policy.SagaID != "" {
-			p.Policies = append(p.Policies, pl.Policy)
-			continue
-		}
-		var pk wire.ExportPasskey
-		if p != nil && json.Unmarshal(sc.Bytes(), &pk) == nil && pk.Passkey.SagaID != "" {
-			p.Passkeys = append(p.Passkeys, pk.Passkey)
-			continue
-		}
-		var si wire.ExportSignIn
-		if p != nil && json.Unmarshal(sc.Bytes(), &si) == nil && si.SignIn.SagaID != "" {
-			p.SignIns = append(p.SignIns, si.SignIn)
-			continue
-		}
-		var e Entry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("sagacity: GET %s: line %d: %w", a.path, n, err)
-		}
-		entries = append(entries, e)
+	entries, proofs, err := evidence.ReadNDJSON(bytes.NewReader(a.body))
+	if err != nil {
+		return nil, fmt.Errorf("sagacity: GET %s: %w", a.path, err)
 	}
-	return entries, sc.Err()
+	x := evidence.ExportOf(entries, proofs)
+	if p != nil {
+		*p = x
+	}
+	return x.Entries, nil
+}
+
+// VerifyExport checks offline, without the server, a saga's export
+// AuditProofs returned, as sagacity verify -key key -checkpoint
+// checkpoint does (evidence.VerifyExport): its hash chain and the rules
+// of its requests; every decision's receipt, none signed in dev mode;
+// that every request met the rule of the approval policy it pinned, and
+// every passkey vote its enrolment; that the export ends at the head the
+// server signed; that the identity provider signed each OIDC decider's
+// sign-in; and every entry's and attached line's proof of inclusion in
+// the log the checkpoint signed. key is the server's public key (Keys),
+// checkpoint a signed checkpoint (Checkpoint) of the size the export was
+// proved against. An export that does not verify, or a checkpoint the key
+// did not sign, is a Verification, not an error; an error when key is
+// no public key, or the export cannot be verified as asked (no entries,
+// no proofs, proofs against another size than the checkpoint's).
+func VerifyExport(p Proved, key, checkpoint string) (Verification, error) {
+	v, err := note.NewVerifier(key)
+	if err != nil {
+		return Verification{}, fmt.Errorf("sagacity: not a public key: %w", err)
+	}
+	cp, err := evidence.OpenCheckpoint(checkpoint, v)
+	if err != nil {
+		return evidence.Broken(0, -1, "the checkpoint: "+evidence.Message(err)), nil
+	}
+	entries, proofs, err := evidence.ReadExport(p)
+	if err == nil {
+		var res Verification
+		res, _, err = evidence.VerifyExport(entries, proofs, evidence.Trust{Key: v, Checkpoint: &cp,
+			CheckAssertion: assertion.Check, CheckIDToken: evidence.OpenIDToken})
+		if err == nil {
+			return res, nil
+		}
+	}
+	return Verification{}, fmt.Errorf("sagacity: the export: %w", err)
 }
 
 // Verify checks a saga's journal: its hash chain, the receipts of its

@@ -42,6 +42,21 @@ type (
 	Policies = wire.Policies
 	// PolicyDocument is one approval policy as it took effect.
 	PolicyDocument = wire.PolicyDocument
+	// Proved is a saga's journal exported with its proofs, and the saga's
+	// head as the server exported it: a signed note (sagacity saga head v1)
+	// naming the seq and hash of its last entry, so that an export whose tail
+	// was cut on the way is caught. Policies are the entries of the server's
+	// saga "sagacity:policies" holding the approval policies the saga's
+	// requests pin, proved against the same checkpoint: what sagacity verify
+	// checks each request's votes against. Passkeys are the entries of its
+	// saga "sagacity:passkeys" enrolling and removing the passkeys the saga's
+	// votes were signed with, proved the same way: what binds each key to a
+	// person. SignIns are the entries of its saga "sagacity:sign-ins" holding
+	// the identity provider's signed ID tokens of the sign-ins its decisions
+	// and those enrolments name, and the provider keys that verify them. The
+	// server exports them to those who may read the policies (approvers and
+	// auditors), not to agents.
+	Proved = wire.Export
 )
 
 // A saga's statuses.

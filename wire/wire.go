@@ -332,6 +332,18 @@ type ExportHead struct {
 	Head string `json:"head"`
 }
 
+// Export is a journal export with its proofs as its lines read (GET
+// /sagacity/audit/{sagaId}?proofs=N): its entries, oldest first, each
+// with its proof when the checkpoint covers it; its ExportPolicy,
+// ExportPasskey and ExportSignIn lines' entries; and its ExportHead.
+type Export struct {
+	Entries  []Entry
+	Policies []Entry
+	Passkeys []Entry
+	SignIns  []Entry
+	Head     string
+}
+
 // ExportPolicy is a line of an export with proofs, after the entries and
 // before the head, one for each approval policy the saga's requests pin:
 // the entry of the server's own saga "sagacity:policies" that holds the

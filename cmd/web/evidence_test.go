@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 )
@@ -80,13 +81,13 @@ func TestVerifyOffline(t *testing.T) {
 
 	// Altered on the way: a proof's hash, and a checkpoint signed by
 	// another key.
-	es, proofs, err := engine.ReadNDJSON(strings.NewReader(export))
+	es, proofs, err := evidence.ReadNDJSON(strings.NewReader(export))
 	if err != nil {
 		t.Fatal(err)
 	}
 	proofs.Of[0][0][0] ^= 1
 	var altered bytes.Buffer
-	engine.WriteNDJSON(&altered, es, proofs)
+	evidence.WriteNDJSON(&altered, es, proofs)
 	alteredFile := save("altered.ndjson", altered.String())
 	// Cut on the way: the last entry dropped (its head kept), the head
 	// dropped, the first entry's proof dropped, the last entry's proof
@@ -94,12 +95,12 @@ func TestVerifyOffline(t *testing.T) {
 	// says). The policy lines stay.
 	resave := func(name string, es []engine.Entry, ps *engine.Proofs) string {
 		var b bytes.Buffer
-		if err := engine.WriteNDJSON(&b, es, ps); err != nil {
+		if err := evidence.WriteNDJSON(&b, es, ps); err != nil {
 			t.Fatal(err)
 		}
 		return save(name, b.String())
 	}
-	es, proofs, err = engine.ReadNDJSON(strings.NewReader(export)) // unaltered
+	es, proofs, err = evidence.ReadNDJSON(strings.NewReader(export)) // unaltered
 	if err != nil {
 		t.Fatal(err)
 	}

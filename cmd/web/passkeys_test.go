@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/passkey"
 	"github.com/sagacity-go/sagacity/internal/testkit"
@@ -121,7 +122,7 @@ func TestVerifyPasskeys(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ls := engine.ParseLines(es[i].Payload)
+				ls := evidence.ParseLines(es[i].Payload)
 				for j := range ls {
 					if ls[j].Key == engine.KeyReceipt {
 						ls[j].Value = base64.StdEncoding.EncodeToString([]byte(note))

@@ -9,9 +9,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/passkey"
-	"github.com/sagacity-go/sagacity/internal/tlog"
+	"github.com/sagacity-go/sagacity/evidence"
+	"github.com/sagacity-go/sagacity/evidence/assertion"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -59,7 +58,7 @@ type passkeyJSON struct {
 }
 
 // printed is receipt r as verify-receipt prints it.
-func printed(r engine.Receipt) *receiptJSON {
+func printed(r evidence.Receipt) *receiptJSON {
 	out := &receiptJSON{SagaID: r.SagaID, Seq: r.Seq, Entry: r.Entry, PayloadSHA256: r.PayloadSHA256, Decision: string(r.Decision),
 		Decider: r.Decider, Issuer: r.Issuer, Subject: r.Subject, Auth: string(r.Auth), Time: r.Time.UTC(), Policy: r.Policy,
 		ApprovalPolicy: r.ApprovalPolicy, Rule: r.Rule, EligibleAs: r.EligibleAs, Vote: r.Vote, Quorum: r.Quorum, Reason: r.Reason,
@@ -78,9 +77,9 @@ func printed(r engine.Receipt) *receiptJSON {
 // otherBytes says why payload, read from file, is not the bytes receipt
 // r was signed about, naming a line break at the end as all that differs
 // when it is (an editor, echo or a copy and paste adds one, or drops it).
-func otherBytes(r engine.Receipt, payload []byte, file string) string {
+func otherBytes(r evidence.Receipt, payload []byte, file string) string {
 	msg := "the receipt is about other bytes than " + file
-	about := func(b []byte) bool { return engine.PayloadHash(string(b)) == r.PayloadSHA256 }
+	about := func(b []byte) bool { return evidence.PayloadHash(string(b)) == r.PayloadSHA256 }
 	for _, nl := range []string{"\r\n", "\n"} {
 		if cut, ok := bytes.CutSuffix(payload, []byte(nl)); ok && about(cut) {
 			return fmt.Sprintf("%s: it ends with a line break (%q) that the decided bytes do not have; without it they are the same "+
@@ -139,13 +138,13 @@ func verifyReceipt(args []string, stdout io.Writer) error {
 		return exitError{2, err}
 	}
 	out := receiptCheck{}
-	r, err := engine.OpenReceipt(string(signed), v)
+	r, err := evidence.OpenReceipt(string(signed), v)
 	switch {
 	case err != nil:
-		out.Message = err.(*engine.Error).Msg
-	case r.PayloadSHA256 != engine.PayloadHash(string(payload)):
+		out.Message = evidence.Message(err)
+	case r.PayloadSHA256 != evidence.PayloadHash(string(payload)):
 		out.Receipt, out.Message = printed(r), otherBytes(r, payload, fs.Arg(1))
-	case r.Auth == engine.AuthDev && !f.allowDev:
+	case r.Auth == evidence.AuthDev && !f.allowDev:
 		out.Receipt, out.Message = printed(r), "the decision was made in dev mode (auth: dev): "+r.Decider+"'s name was typed, not verified; -allow-dev accepts it"
 	default:
 		out.Receipt, out.Valid = printed(r), true
@@ -176,7 +175,7 @@ func verifyReceipt(args []string, stdout io.Writer) error {
 // its passkey's enrolment in the export pkFile, proved in the log the
 // checkpoint in cpFile signed when given; "" when it holds. An export or
 // checkpoint that cannot be read is an error (exit 2).
-func signedBy(r engine.Receipt, v note.Verifier, pkFile, cpFile string) (string, error) {
+func signedBy(r evidence.Receipt, v note.Verifier, pkFile, cpFile string) (string, error) {
 	if pkFile == "" {
 		return fmt.Sprintf("the vote carries %s's passkey assertion, which only the passkey's enrolment checks: "+
 			"give -passkeys an export with proofs of saga %s", r.Decider, r.SagaID), nil
@@ -186,7 +185,7 @@ func signedBy(r engine.Receipt, v note.Verifier, pkFile, cpFile string) (string,
 		return "", exitError{2, err}
 	}
 	defer f.Close()
-	_, proofs, err := engine.ReadNDJSON(f)
+	_, proofs, err := evidence.ReadNDJSON(f)
 	if err != nil {
 		return "", exitError{2, fmt.Errorf("%s: %w", pkFile, err)}
 	}
@@ -198,22 +197,22 @@ func signedBy(r engine.Receipt, v note.Verifier, pkFile, cpFile string) (string,
 		if err != nil {
 			return "", exitError{2, err}
 		}
-		cp, err := tlog.OpenCheckpoint(string(signed), v)
+		cp, err := evidence.OpenCheckpoint(string(signed), v)
 		if err != nil {
-			return cpFile + ": " + err.(*engine.Error).Msg, nil
+			return cpFile + ": " + evidence.Message(err), nil
 		}
 		if proofs.TreeSize != cp.Size {
 			return "", exitError{2, fmt.Errorf("%s: its proofs are against the log at size %d, the checkpoint is of size %d", pkFile, proofs.TreeSize, cp.Size)}
 		}
-		if bad, why := unproved(proofs.Passkeys, engine.PasskeySaga, cp); bad >= 0 {
+		if bad, why := proofs.Passkeys.Unproved(evidence.PasskeySaga, cp); bad >= 0 {
 			return why, nil
 		}
 	}
-	keys, err := engine.ReadPasskeys(proofs.Passkeys.Entries, v)
+	keys, err := evidence.ReadPasskeys(proofs.Passkeys.Entries, v)
 	if err != nil {
-		return err.(*engine.Error).Msg, nil
+		return evidence.Message(err), nil
 	}
-	if why := engine.VerifyPasskey(r, keys, passkey.Check); why != "" {
+	if why := evidence.VerifyPasskey(r, keys, assertion.Check); why != "" {
 		return "the vote is not " + r.Decider + "'s own: " + why, nil
 	}
 	return "", nil

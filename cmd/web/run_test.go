@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/testkit"
@@ -198,7 +199,7 @@ func export(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := engine.WriteNDJSON(&b, es, nil); err != nil {
+	if err := evidence.WriteNDJSON(&b, es, nil); err != nil {
 		t.Fatal(err)
 	}
 	return b.Bytes()
@@ -246,7 +247,7 @@ func TestVerifyCommand(t *testing.T) {
 	}
 	// The journal's own rules hold offline too: the gated request
 	// resumed twice, with its chain and head recomputed, is a break.
-	es, _, err := engine.ReadNDJSON(bytes.NewReader(good))
+	es, _, err := evidence.ReadNDJSON(bytes.NewReader(good))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func TestVerifyCommand(t *testing.T) {
 		es = append(es, en)
 	}
 	var twice bytes.Buffer
-	if err := engine.WriteNDJSON(&twice, es, nil); err != nil {
+	if err := evidence.WriteNDJSON(&twice, es, nil); err != nil {
 		t.Fatal(err)
 	}
 	want := `"breakAtIndex":6,"message":"seq=7 (entry 6) executes the request at seq=3 again: it was resumed at seq=5"`

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 )
@@ -166,7 +167,7 @@ func withReceipt(t *testing.T, payload string, keys *engine.Keys, text string) s
 	if err != nil {
 		t.Fatal(err)
 	}
-	ls := engine.ParseLines(payload)
+	ls := evidence.ParseLines(payload)
 	for i := range ls {
 		if ls[i].Key == engine.KeyReceipt {
 			ls[i].Value = base64.StdEncoding.EncodeToString([]byte(n))

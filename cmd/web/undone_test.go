@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/testkit"
@@ -48,7 +49,7 @@ func TestVerifyUndoneByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := engine.WriteNDJSON(&b, es, nil); err != nil {
+	if err := evidence.WriteNDJSON(&b, es, nil); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "s1.ndjson")
@@ -61,13 +62,13 @@ func TestVerifyUndoneByHand(t *testing.T) {
 	}
 	// Its receipt is checked: the record with another reason is refused.
 	forged := bytes.Replace(b.Bytes(), []byte(`reason=refunded in the processor's dashboard`), []byte(`reason=refunded by phone`), 1)
-	tampered, _, err := engine.ReadNDJSON(bytes.NewReader(forged))
+	tampered, _, err := evidence.ReadNDJSON(bytes.NewReader(forged))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tampered[5].Hash = engine.Hash(tampered[4].Hash, tampered[5])
 	b.Reset()
-	if err := engine.WriteNDJSON(&b, tampered, nil); err != nil {
+	if err := evidence.WriteNDJSON(&b, tampered, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/testkit"
@@ -86,7 +87,7 @@ func TestVerifyVotes(t *testing.T) {
 	// line of receipt.
 	vote := func(receipt string) func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
 		return func(es []engine.Entry, ps *engine.Proofs) []engine.Entry {
-			ls := engine.ParseLines(es[2].Payload)
+			ls := evidence.ParseLines(es[2].Payload)
 			for i, l := range ls {
 				switch l.Key {
 				case engine.KeyApprover:
@@ -327,7 +328,7 @@ func (x exporter) export(name string, alter func(es []engine.Entry, ps *engine.P
 		prev = es[i].Hash
 	}
 	if x.keys != nil {
-		h, err := engine.OpenHead(ps.Head, x.keys.Verifier())
+		h, err := evidence.OpenHead(ps.Head, x.keys.Verifier())
 		if err != nil {
 			x.t.Fatal(err)
 		}
@@ -337,7 +338,7 @@ func (x exporter) export(name string, alter func(es []engine.Entry, ps *engine.P
 		}
 	}
 	var b bytes.Buffer
-	if err := engine.WriteNDJSON(&b, es, ps); err != nil {
+	if err := evidence.WriteNDJSON(&b, es, ps); err != nil {
 		x.t.Fatal(err)
 	}
 	return x.save(name, b.String())

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -141,7 +142,7 @@ func (h *Handlers) Audit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
-	return engine.WriteNDJSON(w, entries, proofs)
+	return evidence.WriteNDJSON(w, entries, proofs)
 }
 
 // checkpointSize reads a size parameter: "latest" is 0.

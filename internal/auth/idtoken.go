@@ -5,15 +5,14 @@ import (
 	"crypto"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
@@ -22,15 +21,6 @@ import (
 // the token at the callback with keys it keeps to itself, so the key that
 // verifies it is found again here, from the provider's jwks_uri, to be
 // journaled with the sign-in (engine.SignIn).
-
-// jwtAlgs are SigningAlgs as go-jose names them.
-var jwtAlgs = func() []jose.SignatureAlgorithm {
-	out := make([]jose.SignatureAlgorithm, len(SigningAlgs))
-	for i, a := range SigningAlgs {
-		out[i] = jose.SignatureAlgorithm(a)
-	}
-	return out
-}()
 
 // maxJWKS bounds a provider's key set as read.
 const maxJWKS = 1 << 20
@@ -49,9 +39,9 @@ type providerKeys struct {
 // (as JSON) and its RFC 7638 thumbprint. Unavailable when the set cannot
 // be read, Invalid when no key of it verifies raw.
 func (k *providerKeys) keyFor(ctx context.Context, raw string) (jwk, thumbprint string, err error) {
-	jws, err := jose.ParseSigned(raw, jwtAlgs)
-	if err != nil || len(jws.Signatures) != 1 {
-		return "", "", invalid("the ID token is no compact JWS of one signature")
+	jws, err := evidence.ParseIDToken(raw)
+	if err != nil {
+		return "", "", invalid("%s", evidence.Message(err))
 	}
 	kid := jws.Signatures[0].Header.KeyID
 	k.mu.Lock()
@@ -113,84 +103,4 @@ func (k *providerKeys) fetch(ctx context.Context) error {
 	}
 	k.set = set
 	return nil
-}
-
-// CheckIDToken checks that an ID token's signature verifies with key, a
-// public JWK as JSON, under one of SigningAlgs, and returns what the
-// token says of the sign-in (engine.CheckIDToken). It checks no lifetime:
-// the token is evidence of when it was issued, long after it expired.
-// Invalid when the key or the token cannot be read, or the signature
-// does not verify.
-func CheckIDToken(token string, key []byte) (engine.SignInClaims, error) {
-	var k jose.JSONWebKey
-	if err := k.UnmarshalJSON(key); err != nil || !k.Valid() || !k.IsPublic() {
-		return engine.SignInClaims{}, invalid("the provider key is no public JWK")
-	}
-	jws, err := jose.ParseSigned(token, jwtAlgs)
-	if err != nil || len(jws.Signatures) != 1 {
-		return engine.SignInClaims{}, invalid("the ID token is no compact JWS of one signature under %v", SigningAlgs)
-	}
-	payload, err := jws.Verify(k.Key)
-	if err != nil {
-		return engine.SignInClaims{}, invalid("the provider key does not verify the ID token's signature")
-	}
-	var c struct {
-		Issuer   string          `json:"iss"`
-		Subject  string          `json:"sub"`
-		Audience json.RawMessage `json:"aud"`
-		AuthTime float64         `json:"auth_time"`
-		IssuedAt float64         `json:"iat"`
-		Expiry   float64         `json:"exp"`
-	}
-	if err := json.Unmarshal(payload, &c); err != nil {
-		return engine.SignInClaims{}, invalid("the ID token's claims cannot be read")
-	}
-	var aud []string
-	if err := json.Unmarshal(c.Audience, &aud); err != nil {
-		var one string
-		if json.Unmarshal(c.Audience, &one) != nil {
-			return engine.SignInClaims{}, invalid("the ID token's audience cannot be read")
-		}
-		aud = []string{one}
-	}
-	tp, err := k.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return engine.SignInClaims{}, invalid("the provider key has no thumbprint")
-	}
-	at := func(f float64) time.Time {
-		if f <= 0 {
-			return time.Time{}
-		}
-		return time.Unix(int64(f), 0).UTC()
-	}
-	return engine.SignInClaims{Issuer: c.Issuer, Subject: c.Subject, Audience: aud, AuthTime: at(c.AuthTime), IssuedAt: at(c.IssuedAt),
-		Expiry: at(c.Expiry), Key: base64.RawURLEncoding.EncodeToString(tp)}, nil
-}
-
-// ProviderKeys reads a JSON Web Key Set, as a provider serves it at its
-// jwks_uri, into its public signing keys by RFC 7638 thumbprint: the keys
-// an auditor trusts instead of those the log journals. An error when it
-// is no key set, or holds no signing key.
-func ProviderKeys(jwks []byte) (map[string][]byte, error) {
-	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(jwks, &set); err != nil {
-		return nil, fmt.Errorf("not a JSON Web Key Set: %w", err)
-	}
-	out := map[string][]byte{}
-	for _, k := range set.Keys {
-		if !k.Valid() || (k.Use != "" && k.Use != "sig") || !slices.Contains(jwtAlgs, jose.SignatureAlgorithm(k.Algorithm)) && k.Algorithm != "" {
-			continue
-		}
-		pub := k.Public()
-		tp, err1 := pub.Thumbprint(crypto.SHA256)
-		b, err2 := pub.MarshalJSON()
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, err
-		}
-		out[base64.RawURLEncoding.EncodeToString(tp)] = b
-	}
-	if len(out) == 0 {
-		return nil, errors.New("it holds no signing key")
-	}
-	return out, nil
 }

@@ -13,13 +13,15 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"golang.org/x/oauth2"
 )
 
-// SigningAlgs are the only ID token algorithms accepted; "none" and HMAC
-// never are.
-var SigningAlgs = []string{oidc.RS256, oidc.ES256, oidc.PS256, oidc.EdDSA}
+// SigningAlgs are the only ID token algorithms accepted
+// (evidence.SigningAlgs): go-oidc at the callback accepts those the
+// evidence is checked under.
+var SigningAlgs = evidence.SigningAlgs
 
 // loginTTL is how long a sign-in may take at the provider.
 const loginTTL = 10 * time.Minute

@@ -220,8 +220,12 @@ func (c Config) resolveAuth(mode auth.Mode) (auth.Mode, error) {
 			for _, t := range c.File.Tokens {
 				voters = append(voters, engine.Principal{ID: t.Name, Roles: t.Roles})
 			}
-			if err := a.Unmeetable(voters); err != nil {
-				return "", fmt.Errorf("approval: %s (SAGACITY_AUTH=tokens)", err.(*engine.Error).Msg)
+			if err := engine.Unmeetable(a, voters); err != nil {
+				msg := err.Error()
+				if e, ok := errors.AsType[*engine.Error](err); ok {
+					msg = e.Msg
+				}
+				return "", fmt.Errorf("approval: %s (SAGACITY_AUTH=tokens)", msg)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -126,7 +127,7 @@ func (h *Handlers) Export(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	edge.Attachment(w, engine.ExportFile(id))
-	return engine.WriteNDJSON(w, entries, proofs)
+	return evidence.WriteNDJSON(w, entries, proofs)
 }
 
 // Checkpoint downloads a signed checkpoint of the log that this server

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/payload"
@@ -145,7 +146,7 @@ func (h *Handlers) timeline(r *http.Request, q url.Values) (templates.TimelinePa
 	for _, p := range hist.Requests {
 		v.Pending = append(v.Pending, templates.Sibling{Seq: p.JournalSeq, Tool: p.ToolName, Href: templates.RequestHref(saga.ID, p.JournalSeq)})
 	}
-	es, pairs := hist.Entries, engine.Pairs(hist.Entries)
+	es, pairs := hist.Entries, evidence.Pairs(hist.Entries)
 	items := timelineItems(es, pairs, f)
 	start := 0
 	switch {
@@ -251,7 +252,7 @@ func (h *Handlers) timelineEntry(hist engine.History, i int, at int64, pairs map
 	}
 	if d, ok := decisions[e.Seq]; ok {
 		if note := engine.ReceiptOf(e); note != "" {
-			te.Payload = payload.Reveal(engine.ParseLines(e.Payload).Without(engine.KeyReceipt).String())
+			te.Payload = payload.Reveal(evidence.ParseLines(e.Payload).Without(engine.KeyReceipt).String())
 			te.Receipt = &templates.ReceiptView{Note: payload.Reveal(note), Problem: d.Problem,
 				Href: templates.ReceiptHref(e.SagaID, e.Seq), File: engine.ReceiptFile(e.SagaID, e.Seq)}
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/service"
 	"github.com/sagacity-go/sagacity/wire"
 )
@@ -132,13 +133,9 @@ func (e *Engine) unknown(sagaID string, err error) {
 	}
 }
 
-// compensatedEffect opens the payload of the COMPENSATED entry of an undo
-// that ran: "compensated effect seq=<the call's EXECUTED>".
-const compensatedEffect = "compensated effect "
-
 // undone journals the end of a step's compensation.
 func (e *Engine) undone(tx Tx, s *Saga, c Call, undoErr error) error {
-	phase, payload, state := PhaseCompensated, compensatedEffect+gateRef(c.OutcomeSeq), CallCompensated
+	phase, payload, state := PhaseCompensated, evidence.CompensatedEffect+gateRef(c.OutcomeSeq), CallCompensated
 	if undoErr != nil {
 		phase, payload, state = PhaseCompensationFailed, undoErr.Error(), CallCompensationFailed
 	}

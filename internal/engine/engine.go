@@ -243,7 +243,7 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 				"passkeys, which need the console's public URL, https (or http://localhost)", label, r.Name)
 		}
 	}
-	for tool := range e.approvals.tools {
+	for _, tool := range e.approvals.Tools() {
 		if t, ok := e.tools[tool]; !ok || t.Reversibility != Irreversible {
 			return nil, Errorf(Invalid, "the approval policy has rules for %q, which is no IRREVERSIBLE tool: only those are approved", tool)
 		}
@@ -274,33 +274,6 @@ func (e *Engine) Tools() []ToolInfo {
 // an agent could not tell the gateway's answer from a tool's.
 const ReservedPrefix = "sagacity_"
 
-// MaxIDLen is the longest saga id or tool name, in bytes.
-const MaxIDLen = 200
-
-// validName checks a saga id, tool name or principal id.
-func validName(what, s string) error {
-	switch {
-	case s == "":
-		return Errorf(Invalid, "%s is empty", what)
-	case len(s) > MaxIDLen:
-		return Errorf(Invalid, "%s is longer than %d bytes", what, MaxIDLen)
-	case !utf8.ValidString(s):
-		return Errorf(Invalid, "%s is not valid UTF-8", what)
-	case hasControl(s):
-		return Errorf(Invalid, "%s contains control characters", what)
-	}
-	return nil
-}
-
-func hasControl(s string) bool {
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return true
-		}
-	}
-	return false
-}
-
 // validInput checks a tool input: it must fit, and be text that both
 // stores keep byte for byte (UTF-8 without NUL), since its exact bytes are
 // what gets hashed, approved and executed.
@@ -316,16 +289,13 @@ func (e *Engine) validInput(what, s string) error {
 	return nil
 }
 
-// MaxReasonLen caps decision and abort reasons, in bytes.
-const MaxReasonLen = 1000
-
 func validReason(s string) error {
 	switch {
 	case len(s) > MaxReasonLen:
 		return Errorf(Invalid, "reason is longer than %d bytes", MaxReasonLen)
 	case !utf8.ValidString(s):
 		return Errorf(Invalid, "reason is not valid UTF-8")
-	case hasControl(s):
+	case strings.ContainsFunc(s, unicode.IsControl):
 		// A newline would let a reason forge the auth= line of a decision.
 		return Errorf(Invalid, "reason contains control characters")
 	}

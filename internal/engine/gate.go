@@ -5,24 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Refusal details journaled when a resume fails closed (SPEC §4).
 const (
 	RefusedNoApproval = "no human approval recorded"
-	// RefusedNoRule refuses, at the gate, a request no rule of the
-	// approval policy applies to: nobody could approve it.
-	RefusedNoRule = "no rule of the approval policy applies to this request"
-	// RefusedCondition refuses, at the gate, a request for which a
-	// rule's condition could not be evaluated (its rule does not say
-	// onError: skip); its entry names the rule and the error.
-	RefusedCondition = "an approval rule's condition could not be evaluated for this request"
-	RefusedStale     = "stale-approval: payload changed since approval was granted"
+	RefusedStale      = "stale-approval: payload changed since approval was granted"
 	// RefusedQuorum starts the refusal of a request approved by fewer
 	// people than its rule asks for.
 	RefusedQuorum = "quorum not reached"
@@ -58,7 +51,7 @@ func ChangesMessage(tool, reason string) string {
 }
 
 // gateRef is the input of decision and refusal entries: the gated entry's seq.
-func gateRef(seq int64) string { return "seq=" + strconv.FormatInt(seq, 10) }
+func gateRef(seq int64) string { return evidence.Ref(seq) }
 
 // personalPayload is the payload of an entry that records a person's
 // decision r on entry g, made at at: who (key=<identity>), why, how they
@@ -117,7 +110,7 @@ func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 	if err != nil {
 		return bound{}, err
 	}
-	lc, _ := ReadLifecycle(entries)
+	lc, _ := evidence.ReadLifecycle(entries)
 	v, columns := verifyRow(entries, lc, *s, r)
 	if !v.Valid && !columns {
 		return bound{}, e.unverified(s.ID, v)
@@ -297,7 +290,7 @@ func ballot(b bound, decision Decided, p Principal, reason string) Receipt {
 		r.Rule = b.rule.Name
 	}
 	if decision != DecidedWithdrawn && decision != DecidedDismissed {
-		r.EligibleAs = b.rule.EligibleAs(p)
+		r.EligibleAs = b.rule.EligibleAs(p.Roles, p.Groups)
 		r.Passkey = b.passkey
 	}
 	return r
@@ -357,7 +350,7 @@ func (e *Engine) vote(ctx context.Context, p Principal, sagaID string, seq int64
 		return e.requestChanges(ctx, p, sagaID, seq, reason, pv)
 	}
 	return e.decideOn(ctx, p, ActApprove, DecidedApproved, sagaID, seq, reason, pv, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
-		if mine, ok := b.life.standing(p.ID); ok {
+		if mine, ok := b.life.VoteOf(p.ID); ok {
 			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s approved the request at seq=%d already (seq=%d): one person counts once",
 				p.ID, seq, mine.Seq)}
 		}
@@ -450,7 +443,7 @@ func (e *Engine) drop(tx Tx, s *Saga, b bound, p Principal, r Receipt, key Key, 
 // Approve.
 func (e *Engine) Withdraw(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
 	return e.decideOn(ctx, p, ActWithdraw, DecidedWithdrawn, sagaID, seq, reason, nil, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
-		mine, ok := b.life.standing(p.ID)
+		mine, ok := b.life.VoteOf(p.ID)
 		if !ok {
 			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s has no approval of the request at seq=%d to withdraw", p.ID, seq)}
 		}
@@ -526,10 +519,13 @@ func (e *Engine) closedError(tx Tx, sagaID string, seq int64) error {
 // timedOut); NotFound, saying how it was closed, for anything else. It
 // returns the request's life too, nil when the journal has no such
 // request.
-func closedIn(entries []Entry, sagaID string, seq int64) (*Life, error) {
-	lc, _ := ReadLifecycle(entries)
-	l := lc.Requests[seq]
-	if l == nil || l.Open() || l.Closed > int64(len(entries)) {
+func closedIn(entries []Entry, sagaID string, seq int64) (*closed, error) {
+	lc, _ := evidence.ReadLifecycle(entries)
+	if lc.Requests[seq] == nil {
+		return nil, noPending(sagaID, seq)
+	}
+	l := &closed{lc.Requests[seq]}
+	if l.Open() || l.Closed > int64(len(entries)) {
 		return l, noPending(sagaID, seq)
 	}
 	closing := entries[l.Closed-1]
@@ -544,6 +540,13 @@ func closedIn(entries []Entry, sagaID string, seq int64) (*Life, error) {
 	none.Msg += ": it was " + l.how()
 	return l, none
 }
+
+// closed is a request as closedIn reads it from its journal, which
+// fate (calls.go) words with how.
+type closed struct{ *Life }
+
+// how says how it was closed: "rejected at seq=5".
+func (l *closed) how() string { return l.How() }
 
 // errResumed is what a resume finds of a request the journal says was
 // resumed already, by the INTENT at seq: what that execution came to is
@@ -875,7 +878,7 @@ func (e *Engine) withPolicies(ctx context.Context, f func() (Saga, error)) (Saga
 func (e *Engine) ruleIn(gated Entry) (Rule, error) {
 	hash := gated.Field(KeyPolicy)
 	if hash == "" {
-		return legacyRule, nil
+		return evidence.LegacyRule(), nil
 	}
 	a, ok := e.policies.get(hash)
 	if !ok {

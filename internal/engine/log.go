@@ -2,12 +2,12 @@ package engine
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 	"time"
+
+	"github.com/sagacity-go/sagacity/evidence"
 )
 
 // Every journal entry, of every saga, is also a leaf of one global Merkle
@@ -61,19 +61,6 @@ type Logged struct {
 	// Read is how many of the log's leaves the server has read: it
 	// knows nothing of an entry at a later one.
 	Read int64
-}
-
-// Checkpoint is a signed statement of the log's size and root.
-type Checkpoint struct {
-	Origin string
-	Size   int64
-	Root   []byte
-}
-
-// Text is the checkpoint's note text (C2SP tlog-checkpoint): the origin,
-// the size in decimal and the root in base64, a line each.
-func (c Checkpoint) Text() string {
-	return c.Origin + "\n" + strconv.FormatInt(c.Size, 10) + "\n" + base64.StdEncoding.EncodeToString(c.Root) + "\n"
 }
 
 // LogStatus is the global log as this server sees it.
@@ -189,6 +176,15 @@ func (e *Engine) Evidence(ctx context.Context, p Principal, sagaID string, size 
 	return entries, ps, err
 }
 
+// head signs the head of a journal as exported now; "" for an empty one.
+func (e *Engine) head(entries []Entry) (string, error) {
+	if len(entries) == 0 {
+		return "", nil
+	}
+	last := entries[len(entries)-1]
+	return e.keys.Sign(Head{SagaID: last.SagaID, Seq: last.Seq, Hash: last.Hash, Time: Truncate(e.now())}.Text())
+}
+
 // pinned returns the entries of PolicySaga that hold the policies a
 // journal's requests pin, each policy once, in PolicySaga's order; one
 // PolicySaga does not hold is left out. Unavailable when the store is.
@@ -246,7 +242,7 @@ func (e *Engine) signers(ctx context.Context, entries []Entry) ([]Entry, error) 
 	}
 	var out []Entry
 	for _, en := range all {
-		var r enrolment
+		var r evidence.PasskeyRecord
 		if en.ToolName != PasskeyUsed && json.Unmarshal([]byte(en.Input), &r) == nil && used[r.Credential] {
 			out = append(out, en)
 		}
@@ -268,7 +264,7 @@ func (e *Engine) signedIn(ctx context.Context, entries, passkeys []Entry) ([]Ent
 		}
 	}
 	for _, en := range passkeys {
-		var r enrolment
+		var r evidence.PasskeyRecord
 		if json.Unmarshal([]byte(en.Input), &r) == nil && r.SignIn != "" {
 			named[r.SignIn] = true
 		}
@@ -283,7 +279,7 @@ func (e *Engine) signedIn(ctx context.Context, entries, passkeys []Entry) ([]Ent
 	var out []Entry
 	keys := map[string]bool{}
 	for _, en := range all {
-		var r signInRecord
+		var r evidence.SignInRecord
 		if en.ToolName == SignedInTool && named[en.Field(KeySignIn)] && json.Unmarshal([]byte(en.Input), &r) == nil {
 			keys[r.Key] = true
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
@@ -250,7 +251,7 @@ func (e *Engine) tellOutcome(tx Tx, s *Saga, seq int64, en Entry) error {
 	if err != nil {
 		return err
 	}
-	lc, _ := ReadLifecycle(entries)
+	lc, _ := evidence.ReadLifecycle(entries)
 	g := entries[seq-1]
 	r := e.ruleOrName(g)
 	t := tally(g, lc.Requests[seq], r)
@@ -474,20 +475,6 @@ func (e *Engine) Outbox(ctx context.Context, p Principal) ([]EndpointStats, []De
 	return stats, e.unforged(failing), nil
 }
 
-// NotificationSaga is the server's own saga that journals every
-// notification sent again by hand: a delivery retried, an endpoint
-// enabled, and who did it, each entry signed (serverNote).
-const NotificationSaga = "sagacity:notifications"
-
-// The tools of NotificationSaga's entries.
-const (
-	DeliveryRetried = "delivery-retried"
-	EndpointEnabled = "endpoint-enabled"
-)
-
-// resendHeader opens what the server signs of a NotificationSaga entry.
-const resendHeader = "sagacity notification v1"
-
 // resent is a NotificationSaga entry's input: what was sent again, and
 // by whom.
 type resent struct {
@@ -508,7 +495,7 @@ func (e *Engine) journalResent(ctx context.Context, p Principal, tool string, re
 	if err != nil {
 		return err
 	}
-	return e.journalSigned(ctx, NotificationSaga, tool, resendHeader, tool, string(b), nil,
+	return e.journalSigned(ctx, NotificationSaga, tool, evidence.NotificationNotes, tool, string(b), nil,
 		func(tx Tx, _ Entry) error { return fn(tx) })
 }
 

@@ -5,29 +5,24 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+
+	"github.com/sagacity-go/sagacity/evidence"
 )
 
 // The server journals facts of its own — the approval policies in force,
 // the passkeys enrolled, the notifications sent again by hand — in sagas
 // of its own (ids starting ReservedSagaPrefix), so in the global log.
 // Those that come from a person, or decide anything, carry the server's
-// signature of what they hold.
-
-// serverNote is the text the server signs for an entry of one of its
-// sagas: a header naming the kind of fact, then the entry's tool and the
-// SHA-256 of its input.
-func serverNote(header, tool, input string) string {
-	return header + "\n" + tool + ": " + PayloadHash(input) + "\n"
-}
+// signature of what they hold (evidence.Form.EntryNote).
 
 // journalSigned appends an EXECUTED entry of tool with input to the
 // server's saga id (created, with initiator, by its first entry), signed
 // (signedEntry), and runs fn with it in the same transaction. Errors:
 // fn's, or the store's.
-func (e *Engine) journalSigned(ctx context.Context, id, initiator, header, tool, input string, lines Lines,
+func (e *Engine) journalSigned(ctx context.Context, id, initiator string, notes evidence.Form, tool, input string, lines Lines,
 	fn func(tx Tx, en Entry) error) error {
 	return e.journalOwn(ctx, id, initiator, func(tx Tx, s *Saga) error {
-		en, err := e.signedEntry(tx, s, header, tool, input, lines)
+		en, err := e.signedEntry(tx, s, notes, tool, input, lines)
 		if err != nil {
 			return err
 		}
@@ -49,9 +44,9 @@ func (e *Engine) journalOwn(ctx context.Context, id, initiator string, fn func(t
 
 // signedEntry appends to s, one of the server's sagas, locked, an
 // EXECUTED entry of tool with input, its payload lines then the key's
-// signature of serverNote(header, tool, input).
-func (e *Engine) signedEntry(tx Tx, s *Saga, header, tool, input string, lines Lines) (Entry, error) {
-	sig, err := e.keys.Sign(serverNote(header, tool, input))
+// signature of its note of form notes.
+func (e *Engine) signedEntry(tx Tx, s *Saga, notes evidence.Form, tool, input string, lines Lines) (Entry, error) {
+	sig, err := e.keys.Sign(notes.EntryNote(tool, input))
 	if err != nil {
 		return Entry{}, fmt.Errorf("signing an entry of %s: %w", s.ID, err)
 	}

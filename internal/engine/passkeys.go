@@ -3,85 +3,22 @@ package engine
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/wire"
-	"golang.org/x/mod/sumdb/note"
 )
 
-// A receipt is the server's word that a person voted: whoever holds the
-// server's key could mint one. Under a rule that asks for it (passkey:
-// required), a vote is the person's own word too: their passkey signs a
-// ballot that names the request's bytes, the decision, the rule and
-// policy, the voter and the credential, and the vote counts only with
-// that assertion, which its receipt carries. A server compromise can
-// then withhold a vote, never make one.
-//
-// Passkeys are enrolled, and removed, by their owners from the console;
-// each enrolment (credential id, public key, the person's issuer and
-// subject) and each removal is journaled, signed, in the server's own saga
-// PasskeySaga, so in the global log: an auditor binds a key to a person
-// from the log alone. So is each vote's signature counter. A vote is
-// checked against that journal, never against the passkeys table, which
-// only indexes it: whoever can write the database cannot revive a
-// removed key, write in one of their own, move a key to another person
-// or reset its counter (so that a cloned key's vote counts).
-
-// PasskeySaga is the saga whose journal holds every passkey enrolled and
-// removed, and the signature counter of each vote.
-const PasskeySaga = "sagacity:passkeys"
-
-// The tools of PasskeySaga's entries.
-const (
-	PasskeyEnrolled = "passkey-enrolled"
-	PasskeyRemoved  = "passkey-removed"
-	// PasskeyUsed records the counter of a vote's assertion, journaled
-	// with the vote when it is not zero: the floor the next one must
-	// pass.
-	PasskeyUsed = "passkey-used"
-)
-
-// EnrolWithin is how recent a sign-in enrolling or removing a passkey
-// must be.
-const EnrolWithin = 5 * time.Minute
+// People enrol passkeys and vote with them here, each enrolment, removal
+// and vote's counter journaled, signed, in PasskeySaga; what a passkey
+// signs for a vote, and the check of a vote against that journal, on the
+// server and offline, are package evidence's.
 
 // CeremonyTTL is how long a browser has to answer a ceremony.
 const CeremonyTTL = 2 * time.Minute
-
-// Passkey is a credential a person enrolled to vote with.
-type Passkey struct {
-	ID              string // the credential id, base64url
-	Identity        string // whose: the identity votes are journaled under
-	Issuer, Subject string // of an OIDC identity
-	PublicKey       string // its COSE public key, base64url
-	// RPID and Origin are the relying party it was made for and the
-	// page it was made in: its assertions must come from there.
-	RPID, Origin string
-	// SignCount is its newest signature counter: a later assertion's
-	// must be higher, unless both are zero (a key that keeps none).
-	SignCount   uint32
-	Enrolled    time.Time
-	EnrolledSeq int64     // its entry in PasskeySaga
-	Removed     time.Time // zero while it counts
-	// SignIn names the sign-in it was enrolled from (its ID token's
-	// SHA-256, in SignInSaga); "" when its owner has no OIDC identity.
-	SignIn string
-}
-
-// Assertion is what a passkey answered a ballot's challenge with, each
-// part base64url, as the browser handed it.
-type Assertion struct {
-	Credential        string
-	AuthenticatorData string
-	ClientData        string // the client data JSON
-	Signature         string
-}
 
 // WebAuthn is the protocol, which the engine asks but does not speak
 // (internal/passkey does).
@@ -102,64 +39,10 @@ type WebAuthn interface {
 	Origin() string
 }
 
-// CheckAssertion checks that an assertion is the signature, by the
-// credential whose COSE public key is key, over challenge, from one of
-// origins for rpID, the user present and verified, and returns the
-// signature counter; Invalid when it does not hold. passkey.Check is one.
-type CheckAssertion func(a Assertion, challenge, key []byte, rpID string, origins []string) (uint32, error)
-
 // WithPasskeys lets people enrol passkeys and vote with them, through w,
 // whose assertions check checks.
 func WithPasskeys(w WebAuthn, check CheckAssertion) Option {
 	return func(e *Engine) { e.webauthn, e.checkAssertion = w, check }
-}
-
-// PasskeyBallot is what a passkey signs for a vote.
-type PasskeyBallot struct {
-	SagaID               string
-	Seq                  int64
-	Entry                string // the request's AWAITING_APPROVAL entry hash
-	PayloadSHA256        string
-	Decision             Decided
-	Reason               string
-	ApprovalPolicy, Rule string
-	Voter                string
-	Credential           string
-	Time                 time.Time // when the ceremony began
-}
-
-// ballotHeader opens every ballot's text.
-const ballotHeader = "sagacity passkey ballot v1"
-
-// Text is the ballot as signed: a header line, then one "key: value"
-// line a field (reason only when given), each ending in "\n". The
-// grammar is in docs/configuration.md, the vectors in
-// testdata/passkey-ballots.json.
-func (b PasskeyBallot) Text() string {
-	var s strings.Builder
-	s.WriteString(ballotHeader + "\n")
-	line := func(k, v string) { s.WriteString(k + ": " + v + "\n") }
-	line("saga", b.SagaID)
-	line("seq", strconv.FormatInt(b.Seq, 10))
-	line("entry", b.Entry)
-	line("payload-sha256", b.PayloadSHA256)
-	line("decision", string(b.Decision))
-	if b.Reason != "" {
-		line("reason", b.Reason)
-	}
-	line("approval-policy", b.ApprovalPolicy)
-	line("rule", b.Rule)
-	line("voter", b.Voter)
-	line("credential", b.Credential)
-	line("time", b.Time.UTC().Format(TimeLayout))
-	return s.String()
-}
-
-// Challenge is what the passkey signs: the ceremony's single-use nonce,
-// then the SHA-256 of the ballot's text.
-func (b PasskeyBallot) Challenge(nonce []byte) []byte {
-	sum := sha256.Sum256([]byte(b.Text()))
-	return append(append([]byte{}, nonce...), sum[:]...)
 }
 
 // Ceremony is a WebAuthn ceremony under way: a passkey being enrolled,
@@ -179,87 +62,6 @@ type VoteCeremony struct {
 	ID            string
 	Options       json.RawMessage
 	PasskeyBallot PasskeyBallot
-}
-
-// passkeyHeader opens what the server signs of a PasskeySaga entry
-// (serverNote).
-const passkeyHeader = "sagacity passkey v1"
-
-// enrolment is a PasskeySaga entry's input: an enrolment's whole record
-// (with the registration's counter), a removal's credential and identity,
-// a use's credential, identity, counter and the request voted on.
-type enrolment struct {
-	Credential string `json:"credential"`
-	Identity   string `json:"identity"`
-	Issuer     string `json:"issuer,omitempty"`
-	Subject    string `json:"subject,omitempty"`
-	PublicKey  string `json:"publicKey,omitempty"`
-	RPID       string `json:"rpId,omitempty"`
-	Origin     string `json:"origin,omitempty"`
-	SignIn     string `json:"signIn,omitempty"`
-	Counter    uint32 `json:"counter,omitempty"`
-	Saga       string `json:"saga,omitempty"`
-	Seq        int64  `json:"seq,omitempty"`
-}
-
-// Passkeys are the enrolments and removals of PasskeySaga's journal, as
-// the server signed them, by credential, each with the newest counter
-// journaled for it.
-type Passkeys map[string]Passkey
-
-// ReadPasskeys reads PasskeySaga's entries (ordered by seq, or a part of
-// them, such as an export's, that holds each credential's enrolment): each
-// must be an enrolment, a removal or a use the key v signed, a use of a
-// credential that counted then, its counter higher than the last. Invalid
-// naming the first that is not.
-func ReadPasskeys(entries []Entry, v note.Verifier) (Passkeys, error) {
-	keys := Passkeys{}
-	for _, en := range entries {
-		bad := func(why string) (Passkeys, error) {
-			return nil, Errorf(Invalid, "seq=%d of %s is no passkey entry the key signed: %s", en.Seq, PasskeySaga, why)
-		}
-		if en.Phase != PhaseExecuted || (en.ToolName != PasskeyEnrolled && en.ToolName != PasskeyRemoved && en.ToolName != PasskeyUsed) {
-			return bad("it is a " + string(en.Phase) + " entry of " + en.ToolName)
-		}
-		signed, err := base64.StdEncoding.DecodeString(en.Field(KeyReceipt))
-		if err != nil {
-			return bad("its signature is not base64")
-		}
-		n, err := note.Open(signed, note.VerifierList(v))
-		if err != nil || n.Text != serverNote(passkeyHeader, en.ToolName, en.Input) {
-			return bad("its signature does not verify with " + v.Name())
-		}
-		var r enrolment
-		if err := json.Unmarshal([]byte(en.Input), &r); err != nil || r.Credential == "" {
-			return bad("its record cannot be read")
-		}
-		k, known := keys[r.Credential]
-		switch {
-		case en.ToolName == PasskeyEnrolled && known:
-			return bad("the credential was enrolled before")
-		case en.ToolName == PasskeyEnrolled:
-			keys[r.Credential] = Passkey{ID: r.Credential, Identity: r.Identity, Issuer: r.Issuer, Subject: r.Subject,
-				PublicKey: r.PublicKey, RPID: r.RPID, Origin: r.Origin, SignCount: r.Counter, Enrolled: en.Timestamp, EnrolledSeq: en.Seq,
-				SignIn: r.SignIn}
-		case !known || k.Identity != r.Identity || !k.Removed.IsZero():
-			return bad("it names no enrolled credential of " + r.Identity)
-		case en.ToolName == PasskeyUsed && r.Counter <= k.SignCount:
-			return bad(fmt.Sprintf("its counter %d does not go past the last, %d", r.Counter, k.SignCount))
-		case en.ToolName == PasskeyUsed:
-			k.SignCount = r.Counter
-			keys[r.Credential] = k
-		default:
-			k.Removed = en.Timestamp
-			keys[r.Credential] = k
-		}
-	}
-	return keys, nil
-}
-
-// CountsAt reports whether the passkey counted at t: enrolled by then,
-// not removed yet.
-func (k Passkey) CountsAt(t time.Time) bool {
-	return !t.Before(k.Enrolled) && (k.Removed.IsZero() || t.Before(k.Removed))
 }
 
 // PasskeyOrigin is the origin the console's passkeys are bound to, ""
@@ -393,7 +195,7 @@ func (e *Engine) FinishEnrolment(ctx context.Context, p Principal, id string, re
 	if p.SignIn != nil {
 		k.SignIn = signInOf(p)
 	}
-	rec := enrolment{Credential: k.ID, Identity: k.Identity, Issuer: k.Issuer, Subject: k.Subject, PublicKey: k.PublicKey,
+	rec := evidence.PasskeyRecord{Credential: k.ID, Identity: k.Identity, Issuer: k.Issuer, Subject: k.Subject, PublicKey: k.PublicKey,
 		RPID: k.RPID, Origin: k.Origin, SignIn: k.SignIn, Counter: k.SignCount}
 	taken := Errorf(Conflict, "the passkey %s is enrolled already", k.ID)
 	err = e.journalPasskey(ctx, PasskeyEnrolled, rec, taken, func(tx Tx, en Entry) error {
@@ -414,7 +216,7 @@ func (e *Engine) RemovePasskey(ctx context.Context, p Principal, credential stri
 	if err := e.freshSignIn(p); err != nil {
 		return err
 	}
-	rec := enrolment{Credential: credential, Identity: p.ID}
+	rec := evidence.PasskeyRecord{Credential: credential, Identity: p.ID}
 	none := Errorf(NotFound, "you have no passkey %s", credential)
 	return e.journalPasskey(ctx, PasskeyRemoved, rec, none, func(tx Tx, en Entry) error {
 		k, err := tx.Passkey(credential)
@@ -435,7 +237,7 @@ func (e *Engine) RemovePasskey(ctx context.Context, p Principal, credential stri
 // it would refuse, such as the removal of a key the passkeys table, but
 // not the journal, says is p's. Conflict when the journal before it does
 // not read.
-func (e *Engine) journalPasskey(ctx context.Context, tool string, rec enrolment, refused *Error, fn func(tx Tx, en Entry) error) error {
+func (e *Engine) journalPasskey(ctx context.Context, tool string, rec evidence.PasskeyRecord, refused *Error, fn func(tx Tx, en Entry) error) error {
 	return e.journalOwn(ctx, PasskeySaga, PasskeyEnrolled, func(tx Tx, s *Saga) error {
 		en, err := e.passkeyEntry(tx, s, tool, rec)
 		if err != nil {
@@ -457,12 +259,12 @@ func (e *Engine) journalPasskey(ctx context.Context, tool string, rec enrolment,
 
 // passkeyEntry appends to PasskeySaga, s, locked, an entry of tool for
 // rec, signed.
-func (e *Engine) passkeyEntry(tx Tx, s *Saga, tool string, rec enrolment) (Entry, error) {
+func (e *Engine) passkeyEntry(tx Tx, s *Saga, tool string, rec evidence.PasskeyRecord) (Entry, error) {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return Entry{}, err
 	}
-	return e.signedEntry(tx, s, passkeyHeader, tool, string(b), Lines{{KeyPasskey, rec.Credential}})
+	return e.signedEntry(tx, s, evidence.PasskeyNotes, tool, string(b), Lines{{KeyPasskey, rec.Credential}})
 }
 
 // enrolled locks PasskeySaga and reads, from its journal, once that
@@ -645,7 +447,7 @@ func (e *Engine) checkPasskey(tx Tx, p Principal, b bound, d Decided, reason str
 			return refuse("its signature counter went back: the passkey may have been cloned")
 		}
 		e.heads.drop(PasskeySaga) // written here, not by journalPasskey
-		use := enrolment{Credential: k.ID, Identity: k.Identity, Counter: counter, Saga: b.gated.SagaID, Seq: b.gated.Seq}
+		use := evidence.PasskeyRecord{Credential: k.ID, Identity: k.Identity, Counter: counter, Saga: b.gated.SagaID, Seq: b.gated.Seq}
 		if _, err := e.passkeyEntry(tx, ps, PasskeyUsed, use); err != nil {
 			return PasskeyProof{}, err
 		}
@@ -658,51 +460,4 @@ func (e *Engine) checkPasskey(tx Tx, p Principal, b bound, d Decided, reason str
 	}
 	return PasskeyProof{Credential: k.ID, Time: want.Time, Nonce: base64.RawURLEncoding.EncodeToString(pv.nonce),
 		AuthenticatorData: pv.assertion.AuthenticatorData, ClientData: pv.assertion.ClientData, Signature: pv.assertion.Signature}, nil
-}
-
-// PasskeyProof is the part of a receipt that makes a vote the voter's own
-// word: the credential, the ballot's time and nonce, and the assertion.
-type PasskeyProof struct {
-	Credential        string
-	Time              time.Time
-	Nonce             string
-	AuthenticatorData string
-	ClientData        string
-	Signature         string
-}
-
-// Ballot is the ballot a vote's receipt r says the passkey signed.
-func (pp PasskeyProof) Ballot(r Receipt) PasskeyBallot {
-	return PasskeyBallot{SagaID: r.SagaID, Seq: r.Seq, Entry: r.Entry, PayloadSHA256: r.PayloadSHA256, Decision: r.Decision,
-		Reason: r.Reason, ApprovalPolicy: r.ApprovalPolicy, Rule: r.Rule, Voter: r.Decider, Credential: pp.Credential, Time: pp.Time}
-}
-
-// VerifyPasskey checks, of a vote whose receipt r carries a passkey
-// proof, that the credential enrolled in keys signed its ballot,
-// counting at the vote's time: what the server, sagacity verify and
-// sagacity verify-receipt check. It says why not, or "".
-func VerifyPasskey(r Receipt, keys Passkeys, check CheckAssertion) string {
-	pp := r.Passkey
-	if pp == nil {
-		return "it carries no passkey assertion, which its rule requires"
-	}
-	k, ok := keys[pp.Credential]
-	switch {
-	case !ok:
-		return "its passkey " + pp.Credential + " was never enrolled"
-	case k.Identity != r.Decider:
-		return "its passkey is " + k.Identity + "'s, not " + r.Decider + "'s"
-	case !k.CountsAt(r.Time):
-		return "its passkey was removed before the vote, or enrolled after it"
-	}
-	nonce, err1 := base64.RawURLEncoding.DecodeString(pp.Nonce)
-	key, err2 := base64.RawURLEncoding.DecodeString(k.PublicKey)
-	if err1 != nil || err2 != nil {
-		return "its passkey proof cannot be read"
-	}
-	a := Assertion{Credential: pp.Credential, AuthenticatorData: pp.AuthenticatorData, ClientData: pp.ClientData, Signature: pp.Signature}
-	if _, err := check(a, pp.Ballot(r).Challenge(nonce), key, k.RPID, []string{k.Origin}); err != nil {
-		return msgOf(err)
-	}
-	return ""
 }

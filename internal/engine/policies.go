@@ -6,74 +6,21 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
-	"golang.org/x/mod/sumdb/note"
+	"github.com/sagacity-go/sagacity/evidence"
 )
 
-// Every approval policy document that takes effect is journaled, its full
-// text and its hash, as an entry of one saga of the server's own,
-// PolicySaga: like every entry it becomes a leaf of the global log, so an
-// auditor holding a checkpoint reads the exact rules behind any hash a
-// request records. The entry carries the document's hash signed with the
-// server's key: a document written into the database by hand is never
-// taken for one the server ran.
+// Every approval policy document that takes effect is journaled in the
+// server's own saga PolicySaga, its hash signed (evidence.OpenPolicy
+// reads it back).
 //
 // A request is decided by the policy it records. A server that runs
 // another policy since finds that one's document in PolicySaga and decides
 // the request by it: a new configuration never changes how an open
 // request is decided.
 
-// PolicySaga is the saga whose journal holds every approval policy
-// document that took effect, oldest first. No agent may call in it.
-const PolicySaga = "sagacity:policies"
-
-// PolicyTool names the entries of PolicySaga.
-const PolicyTool = "approval-policy"
-
 // ReservedSagaPrefix starts the ids of the server's own sagas.
 const ReservedSagaPrefix = "sagacity:"
-
-// policyHeader opens the signed statement of a policy document's hash.
-const policyHeader = "sagacity approval policy v1"
-
-// policyNote is the text signed for the policy document of hash.
-func policyNote(hash string) string { return policyHeader + "\npolicy-sha256: " + hash + "\n" }
-
-// PolicyDocument is a policy document as PolicySaga journals it.
-type PolicyDocument struct {
-	Hash  string    // its SHA-256, hex
-	Text  string    // the canonical document
-	Since time.Time // when it took effect (its entry's time)
-	Seq   int64     // its entry in PolicySaga
-}
-
-// OpenPolicy checks a PolicySaga entry: the document it holds has the
-// hash it names, and the key signed that hash. Invalid otherwise.
-func OpenPolicy(en Entry, v note.Verifier) (PolicyDocument, error) {
-	bad := func(why string) (PolicyDocument, error) {
-		return PolicyDocument{}, Errorf(Invalid, "seq=%d of %s is no policy document the key signed: %s", en.Seq, PolicySaga, why)
-	}
-	hash := en.Field(KeyPolicy)
-	switch {
-	case en.ToolName != PolicyTool || en.Phase != PhaseExecuted:
-		return bad("it is a " + string(en.Phase) + " entry of " + en.ToolName)
-	case hash != PayloadHash(en.Input):
-		return bad("the document's SHA-256 is not the hash it names")
-	}
-	signed, err := base64.StdEncoding.DecodeString(en.Field(KeyReceipt))
-	if err != nil {
-		return bad("its signature is not base64")
-	}
-	n, err := note.Open(signed, note.VerifierList(v))
-	if err != nil {
-		return bad("its signature does not verify with " + v.Name())
-	}
-	if n.Text != policyNote(hash) {
-		return bad("the key signed another document")
-	}
-	return PolicyDocument{Hash: hash, Text: en.Input, Since: en.Timestamp, Seq: en.Seq}, nil
-}
 
 // history is every policy this engine has read, compiled, by hash.
 type history struct {
@@ -115,7 +62,7 @@ func (e *Engine) RecordPolicy(ctx context.Context) error {
 		if n := len(docs); n > 0 && docs[n-1].Hash == e.approvals.Hash {
 			return nil
 		}
-		sig, err := e.keys.Sign(policyNote(e.approvals.Hash))
+		sig, err := e.keys.Sign(evidence.PolicyNote(e.approvals.Hash))
 		if err != nil {
 			return fmt.Errorf("signing the policy document: %w", err)
 		}
@@ -136,7 +83,7 @@ func (e *Engine) policyDocuments(entries []Entry, s Saga) ([]PolicyDocument, err
 	}
 	var docs []PolicyDocument
 	for _, en := range entries {
-		d, err := OpenPolicy(en, e.keys.Verifier())
+		d, err := evidence.OpenPolicy(en, e.keys.Verifier())
 		if err != nil {
 			return nil, &Error{Kind: Conflict, Msg: msgOf(err)}
 		}
@@ -225,7 +172,7 @@ func (e *Engine) known(ctx context.Context) ([]*Approvals, error) {
 // one approver of requests from before policies).
 func (e *Engine) voter(ctx context.Context, p Principal) (*Voter, error) {
 	v := &Voter{ID: p.ID}
-	if legacyRule.Eligible(p) {
+	if evidence.LegacyRule().Eligible(p.Roles, p.Groups) {
 		v.Rules = append(v.Rules, RuleRef{})
 	}
 	all, err := e.known(ctx)
@@ -236,7 +183,7 @@ func (e *Engine) voter(ctx context.Context, p Principal) (*Voter, error) {
 		seen := map[string]bool{}
 		for _, tool := range append(a.Tools(), "") {
 			for _, r := range a.Rules(tool) {
-				if !seen[r.Name] && r.Eligible(p) {
+				if !seen[r.Name] && r.Eligible(p.Roles, p.Groups) {
 					seen[r.Name] = true
 					v.Rules = append(v.Rules, RuleRef{Policy: a.Hash, Rule: r.Name})
 				}
@@ -256,7 +203,7 @@ func (e *Engine) voter(ctx context.Context, p Principal) (*Voter, error) {
 func (e *Engine) ruleOf(ctx context.Context, gated Entry) (Rule, error) {
 	hash := gated.Field(KeyPolicy)
 	if hash == "" {
-		return legacyRule, nil
+		return evidence.LegacyRule(), nil
 	}
 	a, err := e.Policy(ctx, hash)
 	if IsKind(err, NotFound) {
@@ -270,29 +217,15 @@ func (e *Engine) ruleOf(ctx context.Context, gated Entry) (Rule, error) {
 	return matchRecorded(a, gated)
 }
 
-// matchRecorded finds the rule a policy gives a request's bytes, which
-// must be the one its entry records. Conflict otherwise.
+// matchRecorded is a.Recorded(gated), Conflict at the request when the
+// rule its policy gives its bytes is not the one it records.
 func matchRecorded(a *Approvals, gated Entry) (Rule, error) {
-	name := gated.Field(KeyRule)
-	m := a.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input)
-	if !m.OK || m.Rule.Name != name {
-		gives := "no rule"
-		switch {
-		case m.OK:
-			gives = fmt.Sprintf("rule %q", m.Rule.Name)
-		case m.Failed != "":
-			gives = fmt.Sprintf("no rule (rule %q's condition cannot be evaluated for them)", m.Failed)
-		}
-		return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: fmt.Sprintf(
-			"the request at seq=%d records approval rule %q, but its policy gives its bytes %s: nothing is decided on it",
-			gated.Seq, name, gives)}
+	r, err := a.Recorded(gated)
+	if err != nil {
+		return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: msgOf(err)}
 	}
-	return m.Rule, nil
+	return r, nil
 }
-
-// legacyRule decides a request made before requests recorded a policy:
-// one person with the approver role.
-var legacyRule = Rule{Name: "default", Approvers: []string{string(RoleApprover)}, Quorum: 1}
 
 // notReserved refuses an agent's saga id that names one of the server's own
 // sagas, or that a person would read as one (see readAs): a journal of
@@ -303,4 +236,39 @@ func notReserved(sagaID string) error {
 		return Errorf(Invalid, "saga ids that read as %q… are the server's own: choose another id", ReservedSagaPrefix)
 	}
 	return nil
+}
+
+// Unmeetable checks of policy a, for a deployment whose only voters are
+// the given principals (static tokens, in tokens mode), that every rule can be
+// met: enough of them may approve under it, and none needs a recent
+// sign-in, which a token never has. Invalid naming the first rule that
+// cannot.
+func Unmeetable(a *Approvals, voters []Principal) error {
+	for label, r := range a.All() {
+		n := 0
+		for _, p := range voters {
+			if p.Has(RoleApprover) && r.Eligible(p.Roles, p.Groups) {
+				n++
+			}
+		}
+		switch {
+		case r.PasskeyRequired:
+			return Errorf(Invalid, "%s, rule %s: passkey can never be met here: a vote needs the voter's passkey, enrolled "+
+				"and used in the console, and a static token has none (sign people in with OIDC, or drop passkey)", label, r.Name)
+		case r.StepUp > 0:
+			return Errorf(Invalid, "%s, rule %s: stepUp can never be met here: a vote counts only from a recent sign-in, and "+
+				"a static token has none (sign people in with OIDC, or drop stepUp)", label, r.Name)
+		case n < r.Quorum:
+			return Errorf(Invalid, "%s, rule %s: a quorum of %d can never be met here: only %d configured token(s) hold the "+
+				"approver role and one of %s", label, r.Name, r.Quorum, n, strings.Join(r.Approvers, ", "))
+		}
+	}
+	return nil
+}
+
+func short12(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
 }

@@ -126,7 +126,7 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 		if sub.Requester != "" && p.ID == sub.Requester {
 			return &Error{Kind: Forbidden, Msg: fmt.Sprintf("%s made this request and cannot decide it", p.ID), SagaID: s.ID}
 		}
-		if r := sub.Rule; r != nil && (a == ActApprove || a == ActReject || a == ActRequestChanges) && !r.Eligible(p) {
+		if r := sub.Rule; r != nil && (a == ActApprove || a == ActReject || a == ActRequestChanges) && !r.Eligible(p.Roles, p.Groups) {
 			return &Error{Kind: Forbidden, SagaID: s.ID, Msg: fmt.Sprintf("deciding this request takes one of %s (approval rule %s); %s is in none",
 				strings.Join(r.Approvers, ", "), r.Name, p.ID)}
 		}

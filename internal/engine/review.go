@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
@@ -69,7 +70,7 @@ func (e *Engine) superseded(ctx context.Context, page []Pending) error {
 			if err != nil {
 				return err
 			}
-			lc, _ = ReadLifecycle(es)
+			lc, _ = evidence.ReadLifecycle(es)
 			lives[p.SagaID] = lc
 		}
 		if l := lc.Requests[p.JournalSeq]; l != nil {
@@ -290,7 +291,7 @@ func (e *Engine) review(ctx context.Context, p Principal, sagaID string, seq int
 			r.Siblings = append(r.Siblings, q)
 		}
 	}
-	lc, _ := ReadLifecycle(es)
+	lc, _ := evidence.ReadLifecycle(es)
 	if err := e.ruled(ctx, &r, lc.Requests[seq]); err != nil {
 		return Review{}, err
 	}
@@ -335,7 +336,7 @@ func (e *Engine) Requests(ctx context.Context, p Principal, sagaID string) (Saga
 		return Saga{}, nil, err
 	}
 	var out []Review
-	lc, _ := ReadLifecycle(snap.Entries)
+	lc, _ := evidence.ReadLifecycle(snap.Entries)
 	for _, seq := range lc.Order {
 		r := Review{Saga: *snap.Saga, Gated: snap.Entries[seq-1], Journal: snap.Entries}
 		r.Pending = slices.ContainsFunc(snap.Requests, func(q ApprovalRequest) bool { return q.JournalSeq == seq })
@@ -424,7 +425,7 @@ func (r *Review) settle(l *Life, calls []Call) {
 
 // decisionOf reads a decision entry.
 func decisionOf(s Saga, seq int64, en Entry) Decision {
-	decided, who, _ := personal(en)
+	decided, who, _ := en.Decision()
 	return Decision{SagaID: s.ID, JournalSeq: seq, Decided: decided, Approved: decided == DecidedApproved, Approver: who,
 		Reason: en.Field(KeyReason), DecidedAt: en.Timestamp, Status: s.Status, Receipt: en.Seq}
 }
@@ -465,7 +466,7 @@ func (e *Engine) Allowed(p Principal, r Review) Actions {
 	}
 	now := e.now()
 	a := Actions{ReasonRequired: r.Rule.ReasonRequired, Passkey: r.Rule.PasskeyRequired}
-	_, voted := (&Life{Votes: r.Tally.Votes}).standing(p.ID)
+	_, voted := (&Life{Votes: r.Tally.Votes}).VoteOf(p.ID)
 	a.Withdraw = voted && (r.State == StateUndecided || r.State == StateApproved) && e.Can(p, ActWithdraw, sub) == nil
 	switch r.State {
 	case StateUndecided, StateApproved:
@@ -507,13 +508,16 @@ func (e *Engine) Allowed(p Principal, r Review) Actions {
 	return a
 }
 
-// msgOf is an error's message for people: an engine error's Msg, or
-// "internal error"; "" for none.
+// msgOf is an error's message for people: an engine error's Msg, or the
+// Msg of evidence that does not hold, or "internal error"; "" for none.
 func msgOf(err error) string {
 	if err == nil {
 		return ""
 	}
 	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Msg
+	}
+	if e, ok := errors.AsType[*evidence.Error](err); ok {
 		return e.Msg
 	}
 	return "internal error"

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/service"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -57,12 +58,6 @@ const RunnerSaga = "sagacity:runners"
 
 // RunnerRetired names the entries of RunnerSaga.
 const RunnerRetired = "runner-retired"
-
-// retiredNote is the text signed for the retirement of runner id by
-// runner by.
-func retiredNote(id, by string) string {
-	return "sagacity runner retired v1\nrunner: " + id + "\n" + string(KeyRetiredBy) + ": " + by + "\n"
-}
 
 // Lineage keeps, outside the database, the runner of the newest process
 // of a replica: what the next one to start retires. The checkpoint
@@ -179,7 +174,7 @@ func (h *Heartbeat) Start(ctx context.Context) error {
 // retire journals, signed, that runner id was retired by runner by.
 // Errors: Unavailable when the store is.
 func (e *Engine) retire(ctx context.Context, id, by string) error {
-	sig, err := e.keys.Sign(retiredNote(id, by))
+	sig, err := e.keys.Sign(evidence.RetiredNote(id, by))
 	if err != nil {
 		return fmt.Errorf("signing a runner's retirement: %w", err)
 	}
@@ -199,7 +194,7 @@ func Retired(entries []Entry, v note.Verifier) map[string]bool {
 		if err != nil || en.ToolName != RunnerRetired || en.Phase != PhaseExecuted {
 			continue
 		}
-		if n, err := note.Open(signed, note.VerifierList(v)); err == nil && n.Text == retiredNote(en.Input, en.Field(KeyRetiredBy)) {
+		if n, err := note.Open(signed, note.VerifierList(v)); err == nil && n.Text == evidence.RetiredNote(en.Input, en.Field(KeyRetiredBy)) {
 			out[en.Input] = true
 		}
 	}

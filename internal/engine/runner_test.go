@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sagacity-go/sagacity/evidence"
 )
 
 // TestRetired: a runner is retired only by an entry of RunnerSaga whose
@@ -22,12 +23,12 @@ func TestRetired(t *testing.T) {
 		}
 		return k
 	}
-	if got, want := retiredNote("A", "B"), "sagacity runner retired v1\nrunner: A\nretired-by: B\n"; got != want {
-		t.Errorf("retiredNote(A, B) = %q, want %q", got, want)
+	if got, want := evidence.RetiredNote("A", "B"), "sagacity runner retired v1\nrunner: A\nretired-by: B\n"; got != want {
+		t.Errorf("evidence.RetiredNote(A, B) = %q, want %q", got, want)
 	}
 	ours, theirs := keys(), keys()
 	entry := func(k *Keys, signed, id, by string) Entry {
-		sig, err := k.Sign(retiredNote(signed, by))
+		sig, err := k.Sign(evidence.RetiredNote(signed, by))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +38,7 @@ func TestRetired(t *testing.T) {
 	unsigned := entry(ours, "B", "B", "C")
 	unsigned.Payload = Lines{{KeyRetiredBy, "C"}}.String()
 	otherBy := entry(ours, "E", "E", "F")
-	otherBy.Payload = Lines{{KeyRetiredBy, "G"}, {KeyReceipt, ParseLines(otherBy.Payload).Value(KeyReceipt)}}.String()
+	otherBy.Payload = Lines{{KeyRetiredBy, "G"}, {KeyReceipt, evidence.ParseLines(otherBy.Payload).Value(KeyReceipt)}}.String()
 	intent := entry(ours, "H", "H", "I")
 	intent.Phase = PhaseIntent
 	got := Retired([]Entry{

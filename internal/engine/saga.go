@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
@@ -80,7 +82,7 @@ func (e *Engine) fail(tx Tx, s *Saga, reason string) error {
 	if err != nil {
 		return err
 	}
-	lc, _ := ReadLifecycle(entries)
+	lc, _ := evidence.ReadLifecycle(entries)
 	for _, l := range lc.Open() {
 		en, err := e.append(tx, s, l.Tool, PhaseRejected, gateRef(l.Seq), Lines{{KeyDropped, reason}}.String())
 		if err != nil {

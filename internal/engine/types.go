@@ -53,48 +53,6 @@ func (s Status) Final() bool {
 // Statuses lists every status, in the order a saga moves through them.
 var Statuses = []Status{Running, AwaitingApproval, Compensating, Completed, Compensated, CompensationFailed}
 
-// Phase is the kind of a journal entry.
-type Phase string
-
-// Journal phases (SPEC §2).
-const (
-	PhaseIntent             Phase = "INTENT"
-	PhaseExecuted           Phase = "EXECUTED"
-	PhaseFailed             Phase = "FAILED"
-	PhaseCompensated        Phase = "COMPENSATED"
-	PhaseCompensationFailed Phase = "COMPENSATION_FAILED"
-	PhaseAwaitingApproval   Phase = "AWAITING_APPROVAL"
-	PhaseApproved           Phase = "APPROVED"
-	PhaseRejected           Phase = "REJECTED"
-)
-
-// Phases lists every journal phase.
-var Phases = []Phase{PhaseIntent, PhaseExecuted, PhaseFailed, PhaseCompensated,
-	PhaseCompensationFailed, PhaseAwaitingApproval, PhaseApproved, PhaseRejected}
-
-// GateTool is the tool name of approval decisions in the journal.
-const GateTool = "approval-gate"
-
-// Entry is one row of a saga's journal. Its Hash chains it to the entry
-// before it (see Hash).
-type Entry struct {
-	SagaID    string
-	Seq       int64
-	ToolName  string
-	Phase     Phase
-	Input     string
-	Payload   string
-	Timestamp time.Time
-	Hash      string
-	// Leaf is the entry's index in the global log, -1 until the sequencer
-	// appends it. It is not part of the hash: the log's proofs check it.
-	Leaf int64
-	// Unreadable is set by a store when a column of the row could not be
-	// read as its type, which only tampering does; it says which. Verify
-	// reports such an entry as a break.
-	Unreadable string
-}
-
 // Saga is the working state of one saga. The journal is the evidence; this
 // row is what the engine locks and updates alongside it.
 type Saga struct {
@@ -201,19 +159,6 @@ func (c Call) Key() string {
 	return c.Invocation().Key(ToolExecute)
 }
 
-// Role is what a principal may do.
-type Role string
-
-// The roles of SPEC §8.
-const (
-	RoleAgent    Role = "agent"
-	RoleApprover Role = "approver"
-	RoleAuditor  Role = "auditor"
-)
-
-// Roles lists every role.
-var Roles = []Role{RoleAgent, RoleApprover, RoleAuditor}
-
 // ParseRoles reads role names, as a configuration file or a sign-in form
 // gives them. Invalid when there are none or one is not a role.
 func ParseRoles(names []string) ([]Role, error) {
@@ -235,17 +180,6 @@ func ParseRoles(names []string) ([]Role, error) {
 	}
 	return roles, nil
 }
-
-// AuthMethod is how a principal signed in; decisions and receipts record
-// it.
-type AuthMethod string
-
-// How principals sign in.
-const (
-	AuthOIDC  AuthMethod = "oidc"  // an OpenID Connect session or bearer token
-	AuthToken AuthMethod = "token" // an API token declared in the configuration
-	AuthDev   AuthMethod = "dev"   // dev mode: whoever says so, on loopback
-)
 
 // Principal is an authenticated caller. ID is the stable identity that is
 // journaled and compared for four-eyes; Auth says how it was established.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sagacity-go/sagacity/evidence"
 )
 
 // verify checks a snapshot (see check), then that its entries are in the
@@ -17,16 +19,16 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot, logged Logged) (Veri
 	var v Verification
 	switch {
 	case snap.Saga == nil && len(snap.Entries) == 0:
-		v = Verify(nil)
+		v = evidence.Verify(nil)
 	case snap.Saga == nil:
-		v = broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries)))
+		v = evidence.Broken(len(snap.Entries), 0, fmt.Sprintf("saga record missing for a journal of %d entries", len(snap.Entries)))
 	default:
 		var rulings []Ruling
 		v, rulings = e.check(snap.Entries, *snap.Saga, snap.Requests, func(hash string) (*Approvals, error) {
 			return e.Policy(ctx, hash)
 		}, func() ([]Entry, error) { return e.store.Entries(ctx, PasskeySaga) })
 		if v.Valid {
-			v = Named(v, rulings)
+			v = evidence.Named(v, rulings)
 		}
 	}
 	v, err := e.included(ctx, snap.Entries, v, logged)
@@ -88,21 +90,24 @@ func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies
 	if v := VerifyReceipts(entries, e.keys.Verifier()); !v.Valid {
 		return v, nil
 	}
-	lc, _ := ReadLifecycle(entries)
-	v, rulings := VerifyVotes(entries, lc, policies, e.keys.Verifier(), e.keyring(passkeys))
+	lc, _ := evidence.ReadLifecycle(entries)
+	v, rulings := evidence.VerifyVotes(entries, lc, func(hash string) (*Approvals, error) {
+		a, err := policies(hash)
+		return a, evidential(err)
+	}, e.keys.Verifier(), e.keyring(passkeys))
 	if !v.Valid {
 		return v, rulings
 	}
 	for _, r := range reqs {
 		g, l := entries[r.JournalSeq-1], lc.Requests[r.JournalSeq]
-		rule := legacyRule
+		rule := evidence.LegacyRule()
 		if h := g.Field(KeyPolicy); h != "" {
 			a, err := policies(h)
 			if err != nil {
-				return broken(len(entries), int(g.Seq-1), msgOf(err)), rulings
+				return evidence.Broken(len(entries), int(g.Seq-1), msgOf(err)), rulings
 			}
 			if rule, err = matchRecorded(a, g); err != nil {
-				return broken(len(entries), int(g.Seq-1), msgOf(err)), rulings
+				return evidence.Broken(len(entries), int(g.Seq-1), msgOf(err)), rulings
 			}
 		}
 		if v := indexed(entries, r, l, rule); !v.Valid {
@@ -122,12 +127,12 @@ func indexed(entries []Entry, r ApprovalRequest, l *Life, rule Rule) Verificatio
 	t := tally(g, l, rule)
 	switch {
 	case !slices.Equal(r.Voters, t.Voters()):
-		return broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d names other voters (%s) than the journal (%s)",
+		return evidence.Broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d names other voters (%s) than the journal (%s)",
 			r.JournalSeq, strings.Join(r.Voters, ", "), strings.Join(t.Voters(), ", ")))
 	// A superseded request is never due: the sweep may have said so
 	// already, or not yet.
 	case r.Quorum != rule.Quorum || !(r.Due.Equal(t.Due()) || (l.SupersededBy != 0 && r.Due.IsZero())):
-		return broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d does not match its rule %s "+
+		return evidence.Broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d does not match its rule %s "+
 			"(it records a quorum of %d, due %s)", r.JournalSeq, rule.Name, r.Quorum, r.Due.UTC().Format(time.RFC3339)))
 	}
 	return Verification{Valid: true, EntryCount: len(entries), BreakAtIndex: -1}
@@ -145,7 +150,7 @@ func (e *Engine) keyring(passkeys func() ([]Entry, error)) Keyring {
 				read, err = ReadPasskeys(entries, e.keys.Verifier())
 			}
 		}
-		return read, err
+		return read, evidential(err)
 	}}
 }
 
@@ -171,4 +176,72 @@ func (e *Engine) Verify(ctx context.Context, p Principal, id string) (Verificati
 		e.keep(ctx, snap, v)
 	}
 	return v, err
+}
+
+// VerifySaga verifies a saga's journal like VerifyJournal, then against
+// what the saga's row and its pending requests record: the journal must
+// end at the head the row records, which catches rows deleted from the
+// tail, and each pending request must stand for an AWAITING_APPROVAL
+// entry of the same tool and input with that input's hash that the
+// journal says is still open, which catches a request row rewritten, or
+// put back after it was resumed, rejected or dropped, behind the
+// journal's back. VerifySaga is pure.
+func VerifySaga(entries []Entry, s Saga, reqs []ApprovalRequest) Verification {
+	n := len(entries)
+	if s.Unreadable != "" {
+		return evidence.Broken(n, n, fmt.Sprintf("saga record unreadable: %s", s.Unreadable))
+	}
+	v := evidence.Verify(entries)
+	if !v.Valid {
+		return v
+	}
+	var lastSeq int64
+	lastHash := ZeroHash
+	if n > 0 {
+		lastSeq, lastHash = entries[n-1].Seq, entries[n-1].Hash
+	}
+	switch {
+	case lastSeq < s.HeadSeq:
+		return evidence.Broken(n, n, fmt.Sprintf("journal truncated: it ends at seq=%d but the saga's head is seq=%d", lastSeq, s.HeadSeq))
+	case lastSeq > s.HeadSeq || lastHash != s.HeadHash:
+		return evidence.Broken(n, n-1, fmt.Sprintf("head mismatch at seq=%d (entry %d): the saga records head seq=%d hash=%s", lastSeq, n-1, s.HeadSeq, s.HeadHash))
+	}
+	lc, v := evidence.ReadLifecycle(entries)
+	if !v.Valid {
+		return v
+	}
+	for _, r := range reqs {
+		if v, _ := verifyRow(entries, lc, s, r); !v.Valid {
+			return v
+		}
+	}
+	return v
+}
+
+// verifyRow checks pending request row r against its saga s's journal
+// (entries, read as lc): the row must stand for an AWAITING_APPROVAL
+// entry the journal holds open — a row for no request, or put back after
+// its request was closed, is a break the journal's own clock cannot
+// settle — and say what that entry says of its tool, input and its hash,
+// rule, policy and reason, else the row's columns alone are broken
+// (columns). verifyRow is pure.
+func verifyRow(entries []Entry, lc Lifecycle, s Saga, r ApprovalRequest) (v Verification, columns bool) {
+	n := len(entries)
+	i := r.JournalSeq - 1
+	if i < 0 || i >= int64(n) {
+		return evidence.Broken(n, n, fmt.Sprintf("approval request at seq=%d has no journal entry", r.JournalSeq)), false
+	}
+	l := lc.Requests[r.JournalSeq]
+	switch g := entries[i]; {
+	case l == nil || r.SagaID != s.ID:
+		return evidence.Broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i)), false
+	case !l.Open():
+		c := int(l.Closed - 1)
+		return evidence.Broken(n, c, fmt.Sprintf("approval request at seq=%d is pending, but the journal closed it: %s at seq=%d (entry %d)",
+			r.JournalSeq, l.Closing, l.Closed, c)), false
+	case g.ToolName != r.ToolName || g.Input != r.Input || r.InputHash != PayloadHash(g.Input) || r.Rule != g.Field(KeyRule) ||
+		r.Policy != g.Field(KeyPolicy) || r.Reason != g.Field(KeyReason):
+		return evidence.Broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i)), true
+	}
+	return Verification{Valid: true, EntryCount: n, BreakAtIndex: -1}, false
 }

@@ -1,7 +1,7 @@
 // Package passkey is WebAuthn for the engine (go-webauthn): the
 // registration ceremony that enrols a person's passkey, the options a
-// browser signs a vote's challenge with, and the check of the assertion a
-// vote carries — on the server, and offline, where it is all that is run.
+// browser signs a vote's challenge with; the check of the assertion a
+// vote carries is package assertion's, run on the server and offline.
 // It implements engine.WebAuthn; the engine never sees the protocol.
 package passkey
 
@@ -9,14 +9,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
 	"github.com/go-webauthn/webauthn/webauthn"
+	"github.com/sagacity-go/sagacity/evidence/assertion"
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
@@ -161,38 +159,15 @@ func (rp *RP) ParseAssertion(response []byte) (engine.Assertion, error) {
 		ClientData: encode(r.ClientDataJSON), Signature: encode(r.Signature)}, nil
 }
 
-// Check verifies that assertion a is the signature, by the credential
-// whose COSE public key is publicKey, over challenge, made in a page of
-// one of origins for RP ID rpID, with the user present and verified; it
-// returns the authenticator's signature counter. It runs the same on the
-// server and offline. Invalid when it does not hold.
+// Check is assertion.Check: the engine checks a vote's assertion with it.
 func Check(a engine.Assertion, challenge, publicKey []byte, rpID string, origins []string) (uint32, error) {
-	b, err := json.Marshal(map[string]any{"id": a.Credential, "rawId": a.Credential, "type": "public-key",
-		"response": map[string]string{"authenticatorData": a.AuthenticatorData, "clientDataJSON": a.ClientData, "signature": a.Signature}})
-	if err != nil {
-		return 0, err
-	}
-	parsed, err := protocol.ParseCredentialRequestResponseBytes(b)
-	if err != nil {
-		return 0, refused("the assertion cannot be read", err)
-	}
-	if err := parsed.Verify(encode(challenge), rpID, "", origins, nil, nil, protocol.TopOriginImplicitVerificationMode, false,
-		true, true, publicKey, protocol.SignaturePolicy{}); err != nil {
-		return 0, refused("the passkey's assertion does not verify", err)
-	}
-	return parsed.Response.AuthenticatorData.Counter, nil
+	return assertion.Check(a, challenge, publicKey, rpID, origins)
 }
 
 // refused is an Invalid error saying what failed, with go-webauthn's
 // detail.
 func refused(what string, err error) error {
-	detail := err.Error()
-	if pe, ok := errors.AsType[*protocol.Error](err); ok && pe.DevInfo != "" {
-		detail = pe.Details + ": " + pe.DevInfo
-	} else if ok {
-		detail = pe.Details
-	}
-	return &engine.Error{Kind: engine.Invalid, Msg: fmt.Sprintf("%s: %s", what, strings.TrimSuffix(detail, ": <nil>")), Err: err}
+	return &engine.Error{Kind: engine.Invalid, Msg: assertion.Why(what, err), Err: err}
 }
 
 func encode(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -72,7 +72,7 @@ func TestLogAPI(t *testing.T) {
 		}
 		r = e.get("/sagacity/audit/pay?proofs=latest")
 		want(t, "export with proofs", r, 200)
-		es, ps, err := engine.ReadNDJSON(strings.NewReader(r.body))
+		es, ps, err := evidence.ReadNDJSON(strings.NewReader(r.body))
 		if err != nil || ps == nil || ps.TreeSize != size2 || len(es) != 4 {
 			t.Fatalf("export with proofs = %s (%v), want 4 entries proved at size %d", r.body, err, size2)
 		}
@@ -130,7 +130,7 @@ func TestConsoleDownloads(t *testing.T) {
 		t.Errorf("checkpoint download = %d %v %q", r.code, r.header, r.body)
 	}
 	r = get(fmt.Sprintf("/audit/export?id=pay&size=%d", size))
-	if _, ps, err := engine.ReadNDJSON(strings.NewReader(r.body)); r.code != 200 || err != nil || ps == nil || ps.TreeSize != size {
+	if _, ps, err := evidence.ReadNDJSON(strings.NewReader(r.body)); r.code != 200 || err != nil || ps == nil || ps.TreeSize != size {
 		t.Errorf("export with proofs = %d %q: %v", r.code, r.body, err)
 	}
 	for path, code := range map[string]int{

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/auth/authtest"
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -371,7 +372,7 @@ func TestBrowserApproval(t *testing.T) {
 		t.Errorf("journal = %s\nwant an APPROVED entry with %s", audit.body, wantPayload)
 	}
 	// Its receipt names the person as the provider does: issuer and subject.
-	entries, _, err := engine.ReadNDJSON(strings.NewReader(audit.body))
+	entries, _, err := evidence.ReadNDJSON(strings.NewReader(audit.body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/transparency-dev/merkle/compact"
 )
@@ -581,11 +582,11 @@ func (l *Log) append(tx Tx, st State, w *walk, es []engine.Entry) (State, error)
 	return next, tx.PutState(next)
 }
 
-// msg is an error's message for people: an engine error's Msg, or the
-// error's text.
+// msg is an error's message for people: an engine error's Msg, or, as
+// evidence.Message says it, evidence's, or the error's text.
 func msg(err error) string {
 	if e, ok := errors.AsType[*engine.Error](err); ok {
 		return e.Msg
 	}
-	return err.Error()
+	return evidence.Message(err)
 }

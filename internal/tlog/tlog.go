@@ -18,17 +18,11 @@ package tlog
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -106,81 +100,27 @@ type Witness interface {
 	Get(size int64) (string, error)
 }
 
+// hasher is the log's: RFC 6962's, as evidence checks its proofs.
 var hasher = rfc6962.DefaultHasher
 
-// LeafData is what a journal entry is in the log: its saga, its seq in
-// decimal and its hash in hex, each written as its byte length in
-// decimal, a colon and its bytes, with nothing between (as the chain
-// writes fields). So a proof of inclusion names which entry of which saga
-// it proves, and one entry can be logged only as itself.
-func LeafData(sagaID string, seq int64, hash string) []byte {
-	var b []byte
-	for _, f := range []string{sagaID, strconv.FormatInt(seq, 10), hash} {
-		b = append(strconv.AppendInt(b, int64(len(f)), 10), ':')
-		b = append(b, f...)
-	}
-	return b
-}
+// The log's leaves, checkpoints and proofs are checked by package
+// evidence, as anyone checks them offline; these are its functions
+// under the log's names, which the stores' tests call.
 
-// LeafHash is the log's leaf hash of a journal entry: RFC 6962's hash of
-// its LeafData. Invalid for an entry hash that is not 64 hex digits.
-func LeafHash(e engine.Entry) ([]byte, error) {
-	if b, err := hex.DecodeString(e.Hash); err != nil || len(b) != sha256.Size || strings.ToLower(e.Hash) != e.Hash {
-		return nil, engine.Errorf(engine.Invalid, "entry hash %q is not 64 lowercase hex digits", e.Hash)
-	}
-	return hasher.HashLeaf(LeafData(e.SagaID, e.Seq, e.Hash)), nil
-}
+// LeafHash is evidence.LeafHash.
+func LeafHash(e engine.Entry) ([]byte, error) { return evidence.LeafHash(e) }
 
-// OpenCheckpoint checks a signed checkpoint with the verifier and reads
-// it. Invalid when the signature or the text is not right.
+// OpenCheckpoint is evidence.OpenCheckpoint.
 func OpenCheckpoint(signed string, v note.Verifier) (engine.Checkpoint, error) {
-	n, err := note.Open([]byte(signed), note.VerifierList(v))
-	if err != nil {
-		return engine.Checkpoint{}, &engine.Error{Kind: engine.Invalid, Msg: "the checkpoint's signature does not verify with " + v.Name(), Err: err}
-	}
-	lines := strings.SplitN(n.Text, "\n", 4)
-	if len(lines) < 4 {
-		return engine.Checkpoint{}, engine.Errorf(engine.Invalid, "not a checkpoint: want origin, size and root lines")
-	}
-	size, err := strconv.ParseInt(lines[1], 10, 64)
-	root, rerr := base64.StdEncoding.DecodeString(lines[2])
-	switch {
-	case lines[0] != v.Name():
-		return engine.Checkpoint{}, engine.Errorf(engine.Invalid, "checkpoint of origin %q, not %q", lines[0], v.Name())
-	case err != nil || size < 0:
-		return engine.Checkpoint{}, engine.Errorf(engine.Invalid, "checkpoint size %q is not a number", lines[1])
-	case rerr != nil || len(root) != sha256.Size:
-		return engine.Checkpoint{}, engine.Errorf(engine.Invalid, "checkpoint root is not a base64 SHA-256")
-	}
-	return engine.Checkpoint{Origin: lines[0], Size: size, Root: root}, nil
+	return evidence.OpenCheckpoint(signed, v)
 }
 
-// VerifyConsistency checks that the log old signed is a prefix of the log
-// new signed, with their consistency proof (RFC 6962). Invalid when not.
+// VerifyConsistency is evidence.VerifyConsistency.
 func VerifyConsistency(old, new engine.Checkpoint, pr [][]byte) error {
-	if old.Size > new.Size {
-		return engine.Errorf(engine.Invalid, "the older checkpoint (size %d) is larger than the newer (size %d)", old.Size, new.Size)
-	}
-	if err := proof.VerifyConsistency(hasher, uint64(old.Size), uint64(new.Size), pr, old.Root, new.Root); err != nil {
-		return &engine.Error{Kind: engine.Invalid, Msg: fmt.Sprintf("the log at size %d is not a prefix of the log at size %d: the log was rewritten", old.Size, new.Size), Err: err}
-	}
-	return nil
+	return evidence.VerifyConsistency(old, new, pr)
 }
 
-// VerifyProofs checks that each entry ps covers is the leaf it names of
-// the tree of ps.TreeSize with root. It returns the index of the first
-// entry whose proof fails (-1 when none does) and how many entries were
-// proved.
+// VerifyProofs is evidence.VerifyProofs.
 func VerifyProofs(entries []engine.Entry, ps *engine.Proofs, root []byte) (bad, proved int) {
-	for i, en := range entries {
-		if ps.Of[i] == nil {
-			continue
-		}
-		leaf, err := LeafHash(en)
-		if err != nil || en.Leaf < 0 || proof.VerifyInclusion(hasher, uint64(en.Leaf), uint64(ps.TreeSize), leaf, ps.Of[i], root) != nil {
-			return i, proved
-		}
-		proved++
-	}
-	return -1, proved
+	return evidence.VerifyProofs(entries, ps, root)
 }

@@ -2,9 +2,6 @@ package tlog
 
 import (
 	"bytes"
-	"encoding/hex"
-	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -13,40 +10,6 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"github.com/transparency-dev/merkle/testonly"
 )
-
-// TestLeafVectors reproduces leaves written by an independent
-// implementation (testdata/leaves.json).
-func TestLeafVectors(t *testing.T) {
-	b, err := os.ReadFile("testdata/leaves.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var vf struct {
-		Leaves []struct {
-			SagaID             string `json:"sagaId"`
-			Seq                int64  `json:"seq"`
-			Hash               string `json:"hash"`
-			LeafData, LeafHash string
-		} `json:"leaves"`
-	}
-	if err := json.Unmarshal(b, &vf); err != nil || len(vf.Leaves) < 4 {
-		t.Fatalf("testdata/leaves.json: %d vectors, %v", len(vf.Leaves), err)
-	}
-	for _, v := range vf.Leaves {
-		if got := string(LeafData(v.SagaID, v.Seq, v.Hash)); got != v.LeafData {
-			t.Errorf("LeafData(%q, %d, %s) = %q, want %q", v.SagaID, v.Seq, v.Hash, got, v.LeafData)
-		}
-		got, err := LeafHash(engine.Entry{SagaID: v.SagaID, Seq: v.Seq, Hash: v.Hash})
-		if err != nil || hex.EncodeToString(got) != v.LeafHash {
-			t.Errorf("LeafHash(%q, %d) = %x, %v; want %s", v.SagaID, v.Seq, got, err, v.LeafHash)
-		}
-	}
-	for _, bad := range []string{"", "xyz", "2B8F009DCDE4115339F77250EC69761E299C66809B569F77FE75033C04F80A4B"} {
-		if _, err := LeafHash(engine.Entry{SagaID: "s", Seq: 1, Hash: bad}); !engine.IsKind(err, engine.Invalid) {
-			t.Errorf("LeafHash of hash %q = %v, want Invalid", bad, err)
-		}
-	}
-}
 
 // memory is a tree's stored nodes, in memory.
 type memory map[NodeID][]byte
@@ -123,45 +86,16 @@ func TestTree(t *testing.T) {
 	}
 }
 
-// TestVerifyProofs: the inclusion proofs of a journal's entries in a
-// tree of their leaves and one more, written out by hand, verify against
-// its root, not another's, and not for a rewritten entry.
-func TestVerifyProofs(t *testing.T) {
-	var es []engine.Entry
-	prev := engine.ZeroHash
-	for i := range 4 {
-		e := engine.Entry{SagaID: "s", Seq: int64(i + 1), ToolName: "t", Phase: engine.PhaseIntent, Leaf: int64(i)}
-		e.Hash = engine.Hash(prev, e)
-		prev = e.Hash
-		es = append(es, e)
+// TestMsg: a refusal names what does not hold, never its cause: an
+// engine error's message, and a checkpoint's or a proof's as evidence
+// says it.
+func TestMsg(t *testing.T) {
+	old, cp := engine.Checkpoint{Size: 2, Root: make([]byte, 32)}, engine.Checkpoint{Size: 3, Root: make([]byte, 32)}
+	err := VerifyConsistency(old, cp, nil)
+	if got, want := msg(err), "the log at size 2 is not a prefix of the log at size 3: the log was rewritten"; got != want {
+		t.Errorf("msg(VerifyConsistency(a proof that is none)) = %q, want %q", got, want)
 	}
-	h := rfc6962.DefaultHasher
-	var leaves [][]byte
-	for _, e := range append(es, engine.Entry{SagaID: "other", Seq: 1, Hash: engine.ZeroHash}) {
-		leaves = append(leaves, h.HashLeaf(LeafData(e.SagaID, e.Seq, e.Hash)))
-	}
-	pair := func(a, b int) []byte { return h.HashChildren(leaves[a], leaves[b]) }
-	root := h.HashChildren(h.HashChildren(pair(0, 1), pair(2, 3)), leaves[4])
-	ps := &engine.Proofs{TreeSize: 5, Of: [][][]byte{
-		{leaves[1], pair(2, 3), leaves[4]},
-		{leaves[0], pair(2, 3), leaves[4]},
-		{leaves[3], pair(0, 1), leaves[4]},
-		nil, // left unproved
-	}}
-	if bad, proved := VerifyProofs(es, ps, root); bad != -1 || proved != 3 {
-		t.Errorf("VerifyProofs = %d, %d; want -1, 3", bad, proved)
-	}
-	if bad, _ := VerifyProofs(es, ps, leaves[0]); bad != 0 {
-		t.Errorf("VerifyProofs against another root = %d, want 0", bad)
-	}
-	moved := append([]engine.Entry(nil), es...)
-	moved[1].SagaID = "elsewhere"
-	if bad, _ := VerifyProofs(moved, ps, root); bad != 1 {
-		t.Errorf("VerifyProofs of an entry moved to another saga = %d, want 1", bad)
-	}
-	moved = append([]engine.Entry(nil), es...)
-	moved[2].Seq = 9
-	if bad, _ := VerifyProofs(moved, ps, root); bad != 2 {
-		t.Errorf("VerifyProofs of an entry given another seq = %d, want 2", bad)
+	if got := msg(engine.Errorf(engine.Conflict, "halted")); got != "halted" {
+		t.Errorf("msg(an engine error) = %q, want its message", got)
 	}
 }

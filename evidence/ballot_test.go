@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"crypto/sha256"
@@ -56,7 +56,7 @@ func readBallotVectors(t *testing.T) []ballotVector {
 
 // TestBallotVectors holds PasskeyBallot to the vectors of
 // testdata/passkey-ballots.json, which anyone can recompute from the
-// grammar in docs/configuration.md (-update rewrites their text, digest and challenge).
+// README's grammar (-update rewrites their text, digest and challenge).
 func TestBallotVectors(t *testing.T) {
 	vs := readBallotVectors(t)
 	for i, v := range vs {
@@ -94,11 +94,11 @@ func TestBallotVectors(t *testing.T) {
 // pages, imports this package.)
 func docPage(t *testing.T, s string) (file, text string) {
 	t.Helper()
-	docs, err := filepath.Glob("../../docs/*.md")
+	docs, err := filepath.Glob("../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range append([]string{"../../README.md"}, docs...) {
+	for _, path := range append([]string{"../README.md"}, docs...) {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"encoding/base64"
@@ -24,7 +24,7 @@ func EncodeText(s string) string {
 }
 
 // DecodeText returns the bytes a journaled text stands for (see
-// EncodeText). It returns an Invalid error for an encoded text whose
+// EncodeText). It returns an *Error for an encoded text whose
 // base64 does not decode.
 func DecodeText(s string) (string, error) {
 	enc, ok := strings.CutPrefix(s, EncodedPrefix)
@@ -33,7 +33,7 @@ func DecodeText(s string) (string, error) {
 	}
 	b, err := base64.StdEncoding.DecodeString(enc)
 	if err != nil {
-		return "", &Error{Kind: Invalid, Msg: "journaled text has a bad " + EncodedPrefix + " encoding", Err: err}
+		return "", &Error{Msg: "journaled text has a bad " + EncodedPrefix + " encoding", Err: err}
 	}
 	return string(b), nil
 }

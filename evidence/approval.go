@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"bytes"
@@ -209,7 +209,7 @@ func compilePolicy(spec PolicySpec, legacy bool) (*Approvals, error) {
 				rs.Name = fmt.Sprintf("%s#%d", owner, i+1)
 			}
 			where := fmt.Sprintf("%s, rule %d (%s)", label, i+1, rs.Name)
-			if err := validName("rule name", rs.Name); err != nil || strings.ContainsAny(rs.Name, " \n") {
+			if err := CheckName("rule name", rs.Name); err != nil || strings.ContainsAny(rs.Name, " \n") {
 				return nil, nil, fmt.Errorf("%s: a rule's name must be printable, without spaces", where)
 			}
 			if names[rs.Name] {
@@ -226,7 +226,7 @@ func compilePolicy(spec PolicySpec, legacy bool) (*Approvals, error) {
 				return nil, nil, fmt.Errorf("%s: quorum must be from 1 to %d", where, MaxQuorum)
 			}
 			for _, g := range rs.Approvers {
-				if err := validName("approvers", g); err != nil {
+				if err := CheckName("approvers", g); err != nil {
 					return nil, nil, fmt.Errorf("%s: %w", where, err)
 				}
 			}
@@ -331,7 +331,7 @@ func checkSteps(rs RuleSpec) ([]Step, error) {
 			return nil, fmt.Errorf("escalate step %d: notify names no endpoint", i+1)
 		}
 		for _, n := range st.Notify {
-			if err := validName("escalate notify", n); err != nil {
+			if err := CheckName("escalate notify", n); err != nil {
 				return nil, fmt.Errorf("escalate step %d: %w", i+1, err)
 			}
 		}
@@ -342,7 +342,7 @@ func checkSteps(rs RuleSpec) ([]Step, error) {
 }
 
 // ParsePolicy compiles a canonical policy document (Approvals.Text),
-// as the global log keeps it. Invalid when it is not one: other bytes
+// as the global log keeps it. An *Error when it is not one: other bytes
 // than CompilePolicy would write for the rules it holds. A document in
 // which no rule says onError was written before rules did: its
 // conditions skip when they cannot be evaluated, as they did when it was
@@ -353,7 +353,7 @@ func ParsePolicy(text string) (*Approvals, error) {
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
-		return nil, Errorf(Invalid, "not an approval policy document: %v", err)
+		return nil, errorf("not an approval policy document: %v", err)
 	}
 	legacy := true
 	for _, rules := range append(slices.Collect(maps.Values(spec.Tools)), spec.Default) {
@@ -363,10 +363,10 @@ func ParsePolicy(text string) (*Approvals, error) {
 	}
 	a, err := compilePolicy(spec, legacy)
 	if err != nil {
-		return nil, Errorf(Invalid, "the approval policy document does not compile: %v", err)
+		return nil, errorf("the approval policy document does not compile: %v", err)
 	}
 	if a.Text != text {
-		return nil, Errorf(Invalid, "not a canonical approval policy document")
+		return nil, errorf("not a canonical approval policy document")
 	}
 	return a, nil
 }
@@ -380,6 +380,17 @@ type Matched struct {
 	OK          bool
 	Failed, Why string
 }
+
+// The gate's refusals of a request no rule applies to.
+const (
+	// RefusedNoRule refuses, at the gate, a request no rule of the
+	// approval policy applies to: nobody could approve it.
+	RefusedNoRule = "no rule of the approval policy applies to this request"
+	// RefusedCondition refuses, at the gate, a request for which a
+	// rule's condition could not be evaluated (its rule does not say
+	// onError: skip); its entry names the rule and the error.
+	RefusedCondition = "an approval rule's condition could not be evaluated for this request"
+)
 
 // Refusal is the detail the gate journals when it refuses the request
 // (its REJECTED entry's payload), and which verification expects there:
@@ -399,8 +410,8 @@ func (m Matched) Because() string {
 	return fmt.Sprintf("%s (rule %s: %s)", RefusedCondition, m.Failed, m.Why)
 }
 
-// gateRefusal reads what the gate's refusal entry says as a Matched.
-func gateRefusal(refusal Entry) Matched {
+// GateRefusal reads what the gate's refusal entry says as a Matched.
+func GateRefusal(refusal Entry) Matched {
 	return Matched{Failed: refusal.Field(KeyRule), Why: refusal.Field(KeyError)}
 }
 
@@ -431,7 +442,7 @@ func (a *Approvals) Match(tool, saga, requester, input string) Matched {
 			why = err.Error()
 		}
 		if !r.SkipOnError {
-			return Matched{Failed: r.Name, Why: cleanLine(why)}
+			return Matched{Failed: r.Name, Why: CleanLine(why)}
 		}
 	}
 	return Matched{}
@@ -448,6 +459,33 @@ func (r Rule) holds(vars map[string]any) (bool, error) {
 		return false, fmt.Errorf("the condition gave a %s, not a boolean", out.Type().TypeName())
 	}
 	return holds, nil
+}
+
+// Recorded finds the rule a policy gives the bytes of a request (its
+// AWAITING_APPROVAL entry gated), which must be the one the entry
+// records: an entry that records another (written into the database to
+// pass for a laxer rule) decides nothing. An *Error otherwise.
+func (a *Approvals) Recorded(gated Entry) (Rule, error) {
+	name := gated.Field(KeyRule)
+	m := a.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input)
+	if !m.OK || m.Rule.Name != name {
+		gives := "no rule"
+		switch {
+		case m.OK:
+			gives = fmt.Sprintf("rule %q", m.Rule.Name)
+		case m.Failed != "":
+			gives = fmt.Sprintf("no rule (rule %q's condition cannot be evaluated for them)", m.Failed)
+		}
+		return Rule{}, errorf("the request at seq=%d records approval rule %q, but its policy gives its bytes %s: nothing is decided on it",
+			gated.Seq, name, gives)
+	}
+	return m.Rule, nil
+}
+
+// LegacyRule decides a request made before requests recorded a policy:
+// one person with the approver role.
+func LegacyRule() Rule {
+	return Rule{Name: "default", Approvers: []string{string(RoleApprover)}, Quorum: 1}
 }
 
 // Rules are the rules a request of tool is matched against, in order:
@@ -475,48 +513,21 @@ func (a *Approvals) Rule(tool, name string) (Rule, bool) {
 	return Rule{}, false
 }
 
-// Eligible reports whether p may vote under r: p holds a role, or is in
-// a group, that r's approvers name. Deciding at all takes the approver
-// role besides (see Can).
-func (r Rule) Eligible(p Principal) bool { return r.EligibleAs(p) != "" }
+// Eligible reports whether a person holding roles, in groups, may vote
+// under r: r's approvers name one of them. Deciding at all takes the
+// approver role besides (the engine's Can).
+func (r Rule) Eligible(roles []Role, groups []string) bool { return r.EligibleAs(roles, groups) != "" }
 
-// EligibleAs is the first of r's approvers (a role or a group) that p
-// holds, which its votes' receipts record; "" when none.
-func (r Rule) EligibleAs(p Principal) string {
+// EligibleAs is the first of r's approvers (a role or a group) that a
+// person holding roles, in groups, is, which their votes' receipts
+// record; "" when none.
+func (r Rule) EligibleAs(roles []Role, groups []string) string {
 	for _, a := range r.Approvers {
-		if slices.Contains(p.Roles, Role(a)) || slices.Contains(p.Groups, a) {
+		if slices.Contains(roles, Role(a)) || slices.Contains(groups, a) {
 			return a
 		}
 	}
 	return ""
-}
-
-// Unmeetable checks, for a deployment whose only voters are the given
-// principals (static tokens, in tokens mode), that every rule can be
-// met: enough of them may approve under it, and none needs a recent
-// sign-in, which a token never has. Invalid naming the first rule that
-// cannot.
-func (a *Approvals) Unmeetable(voters []Principal) error {
-	for label, r := range a.All() {
-		n := 0
-		for _, p := range voters {
-			if p.Has(RoleApprover) && r.Eligible(p) {
-				n++
-			}
-		}
-		switch {
-		case r.PasskeyRequired:
-			return Errorf(Invalid, "%s, rule %s: passkey can never be met here: a vote needs the voter's passkey, enrolled "+
-				"and used in the console, and a static token has none (sign people in with OIDC, or drop passkey)", label, r.Name)
-		case r.StepUp > 0:
-			return Errorf(Invalid, "%s, rule %s: stepUp can never be met here: a vote counts only from a recent sign-in, and "+
-				"a static token has none (sign people in with OIDC, or drop stepUp)", label, r.Name)
-		case n < r.Quorum:
-			return Errorf(Invalid, "%s, rule %s: a quorum of %d can never be met here: only %d configured token(s) hold the "+
-				"approver role and one of %s", label, r.Name, r.Quorum, n, strings.Join(r.Approvers, ", "))
-		}
-	}
-	return nil
 }
 
 // All yields every rule, the default's first, with where it stands:
@@ -536,11 +547,4 @@ func (a *Approvals) All() iter.Seq2[string, Rule] {
 			}
 		}
 	}
-}
-
-func short12(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

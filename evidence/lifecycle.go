@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"fmt"
@@ -73,8 +73,8 @@ func (l *Life) Standing() []Vote {
 	return out
 }
 
-// standing returns voter's standing vote, if any.
-func (l *Life) standing(voter string) (Vote, bool) {
+// VoteOf returns voter's standing vote, if any.
+func (l *Life) VoteOf(voter string) (Vote, bool) {
 	for _, v := range l.Votes {
 		if v.Voter == voter && v.Withdrawn == 0 {
 			return v, true
@@ -86,8 +86,8 @@ func (l *Life) standing(voter string) (Vote, bool) {
 // Open reports whether the request is still pending, as the journal says.
 func (l *Life) Open() bool { return l.Closed == 0 }
 
-// how says how a closed request was closed: "rejected at seq=5".
-func (l *Life) how() string { return fmt.Sprintf("%s at seq=%d", l.Closing, l.Closed) }
+// How says how a closed request was closed: "rejected at seq=5".
+func (l *Life) How() string { return fmt.Sprintf("%s at seq=%d", l.Closing, l.Closed) }
 
 // Lifecycle is every request of one saga's journal, and what its journal
 // says of the saga as a whole.
@@ -114,7 +114,15 @@ func (lc Lifecycle) Open() []*Life {
 	return out
 }
 
-// refSeq reads an entry input "seq=<N>"; 0 when it is not one.
+// CompensatedEffect opens the payload of the COMPENSATED entry of an undo
+// that ran: "compensated effect seq=<the call's EXECUTED>".
+const CompensatedEffect = "compensated effect "
+
+// Ref is how an entry's input names the entry at seq, "seq=<N>": a
+// decision's, a refusal's and a resolution's name the request or call.
+func Ref(seq int64) string { return "seq=" + strconv.FormatInt(seq, 10) }
+
+// refSeq reads an entry input Ref wrote; 0 when it is not one.
 func refSeq(input string) int64 {
 	n, err := strconv.ParseInt(strings.TrimPrefix(input, "seq="), 10, 64)
 	if err != nil || !strings.HasPrefix(input, "seq=") || n < 1 {
@@ -137,7 +145,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 	lc := Lifecycle{Requests: map[int64]*Life{}}
 	n := len(entries)
 	bad := func(i int, format string, args ...any) (Lifecycle, Verification) {
-		return lc, broken(n, i, fmt.Sprintf("seq=%d (entry %d) ", entries[i].Seq, i)+fmt.Sprintf(format, args...))
+		return lc, Broken(n, i, fmt.Sprintf("seq=%d (entry %d) ", entries[i].Seq, i)+fmt.Sprintf(format, args...))
 	}
 	for i, en := range entries {
 		if i == 0 {
@@ -166,12 +174,12 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 
 		case en.ToolName == GateTool && (en.Phase == PhaseApproved || en.Phase == PhaseRejected):
 			l := lc.Requests[refSeq(en.Input)]
-			decision, decider, _ := personal(en)
+			decision, decider, _ := en.Decision()
 			switch {
 			case l == nil:
 				return bad(i, "decides %s, which is no request of this saga", en.Input)
 			case !l.Open():
-				return bad(i, "decides the request at seq=%d, %s", l.Seq, l.how())
+				return bad(i, "decides the request at seq=%d, %s", l.Seq, l.How())
 			case decision == DecidedExpired:
 				// The server's word: nobody's four eyes.
 				l.Closed, l.Closing = en.Seq, ClosedExpired
@@ -191,7 +199,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 			case DecidedChanges:
 				l.Closed, l.Closing = en.Seq, ClosedChanges
 			case DecidedWithdrawn:
-				v, ok := l.standing(decider)
+				v, ok := l.VoteOf(decider)
 				if !ok {
 					return bad(i, "withdraws %s's vote on the request at seq=%d, which has none standing", decider, l.Seq)
 				}
@@ -204,7 +212,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				l.Closed, l.Closing = en.Seq, ClosedRejected
 				lc.fail(en.Seq)
 			default: // approved
-				if v, ok := l.standing(decider); ok {
+				if v, ok := l.VoteOf(decider); ok {
 					return bad(i, "is %s's second approval of the request at seq=%d (the first at seq=%d stands)", decider, l.Seq, v.Seq)
 				}
 				if l.SupersededBy != 0 {
@@ -221,7 +229,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 			case l == nil || l.Tool != en.ToolName:
 				return bad(i, "refuses %s, which is no request of %s in this saga", en.Input, en.ToolName)
 			case !l.Open():
-				return bad(i, "refuses the request at seq=%d, %s", l.Seq, l.how())
+				return bad(i, "refuses the request at seq=%d, %s", l.Seq, l.How())
 			case ParseLines(en.Payload)[0].Key == KeyDropped:
 				l.Closed, l.Closing = en.Seq, ClosedDropped
 			default:
@@ -235,7 +243,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 			case l == nil || l.Tool != en.ToolName || entries[l.Seq-1].Input != en.Input:
 				return bad(i, "resumes %s, which is no request of these bytes of %s in this saga", en.Field(KeyResumes), en.ToolName)
 			case !l.Open():
-				return bad(i, "executes the request at seq=%d again: it was %s", l.Seq, l.how())
+				return bad(i, "executes the request at seq=%d again: it was %s", l.Seq, l.How())
 			case len(l.Standing()) == 0:
 				return bad(i, "executes the request at seq=%d, which nobody approved", l.Seq)
 			case l.SupersededBy != 0:
@@ -312,7 +320,7 @@ func Pairs(entries []Entry) map[int64]int64 {
 				call = open[i]
 			}
 		case en.Phase == PhaseCompensated:
-			if rest, ok := strings.CutPrefix(en.Payload, compensatedEffect); ok {
+			if rest, ok := strings.CutPrefix(en.Payload, CompensatedEffect); ok {
 				call = outcome[refSeq(rest)]
 			}
 		default: // the undo failed

@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"bufio"
@@ -51,14 +51,15 @@ var attachments = []struct {
 	key, saga string
 	tools     []string
 	of        func(*Proofs) *Attached
+	lines     func(*wire.Export) *[]wire.Entry
 	line      func(wire.Entry) any
 }{
 	{"policy", PolicySaga, []string{PolicyTool}, func(p *Proofs) *Attached { return &p.Policies },
-		func(e wire.Entry) any { return wire.ExportPolicy{Policy: e} }},
+		func(x *wire.Export) *[]wire.Entry { return &x.Policies }, func(e wire.Entry) any { return wire.ExportPolicy{Policy: e} }},
 	{"passkey", PasskeySaga, []string{PasskeyEnrolled, PasskeyRemoved}, func(p *Proofs) *Attached { return &p.Passkeys },
-		func(e wire.Entry) any { return wire.ExportPasskey{Passkey: e} }},
+		func(x *wire.Export) *[]wire.Entry { return &x.Passkeys }, func(e wire.Entry) any { return wire.ExportPasskey{Passkey: e} }},
 	{"signIn", SignInSaga, []string{ProviderKeyTool, SignedInTool}, func(p *Proofs) *Attached { return &p.SignIns },
-		func(e wire.Entry) any { return wire.ExportSignIn{SignIn: e} }},
+		func(x *wire.Export) *[]wire.Entry { return &x.SignIns }, func(e wire.Entry) any { return wire.ExportSignIn{SignIn: e} }},
 }
 
 // WriteNDJSON writes entries as newline-delimited JSON, one object a line
@@ -67,35 +68,53 @@ var attachments = []struct {
 // a line {"policy": …} follows the entries for each of their policies,
 // a line {"passkey": …} for each of their passkeys' entries and a line
 // {"signIn": …} for each of their sign-ins' entries, and a last
-// line {"head": …} carries their signed head. A real JSON encoder escapes
-// every string.
+// line {"head": …} carries their signed head (ExportOf's lines, in
+// order). A real JSON encoder escapes every string.
 func WriteNDJSON(w io.Writer, entries []Entry, proofs *Proofs) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
+	x := ExportOf(entries, proofs)
+	for _, l := range x.Entries {
+		if err := enc.Encode(l); err != nil {
+			return err
+		}
+	}
+	for _, a := range attachments {
+		for _, l := range *a.lines(&x) {
+			if err := enc.Encode(a.line(l)); err != nil {
+				return err
+			}
+		}
+	}
+	if x.Head != "" {
+		return enc.Encode(wire.ExportHead{Head: x.Head})
+	}
+	return nil
+}
+
+// ExportOf is entries, with proofs when they have them, as an export's
+// lines in the API's shapes: what the Go client reads of an export, and
+// ReadExport reads back.
+func ExportOf(entries []Entry, proofs *Proofs) wire.Export {
+	var x wire.Export
 	for i, e := range entries {
 		var proof [][]byte
 		if proofs != nil {
 			proof = proofs.Of[i]
 		}
-		if err := enc.Encode(wireEntry(e, proofs, proof)); err != nil {
-			return err
-		}
+		x.Entries = append(x.Entries, wireEntry(e, proofs, proof))
 	}
 	if proofs == nil {
-		return nil
+		return x
 	}
 	for _, a := range attachments {
-		at := a.of(proofs)
+		at, lines := a.of(proofs), a.lines(&x)
 		for i, e := range at.Entries {
-			if err := enc.Encode(a.line(wireEntry(e, proofs, at.Of[i]))); err != nil {
-				return err
-			}
+			*lines = append(*lines, wireEntry(e, proofs, at.Of[i]))
 		}
 	}
-	if proofs.Head != "" {
-		return enc.Encode(wire.ExportHead{Head: proofs.Head})
-	}
-	return nil
+	x.Head = proofs.Head
+	return x
 }
 
 // wireEntry is e as an export writes it, with its leaf, the proofs' tree
@@ -114,7 +133,7 @@ const MaxNDJSONLine = 64 << 20
 
 // ReadNDJSON parses a journal export written by WriteNDJSON, and its
 // proofs, policy, passkey and sign-in lines and head when it carries them (nil
-// when not). Blank lines are skipped. It returns an Invalid error naming
+// when not). Blank lines are skipped. It returns an *Error naming
 // the line for anything that is not exactly that format: a missing or
 // unknown key, a wrong type, a timestamp that is not RFC 3339, an unknown
 // phase, proofs against different sizes, a policy, passkey or sign-in line that is
@@ -124,23 +143,18 @@ const MaxNDJSONLine = 64 << 20
 func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), MaxNDJSONLine)
-	var entries []Entry
-	var proofs *Proofs
-	var of [][][]byte
-	var head string
-	attached := make([]Attached, len(attachments))
-	firstAttached := 0 // the line of the first policy, passkey or sign-in line
+	x := newExportReader()
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
-		if head != "" {
-			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: after the export's head", n)}
+		if x.head != "" {
+			return nil, nil, errorf("line %d: after the export's head", n)
 		}
 		if h, ok := parseHead(line); ok {
-			if head = h; head == "" {
-				return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: an empty head", n)}
+			if x.head = h; x.head == "" {
+				return nil, nil, errorf("line %d: an empty head", n)
 			}
 			continue
 		}
@@ -150,51 +164,102 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 				kind, line = i, v
 			}
 		}
-		if kind < 0 && firstAttached != 0 {
-			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: an entry after the export's policy, passkey and sign-in lines", n)}
-		}
-		e, l, err := parseLine(line)
-		if err == nil && kind >= 0 {
-			err = attachedLine(e, kind, attached[kind].Entries)
-		}
-		if err == nil && l.TreeSize != nil {
-			if proofs == nil {
-				proofs = &Proofs{TreeSize: *l.TreeSize}
-			} else if *l.TreeSize != proofs.TreeSize {
-				err = fmt.Errorf("proof against tree size %d, where earlier lines' are against %d", *l.TreeSize, proofs.TreeSize)
-			}
-		}
-		if err != nil {
-			return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("line %d: %v", n, err)}
-		}
-		var p [][]byte
-		if l.Proof != nil {
-			p = *l.Proof
-		}
-		if kind >= 0 {
-			if firstAttached == 0 {
-				firstAttached = n
-			}
-			attached[kind].Entries, attached[kind].Of = append(attached[kind].Entries, e), append(attached[kind].Of, p)
-		} else {
-			entries, of = append(entries, e), append(of, p)
+		if err := x.add(n, kind, line); err != nil {
+			return nil, nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, nil, &Error{Kind: Invalid, Msg: fmt.Sprintf("reading export: %v", err), Err: err}
+		return nil, nil, &Error{Msg: fmt.Sprintf("reading export: %v", err), Err: err}
 	}
-	switch {
-	case head != "" && proofs == nil:
-		return nil, nil, Errorf(Invalid, "the export has a head but no proofs")
-	case firstAttached != 0 && proofs == nil:
-		return nil, nil, Errorf(Invalid, "line %d: a policy, passkey or sign-in line in an export without proofs", firstAttached)
-	case proofs != nil:
-		proofs.Of, proofs.Head = of, head
-		for i, a := range attachments {
-			*a.of(proofs) = attached[i]
+	return x.done()
+}
+
+// ReadExport reads an export's lines, as the Go client holds them (what
+// ExportOf writes), as ReadNDJSON reads the export they are, numbering
+// the lines as it would: the entries, the policy, passkey and sign-in
+// lines, then the head. An *Error for anything ReadNDJSON refuses.
+func ReadExport(e wire.Export) ([]Entry, *Proofs, error) {
+	x, n := newExportReader(), 0
+	for kind, lines := range append([][]wire.Entry{e.Entries}, e.Policies, e.Passkeys, e.SignIns) {
+		for _, l := range lines {
+			n++
+			b, err := json.Marshal(l)
+			if err == nil {
+				err = x.add(n, kind-1, b)
+			}
+			if err != nil {
+				return nil, nil, err
+			}
 		}
 	}
-	return entries, proofs, nil
+	x.head = e.Head
+	return x.done()
+}
+
+// exportReader reads an export a line at a time.
+type exportReader struct {
+	entries       []Entry
+	of            [][][]byte
+	proofs        *Proofs
+	attached      []Attached
+	head          string
+	firstAttached int // the line of the first policy, passkey or sign-in line
+}
+
+func newExportReader() *exportReader {
+	return &exportReader{attached: make([]Attached, len(attachments))}
+}
+
+// add reads line n, the entry of an entry line (kind -1) or of a line of
+// attachments[kind], which come after the entries. An *Error naming the
+// line otherwise.
+func (x *exportReader) add(n, kind int, line []byte) error {
+	if kind < 0 && x.firstAttached != 0 {
+		return errorf("line %d: an entry after the export's policy, passkey and sign-in lines", n)
+	}
+	e, l, err := parseLine(line)
+	if err == nil && kind >= 0 {
+		err = attachedLine(e, kind, x.attached[kind].Entries)
+	}
+	if err == nil && l.TreeSize != nil {
+		if x.proofs == nil {
+			x.proofs = &Proofs{TreeSize: *l.TreeSize}
+		} else if *l.TreeSize != x.proofs.TreeSize {
+			err = fmt.Errorf("proof against tree size %d, where earlier lines' are against %d", *l.TreeSize, x.proofs.TreeSize)
+		}
+	}
+	if err != nil {
+		return errorf("line %d: %v", n, err)
+	}
+	var p [][]byte
+	if l.Proof != nil {
+		p = *l.Proof
+	}
+	if kind >= 0 {
+		if x.firstAttached == 0 {
+			x.firstAttached = n
+		}
+		x.attached[kind].Entries, x.attached[kind].Of = append(x.attached[kind].Entries, e), append(x.attached[kind].Of, p)
+	} else {
+		x.entries, x.of = append(x.entries, e), append(x.of, p)
+	}
+	return nil
+}
+
+// done returns what was read, once it is a whole export.
+func (x *exportReader) done() ([]Entry, *Proofs, error) {
+	switch {
+	case x.head != "" && x.proofs == nil:
+		return nil, nil, errorf("the export has a head but no proofs")
+	case x.firstAttached != 0 && x.proofs == nil:
+		return nil, nil, errorf("line %d: a policy, passkey or sign-in line in an export without proofs", x.firstAttached)
+	case x.proofs != nil:
+		x.proofs.Of, x.proofs.Head = x.of, x.head
+		for i, a := range attachments {
+			*a.of(x.proofs) = x.attached[i]
+		}
+	}
+	return x.entries, x.proofs, nil
 }
 
 // wrapped reads a line that is an object of the one key k, as the head

@@ -1,10 +1,8 @@
-package engine
+package evidence
 
 import (
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // The payloads the engine writes itself — on the entry that opens a call,
@@ -47,8 +45,11 @@ const (
 )
 
 // Line is one line of a payload: a key and its value, or, with no key, a
-// line of text (a refused resume's detail).
-type Line struct {
+// line of text (a refused resume's detail). It is a pair, not a type of
+// this package's own, so that its writers in every package write it as
+// one, {KeyRequester, id}, as go vet asks keyed fields only of the
+// struct types a package declares.
+type Line = struct {
 	Key   Key
 	Value string
 }
@@ -115,14 +116,6 @@ func (ls Lines) String() string {
 		b.WriteString(v)
 	}
 	return b.String()
-}
-
-// oneLine replaces line breaks, which would start another line.
-func oneLine(v string) string {
-	if !strings.ContainsAny(v, "\r\n") {
-		return v
-	}
-	return strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
 }
 
 // Get returns the value of the first line of key k, and whether there is
@@ -197,23 +190,6 @@ func (e Entry) Actor() string {
 	case e.ToolName != GateTool:
 		return e.Field(KeyRequester)
 	}
-	_, who, _ := personal(e)
+	_, who, _ := e.Decision()
 	return who
-}
-
-// cleanLine makes any text one line fit for a reason or a payload line:
-// control characters (line breaks among them) become spaces, invalid
-// UTF-8 is replaced and the length is capped.
-func cleanLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, strings.ToValidUTF8(s, "\uFFFD"))
-	for len(s) > MaxReasonLen {
-		_, size := utf8.DecodeLastRuneInString(s)
-		s = s[:len(s)-size]
-	}
-	return s
 }

@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -109,11 +110,10 @@ func TestNDJSONProofs(t *testing.T) {
 	}
 }
 
-// TestNDJSONPolicies: an export with proofs carries the policies its
-// requests pin and its passkeys' entries, each on a line of its own
-// after the entries and before the head (one proved, one the checkpoint
-// does not cover), and reads back as written.
-func TestNDJSONPolicies(t *testing.T) {
+// attachedSample is a journal exported with proofs, its policies' and
+// passkeys' entries (one policy proved, one the checkpoint does not
+// cover) and a head.
+func attachedSample() ([]Entry, *Proofs) {
 	es := exportSample()
 	ps := &Proofs{TreeSize: 9, Of: make([][][]byte, len(es)), Head: "sagacity saga head v1\nsaga: transfer-77\n"}
 	for i := range es {
@@ -137,6 +137,15 @@ func TestNDJSONPolicies(t *testing.T) {
 		k.Hash = Hash(ZeroHash, k)
 		ps.Passkeys.Entries, ps.Passkeys.Of = append(ps.Passkeys.Entries, k), append(ps.Passkeys.Of, [][]byte{bytes.Repeat([]byte{7}, 32)})
 	}
+	return es, ps
+}
+
+// TestNDJSONPolicies: an export with proofs carries the policies its
+// requests pin and its passkeys' entries, each on a line of its own
+// after the entries and before the head (one proved, one the checkpoint
+// does not cover), and reads back as written.
+func TestNDJSONPolicies(t *testing.T) {
+	es, ps := attachedSample()
 	var buf bytes.Buffer
 	if err := WriteNDJSON(&buf, es, ps); err != nil {
 		t.Fatal(err)
@@ -158,6 +167,40 @@ func TestNDJSONPolicies(t *testing.T) {
 	}
 	if diff := cmp.Diff(ps, gotProofs); diff != "" {
 		t.Errorf("ReadNDJSON(WriteNDJSON(x, proofs)) proofs differ (-want +got):\n%s", diff)
+	}
+}
+
+// TestReadExport: an export's lines, as the Go client holds them, read as
+// the export they are, and are refused as it would be, naming the line.
+func TestReadExport(t *testing.T) {
+	es, ps := attachedSample()
+	x := ExportOf(es, ps)
+	got, gotProofs, err := ReadExport(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(es, got); diff != "" {
+		t.Errorf("ReadExport(ExportOf(x, proofs)) entries differ (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(ps, gotProofs); diff != "" {
+		t.Errorf("ReadExport(ExportOf(x, proofs)) proofs differ (-want +got):\n%s", diff)
+	}
+	foreign := ExportOf(es, ps)
+	foreign.Passkeys = slices.Clone(foreign.Passkeys)
+	foreign.Passkeys[1].SagaID = "transfer-77"
+	unproved := ExportOf(es, nil)
+	unproved.Head = ps.Head
+	for _, tt := range []struct {
+		name string
+		x    wire.Export
+		want string
+	}{
+		{"a passkey line of another saga", foreign, "line 8: a passkey line must hold an entry of saga sagacity:passkeys"},
+		{"a head without proofs", unproved, "the export has a head but no proofs"},
+	} {
+		if _, _, err := ReadExport(tt.x); err == nil || !strings.HasPrefix(Message(err), tt.want) {
+			t.Errorf("%s: ReadExport = %v, want %q", tt.name, err, tt.want)
+		}
 	}
 }
 
@@ -208,7 +251,7 @@ func TestReadNDJSONRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := ReadNDJSON(strings.NewReader(tt.in))
-			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !IsKind(err, Invalid) {
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !isEvidence(err) {
 				t.Errorf("ReadNDJSON(%q) error = %v, want Invalid starting %q", tt.in, err, tt.want)
 			}
 		})

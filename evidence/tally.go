@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"fmt"
@@ -28,9 +28,9 @@ type Tally struct {
 	Reached, GrantUntil time.Time
 }
 
-// tally counts the standing votes of request l, made by entry gated,
-// under rule r.
-func tally(gated Entry, l *Life, r Rule) Tally {
+// Count counts the standing votes of request l (nil: none yet), made by
+// entry gated, under rule r.
+func Count(gated Entry, l *Life, r Rule) Tally {
 	t := Tally{Rule: r, Requested: gated.Timestamp}
 	if l != nil {
 		t.Votes = l.Standing()
@@ -154,7 +154,7 @@ func (k Keyring) verify(r Receipt) string {
 	}
 	keys, err := k.Passkeys()
 	if err != nil {
-		return msgOf(err)
+		return Message(err)
 	}
 	return VerifyPasskey(r, keys, k.Check)
 }
@@ -181,16 +181,16 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 	}
 	bad := func(seq int64, format string, args ...any) (Verification, []Ruling) {
 		i := int(seq - 1)
-		return broken(n, i, fmt.Sprintf("seq=%d (entry %d) ", seq, i)+fmt.Sprintf(format, args...)), out
+		return Broken(n, i, fmt.Sprintf("seq=%d (entry %d) ", seq, i)+fmt.Sprintf(format, args...)), out
 	}
 	for _, seq := range lc.Order {
 		l, gated := lc.Requests[seq], entries[seq-1]
 		hash := gated.Field(KeyPolicy)
-		rule := legacyRule
+		rule := LegacyRule()
 		if hash != "" {
 			a, err := policies(hash)
 			if err != nil {
-				return bad(seq, "is a request under approval policy %s: %s", hash, msgOf(err))
+				return bad(seq, "is a request under approval policy %s: %s", hash, Message(err))
 			}
 			if gated.Field(KeyRule) == "" {
 				// No rule applied: the gate must have refused it at once,
@@ -202,21 +202,21 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 					return bad(seq, "records no approval rule, but its policy gives its bytes rule %q", m.Rule.Name)
 				}
 				refusal := entries[min(seq, int64(n)-1)]
-				if detail, _, _ := refusal.Refusal(); l.Closed != seq+1 || detail != m.Refusal()[0].Value || gateRefusal(refusal).Failed != m.Failed {
+				if detail, _, _ := refusal.Refusal(); l.Closed != seq+1 || detail != m.Refusal()[0].Value || GateRefusal(refusal).Failed != m.Failed {
 					return bad(seq, "is a request its policy refuses (%s), which the gate did not refuse at once for that", m.Because())
 				}
 				out = append(out, Ruling{Seq: seq, Policy: hash, Closing: l.Closing})
 				continue
 			}
-			if rule, err = matchRecorded(a, gated); err != nil {
-				return bad(seq, "%s", strings.TrimPrefix(msgOf(err), fmt.Sprintf("the request at seq=%d ", seq)))
+			if rule, err = a.Recorded(gated); err != nil {
+				return bad(seq, "%s", strings.TrimPrefix(Message(err), fmt.Sprintf("the request at seq=%d ", seq)))
 			}
 		}
 		ru := Ruling{Seq: seq, Policy: hash, Rule: rule.Name, Closing: l.Closing}
 		// Each vote against the rule, in the order they were cast.
 		standing := 0
 		for _, en := range decisions[seq] {
-			decision, decider, _ := personal(en)
+			decision, decider, _ := en.Decision()
 			if decision == DecidedExpired {
 				continue // checked below, with the tally
 			}
@@ -259,7 +259,7 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 					r.Vote, r.Quorum, standing, rule.Quorum, rule.Name)
 			}
 		}
-		t := tally(gated, l, rule)
+		t := Count(gated, l, rule)
 		ru.Voters = t.Voters()
 		out = append(out, ru)
 		if l.Closed == 0 {

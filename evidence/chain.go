@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"crypto/sha256"
@@ -172,7 +172,7 @@ func Verify(entries []Entry) Verification {
 	first := parallel.First(len(entries), chunkSize, func() *ChainVerifier { return new(ChainVerifier) },
 		func(v *ChainVerifier, i int) bool { return problem(v, i) == "" })
 	if first < len(entries) {
-		return broken(len(entries), first, problem(new(ChainVerifier), first))
+		return Broken(len(entries), first, problem(new(ChainVerifier), first))
 	}
 	return (&ChainVerifier{n: len(entries)}).Result()
 }
@@ -240,7 +240,7 @@ func (v *ChainVerifier) problem(e *Entry, i int, prev, saga string) string {
 func (v *ChainVerifier) Result() Verification {
 	switch {
 	case v.msg != "":
-		return broken(v.n, v.at, v.msg)
+		return Broken(v.n, v.at, v.msg)
 	case v.n == 0:
 		return Verification{Valid: true, BreakAtIndex: -1, Message: "empty journal"}
 	}
@@ -258,74 +258,6 @@ func VerifyJournal(entries []Entry) Verification {
 	return v
 }
 
-// VerifySaga verifies a saga's journal like VerifyJournal, then against
-// what the saga's row and its pending requests record: the journal must
-// end at the head the row records, which catches rows deleted from the
-// tail, and each pending request must stand for an AWAITING_APPROVAL
-// entry of the same tool and input with that input's hash that the
-// journal says is still open, which catches a request row rewritten, or
-// put back after it was resumed, rejected or dropped, behind the
-// journal's back. VerifySaga is pure.
-func VerifySaga(entries []Entry, s Saga, reqs []ApprovalRequest) Verification {
-	n := len(entries)
-	if s.Unreadable != "" {
-		return broken(n, n, fmt.Sprintf("saga record unreadable: %s", s.Unreadable))
-	}
-	v := Verify(entries)
-	if !v.Valid {
-		return v
-	}
-	var lastSeq int64
-	lastHash := ZeroHash
-	if n > 0 {
-		lastSeq, lastHash = entries[n-1].Seq, entries[n-1].Hash
-	}
-	switch {
-	case lastSeq < s.HeadSeq:
-		return broken(n, n, fmt.Sprintf("journal truncated: it ends at seq=%d but the saga's head is seq=%d", lastSeq, s.HeadSeq))
-	case lastSeq > s.HeadSeq || lastHash != s.HeadHash:
-		return broken(n, n-1, fmt.Sprintf("head mismatch at seq=%d (entry %d): the saga records head seq=%d hash=%s", lastSeq, n-1, s.HeadSeq, s.HeadHash))
-	}
-	lc, v := ReadLifecycle(entries)
-	if !v.Valid {
-		return v
-	}
-	for _, r := range reqs {
-		if v, _ := verifyRow(entries, lc, s, r); !v.Valid {
-			return v
-		}
-	}
-	return v
-}
-
-// verifyRow checks pending request row r against its saga s's journal
-// (entries, read as lc): the row must stand for an AWAITING_APPROVAL
-// entry the journal holds open — a row for no request, or put back after
-// its request was closed, is a break the journal's own clock cannot
-// settle — and say what that entry says of its tool, input and its hash,
-// rule, policy and reason, else the row's columns alone are broken
-// (columns). verifyRow is pure.
-func verifyRow(entries []Entry, lc Lifecycle, s Saga, r ApprovalRequest) (v Verification, columns bool) {
-	n := len(entries)
-	i := r.JournalSeq - 1
-	if i < 0 || i >= int64(n) {
-		return broken(n, n, fmt.Sprintf("approval request at seq=%d has no journal entry", r.JournalSeq)), false
-	}
-	l := lc.Requests[r.JournalSeq]
-	switch g := entries[i]; {
-	case l == nil || r.SagaID != s.ID:
-		return broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i)), false
-	case !l.Open():
-		c := int(l.Closed - 1)
-		return broken(n, c, fmt.Sprintf("approval request at seq=%d is pending, but the journal closed it: %s at seq=%d (entry %d)",
-			r.JournalSeq, l.Closing, l.Closed, c)), false
-	case g.ToolName != r.ToolName || g.Input != r.Input || r.InputHash != PayloadHash(g.Input) || r.Rule != g.Field(KeyRule) ||
-		r.Policy != g.Field(KeyPolicy) || r.Reason != g.Field(KeyReason):
-		return broken(n, int(i), fmt.Sprintf("approval request at seq=%d does not match the journal (entry %d)", r.JournalSeq, i)), true
-	}
-	return Verification{Valid: true, EntryCount: n, BreakAtIndex: -1}, false
-}
-
 // voters names who cast votes.
 func voters(vs []Vote) []string {
 	var out []string
@@ -335,6 +267,8 @@ func voters(vs []Vote) []string {
 	return out
 }
 
-func broken(n, i int, msg string) Verification {
+// Broken is the verification of n entries that breaks at entry i (-1:
+// at none), for msg.
+func Broken(n, i int, msg string) Verification {
 	return Verification{Valid: false, EntryCount: n, BreakAtIndex: i, Message: msg}
 }

@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import "testing"
 
@@ -26,7 +26,7 @@ func TestEncodeText(t *testing.T) {
 			}
 		})
 	}
-	if _, err := DecodeText(EncodedPrefix + "not base64!"); !IsKind(err, Invalid) {
+	if _, err := DecodeText(EncodedPrefix + "not base64!"); !isEvidence(err) {
 		t.Errorf("DecodeText(bad base64) error = %v, want invalid", err)
 	}
 }

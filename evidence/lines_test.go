@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"encoding/json"
@@ -7,6 +7,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 )
+
+// refusedStale is the detail the gate journals when it refuses a stale
+// approval's resume (the engine's RefusedStale).
+const refusedStale = "stale-approval: payload changed since approval was granted"
 
 // TestLinesVectors: the payload grammar, both ways, pinned by the vectors
 // in testdata/lines.json.
@@ -74,8 +78,8 @@ func TestLinesWithout(t *testing.T) {
 // refers to, who an entry names.
 func TestEntryReaders(t *testing.T) {
 	stale := Entry{ToolName: "sendWireTransfer", Phase: PhaseRejected, Input: "seq=3",
-		Payload: Lines{{Value: RefusedStale}, {KeyAttempted, EncodeText("bad\x00bytes")}}.String()}
-	if d, a, ok := stale.Refusal(); !ok || d != RefusedStale || a != "bad\x00bytes" || stale.Refers() != 3 {
+		Payload: Lines{{Value: refusedStale}, {KeyAttempted, EncodeText("bad\x00bytes")}}.String()}
+	if d, a, ok := stale.Refusal(); !ok || d != refusedStale || a != "bad\x00bytes" || stale.Refers() != 3 {
 		t.Errorf("stale refusal = %q, %q, %v, refers %d", d, a, ok, stale.Refers())
 	}
 	drop := Entry{ToolName: "sendWireTransfer", Phase: PhaseRejected, Input: "seq=3", Payload: "dropped=aborted"}

@@ -1,4 +1,4 @@
-package engine
+package evidence
 
 import (
 	"strings"
@@ -127,7 +127,7 @@ func TestReadLifecycle(t *testing.T) {
 			"seq=4 (entry 3) is dated before seq=3"},
 		{"the same time", []step{reserve, reserved, gated, approvedBy("3", "bob")}, []any{3, t0.Add(2 * time.Second)}, ""},
 		{"refused, then resumed", []step{reserve, reserved, gated, approvedBy("3", "bob"),
-			{"sendWireTransfer", PhaseRejected, "seq=3", RefusedStale}, resumes("3")}, nil,
+			{"sendWireTransfer", PhaseRejected, "seq=3", refusedStale}, resumes("3")}, nil,
 			"seq=6 (entry 5) opens a call after the saga failed at seq=5"},
 		{"dropped twice", []step{reserve, reserved, gated, rejectedBy("3", "bob"),
 			{"sendWireTransfer", PhaseRejected, "seq=3", "dropped=rejected"}}, nil,
@@ -204,7 +204,7 @@ func TestLifecycleStates(t *testing.T) {
 // call.
 func TestPairs(t *testing.T) {
 	const ask = "requester=agent-1"
-	gate := func(ph Phase, call int64, payload string) step { return step{GateTool, ph, gateRef(call), payload} }
+	gate := func(ph Phase, call int64, payload string) step { return step{GateTool, ph, Ref(call), payload} }
 	tests := []struct {
 		name  string
 		steps []step

@@ -1,9 +1,8 @@
-package engine
+package evidence
 
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -23,46 +22,41 @@ type Head struct {
 	Time   time.Time // when it was exported
 }
 
-// headHeader opens every head's text.
-const headHeader = "sagacity saga head v1"
+// headForm is the grammar of a head's text.
+var headForm = Form{Header: "sagacity saga head v1", Keys: []string{"saga", "seq", "hash", "time"},
+	Required: []string{"saga", "seq", "hash", "time"}}
 
-// Text is the head as a note's text: a header line, then one "key: value"
-// line a field.
+// Text is the head as a note's text (headForm).
 func (h Head) Text() string {
-	return headHeader + "\nsaga: " + h.SagaID + "\nseq: " + strconv.FormatInt(h.Seq, 10) + "\nhash: " + h.Hash +
-		"\ntime: " + h.Time.UTC().Format(TimeLayout) + "\n"
+	return headForm.Encode(Field{"saga", h.SagaID}, Field{"seq", strconv.FormatInt(h.Seq, 10)}, Field{"hash", h.Hash},
+		Field{"time", h.Time.UTC().Format(TimeLayout)})
 }
 
-// OpenHead checks a signed head with the verifier and reads it. Invalid
+// OpenHead checks a signed head with the verifier and reads it. An *Error
 // when it is not a note the key signed, or not a head.
 func OpenHead(signed string, v note.Verifier) (Head, error) {
 	n, err := note.Open([]byte(signed), note.VerifierList(v))
 	if err != nil {
-		return Head{}, &Error{Kind: Invalid, Msg: "the export's head is not signed by " + v.Name(), Err: err}
+		return Head{}, &Error{Msg: "the export's head is not signed by " + v.Name(), Err: err}
+	}
+	fs, err := headForm.Decode(n.Text)
+	if err != nil {
+		return Head{}, errorf("the export's head is not a %s: %s", headForm.Header, Message(err))
 	}
 	var h Head
-	want := []string{"saga", "seq", "hash", "time"}
-	lines := strings.Split(strings.TrimSuffix(n.Text, "\n"), "\n")
-	if len(lines) != len(want)+1 || lines[0] != headHeader {
-		return Head{}, Errorf(Invalid, "the export's head is not a %s", headHeader)
-	}
-	for i, l := range lines[1:] {
-		v, ok := strings.CutPrefix(l, want[i]+": ")
-		if !ok {
-			return Head{}, Errorf(Invalid, "the export's head has %q where its %s goes", l, want[i])
-		}
-		switch want[i] {
+	for _, f := range fs {
+		switch f.Key {
 		case "saga":
-			h.SagaID = v
+			h.SagaID = f.Value
 		case "seq":
-			h.Seq, err = strconv.ParseInt(v, 10, 64)
+			h.Seq, err = strconv.ParseInt(f.Value, 10, 64)
 		case "hash":
-			h.Hash = v
+			h.Hash = f.Value
 		case "time":
-			h.Time, err = time.Parse(time.RFC3339Nano, v)
+			h.Time, err = time.Parse(time.RFC3339Nano, f.Value)
 		}
 		if err != nil {
-			return Head{}, Errorf(Invalid, "the export's head has a bad %s", want[i])
+			return Head{}, errorf("the export's head has a bad %s", f.Key)
 		}
 	}
 	return h, nil
@@ -83,13 +77,4 @@ func (h Head) Ends(entries []Entry) string {
 		return fmt.Sprintf("the export's last entry, seq=%d, is not the one the server exported: its hash differs", last.Seq)
 	}
 	return ""
-}
-
-// head signs the head of a journal as exported now; "" for an empty one.
-func (e *Engine) head(entries []Entry) (string, error) {
-	if len(entries) == 0 {
-		return "", nil
-	}
-	last := entries[len(entries)-1]
-	return e.keys.Sign(Head{SagaID: last.SagaID, Seq: last.Seq, Hash: last.Hash, Time: Truncate(e.now())}.Text())
 }

@@ -1,0 +1,234 @@
+package evidence
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// wirePolicy tells large or external transfers from small ones, and
+// refuses transfers whose amount it cannot read; tools without rules of
+// their own go by the default.
+var wirePolicy = PolicySpec{
+	Default: []RuleSpec{{Approvers: []string{"approver"}}},
+	Tools: map[string][]RuleSpec{
+		"sendWireTransfer": {
+			{Name: "large", When: `double(payload.amount) >= 10000.0 || payload.to.startsWith("ext-")`},
+			{Name: "small", When: `double(payload.amount) < 10000.0`},
+		},
+	},
+}
+
+func TestPolicyMatch(t *testing.T) {
+	a, err := CompilePolicy(wirePolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		tool, input string
+		want        string // the rule's name; "" for none
+		failed      string // the rule whose condition refused it
+	}{
+		{"sendWireTransfer", `{"amount":"250000","to":"bob"}`, "large", ""},
+		{"sendWireTransfer", `{"amount":25000,"to":"bob"}`, "large", ""},
+		{"sendWireTransfer", `{"amount":"100","to":"ext-bank"}`, "large", ""},
+		{"sendWireTransfer", `{"amount":"100","to":"bob"}`, "small", ""},
+		{"sendWireTransfer", `{"amount":"9999.99","to":"bob"}`, "small", ""},
+		// No amount, or one that is no number: "large" cannot be
+		// evaluated, which refuses the request.
+		{"sendWireTransfer", `{"to":"bob"}`, "", "large"},
+		{"sendWireTransfer", `{"amount":"lots","to":"bob"}`, "", "large"},
+		// Not a JSON object: no condition can be evaluated.
+		{"sendWireTransfer", `"250000 to bob"`, "", "large"},
+		{"sendWireTransfer", `[1,2]`, "", "large"},
+		{"sendWireTransfer", `not json`, "", "large"},
+		{"deleteAccount", `not json`, "default#1", ""},
+		{"deleteAccount", `{"id":1}`, "default#1", ""},
+	} {
+		m := a.Match(tt.tool, "s", "agent", tt.input)
+		if got := map[bool]string{true: m.Rule.Name}[m.OK]; got != tt.want || m.Failed != tt.failed || (m.Failed != "") != (m.Why != "") {
+			t.Errorf("Match(%s, %s) = %q, failed %q (%s); want %q, failed %q", tt.tool, tt.input, got, m.Failed, m.Why, tt.want, tt.failed)
+		}
+	}
+	if m := a.Match("deleteAccount", "s", "agent", `{}`); m.Rule.Approvers[0] != "approver" {
+		t.Errorf("default = %+v; want one approver", m.Rule)
+	}
+}
+
+// A condition that cannot be evaluated does not let the requester pick
+// a laxer rule: a payload padded past the condition's cost (the issue's:
+// 19,999 small items and one of 50000, whose one that counts is never
+// reached within the bound), or a string where the condition compares a
+// number, is refused at the gate, naming the rule and why; the same rule
+// with onError: skip tries the next.
+func TestPolicyFailsClosed(t *testing.T) {
+	rules := func(onError string) *Approvals {
+		a, err := CompilePolicy(PolicySpec{Tools: map[string][]RuleSpec{"wire": {
+			{Name: "large", When: `payload.items.exists(i, i.amount >= 10000 || i.tags.exists(t, t == "large"))`, Quorum: 2, OnError: onError},
+			{Name: "small"},
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	strict, lax := rules(""), rules(OnErrorSkip)
+	tagged := `{"amount":1,"tags":[` + strings.Repeat(`"a",`, 99) + `"b"]},`
+	for _, tt := range []struct {
+		name, input string
+		refuse      string // the rule and the start of why; "" when a rule applies
+		skip        string // the rule that applies under onError: skip; "" not to evaluate it again
+	}{
+		{"the issue's padding", `{"items":[` + strings.Repeat(`{"amount":1,"tags":[]},`, 19999) + `{"amount":50000,"tags":[]}]}`,
+			"large: operation cancelled: actual cost limit exceeded", ""},
+		{"padded with tags", `{"items":[` + strings.Repeat(tagged, 200) + `{"amount":50000,"tags":[]}]}`,
+			"large: operation cancelled: actual cost limit exceeded", "small"},
+		{"a string where a number is compared", `{"items":[{"amount":"50000","tags":[]}]}`, "large: no such overload", "small"},
+		{"no items", `{"to":"bob"}`, "large: no such key: items", "small"},
+		{"not a JSON object", `[{"amount":50000}]`, "large: the input is not a JSON object", "small"},
+		{"one large item", `{"items":[{"amount":1,"tags":[]},{"amount":50000,"tags":[]}]}`, "", "large"},
+		{"small items", `{"items":[{"amount":1,"tags":["b"]},{"amount":2,"tags":[]}]}`, "", "small"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := strict.Match("wire", "s", "agent", tt.input)
+			switch got := m.Failed + ": " + m.Why; {
+			case tt.refuse == "" && (!m.OK || m.Rule.Name != tt.skip):
+				t.Errorf("Match = %+v; want rule %s", m, tt.skip)
+			case tt.refuse != "" && (m.OK || !strings.HasPrefix(got, tt.refuse)):
+				t.Errorf("Match = rule %q (ok %v), refused by %q; want refused by %q", m.Rule.Name, m.OK, got, tt.refuse)
+			case tt.refuse != "" && m.Refusal().String() != RefusedCondition+"\nrule=large\nerror="+m.Why:
+				t.Errorf("the gate's refusal = %q; want the detail, the rule and the error", m.Refusal().String())
+			}
+			if tt.skip == "" {
+				return
+			}
+			if m := lax.Match("wire", "s", "agent", tt.input); !m.OK || m.Rule.Name != tt.skip {
+				t.Errorf("Match under onError: skip = %+v; want rule %s", m, tt.skip)
+			}
+		})
+	}
+}
+
+// Every rule with a condition says onError in the canonical document; a
+// document from before rules did still parses, and its conditions skip
+// as they did when requests were pinned to it, so those requests are
+// decided, and verify, as they were made.
+func TestPolicyOnError(t *testing.T) {
+	a, err := CompilePolicy(PolicySpec{Default: []RuleSpec{{Name: "big", When: "payload.amount > 5"}, {Name: "skips", When: "payload.n > 1", OnError: OnErrorSkip}, {Name: "rest"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"default":[{"name":"big","when":"payload.amount > 5","onError":"refuse","approvers":["approver"],"quorum":1},` +
+		`{"name":"skips","when":"payload.n > 1","onError":"skip","approvers":["approver"],"quorum":1},{"name":"rest","approvers":["approver"],"quorum":1}]}`
+	if a.Text != want {
+		t.Errorf("canonical document = %s\nwant %s", a.Text, want)
+	}
+	if b, err := ParsePolicy(a.Text); err != nil || b.Hash != a.Hash || b.Match("x", "s", "agent", `{}`).Failed != "big" {
+		t.Errorf("ParsePolicy(its own document) = %v; want the same policy, refusing what big cannot evaluate", err)
+	}
+	old := `{"default":[{"name":"big","when":"payload.amount > 5","approvers":["approver"],"quorum":1},{"name":"rest","approvers":["approver"],"quorum":1}]}`
+	b, err := ParsePolicy(old)
+	if err != nil {
+		t.Fatalf("ParsePolicy(a document from before onError) = %v", err)
+	}
+	if b.Text != old {
+		t.Errorf("the old document's text = %s; want it kept", b.Text)
+	}
+	if m := b.Match("x", "s", "agent", `{}`); !m.OK || m.Rule.Name != "rest" {
+		t.Errorf("Match under the old document = %+v; want rest, as it was then", m)
+	}
+	for _, tt := range []struct {
+		spec PolicySpec
+		want string
+	}{
+		{PolicySpec{Default: []RuleSpec{{OnError: OnErrorSkip}}}, "default, rule 1 (default#1): onError applies to a rule with a condition"},
+		{PolicySpec{Default: []RuleSpec{{When: "true", OnError: "ignore"}}}, `onError must be "refuse" or "skip" (got "ignore")`},
+	} {
+		if _, err := CompilePolicy(tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("CompilePolicy(%+v) = %v; want an error containing %q", tt.spec, err, tt.want)
+		}
+	}
+}
+
+// The condition sees the tool, the saga and the requester too.
+func TestPolicyVariables(t *testing.T) {
+	a, err := CompilePolicy(PolicySpec{Default: []RuleSpec{
+		{Name: "prod", When: `saga.startsWith("prod-") && requester != "token:ci" && tool == "drop"`},
+		{Name: "rest"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for saga, want := range map[string]string{"prod-1": "prod", "test-1": "rest"} {
+		if m := a.Match("drop", saga, "oidc#alice", `{}`); !m.OK || m.Rule.Name != want {
+			t.Errorf("saga %s: rule %q; want %q", saga, m.Rule.Name, want)
+		}
+	}
+	if m := a.Match("drop", "prod-1", "token:ci", `{}`); m.Rule.Name != "rest" {
+		t.Errorf("requester token:ci: rule %q; want rest", m.Rule.Name)
+	}
+}
+
+// A policy that does not compile is refused, naming the tool, the rule
+// and the column.
+func TestPolicyRefused(t *testing.T) {
+	for _, tt := range []struct {
+		spec PolicySpec
+		want string
+	}{
+		{PolicySpec{Tools: map[string][]RuleSpec{"wire": {{When: `payload.amount >`}}}}, "tool wire, rule 1 (wire#1): condition, column"},
+		{PolicySpec{Tools: map[string][]RuleSpec{"wire": {{}, {Name: "x", When: `amount > 5`}}}}, "tool wire, rule 2 (x): condition, column 1: undeclared reference to 'amount'"},
+		{PolicySpec{Default: []RuleSpec{{When: `payload.amount`}}}, "default, rule 1 (default#1): condition is a dyn, not a boolean"},
+		{PolicySpec{Default: []RuleSpec{{When: `"yes"`}}}, "condition is a string, not a boolean"},
+		{PolicySpec{Default: []RuleSpec{{Quorum: -1}}}, "quorum must be from 1 to 50"},
+		{PolicySpec{Default: []RuleSpec{{Quorum: 51}}}, "quorum must be from 1 to 50"},
+		{PolicySpec{Default: []RuleSpec{{Expires: Duration(30 * time.Second)}}}, "expires must be from 1m0s to 8784h0m0s (got 30s)"},
+		{PolicySpec{Default: []RuleSpec{{Grant: Duration(-time.Hour)}}}, "grant must be from 1m0s"},
+		{PolicySpec{Default: []RuleSpec{{StepUp: Duration(13 * time.Hour)}}}, "stepUp must be from 1m0s to 12h0m0s (got 13h0m0s)"},
+		{PolicySpec{Default: []RuleSpec{{Reason: "optional"}}}, `reason must be "required" or absent (got "optional")`},
+		{PolicySpec{Default: []RuleSpec{{Approvers: []string{"finance\nleads"}}}}, "approvers contains control characters"},
+		{PolicySpec{Default: []RuleSpec{{Name: "a"}, {Name: "a"}}}, "another rule of default has that name"},
+		{PolicySpec{Default: []RuleSpec{{Name: "two words"}}}, "a rule's name must be printable, without spaces"},
+	} {
+		_, err := CompilePolicy(tt.spec)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("CompilePolicy(%+v) = %v; want an error containing %q", tt.spec, err, tt.want)
+		}
+	}
+}
+
+// The hash is of the canonical document: the same rules give the same
+// hash however they are written, any change another.
+func TestPolicyHash(t *testing.T) {
+	a, _ := CompilePolicy(PolicySpec{Default: []RuleSpec{{}}})
+	b, _ := CompilePolicy(PolicySpec{Default: []RuleSpec{{Name: "default#1", Approvers: []string{"approver"}, Quorum: 1}}})
+	c, _ := CompilePolicy(PolicySpec{Default: []RuleSpec{{When: "true"}}})
+	if a.Hash != b.Hash || a.Text != b.Text {
+		t.Errorf("the same rules hash %s and %s (%s, %s)", a.Hash, b.Hash, a.Text, b.Text)
+	}
+	if a.Hash == c.Hash {
+		t.Errorf("a rule with a condition and one without hash the same")
+	}
+	if d, _ := CompilePolicy(DefaultPolicy); d.Text != `{"default":[{"name":"default","approvers":["approver"],"quorum":1}]}` {
+		t.Errorf("the default policy's text = %s", d.Text)
+	}
+}
+
+// A rule's approvers are roles or groups; holding either is enough.
+func TestRuleEligible(t *testing.T) {
+	r := Rule{Name: "large", Approvers: []string{"finance-leads", "auditor"}}
+	for _, tt := range []struct {
+		roles  []Role
+		groups []string
+		want   bool
+	}{
+		{[]Role{RoleApprover}, []string{"finance-leads"}, true},
+		{[]Role{RoleApprover, RoleAuditor}, nil, true},
+		{[]Role{RoleApprover}, []string{"finance"}, false},
+		{[]Role{RoleApprover}, []string{"Finance-Leads"}, false},
+	} {
+		if got := r.Eligible(tt.roles, tt.groups); got != tt.want {
+			t.Errorf("Eligible(%v, %v) = %v; want %v", tt.roles, tt.groups, got, tt.want)
+		}
+	}
+}
