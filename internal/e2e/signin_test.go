@@ -114,9 +114,12 @@ func testSignIns(t *testing.T, dbURL string) {
 	alice.signIn(t, public, "alice", "pw-alice-123")
 	bob := browser(t)
 	bob.signIn(t, public, "bob", "pw-bob-123")
-	for name, b := range map[string]*session{"alice": alice, "bob": bob} {
-		if code := b.vote(t, public, gated.JournalSeq, gated.InputHash); code != http.StatusSeeOther {
-			t.Fatalf("%s's vote = %d; want 303", name, code)
+	for _, v := range []struct {
+		name string
+		s    *session
+	}{{"alice", alice}, {"bob", bob}} {
+		if code := v.s.vote(t, public, gated.JournalSeq, gated.InputHash); code != http.StatusSeeOther {
+			t.Fatalf("%s's vote = %d; want 303", v.name, code)
 		}
 	}
 	if ans, r := agent.resume(ctx, srv, "signed", gated.JournalSeq, wire); !ans.is(200) || r.Outcome != sagacity.Executed {
