@@ -10,22 +10,6 @@ import (
 	"github.com/sagacity-go/sagacity/wire"
 )
 
-// Outcome is what a tool call came to.
-type Outcome string
-
-// Call outcomes. A failed call compensates the saga: the result's Status
-// says how far. IN_DOUBT: the tool ran, or may have, but its outcome could
-// not be journaled; a person must find out.
-const (
-	OutcomeExecuted         Outcome = "EXECUTED"
-	OutcomeAwaitingApproval Outcome = "AWAITING_APPROVAL"
-	OutcomeFailed           Outcome = "FAILED"
-	OutcomeInDoubt          Outcome = "IN_DOUBT"
-	// OutcomeRefused: the gate refused the request (no rule of the
-	// approval policy applies); journaled, and the saga compensated.
-	OutcomeRefused Outcome = "REFUSED"
-)
-
 // AwaitingMessage is what the model is told about a gated call.
 func AwaitingMessage(tool string) string {
 	return fmt.Sprintf("[AWAITING_APPROVAL] Tool '%s' requires human approval before execution.", tool)
