@@ -109,7 +109,7 @@ type Engine struct {
 	now      func() time.Time
 	log      *slog.Logger
 	maxInput int
-	policy   Policy
+	access   Access
 	// retryFor bounds how long an outcome that happened keeps being
 	// written while the store is unavailable.
 	retryFor time.Duration
@@ -160,8 +160,8 @@ func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 // WithMaxInput caps tool input and resume payload sizes in bytes (default 1 MiB).
 func WithMaxInput(n int) Option { return func(e *Engine) { e.maxInput = n } }
 
-// WithPolicy sets the configurable rules of who may do what.
-func WithPolicy(p Policy) Option { return func(e *Engine) { e.policy = p } }
+// WithAccess sets the configurable rules of who may do what.
+func WithAccess(a Access) Option { return func(e *Engine) { e.access = a } }
 
 // WithKeys sets the key that signs receipts; New refuses to make an
 // engine without one.

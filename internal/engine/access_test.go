@@ -64,7 +64,7 @@ func TestCan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := &Engine{policy: Policy{ShareSagas: tt.shared}}
+			e := &Engine{access: Access{ShareSagas: tt.shared}}
 			err := e.Can(tt.p, tt.a, tt.sub)
 			got := ""
 			if err != nil {
@@ -91,7 +91,7 @@ func TestExecutors(t *testing.T) {
 		{ID: "audrey", Roles: []Role{RoleAuditor}},
 	}
 	for _, shared := range []bool{false, true} {
-		e := &Engine{policy: Policy{ShareSagas: shared}}
+		e := &Engine{access: Access{ShareSagas: shared}}
 		x := e.Executors(s)
 		for _, p := range people {
 			got := p.ID == x.Initiator || (x.Approvers && p.Has(RoleApprover)) || (x.Agents && p.Has(RoleAgent))
