@@ -179,12 +179,9 @@ func (e *Engine) runOut(tx Tx, s *Saga, b bound, at time.Time) (Entry, bool, err
 // take action a on it, closes it when its time ran out (see runOut:
 // Conflict, code EXPIRED, after the saga is compensated), and for a vote
 // checks the rule's reason and step-up. fn then journals the decision.
-func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string, pv *passkeyVote,
+func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string, c cast,
 	fn func(tx Tx, s *Saga, b bound, at time.Time) error) (Saga, error) {
-	if err := e.Can(p, a, Subject{}); err != nil {
-		return Saga{}, err
-	}
-	if err := validName("saga id", sagaID); err != nil {
+	if err := e.guard(p, a, sagaID); err != nil {
 		return Saga{}, err
 	}
 	if err := validReason(reason); err != nil {
@@ -198,7 +195,7 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 	}
 	var closing Entry
 	var ranOut bool
-	s, err := e.onPending(ctx, sagaID, seq, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
+	s, err := e.onPending(ctx, sagaID, seq, c.kept, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
 		if err := e.Can(p, a, Subject{Saga: s, Requester: b.gated.Field(KeyRequester), Rule: &b.rule}); err != nil {
 			return err
 		}
@@ -214,8 +211,8 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 				return err
 			}
 			switch {
-			case pv != nil:
-				proof, err := e.checkPasskey(tx, p, b, d, reason, pv, now)
+			case c.passkey != nil:
+				proof, err := e.checkPasskey(tx, p, b, d, reason, c.passkey, now)
 				if err != nil {
 					return err
 				}
@@ -248,9 +245,9 @@ func (a Action) Vote() bool {
 // a rejection): fn journals the decision and returns it; the observer is
 // told, and the saga's status filled in.
 func (e *Engine) decideOn(ctx context.Context, p Principal, a Action, decided Decided, sagaID string, seq int64, reason string,
-	pv *passkeyVote, fn func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error)) (Decision, error) {
+	c cast, fn func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error)) (Decision, error) {
 	var d Decision
-	s, err := e.decide(ctx, p, a, sagaID, seq, reason, pv, func(tx Tx, s *Saga, b bound, at time.Time) (err error) {
+	s, err := e.decide(ctx, p, a, sagaID, seq, reason, c, func(tx Tx, s *Saga, b bound, at time.Time) (err error) {
 		d, err = fn(tx, s, b, at)
 		return err
 	})
@@ -337,19 +334,38 @@ func (e *Engine) count(tx Tx, b bound, d *Decision, standing []Vote) error {
 // rule's step-up (code STEP_UP); Invalid for a bad reason, or none where
 // the rule requires one.
 func (e *Engine) Approve(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
-	return e.vote(ctx, p, sagaID, seq, DecidedApproved, reason, nil)
+	return e.approve(ctx, p, sagaID, seq, reason, cast{})
 }
 
-// vote casts p's vote d, with reason and, when cast with one, the
-// passkey's assertion over it.
-func (e *Engine) vote(ctx context.Context, p Principal, sagaID string, seq int64, d Decided, reason string, pv *passkeyVote) (Decision, error) {
+// cast is how a decision reaches the gate besides its words: the
+// passkey's assertion over a vote cast with one, and where Decide keeps
+// what verifying the journal found before the decision acted. Either is
+// nil when there is none.
+type cast struct {
+	passkey *passkeyVote
+	kept    *verified
+}
+
+// verified is where Decide has onPending keep what verifying the journal
+// found before its decision on the request acted (found stays nil when
+// none was made: the request was executed before), so that it returns
+// the request without verifying the journal again.
+type verified struct{ found *Verification }
+
+// vote casts p's vote d, with reason, as c says it was cast.
+func (e *Engine) vote(ctx context.Context, p Principal, sagaID string, seq int64, d Decided, reason string, c cast) (Decision, error) {
 	switch d {
 	case DecidedRejected:
-		return e.reject(ctx, p, sagaID, seq, reason, pv)
+		return e.reject(ctx, p, sagaID, seq, reason, c)
 	case DecidedChanges:
-		return e.requestChanges(ctx, p, sagaID, seq, reason, pv)
+		return e.requestChanges(ctx, p, sagaID, seq, reason, c)
 	}
-	return e.decideOn(ctx, p, ActApprove, DecidedApproved, sagaID, seq, reason, pv, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+	return e.approve(ctx, p, sagaID, seq, reason, c)
+}
+
+// approve is Approve, cast as c says.
+func (e *Engine) approve(ctx context.Context, p Principal, sagaID string, seq int64, reason string, c cast) (Decision, error) {
+	return e.decideOn(ctx, p, ActApprove, DecidedApproved, sagaID, seq, reason, c, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
 		if mine, ok := b.life.VoteOf(p.ID); ok {
 			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s approved the request at seq=%d already (seq=%d): one person counts once",
 				p.ID, seq, mine.Seq)}
@@ -377,12 +393,13 @@ func (e *Engine) vote(ctx context.Context, p Principal, sagaID string, seq int64
 //
 // Errors: as Approve, without the Conflicts of an approved request.
 func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
-	return e.reject(ctx, p, sagaID, seq, reason, nil)
+	return e.reject(ctx, p, sagaID, seq, reason, cast{})
 }
 
-func (e *Engine) reject(ctx context.Context, p Principal, sagaID string, seq int64, reason string, pv *passkeyVote) (Decision, error) {
+// reject is Reject, cast as c says.
+func (e *Engine) reject(ctx context.Context, p Principal, sagaID string, seq int64, reason string, c cast) (Decision, error) {
 	var d Decision
-	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, pv, func(tx Tx, s *Saga, b bound, at time.Time) error {
+	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, c, func(tx Tx, s *Saga, b bound, at time.Time) error {
 		var err error
 		if d, err = e.journalVote(tx, s, b, p, ballot(b, DecidedRejected, p, reason), PhaseRejected, KeyApprover, at); err != nil {
 			return err
@@ -409,7 +426,12 @@ func (e *Engine) reject(ctx context.Context, p Principal, sagaID string, seq int
 // Errors: Conflict when the request is not superseded (reject it
 // instead), and as Reject.
 func (e *Engine) Dismiss(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
-	return e.decideOn(ctx, p, ActDismiss, DecidedDismissed, sagaID, seq, reason, nil, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+	return e.dismiss(ctx, p, sagaID, seq, reason, cast{})
+}
+
+// dismiss is Dismiss, cast as c says.
+func (e *Engine) dismiss(ctx context.Context, p Principal, sagaID string, seq int64, reason string, c cast) (Decision, error) {
+	return e.decideOn(ctx, p, ActDismiss, DecidedDismissed, sagaID, seq, reason, c, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
 		if b.life.SupersededBy == 0 {
 			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("the request at seq=%d is not superseded: only a request the saga "+
 				"replaced can be dismissed; reject it to end the saga", seq)}
@@ -442,7 +464,12 @@ func (e *Engine) drop(tx Tx, s *Saga, b bound, p Principal, r Receipt, key Key, 
 // Errors: Conflict when p has no standing approval of it; otherwise as
 // Approve.
 func (e *Engine) Withdraw(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
-	return e.decideOn(ctx, p, ActWithdraw, DecidedWithdrawn, sagaID, seq, reason, nil, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+	return e.withdraw(ctx, p, sagaID, seq, reason, cast{})
+}
+
+// withdraw is Withdraw, cast as c says.
+func (e *Engine) withdraw(ctx context.Context, p Principal, sagaID string, seq int64, reason string, c cast) (Decision, error) {
+	return e.decideOn(ctx, p, ActWithdraw, DecidedWithdrawn, sagaID, seq, reason, c, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
 		mine, ok := b.life.VoteOf(p.ID)
 		if !ok {
 			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s has no approval of the request at seq=%d to withdraw", p.ID, seq)}
@@ -466,14 +493,15 @@ func (e *Engine) Withdraw(ctx context.Context, p Principal, sagaID string, seq i
 // Errors: Invalid without a reason (it is what the agent is told); as
 // Approve otherwise.
 func (e *Engine) RequestChanges(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
-	return e.requestChanges(ctx, p, sagaID, seq, reason, nil)
+	return e.requestChanges(ctx, p, sagaID, seq, reason, cast{})
 }
 
-func (e *Engine) requestChanges(ctx context.Context, p Principal, sagaID string, seq int64, reason string, pv *passkeyVote) (Decision, error) {
+// requestChanges is RequestChanges, cast as c says.
+func (e *Engine) requestChanges(ctx context.Context, p Principal, sagaID string, seq int64, reason string, c cast) (Decision, error) {
 	if reason == "" {
 		return Decision{}, Errorf(Invalid, "say what should change: the reason is what the agent is told")
 	}
-	return e.decideOn(ctx, p, ActRequestChanges, DecidedChanges, sagaID, seq, reason, pv, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+	return e.decideOn(ctx, p, ActRequestChanges, DecidedChanges, sagaID, seq, reason, c, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
 		return e.drop(tx, s, b, p, ballot(b, DecidedChanges, p, reason), KeyChangesBy, at)
 	})
 }
@@ -598,7 +626,7 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 	if len(payload) > e.maxInput {
 		return ResumeResult{}, Errorf(Invalid, "payload is larger than %d bytes", e.maxInput)
 	}
-	return e.resume(ctx, p, sagaID, seq, &payload)
+	return e.resume(ctx, p, sagaID, seq, &payload, nil)
 }
 
 // Execute is Resume with the bytes the request's verified AWAITING_APPROVAL
@@ -608,17 +636,15 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 // Conflict (Code wire.CodeUndecided) with nothing changed, where Resume
 // refuses it and compensates the saga.
 func (e *Engine) Execute(ctx context.Context, p Principal, sagaID string, seq int64) (ResumeResult, error) {
-	return e.resume(ctx, p, sagaID, seq, nil)
+	return e.resume(ctx, p, sagaID, seq, nil, nil)
 }
 
-// resume does Resume with payload, or Execute when it is nil.
-func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int64, payload *string) (rr ResumeResult, err error) {
+// resume does Resume with payload, or Execute when it is nil, keeping
+// what verifying the journal found in kept (Decide) unless it is nil.
+func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int64, payload *string, kept *verified) (rr ResumeResult, err error) {
 	var tool Tool // the request's, once found
 	defer func() { e.obs.Called(tool.Name, ended(rr.Call.Outcome, rr.Refused, err)) }()
-	if err := e.Can(p, ActResume, Subject{}); err != nil {
-		return ResumeResult{}, err
-	}
-	if err := validName("saga id", sagaID); err != nil {
+	if err := e.guard(p, ActResume, sagaID); err != nil {
 		return ResumeResult{}, err
 	}
 	if why := e.Halted(); why != "" {
@@ -650,7 +676,7 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		return err
 	}
 	s, err := st.again(ctx, sagaID, &call, func(ctx context.Context) (Saga, error) {
-		return e.onPending(ctx, sagaID, seq, closed, func(tx Tx, s *Saga, b bound) (err error) {
+		return e.onPending(ctx, sagaID, seq, kept, closed, func(tx Tx, s *Saga, b bound) (err error) {
 			refusal, call = "", Call{}
 			gated := b.gated
 			if err := e.Can(p, ActResume, Subject{Saga: s}); err != nil {
@@ -798,7 +824,7 @@ func refuse(t Tally, gated Entry, payload string) string {
 // (Conflict). A policy the request records is read first when need be.
 func (e *Engine) onRequest(ctx context.Context, sagaID string, seq int64, closed func(tx Tx, sagaID string, seq int64) error,
 	fn func(tx Tx, s *Saga, b bound) error) (Saga, error) {
-	return e.onPending(ctx, sagaID, seq, closed, func(tx Tx, s *Saga, b bound) error {
+	return e.onPending(ctx, sagaID, seq, nil, closed, func(tx Tx, s *Saga, b bound) error {
 		if b.drift != nil {
 			return b.drift
 		}
@@ -810,8 +836,9 @@ func (e *Engine) onRequest(ctx context.Context, sagaID string, seq int64, closed
 // resumes, the sweep): fn runs on a request whose row disagrees with its
 // journal too, so that it closes it when its time ran out by the journal
 // (runOut) — an edited row never keeps a request alive — and refuses to
-// do anything else on it with b.drift.
-func (e *Engine) onPending(ctx context.Context, sagaID string, seq int64, closed func(tx Tx, sagaID string, seq int64) error,
+// do anything else on it with b.drift. Unless kept is nil, it keeps what
+// verifying the journal found there.
+func (e *Engine) onPending(ctx context.Context, sagaID string, seq int64, kept *verified, closed func(tx Tx, sagaID string, seq int64) error,
 	fn func(tx Tx, s *Saga, b bound) error) (Saga, error) {
 	return e.withPolicies(ctx, func() (Saga, error) {
 		return e.update(ctx, sagaID, noPending(sagaID, seq), func(tx Tx, s *Saga) error {
@@ -826,27 +853,12 @@ func (e *Engine) onPending(ctx context.Context, sagaID string, seq int64, closed
 			if err != nil {
 				return err
 			}
-			if v, ok := ctx.Value(verifiedKey{}).(*verifiedSink); ok && v.saga == sagaID && v.seq == seq {
-				v.found = &b.verified
+			if kept != nil {
+				kept.found = &b.verified
 			}
 			return fn(tx, s, b)
 		})
 	})
-}
-
-// verifiedKey is the context key of a verifiedSink.
-type verifiedKey struct{}
-
-// verifiedSink is where Decide asks onPending to keep what verifying the
-// journal found before its decision on the request at seq of saga acted
-// (nil when none was made: the request was executed before), so that it
-// returns the request without verifying the journal again. The context
-// carries it down to bind, through every decision and resume, without
-// widening each one's signature for this one caller.
-type verifiedSink struct {
-	saga  string
-	seq   int64
-	found *Verification
 }
 
 // unloaded is the error of a transaction that needs a policy this engine

@@ -111,7 +111,7 @@ func (e *Engine) lapseAll(ctx context.Context, keys []RequestKey) (int, error) {
 func (e *Engine) lapse(ctx context.Context, sagaID string, seq int64) (bool, error) {
 	closed := false
 	gone := func(Tx, string, int64) error { return nil } // closed meanwhile
-	s, err := e.onPending(ctx, sagaID, seq, gone, func(tx Tx, s *Saga, b bound) (err error) {
+	s, err := e.onPending(ctx, sagaID, seq, nil, gone, func(tx Tx, s *Saga, b bound) (err error) {
 		if _, closed, err = e.runOut(tx, s, b, e.stamp(s)); closed || err != nil {
 			return err
 		}

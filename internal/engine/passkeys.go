@@ -396,7 +396,7 @@ func (e *Engine) VoteWithPasskey(ctx context.Context, p Principal, id string, re
 		return Decision{}, err
 	}
 	b := pv.ballot
-	return e.vote(ctx, p, b.SagaID, b.Seq, b.Decision, b.Reason, &pv)
+	return e.vote(ctx, p, b.SagaID, b.Seq, b.Decision, b.Reason, cast{passkey: &pv})
 }
 
 // checkPasskey checks vote pv, cast by p at at on request b under its

@@ -222,9 +222,9 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 
 // decisions are the engine's decisions on a request that Decide takes,
 // by their action.
-var decisions = map[Action]func(*Engine, context.Context, Principal, string, int64, string) (Decision, error){
-	ActApprove: (*Engine).Approve, ActReject: (*Engine).Reject, ActDismiss: (*Engine).Dismiss,
-	ActWithdraw: (*Engine).Withdraw, ActRequestChanges: (*Engine).RequestChanges,
+var decisions = map[Action]func(*Engine, context.Context, Principal, string, int64, string, cast) (Decision, error){
+	ActApprove: (*Engine).approve, ActReject: (*Engine).reject, ActDismiss: (*Engine).dismiss,
+	ActWithdraw: (*Engine).withdraw, ActRequestChanges: (*Engine).requestChanges,
 }
 
 // Decide takes action a on the request at seq for p, as a shell that
@@ -241,27 +241,23 @@ func (e *Engine) Decide(ctx context.Context, p Principal, a Action, sagaID strin
 	if !ok && a != ActResume {
 		return Review{}, Errorf(Invalid, "%s is no decision on a request", a)
 	}
-	sink := &verifiedSink{saga: sagaID, seq: seq}
-	ctx = context.WithValue(ctx, verifiedKey{}, sink)
+	kept := &verified{}
 	var err error
 	if a == ActResume {
-		_, err = e.Execute(ctx, p, sagaID, seq)
+		_, err = e.resume(ctx, p, sagaID, seq, nil, kept)
 	} else {
-		_, err = decide(e, ctx, p, sagaID, seq, reason)
+		_, err = decide(e, ctx, p, sagaID, seq, reason, cast{kept: kept})
 	}
 	if err != nil {
 		return Review{}, err
 	}
-	return e.review(ctx, p, sagaID, seq, sink.found)
+	return e.review(ctx, p, sagaID, seq, kept.found)
 }
 
 // review is Review, with the verification a decision just made of the
 // journal (Decide), or nil to verify it now.
 func (e *Engine) review(ctx context.Context, p Principal, sagaID string, seq int64, verified *Verification) (Review, error) {
-	if err := e.Can(p, ActRead, Subject{}); err != nil {
-		return Review{}, err
-	}
-	if err := validName("saga id", sagaID); err != nil {
+	if err := e.guard(p, ActRead, sagaID); err != nil {
 		return Review{}, err
 	}
 	snap, logged, err := e.snapshot(ctx, sagaID, true)
@@ -322,7 +318,7 @@ func (e *Engine) review(ctx context.Context, p Principal, sagaID string, seq int
 // Errors: Forbidden as Can says for ActRead, Invalid for a bad id,
 // Unavailable when the store is.
 func (e *Engine) Requests(ctx context.Context, p Principal, sagaID string) (Saga, []Review, error) {
-	if err := e.reader(p, sagaID); err != nil {
+	if err := e.guard(p, ActRead, sagaID); err != nil {
 		return Saga{}, nil, err
 	}
 	snap, err := e.store.Snapshot(ctx, sagaID, true)
