@@ -150,6 +150,17 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 	return nil
 }
 
+// guard is the prelude of every command on one saga: that p may take
+// action a on a saga at all (as Can says of no subject), and that sagaID
+// is a saga id (Invalid), before anything is read. Whether p may take a
+// on this saga is Can's question again, once the saga is read.
+func (e *Engine) guard(p Principal, a Action, sagaID string) error {
+	if err := e.Can(p, a, Subject{}); err != nil {
+		return err
+	}
+	return validName("saga id", sagaID)
+}
+
 // Executors is who may execute an approved request of saga s, as Can
 // allows ActResume on it: its initiator, resuming the request as the
 // agent that asked; every approver, from the console or the API; and,

@@ -108,10 +108,7 @@ func validKey(key string) error {
 // call does what CallOnce says; CallOnce tells the observer how it ended.
 func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (CallResult, error) {
 	toolName, input, key := a.Tool, a.Input, a.Key
-	if err := e.Can(p, ActCall, Subject{}); err != nil {
-		return CallResult{}, err
-	}
-	if err := validName("saga id", sagaID); err != nil {
+	if err := e.guard(p, ActCall, sagaID); err != nil {
 		return CallResult{}, err
 	}
 	if err := notReserved(sagaID); err != nil {

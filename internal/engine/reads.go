@@ -12,7 +12,7 @@ import (
 // Lookup returns one saga; NotFound when absent, Forbidden as Can says
 // for ActRead.
 func (e *Engine) Lookup(ctx context.Context, p Principal, id string) (Saga, error) {
-	if err := e.reader(p, id); err != nil {
+	if err := e.guard(p, ActRead, id); err != nil {
 		return Saga{}, err
 	}
 	s, err := e.store.Saga(ctx, id)
@@ -92,7 +92,7 @@ type History struct {
 // broken. Errors: Forbidden as Can says for ActRead, Invalid for a bad id,
 // Unavailable when the store is.
 func (e *Engine) History(ctx context.Context, p Principal, id string) (History, error) {
-	if err := e.reader(p, id); err != nil {
+	if err := e.guard(p, ActRead, id); err != nil {
 		return History{}, err
 	}
 	snap, logged, err := e.snapshot(ctx, id, true)
@@ -121,7 +121,7 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 // Journal returns a saga's entries ordered by seq; empty for an unknown
 // saga. Forbidden as Can says for ActRead.
 func (e *Engine) Journal(ctx context.Context, p Principal, id string) ([]Entry, error) {
-	if err := e.reader(p, id); err != nil {
+	if err := e.guard(p, ActRead, id); err != nil {
 		return nil, err
 	}
 	if !e.readsAll(p) {
@@ -133,14 +133,6 @@ func (e *Engine) Journal(ctx context.Context, p Principal, id string) ([]Entry, 
 		return snap.Entries, e.readSnapshot(p, snap)
 	}
 	return e.store.Entries(ctx, id)
-}
-
-// reader checks that p may read sagas at all, and the id.
-func (e *Engine) reader(p Principal, id string) error {
-	if err := e.Can(p, ActRead, Subject{}); err != nil {
-		return err
-	}
-	return validName("saga id", id)
 }
 
 // readSnapshot checks that p may read the saga snap holds: a journal

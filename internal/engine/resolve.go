@@ -34,10 +34,7 @@ const DefaultInDoubtAfter = 10 * time.Minute
 // saga's initiator, not whoever asked for the call); Invalid for a bad
 // result or reason; Unavailable when the store is.
 func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq int64, happened bool, result, reason string) (Saga, error) {
-	if err := e.Can(p, ActResolve, Subject{}); err != nil {
-		return Saga{}, err
-	}
-	if err := validName("saga id", sagaID); err != nil {
+	if err := e.guard(p, ActResolve, sagaID); err != nil {
 		return Saga{}, err
 	}
 	if err := validReason(reason); err != nil {

@@ -161,10 +161,7 @@ func (e *Engine) keyring(passkeys func() ([]Entry, error)) Keyring {
 // exists is kept (see Verifications). Errors: Forbidden as Can says,
 // Invalid for a bad id, Unavailable when the store is.
 func (e *Engine) Verify(ctx context.Context, p Principal, id string) (Verification, error) {
-	if err := e.Can(p, ActVerify, Subject{}); err != nil {
-		return Verification{}, err
-	}
-	if err := validName("saga id", id); err != nil {
+	if err := e.guard(p, ActVerify, id); err != nil {
 		return Verification{}, err
 	}
 	snap, logged, err := e.snapshot(ctx, id, false)
