@@ -266,10 +266,6 @@ func gateRefusal(refusal Entry) Matched { return evidence.GateRefusal(refusal) }
 // cleanLine is evidence.CleanLine.
 func cleanLine(s string) string { return evidence.CleanLine(s) }
 
-// validName checks a saga id, tool name or principal id
-// (evidence.CheckName). Invalid when it is none.
-func validName(what, s string) error { return invalid(evidence.CheckName(what, s)) }
-
 // evidential is err, of what the engine hands evidence's checks to read
 // (a policy, the passkeys), as evidence that does not hold: its message
 // for people (msgOf), which a verification shows, and never its cause.

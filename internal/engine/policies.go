@@ -227,17 +227,6 @@ func matchRecorded(a *Approvals, gated Entry) (Rule, error) {
 	return r, nil
 }
 
-// notReserved refuses an agent's saga id that names one of the server's own
-// sagas, or that a person would read as one (see readAs): a journal of
-// "Sagacity：passkeys" beside the server's "sagacity:passkeys" would pass
-// for the server's word.
-func notReserved(sagaID string) error {
-	if strings.HasPrefix(readAs(sagaID), readAs(ReservedSagaPrefix)) {
-		return Errorf(Invalid, "saga ids that read as %q… are the server's own: choose another id", ReservedSagaPrefix)
-	}
-	return nil
-}
-
 // Unmeetable checks of policy a, for a deployment whose only voters are
 // the given principals (static tokens, in tokens mode), that every rule can be
 // met: enough of them may approve under it, and none needs a recent
