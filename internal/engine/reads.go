@@ -43,7 +43,7 @@ func (e *Engine) Sagas(ctx context.Context, p Principal, f SagaFilter) ([]Saga, 
 	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
 		return nil, Errorf(Invalid, "unknown status %q", f.Status)
 	}
-	return e.store.Sagas(ctx, f)
+	return e.store.Sagas(ctx, e.doubting(f))
 }
 
 // CountSagas counts the sagas f selects, ignoring its paging. Errors as
@@ -58,7 +58,16 @@ func (e *Engine) CountSagas(ctx context.Context, p Principal, f SagaFilter) (int
 	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
 		return 0, Errorf(Invalid, "unknown status %q", f.Status)
 	}
-	return e.store.CountSagas(ctx, f)
+	return e.store.CountSagas(ctx, e.doubting(f))
+}
+
+// doubting is f with InDoubtBefore set to the in-doubt window when f asks
+// for the sagas with a call in doubt (InDoubt).
+func (e *Engine) doubting(f SagaFilter) SagaFilter {
+	if f.InDoubt {
+		f.InDoubtBefore = e.window()
+	}
+	return f
 }
 
 // own narrows a listing to the sagas p started when p may not read every
