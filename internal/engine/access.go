@@ -171,8 +171,8 @@ type Executors struct {
 	Agents    bool
 }
 
-// Executors says who may execute an approved request of saga s.
-func (e *Engine) Executors(s Saga) Executors {
+// executors says who may execute an approved request of saga s.
+func (e *Engine) executors(s Saga) Executors {
 	return Executors{Initiator: s.Initiator, Approvers: true, Agents: e.access.ShareSagas}
 }
 

@@ -333,7 +333,7 @@ func (u *unloaded) Error() string { return "approval policy " + short12(u.hash) 
 func (e *Engine) withPolicies(ctx context.Context, f func() (Saga, error)) (Saga, error) {
 	s, err := f()
 	if u, ok := errors.AsType[*unloaded](err); ok {
-		if _, lerr := e.Policy(ctx, u.hash); lerr != nil {
+		if _, lerr := e.policyOf(ctx, u.hash); lerr != nil {
 			if IsKind(lerr, NotFound) {
 				return s, &Error{Kind: Conflict, Msg: fmt.Sprintf("a request of this saga was made under approval policy %s, which never "+
 					"took effect here (this server runs %s): nothing is decided on it", short12(u.hash), short12(e.approvals.Hash))}

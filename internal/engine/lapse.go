@@ -80,7 +80,7 @@ func (e *Engine) mayRunOut(ctx context.Context, gated Entry, now time.Time) bool
 	if hash == "" {
 		return false // from before policies: no clocks
 	}
-	a, err := e.Policy(ctx, hash)
+	a, err := e.policyOf(ctx, hash)
 	if err != nil {
 		return true
 	}

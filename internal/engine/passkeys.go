@@ -55,9 +55,9 @@ type Ceremony struct {
 	Expires  time.Time
 }
 
-// PasskeyOrigin is the origin the console's passkeys are bound to, ""
+// passkeyOrigin is the origin the console's passkeys are bound to, ""
 // when the server has none.
-func (e *Engine) PasskeyOrigin() string {
+func (e *Engine) passkeyOrigin() string {
 	if e.webauthn == nil {
 		return ""
 	}
@@ -72,14 +72,21 @@ func (e *Engine) passkeysOn() error {
 	return nil
 }
 
-// MayEnrol says whether p may enrol passkeys now: nil, or why not.
+// MayEnrol says whether p may enrol passkeys now: nil, or why not; and
+// the origin the console's passkeys are bound to, "" when the server
+// has none.
 // Unavailable when the server has no passkeys; Forbidden without the
 // approver role, or (code STEP_UP) from a sign-in older than
 // EnrolWithin, or, for an OIDC identity, from any sign-in but one of its
 // own, in which the provider authenticated the person again (Reauth):
 // the provider's signature on that sign-in is what binds the key to the
 // person, offline.
-func (e *Engine) MayEnrol(p Principal) error {
+func (e *Engine) MayEnrol(p Principal) (origin string, err error) {
+	return e.passkeyOrigin(), e.mayEnrol(p)
+}
+
+// mayEnrol is MayEnrol's answer, without the origin.
+func (e *Engine) mayEnrol(p Principal) error {
 	if err := e.passkeysOn(); err != nil {
 		return err
 	}
@@ -123,7 +130,7 @@ func newNonce() []byte {
 // a sign-in older than EnrolWithin (code STEP_UP); Unavailable when the
 // server has no passkeys, or the store is.
 func (e *Engine) BeginEnrolment(ctx context.Context, p Principal) (string, json.RawMessage, error) {
-	if err := e.MayEnrol(p); err != nil {
+	if err := e.mayEnrol(p); err != nil {
 		return "", nil, err
 	}
 	mine, err := e.Passkeys(ctx, p)
@@ -168,7 +175,7 @@ func (e *Engine) FinishEnrolment(ctx context.Context, p Principal, id string, re
 	if err := e.passkeysOn(); err != nil {
 		return Passkey{}, err
 	}
-	if err := e.MayEnrol(p); err != nil {
+	if err := e.mayEnrol(p); err != nil {
 		return Passkey{}, err
 	}
 	if err := e.recordSignIn(ctx, p); err != nil {

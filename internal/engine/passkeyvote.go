@@ -12,11 +12,13 @@ import (
 
 // VoteCeremony is what a browser needs to sign a vote: the ceremony to
 // answer, the options to pass to navigator.credentials.get, and the
-// ballot signed, in words, to show.
+// ballot signed, in words, to show; Origin is the origin the passkey is
+// bound to.
 type VoteCeremony struct {
 	ID            string
 	Options       json.RawMessage
 	PasskeyBallot PasskeyBallot
+	Origin        string
 }
 
 // BeginVote starts signing p's vote a (approve, reject or request
@@ -78,7 +80,7 @@ func (e *Engine) BeginVote(ctx context.Context, p Principal, sagaID string, seq 
 	if err := e.store.PutCeremony(ctx, c, e.now()); err != nil {
 		return VoteCeremony{}, err
 	}
-	return VoteCeremony{ID: c.ID, Options: options, PasskeyBallot: b}, nil
+	return VoteCeremony{ID: c.ID, Options: options, PasskeyBallot: b, Origin: e.passkeyOrigin()}, nil
 }
 
 // passkeyVote is a vote's ballot and the assertion over it.

@@ -108,11 +108,11 @@ func (e *Engine) Policies(ctx context.Context, p Principal) ([]PolicyDocument, s
 	return docs, e.approvals.Hash, err
 }
 
-// Policy returns the compiled policy of a hash: the one in force, or one
+// policyOf returns the compiled policy of a hash: the one in force, or one
 // PolicySaga holds. NotFound when no document of that hash took effect;
 // Conflict when PolicySaga does not verify or the document no longer
 // compiles.
-func (e *Engine) Policy(ctx context.Context, hash string) (*Approvals, error) {
+func (e *Engine) policyOf(ctx context.Context, hash string) (*Approvals, error) {
 	if a, ok := e.policies.get(hash); ok {
 		return a, nil
 	}
@@ -158,7 +158,7 @@ func (e *Engine) known(ctx context.Context) ([]*Approvals, error) {
 			continue
 		}
 		seen[d.Hash] = true
-		a, err := e.Policy(ctx, d.Hash)
+		a, err := e.policyOf(ctx, d.Hash)
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +205,7 @@ func (e *Engine) ruleOf(ctx context.Context, gated Entry) (Rule, error) {
 	if hash == "" {
 		return evidence.LegacyRule(), nil
 	}
-	a, err := e.Policy(ctx, hash)
+	a, err := e.policyOf(ctx, hash)
 	if IsKind(err, NotFound) {
 		return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: fmt.Sprintf(
 			"the request at seq=%d was made under approval policy %s, which never took effect here (this server runs %s): "+

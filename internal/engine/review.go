@@ -87,6 +87,9 @@ type Review struct {
 	// or, in the review Decide returns, what the decision's own check
 	// found before it acted (chain, receipts, votes and rows).
 	Verification Verification
+	// Executors is who may execute it once it is approved, as Can allows
+	// ActResume on its saga (Review fills it in; Requests does not).
+	Executors Executors
 }
 
 // Review reads one request, pending or not, with its saga. NotFound when
@@ -155,7 +158,7 @@ func (e *Engine) review(ctx context.Context, p Principal, sagaID string, seq int
 		}
 		v = &now
 	}
-	r := Review{Saga: *snap.Saga, Gated: es[seq-1], Journal: es, Verification: *v}
+	r := Review{Saga: *snap.Saga, Gated: es[seq-1], Journal: es, Verification: *v, Executors: e.executors(*snap.Saga)}
 	for _, q := range snap.Requests {
 		if q.JournalSeq == seq {
 			r.Pending = true

@@ -25,7 +25,7 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot, logged Logged) (Veri
 	default:
 		var rulings []Ruling
 		v, rulings = e.check(snap.Entries, *snap.Saga, snap.Requests, func(hash string) (*Approvals, error) {
-			return e.Policy(ctx, hash)
+			return e.policyOf(ctx, hash)
 		}, func() ([]Entry, error) { return e.store.Entries(ctx, PasskeySaga) })
 		if v.Valid {
 			v = evidence.Named(v, rulings)
