@@ -194,10 +194,6 @@ type Recoverer struct {
 // Start runs recoverAll now and then every Every until Stop or until ctx
 // ends.
 func (r *Recoverer) Start(ctx context.Context) error {
-	log := cmp.Or(r.Logger, r.Engine.log)
-	return r.Run(ctx, service.Work{Loops: []service.Loop{service.Every(cmp.Or(r.Every, recoverEvery), func(ctx context.Context) {
-		if err := r.Engine.recoverAll(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("continuing interrupted compensations failed; trying again later", "err", err)
-		}
-	})}})
+	return r.Run(ctx, service.Work{Loops: []service.Loop{r.Engine.tries(r.Logger, cmp.Or(r.Every, recoverEvery),
+		"continuing interrupted compensations failed; trying again later", r.Engine.recoverAll)}})
 }

@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sagacity-go/sagacity/internal/service"
 
 	"github.com/sagacity-go/sagacity/toolsig"
 )
@@ -282,4 +285,16 @@ func (e *Engine) safely(inv Invocation, phase ToolPhase, f func() (string, error
 		e.obs.ToolRan(inv.Tool, phase, time.Since(start))
 	}()
 	return f()
+}
+
+// tries is a service's loop that runs f every d, telling log (the
+// engine's when nil) that it failed, in the words of failed, unless the
+// service is stopping.
+func (e *Engine) tries(log *slog.Logger, d time.Duration, failed string, f func(context.Context) error) service.Loop {
+	log = cmp.Or(log, e.log)
+	return service.Every(d, func(ctx context.Context) {
+		if err := f(ctx); err != nil && ctx.Err() == nil {
+			log.Warn(failed, "err", err)
+		}
+	})
 }

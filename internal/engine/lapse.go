@@ -170,10 +170,10 @@ func (l *Lapser) Start(ctx context.Context) error {
 				}
 			}
 		}),
-		service.Every(cmp.Or(l.All, lapseAllEvery), func(ctx context.Context) {
-			if _, err := l.Engine.LapseAll(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("reading every pending request's time from its journal failed; trying again later", "err", err)
-			}
-		}),
+		l.Engine.tries(log, cmp.Or(l.All, lapseAllEvery), "reading every pending request's time from its journal failed; trying again later",
+			func(ctx context.Context) error {
+				_, err := l.Engine.LapseAll(ctx)
+				return err
+			}),
 	}})
 }
