@@ -63,7 +63,10 @@ type Receipt struct {
 	// SignInByAccessToken; "" for any other decider.
 	SignIn string
 	Time   time.Time
-	Policy string // the policy in force
+	// Policy is the access rules in force (who may act on whose sagas,
+	// as the engine's Access names them): the receipt's policy= line,
+	// named so since receipts began. The approval policy is ApprovalPolicy.
+	Policy string
 	// ApprovalPolicy and Rule are the approval policy's hash and the
 	// rule a decision on a request was made under, as its
 	// AWAITING_APPROVAL entry records them; "" for a call in doubt.

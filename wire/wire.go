@@ -29,6 +29,12 @@ const (
 	CompensationFailed Status = "COMPENSATION_FAILED"
 )
 
+// Final reports whether a saga in status s accepts no further call,
+// approval or resume.
+func (s Status) Final() bool {
+	return s == Completed || s == Compensated || s == CompensationFailed
+}
+
 // Outcome is what became of a call or a resume.
 type Outcome string
 

@@ -103,7 +103,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 		Log:   tlog.Options{Every: cfg.File.Log.Every, Interval: cfg.File.Log.Interval, FullCheckFirst: true},
 		Every: app.Intervals{Check: cfg.File.Log.CheckEvery, FullCheck: cfg.File.Log.FullCheckEvery},
 		Engine: []engine.Option{engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
-			engine.WithPolicy(engine.Policy{ShareSagas: cfg.File.Policy.ShareSagas}), engine.WithApprovals(cfg.File.Approvals),
+			engine.WithAccess(engine.Access{ShareSagas: cfg.File.Policy.ShareSagas}), engine.WithApprovals(cfg.File.Approvals),
 			engine.WithNotifications(cfg.Endpoints)},
 		Server: opts})
 	switch {

@@ -16,7 +16,7 @@ import (
 // counts the sagas whose compensation failed: GET /in-doubt.
 func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 	me := auth.From(r.Context())
-	doubts, err := h.Engine.Doubts(r.Context(), me, -1)
+	doubts, after, err := h.Engine.Doubts(r.Context(), me)
 	if err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := templates.InDoubtPage{Chrome: h.chrome(r, fmt.Sprintf("In doubt (%d)", len(doubts)), "/in-doubt"),
-		After: h.Engine.InDoubtAfter().String(), Failed: failed,
+		After: after.String(), Failed: failed,
 		FailedHref: "/sagas?" + url.Values{"status": {string(engine.CompensationFailed)}}.Encode()}
 	for _, d := range doubts {
 		c := d.Call

@@ -99,8 +99,8 @@ func (h *Handlers) passkeys(r *http.Request, me engine.Principal) (templates.Pas
 	if err != nil {
 		return templates.Passkeys{}, err
 	}
-	v := templates.Passkeys{Origin: h.Engine.PasskeyOrigin(), Within: engine.EnrolWithin.String(), Keys: h.passkeyRows(keys, false)}
-	may := h.Engine.MayEnrol(me)
+	origin, may := h.Engine.MayEnrol(me)
+	v := templates.Passkeys{Origin: origin, Within: engine.EnrolWithin.String(), Keys: h.passkeyRows(keys, false)}
 	switch {
 	case may == nil:
 	case needsStepUp(may):
@@ -140,7 +140,7 @@ func (h *Handlers) ballot(r *http.Request, v templates.RequestPage, a engine.Act
 		return nil, err
 	}
 	return &templates.Ballot{Ceremony: c.ID, Options: string(c.Options), Text: c.PasskeyBallot.Text(),
-		PayloadSHA256: c.PasskeyBallot.PayloadSHA256, Origin: h.Engine.PasskeyOrigin()}, nil
+		PayloadSHA256: c.PasskeyBallot.PayloadSHA256, Origin: c.Origin}, nil
 }
 
 // exact is what the page hashes itself before a passkey signs a vote.

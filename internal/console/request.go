@@ -187,7 +187,7 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 		s.ExecutedBy, s.ExecutedAt = r.Field(engine.KeyRequester), h.when(r.Timestamp)
 	}
 	if rv.State == engine.StateApproved {
-		s.Next = executors(h.Engine.Executors(rv.Saga))
+		s.Next = executors(rv.Executors)
 	}
 	h.clock(&s, rv)
 	switch rv.State {

@@ -22,10 +22,8 @@ func (h *Handlers) Sagas(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	fv := templates.SagaFilter{Status: q.Get("status"), ID: q.Get("id"), Tool: q.Get("tool"), Initiator: q.Get("initiator"),
 		InDoubt: q.Get("doubt") == "1"}
-	f := engine.SagaFilter{Status: engine.Status(fv.Status), IDPrefix: fv.ID, Tool: fv.Tool, Initiator: fv.Initiator, Limit: pageSize}
-	if fv.InDoubt {
-		f.InDoubtBefore = h.Now().Add(-h.Engine.InDoubtAfter())
-	}
+	f := engine.SagaFilter{Status: engine.Status(fv.Status), IDPrefix: fv.ID, Tool: fv.Tool, Initiator: fv.Initiator, Limit: pageSize,
+		InDoubt: fv.InDoubt}
 	items, next, err := h.sagaPage(r, me, f, "/sagas", url.Values{"status": {fv.Status}, "id": {fv.ID}, "tool": {fv.Tool},
 		"initiator": {fv.Initiator}, "doubt": {map[bool]string{true: "1"}[fv.InDoubt]}}, false)
 	if err != nil {

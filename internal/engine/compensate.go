@@ -110,7 +110,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 
 // compensateNow compensates s, which a committed transaction has just
 // made COMPENSATING, and returns it as compensation left it. When the store
-// fails part way, s stays COMPENSATING for Recover to finish: what was
+// fails part way, s stays COMPENSATING for recoverAll to finish: what was
 // decided is committed, so the caller is told the saga's state, not an error.
 func (e *Engine) compensateNow(ctx context.Context, s Saga) Saga {
 	out, err := e.compensate(context.WithoutCancel(ctx), s.ID)
@@ -125,7 +125,7 @@ func (e *Engine) compensateNow(ctx context.Context, s Saga) Saga {
 // COMPENSATING and failed with err. When the store went away as it
 // committed, it may have committed: then the compensation it started goes
 // on in the background as soon as the store answers, instead of at the
-// next Recover. compensate does nothing to a saga that is not
+// next recoverAll. compensate does nothing to a saga that is not
 // COMPENSATING, so this is safe when nothing was committed.
 func (e *Engine) unknown(sagaID string, err error) {
 	if IsKind(err, Unavailable) {
@@ -154,11 +154,11 @@ func (e *Engine) undoneAs(tx Tx, s *Saga, c Call, tool string, phase Phase, inpu
 	return e.putCall(tx, s, from, c)
 }
 
-// Recover continues the compensation of every saga left COMPENSATING, as
+// recoverAll continues the compensation of every saga left COMPENSATING, as
 // a crash or an outage in the middle of one leaves it: steps that are
 // undone, or whose undo is in doubt, are not undone again. The server runs
 // it at start and then periodically. Errors: Unavailable when the store is.
-func (e *Engine) Recover(ctx context.Context) error {
+func (e *Engine) recoverAll(ctx context.Context) error {
 	f := SagaFilter{Status: Compensating, Limit: MaxList}
 	for {
 		sagas, err := e.store.Sagas(ctx, f)
@@ -182,7 +182,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 // process left: rare, since a live process finishes its own.
 const recoverEvery = time.Minute
 
-// Recoverer continues interrupted compensations (Recover) at start and
+// Recoverer continues interrupted compensations (recoverAll) at start and
 // then every Every (default recoverEvery): a service the server runs.
 type Recoverer struct {
 	Engine *Engine
@@ -191,13 +191,9 @@ type Recoverer struct {
 	service.Base
 }
 
-// Start runs Recover now and then every Every until Stop or until ctx
+// Start runs recoverAll now and then every Every until Stop or until ctx
 // ends.
 func (r *Recoverer) Start(ctx context.Context) error {
-	log := cmp.Or(r.Logger, r.Engine.log)
-	return r.Run(ctx, service.Work{Loops: []service.Loop{service.Every(cmp.Or(r.Every, recoverEvery), func(ctx context.Context) {
-		if err := r.Engine.Recover(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("continuing interrupted compensations failed; trying again later", "err", err)
-		}
-	})}})
+	return r.Run(ctx, service.Work{Loops: []service.Loop{r.Engine.tries(r.Logger, cmp.Or(r.Every, recoverEvery),
+		"continuing interrupted compensations failed; trying again later", r.Engine.recoverAll)}})
 }

@@ -5,6 +5,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,8 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/sagacity-go/sagacity/internal/service"
 
 	"github.com/sagacity-go/sagacity/toolsig"
 )
@@ -109,7 +110,7 @@ type Engine struct {
 	now      func() time.Time
 	log      *slog.Logger
 	maxInput int
-	policy   Policy
+	access   Access
 	// retryFor bounds how long an outcome that happened keeps being
 	// written while the store is unavailable.
 	retryFor time.Duration
@@ -160,8 +161,8 @@ func WithLogger(l *slog.Logger) Option { return func(e *Engine) { e.log = l } }
 // WithMaxInput caps tool input and resume payload sizes in bytes (default 1 MiB).
 func WithMaxInput(n int) Option { return func(e *Engine) { e.maxInput = n } }
 
-// WithPolicy sets the configurable rules of who may do what.
-func WithPolicy(p Policy) Option { return func(e *Engine) { e.policy = p } }
+// WithAccess sets the configurable rules of who may do what.
+func WithAccess(a Access) Option { return func(e *Engine) { e.access = a } }
 
 // WithKeys sets the key that signs receipts; New refuses to make an
 // engine without one.
@@ -269,120 +270,6 @@ func (e *Engine) Tools() []ToolInfo {
 	return out
 }
 
-// ReservedPrefix starts the names of the MCP gateway's own tools
-// (sagacity_status, sagacity_resume): no configured tool may take one, or
-// an agent could not tell the gateway's answer from a tool's.
-const ReservedPrefix = "sagacity_"
-
-// validInput checks a tool input: it must fit, and be text that both
-// stores keep byte for byte (UTF-8 without NUL), since its exact bytes are
-// what gets hashed, approved and executed.
-func (e *Engine) validInput(what, s string) error {
-	switch {
-	case len(s) > e.maxInput:
-		return Errorf(Invalid, "%s is larger than %d bytes", what, e.maxInput)
-	case !utf8.ValidString(s):
-		return Errorf(Invalid, "%s is not valid UTF-8", what)
-	case strings.IndexByte(s, 0) >= 0:
-		return Errorf(Invalid, "%s contains a NUL character, which cannot be journaled faithfully", what)
-	}
-	return nil
-}
-
-func validReason(s string) error {
-	switch {
-	case len(s) > MaxReasonLen:
-		return Errorf(Invalid, "reason is longer than %d bytes", MaxReasonLen)
-	case !utf8.ValidString(s):
-		return Errorf(Invalid, "reason is not valid UTF-8")
-	case strings.ContainsFunc(s, unicode.IsControl):
-		// A newline would let a reason forge the auth= line of a decision.
-		return Errorf(Invalid, "reason contains control characters")
-	}
-	return nil
-}
-
-// append adds an entry to s's journal, chained on s's head, and advances
-// the head. The caller holds s locked and saves it before committing. The
-// payload is journaled as EncodeText keeps it: a tool's result or error
-// may hold bytes no store keeps as they are.
-func (e *Engine) append(tx Tx, s *Saga, tool string, phase Phase, input, payload string) (Entry, error) {
-	return e.appendAt(tx, s, tool, phase, input, payload, e.stamp(s))
-}
-
-// stamp is the time of a change to saga s: now, as the journal keeps it,
-// but never before the saga's last change. So a saga's entries never go
-// back in time, however the clocks of the servers writing it disagree or
-// jump, and verification can hold every journal to that.
-func (e *Engine) stamp(s *Saga) time.Time {
-	return maxTime(Truncate(e.now()), s.UpdatedAt)
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
-// appendAt is append at a time the caller read already with stamp (a
-// receipt names it).
-func (e *Engine) appendAt(tx Tx, s *Saga, tool string, phase Phase, input, payload string, at time.Time) (Entry, error) {
-	en := Entry{SagaID: s.ID, Seq: s.HeadSeq + 1, ToolName: tool, Phase: phase,
-		Input: input, Payload: EncodeText(payload), Timestamp: maxTime(at, s.UpdatedAt), Leaf: -1}
-	en.Hash = Hash(s.HeadHash, en)
-	if err := tx.Append(en); err != nil {
-		return Entry{}, err
-	}
-	s.HeadSeq, s.HeadHash, s.UpdatedAt = en.Seq, en.Hash, en.Timestamp
-	return en, nil
-}
-
-// update locks saga id, runs fn and saves the saga, in one transaction.
-// A missing saga is reported as missing, or as "saga not found" when nil.
-func (e *Engine) update(ctx context.Context, id string, missing *Error, fn func(tx Tx, s *Saga) error) (Saga, error) {
-	return e.updateCall(ctx, id, 0, "", missing, fn)
-}
-
-// updateCall is update that, for seq > 0, runs fn only while the saga's
-// call at seq is in state want: when an earlier attempt moved it on (a
-// commit whose answer was lost), nothing is done; NotFound when there is
-// no such call. The call's state is read with the lock.
-func (e *Engine) updateCall(ctx context.Context, id string, seq int64, want CallState, missing *Error, fn func(tx Tx, s *Saga) error) (Saga, error) {
-	if missing == nil {
-		missing = &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s not found", id), SagaID: id}
-	}
-	s, err := e.transact(ctx, id, seq, want, func(tx Tx) (Saga, bool, error) {
-		if seq == 0 {
-			s, err := tx.LockSaga(id)
-			if IsKind(err, NotFound) {
-				err = missing
-			}
-			return s, err == nil, err
-		}
-		s, state, err := tx.LockSagaCall(id, seq)
-		if IsKind(err, NotFound) {
-			return s, false, missing
-		}
-		if err != nil {
-			return s, false, err
-		}
-		work, err := inState(id, seq, state, want)
-		return s, work, err
-	}, fn)
-	return s, at(err, id, 0)
-}
-
-// inState reports whether the call at seq, read in state, is still in
-// want: false when an earlier attempt moved it on (a commit whose answer
-// was lost), NotFound when there is no such call.
-func inState(sagaID string, seq int64, state, want CallState) (bool, error) {
-	if state == "" {
-		return false, &Error{Kind: NotFound, Msg: fmt.Sprintf("call %s/%d not found", sagaID, seq), SagaID: sagaID, Seq: seq}
-	}
-	return state == want, nil
-}
-
 // safely runs f, one run of a tool's phase, turning a panic into an error
 // so that a broken tool fails like any other instead of taking the process
 // down, and tells how long it took. That is measured on real time, like
@@ -398,4 +285,16 @@ func (e *Engine) safely(inv Invocation, phase ToolPhase, f func() (string, error
 		e.obs.ToolRan(inv.Tool, phase, time.Since(start))
 	}()
 	return f()
+}
+
+// tries is a service's loop that runs f every d, telling log (the
+// engine's when nil) that it failed, in the words of failed, unless the
+// service is stopping.
+func (e *Engine) tries(log *slog.Logger, d time.Duration, failed string, f func(context.Context) error) service.Loop {
+	log = cmp.Or(log, e.log)
+	return service.Every(d, func(ctx context.Context) {
+		if err := f(ctx); err != nil && ctx.Err() == nil {
+			log.Warn(failed, "err", err)
+		}
+	})
 }

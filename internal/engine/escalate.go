@@ -218,10 +218,6 @@ type Notifier struct {
 // Start runs Notice now and then every Every until Stop or until ctx
 // ends.
 func (n *Notifier) Start(ctx context.Context) error {
-	log := cmp.Or(n.Logger, n.Engine.log)
-	return n.Run(ctx, service.Work{Loops: []service.Loop{service.Every(cmp.Or(n.Every, noticeEvery), func(ctx context.Context) {
-		if err := n.Engine.Notice(ctx); err != nil && ctx.Err() == nil {
-			log.Warn("noticing escalations, calls in doubt and halts failed; trying again later", "err", err)
-		}
-	})}})
+	return n.Run(ctx, service.Work{Loops: []service.Loop{n.Engine.tries(n.Logger, cmp.Or(n.Every, noticeEvery),
+		"noticing escalations, calls in doubt and halts failed; trying again later", n.Engine.Notice)}})
 }

@@ -198,36 +198,26 @@ func EncodeText(s string) string { return evidence.EncodeText(s) }
 
 // DecodeText is evidence.DecodeText; Invalid for an encoded text whose
 // base64 does not decode.
-func DecodeText(s string) (string, error) {
-	out, err := evidence.DecodeText(s)
-	return out, invalid(err)
-}
+func DecodeText(s string) (string, error) { return asInvalid(evidence.DecodeText(s)) }
 
 // CompilePolicy is evidence.CompilePolicy.
 func CompilePolicy(spec PolicySpec) (*Approvals, error) { return evidence.CompilePolicy(spec) }
 
 // ParsePolicy is evidence.ParsePolicy; Invalid when the text is no
 // canonical approval policy document.
-func ParsePolicy(text string) (*Approvals, error) {
-	a, err := evidence.ParsePolicy(text)
-	return a, invalid(err)
-}
+func ParsePolicy(text string) (*Approvals, error) { return asInvalid(evidence.ParsePolicy(text)) }
 
 // ReceiptOf is evidence.ReceiptOf.
 func ReceiptOf(e Entry) string { return evidence.ReceiptOf(e) }
 
 // ParseReceipt is evidence.ParseReceipt; Invalid for anything a
 // receipt's text is not.
-func ParseReceipt(text string) (Receipt, error) {
-	r, err := evidence.ParseReceipt(text)
-	return r, invalid(err)
-}
+func ParseReceipt(text string) (Receipt, error) { return asInvalid(evidence.ParseReceipt(text)) }
 
 // OpenReceipt is evidence.OpenReceipt; Invalid when the key did not sign
 // a receipt.
 func OpenReceipt(signed string, v note.Verifier) (Receipt, error) {
-	r, err := evidence.OpenReceipt(signed, v)
-	return r, invalid(err)
+	return asInvalid(evidence.OpenReceipt(signed, v))
 }
 
 // VerifyJournal is evidence.VerifyJournal.
@@ -246,15 +236,13 @@ func Decisions(entries []Entry, v note.Verifier) []DecisionReceipt {
 // ReadPasskeys is evidence.ReadPasskeys; Invalid naming the first entry
 // that is no passkey entry the key signed.
 func ReadPasskeys(entries []Entry, v note.Verifier) (Passkeys, error) {
-	keys, err := evidence.ReadPasskeys(entries, v)
-	return keys, invalid(err)
+	return asInvalid(evidence.ReadPasskeys(entries, v))
 }
 
 // ReadSignIns is evidence.ReadSignIns; Invalid naming the first entry
 // that is no sign-in record the key signed.
 func ReadSignIns(entries []Entry, v note.Verifier, check CheckIDToken, trusted map[string][]byte) (SignIns, error) {
-	s, err := evidence.ReadSignIns(entries, v, check, trusted)
-	return s, invalid(err)
+	return asInvalid(evidence.ReadSignIns(entries, v, check, trusted))
 }
 
 // tally is evidence.Count.
@@ -266,10 +254,6 @@ func gateRefusal(refusal Entry) Matched { return evidence.GateRefusal(refusal) }
 // cleanLine is evidence.CleanLine.
 func cleanLine(s string) string { return evidence.CleanLine(s) }
 
-// validName checks a saga id, tool name or principal id
-// (evidence.CheckName). Invalid when it is none.
-func validName(what, s string) error { return invalid(evidence.CheckName(what, s)) }
-
 // evidential is err, of what the engine hands evidence's checks to read
 // (a policy, the passkeys), as evidence that does not hold: its message
 // for people (msgOf), which a verification shows, and never its cause.
@@ -279,6 +263,10 @@ func evidential(err error) error {
 	}
 	return &evidence.Error{Msg: msgOf(err), Err: err}
 }
+
+// asInvalid returns v, and err as invalid makes it: what the engine adds
+// to an evidence function that reads text or entries.
+func asInvalid[T any](v T, err error) (T, error) { return v, invalid(err) }
 
 // invalid is err, evidence that does not hold (an *evidence.Error), as
 // the engine's Invalid error, whose kind and message its callers and the

@@ -80,7 +80,7 @@ func (e *Engine) mayRunOut(ctx context.Context, gated Entry, now time.Time) bool
 	if hash == "" {
 		return false // from before policies: no clocks
 	}
-	a, err := e.Policy(ctx, hash)
+	a, err := e.policyOf(ctx, hash)
 	if err != nil {
 		return true
 	}
@@ -111,7 +111,7 @@ func (e *Engine) lapseAll(ctx context.Context, keys []RequestKey) (int, error) {
 func (e *Engine) lapse(ctx context.Context, sagaID string, seq int64) (bool, error) {
 	closed := false
 	gone := func(Tx, string, int64) error { return nil } // closed meanwhile
-	s, err := e.onPending(ctx, sagaID, seq, gone, func(tx Tx, s *Saga, b bound) (err error) {
+	s, err := e.onPending(ctx, sagaID, seq, nil, gone, func(tx Tx, s *Saga, b bound) (err error) {
 		if _, closed, err = e.runOut(tx, s, b, e.stamp(s)); closed || err != nil {
 			return err
 		}
@@ -170,10 +170,10 @@ func (l *Lapser) Start(ctx context.Context) error {
 				}
 			}
 		}),
-		service.Every(cmp.Or(l.All, lapseAllEvery), func(ctx context.Context) {
-			if _, err := l.Engine.LapseAll(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("reading every pending request's time from its journal failed; trying again later", "err", err)
-			}
-		}),
+		l.Engine.tries(log, cmp.Or(l.All, lapseAllEvery), "reading every pending request's time from its journal failed; trying again later",
+			func(ctx context.Context) error {
+				_, err := l.Engine.LapseAll(ctx)
+				return err
+			}),
 	}})
 }

@@ -108,11 +108,11 @@ func (e *Engine) Policies(ctx context.Context, p Principal) ([]PolicyDocument, s
 	return docs, e.approvals.Hash, err
 }
 
-// Policy returns the compiled policy of a hash: the one in force, or one
+// policyOf returns the compiled policy of a hash: the one in force, or one
 // PolicySaga holds. NotFound when no document of that hash took effect;
 // Conflict when PolicySaga does not verify or the document no longer
 // compiles.
-func (e *Engine) Policy(ctx context.Context, hash string) (*Approvals, error) {
+func (e *Engine) policyOf(ctx context.Context, hash string) (*Approvals, error) {
 	if a, ok := e.policies.get(hash); ok {
 		return a, nil
 	}
@@ -158,7 +158,7 @@ func (e *Engine) known(ctx context.Context) ([]*Approvals, error) {
 			continue
 		}
 		seen[d.Hash] = true
-		a, err := e.Policy(ctx, d.Hash)
+		a, err := e.policyOf(ctx, d.Hash)
 		if err != nil {
 			return nil, err
 		}
@@ -205,7 +205,7 @@ func (e *Engine) ruleOf(ctx context.Context, gated Entry) (Rule, error) {
 	if hash == "" {
 		return evidence.LegacyRule(), nil
 	}
-	a, err := e.Policy(ctx, hash)
+	a, err := e.policyOf(ctx, hash)
 	if IsKind(err, NotFound) {
 		return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: fmt.Sprintf(
 			"the request at seq=%d was made under approval policy %s, which never took effect here (this server runs %s): "+
@@ -225,17 +225,6 @@ func matchRecorded(a *Approvals, gated Entry) (Rule, error) {
 		return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: msgOf(err)}
 	}
 	return r, nil
-}
-
-// notReserved refuses an agent's saga id that names one of the server's own
-// sagas, or that a person would read as one (see readAs): a journal of
-// "Sagacity：passkeys" beside the server's "sagacity:passkeys" would pass
-// for the server's word.
-func notReserved(sagaID string) error {
-	if strings.HasPrefix(readAs(sagaID), readAs(ReservedSagaPrefix)) {
-		return Errorf(Invalid, "saga ids that read as %q… are the server's own: choose another id", ReservedSagaPrefix)
-	}
-	return nil
 }
 
 // Unmeetable checks of policy a, for a deployment whose only voters are

@@ -12,7 +12,7 @@ import (
 // Lookup returns one saga; NotFound when absent, Forbidden as Can says
 // for ActRead.
 func (e *Engine) Lookup(ctx context.Context, p Principal, id string) (Saga, error) {
-	if err := e.reader(p, id); err != nil {
+	if err := e.guard(p, ActRead, id); err != nil {
 		return Saga{}, err
 	}
 	s, err := e.store.Saga(ctx, id)
@@ -43,7 +43,7 @@ func (e *Engine) Sagas(ctx context.Context, p Principal, f SagaFilter) ([]Saga, 
 	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
 		return nil, Errorf(Invalid, "unknown status %q", f.Status)
 	}
-	return e.store.Sagas(ctx, f)
+	return e.store.Sagas(ctx, e.doubting(f))
 }
 
 // CountSagas counts the sagas f selects, ignoring its paging. Errors as
@@ -58,7 +58,16 @@ func (e *Engine) CountSagas(ctx context.Context, p Principal, f SagaFilter) (int
 	if f.Status != "" && !slices.Contains(Statuses, f.Status) {
 		return 0, Errorf(Invalid, "unknown status %q", f.Status)
 	}
-	return e.store.CountSagas(ctx, f)
+	return e.store.CountSagas(ctx, e.doubting(f))
+}
+
+// doubting is f with InDoubtBefore set to the in-doubt window when f asks
+// for the sagas with a call in doubt (InDoubt).
+func (e *Engine) doubting(f SagaFilter) SagaFilter {
+	if f.InDoubt {
+		f.InDoubtBefore = e.window()
+	}
+	return f
 }
 
 // own narrows a listing to the sagas p started when p may not read every
@@ -92,7 +101,7 @@ type History struct {
 // broken. Errors: Forbidden as Can says for ActRead, Invalid for a bad id,
 // Unavailable when the store is.
 func (e *Engine) History(ctx context.Context, p Principal, id string) (History, error) {
-	if err := e.reader(p, id); err != nil {
+	if err := e.guard(p, ActRead, id); err != nil {
 		return History{}, err
 	}
 	snap, logged, err := e.snapshot(ctx, id, true)
@@ -121,7 +130,7 @@ func (e *Engine) History(ctx context.Context, p Principal, id string) (History, 
 // Journal returns a saga's entries ordered by seq; empty for an unknown
 // saga. Forbidden as Can says for ActRead.
 func (e *Engine) Journal(ctx context.Context, p Principal, id string) ([]Entry, error) {
-	if err := e.reader(p, id); err != nil {
+	if err := e.guard(p, ActRead, id); err != nil {
 		return nil, err
 	}
 	if !e.readsAll(p) {
@@ -133,14 +142,6 @@ func (e *Engine) Journal(ctx context.Context, p Principal, id string) ([]Entry, 
 		return snap.Entries, e.readSnapshot(p, snap)
 	}
 	return e.store.Entries(ctx, id)
-}
-
-// reader checks that p may read sagas at all, and the id.
-func (e *Engine) reader(p Principal, id string) error {
-	if err := e.Can(p, ActRead, Subject{}); err != nil {
-		return err
-	}
-	return validName("saga id", id)
 }
 
 // readSnapshot checks that p may read the saga snap holds: a journal

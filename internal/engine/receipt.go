@@ -90,7 +90,7 @@ func (e *Engine) signed(p Principal, g Entry, r Receipt, result *string, at time
 	}
 	r.SagaID, r.Seq, r.Entry, r.PayloadSHA256 = g.SagaID, g.Seq, g.Hash, PayloadHash(g.Input)
 	r.Decider, r.Issuer, r.Subject, r.AuthTime, r.Auth, r.SignIn, r.Time = p.ID, p.Issuer, p.Subject, p.AuthTime, p.Auth, signInOf(p), at
-	r.Policy = e.policy.String()
+	r.Policy = e.access.String()
 	if result != nil {
 		r.ResultSHA256 = PayloadHash(*result)
 	}

@@ -34,10 +34,7 @@ const DefaultInDoubtAfter = 10 * time.Minute
 // saga's initiator, not whoever asked for the call); Invalid for a bad
 // result or reason; Unavailable when the store is.
 func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq int64, happened bool, result, reason string) (Saga, error) {
-	if err := e.Can(p, ActResolve, Subject{}); err != nil {
-		return Saga{}, err
-	}
-	if err := validName("saga id", sagaID); err != nil {
+	if err := e.guard(p, ActResolve, sagaID); err != nil {
 		return Saga{}, err
 	}
 	if err := validReason(reason); err != nil {
@@ -186,12 +183,13 @@ type Doubt struct {
 	Later []Entry
 }
 
-// Doubts is InDoubt with each call's saga, key and later calls, read
-// from one snapshot of each saga. Errors as InDoubt's.
-func (e *Engine) Doubts(ctx context.Context, p Principal, olderThan time.Duration) ([]Doubt, error) {
-	calls, err := e.InDoubt(ctx, p, olderThan)
+// Doubts lists the calls in doubt by the in-doubt window, as InDoubt
+// does, each with its saga, key and later calls, read from one snapshot
+// of each saga; and the window, for people. Errors as InDoubt's.
+func (e *Engine) Doubts(ctx context.Context, p Principal) ([]Doubt, time.Duration, error) {
+	calls, err := e.InDoubt(ctx, p, -1)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	snaps := map[string]Snapshot{}
 	out := make([]Doubt, 0, len(calls))
@@ -199,7 +197,7 @@ func (e *Engine) Doubts(ctx context.Context, p Principal, olderThan time.Duratio
 		snap, ok := snaps[c.SagaID]
 		if !ok {
 			if snap, err = e.store.Snapshot(ctx, c.SagaID, false); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 			if snap.Saga == nil {
 				continue // gone since it was listed
@@ -214,14 +212,14 @@ func (e *Engine) Doubts(ctx context.Context, p Principal, olderThan time.Duratio
 		}
 		out = append(out, d)
 	}
-	return out, nil
+	return out, e.inDoubtAfter, nil
 }
 
 // InDoubt lists calls whose outcome the journal does not know, left
 // between INTENT and EXECUTED/FAILED, or mid-compensation, by a process
 // that is gone (see inDoubt) or for at least olderThan (a lost
 // connection, a tool that hangs; a negative olderThan means the in-doubt
-// window, InDoubtAfter), and that this process does not run. Nothing
+// window, WithInDoubtAfter), and that this process does not run. Nothing
 // re-executes them; a person must find out what happened.
 func (e *Engine) InDoubt(ctx context.Context, p Principal, olderThan time.Duration) ([]Call, error) {
 	if err := e.Can(p, ActInDoubt, Subject{}); err != nil {
@@ -263,7 +261,3 @@ func (e *Engine) stored(ctx context.Context) func(string, time.Time, []string) (
 // window is when an unsettled call must have stood still since to be in
 // doubt whatever its runner: the in-doubt window ago.
 func (e *Engine) window() time.Time { return e.now().Add(-e.inDoubtAfter) }
-
-// InDoubtAfter is how long a call must have stood still before Resolve
-// takes it (see WithInDoubtAfter).
-func (e *Engine) InDoubtAfter() time.Duration { return e.inDoubtAfter }

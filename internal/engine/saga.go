@@ -107,10 +107,7 @@ func (e *Engine) fail(tx Tx, s *Saga, reason string) error {
 // an unknown saga, Conflict when it is final or compensating, Forbidden
 // as Can says.
 func (e *Engine) End(ctx context.Context, p Principal, sagaID string) (Saga, error) {
-	if err := e.Can(p, ActEnd, Subject{}); err != nil {
-		return Saga{}, err
-	}
-	if err := validName("saga id", sagaID); err != nil {
+	if err := e.guard(p, ActEnd, sagaID); err != nil {
 		return Saga{}, err
 	}
 	return e.update(ctx, sagaID, nil, func(tx Tx, s *Saga) error {
@@ -129,10 +126,7 @@ func (e *Engine) End(ctx context.Context, p Principal, sagaID string) (Saga, err
 // executed step is compensated, newest first. NotFound for an unknown
 // saga, Conflict when it is final or compensating, Forbidden as Can says.
 func (e *Engine) Abort(ctx context.Context, p Principal, sagaID, reason string) (Saga, error) {
-	if err := e.Can(p, ActAbort, Subject{}); err != nil {
-		return Saga{}, err
-	}
-	if err := validName("saga id", sagaID); err != nil {
+	if err := e.guard(p, ActAbort, sagaID); err != nil {
 		return Saga{}, err
 	}
 	if err := validReason(reason); err != nil {
@@ -189,10 +183,7 @@ func (r *Run) Call(tool, input string) (string, error) {
 // AWAITING_APPROVAL, COMPENSATED or COMPENSATION_FAILED. The error is the
 // engine's, not fn's; fn's error is the saga's Reason.
 func (e *Engine) Saga(ctx context.Context, p Principal, id string, fn func(*Run) error) (Saga, error) {
-	if err := e.Can(p, ActCall, Subject{}); err != nil {
-		return Saga{}, err
-	}
-	if err := validName("saga id", id); err != nil {
+	if err := e.guard(p, ActCall, id); err != nil {
 		return Saga{}, err
 	}
 	if err := e.store.Update(ctx, func(tx Tx) error {

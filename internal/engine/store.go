@@ -137,8 +137,12 @@ type SagaFilter struct {
 	Initiator string
 	Tool      string // the journal has an entry of this tool
 	// InDoubtBefore, when set, selects sagas with a call running or
-	// compensating since before it.
+	// compensating since before it. InDoubt asks the engine's listings
+	// (Sagas, CountSagas) for the sagas with a call that has stood still
+	// for the in-doubt window, by the engine's clock: they set
+	// InDoubtBefore from it, so no shell computes that window itself.
 	InDoubtBefore time.Time
+	InDoubt       bool
 	Limit         int
 	After         *SagaCursor
 }

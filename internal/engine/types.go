@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Reversibility says how a tool's effect can be undone.
@@ -29,26 +31,34 @@ func ParseReversibility(s string) (Reversibility, error) {
 	return "", Errorf(Invalid, "reversibility %q is not one of REVERSIBLE, COMPENSATABLE, IRREVERSIBLE", s)
 }
 
-// Status is where a saga stands.
-type Status string
-
-// Saga statuses. COMPLETED, COMPENSATED and COMPENSATION_FAILED are final.
-// COMPENSATING is transient: a failure, rejection or refusal happened and the
-// executed steps are being undone; it accepts nothing new. A saga that stays
-// COMPENSATING has a call or compensation in doubt that a person must look at.
-const (
-	Running            Status = "RUNNING"
-	AwaitingApproval   Status = "AWAITING_APPROVAL"
-	Compensating       Status = "COMPENSATING"
-	Completed          Status = "COMPLETED"
-	Compensated        Status = "COMPENSATED"
-	CompensationFailed Status = "COMPENSATION_FAILED"
+// Status is where a saga stands, as the wire declares it; Outcome is what
+// a tool call came to. The engine names the wire's values once, here, so
+// that its callers read them as engine words.
+type (
+	Status  = wire.Status
+	Outcome = wire.Outcome
 )
 
-// Final reports whether no further call, approval or resume is accepted.
-func (s Status) Final() bool {
-	return s == Completed || s == Compensated || s == CompensationFailed
-}
+// Saga statuses (see wire.Status). A saga that stays COMPENSATING has a
+// call or compensation in doubt that a person must look at.
+const (
+	Running            = wire.Running
+	AwaitingApproval   = wire.AwaitingApproval
+	Compensating       = wire.Compensating
+	Completed          = wire.Completed
+	Compensated        = wire.Compensated
+	CompensationFailed = wire.CompensationFailed
+)
+
+// Call outcomes (see wire.Outcome). A failed call compensates the saga:
+// the result's Status says how far.
+const (
+	OutcomeExecuted         = wire.Executed
+	OutcomeAwaitingApproval = wire.Gated
+	OutcomeFailed           = wire.Failed
+	OutcomeInDoubt          = wire.InDoubt
+	OutcomeRefused          = wire.Refused
+)
 
 // Statuses lists every status, in the order a saga moves through them.
 var Statuses = []Status{Running, AwaitingApproval, Compensating, Completed, Compensated, CompensationFailed}

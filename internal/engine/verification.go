@@ -25,7 +25,7 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot, logged Logged) (Veri
 	default:
 		var rulings []Ruling
 		v, rulings = e.check(snap.Entries, *snap.Saga, snap.Requests, func(hash string) (*Approvals, error) {
-			return e.Policy(ctx, hash)
+			return e.policyOf(ctx, hash)
 		}, func() ([]Entry, error) { return e.store.Entries(ctx, PasskeySaga) })
 		if v.Valid {
 			v = evidence.Named(v, rulings)
@@ -161,10 +161,7 @@ func (e *Engine) keyring(passkeys func() ([]Entry, error)) Keyring {
 // exists is kept (see Verifications). Errors: Forbidden as Can says,
 // Invalid for a bad id, Unavailable when the store is.
 func (e *Engine) Verify(ctx context.Context, p Principal, id string) (Verification, error) {
-	if err := e.Can(p, ActVerify, Subject{}); err != nil {
-		return Verification{}, err
-	}
-	if err := validName("saga id", id); err != nil {
+	if err := e.guard(p, ActVerify, id); err != nil {
 		return Verification{}, err
 	}
 	snap, logged, err := e.snapshot(ctx, id, false)

@@ -259,7 +259,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		// Checkpoints are signed when a test sequences the log.
 		Log:   tlog.Options{Every: 1, Interval: 24 * time.Hour},
 		Every: testIntervals,
-		Engine: []engine.Option{engine.WithPolicy(engine.Policy{ShareSagas: o.shareSagas}), engine.WithInDoubtAfter(o.inDoubtAfter),
+		Engine: []engine.Option{engine.WithAccess(engine.Access{ShareSagas: o.shareSagas}), engine.WithInDoubtAfter(o.inDoubtAfter),
 			engine.WithApprovals(o.approvals), engine.WithNotifications(o.endpoints), engine.WithClock(o.clock)},
 		Server: server.Options{
 			Console:           &console.Handlers{Sessions: sessions, Mode: mode, Now: o.now, People: people},

@@ -512,7 +512,7 @@ func testAuthorization(t *testing.T, v *env) {
 		}
 	}
 	shared, err := engine.New(v.db, v.fx.tools(), engine.WithKeys(testkit.Keys(t)), engine.WithClock(clk.now),
-		engine.WithPolicy(engine.Policy{ShareSagas: true}))
+		engine.WithAccess(engine.Access{ShareSagas: true}))
 	if err != nil {
 		t.Fatal(err)
 	}

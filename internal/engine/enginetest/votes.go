@@ -209,7 +209,7 @@ func testVotes(t *testing.T, v *env) {
 
 	// Nor does the requester, where agents share sagas: agent starts
 	// it, dave (an agent who also approves) asks for the transfer.
-	v.usePolicy(votePolicy, engine.WithPolicy(engine.Policy{ShareSagas: true}))
+	v.usePolicy(votePolicy, engine.WithAccess(engine.Access{ShareSagas: true}))
 	v.call("shared", "reserveInventory", `{"item":"laptop"}`)
 	r, err := v.e.Call(ctx, dave, "shared", "sendWireTransfer", large)
 	if err != nil || r.Outcome != engine.OutcomeAwaitingApproval {

@@ -64,7 +64,7 @@ func TestCan(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := &Engine{policy: Policy{ShareSagas: tt.shared}}
+			e := &Engine{access: Access{ShareSagas: tt.shared}}
 			err := e.Can(tt.p, tt.a, tt.sub)
 			got := ""
 			if err != nil {
@@ -80,7 +80,7 @@ func TestCan(t *testing.T) {
 	}
 }
 
-// TestExecutors: who Executors says may execute an approved request is
+// TestExecutors: who executors says may execute an approved request is
 // who Can lets resume it.
 func TestExecutors(t *testing.T) {
 	s := Saga{ID: "s1", Initiator: "agent-1"}
@@ -91,12 +91,12 @@ func TestExecutors(t *testing.T) {
 		{ID: "audrey", Roles: []Role{RoleAuditor}},
 	}
 	for _, shared := range []bool{false, true} {
-		e := &Engine{policy: Policy{ShareSagas: shared}}
-		x := e.Executors(s)
+		e := &Engine{access: Access{ShareSagas: shared}}
+		x := e.executors(s)
 		for _, p := range people {
 			got := p.ID == x.Initiator || (x.Approvers && p.Has(RoleApprover)) || (x.Agents && p.Has(RoleAgent))
 			if want := e.Can(p, ActResume, Subject{Saga: &s}) == nil; got != want {
-				t.Errorf("shared=%t: Executors(%s) = %+v lets %s execute: %t; Can says %t", shared, s.ID, x, p.ID, got, want)
+				t.Errorf("shared=%t: executors(%s) = %+v lets %s execute: %t; Can says %t", shared, s.ID, x, p.ID, got, want)
 			}
 		}
 	}

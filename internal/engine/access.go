@@ -41,16 +41,18 @@ const (
 	ActResend Action = "resend"
 )
 
-// Policy is the configurable part of who may do what.
-type Policy struct {
+// Access is the configurable part of who may do what: the engine's sense
+// of access, never the approval policy (see Approvals).
+type Access struct {
 	// ShareSagas lets every agent act as an agent on every saga (call
 	// tools, end, abort, resume). By default only a saga's initiator may.
 	ShareSagas bool
 }
 
-// String names the policy in force, as receipts record it.
-func (p Policy) String() string {
-	return fmt.Sprintf("sagacity-policy/1 four-eyes=initiator,requester share-sagas=%t", p.ShareSagas)
+// String names the access rules in force, as receipts record them (under
+// the name they have always had there, sagacity-policy/1).
+func (a Access) String() string {
+	return fmt.Sprintf("sagacity-policy/1 four-eyes=initiator,requester share-sagas=%t", a.ShareSagas)
 }
 
 // Subject is what an action is about: nothing, a saga, or a pending
@@ -140,12 +142,23 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 	case ActCall, ActEnd, ActAbort, ActResume:
 		// An agent acts on its own sagas; an approver may abort or
 		// resume any, as a person deciding.
-		if e.policy.ShareSagas || p.ID == s.Initiator || (a != ActCall && a != ActEnd && p.Has(RoleApprover)) {
+		if e.access.ShareSagas || p.ID == s.Initiator || (a != ActCall && a != ActEnd && p.Has(RoleApprover)) {
 			return nil
 		}
 		return &Error{Kind: Forbidden, Msg: fmt.Sprintf("saga %s belongs to %s; only its initiator may act on it as an agent", s.ID, s.Initiator), SagaID: s.ID}
 	}
 	return nil
+}
+
+// guard is the prelude of every command on one saga: that p may take
+// action a on a saga at all (as Can says of no subject), and that sagaID
+// is a saga id (Invalid), before anything is read. Whether p may take a
+// on this saga is Can's question again, once the saga is read.
+func (e *Engine) guard(p Principal, a Action, sagaID string) error {
+	if err := e.Can(p, a, Subject{}); err != nil {
+		return err
+	}
+	return validName("saga id", sagaID)
 }
 
 // Executors is who may execute an approved request of saga s, as Can
@@ -158,9 +171,9 @@ type Executors struct {
 	Agents    bool
 }
 
-// Executors says who may execute an approved request of saga s.
-func (e *Engine) Executors(s Saga) Executors {
-	return Executors{Initiator: s.Initiator, Approvers: true, Agents: e.policy.ShareSagas}
+// executors says who may execute an approved request of saga s.
+func (e *Engine) executors(s Saga) Executors {
+	return Executors{Initiator: s.Initiator, Approvers: true, Agents: e.access.ShareSagas}
 }
 
 func roleList(roles []Role) string {
@@ -174,5 +187,5 @@ func roleList(roles []Role) string {
 // readsAll reports whether p may read every saga, not only those it
 // started: approvers and auditors do, and every agent under ShareSagas.
 func (e *Engine) readsAll(p Principal) bool {
-	return e.policy.ShareSagas || p.Has(RoleApprover, RoleAuditor)
+	return e.access.ShareSagas || p.Has(RoleApprover, RoleAuditor)
 }
