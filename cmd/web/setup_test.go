@@ -205,7 +205,7 @@ func TestSagacityStandIn(t *testing.T) {
 	_, sh := standIns(t, t.TempDir())
 	out, err := sh("sagacity version")
 	var want bytes.Buffer
-	run(context.Background(), []string{"version"}, nil, &want)
+	_ = run(context.Background(), []string{"version"}, nil, &want)
 	if err != nil || !strings.HasSuffix(out, want.String()) {
 		t.Errorf("sagacity version on the stand-ins' PATH = %v\n%s\nwant %s", err, out, want.String())
 	}

@@ -65,12 +65,13 @@ func idempotencyKey(h http.Header) (string, error) {
 	var b strings.Builder
 	for i := 1; i < len(v)-1; i++ {
 		c := v[i]
-		if c == '\\' {
+		switch c {
+		case '\\':
 			if i++; i == len(v)-1 || (v[i] != '"' && v[i] != '\\') {
 				return "", engine.Errorf(engine.Invalid, `Idempotency-Key escapes only \" and \\`)
 			}
 			c = v[i]
-		} else if c == '"' {
+		case '"':
 			return "", engine.Errorf(engine.Invalid, `Idempotency-Key has a '"' it does not escape`)
 		}
 		b.WriteByte(c)
