@@ -18,7 +18,7 @@ LDFLAGS := -s -w -X main.buildVersion=$(VERSION)
 GOTESTSUM ?= $(GO) tool gotestsum
 # golangci-lint is a tool of its own module (tools/go.mod), so the product's go.mod
 # does not gain its hundred dependencies; make lint builds it into bin/ once per version.
-GOLANGCI_LINT ?= bin/golangci-lint
+GOLANGCI_LINT ?= $(CURDIR)/bin/golangci-lint
 
 ## run: build bin/sagacity (showing each package compiled: the first build takes a few minutes) and serve the console on 127.0.0.1:8080 with the embedded store and demo data
 run:
@@ -30,11 +30,12 @@ run:
 test: check
 	$(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg -- -race -count=1 $(PKGS)
 
-## lint: golangci-lint with .golangci.yml (the default linters plus bodyclose, errorlint, gocritic and gosec), tests included
+## lint: golangci-lint with .golangci.yml (the default linters plus bodyclose, errorlint, gocritic and gosec), tests included, of the product and of the benchmark harness
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
+	cd bench && $(GOLANGCI_LINT) run ./...
 
-bin/golangci-lint: tools/go.mod tools/go.sum
+$(CURDIR)/bin/golangci-lint: tools/go.mod tools/go.sum
 	$(GO) -C tools build -o ../bin/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 ## fuzz: run every fuzz target for FUZZTIME on its committed corpus (testdata/fuzz) and new inputs

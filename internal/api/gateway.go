@@ -192,12 +192,9 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 // POST /sagacity/in-doubt/{sagaId}/{seq}/resolve with {"happened": true|false,
 // "result": "...", "reason": "..."}. It answers with the saga.
 func (h *Handlers) Resolve(w http.ResponseWriter, r *http.Request) error {
-	sagaID, seq, err := sagaSeq(r)
-	if err != nil {
-		return err
-	}
 	var body wire.Resolution
-	if err := edge.Decode(r, &body); err != nil {
+	sagaID, seq, err := stepBody(r, edge.Decode, &body)
+	if err != nil {
 		return err
 	}
 	if body.Happened == nil {
