@@ -7,7 +7,7 @@ PKGS    ?= ./...
 HTMX_VERSION ?= 2.0.11
 AXE_VERSION  ?= 4.14.1
 
-.PHONY: run test fuzz build generate check bench htmx axe screenshots clean
+.PHONY: run test lint fuzz build generate check bench htmx axe screenshots clean
 
 # VERSION is stamped into the binary (sagacity version).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
@@ -16,6 +16,9 @@ LDFLAGS := -s -w -X main.buildVersion=$(VERSION)
 # It is a tool of the module (go.mod's tool block, like templ and mailpit), so go mod
 # download fetches it with everything else and make test needs no network after that.
 GOTESTSUM ?= $(GO) tool gotestsum
+# golangci-lint is a tool of its own module (tools/go.mod), so the product's go.mod
+# does not gain its hundred dependencies; make lint builds it into bin/ once per version.
+GOLANGCI_LINT ?= $(CURDIR)/bin/golangci-lint
 
 ## run: build bin/sagacity (showing each package compiled: the first build takes a few minutes) and serve the console on 127.0.0.1:8080 with the embedded store and demo data
 run:
@@ -26,6 +29,14 @@ run:
 ## test: check formatting and vet, then run every test with the race detector; the last lines count passes, failures and skips, naming each skipped test and why (under CI=1 a skip fails)
 test: check
 	$(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg -- -race -count=1 $(PKGS)
+
+## lint: golangci-lint with .golangci.yml (the default linters plus bodyclose, errorlint, gocritic and gosec), tests included, of the product and of the benchmark harness
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
+	cd bench && $(GOLANGCI_LINT) run ./...
+
+$(CURDIR)/bin/golangci-lint: tools/go.mod tools/go.sum
+	$(GO) -C tools build -o ../bin/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 ## fuzz: run every fuzz target for FUZZTIME on its committed corpus (testdata/fuzz) and new inputs
 # Go 1.26's fuzzing coordinator can end a run that found nothing with

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,8 +31,7 @@ func openDBOS(ctx context.Context, dbURL string) (dbos.Context, error) {
 	}
 	dbos.RegisterWorkflow(d, oneStep)
 	if err := dbos.Launch(d); err != nil {
-		dbos.Shutdown(d, 10*time.Second)
-		return nil, err
+		return nil, errors.Join(err, dbos.Shutdown(d, 10*time.Second))
 	}
 	return d, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,7 +40,7 @@ type benchEngine struct {
 	*engine.Engine
 	log  *tlog.Log
 	db   *store.DB
-	stop func() // stops the sequencer loop, if it runs
+	stop func() error // stops the sequencer loop, if it runs
 }
 
 // openEngine opens the store at dbURL and an engine over it, signing with
@@ -73,25 +74,28 @@ func openEngine(ctx context.Context, dbURL string, keys *engine.Keys, dir string
 		db.Close()
 		return nil, err
 	}
-	return &benchEngine{Engine: e, log: l, db: db, stop: func() {}}, nil
+	return &benchEngine{Engine: e, log: l, db: db, stop: func() error { return nil }}, nil
 }
 
 // sequence runs the server's sequencer until close: an error is left for
 // the next tick, as the server does; a benchmark whose log stops growing
 // fails its final Sequence in close.
-func (e *benchEngine) sequence(ctx context.Context) {
+func (e *benchEngine) sequence(ctx context.Context) error {
 	s := &tlog.Sequencer{Log: e.log, Logger: slog.New(slog.DiscardHandler)}
-	s.Start(ctx)
-	e.stop = func() { s.Stop(context.WithoutCancel(ctx)) }
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	e.stop = func() error { return s.Stop(context.WithoutCancel(ctx)) }
+	return nil
 }
 
 // close stops the sequencer, appends what it had not yet, and closes the
 // store.
 func (e *benchEngine) close(ctx context.Context) error {
-	e.stop()
-	_, err := e.log.Sequence(ctx, true)
+	err := e.stop()
+	_, serr := e.log.Sequence(ctx, true)
 	e.db.Close()
-	return err
+	return errors.Join(err, serr)
 }
 
 // call is an op making engine calls of tool, a new saga every sagaLength

@@ -29,7 +29,9 @@ func (b *bench) engineFigures(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, e.close(ctx)) }()
-	e.sequence(ctx)
+	if err := e.sequence(ctx); err != nil {
+		return err
+	}
 	f, err := newFloor(ctx, floorURL, b.c.concurrency)
 	if err != nil {
 		return err
@@ -138,12 +140,14 @@ func (b *bench) growthFigure(ctx context.Context) (err error) {
 		}
 		progress(b.start, "growth: giving them their leaves in the log")
 		if st, err := e.log.Sequence(ctx, true); err != nil || st.Size != int64(size) {
-			return fmt.Errorf("sequencing the %d seeded entries: log size %d, %v", size, st.Size, err)
+			return fmt.Errorf("sequencing the %d seeded entries: log size %d, %w", size, st.Size, err)
 		}
 		if err := vacuum(ctx, url); err != nil {
 			return err
 		}
-		e.sequence(ctx)
+		if err := e.sequence(ctx); err != nil {
+			return err
+		}
 		cs = append(cs, loaded(fmt.Sprintf("executed call, %s entries", count(size)), 1, e.call(toolExecuted)))
 	}
 	progress(b.start, "growth: %d rounds of %d calls on each store", b.c.rounds, b.c.ops)

@@ -56,7 +56,7 @@ func buildServer(ctx context.Context, root, dir string) (string, error) {
 // did not sign for them.
 func toolServer(secret []byte) *httptest.Server {
 	ok := func(result string) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, result) })
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, result) })
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /reserve", toolsig.Handler(secret, toolsig.Expect{Tool: toolExecuted, Phase: toolsig.Execute}, 1<<20, ok(`{"reserved":1}`)))
@@ -128,8 +128,8 @@ tokens:
 			}
 			tail.WriteString(sc.Text() + "\n")
 		}
-		io.Copy(io.Discard, out) // its request log, written as in production
-		cmd.Wait()
+		_, _ = io.Copy(io.Discard, out) // its request log, written as in production
+		_ = cmd.Wait()
 		close(s.exited)
 	}()
 	select {
@@ -149,11 +149,11 @@ tokens:
 // stop asks the server to shut down gracefully, as SIGTERM does in
 // production, and waits for it.
 func (s *server) stop() {
-	s.cmd.Process.Signal(os.Interrupt)
+	_ = s.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-s.exited:
 	case <-time.After(30 * time.Second):
-		s.cmd.Process.Kill()
+		_ = s.cmd.Process.Kill()
 		<-s.exited
 	}
 }

@@ -55,7 +55,7 @@ func (p *roundTrips) serve() {
 				return
 			}
 			defer s.Close()
-			go func() { io.Copy(c, s); c.Close() }()
+			go func() { _, _ = io.Copy(c, s); c.Close() }()
 			p.client(c, s)
 		}()
 	}

@@ -142,13 +142,13 @@ func fillStore(ctx context.Context, dir string, keys *engine.Keys, size, perSaga
 			}
 			if len(entries) == 8*seedRows {
 				if err := flush(); err != nil {
-					tx.Rollback()
+					_ = tx.Rollback()
 					return err
 				}
 			}
 		}
 		if err := flush(); err != nil {
-			tx.Rollback()
+			_ = tx.Rollback()
 			return err
 		}
 		if err := tx.Commit(); err != nil {

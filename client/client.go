@@ -152,7 +152,7 @@ func read[T any](a answer, also ...int) (T, error) {
 	var out T
 	if !a.ok() {
 		if slices.Contains(also, a.code) {
-			json.Unmarshal(a.body, &out) // the body's outcome is extra; the error is the answer
+			_ = json.Unmarshal(a.body, &out) // the body's outcome is extra; the error is the answer
 		}
 		return out, newError(a)
 	}

@@ -329,8 +329,8 @@ func TestErrors(t *testing.T) {
 				t.Fatalf("got %v; want an *Error %d saying %q", err, tc.status, tc.msg)
 			}
 			for _, k := range kinds {
-				if errors.Is(err, k) != (k == tc.kind) {
-					t.Errorf("errors.Is(%v, %v) = %t", err, k, !(k == tc.kind))
+				if errors.Is(err, k) != errors.Is(k, tc.kind) {
+					t.Errorf("errors.Is(%v, %v) = %t", err, k, !errors.Is(k, tc.kind))
 				}
 			}
 		})

@@ -123,7 +123,7 @@ func newToolServer() *toolServer {
 				http.Error(w, "no carrier available", http.StatusServiceUnavailable)
 				return
 			}
-			io.WriteString(w, ep.answer(key))
+			_, _ = io.WriteString(w, ep.answer(key))
 		})
 		mux.Handle("POST "+ep.path, toolsig.Handler(secret, toolsig.Expect{Tool: ep.tool, Phase: ep.phase}, 1<<20, h))
 	}
@@ -251,14 +251,14 @@ func start(dbURL, dir string, logs io.Writer) (*sagacity, error) {
 		return nil, err
 	}
 	if err := service.WaitStarted(ctx, a.Services...); err != nil {
-		service.StopAll(ctx, a.Services...)
+		_ = service.StopAll(ctx, a.Services...)
 		stop()
 		return nil, err
 	}
 	srv := httptest.NewServer(a.Handler)
 	return &sagacity{url: srv.URL, tools: ts, log: a.Log, close: func() {
 		srv.Close()
-		service.StopAll(ctx, a.Services...)
+		_ = service.StopAll(ctx, a.Services...)
 		stop()
 	}}, nil
 }

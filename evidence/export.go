@@ -207,7 +207,7 @@ func passkeyBroken(entries []Entry, pe Entry, v note.Verifier, why string) Verif
 	var rec struct {
 		Credential string `json:"credential"`
 	}
-	json.Unmarshal([]byte(pe.Input), &rec)
+	_ = json.Unmarshal([]byte(pe.Input), &rec)
 	for _, d := range Decisions(entries, v) {
 		if r, err := OpenReceipt(ReceiptOf(entries[d.Seq-1]), v); err == nil && r.Passkey != nil && r.Passkey.Credential == rec.Credential {
 			i := int(d.Seq - 1)

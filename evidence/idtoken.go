@@ -32,7 +32,7 @@ var jwsAlgs = func() []jose.SignatureAlgorithm {
 // ParseIDToken reads an ID token: a compact JWS of one signature under
 // one of SigningAlgs. An *Error otherwise.
 func ParseIDToken(token string) (*jose.JSONWebSignature, error) {
-	jws, err := jose.ParseSigned(token, jwsAlgs)
+	jws, err := jose.ParseSignedCompact(token, jwsAlgs)
 	if err != nil || len(jws.Signatures) != 1 {
 		return nil, errorf("the ID token is no compact JWS of one signature under %v", SigningAlgs)
 	}

@@ -34,7 +34,7 @@ func textSamples() []struct {
 	name string
 	text func() string
 } {
-	h := func(s string) string { return PayloadHash(s) }
+	h := PayloadHash
 	at := time.Date(2026, 11, 30, 10, 15, 3, 123456000, time.UTC)
 	signIn := time.Date(2026, 11, 30, 10, 2, 41, 0, time.UTC)
 	policy := "sagacity-policy/1 four-eyes=initiator,requester share-sagas=false" // the engine's access policy

@@ -27,7 +27,7 @@ func ExampleHandler() {
 	wire := httptest.NewServer(toolsig.Handler(secret, toolsig.Expect{Tool: "sendWireTransfer", Phase: toolsig.Execute}, 1<<20, transfer))
 	defer wire.Close()
 
-	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) })
+	echo := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(w, r.Body) })
 	notes := httptest.NewServer(toolsig.Handler(secret, toolsig.Expect{Tool: "saveNote", Phase: toolsig.Execute}, 1<<20, echo))
 	defer notes.Close()
 

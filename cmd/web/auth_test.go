@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -64,13 +65,15 @@ func runOIDC(t *testing.T, confidential bool) {
 		id = p.PublicClient(t, public+"/auth/callback")
 	}
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
-	os.WriteFile(cfg, []byte(testkit.ReadmeBlock(t, "roles")), 0o644) // the README's OIDC set-up maps payments-approvers to approver
+	if err := os.WriteFile(cfg, []byte(testkit.ReadmeBlock(t, "roles")), 0o644); err != nil { // the README's OIDC set-up maps payments-approvers to approver
+		t.Fatal(err)
+	}
 	launched := launch(t, map[string]string{"SAGACITY_ADDR": addr, "SAGACITY_AUTH": "oidc", "SAGACITY_OIDC_ISSUER": p.Issuer,
 		"SAGACITY_SIGNING_KEY": testSigningKey(t), "SAGACITY_CHECKPOINT_DIR": t.TempDir(),
 		"SAGACITY_OIDC_CLIENT_ID": id, "SAGACITY_OIDC_CLIENT_SECRET": secret, "SAGACITY_PUBLIC_URL": public,
 		"SAGACITY_SESSION_KEY": "session-key-for-this-test-0123456789", "SAGACITY_CONFIG": cfg,
 		"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t)})
-	defer func() { launched.cancel(); <-launched.done }()
+	defer launched.stop(t)
 
 	j, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: j, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -111,7 +114,9 @@ func TestRunTokens(t *testing.T) {
 	toks, yaml := printedTokens(t, out.String())
 	tok := toks["ci-bot"]
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
-	os.WriteFile(cfg, []byte(yaml), 0o644)
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	base, logs := start(t, map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_CONFIG": cfg, "SAGACITY_DATABASE_URL": testkit.SQLiteURL(t),
 		"SAGACITY_SIGNING_KEY": testSigningKey(t), "SAGACITY_CHECKPOINT_DIR": t.TempDir()})
 	if code := status(t, http.DefaultClient, "GET", base+"/sagacity/approvals", tok); code != 200 {
@@ -125,7 +130,7 @@ func TestRunTokens(t *testing.T) {
 	}
 	for _, bad := range [][]string{{"-roles", "admin"}, {"extra"}, {"-nope"}} {
 		err := run(context.Background(), append([]string{"token"}, bad...), env(nil), io.Discard)
-		if ee, ok := err.(exitError); !ok || ee.code != 2 {
+		if ee, ok := errors.AsType[exitError](err); !ok || ee.code != 2 {
 			t.Errorf("sagacity token %v = %v, want exit 2", bad, err)
 		}
 	}

@@ -166,7 +166,9 @@ func TestHealthcheck(t *testing.T) {
 func TestPolicyCommand(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
-	os.WriteFile(good, []byte("approval:\n  tools:\n    sendWireTransfer:\n      - {name: up-to-1000, when: \"double(payload.amount) <= 1000.0\"}\n"), 0o644)
+	if err := os.WriteFile(good, []byte("approval:\n  tools:\n    sendWireTransfer:\n      - {name: up-to-1000, when: \"double(payload.amount) <= 1000.0\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	want, err := engine.CompilePolicy(engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools: map[string][]engine.RuleSpec{
 		"sendWireTransfer": {{Name: "up-to-1000", When: "double(payload.amount) <= 1000.0"}}}})
 	if err != nil {
@@ -186,9 +188,11 @@ func TestPolicyCommand(t *testing.T) {
 		t.Errorf("policy -canonical %s = %v\n%q\nwant exactly the bytes whose SHA-256 is %s:\n%q", good, err, canon.String(), want.Hash, want.Text)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(bad, []byte("approval:\n  default:\n    - when: payload.amount >\n"), 0o644)
+	if err := os.WriteFile(bad, []byte("approval:\n  default:\n    - when: payload.amount >\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	err = run(context.Background(), []string{"policy", bad}, nil, io.Discard)
-	if e, ok := err.(exitError); !ok || e.code != 2 || !strings.Contains(err.Error(), "default, rule 1 (default#1): condition, column 17") {
+	if e, ok := errors.AsType[exitError](err); !ok || e.code != 2 || !strings.Contains(err.Error(), "default, rule 1 (default#1): condition, column 17") {
 		t.Errorf("policy %s = %v; want exit status 2 naming the rule and the column", bad, err)
 	}
 }

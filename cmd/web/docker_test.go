@@ -146,7 +146,9 @@ func dockerBuild(args []string, state string, stdout io.Writer) error {
 	if _, err := os.Stat(filepath.Join(ctx, "Dockerfile")); err != nil {
 		return fmt.Errorf("docker build: %w", err)
 	}
-	os.MkdirAll(state, 0o755)
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "stand-in: built sagacity from %s\n", ctx)
 	return os.WriteFile(filepath.Join(state, "image"), []byte(ctx), 0o644)
 }
@@ -160,9 +162,10 @@ func dockerRun(args []string, state string, stdout io.Writer) error {
 		case args[0] == "--rm":
 			args = args[1:]
 		case len(args) > 1 && (args[0] == "-v" || args[0] == "-e" || args[0] == "-p"):
-			if args[0] == "-v" {
+			switch args[0] {
+			case "-v":
 				vols = append(vols, args[1])
-			} else if args[0] == "-e" {
+			case "-e":
 				k, v, _ := strings.Cut(args[1], "=")
 				env[k] = v
 			}
@@ -173,7 +176,7 @@ func dockerRun(args []string, state string, stdout io.Writer) error {
 	}
 	ctx, err := os.ReadFile(filepath.Join(state, "image"))
 	if err != nil || len(args) == 0 || args[0] != "sagacity" {
-		return fmt.Errorf("docker run: no image sagacity was built (%v)", err)
+		return fmt.Errorf("docker run: no image sagacity was built (%w)", err)
 	}
 	dockerfile, err := os.ReadFile(filepath.Join(string(ctx), "Dockerfile"))
 	if err != nil {
@@ -512,7 +515,9 @@ func composeDir(t *testing.T) (dir, state string, sh func(script string) (string
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.MkdirAll(filepath.Join(dir, "deploy"), 0o755)
+	if err := os.MkdirAll(filepath.Join(dir, "deploy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, e := range entries {
 		if e.IsDir() || strings.HasSuffix(e.Name(), ".go") || e.Name() == ".env" {
 			continue
@@ -521,7 +526,9 @@ func composeDir(t *testing.T) (dir, state string, sh func(script string) (string
 		if err != nil {
 			t.Fatal(err)
 		}
-		os.WriteFile(filepath.Join(dir, "deploy", e.Name()), b, 0o644)
+		if err := os.WriteFile(filepath.Join(dir, "deploy", e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	state, sh = standIns(t, dir)
 	return dir, state, sh

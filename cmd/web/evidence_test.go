@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -24,7 +25,9 @@ import (
 // anything altered on the way is caught.
 func TestVerifyOffline(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
-	os.WriteFile(cfg, []byte("log: {checkpointEvery: 1, checkpointInterval: 100ms}\n"), 0o644)
+	if err := os.WriteFile(cfg, []byte("log: {checkpointEvery: 1, checkpointInterval: 100ms}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_DEMO": "true", "SAGACITY_CONFIG": cfg})
 	dir := t.TempDir()
 	save := func(name, content string) string {
@@ -50,7 +53,7 @@ func TestVerifyOffline(t *testing.T) {
 			code, cp := get(t, base+"/sagacity/checkpoints/latest")
 			lines := strings.SplitN(cp, "\n", 3)
 			if code == 200 && len(lines) == 3 {
-				fmt.Sscan(lines[1], &size)
+				_, _ = fmt.Sscan(lines[1], &size)
 				code, export = get(t, base+fmt.Sprintf("/sagacity/audit/transfer-77?proofs=%d", size))
 				// Every entry proved, and the signed head last.
 				if code == 200 && strings.Count(export, `"leaf":`) == strings.Count(export, "\n")-1 {
@@ -64,7 +67,7 @@ func TestVerifyOffline(t *testing.T) {
 	}
 	_, keys := get(t, base+"/sagacity/keys")
 	var k struct{ Keys []string }
-	json.Unmarshal([]byte(keys), &k)
+	_ = json.Unmarshal([]byte(keys), &k)
 	key := k.Keys[0]
 
 	post("/sagacity/approve/transfer-77/3", `{"approver":"manager@company.com"}`)
@@ -87,7 +90,7 @@ func TestVerifyOffline(t *testing.T) {
 	}
 	proofs.Of[0][0][0] ^= 1
 	var altered bytes.Buffer
-	evidence.WriteNDJSON(&altered, es, proofs)
+	_ = evidence.WriteNDJSON(&altered, es, proofs)
 	alteredFile := save("altered.ndjson", altered.String())
 	// Cut on the way: the last entry dropped (its head kept), the head
 	// dropped, the first entry's proof dropped, the last entry's proof
@@ -172,13 +175,13 @@ func TestVerifyOffline(t *testing.T) {
 	// The root of the newer checkpoint rewritten: the consistency proof
 	// fails.
 	var p struct{ Proof [][]byte }
-	json.Unmarshal([]byte(consistency), &p)
+	_ = json.Unmarshal([]byte(consistency), &p)
 	if len(p.Proof) > 0 {
 		p.Proof[0][0] ^= 1
 		b, _ := json.Marshal(map[string]any{"from": size1, "to": size2, "proof": p.Proof})
 		var out bytes.Buffer
 		err := run(context.Background(), []string{"verify-log", "-key", key, "-proof", save("bad.json", string(b)), cp1File, cp2File}, env(nil), &out)
-		if ee, ok := err.(exitError); !ok || ee.code != 1 || !strings.Contains(out.String(), "is not a prefix of the log") {
+		if ee, ok := errors.AsType[exitError](err); !ok || ee.code != 1 || !strings.Contains(out.String(), "is not a prefix of the log") {
 			t.Errorf("verify-log with an altered proof = %v %s, want exit 1, not a prefix", err, out.String())
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,7 @@ func TestKeygenOut(t *testing.T) {
 
 	// A second run never replaces the key.
 	err = run(context.Background(), []string{"keygen", "-out", path}, nil, &out)
-	if ee, ok := err.(exitError); !ok || ee.code != 2 || !strings.Contains(err.Error(), path+" exists already") {
+	if ee, ok := errors.AsType[exitError](err); !ok || ee.code != 2 || !strings.Contains(err.Error(), path+" exists already") {
 		t.Errorf("keygen -out %s again = %v; want exit 2 saying it exists", path, err)
 	}
 	if again, _ := os.ReadFile(path); string(again) != skey {

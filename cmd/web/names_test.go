@@ -26,7 +26,9 @@ import (
 func TestReadmeCheckpointNames(t *testing.T) {
 	cps := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
-	os.WriteFile(cfg, []byte("log: {checkpointEvery: 1, checkpointInterval: 100ms}\n"), 0o644)
+	if err := os.WriteFile(cfg, []byte("log: {checkpointEvery: 1, checkpointInterval: 100ms}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_DEMO": "true",
 		"SAGACITY_CONFIG": cfg, "SAGACITY_CHECKPOINT_DIR": cps})
 	var latest string
@@ -34,7 +36,7 @@ func TestReadmeCheckpointNames(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); size == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if code, cp := get(t, base+"/sagacity/checkpoints/latest"); code == http.StatusOK {
 			latest = cp
-			fmt.Sscan(strings.SplitN(cp, "\n", 3)[1], &size)
+			_, _ = fmt.Sscan(strings.SplitN(cp, "\n", 3)[1], &size)
 		}
 	}
 	if size == 0 {
@@ -72,7 +74,7 @@ func TestReadmeCheckpointNames(t *testing.T) {
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 			var n int64
 			if code, cp := get(t, base+"/sagacity/checkpoints/latest"); code == http.StatusOK {
-				if fmt.Sscan(strings.SplitN(cp, "\n", 3)[1], &n); n > after {
+				if _, _ = fmt.Sscan(strings.SplitN(cp, "\n", 3)[1], &n); n > after {
 					return cp, n
 				}
 			}

@@ -46,7 +46,7 @@ func TestReadmeVerify(t *testing.T) {
 		for _, cmd := range []string{asWritten, stdin} {
 			out, code := shell(t, dir, cmd)
 			var res wire.Verification
-			if json.Unmarshal([]byte(out), &res); code != tc.code || code != 2 && res.Valid != tc.valid {
+			if _ = json.Unmarshal([]byte(out), &res); code != tc.code || code != 2 && res.Valid != tc.valid {
 				t.Errorf("the README's %s on %s = exit %d %s; want exit %d, valid %v", cmd, tc.name, code, out, tc.code, tc.valid)
 			}
 		}

@@ -86,7 +86,7 @@ var shownField = regexp.MustCompile(`"(\w+)":("(?:[^"\\]|\\.)*"|-?[0-9]+|true|fa
 func holdsShown(answer []byte, shown string) error {
 	var got map[string]any
 	if err := json.Unmarshal(answer, &got); err != nil {
-		return fmt.Errorf("the answer is no JSON object (%v): %s", err, answer)
+		return fmt.Errorf("the answer is no JSON object (%w): %s", err, answer)
 	}
 	fields := shownField.FindAllStringSubmatch(shown, -1)
 	if len(fields) == 0 {

@@ -97,7 +97,7 @@ func TestReadmeTools(t *testing.T) {
 			mu.Lock()
 			handed[path] = append(handed[path], string(b))
 			mu.Unlock()
-			io.WriteString(w, "done at "+path)
+			_, _ = io.WriteString(w, "done at "+path)
 		})))
 	}
 	tools := httptest.NewServer(mux)
@@ -116,7 +116,7 @@ func TestReadmeTools(t *testing.T) {
 	const reserve = `{"sku":"LAPTOP-13","qty":1}`
 	code, body := api(t, "POST", base+"/sagacity/sagas/po-1/calls", "", callBody("reserveInventory", reserve))
 	var res wire.CallResult
-	json.Unmarshal(body, &res)
+	_ = json.Unmarshal(body, &res)
 	if code != 200 || res.Outcome != wire.Executed || res.Result == nil || *res.Result != "done at /reserve" {
 		t.Errorf("a call of reserveInventory = %d %s, want 200 EXECUTED with its tool server's answer", code, body)
 	}
@@ -201,10 +201,11 @@ func TestReadmeToolServer(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	// exited closes when the commands have ended, with waited their error.
+	exited, waited := make(chan struct{}), error(nil)
+	go func() { waited = cmd.Wait(); close(exited) }()
 	defer func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		<-exited
 	}()
 	served := regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+)"`)
@@ -216,9 +217,8 @@ func TestReadmeToolServer(t *testing.T) {
 			base = m[1]
 		}
 		select {
-		case err := <-exited:
-			exited <- err // for the deferred wait
-			t.Fatalf("the README's tool server commands ended (%v) before both servers started:\n%s", err, out)
+		case <-exited:
+			t.Fatalf("the README's tool server commands ended (%v) before both servers started:\n%s", waited, out)
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -227,7 +227,7 @@ func TestReadmeToolServer(t *testing.T) {
 	}
 	code, body := api(t, "POST", base+"/sagacity/sagas/t-1/calls", "", callBody("scheduleTransfer", `{"amount":"100","to":"alice"}`))
 	var res wire.CallResult
-	if json.Unmarshal(body, &res); code != 200 || res.Outcome != wire.Executed {
+	if _ = json.Unmarshal(body, &res); code != 200 || res.Outcome != wire.Executed {
 		t.Errorf("a call of scheduleTransfer through the server the README starts = %d %s, want 200 EXECUTED\n%s", code, body, out)
 	}
 }
@@ -273,7 +273,9 @@ func TestReadmeScrape(t *testing.T) {
 		"SAGACITY_CONFIG": cfg, "SAGACITY_PUBLIC_URL": sc.Scheme + "://" + target,
 		"SAGACITY_SIGNING_KEY": testSigningKey(t), "SAGACITY_CHECKPOINT_DIR": t.TempDir()})
 	file := filepath.Join(t.TempDir(), creds) // where Prometheus's machine keeps it
-	os.MkdirAll(filepath.Dir(file), 0o700)
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(file, []byte(tokens["prometheus"]+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -70,7 +71,8 @@ func TestVerifyReceipt(t *testing.T) {
 		}
 	}
 	for _, args := range [][]string{{"verify-receipt"}, {"verify-receipt", "-key", "nope", "a", "b"}, {"verify-receipt", "-key", k.Keys[0], filepath.Join(dir, "none"), filepath.Join(dir, "payload")}} {
-		if err := run(context.Background(), args, env(nil), &bytes.Buffer{}); err == nil || err.(exitError).code != 2 {
+		err := run(context.Background(), args, env(nil), &bytes.Buffer{})
+		if ee, ok := errors.AsType[exitError](err); !ok || ee.code != 2 {
 			t.Errorf("%v = %v, want exit 2", args, err)
 		}
 	}
@@ -176,7 +178,8 @@ func TestKeygen(t *testing.T) {
 		t.Errorf("keygen printed %q and %q, want a signing key and its public key named other.test", skey, vkey)
 	}
 	for _, args := range [][]string{{"keygen", "-name", "has space"}, {"keygen", "-name", "a+b"}, {"keygen", "extra"}} {
-		if err := run(context.Background(), args, env(nil), &bytes.Buffer{}); err == nil || err.(exitError).code != 2 {
+		err := run(context.Background(), args, env(nil), &bytes.Buffer{})
+		if ee, ok := errors.AsType[exitError](err); !ok || ee.code != 2 {
 			t.Errorf("%v = %v, want exit 2", args, err)
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -78,16 +79,20 @@ func launch(t *testing.T, vars map[string]string) *proc {
 	return nil
 }
 
+// stop shuts the server down and checks that run returned nil.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	p.cancel()
+	if err := <-p.done; err != nil {
+		t.Errorf("run returned %v after shutdown, want nil", err)
+	}
+}
+
 // start launches the server and stops it when the test ends.
 func start(t *testing.T, vars map[string]string) (string, *testkit.Buffer) {
 	t.Helper()
 	p := launch(t, vars)
-	t.Cleanup(func() {
-		p.cancel()
-		if err := <-p.done; err != nil {
-			t.Errorf("run returned %v after shutdown, want nil", err)
-		}
-	})
+	t.Cleanup(func() { p.stop(t) })
 	return p.base, p.out
 }
 
@@ -118,13 +123,21 @@ func TestServeHealth(t *testing.T) {
 func TestServeBadConfig(t *testing.T) {
 	dir := t.TempDir()
 	badYAML := filepath.Join(dir, "bad.yaml")
-	os.WriteFile(badYAML, []byte("tools:\n  - name: x\n    retries: 3\n"), 0o644)
+	if err := os.WriteFile(badYAML, []byte("tools:\n  - name: x\n    retries: 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tools := filepath.Join(dir, "tools.yaml")
-	os.WriteFile(tools, []byte("tools:\n  - name: x\n    execute: {url: \"http://127.0.0.1:9/x\"}\n    compensate: {url: \"http://127.0.0.1:9/y\"}\n"), 0o644)
+	if err := os.WriteFile(tools, []byte("tools:\n  - name: x\n    execute: {url: \"http://127.0.0.1:9/x\"}\n    compensate: {url: \"http://127.0.0.1:9/y\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	demoClash := filepath.Join(dir, "clash.yaml")
-	os.WriteFile(demoClash, []byte("tools:\n  - name: sendWireTransfer\n    reversibility: IRREVERSIBLE\n    execute: {url: \"http://127.0.0.1:9/x\"}\n"), 0o644)
+	if err := os.WriteFile(demoClash, []byte("tools:\n  - name: sendWireTransfer\n    reversibility: IRREVERSIBLE\n    execute: {url: \"http://127.0.0.1:9/x\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	upstream := filepath.Join(dir, "upstream.yaml")
-	os.WriteFile(upstream, []byte("upstreams:\n  - name: files\n    url: \"http://127.0.0.1:9/mcp\"\n"), 0o644)
+	if err := os.WriteFile(upstream, []byte("upstreams:\n  - name: files\n    url: \"http://127.0.0.1:9/mcp\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	secret := "0123456789abcdef0123456789abcdef"
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -221,7 +234,7 @@ func offlineRun(t *testing.T, args ...string) (code int, out, why string) {
 	t.Helper()
 	var b bytes.Buffer
 	err := run(context.Background(), args, env(nil), &b)
-	if ee, ok := err.(exitError); ok {
+	if ee, ok := errors.AsType[exitError](err); ok {
 		return ee.code, b.String(), ee.Error()
 	} else if err != nil {
 		t.Fatalf("sagacity %s: %v", args[0], err)
@@ -291,7 +304,7 @@ func TestVerifyCommand(t *testing.T) {
 		}
 	}
 	err = run(context.Background(), []string{"verify", "/nonexistent/export.ndjson"}, env(nil), io.Discard)
-	if ee, ok := err.(exitError); !ok || ee.code != 2 {
+	if ee, ok := errors.AsType[exitError](err); !ok || ee.code != 2 {
 		t.Errorf("verify(missing file) = %v, want exit 2", err)
 	}
 }
@@ -307,13 +320,15 @@ func TestGracefulShutdown(t *testing.T) {
 	tools := httptest.NewServer(toolsig.Handler([]byte(secret), writeLedger, 1<<20, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(started)
 		<-release
-		io.WriteString(w, "written")
+		_, _ = io.WriteString(w, "written")
 	})))
 	defer tools.Close()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "sagacity.yaml")
-	os.WriteFile(cfg, []byte("tools:\n  - name: writeLedger\n    execute: {url: \""+tools.URL+"/w\", timeout: 30s}\n"+
-		"    compensate: {url: \""+tools.URL+"/undo\"}\n"), 0o644)
+	if err := os.WriteFile(cfg, []byte("tools:\n  - name: writeLedger\n    execute: {url: \""+tools.URL+"/w\", timeout: 30s}\n"+
+		"    compensate: {url: \""+tools.URL+"/undo\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	dbURL := "sqlite:" + filepath.Join(dir, "s.db")
 	p := launch(t, map[string]string{"SAGACITY_DATABASE_URL": dbURL, "SAGACITY_CONFIG": cfg, "SAGACITY_TOOL_SIGNING_SECRET": secret})
 
@@ -333,7 +348,8 @@ func TestGracefulShutdown(t *testing.T) {
 	for !strings.Contains(p.out.String(), "shutting down") {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if _, err := http.Get(p.base + "/healthz"); err == nil {
+	if resp, err := http.Get(p.base + "/healthz"); err == nil {
+		resp.Body.Close()
 		t.Errorf("server accepted a new request while shutting down")
 	}
 	close(release)
@@ -362,7 +378,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	var size int64
 	if lines := strings.Split(signed, "\n"); len(lines) > 1 {
-		fmt.Sscan(lines[1], &size)
+		_, _ = fmt.Sscan(lines[1], &size)
 	}
 	if entries := testkit.Count(t, dbURL, "SELECT count(*) FROM journal"); size != entries {
 		t.Errorf("the newest checkpoint after shutdown has size %d; want all %d journal entries covered", size, entries)

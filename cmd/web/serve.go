@@ -124,7 +124,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 		return fmt.Errorf("SAGACITY_DATABASE_URL: %w", err)
 	}
 	// On the way out early; stopping them again once stopped does nothing.
-	defer service.StopAll(context.WithoutCancel(ctx), a.Services...)
+	defer func() { _ = service.StopAll(context.WithoutCancel(ctx), a.Services...) }()
 	if cfg.Demo {
 		if err := demo.Seed(ctx, db, eng); err != nil {
 			return err

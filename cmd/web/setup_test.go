@@ -90,8 +90,9 @@ func TestReadmeStartHere(t *testing.T) {
 }
 
 // TestMakefileOffline: every program make runs through go is a tool of
-// the module, so that go mod download fetches it; gotestsum runs from
-// the module cache with the network off.
+// the module, or of the module it is built from (tools/), so that go mod
+// download fetches it; gotestsum runs from the module cache with the
+// network off.
 func TestMakefileOffline(t *testing.T) {
 	root := testkit.Root(t)
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
@@ -117,6 +118,26 @@ func TestMakefileOffline(t *testing.T) {
 		name := string(m[1])
 		if !slices.ContainsFunc(mod.Tool, func(tl *modfile.Tool) bool { return filepath.Base(tl.Path) == name }) {
 			t.Errorf("the Makefile runs go tool %s, which go.mod's tool block does not declare", name)
+		}
+	}
+	// A tool of a module of its own (tools/go.mod: golangci-lint) is built
+	// from that module, so go -C DIR mod download fetches it too.
+	builds := regexp.MustCompile(`\$\(GO\) -C (\S+) build .* (\S+)\n`).FindAllSubmatch(mk, -1)
+	if len(builds) == 0 {
+		t.Error("the Makefile builds no tool from a module of its own; golangci-lint should be one (tools/go.mod)")
+	}
+	for _, m := range builds {
+		dir, pkg := string(m[1]), string(m[2])
+		b, err := os.ReadFile(filepath.Join(root, dir, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm, err := modfile.Parse(dir+"/go.mod", b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(tm.Tool, func(tl *modfile.Tool) bool { return tl.Path == pkg }) {
+			t.Errorf("the Makefile builds %s from %s, whose go.mod's tool block does not declare it", pkg, dir)
 		}
 	}
 	cmd := exec.Command("go", "tool", "gotestsum", "--version")
@@ -205,7 +226,7 @@ func TestSagacityStandIn(t *testing.T) {
 	_, sh := standIns(t, t.TempDir())
 	out, err := sh("sagacity version")
 	var want bytes.Buffer
-	run(context.Background(), []string{"version"}, nil, &want)
+	_ = run(context.Background(), []string{"version"}, nil, &want)
 	if err != nil || !strings.HasSuffix(out, want.String()) {
 		t.Errorf("sagacity version on the stand-ins' PATH = %v\n%s\nwant %s", err, out, want.String())
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -100,7 +101,7 @@ func TestTokenCommand(t *testing.T) {
 	for _, bad := range [][]string{{"-roles", "admin"}, {"x=admin"}, {"x="}, {"=agent"}, {"extra"}, {"-nope"},
 		{"-name", "x", "y=agent"}, {"x=agent", "x=auditor"}} {
 		err := run(context.Background(), append([]string{"token"}, bad...), nil, &bytes.Buffer{})
-		if ee, ok := err.(exitError); !ok || ee.code != 2 {
+		if ee, ok := errors.AsType[exitError](err); !ok || ee.code != 2 {
 			t.Errorf("sagacity token %v = %v, want exit 2", bad, err)
 		}
 	}
@@ -160,7 +161,7 @@ func TestTokenConfig(t *testing.T) {
 			err := run(context.Background(), append([]string{"token", "-config", path}, args...), nil, &out)
 			got, _ := os.ReadFile(path)
 			if tc.refusal != "" {
-				if ee, ok := err.(exitError); !ok || ee.code != 2 || !strings.Contains(err.Error(), tc.refusal) {
+				if ee, ok := errors.AsType[exitError](err); !ok || ee.code != 2 || !strings.Contains(err.Error(), tc.refusal) {
 					t.Errorf("sagacity token -config over %q = %v; want exit 2 containing %q", tc.file, err, tc.refusal)
 				}
 				if string(got) != tc.file || out.Len() > 0 {
@@ -198,7 +199,9 @@ func TestTokenConfig(t *testing.T) {
 	// A link to the file stays a link; the file it names changes.
 	dir := t.TempDir()
 	target := filepath.Join(dir, "real.yaml")
-	os.WriteFile(target, []byte("roles: {claim: email}\n"), 0o600)
+	if err := os.WriteFile(target, []byte("roles: {claim: email}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	link := filepath.Join(dir, "sagacity.yaml")
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)

@@ -188,7 +188,7 @@ func (l *ledger) replay(w http.ResponseWriter, key string, body []byte) bool {
 		http.Error(w, "this Idempotency-Key was sent with other bytes", http.StatusConflict)
 	default:
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, d.answer)
+		_, _ = io.WriteString(w, d.answer)
 	}
 	return true
 }
@@ -198,5 +198,5 @@ func (l *ledger) answer(w http.ResponseWriter, key string, body []byte, v any) {
 	b, _ := json.Marshal(v) // a map of strings always encodes
 	l.done[key] = done{body: string(body), answer: string(b)}
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(b)
+	_, _ = w.Write(b)
 }

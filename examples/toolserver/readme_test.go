@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +30,7 @@ func TestFromCheckout(t *testing.T) {
 	}
 	bin := filepath.Join(dir, "wiretool", "wiretool")
 	out, err := exec.Command(bin).CombinedOutput()
-	if _, ok := err.(*exec.ExitError); !ok || !strings.HasPrefix(string(out), "toolserver: SAGACITY_TOOL_SIGNING_SECRET: ") {
+	if _, ok := errors.AsType[*exec.ExitError](err); !ok || !strings.HasPrefix(string(out), "toolserver: SAGACITY_TOOL_SIGNING_SECRET: ") {
 		t.Errorf("%s without a secret = %v, %q; want the example refusing to start", bin, err, out)
 	}
 }

@@ -72,12 +72,9 @@ func (h *Handlers) Dismiss(w http.ResponseWriter, r *http.Request) error {
 type decideFunc = func(ctx context.Context, p engine.Principal, sagaID string, seq int64, reason string) (engine.Decision, error)
 
 func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideFunc) error {
-	sagaID, seq, err := sagaSeq(r)
-	if err != nil {
-		return err
-	}
 	var body wire.DecisionRequest
-	if err := edge.DecodeOptional(r, &body); err != nil {
+	sagaID, seq, err := stepBody(r, edge.DecodeOptional, &body)
+	if err != nil {
 		return err
 	}
 	p, err := auth.From(r.Context()).Claiming(body.Approver)
@@ -98,12 +95,9 @@ func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideF
 // but whose outcome could not be journaled is 202 IN_DOUBT: it must not
 // be retried.
 func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
-	sagaID, seq, err := sagaSeq(r)
-	if err != nil {
-		return err
-	}
 	var body wire.ResumeRequest
-	if err := edge.DecodeOptional(r, &body); err != nil {
+	sagaID, seq, err := stepBody(r, edge.DecodeOptional, &body)
+	if err != nil {
 		return err
 	}
 	if body.Payload == nil {
@@ -267,6 +261,20 @@ func param(r *http.Request, name string) (string, error) {
 	return u, nil
 }
 
+// stepBody reads a request about the step at {sagaId}/{seq}: the path's
+// saga and seq as sagaSeq reads them, then the JSON body into body with
+// decode (edge.Decode, or edge.DecodeOptional where an empty body is one).
+// sagaSeq's or decode's errors.
+func stepBody(r *http.Request, decode func(*http.Request, any) error, body any) (string, int64, error) {
+	sagaID, seq, err := sagaSeq(r)
+	if err != nil {
+		return "", 0, err
+	}
+	return sagaID, seq, decode(r, body)
+}
+
+// sagaSeq reads the path's {sagaId} and {seq}: Invalid when the saga is
+// no valid path segment or seq is not a positive integer.
 func sagaSeq(r *http.Request) (string, int64, error) {
 	sagaID, err := param(r, "sagaId")
 	if err != nil {

@@ -65,12 +65,13 @@ func idempotencyKey(h http.Header) (string, error) {
 	var b strings.Builder
 	for i := 1; i < len(v)-1; i++ {
 		c := v[i]
-		if c == '\\' {
+		switch c {
+		case '\\':
 			if i++; i == len(v)-1 || (v[i] != '"' && v[i] != '\\') {
 				return "", engine.Errorf(engine.Invalid, `Idempotency-Key escapes only \" and \\`)
 			}
 			c = v[i]
-		} else if c == '"' {
+		case '"':
 			return "", engine.Errorf(engine.Invalid, `Idempotency-Key has a '"' it does not escape`)
 		}
 		b.WriteByte(c)
@@ -191,12 +192,9 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 // POST /sagacity/in-doubt/{sagaId}/{seq}/resolve with {"happened": true|false,
 // "result": "...", "reason": "..."}. It answers with the saga.
 func (h *Handlers) Resolve(w http.ResponseWriter, r *http.Request) error {
-	sagaID, seq, err := sagaSeq(r)
-	if err != nil {
-		return err
-	}
 	var body wire.Resolution
-	if err := edge.Decode(r, &body); err != nil {
+	sagaID, seq, err := stepBody(r, edge.Decode, &body)
+	if err != nil {
 		return err
 	}
 	if body.Happened == nil {

@@ -161,7 +161,7 @@ func (s *Sessions) set(w http.ResponseWriter, name, value string, maxAge int) {
 // before, so a planted id is never promoted to a session.
 func (s *Sessions) SignIn(w http.ResponseWriter, r *http.Request, p engine.Principal) error {
 	if c, err := r.Cookie(s.cookie("sagacity")); err == nil {
-		s.Store.DeleteSession(r.Context(), s.sessionHash(c.Value))
+		_ = s.Store.DeleteSession(r.Context(), s.sessionHash(c.Value))
 	}
 	now := engine.Truncate(s.Now())
 	id := newID()
@@ -203,12 +203,12 @@ func (s *Sessions) Principal(r *http.Request) (engine.Principal, error) {
 		return engine.Principal{}, err
 	}
 	if ss.IDHash != h || !sealed(ss.Seal, s.seal(ss)) {
-		s.Store.DeleteSession(r.Context(), h)
+		_ = s.Store.DeleteSession(r.Context(), h)
 		return engine.Principal{}, errForged
 	}
 	now := s.Now()
 	if now.After(ss.ExpiresAt) || now.Sub(ss.SeenAt) > IdleTimeout {
-		s.Store.DeleteSession(r.Context(), h)
+		_ = s.Store.DeleteSession(r.Context(), h)
 		return engine.Principal{}, &engine.Error{Kind: engine.Unauthenticated, Msg: "your session has ended; sign in again"}
 	}
 	if now.Sub(ss.SeenAt) > touchEvery {

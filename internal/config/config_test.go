@@ -573,9 +573,9 @@ func errorCases() []errorCase {
 	}
 }
 
-// loadCase runs Load for tc and returns its error, with {dir} and {path}
-// expanded in the returned want, and the environment it used.
-func loadCase(t *testing.T, tc errorCase) (err error, want string, vars map[string]string) {
+// loadCase runs Load for tc and returns, with {dir} and {path}
+// expanded, the want, the environment it used and Load's error.
+func loadCase(t *testing.T, tc errorCase) (want string, vars map[string]string, err error) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "sagacity.yaml")
@@ -600,7 +600,7 @@ func loadCase(t *testing.T, tc errorCase) (err error, want string, vars map[stri
 	if diff := cmp.Diff(Config{}, c); diff != "" {
 		t.Errorf("Load(%v) with file %q returned a Config with its error (-want +got):\n%s", vars, tc.yaml, diff)
 	}
-	return err, expand(tc.want), vars
+	return expand(tc.want), vars, err
 }
 
 // approverTokens declares an agent and two approvers, with the tools they
@@ -614,7 +614,7 @@ const approverTokens = "tools:" + wireTool + `tokens:
 func TestLoadErrors(t *testing.T) {
 	for _, tc := range errorCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			err, want, vars := loadCase(t, tc)
+			want, vars, err := loadCase(t, tc)
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("Load(%v) with file %q:\n got error %q\nwant it to contain %q", vars, tc.yaml, err, want)
 			}
@@ -628,7 +628,7 @@ func TestLoadErrors(t *testing.T) {
 func TestLoadErrorsHideSecrets(t *testing.T) {
 	for _, tc := range errorCases() {
 		t.Run(tc.name, func(t *testing.T) {
-			err, _, vars := loadCase(t, tc)
+			_, vars, err := loadCase(t, tc)
 			secrets := append([]string{dbPassword}, tc.secrets...)
 			for _, name := range secretNames {
 				if v := vars[name]; v != "" {

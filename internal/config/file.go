@@ -173,12 +173,12 @@ func parseFile(prefix string, data []byte) (File, error) {
 	var y yamlFile
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
-	if err := dec.Decode(&y); err != nil && err != io.EOF {
+	if err := dec.Decode(&y); err != nil && !errors.Is(err, io.EOF) {
 		return File{}, errors.New(prefix + yamlProblem(err))
 	}
 	// A second document would be silently ignored; say so instead.
 	var extra yaml.Node
-	if err := dec.Decode(&extra); err != io.EOF {
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return File{}, errors.New(prefix + "holds more than one YAML document; remove the second ---")
 	}
 	f, err := y.check()
@@ -352,7 +352,7 @@ func checkSchema(tool string, y map[string]any) (json.RawMessage, error) {
 	}
 	raw, err := json.Marshal(y)
 	if err != nil {
-		return nil, fmt.Errorf("inputSchema: %v", err)
+		return nil, fmt.Errorf("inputSchema: %w", err)
 	}
 	if err := engine.CheckInputSchema(tool, raw); err != nil {
 		return nil, errors.New(strings.TrimPrefix(err.Error(), fmt.Sprintf("tool %q: ", tool)))

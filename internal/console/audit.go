@@ -150,41 +150,35 @@ func (h *Handlers) Checkpoint(w http.ResponseWriter, r *http.Request) error {
 // Receipt downloads the signed receipt of the decision at seq of a saga:
 // GET /audit/receipt?id=&seq=.
 func (h *Handlers) Receipt(w http.ResponseWriter, r *http.Request) error {
-	me := auth.From(r.Context())
-	q := r.URL.Query()
-	id := q.Get("id")
-	seq, err := strconv.ParseInt(q.Get("seq"), 10, 64)
-	if err != nil || seq < 1 {
-		return engine.Errorf(engine.Invalid, "seq must be a positive integer")
-	}
-	receipt, err := h.Engine.Receipt(r.Context(), me, id, seq)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	edge.Attachment(w, engine.ReceiptFile(id, seq))
-	_, err = io.WriteString(w, receipt)
-	return err
+	return download(w, r, "text/plain; charset=utf-8", engine.ReceiptFile, h.Engine.Receipt)
 }
 
 // Decided downloads the exact bytes the decision at seq of a saga was
 // made on, the PAYLOAD_FILE verify-receipt checks its receipt against:
 // GET /audit/decided?id=&seq=.
 func (h *Handlers) Decided(w http.ResponseWriter, r *http.Request) error {
-	me := auth.From(r.Context())
+	return download(w, r, "application/octet-stream", engine.DecidedFile, h.Engine.Decided)
+}
+
+// download answers ?id=&seq= with a file about the decision at seq of
+// saga id: what read gives the person asking, as contentType, named as
+// name says (the name the API gives it too). Invalid when seq is not a
+// positive integer; read's errors otherwise.
+func download(w http.ResponseWriter, r *http.Request, contentType string, name func(string, int64) string,
+	read func(context.Context, engine.Principal, string, int64) (string, error)) error {
 	q := r.URL.Query()
 	id := q.Get("id")
 	seq, err := seqParam(q.Get("seq"))
 	if err != nil {
 		return err
 	}
-	decided, err := h.Engine.Decided(r.Context(), me, id, seq)
+	body, err := read(r.Context(), auth.From(r.Context()), id, seq)
 	if err != nil {
 		return err
 	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	edge.Attachment(w, engine.DecidedFile(id, seq))
-	_, err = io.WriteString(w, decided)
+	w.Header().Set("Content-Type", contentType)
+	edge.Attachment(w, name(id, seq))
+	_, err = io.WriteString(w, body)
 	return err
 }
 

@@ -50,11 +50,7 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 // reason and confirm=yes. The engine journals it under the person's
 // identity.
 func (h *Handlers) Resolve(w http.ResponseWriter, r *http.Request) error {
-	if err := parseForm(r); err != nil {
-		return err
-	}
-	f := r.PostForm
-	saga, seq, err := requestRef(f.Get("saga"), f.Get("seq"))
+	f, saga, seq, err := postedRef(r)
 	if err != nil {
 		return err
 	}

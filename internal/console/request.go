@@ -43,6 +43,8 @@ func cleanReason(s string) string {
 	return strings.ToValidUTF8(s, "")
 }
 
+// requestRef reads a reference to one request, its saga and seq:
+// Invalid when seq is not a positive integer or saga is missing.
 func requestRef(saga, seq string) (string, int64, error) {
 	n, err := seqParam(seq)
 	if err != nil {
@@ -52,6 +54,17 @@ func requestRef(saga, seq string) (string, int64, error) {
 		return "", 0, engine.Errorf(engine.Invalid, "saga is missing")
 	}
 	return saga, n, nil
+}
+
+// postedRef parses a form posted about one request: the form, and the
+// request's saga and seq as requestRef reads them. parseForm's error when
+// the body is no form.
+func postedRef(r *http.Request) (url.Values, string, int64, error) {
+	if err := parseForm(r); err != nil {
+		return nil, "", 0, err
+	}
+	saga, seq, err := requestRef(r.PostForm.Get("saga"), r.PostForm.Get("seq"))
+	return r.PostForm, saga, seq, err
 }
 
 // RequestStatus is the request page's update loop: GET
@@ -375,11 +388,7 @@ func (h *Handlers) Execute(w http.ResponseWriter, r *http.Request) error {
 // with the request as the engine returns it (the actions box and, out of
 // band, its status for htmx; the page otherwise).
 func (h *Handlers) act(w http.ResponseWriter, r *http.Request, serves func(decision) bool) error {
-	if err := parseForm(r); err != nil {
-		return err
-	}
-	f := r.PostForm
-	saga, seq, err := requestRef(f.Get("saga"), f.Get("seq"))
+	f, saga, seq, err := postedRef(r)
 	if err != nil {
 		return err
 	}

@@ -106,7 +106,7 @@ func TestTools(t *testing.T) {
 		saga := "t" + string(rune('a'+i))
 		r, err := e.Call(ctx, p, saga, tt.tool, tt.input)
 		if tt.tool == "sendWireTransfer" {
-			e.Approve(ctx, engine.Principal{ID: "boss", Roles: engine.Roles}, saga, r.Seq, "")
+			_, _ = e.Approve(ctx, engine.Principal{ID: "boss", Roles: engine.Roles}, saga, r.Seq, "")
 			rr, _ := e.Resume(ctx, p, saga, r.Seq, tt.input)
 			r = rr.Call
 		}

@@ -634,7 +634,7 @@ func (d *driver) resumeApproved() {
 				var body struct {
 					JournalSeq int64 `json:"journalSeq"`
 				}
-				json.Unmarshal([]byte(a.body), &body)
+				_ = json.Unmarshal([]byte(a.body), &body)
 				if !s.doubt[body.JournalSeq] {
 					t.Errorf("saga %s: resume of the approved seq %d: %s; but its journal shows no call in doubt at seq %d:\n%s",
 						s.id, g.seq, a, body.JournalSeq, journalText(s.journal))

@@ -156,7 +156,7 @@ func (f *fixture) checkpointSizes(t *testing.T) []int64 {
 	var sizes []int64
 	for _, file := range checkpointFiles(t, f.checkpointDir("sagacity")) {
 		var n int64
-		fmt.Sscanf(filepath.Base(file), "%d.checkpoint", &n)
+		_, _ = fmt.Sscanf(filepath.Base(file), "%d.checkpoint", &n)
 		sizes = append(sizes, n)
 	}
 	return sizes
@@ -184,7 +184,7 @@ func TestCheckpointDirectory(t *testing.T) {
 		}
 	}
 	chattr("+i")
-	t.Cleanup(func() { exec.Command("chattr", "-i", dir).Run() })
+	t.Cleanup(func() { _ = exec.Command("chattr", "-i", dir).Run() })
 	var st sagacity.LogStatus
 	stalled := eventually(ctx, 20*time.Second, func() bool {
 		agent.call(ctx, srv, "busy", toolReserve, fmt.Sprintf(`{"sku":"b%d","qty":1}`, time.Now().UnixNano()))

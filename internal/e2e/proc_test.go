@@ -101,7 +101,7 @@ func (s *server) launch() (bool, string) {
 	}
 	exited := make(chan struct{})
 	go func() {
-		cmd.Wait()
+		_ = cmd.Wait()
 		close(exited)
 	}()
 	deadline := time.Now().Add(startTimeout)
@@ -121,7 +121,7 @@ func (s *server) launch() (bool, string) {
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill()
 			<-exited
 			s.t.Fatalf("%s printed no http://127.0.0.1:<port> within %s:\n%s", s.name, startTimeout, out)
 		}
@@ -138,7 +138,7 @@ func (s *server) kill() {
 	if cmd == nil {
 		return
 	}
-	cmd.Process.Kill() // SIGKILL
+	_ = cmd.Process.Kill() // SIGKILL
 	<-exited
 	fmt.Fprintf(s.log, "=== %s killed at %s\n", s.name, time.Now().Format(time.RFC3339Nano))
 }

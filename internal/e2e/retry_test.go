@@ -161,7 +161,7 @@ func newBalancer(t *testing.T, srv *server) *balancer {
 		}
 		rec := httptest.NewRecorder()
 		proxy.ServeHTTP(rec, r)
-		io.Copy(io.Discard, rec.Result().Body)
+		_, _ = io.Copy(io.Discard, rec.Result().Body)
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err == nil {
 			conn.Close() // the server answered; the client never hears it

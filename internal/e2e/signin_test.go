@@ -174,7 +174,7 @@ func testSignIns(t *testing.T, dbURL string) {
 				Proved  bool   `json:"proved"`
 			} `json:"identities"`
 		}
-		json.Unmarshal(out, &got)
+		_ = json.Unmarshal(out, &got)
 		if err != nil || !got.Valid || len(got.Identities) != 2 || !got.Identities[0].Proved || !got.Identities[1].Proved ||
 			!strings.HasSuffix(got.Identities[0].Decider, "#alice-id") {
 			t.Errorf("sagacity verify %v = %v %s; want valid, alice's and bob's votes proved by the provider", args, err, out)

@@ -109,7 +109,7 @@ func (ts *toolServer) effect(compensate bool, status int) http.Handler {
 			http.Error(w, "no carrier available", status)
 			return
 		}
-		io.WriteString(w, `{"done":"`+strings.TrimPrefix(r.URL.Path, "/")+`","key":"`+key+`"}`)
+		_, _ = io.WriteString(w, `{"done":"`+strings.TrimPrefix(r.URL.Path, "/")+`","key":"`+key+`"}`)
 	})
 }
 

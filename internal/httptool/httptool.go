@@ -233,7 +233,7 @@ func (t *Tool) post(ctx context.Context, phase toolsig.Phase, ep Endpoint, inv e
 	}
 	if undo {
 		// Reading a short answer to its end lets the connection be reused.
-		io.CopyN(io.Discard, resp.Body, 4<<10)
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
 		return "", nil
 	}
 

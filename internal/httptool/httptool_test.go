@@ -98,7 +98,7 @@ func newTool(srv string, now time.Time) *httptool.Tool {
 	}
 }
 
-func echo(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) }
+func echo(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(w, r.Body) }
 
 func TestExecuteSendsExactBody(t *testing.T) {
 	srv := newToolServer(t, echo)
@@ -188,7 +188,7 @@ func TestReplayToAnotherTool(t *testing.T) {
 	var wired atomic.Int32
 	wire := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		wired.Add(1)
-		io.WriteString(w, "transfer sent")
+		_, _ = io.WriteString(w, "transfer sent")
 	})
 	mux := http.NewServeMux()
 	for _, path := range []string{"/execute", "/wire"} {
@@ -310,7 +310,7 @@ func TestHeaders(t *testing.T) {
 }
 
 func TestCompensateBody(t *testing.T) {
-	srv := newToolServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "undone") })
+	srv := newToolServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "undone") })
 	now := time.Now()
 	tool := newTool(srv.URL, now)
 	in := engine.Invocation{SagaID: "saga-é", Seq: 42, Tool: "transfer", Input: "{\"amount\": 100,\n \"memo\": \"<b>&\"}"}
@@ -391,7 +391,7 @@ func TestFailures(t *testing.T) {
 			"body echoing the secret and password",
 			func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusForbidden)
-				io.WriteString(w, "secret "+secret+" and "+password+" and user:"+password+" and invalid \xff UTF-8")
+				_, _ = io.WriteString(w, "secret "+secret+" and "+password+" and user:"+password+" and invalid \xff UTF-8")
 			},
 			"tool transfer answered 403: secret [redacted] and [redacted] and [redacted] and invalid \uFFFD UTF-8",
 		},
@@ -438,7 +438,7 @@ func TestResultChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := newToolServer(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, tt.result) })
+			srv := newToolServer(t, func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, tt.result) })
 			tool := newTool(srv.URL, time.Now())
 			tool.MaxResult = limit
 			got, err := tool.Execute(context.Background(), inv)
@@ -585,7 +585,7 @@ func TestTimeout(t *testing.T) {
 // stalls in the middle of its body.
 func TestTimeoutWhileReading(t *testing.T) {
 	srv := newToolServer(t, func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, `{"partial":`)
+		_, _ = io.WriteString(w, `{"partial":`)
 		w.(http.Flusher).Flush()
 		select {
 		case <-r.Context().Done():

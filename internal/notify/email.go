@@ -208,7 +208,7 @@ func emailMessage(c emailConfig, m Message, id string, now time.Time) []byte {
 	header("X-Auto-Response-Suppress", "All")
 	b.WriteString("\r\n")
 	qp := quotedprintable.NewWriter(&b)
-	qp.Write([]byte(emailText(m, now)))
+	_, _ = qp.Write([]byte(emailText(m, now)))
 	qp.Close()
 	return b.Bytes()
 }
@@ -277,9 +277,9 @@ func (e *Email) deliver(ctx context.Context, c emailConfig, msg []byte) error {
 	}
 	defer raw.Close()
 	deadline, _ := ctx.Deadline()
-	raw.SetDeadline(deadline)
+	_ = raw.SetDeadline(deadline)
 	// Cancelling ctx ends the session at once: every read and write fails.
-	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 
 	conn, secure := raw, &tls.Config{ServerName: c.host}
@@ -328,7 +328,7 @@ func (e *Email) deliver(ctx context.Context, c emailConfig, msg []byte) error {
 		return smtpFailure("DATA", err)
 	}
 	// The server took the mail; a QUIT that fails cannot undo that.
-	client.Quit()
+	_ = client.Quit()
 	return nil
 }
 

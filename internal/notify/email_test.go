@@ -199,7 +199,7 @@ func fakeSMTP(t *testing.T, replies map[string]string) string {
 		if r, set := replies[verb]; set {
 			ok = r
 		}
-		c.PrintfLine("%s", ok)
+		_ = c.PrintfLine("%s", ok)
 	}
 	go func() {
 		for {
@@ -220,13 +220,13 @@ func fakeSMTP(t *testing.T, replies map[string]string) string {
 					case "EHLO":
 						reply(c, verb, "250 fake")
 					case "DATA":
-						c.PrintfLine("354 go ahead")
+						_ = c.PrintfLine("354 go ahead")
 						if _, err := c.ReadDotBytes(); err != nil {
 							return
 						}
 						reply(c, ".", "250 taken")
 					case "QUIT":
-						c.PrintfLine("221 bye")
+						_ = c.PrintfLine("221 bye")
 						return
 					default:
 						reply(c, verb, "250 ok")

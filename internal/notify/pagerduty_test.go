@@ -42,7 +42,7 @@ func (a *pagerDutyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		a.t.Errorf("PagerDuty: %s: %v", body, err)
 		w.WriteHeader(http.StatusBadRequest)
-		json.NewEncoder(w).Encode(map[string]any{"status": "invalid event", "message": "Event object is invalid", "errors": []string{err.Error()}})
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "invalid event", "message": "Event object is invalid", "errors": []string{err.Error()}})
 		return
 	}
 	a.mu.Lock()
@@ -51,9 +51,9 @@ func (a *pagerDutyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ev struct {
 		DedupKey string `json:"dedup_key"`
 	}
-	json.Unmarshal(body, &ev)
+	_ = json.Unmarshal(body, &ev)
 	w.WriteHeader(http.StatusAccepted)
-	json.NewEncoder(w).Encode(map[string]string{"status": "success", "message": "Event processed", "dedup_key": ev.DedupKey})
+	_ = json.NewEncoder(w).Encode(map[string]string{"status": "success", "message": "Event processed", "dedup_key": ev.DedupKey})
 }
 
 // events are the events it took so far, decoded.
@@ -297,7 +297,7 @@ func TestPagerDutyFailures(t *testing.T) {
 		{"invalid event", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
-			io.WriteString(w, `{"status":"invalid event","message":"Event object is invalid","errors":["Length of 'routing_key' is incorrect (should be 32 characters)"]}`)
+			_, _ = io.WriteString(w, `{"status":"invalid event","message":"Event object is invalid","errors":["Length of 'routing_key' is incorrect (should be 32 characters)"]}`)
 		}, Failure{Status: 400, Permanent: true},
 			`status 400: {"status":"invalid event","message":"Event object is invalid","errors":["Length of 'routing_key' is incorrect (should be 32 characters)"]}`},
 		{"server error", func(w http.ResponseWriter, r *http.Request) {

@@ -89,7 +89,7 @@ func newRelayed(t *testing.T, answer func(n int) (int, string)) *relayed {
 	if err := h.Start(hb); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); h.Stop(context.Background()) })
+	t.Cleanup(func() { cancel(); _ = h.Stop(context.Background()) })
 	r.relay = &notify.Relay{Engine: r.e, PublicURL: "https://sagacity.example.com", Now: r.clock,
 		Targets: []notify.Target{{Name: "hook", Kind: "webhook", Channel: &notify.Webhook{URL: srv.URL, Secret: secret, Key: key, Now: r.clock}}}}
 	agent := engine.Principal{ID: "agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}

@@ -6,6 +6,7 @@
 package payload
 
 import (
+	"errors"
 	"io"
 	"strings"
 	"unicode/utf8"
@@ -29,7 +30,7 @@ func parse(s string) (n *node, ok bool) {
 	if err != nil {
 		return nil, false
 	}
-	if _, err := dec.ReadToken(); err != io.EOF {
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		return nil, false
 	}
 	return n, true

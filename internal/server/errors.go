@@ -64,7 +64,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		if code == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", s.challenge(r))
 		}
-		edge.WriteJSON(w, code, edge.Refusal(err, msg))
+		_ = edge.WriteJSON(w, code, edge.Refusal(err, msg))
 		return
 	}
 	signIn := "/login?return_to=" + url.QueryEscape(r.URL.RequestURI())
@@ -84,10 +84,10 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("HX-Retarget", "#flash")
 		w.Header().Set("HX-Reswap", "innerHTML")
 		w.WriteHeader(code)
-		templates.ErrorBox(msg).Render(r.Context(), w)
+		_ = templates.ErrorBox(msg).Render(r.Context(), w)
 		return
 	}
-	s.Console.ErrorPage(w, r, code, msg)
+	_ = s.Console.ErrorPage(w, r, code, msg)
 }
 
 // speaksJSON reports whether the request's answer is JSON: its route

@@ -30,7 +30,7 @@ func (s *server) resourceMetadata(path string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		base := s.base(r)
 		w.Header().Set("Cache-Control", "max-age=300")
-		edge.WriteJSON(w, http.StatusOK, wire.ResourceMetadata{Resource: base + path, AuthorizationServers: s.TokenIssuers,
+		_ = edge.WriteJSON(w, http.StatusOK, wire.ResourceMetadata{Resource: base + path, AuthorizationServers: s.TokenIssuers,
 			BearerMethodsSupported: []string{"header"}, ResourceName: "Sagacity",
 			ResourceDocumentation: base + "/sagacity/openapi.json"})
 	}

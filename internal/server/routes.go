@@ -247,5 +247,5 @@ func cacheable(next http.Handler) http.Handler {
 func text(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
-	w.Write([]byte(msg + "\n"))
+	_, _ = w.Write([]byte(msg + "\n"))
 }

@@ -224,7 +224,7 @@ func (r *recorder) read(f func(engine.Tx) error) error {
 		if err == nil || attempt > 0 || !p.again(r.ctx, err) {
 			return err
 		}
-		p.end(r.ctx, err)
+		_ = p.end(r.ctx, err)
 		r.p, r.on = nil, nil
 	}
 }

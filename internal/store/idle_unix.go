@@ -26,7 +26,7 @@ func closedWhileIdle(c net.Conn) bool {
 	closed := false
 	// Control, not Read: pgx may have left a read of its own parked on
 	// the socket, and a peek must not wait for it.
-	raw.Control(func(fd uintptr) {
+	_ = raw.Control(func(fd uintptr) {
 		var b [1]byte
 		// At its end (0 bytes) or holding bytes, the peek succeeds;
 		// an idle, open socket has nothing to give yet.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -140,7 +141,7 @@ func TestOpenCurrent(t *testing.T) {
 		if _, err := c.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
 			t.Fatal(err)
 		}
-		defer c.ExecContext(context.Background(), "ROLLBACK")
+		defer func() { _, _ = c.ExecContext(context.Background(), "ROLLBACK") }()
 		// Waiting for the lock would take the busy timeout, 10s.
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
@@ -224,7 +225,7 @@ func TestLeastPrivilege(t *testing.T) {
 			t.Errorf("Open as a role that may not read schema_migrations = %v; want Unavailable, starting %q", err, want)
 		}
 		testkit.Exec(t, admin, "REVOKE USAGE ON SCHEMA "+pgx.Identifier{testkit.SchemaOf(t, admin)}.Sanitize()+" FROM "+roles.App)
-		if _, err = Open(t.Context(), app); err != errNoSchema {
+		if _, err = Open(t.Context(), app); !errors.Is(err, errNoSchema) {
 			t.Errorf("Open as a role that may not use the schema = %v; want %v", err, errNoSchema)
 		}
 	})
@@ -252,7 +253,7 @@ func TestMigrateTakesItsTime(t *testing.T) {
 			return err
 		}
 		if err := fn(sqlConn{q: tx, tx: tx, stmts: cache}); err != nil {
-			tx.Rollback()
+			_ = tx.Rollback()
 			return err
 		}
 		return tx.Commit()

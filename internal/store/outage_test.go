@@ -150,7 +150,7 @@ func TestPostgresOwnCallInDoubt(t *testing.T) {
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer h.Stop(ctx)
+	defer func() { _ = h.Stop(ctx) }()
 	ask := engine.Ask{Tool: "cutsTheLine", Input: `{"n":1}`, Key: "cut-1"}
 	if r, err := o.e.CallOnce(ctx, outageAgent, "s", ask); err != nil || r.Outcome != engine.OutcomeInDoubt {
 		t.Fatalf("CallOnce losing the database after the tool ran = %+v, %v; want IN_DOUBT", r, err)

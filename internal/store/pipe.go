@@ -162,7 +162,7 @@ func (p *pipe) rollback(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	p.c.Exec(ctx, "ROLLBACK")
+	_, _ = p.c.Exec(ctx, "ROLLBACK")
 }
 
 // openPipe starts a transaction on a connection of pool; nothing is sent

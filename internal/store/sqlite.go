@@ -62,7 +62,7 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback()
+		defer func() { _ = tx.Rollback() }()
 		return fn(sqlConn{q: tx, tx: tx, stmts: cache})
 	}
 	if s.schema, err = migrate(ctx, s.db, s.begin, "sqlite", ""); err != nil {

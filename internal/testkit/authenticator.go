@@ -63,7 +63,12 @@ func (a *Authenticator) Register(options []byte) ([]byte, error) {
 	a.mu.Lock()
 	a.keys[b64.EncodeToString(id)] = key
 	a.mu.Unlock()
-	x, y := key.PublicKey.X.FillBytes(make([]byte, 32)), key.PublicKey.Y.FillBytes(make([]byte, 32))
+	// The uncompressed point: 0x04, then X and Y of 32 bytes each.
+	point, err := key.PublicKey.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	x, y := point[1:33], point[33:]
 	cose, err := cbor.Marshal(map[int]any{1: 2, 3: -7, -1: 1, -2: x, -3: y})
 	if err != nil {
 		return nil, err

@@ -66,7 +66,7 @@ func (c *Cutter) serve() {
 		a := &answers{to: in, released: make(chan struct{})}
 		c.conns, c.back = append(c.conns, in, out), append(c.back, a)
 		c.mu.Unlock()
-		go func() { io.Copy(out, in); out.Close() }()
+		go func() { _, _ = io.Copy(out, in); out.Close() }()
 		go func() { a.carry(out); in.Close() }()
 	}
 }
@@ -151,7 +151,7 @@ func (a *answers) carry(from net.Conn) {
 			a.kept = append(a.kept, buf[:n]...)
 			a.flush()
 		} else if n > 0 {
-			a.to.Write(buf[:n])
+			_, _ = a.to.Write(buf[:n])
 		}
 		holding := a.holding
 		a.mu.Unlock()
@@ -177,7 +177,7 @@ func (a *answers) flush() {
 		a.kept = a.kept[size:]
 	}
 	if !a.holding && !a.dropping && len(a.kept) > 0 {
-		a.to.Write(a.kept)
+		_, _ = a.to.Write(a.kept)
 		a.kept = nil
 	}
 }

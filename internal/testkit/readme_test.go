@@ -15,7 +15,9 @@ import (
 // hold is refused, naming it and both places.
 func TestReadmeBlocks(t *testing.T) {
 	root := t.TempDir()
-	os.Mkdir(filepath.Join(root, "docs"), 0o755)
+	if err := os.Mkdir(filepath.Join(root, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{
 		"README.md": "# Title\n\n<!-- first: a test -->\n```sh\necho one\n```\n\n```yaml\nplain: true\n```\n" +
 			"1. A step:\n\n   <!-- listed: another test -->\n   ```yaml\n   roles:\n     claim: groups\n   ```\n",
@@ -65,8 +67,12 @@ func TestReadmeBlocks(t *testing.T) {
 // code, are not followed.
 func TestBrokenLinks(t *testing.T) {
 	root := t.TempDir()
-	os.Mkdir(filepath.Join(root, "docs"), 0o755)
-	os.Mkdir(filepath.Join(root, "wire"), 0o755)
+	if err := os.Mkdir(filepath.Join(root, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "wire"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{
 		"README.md": "# Sagacity for Go\n\n## Start here\n\nSee [the API](docs/api.md), [its\nerrors](docs/api.md#requests-and-answers),\n" +
 			"[MCP](docs/api.md#mcp-the-gate-where-agents-already-are) and [below](#start-here), [its word](docs/api.md#the-providers-word).\n" +

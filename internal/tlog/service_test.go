@@ -117,7 +117,7 @@ func TestCheckerStart(t *testing.T) {
 		if err := c.Start(t.Context()); err != nil {
 			t.Fatalf("Start = %v", err)
 		}
-		defer c.Stop(t.Context())
+		defer func() { _ = c.Stop(t.Context()) }()
 		if got := behind.Halted(); !strings.Contains(got, "fewer than the") {
 			t.Errorf("as Start returns over a database behind the newest checkpoint, Halted = %q; want the rollback named", got)
 		}
@@ -129,7 +129,7 @@ func TestCheckerStart(t *testing.T) {
 		db.Close()
 		down := &tlog.Checker{Log: tlog.New(db, dir, testkit.Keys(t), tlog.Options{}), Logger: quiet}
 		if err := down.Start(t.Context()); err == nil {
-			down.Stop(t.Context())
+			_ = down.Stop(t.Context())
 			t.Error("Start over a closed database = nil; want the check's error")
 		}
 	})

@@ -109,26 +109,28 @@ func start(t testing.TB, bin, dir string) (*Mailpit, error) {
 		log.Close()
 		return nil, err
 	}
-	exited := make(chan error, 1)
+	// exited closes when mailpit has ended, with waited its error.
+	exited, waited := make(chan struct{}), error(nil)
 	go func() {
-		exited <- cmd.Wait()
+		waited = cmd.Wait()
 		log.Close()
+		close(exited)
 	}()
 	stop := func() {
-		cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-exited:
 		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
+			_ = cmd.Process.Kill()
 			<-exited
 		}
 	}
 	client := &http.Client{Timeout: time.Second}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		select {
-		case err := <-exited:
+		case <-exited:
 			out, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("mailpit exited: %v: %s", err, out)
+			return nil, fmt.Errorf("mailpit exited: %w: %s", waited, out)
 		default:
 		}
 		if resp, err := client.Get(m.API + "/readyz"); err == nil {

@@ -380,8 +380,8 @@ func (v Version) Shown() string {
 			s.WriteString("\n" + f.Text)
 		}
 		for _, el := range b.Elements {
-			switch {
-			case el.Type == "rich_text_section":
+			switch el.Type {
+			case "rich_text_section":
 				for _, run := range el.Elements {
 					s.WriteString(cmp.Or(run.Text.Text, run.URL))
 				}
@@ -398,7 +398,7 @@ func fail(code string) map[string]any { return map[string]any{"ok": false, "erro
 
 func answer(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 func (a Answer) write(w http.ResponseWriter) {
@@ -419,5 +419,5 @@ func (a Answer) write(w http.ResponseWriter) {
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(fail(code))
+	_ = json.NewEncoder(w).Encode(fail(code))
 }

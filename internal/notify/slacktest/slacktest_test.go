@@ -31,7 +31,7 @@ func call(t *testing.T, s *slacktest.Server, method, token, contentType, body st
 	}
 	defer resp.Body.Close()
 	var answer map[string]any
-	json.NewDecoder(resp.Body).Decode(&answer)
+	_ = json.NewDecoder(resp.Body).Decode(&answer)
 	return resp.StatusCode, resp.Header.Get("Retry-After"), answer
 }
 
