@@ -79,13 +79,13 @@ htmx:
 ## axe: re-vendor axe-core (the browser tests' accessibility check) from npm (commit the result)
 axe:
 	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && \
-	  tar xzf axe-core-$(AXE_VERSION).tgz && cp package/axe.min.js $(CURDIR)/internal/server/testdata/axe.min.js && \
-	  echo "axe.min.js  npm axe-core@$(AXE_VERSION)  sha256 $$(sha256sum package/axe.min.js | cut -d' ' -f1)  (make axe; used by the browser tests only, never served)" > $(CURDIR)/internal/server/testdata/VERSIONS && \
+	  tar xzf axe-core-$(AXE_VERSION).tgz && cp package/axe.min.js $(CURDIR)/internal/app/testdata/axe.min.js && \
+	  echo "axe.min.js  npm axe-core@$(AXE_VERSION)  sha256 $$(sha256sum package/axe.min.js | cut -d' ' -f1)  (make axe; used by the browser tests only, never served)" > $(CURDIR)/internal/app/testdata/VERSIONS && \
 	  rm -rf $$tmp
 
 ## screenshots: PNGs of the console's main pages, from the demo data, into docs/
 screenshots:
-	$(GO) test -count=1 -run '^TestScreenshots$$' ./internal/server -screenshots=$(CURDIR)/docs
+	$(GO) test -count=1 -run '^TestScreenshots$$' ./internal/app -screenshots=$(CURDIR)/docs
 
 clean:
 	rm -rf bin

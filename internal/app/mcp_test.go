@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"context"
@@ -291,9 +291,9 @@ func TestMCPSessionPerCall(t *testing.T) {
 func TestMCPTypeScript(t *testing.T) {
 	if _, err := os.Stat("testdata/node/node_modules/@modelcontextprotocol/sdk"); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("the MCP TypeScript SDK is not installed (npm ci --prefix internal/server/testdata/node): %v", err)
+			t.Fatalf("the MCP TypeScript SDK is not installed (npm ci --prefix internal/app/testdata/node): %v", err)
 		}
-		t.Skip("the MCP TypeScript SDK is not installed: npm ci --prefix internal/server/testdata/node")
+		t.Skip("the MCP TypeScript SDK is not installed: npm ci --prefix internal/app/testdata/node")
 	}
 	p := authtest.NewProvider(t, people...)
 	agentT, agentTok := token("agent", engine.RoleAgent)

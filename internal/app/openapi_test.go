@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"bytes"
@@ -6,14 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/pb33f/libopenapi"
 	"github.com/pb33f/libopenapi-validator/schema_validation"
 	"github.com/sagacity-go/sagacity/internal/api"
 	"github.com/sagacity-go/sagacity/internal/api/apitest"
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
-	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
@@ -61,40 +59,6 @@ func TestOpenAPIDocument(t *testing.T) {
 	if r.code != 200 || r.header.Get("Content-Type") != "application/json" || r.body != string(api.OpenAPI) {
 		t.Errorf("GET /sagacity/openapi.json without a token = %d %s, %d bytes; want 200 application/json, the %d embedded bytes",
 			r.code, r.header.Get("Content-Type"), len(r.body), len(api.OpenAPI))
-	}
-}
-
-// TestOpenAPIRoutes: every route under /sagacity is an operation of the
-// document, and every operation of the document is a route.
-func TestOpenAPIRoutes(t *testing.T) {
-	c, err := apitest.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
-	routed := map[string]bool{}
-	err = chi.Walk(server.Routes(e.opts), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		routed[method+" "+route] = true
-		return nil
-	})
-	if err != nil || len(routed) == 0 {
-		t.Fatalf("walking the routes: %v, %d routes", err, len(routed))
-	}
-	documented := map[string]bool{}
-	for path, item := range c.Model.Paths.PathItems.FromOldest() {
-		for method := range item.GetOperations().FromOldest() {
-			documented[strings.ToUpper(method)+" "+path] = true
-		}
-	}
-	for route := range routed {
-		if _, path, _ := strings.Cut(route, " "); strings.HasPrefix(path, "/sagacity/") && !documented[route] {
-			t.Errorf("route %s is not in the OpenAPI document", route)
-		}
-	}
-	for op := range documented {
-		if !routed[op] {
-			t.Errorf("the OpenAPI document lists %s, which is no route", op)
-		}
 	}
 }
 
