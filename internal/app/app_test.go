@@ -52,6 +52,7 @@ func build(t *testing.T, dbURL string, targets []notify.Target) *app.App {
 // services that write to the journal (the relay and the Notifier only
 // with notification targets), the MCP gateway's watcher.
 func TestServices(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name    string
 		targets []notify.Target
@@ -86,6 +87,7 @@ func TestServices(t *testing.T) {
 // the runner is gone and the newest checkpoint covers every entry
 // written while they ran.
 func TestServicesRun(t *testing.T) {
+	t.Parallel()
 	for name, url := range map[string]func(testing.TB) string{"sqlite": testkit.SQLiteURL, "postgres": testkit.PostgresURL} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -35,6 +35,7 @@ func (e *apiEnv) holdToContract(req *http.Request, reqBody string, resp *http.Re
 // TestOpenAPIDocument: the document is valid OpenAPI 3.1, and the server
 // serves exactly it, to anyone.
 func TestOpenAPIDocument(t *testing.T) {
+	t.Parallel()
 	c, err := apitest.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +67,7 @@ func TestOpenAPIDocument(t *testing.T) {
 // answers the document does not allow, so it cannot pass by accepting
 // everything.
 func TestOpenAPIRefuses(t *testing.T) {
+	t.Parallel()
 	c, err := apitest.Load()
 	if err != nil {
 		t.Fatal(err)
