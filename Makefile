@@ -24,8 +24,15 @@ run:
 	SAGACITY_DEMO=$${SAGACITY_DEMO:-true} ./$(BIN) serve
 
 ## test: check formatting and vet, then run every test with the race detector; the last lines count passes, failures and skips, naming each skipped test and why (under CI=1 a skip fails)
+# The binaries the suites run (sagacity for internal/e2e, mailpit for the
+# email tests) are built once here, into TESTBIN, and named to the tests by
+# environment; go test alone builds them itself.
+TESTBIN ?= bin/test
 test: check
-	$(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg -- -race -count=1 $(PKGS)
+	$(GO) build -o $(TESTBIN)/sagacity ./cmd/web
+	$(GO) build -o $(TESTBIN)/mailpit github.com/axllent/mailpit
+	SAGACITY_TEST_BINARY=$(abspath $(TESTBIN))/sagacity SAGACITY_TEST_MAILPIT=$(abspath $(TESTBIN))/mailpit \
+	  $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg -- -race -count=1 $(PKGS)
 
 ## fuzz: run every fuzz target for FUZZTIME on its committed corpus (testdata/fuzz) and new inputs
 # Go 1.26's fuzzing coordinator can end a run that found nothing with
