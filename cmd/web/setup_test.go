@@ -89,9 +89,11 @@ func TestReadmeStartHere(t *testing.T) {
 	}
 }
 
-// TestMakefileOffline: every program make runs through go is a tool of
-// the module, so that go mod download fetches it; gotestsum runs from
-// the module cache with the network off.
+// TestMakefileOffline: every program make runs or builds through go is a
+// tool of the module, so that go mod download fetches it; after go mod
+// download (run here, as the README says, so the test holds whatever ran
+// before it), gotestsum runs from the module cache with the network off,
+// and every tool the Makefile builds has its packages there too.
 func TestMakefileOffline(t *testing.T) {
 	root := testkit.Root(t)
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
@@ -119,11 +121,36 @@ func TestMakefileOffline(t *testing.T) {
 			t.Errorf("the Makefile runs go tool %s, which go.mod's tool block does not declare", name)
 		}
 	}
-	cmd := exec.Command("go", "tool", "gotestsum", "--version")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "gotestsum version v") {
+	// A package built by path rather than from this tree (./…) is a tool.
+	var built []string
+	for _, m := range regexp.MustCompile(`\$\(GO\) build .* ([a-z0-9.-]+\.[a-z]+/\S+)\n`).FindAllSubmatch(mk, -1) {
+		path := string(m[1])
+		if !slices.ContainsFunc(mod.Tool, func(tl *modfile.Tool) bool { return tl.Path == path }) {
+			t.Errorf("the Makefile builds %s, which go.mod's tool block does not declare", path)
+		}
+		built = append(built, path)
+	}
+	if len(built) == 0 {
+		t.Fatal("the Makefile builds no tool; make test should build mailpit once")
+	}
+	download := exec.Command("go", "mod", "download")
+	download.Dir = root
+	if out, err := download.CombinedOutput(); err != nil {
+		t.Fatalf("go mod download: %v\n%s", err, out)
+	}
+	offline := func(goflags string, args ...string) *exec.Cmd {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS="+goflags)
+		return cmd
+	}
+	if out, err := offline("-mod=mod", "tool", "gotestsum", "--version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "gotestsum version v") {
 		t.Errorf("go tool gotestsum with GOPROXY=off = %v (it runs from the module cache, which go mod download fills)\n%s", err, out)
+	}
+	for _, path := range built {
+		if out, err := offline("-mod=readonly", "list", "-deps", path).CombinedOutput(); err != nil {
+			t.Errorf("go list -deps %s with GOPROXY=off = %v (make test builds it from the module cache, which go mod download fills)\n%s", path, err, out)
+		}
 	}
 }
 
