@@ -23,6 +23,7 @@ import (
 // is checked by sagacity verify and verify-log without the server, and
 // anything altered on the way is caught.
 func TestVerifyOffline(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
 	os.WriteFile(cfg, []byte("log: {checkpointEvery: 1, checkpointInterval: 100ms}\n"), 0o644)
 	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_DEMO": "true", "SAGACITY_CONFIG": cfg})

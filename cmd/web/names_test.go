@@ -24,6 +24,7 @@ import (
 // change: verify checks the export, curl fetches the consistency proof,
 // verify-log says the newer log extends the older.
 func TestReadmeCheckpointNames(t *testing.T) {
+	t.Parallel()
 	cps := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
 	os.WriteFile(cfg, []byte("log: {checkpointEvery: 1, checkpointInterval: 100ms}\n"), 0o644)

@@ -26,6 +26,7 @@ import (
 // the tests use (run for real here: it makes it, or it is there), and
 // the commands it says help lists are the binary's.
 func TestReadmeStartHere(t *testing.T) {
+	t.Parallel()
 	root := testkit.Root(t)
 	blocks := testkit.ReadmeBlock(t, "start here") + testkit.ReadmeBlock(t, "test database")
 	var makes int
@@ -95,6 +96,7 @@ func TestReadmeStartHere(t *testing.T) {
 // before it), gotestsum runs from the module cache with the network off,
 // and every tool the Makefile builds has its packages there too.
 func TestMakefileOffline(t *testing.T) {
+	t.Parallel()
 	root := testkit.Root(t)
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
@@ -178,6 +180,7 @@ func serveTokens(t *testing.T, vars map[string]string, tokens map[string]string)
 // they make are what a server in tokens mode starts with, and each token
 // is taken.
 func TestReadmeProduction(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, sh := standIns(t, dir)
 	out, err := sh(testkit.ReadmeBlock(t, "production"))
@@ -199,6 +202,7 @@ func TestReadmeProduction(t *testing.T) {
 // server would start with what the commands before it made, and not
 // without either; served with that environment, the token is taken.
 func TestReadmeDocker(t *testing.T) {
+	t.Parallel()
 	root := testkit.Root(t)
 	steps := testkit.ReadmeBlock(t, "docker")
 	for _, tc := range []struct{ without, want string }{
@@ -229,6 +233,7 @@ func TestReadmeDocker(t *testing.T) {
 // TestSagacityStandIn: the sagacity on the stand-ins' PATH is this
 // checkout's binary.
 func TestSagacityStandIn(t *testing.T) {
+	t.Parallel()
 	_, sh := standIns(t, t.TempDir())
 	out, err := sh("sagacity version")
 	var want bytes.Buffer
