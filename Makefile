@@ -27,8 +27,15 @@ run:
 	SAGACITY_DEMO=$${SAGACITY_DEMO:-true} ./$(BIN) serve
 
 ## test: check formatting and vet, then run every test with the race detector; the last lines count passes, failures and skips, naming each skipped test and why (under CI=1 a skip fails)
+# The binaries the suites run (sagacity for internal/e2e, mailpit for the
+# email tests) are built once here, into TESTBIN, and named to the tests by
+# environment; go test alone builds them itself.
+TESTBIN ?= bin/test
 test: check
-	$(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg -- -race -count=1 $(PKGS)
+	$(GO) build -o $(TESTBIN)/sagacity ./cmd/web
+	$(GO) build -o $(TESTBIN)/mailpit github.com/axllent/mailpit
+	SAGACITY_TEST_BINARY=$(abspath $(TESTBIN))/sagacity SAGACITY_TEST_MAILPIT=$(abspath $(TESTBIN))/mailpit \
+	  $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg -- -race -count=1 $(PKGS)
 
 ## lint: golangci-lint with .golangci.yml (the default linters plus bodyclose, errorlint, gocritic and gosec), tests included, of the product and of the benchmark harness
 lint: $(GOLANGCI_LINT)
@@ -90,13 +97,13 @@ htmx:
 ## axe: re-vendor axe-core (the browser tests' accessibility check) from npm (commit the result)
 axe:
 	tmp=$$(mktemp -d) && cd $$tmp && npm pack --silent axe-core@$(AXE_VERSION) >/dev/null && \
-	  tar xzf axe-core-$(AXE_VERSION).tgz && cp package/axe.min.js $(CURDIR)/internal/server/testdata/axe.min.js && \
-	  echo "axe.min.js  npm axe-core@$(AXE_VERSION)  sha256 $$(sha256sum package/axe.min.js | cut -d' ' -f1)  (make axe; used by the browser tests only, never served)" > $(CURDIR)/internal/server/testdata/VERSIONS && \
+	  tar xzf axe-core-$(AXE_VERSION).tgz && cp package/axe.min.js $(CURDIR)/internal/app/testdata/axe.min.js && \
+	  echo "axe.min.js  npm axe-core@$(AXE_VERSION)  sha256 $$(sha256sum package/axe.min.js | cut -d' ' -f1)  (make axe; used by the browser tests only, never served)" > $(CURDIR)/internal/app/testdata/VERSIONS && \
 	  rm -rf $$tmp
 
 ## screenshots: PNGs of the console's main pages, from the demo data, into docs/
 screenshots:
-	$(GO) test -count=1 -run '^TestScreenshots$$' ./internal/server -screenshots=$(CURDIR)/docs
+	$(GO) test -count=1 -run '^TestScreenshots$$' ./internal/app -screenshots=$(CURDIR)/docs
 
 clean:
 	rm -rf bin

@@ -48,6 +48,7 @@ func status(t *testing.T, c *http.Client, method, url, token string) int {
 // provider: as a confidential client, with SAGACITY_OIDC_CLIENT_SECRET,
 // and as a public one, without.
 func TestRunOIDC(t *testing.T) {
+	t.Parallel()
 	for _, confidential := range []bool{true, false} {
 		t.Run(map[bool]string{true: "confidential", false: "public"}[confidential], func(t *testing.T) { runOIDC(t, confidential) })
 	}
@@ -107,6 +108,7 @@ func runOIDC(t *testing.T, confidential bool) {
 
 // TestRunTokens declares a token made by `sagacity token` and uses it.
 func TestRunTokens(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"token", "-name", "ci-bot", "-roles", "agent,approver,auditor"}, env(nil), &out); err != nil {
 		t.Fatal(err)

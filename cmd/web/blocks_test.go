@@ -21,6 +21,7 @@ import (
 // the repository's tests (or of testkit, their kit) calls
 // testkit.ReadmeBlock with it.
 func TestReadmeTested(t *testing.T) {
+	t.Parallel()
 	read := readmeNamesRead(t)
 	for _, b := range testkit.ReadmeBlocks(t) {
 		what := typed(b)
@@ -43,6 +44,7 @@ func TestReadmeTested(t *testing.T) {
 // along; and README.md links every page of docs/, so that a reader finds
 // each from the front door.
 func TestDocLinks(t *testing.T) {
+	t.Parallel()
 	for _, b := range testkit.BrokenLinks(t) {
 		t.Errorf("%s", b)
 	}

@@ -21,6 +21,7 @@ import (
 // the command's usage instead of running it; the server's lists every
 // variable with its default and an example.
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	out := func(args ...string) string {
 		t.Helper()
 		var b bytes.Buffer
@@ -59,6 +60,7 @@ func TestHelp(t *testing.T) {
 // stand, and help COMMAND print that command's usage and nothing else,
 // and exit 0; only serve, which reads them all, lists the variables.
 func TestCommandHelp(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands {
 		for _, args := range [][]string{{c.name, "--help"}, {c.name, "-h"}, {c.name, "-help"}, {"help", c.name}, {c.name, "x", "--help"}} {
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -88,6 +90,7 @@ func TestCommandHelp(t *testing.T) {
 // usage line and with what it does; the help shows the flags the command
 // parses, declared once.
 func TestHelpFlags(t *testing.T) {
+	t.Parallel()
 	for name, flags := range map[string][]string{
 		"verify":         {"key", "checkpoint", "allow-unproved", "allow-dev", "allow-unproved-sign-in", "provider-keys"},
 		"verify-receipt": {"key", "allow-dev", "passkeys", "checkpoint"},
@@ -125,6 +128,7 @@ func TestHelpFlags(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	var b bytes.Buffer
 	if err := run(context.Background(), []string{"version"}, nil, &b); err != nil || b.String() != "sagacity "+version()+"\n" || version() == "" {
 		t.Errorf("sagacity version = %q, %v", b.String(), err)
@@ -139,6 +143,7 @@ func TestVersion(t *testing.T) {
 // TestHealthcheck: the container's probe answers 0 for a ready server,
 // at the address SAGACITY_ADDR names or the URL given, and 1 otherwise.
 func TestHealthcheck(t *testing.T) {
+	t.Parallel()
 	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t)})
 	var b bytes.Buffer
 	if err := run(context.Background(), []string{"healthcheck", base + "/readyz"}, nil, &b); err != nil || b.String() != "ok\n" {
@@ -164,6 +169,7 @@ func TestHealthcheck(t *testing.T) {
 // for a configuration file, and refuses one whose condition does not
 // compile, naming the rule and the column.
 func TestPolicyCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.yaml")
 	if err := os.WriteFile(good, []byte("approval:\n  tools:\n    sendWireTransfer:\n      - {name: up-to-1000, when: \"double(payload.amount) <= 1000.0\"}\n"), 0o644); err != nil {

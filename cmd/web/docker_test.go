@@ -447,6 +447,7 @@ func mounts(s standInService, volumes map[string]any, state string) (func(string
 // TestComposeInterpolation: the stand-in interpolates as compose
 // documents it.
 func TestComposeInterpolation(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"SET": "x", "EMPTY": ""}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	for _, tc := range []struct{ in, want, err string }{
@@ -575,6 +576,7 @@ func leaveOut(t *testing.T, script, step, want string, sh func(string) (string, 
 // commands against it, and signs in each person the README lists, with
 // the role it says.
 func TestComposeQuickStart(t *testing.T) {
+	t.Parallel()
 	steps := testkit.ReadmeBlock(t, "compose")
 	// Left out, a step's product is missing when a later one needs it.
 	for _, tc := range []struct{ without, want string }{

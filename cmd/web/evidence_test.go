@@ -24,6 +24,7 @@ import (
 // is checked by sagacity verify and verify-log without the server, and
 // anything altered on the way is caught.
 func TestVerifyOffline(t *testing.T) {
+	t.Parallel()
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
 	if err := os.WriteFile(cfg, []byte("log: {checkpointEvery: 1, checkpointInterval: 100ms}\n"), 0o644); err != nil {
 		t.Fatal(err)

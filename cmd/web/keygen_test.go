@@ -19,6 +19,7 @@ import (
 // prints without -out, saved to a file, is refused as a key file, naming
 // SAGACITY_SIGNING_KEY_FILE and keygen -out.
 func TestKeygenOut(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "signing.key")
 	var out bytes.Buffer

@@ -11,6 +11,7 @@ import (
 // TestServeMetrics: the server that run starts counts what its engine and its
 // routes do, and in dev mode serves /metrics to the anonymous caller.
 func TestServeMetrics(t *testing.T) {
+	t.Parallel()
 	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t)})
 	get(t, base+"/healthz")
 	resp, err := http.Post(base+"/sagacity/sagas/s/calls", "application/json", strings.NewReader(`{"tool":"noSuchTool","input":"{}"}`))

@@ -18,12 +18,13 @@ import (
 // TestReadmeCheckpointNames: the checkpoint files the README's offline
 // commands name are named as the server names them in
 // SAGACITY_CHECKPOINT_DIR: their size in 20 digits (that a download
-// from the console is named so too is internal/server
+// from the console is named so too is internal/app
 // TestConsoleDownloads's); and the commands run as written, against two
 // checkpoints the demo's server signed, the sizes in them the only
 // change: verify checks the export, curl fetches the consistency proof,
 // verify-log says the newer log extends the older.
 func TestReadmeCheckpointNames(t *testing.T) {
+	t.Parallel()
 	cps := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "sagacity.yaml")
 	if err := os.WriteFile(cfg, []byte("log: {checkpointEvery: 1, checkpointInterval: 100ms}\n"), 0o644); err != nil {

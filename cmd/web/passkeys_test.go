@@ -24,6 +24,7 @@ import (
 // verify-receipt checks one vote's receipt the same way, against the
 // enrolment in an export.
 func TestVerifyPasskeys(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	const origin = "http://localhost:8080"
 	rp, err := passkey.New(origin)

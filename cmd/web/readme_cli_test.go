@@ -22,6 +22,7 @@ import (
 // named as it names it: a real saga's export verifies (exit 0), one with
 // a byte changed does not (1), an empty one proves nothing (2).
 func TestReadmeVerify(t *testing.T) {
+	t.Parallel()
 	ss := steps(testkit.ReadmeBlock(t, "verify export"))
 	if len(ss) != 1 || !strings.HasPrefix(ss[0].cmd, "sagacity verify export.ndjson ") || !strings.Contains(ss[0].cmd, "# or - for standard input") {
 		t.Fatalf("the README's verify block holds %v; this test runs sagacity verify export.ndjson, with its comment offering -", ss)
@@ -60,6 +61,7 @@ func TestReadmeVerify(t *testing.T) {
 // bytes it was decided on downloaded from the API, and $PUBLIC_KEY the key
 // the server serves. It answers what the README shows, exit 0.
 func TestReadmeVerifyReceipt(t *testing.T) {
+	t.Parallel()
 	cfg, tokens := tokenConfig(t, "manager=approver")
 	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_DEMO": "true",
 		"SAGACITY_AUTH": "tokens", "SAGACITY_CONFIG": cfg, "SAGACITY_SIGNING_KEY": testSigningKey(t),
@@ -104,6 +106,7 @@ func TestReadmeVerifyReceipt(t *testing.T) {
 // token beside its name, then the tokens: block declaring each by its
 // SHA-256 with its roles, which loads as the server loads it.
 func TestReadmeTokenCommand(t *testing.T) {
+	t.Parallel()
 	block := testkit.ReadmeBlock(t, "token command")
 	prompt, shown, ok := strings.Cut(block, "\n")
 	cmd, ok2 := strings.CutPrefix(prompt, "$ ")

@@ -126,6 +126,7 @@ func mustJSON(v any) string {
 // TestSteps: the commands of a shell block are read with the answers the
 // README shows for them, and those answers are held to what a server says.
 func TestSteps(t *testing.T) {
+	t.Parallel()
 	block := "# A comment about the first.\ncurl -s -X POST x/calls \\\n  -d '{}'\n# 202 {\"a\":1,\n#      \"b\":\"79c2…\"}\n\n" +
 		"# Prose before the second.\nsagacity verify f   # or -\n# {\"valid\":true,…}\n# prose again\ncurl y\n"
 	want := []step{{cmd: "curl -s -X POST x/calls -d '{}'", status: 202, shown: `{"a":1,"b":"79c2…"}`},
@@ -189,6 +190,7 @@ func curlStep(t *testing.T, s step, host string) ([]byte, int) {
 // TestReadmeWalkthrough runs the README's curl commands, as written,
 // against the demo server, so the walkthrough cannot rot.
 func TestReadmeWalkthrough(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is needed to run the README's walkthrough:", err)
 	}
@@ -231,6 +233,7 @@ func TestReadmeWalkthrough(t *testing.T) {
 // run's end leaves the saga awaiting the transfer's approval, as its
 // comment says.
 func TestReadmeGateway(t *testing.T) {
+	t.Parallel()
 	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_DEMO": "true"})
 	proxy, err := apitest.NewProxy(base)
 	if err != nil {
@@ -267,6 +270,7 @@ func TestReadmeGateway(t *testing.T) {
 // sorted) in Go: they include /healthz, /readyz and /mcp, as the README
 // says.
 func TestReadmeOpenAPI(t *testing.T) {
+	t.Parallel()
 	cfg, _ := tokenConfig(t, "ci-bot=agent")
 	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_AUTH": "tokens",
 		"SAGACITY_CONFIG": cfg, "SAGACITY_SIGNING_KEY": testSigningKey(t), "SAGACITY_CHECKPOINT_DIR": t.TempDir()})

@@ -83,6 +83,7 @@ func callBody(tool, input string) string {
 // transfer waits for approval under the rule the policy's comments say,
 // with its quorum.
 func TestReadmeTools(t *testing.T) {
+	t.Parallel()
 	const secret = "readme-tools-signing-secret-0123456789"
 	var mu sync.Mutex
 	handed := map[string][]string{} // endpoint → the bodies it was handed
@@ -169,6 +170,7 @@ func TestReadmeTools(t *testing.T) {
 // example's tool through the server they started executes: the tool
 // server took Sagacity's signature, made with the secret both were given.
 func TestReadmeToolServer(t *testing.T) {
+	t.Parallel()
 	root := testkit.Root(t)
 	script := testkit.ReadmeBlock(t, "tool server")
 	example, err := os.ReadFile(filepath.Join(root, "examples", "toolserver", "sagacity.yaml"))
@@ -241,6 +243,7 @@ func TestReadmeToolServer(t *testing.T) {
 // token (authorization's default type); the default metrics path is
 // /metrics. The scrape gets the metrics; without the token, 401.
 func TestReadmeScrape(t *testing.T) {
+	t.Parallel()
 	var prom struct {
 		ScrapeConfigs []struct {
 			JobName       string `yaml:"job_name"`

@@ -21,6 +21,7 @@ import (
 // its public key, is checked offline against the payload's bytes, without
 // the server.
 func TestVerifyReceipt(t *testing.T) {
+	t.Parallel()
 	base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": testkit.SQLiteURL(t), "SAGACITY_DEMO": "true"})
 	post := func(path, body string) {
 		t.Helper()
@@ -83,6 +84,7 @@ func TestVerifyReceipt(t *testing.T) {
 // line it lacks; a payload file that differs from the decided bytes only
 // by a line break at its end is told so.
 func TestVerifyReceiptOutput(t *testing.T) {
+	t.Parallel()
 	keys := testkit.Keys(t)
 	const payload = `{"amount":"100","to":"alice"}`
 	at := time.Date(2026, 11, 30, 10, 15, 3, 123456000, time.UTC)
@@ -173,6 +175,7 @@ func keyPair(t *testing.T) (skey, vkey string) {
 }
 
 func TestKeygen(t *testing.T) {
+	t.Parallel()
 	skey, vkey := keyPair(t)
 	if !strings.HasPrefix(skey, "PRIVATE+KEY+other.test+") || !strings.HasPrefix(vkey, "other.test+") {
 		t.Errorf("keygen printed %q and %q, want a signing key and its public key named other.test", skey, vkey)

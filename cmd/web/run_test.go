@@ -108,6 +108,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestServeHealth(t *testing.T) {
+	t.Parallel()
 	for name, url := range map[string]func(testing.TB) string{"sqlite": testkit.SQLiteURL, "postgres": testkit.PostgresURL} {
 		t.Run(name, func(t *testing.T) {
 			base, _ := start(t, map[string]string{"SAGACITY_DATABASE_URL": url(t)})
@@ -121,6 +122,7 @@ func TestServeHealth(t *testing.T) {
 }
 
 func TestServeBadConfig(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	badYAML := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(badYAML, []byte("tools:\n  - name: x\n    retries: 3\n"), 0o644); err != nil {
@@ -243,6 +245,7 @@ func offlineRun(t *testing.T, args ...string) (code int, out, why string) {
 }
 
 func TestVerifyCommand(t *testing.T) {
+	t.Parallel()
 	good := export(t)
 	if code, out := verifyFile(t, good); code != 0 || out != `{"valid":true,"entryCount":3,"breakAtIndex":-1,"message":"all 3 entries verified"}`+"\n" {
 		t.Fatalf("verify(untouched export) = %d %q, want 0 and all 3 entries verified", code, out)
@@ -314,6 +317,7 @@ func TestVerifyCommand(t *testing.T) {
 // answered, and the last checkpoint, signed as the server stops, covers
 // every entry.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	secret := "shutdown-test-signing-secret-0123456789"
 	started, release := make(chan struct{}), make(chan struct{})
 	writeLedger := toolsig.Expect{Tool: "writeLedger", Phase: toolsig.Execute}

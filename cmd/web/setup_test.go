@@ -26,6 +26,7 @@ import (
 // the tests use (run for real here: it makes it, or it is there), and
 // the commands it says help lists are the binary's.
 func TestReadmeStartHere(t *testing.T) {
+	t.Parallel()
 	root := testkit.Root(t)
 	blocks := testkit.ReadmeBlock(t, "start here") + testkit.ReadmeBlock(t, "test database")
 	var makes int
@@ -89,11 +90,14 @@ func TestReadmeStartHere(t *testing.T) {
 	}
 }
 
-// TestMakefileOffline: every program make runs through go is a tool of
-// the module, or of the module it is built from (tools/), so that go mod
-// download fetches it; gotestsum runs from the module cache with the
-// network off.
+// TestMakefileOffline: every program make runs or builds through go is a
+// tool of the module, or of the module it is built from (tools/), so that
+// go mod download fetches it; after go mod download (run here, as the
+// README says, so the test holds whatever ran before it), gotestsum runs
+// from the module cache with the network off, and every tool the Makefile
+// builds has its packages there too.
 func TestMakefileOffline(t *testing.T) {
+	t.Parallel()
 	root := testkit.Root(t)
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
@@ -140,11 +144,36 @@ func TestMakefileOffline(t *testing.T) {
 			t.Errorf("the Makefile builds %s from %s, whose go.mod's tool block does not declare it", pkg, dir)
 		}
 	}
-	cmd := exec.Command("go", "tool", "gotestsum", "--version")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod")
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "gotestsum version v") {
+	// A package built by path rather than from this tree (./…) is a tool.
+	var built []string
+	for _, m := range regexp.MustCompile(`\$\(GO\) build .* ([a-z0-9.-]+\.[a-z]+/\S+)\n`).FindAllSubmatch(mk, -1) {
+		path := string(m[1])
+		if !slices.ContainsFunc(mod.Tool, func(tl *modfile.Tool) bool { return tl.Path == path }) {
+			t.Errorf("the Makefile builds %s, which go.mod's tool block does not declare", path)
+		}
+		built = append(built, path)
+	}
+	if len(built) == 0 {
+		t.Fatal("the Makefile builds no tool; make test should build mailpit once")
+	}
+	download := exec.Command("go", "mod", "download")
+	download.Dir = root
+	if out, err := download.CombinedOutput(); err != nil {
+		t.Fatalf("go mod download: %v\n%s", err, out)
+	}
+	offline := func(goflags string, args ...string) *exec.Cmd {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS="+goflags)
+		return cmd
+	}
+	if out, err := offline("-mod=mod", "tool", "gotestsum", "--version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "gotestsum version v") {
 		t.Errorf("go tool gotestsum with GOPROXY=off = %v (it runs from the module cache, which go mod download fills)\n%s", err, out)
+	}
+	for _, path := range built {
+		if out, err := offline("-mod=readonly", "list", "-deps", path).CombinedOutput(); err != nil {
+			t.Errorf("go list -deps %s with GOPROXY=off = %v (make test builds it from the module cache, which go mod download fills)\n%s", path, err, out)
+		}
 	}
 }
 
@@ -172,6 +201,7 @@ func serveTokens(t *testing.T, vars map[string]string, tokens map[string]string)
 // they make are what a server in tokens mode starts with, and each token
 // is taken.
 func TestReadmeProduction(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, sh := standIns(t, dir)
 	out, err := sh(testkit.ReadmeBlock(t, "production"))
@@ -193,6 +223,7 @@ func TestReadmeProduction(t *testing.T) {
 // server would start with what the commands before it made, and not
 // without either; served with that environment, the token is taken.
 func TestReadmeDocker(t *testing.T) {
+	t.Parallel()
 	root := testkit.Root(t)
 	steps := testkit.ReadmeBlock(t, "docker")
 	for _, tc := range []struct{ without, want string }{
@@ -223,6 +254,7 @@ func TestReadmeDocker(t *testing.T) {
 // TestSagacityStandIn: the sagacity on the stand-ins' PATH is this
 // checkout's binary.
 func TestSagacityStandIn(t *testing.T) {
+	t.Parallel()
 	_, sh := standIns(t, t.TempDir())
 	out, err := sh("sagacity version")
 	var want bytes.Buffer

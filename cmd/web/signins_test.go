@@ -21,6 +21,7 @@ import (
 // sign-in signed by a key of its own, an ID token altered, a sign-in time
 // moved) is caught, each for what it is.
 func TestVerifySignIns(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	policy, err := engine.CompilePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {{Name: "four-eyes", Quorum: 2}}}})
 	if err != nil {

@@ -64,6 +64,7 @@ func sum(tok string) string {
 // by hash, which the server's configuration loads; -name and -roles still
 // make one. Mistakes are refused with exit status 2.
 func TestTokenCommand(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want []config.Token // with the token's name in SHA256
@@ -114,6 +115,7 @@ func TestTokenCommand(t *testing.T) {
 // declares already, a file that does not load and a tokens: it cannot
 // extend line by line.
 func TestTokenConfig(t *testing.T) {
+	t.Parallel()
 	const (
 		old   = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 		added = "- name: ci-bot\n  sha256: {ci-bot}\n  roles: [agent]\n- name: \"true\"\n  sha256: {true}\n  roles: [agent, approver]\n"

@@ -19,6 +19,7 @@ import (
 // undid by hand a step whose undo failed verifies offline, its receipt
 // included, as the server verifies it.
 func TestVerifyUndoneByHand(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, err := store.Open(ctx, testkit.SQLiteURL(t))
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 // check that read it returned: they read its message, never assert its
 // type, so no export panics them.
 func TestVerifyUntrusted(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	policy, err := engine.CompilePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "one"}}})
 	if err != nil {

@@ -29,6 +29,7 @@ import (
 // meet its rule passes for one that did (its chain recomputed) is caught,
 // each for what was altered.
 func TestVerifyVotes(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	// A transfer takes two approvals from finance-leads or treasury, and
 	// must be executed within the hour; a refund, one approver's.
@@ -179,6 +180,7 @@ func TestVerifyVotes(t *testing.T) {
 // (its refusal dropped, the chain recomputed) is caught, and so is the
 // refusal rewritten to say that no rule applied.
 func TestVerifyGateRefusal(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	policy, err := engine.CompilePolicy(engine.PolicySpec{
 		Default: []engine.RuleSpec{{Name: "one"}},

@@ -1,57 +1,22 @@
 package app_test
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/sagacity-go/sagacity/internal/app"
-	"github.com/sagacity-go/sagacity/internal/auth"
-	"github.com/sagacity-go/sagacity/internal/console"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/notify"
-	"github.com/sagacity-go/sagacity/internal/server"
 	"github.com/sagacity-go/sagacity/internal/service"
-	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/testkit"
-	"github.com/sagacity-go/sagacity/internal/witness"
 )
-
-// build composes a server over the database at dbURL, with notification
-// targets or none.
-func build(t *testing.T, dbURL string, targets []notify.Target) *app.App {
-	t.Helper()
-	db, err := store.Open(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	dir, err := witness.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "done", nil }}
-	a, err := app.Build(t.Context(), app.Parts{DB: db, Checkpoints: dir, Keys: testkit.Keys(t), Logger: slog.New(slog.DiscardHandler),
-		Version: "test", Replica: "app-test", Targets: targets,
-		Tools: []engine.Tool{{Name: "reserve", Reversibility: engine.Reversible, Executor: ok}},
-		// Only the sequencer's stop signs a checkpoint.
-		Every: app.Intervals{Sequence: 24 * time.Hour},
-		Server: server.Options{Console: &console.Handlers{Mode: auth.ModeDev, Now: time.Now},
-			APIAuth: (&auth.Bearer{Anonymous: true}).Principal}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
 
 // TestServices: Build returns the server's services, started by none, in
 // the order they start: the checker, the heartbeat, the sequencer, the
 // services that write to the journal (the relay and the Notifier only
 // with notification targets), the MCP gateway's watcher.
 func TestServices(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name    string
 		targets []notify.Target
@@ -86,6 +51,7 @@ func TestServices(t *testing.T) {
 // the runner is gone and the newest checkpoint covers every entry
 // written while they ran.
 func TestServicesRun(t *testing.T) {
+	t.Parallel()
 	for name, url := range map[string]func(testing.TB) string{"sqlite": testkit.SQLiteURL, "postgres": testkit.PostgresURL} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

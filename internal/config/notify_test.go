@@ -113,7 +113,7 @@ func TestNotifications(t *testing.T) {
 // TestReadmeNotifications: the README's notifications example, read out
 // of README.md and loaded as printed, declares its five endpoints and
 // the large transfers' escalation, which the engine then takes
-// (internal/server TestEscalation runs it).
+// (internal/app TestEscalation runs it).
 func TestReadmeNotifications(t *testing.T) {
 	yaml, secrets := testkit.ReadmeNotifications(t)
 	vars := map[string]string{"SAGACITY_CONFIG": writeConfig(t, yaml), "SAGACITY_PUBLIC_URL": "https://sagacity.example.com"}

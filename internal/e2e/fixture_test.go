@@ -88,7 +88,7 @@ func newFixture(t *testing.T, timeout time.Duration) *fixture {
     compensate: {url: "%s/unship", timeout: 30s}
 policy:
   # Many tokens share the work on each saga to stay under the decision
-  # rate limits; who may act on whose saga is tested in internal/server.
+  # rate limits; who may act on whose saga is tested in internal/app.
   shareSagas: true
 log:
   # Checkpoints often, so that a suite sees many of them.

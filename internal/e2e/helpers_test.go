@@ -41,11 +41,19 @@ var build struct {
 	err  error
 }
 
-// binary returns the path of the sagacity binary, building it on first use
-// with the go command from the module root.
+// binaryEnv names the variable that holds the path of a sagacity binary
+// already built from this tree (make test builds one), so that the suites
+// need not build it again.
+const binaryEnv = "SAGACITY_TEST_BINARY"
+
+// binary returns the path of the sagacity binary: binaryEnv's, or built on
+// first use with the go command from the module root when it is unset.
 func binary(t testing.TB) string {
 	t.Helper()
 	build.once.Do(func() {
+		if build.path = os.Getenv(binaryEnv); build.path != "" {
+			return
+		}
 		goTool, err := exec.LookPath("go")
 		if err != nil {
 			build.err = fmt.Errorf("the go command is not on PATH (go test puts it there): %w", err)

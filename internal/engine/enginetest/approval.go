@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
@@ -186,5 +187,68 @@ func testFailsClosed(t *testing.T, v *env) {
 	}
 	if got := v.verify("skips"); !got.Valid {
 		t.Errorf("Verify(skips) = %+v", got)
+	}
+}
+
+// testPolicyChange: requests made under policy A are decided by A after
+// the server restarts with policy B, and B's by B; the journal of the
+// server's own PolicySaga, and so the log, holds both documents, and
+// verification checks each request's votes against its own policy.
+func testPolicyChange(t *testing.T, v *env) {
+	ctx := context.Background()
+	a := v.usePolicy(votePolicy)
+	underA := v.gateLarge("under-a", agent)
+	v.mustApprove("under-a", underA, alice)
+
+	// Policy B lets any one approver approve anything.
+	b := v.usePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "anyone"}}})
+	underB := v.gateLarge("under-b", agent)
+	if got := v.journal("under-b")[underB-1].Field(engine.KeyPolicy); got != b.Hash {
+		t.Fatalf("the request made under B records policy %s; want B's %s", got, b.Hash)
+	}
+	// A's request still needs a second finance vote: carol, fine under B,
+	// is not one of A's approvers.
+	_, err := v.e.Approve(ctx, carol, "under-a", underA, "fine")
+	testkit.WantKind(t, "carol approving a request made under A", err, engine.Forbidden)
+	if res, err := v.e.Resume(ctx, agent, "under-a", underA, large); err != nil || !res.Refused {
+		t.Errorf("Resume of A's request on one vote = %+v, %v; want refused by A's quorum", res, err)
+	}
+	underA2 := v.gateLarge("under-a2", agent) // under B now: one approver
+	if _, err := v.e.Approve(ctx, carol, "under-a2", underA2, ""); err != nil {
+		t.Errorf("carol approving a request made under B: %v", err)
+	}
+	docs, inForce, err := v.e.Policies(ctx, auditor)
+	if err != nil || len(docs) != 2 || docs[0].Hash != a.Hash || docs[1].Hash != b.Hash || inForce != b.Hash ||
+		docs[0].Text != a.Text || !docs[1].Since.After(docs[0].Since) {
+		t.Errorf("Policies = %+v, %s, %v; want A then B, B in force", docs, inForce, err)
+	}
+	// A restart with B again records nothing new; back to A records A again.
+	v.usePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "anyone"}}})
+	if docs, _, _ := v.e.Policies(ctx, auditor); len(docs) != 2 {
+		t.Errorf("a restart with the same policy recorded %d documents; want 2", len(docs))
+	}
+	if got := v.verify(engine.PolicySaga); !got.Valid {
+		t.Errorf("Verify(%s) = %+v", engine.PolicySaga, got)
+	}
+	for _, saga := range []string{"under-a", "under-b", "under-a2"} {
+		if got := v.verify(saga); !got.Valid {
+			t.Errorf("Verify(%s) = %+v", saga, got)
+		}
+	}
+	// A forged policy document in the server's saga is never taken.
+	es := v.journal(engine.PolicySaga)
+	forged := es[len(es)-1]
+	forged.Seq, forged.Input = forged.Seq+1, strings.Replace(forged.Input, `"anyone"`, `"anyone2"`, 1)
+	forged.Payload = strings.Replace(forged.Payload, "policy="+b.Hash, "policy="+engine.PayloadHash(forged.Input), 1)
+	forged.Timestamp = forged.Timestamp.Add(time.Second)
+	forged.Hash = engine.Hash(es[len(es)-1].Hash, forged)
+	v.h.Exec(t, "INSERT INTO journal (saga_id, seq, tool_name, phase, input, payload, timestamp, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+		forged.SagaID, forged.Seq, forged.ToolName, forged.Phase, forged.Input, forged.Payload, forged.Timestamp, forged.Hash)
+	v.h.Exec(t, "UPDATE sagas SET head_seq = $2, head_hash = $3 WHERE id = $1", engine.PolicySaga, forged.Seq, forged.Hash)
+	if _, _, err := v.e.Policies(ctx, auditor); !engine.IsKind(err, engine.Conflict) || !strings.Contains(err.Error(), "no policy document the key signed") {
+		t.Errorf("Policies with a forged document: %v; want Conflict naming it", err)
+	}
+	if err := v.e.RecordPolicy(ctx); !engine.IsKind(err, engine.Conflict) {
+		t.Errorf("RecordPolicy over a forged document: %v; want Conflict", err)
 	}
 }

@@ -216,3 +216,94 @@ func testReadAsItEnds(t *testing.T, v *env) {
 		t.Errorf("InDoubt read as the payout ended = %+v; want none: its process ran it", calls)
 	}
 }
+
+// testRestart closes the store and opens it again: sagas, journals and
+// pending approvals survive and stay resumable.
+func testRestart(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
+	ctx := context.Background()
+	v := newEnv(t, newHarness)
+	seq := v.gate("pending")
+	v.approve("pending", seq)
+	v.gate("unapproved")
+	v.call("done", "createOrder", "{}")
+	if _, err := v.e.End(ctx, agent, "done"); err != nil {
+		t.Fatal(err)
+	}
+	beforeSagas, _ := v.e.Sagas(ctx, auditor, engine.SagaFilter{})
+	beforeJournal := v.journal("pending")
+	beforeReqs, _ := v.e.Approvals(ctx, approver, "")
+	v.db.Close()
+
+	v.db = v.open()
+	v.e, v.log = v.engine(v.db)
+	afterSagas, _ := v.e.Sagas(ctx, auditor, engine.SagaFilter{})
+	afterReqs, _ := v.e.Approvals(ctx, approver, "")
+	if len(beforeSagas) != 3 || len(beforeReqs) != 2 {
+		t.Fatalf("before restart: %d sagas, %d requests; want 3 and 2", len(beforeSagas), len(beforeReqs))
+	}
+	for _, d := range []string{cmp.Diff(beforeSagas, afterSagas), cmp.Diff(beforeJournal, v.journal("pending")), cmp.Diff(beforeReqs, afterReqs)} {
+		if d != "" {
+			t.Errorf("state changed across restart (-before +after):\n%s", d)
+		}
+	}
+	res, err := v.e.Resume(ctx, approver, "pending", seq, transfer)
+	if err != nil || res.Result != "transfer-ok" {
+		t.Errorf("Resume after restart = %+v, %v; want executed", res, err)
+	}
+	if got := v.verify("pending"); !got.Valid {
+		t.Errorf("Verify after restart = %+v", got)
+	}
+}
+
+// testInDoubt leaves a call between INTENT and its outcome, as a crash
+// would, and expects it listed, never re-executed.
+func testInDoubt(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
+	ctx := context.Background()
+	v := newEnv(t, newHarness)
+	started, release := make(chan struct{}), make(chan struct{})
+	doomed := v.h.Open(t)
+	hang := engine.Tool{Name: "hang", Executor: engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) {
+		close(started)
+		<-release
+		return "too late", nil
+	}}}
+	e2, err := engine.New(doomed, []engine.Tool{hang}, engine.WithKeys(testkit.Keys(t)), engine.WithClock(clk.now), engine.WithOutcomeRetry(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan engine.CallResult, 1)
+	go func() {
+		r, err := e2.Call(ctx, agent, "crash", "hang", `{"n":1}`)
+		if err != nil {
+			t.Errorf("Call whose store went away: %v, want no error: the outcome is IN_DOUBT", err)
+		}
+		done <- r
+	}()
+	<-started
+	calls, err := v.e.InDoubt(ctx, auditor, 0)
+	if err != nil || len(calls) != 1 || calls[0].SagaID != "crash" || calls[0].Seq != 1 || calls[0].State != engine.CallRunning {
+		t.Fatalf("InDoubt() while running = %+v, %v; want the hanging call", calls, err)
+	}
+	doomed.Close() // the process dies before it can journal the outcome
+	close(release)
+	if r := <-done; r.Outcome != engine.OutcomeInDoubt || r.Status != engine.Running {
+		t.Errorf("Call whose store went away = %+v, want outcome IN_DOUBT and the saga's status as its INTENT left it, RUNNING", r)
+	}
+
+	calls, err = v.e.InDoubt(ctx, auditor, 0)
+	if err != nil || len(calls) != 1 || !calls[0].Unsettled() {
+		t.Fatalf("InDoubt() after the crash = %+v, %v; want the call", calls, err)
+	}
+	if old, _ := v.e.InDoubt(ctx, auditor, time.Hour); len(old) != 0 {
+		t.Errorf("InDoubt(older than an hour) = %v, want none", old)
+	}
+	if got := v.phases("crash"); !cmp.Equal(got, []string{"hang INTENT"}) {
+		t.Errorf("journal = %v, want only the INTENT", got)
+	}
+	if got := v.verify("crash"); !got.Valid {
+		t.Errorf("Verify = %+v, want valid", got)
+	}
+	if st := v.status("crash"); st != engine.Running {
+		t.Errorf("status = %s, want RUNNING: the call is in doubt", st)
+	}
+}

@@ -48,8 +48,17 @@ type Message struct {
 	Header mail.Header
 }
 
-// binary is the path of the mailpit go.mod pins, built once a process.
+// binaryEnv names the variable that holds the path of a mailpit binary
+// already built from the version go.mod pins (make test builds one), so
+// that each test process need not build it again.
+const binaryEnv = "SAGACITY_TEST_MAILPIT"
+
+// binary is the path of the mailpit go.mod pins: binaryEnv's, or built
+// once a process when it is unset.
 var binary = sync.OnceValues(func() (string, error) {
+	if bin := os.Getenv(binaryEnv); bin != "" {
+		return bin, nil
+	}
 	out, err := exec.Command("go", "tool", "-n", "mailpit").Output()
 	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		return "", fmt.Errorf("go tool -n mailpit: %w: %s", err, ee.Stderr)

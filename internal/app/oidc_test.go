@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"context"
@@ -77,6 +77,7 @@ func signedIn(t *testing.T, e *apiEnv, c *http.Client) bool {
 }
 
 func TestOIDCSignIn(t *testing.T) {
+	t.Parallel()
 	p := authtest.NewProvider(t, people...)
 	stores(t, func(t *testing.T, dbURL string) {
 		e := oidcAPI(t, dbURL, p)
@@ -102,6 +103,7 @@ func TestOIDCSignIn(t *testing.T) {
 }
 
 func TestOIDCCallbackRefusals(t *testing.T) {
+	t.Parallel()
 	p := authtest.NewProvider(t, people...)
 	e := oidcAPI(t, testkit.SQLiteURL(t), p)
 	withQuery := func(u string, f func(url.Values)) string {
@@ -156,6 +158,7 @@ func TestOIDCCallbackRefusals(t *testing.T) {
 // and the next sign-in asks the provider for its login form
 // (prompt=login), once.
 func TestOIDCSignOutPrompt(t *testing.T) {
+	t.Parallel()
 	r := authtest.NewRogue(t)
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{roles: groupRoles,
 		oidc: func(string) (string, string, string) { return r.Issuer, "sagacity-console", "rogue-secret" }})
@@ -198,6 +201,7 @@ func TestOIDCSignOutPrompt(t *testing.T) {
 
 // TestOIDCBadIDTokens signs in against a provider that issues bad ID tokens.
 func TestOIDCBadIDTokens(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		hook func(map[string]any) (map[string]any, string)
@@ -251,6 +255,7 @@ func TestOIDCBadIDTokens(t *testing.T) {
 
 // TestAPIJWT: bearer JWTs from the issuer, for the API audience only.
 func TestAPIJWT(t *testing.T) {
+	t.Parallel()
 	r := authtest.NewRogue(t)
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{roles: groupRoles, apiAudience: "sagacity-api",
 		oidc: func(string) (string, string, string) { return r.Issuer, "sagacity-console", "rogue-secret" }})
@@ -312,6 +317,7 @@ func TestAPIJWT(t *testing.T) {
 // Chromium and approves a pending request in the console; the journal
 // carries their identity and auth=oidc, and the pages break no CSP rule.
 func TestBrowserApproval(t *testing.T) {
+	t.Parallel()
 	p := authtest.NewProvider(t, people...)
 	agentT, agentTok := token("agent", engine.RoleAgent)
 	audT, audTok := token("auditor", engine.RoleAuditor)
@@ -415,6 +421,7 @@ func TestBrowserApproval(t *testing.T) {
 // roles claim lists, whether or not it maps to a role: an approver in it
 // may approve, one outside it is refused, saying which rule asks for what.
 func TestApproverGroups(t *testing.T) {
+	t.Parallel()
 	policy, err := engine.CompilePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{
 		"sendWireTransfer": {{Name: "finance", Approvers: []string{"finance-leads"}}}}})
 	if err != nil {
@@ -444,6 +451,7 @@ func TestApproverGroups(t *testing.T) {
 // before that one began is refused; the provider's ID token and the key
 // that verifies it are kept with the session.
 func TestReauthToEnrol(t *testing.T) {
+	t.Parallel()
 	r := authtest.NewRogue(t)
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{roles: groupRoles,
 		oidc: func(string) (string, string, string) { return r.Issuer, "sagacity-console", "rogue-secret" }})

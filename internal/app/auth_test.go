@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"fmt"
@@ -27,6 +27,7 @@ func bearer(tok string) []string { return []string{"Authorization", "Bearer " + 
 // TestTokensMode runs the seed's flow with bearer tokens, and refuses
 // everything the roles and four-eyes forbid.
 func TestTokensMode(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		agentT, agentTok := token("agent", engine.RoleAgent)
 		apprT, apprTok := token("approver", engine.RoleApprover)
@@ -137,6 +138,7 @@ func form(vals ...string) string {
 const formType = "application/x-www-form-urlencoded"
 
 func TestConsoleDevSession(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		e.seedScenario("transfer-77")
@@ -234,6 +236,7 @@ func TestConsoleDevSession(t *testing.T) {
 }
 
 func TestSessionTimeouts(t *testing.T) {
+	t.Parallel()
 	var now atomic.Int64
 	now.Store(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC).UnixNano())
 	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
@@ -262,6 +265,7 @@ func TestSessionTimeouts(t *testing.T) {
 }
 
 func TestReturnTo(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	for _, to := range []string{"https://evil.example/", "//evil.example/x", `/\evil.example`, "javascript:alert(1)", "evil"} {
 		r := e.get("/login?return_to=" + url.QueryEscape(to))
@@ -275,6 +279,7 @@ func TestReturnTo(t *testing.T) {
 }
 
 func TestRateLimits(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	var last response
 	for i := range 25 {
@@ -306,6 +311,7 @@ func TestRateLimits(t *testing.T) {
 // and the saga and seq it was about; a line logged while serving it
 // (a refusal) says the same.
 func TestRequestLog(t *testing.T) {
+	t.Parallel()
 	agentT, agentTok := token("bot", engine.RoleAgent)
 	approverT, approverTok := token("boss", engine.RoleApprover)
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, approverT}})

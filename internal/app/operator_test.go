@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"fmt"
@@ -42,6 +42,7 @@ func longSaga(t *testing.T, e *apiEnv, id string) {
 // a decision shows its receipt decoded into the signed note, not base64;
 // an undo names the call it undoes.
 func TestConsoleTimelinePages(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	longSaga(t, e, "long")
 	p := newTab(t, e)
@@ -128,6 +129,7 @@ func TestConsoleTimelinePages(t *testing.T) {
 // verify-receipt takes; it says where the sagacity binary comes from and
 // that the checkpoint must be compared with a copy kept elsewhere.
 func TestConsoleDecidedBytes(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("pay-9")
 	want(t, "approve", e.post("/sagacity/approve/pay-9/3", `{"approver":"manager@company.com"}`), 200)
@@ -180,6 +182,7 @@ func TestConsoleDecidedBytes(t *testing.T) {
 // drops; the saga is compensated. A form that went stale does nothing,
 // and someone the engine does not let abort is told why instead.
 func TestConsoleAbort(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("abort-me")
 	e.seedScenario("stale")
@@ -235,6 +238,7 @@ func TestConsoleAbort(t *testing.T) {
 // TestConsoleAbortRoles: who the engine lets abort a saga is offered it,
 // and who it does not is told why: an approver, not an auditor.
 func TestConsoleAbortRoles(t *testing.T) {
+	t.Parallel()
 	pr := authtest.NewProvider(t, people...)
 	agentT, agentTok := token("agent", engine.RoleAgent)
 	e := oidcAPI(t, testkit.SQLiteURL(t), pr, agentT)
@@ -278,6 +282,7 @@ func TestConsoleAbortRoles(t *testing.T) {
 // they undid it by hand, journaled under their name with a receipt, and
 // the saga is COMPENSATED; its initiator is told why they cannot.
 func TestConsoleUndoneByHand(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{demo: true})
 	p := newTab(t, e)
 	p.signIn("ops@example.com")

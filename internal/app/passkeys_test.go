@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"encoding/json"
@@ -125,6 +125,7 @@ func quote(s string) string {
 // for nothing; the tool runs once the quorum of two signed votes is met,
 // and the saga's export carries the two passkeys' enrolments.
 func TestConsolePasskeys(t *testing.T) {
+	t.Parallel()
 	policy := compile(t, engine.PolicySpec{Default: []engine.RuleSpec{{Name: "signed", Quorum: 2, Passkey: engine.PasskeyRequired}}})
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{approvals: policy})
 	e.seedScenario("pk")
@@ -274,6 +275,7 @@ func TestConsolePasskeys(t *testing.T) {
 // verify the person (as a cancelled one) each get a message, and nothing
 // is added or voted; the person may try the prompt again.
 func TestConsolePasskeyFallbacks(t *testing.T) {
+	t.Parallel()
 	policy := compile(t, engine.PolicySpec{Default: []engine.RuleSpec{{Name: "signed", Quorum: 2, Passkey: engine.PasskeyRequired}}})
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{approvals: policy})
 	e.seedScenario("pk")

@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"encoding/json"
@@ -35,6 +35,7 @@ func compile(t testing.TB, spec engine.PolicySpec) *engine.Approvals {
 // and the new request shows its diff against the one sent back. The
 // policy page lists the rules; every page passes axe.
 func TestConsoleVotes(t *testing.T) {
+	t.Parallel()
 	policy := compile(t, engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {
 		{Name: "two", Quorum: 2, Reason: engine.ReasonRequired, Expires: engine.Duration(24 * time.Hour)},
 	}}})
@@ -141,6 +142,7 @@ func TestConsoleVotes(t *testing.T) {
 // refused; the same identity through its access token and its session
 // votes once.
 func TestStepUp(t *testing.T) {
+	t.Parallel()
 	policy := compile(t, engine.PolicySpec{Default: []engine.RuleSpec{{Name: "fresh", Quorum: 2, StepUp: engine.Duration(15 * time.Minute)}}})
 	r := authtest.NewRogue(t)
 	agentT, agentTok := token("agent", engine.RoleAgent)
@@ -241,6 +243,7 @@ func TestStepUp(t *testing.T) {
 // reason, is taken through the provider's login again and lands back on
 // the request with the reason kept; the vote then counts.
 func TestConsoleStepUp(t *testing.T) {
+	t.Parallel()
 	policy := compile(t, engine.PolicySpec{Default: []engine.RuleSpec{{Name: "fresh", StepUp: engine.Duration(15 * time.Minute)}}})
 	pr := authtest.NewProvider(t, people...)
 	agentT, agentTok := token("agent", engine.RoleAgent)
@@ -286,6 +289,7 @@ func TestConsoleStepUp(t *testing.T) {
 // request back, and the agent is told what to change, in the words it
 // acts on, by sagacity_status and sagacity_resume; the saga goes on.
 func TestMCPChangesRequested(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	ctx := t.Context()
 	cs := mcpSession(t, e, "test-agent", http.Header{mcpgw.SagaHeader: {"mcp-back"}}, nil)

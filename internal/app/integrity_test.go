@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"bufio"
@@ -32,6 +32,7 @@ func callJSON(tool, input string) string {
 // not approve or reject what it requested, even though it did not start the
 // saga; the journal names it as the requester.
 func TestFourEyesPerRequest(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		agentT, agentTok := token("agent1", engine.RoleAgent)
 		botT, botTok := token("bot", engine.RoleAgent, engine.RoleApprover)
@@ -70,6 +71,7 @@ func TestFourEyesPerRequest(t *testing.T) {
 // TestSagaOwnership: by default only a saga's initiator acts on it as an
 // agent; sharing is a configured choice.
 func TestSagaOwnership(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		agentT, agentTok := token("agent1", engine.RoleAgent)
 		otherT, otherTok := token("agent2", engine.RoleAgent)
@@ -127,6 +129,7 @@ func TestSagaOwnership(t *testing.T) {
 // insider rewrites the approved request's input and hash (not the
 // journal). Resume executes nothing, and verify says why.
 func TestRequestRowSubstitution(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		e.seedScenario("s")
@@ -154,6 +157,7 @@ func TestRequestRowSubstitution(t *testing.T) {
 // knows. Only the configured host names, and loopback, are served; the
 // refusal (421) carries the security headers every answer does.
 func TestHostAllowlist(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{hosts: []string{"sagacity.example"}})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(e.url, "http://"))
 	do := func(method, path, host, body string) response {
@@ -213,6 +217,7 @@ func missingSecureHeaders(h http.Header) string {
 
 // TestMethods: a wrong method is 405 with Allow, and HEAD works where GET does.
 func TestMethods(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	for _, tt := range []struct{ method, path, allow string }{
 		{"GET", "/sagacity/approve/s/3", "POST"},
@@ -235,6 +240,7 @@ func TestMethods(t *testing.T) {
 // is answered 400 when the server's read timeout fires, and logged as the
 // client's problem, not as a server error.
 func TestStalledBody(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{readTimeout: 300 * time.Millisecond})
 	for _, path := range []string{"/sagacity/sagas/s/calls", "/login"} {
 		conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
@@ -262,6 +268,7 @@ func TestStalledBody(t *testing.T) {
 // stores disagree, never leave an effect unjournaled, and never let a
 // resume off the hook.
 func TestUnstorableBytes(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		// A result that is not text: the call happened and is journaled,
@@ -306,6 +313,7 @@ func TestUnstorableBytes(t *testing.T) {
 // TestVerifyUnreadableRow: a row holding a value that is not of its
 // column's type is a break in the chain, not a server error.
 func TestVerifyUnreadableRow(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		e.seedScenario("s")
@@ -322,6 +330,7 @@ func TestVerifyUnreadableRow(t *testing.T) {
 // entry of a logged saga whose leaf was taken away at once, on both
 // stores: the log holds it, and the journal must too.
 func TestVerifyLeafTakenAway(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		e.seedScenario("s")
@@ -338,6 +347,7 @@ func TestVerifyLeafTakenAway(t *testing.T) {
 // TestForgedNotice: the notice after a decision is what the journal says,
 // so a link cannot paint a decision that never happened.
 func TestForgedNotice(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("s")
 	c := e.session(t, "alice@example.com")
@@ -351,6 +361,7 @@ func TestForgedNotice(t *testing.T) {
 // TestResolveAPI: what a call in doubt came to is recorded by a person who
 // neither started the saga nor asked for the call; the journal names them.
 func TestResolveAPI(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		agentT, agentTok := token("agent1", engine.RoleAgent, engine.RoleApprover)
 		apprT, apprTok := token("alice", engine.RoleApprover)
@@ -392,6 +403,7 @@ func TestResolveAPI(t *testing.T) {
 // summarised in the list at a bounded size, what is left out counted:
 // the list is sent again every few seconds to every reviewer.
 func TestPendingSummaryBounded(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	big := strings.Repeat("x", 200_000)
 	input := fmt.Sprintf(`{"a":"%s","b":"%s","c":"%s","d":"%s"}`, big, big, big, big)

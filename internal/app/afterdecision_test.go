@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"regexp"
@@ -71,6 +71,7 @@ func (p *tab) enterInReason(e *apiEnv, saga, page string) {
 // focus on the new status; Enter in the reason of an approved request
 // decides nothing.
 func TestConsoleAfterDecision(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("ad-1")
 	const page = "/request?saga=ad-1&seq=3"
@@ -140,6 +141,7 @@ func TestConsoleAfterDecision(t *testing.T) {
 // TestConsoleAfterDecisionReject: rejecting with scripts updates the
 // header, drops what rejecting does, and focuses the new status.
 func TestConsoleAfterDecisionReject(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("ad-2")
 	p := newTab(t, e)
@@ -168,6 +170,7 @@ func TestConsoleAfterDecisionReject(t *testing.T) {
 // the page that comes back says the same, with the focus on its status
 // (the redirect names it); Enter in the reason decides nothing.
 func TestConsoleAfterDecisionNoScript(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("ad-3")
 	const page = "/request?saga=ad-3&seq=3"

@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"context"
@@ -26,6 +26,7 @@ func (e *apiEnv) sequence() int64 {
 // TestLogAPI: the log's state, checkpoints, proofs and exports with
 // proofs under /sagacity, and what they refuse, on both stores.
 func TestLogAPI(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		e.seedScenario("pay")
@@ -106,6 +107,7 @@ func TestLogAPI(t *testing.T) {
 // it), a checkpoint (named as the checkpoint directory keeps it), and the
 // journal with proofs against it.
 func TestConsoleDownloads(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("pay")
 	want(t, "approve", e.post("/sagacity/approve/pay/3", `{"approver":"manager@company.com"}`), 200)

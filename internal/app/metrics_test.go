@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"context"
@@ -84,6 +84,7 @@ func s(name string, labels ...string) sample {
 // failed verifications, the backlog, and requests by route pattern,
 // never by path. Only auditors and approvers may read them.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		agentT, agentTok := token("agent", engine.RoleAgent)
 		apprT, apprTok := token("approver", engine.RoleApprover)

@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"crypto/ed25519"
@@ -96,6 +96,7 @@ func eventually(t *testing.T, what string, ok func() bool, seen func() string) {
 // console leaves the Slack message with its outcome and no button; two
 // votes racing keep both names.
 func TestNotifications(t *testing.T) {
+	t.Parallel()
 	pub, key, _ := ed25519.GenerateKey(nil)
 	secret, err := notify.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	if err != nil {
@@ -284,6 +285,7 @@ func slackText(v slacktest.Version) string { return v.Text + "\n" + v.Shown() }
 // hours finance-oncall, which heard nothing before, is paged; both steps
 // are journaled in sagacity:escalations.
 func TestEscalation(t *testing.T) {
+	t.Parallel()
 	yaml, secrets := testkit.ReadmeNotifications(t)
 	dir := t.TempDir()
 	path := dir + "/sagacity.yaml"
@@ -367,6 +369,7 @@ func TestEscalation(t *testing.T) {
 // journaling nothing; an approver is offered both, and each retry and
 // enable is journaled in sagacity:notifications under their name.
 func TestConsoleResend(t *testing.T) {
+	t.Parallel()
 	gone := newReceiver(t, nil, http.StatusGone)
 	refused := newReceiver(t, nil, http.StatusBadRequest)
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{targets: []notify.Target{
@@ -443,6 +446,7 @@ func TestConsoleResend(t *testing.T) {
 // (sagacity_verify_failures_total{check="notification"}) and shown so on
 // the notifications page.
 func TestForgedNotification(t *testing.T) {
+	t.Parallel()
 	secret, err := notify.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"bytes"
@@ -410,4 +410,31 @@ func want(t testing.TB, what string, r response, code int) {
 func stores(t *testing.T, fn func(t *testing.T, dbURL string)) {
 	t.Run("sqlite", func(t *testing.T) { t.Parallel(); fn(t, testkit.SQLiteURL(t)) })
 	t.Run("postgres", func(t *testing.T) { t.Parallel(); fn(t, testkit.PostgresURL(t)) })
+}
+
+// build composes a server over the database at dbURL, with notification
+// targets or none.
+func build(t *testing.T, dbURL string, targets []notify.Target) *app.App {
+	t.Helper()
+	db, err := store.Open(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	dir, err := witness.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "done", nil }}
+	a, err := app.Build(t.Context(), app.Parts{DB: db, Checkpoints: dir, Keys: testkit.Keys(t), Logger: slog.New(slog.DiscardHandler),
+		Version: "test", Replica: "app-test", Targets: targets,
+		Tools: []engine.Tool{{Name: "reserve", Reversibility: engine.Reversible, Executor: ok}},
+		// Only the sequencer's stop signs a checkpoint.
+		Every: app.Intervals{Sequence: 24 * time.Hour},
+		Server: server.Options{Console: &console.Handlers{Mode: auth.ModeDev, Now: time.Now},
+			APIAuth: (&auth.Bearer{Anonymous: true}).Principal}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

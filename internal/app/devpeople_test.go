@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"regexp"
@@ -40,6 +40,7 @@ func (p *tab) list(sel string) string {
 // the agent sees only the sagas. A typed name signs in with the roles
 // ticked, and none ticked is refused without a session.
 func TestConsoleDevPeople(t *testing.T) {
+	t.Parallel()
 	var readme []engine.Principal
 	for l := range strings.SplitSeq(strings.TrimSpace(testkit.ReadmeBlock(t, "demo people")), "\n") {
 		f := strings.Fields(l)
@@ -151,6 +152,7 @@ func TestConsoleDevPeople(t *testing.T) {
 // TestLoginRoles: dev sign-in takes the roles posted with it, at least
 // one and each a role, and starts no session otherwise.
 func TestLoginRoles(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	for _, tt := range []struct{ name, body, want string }{
 		{"no role", form("name", "erin"), "choose at least one role to sign in"},

@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"encoding/json"
@@ -18,6 +18,7 @@ import (
 // with its column and saga ids stay on one line; axe finds nothing at
 // 1920 or 400 px.
 func TestConsolePendingList(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	const n = 120
 	// A saga id too long for a phone's width, to be cut, not wrapped.

@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"testing"
@@ -15,6 +15,7 @@ import (
 // decision made of the journal before its own entries; an action that decides nothing is Invalid, and a refused
 // decision returns no request.
 func TestDecideReviews(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		ctx := t.Context()

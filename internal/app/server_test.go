@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"bufio"
@@ -28,6 +28,7 @@ func (e *apiEnv) seedScenario(saga string) {
 }
 
 func TestSeedEndpoints(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		e.seedScenario("transfer-77")
@@ -141,6 +142,7 @@ func TestSeedEndpoints(t *testing.T) {
 }
 
 func TestRefusedResumes(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		tests := []struct {
 			name, payload, reason string
@@ -208,6 +210,7 @@ func wantUndo(t *testing.T, e *apiEnv, saga, never string) {
 // TestGatewayScenario runs the seed's scenario end to end through the
 // agent gateway against a real tool server.
 func TestGatewayScenario(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		r := e.call("transfer-77", "reserveInventory", `{"item":"laptop"}`)
@@ -260,6 +263,7 @@ func TestGatewayScenario(t *testing.T) {
 // endpoint: the tool server refuses it, so the gate cannot be bypassed with
 // bytes signed for another tool.
 func TestReplayToWire(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	// An agent can be talked into sending any input to an ungated tool,
 	// such as a wire transfer's.
@@ -301,6 +305,7 @@ func TestReplayToWire(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{maxBody: 4 << 10, maxResult: 1 << 20})
 		e.seedScenario("s")
@@ -382,6 +387,7 @@ func TestBadInput(t *testing.T) {
 // TestFailingTools covers tool servers that fail in the ways networks do:
 // each call fails, is journaled FAILED, compensates and answers 422.
 func TestFailingTools(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		tests := []struct{ tool, errText string }{
 			{"scheduleShipment", "tool scheduleShipment answered 503: no carrier available"},
@@ -423,6 +429,7 @@ func TestFailingTools(t *testing.T) {
 }
 
 func TestApprovalEndpointsDisabled(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{noApprovalEndpoints: true})
 	e.seedScenario("s")
 	for _, path := range []string{"/sagacity/approve/s/3", "/sagacity/reject/s/3", "/sagacity/resume/s/3"} {
@@ -432,6 +439,7 @@ func TestApprovalEndpointsDisabled(t *testing.T) {
 }
 
 func TestSagaListing(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		for i := range 5 {
@@ -479,6 +487,7 @@ func TestSagaListing(t *testing.T) {
 // TestStorageDown: a database that is gone answers 503, never 404, and
 // says nothing of SQL.
 func TestStorageDown(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("s")
 	e.db.Close()
@@ -499,6 +508,7 @@ func TestStorageDown(t *testing.T) {
 // answers the first call's outcome, with other bytes 422 naming the
 // first; a key that cannot be one is 400, nothing journaled.
 func TestCallIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		call := func(input, key string) response {
@@ -570,6 +580,7 @@ func TestCallIdempotencyKey(t *testing.T) {
 // answered 409 REFUSED, as the OpenAPI document says, with the request
 // and its refusal journaled and the saga compensated.
 func TestGateRefusal(t *testing.T) {
+	t.Parallel()
 	policy, err := engine.CompilePolicy(engine.PolicySpec{Tools: map[string][]engine.RuleSpec{
 		"sendWireTransfer": {{Name: "up-to-1000", When: `double(payload.amount) <= 1000.0`}}}})
 	if err != nil {

@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"net/url"
@@ -16,6 +16,7 @@ import (
 // requests and the diff against the earlier proposal, a rejection's
 // confirmation, and the pending list.
 func TestConsoleRevealsPayloads(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	want(t, "reserve", e.call("bidi", "reserveInventory", "{\"item\":\"lap\u202Etop\"}"), 200)
 	want(t, "wire", e.call("bidi", "sendWireTransfer", "{\"amount\":\"100\",\"to\":\"alice\u202Eeilla\"}"), 202)

@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"context"
@@ -68,6 +68,7 @@ func text(r *mcp.CallToolResult) string {
 // nothing journaled; the request shows which client and session made it;
 // the session's end ends the saga.
 func TestMCP(t *testing.T) {
+	t.Parallel()
 	stores(t, func(t *testing.T, dbURL string) {
 		e := newAPI(t, dbURL, envOptions{})
 		ctx := t.Context()
@@ -175,6 +176,7 @@ func TestMCP(t *testing.T) {
 // TestMCPApproved continues: a person approves, the agent is told, and the
 // resume executes the approved bytes once.
 func TestMCPApproved(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	ctx := t.Context()
 	updated := make(chan string, 10)
@@ -249,6 +251,7 @@ func TestMCPApproved(t *testing.T) {
 // names its saga runs two steps through two sessions: the end of the
 // first session ends only the session's own saga, never one a call named.
 func TestMCPSessionPerCall(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	ctx := t.Context()
 	call := func(cs *mcp.ClientSession, tool string, meta mcp.Meta) *mcp.CallToolResult {
@@ -289,11 +292,12 @@ func TestMCPSessionPerCall(t *testing.T) {
 // provider as the authorization server; then it runs two steps of one
 // named saga, one session each, and the second step runs.
 func TestMCPTypeScript(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("testdata/node/node_modules/@modelcontextprotocol/sdk"); err != nil {
 		if os.Getenv("CI") != "" {
-			t.Fatalf("the MCP TypeScript SDK is not installed (npm ci --prefix internal/server/testdata/node): %v", err)
+			t.Fatalf("the MCP TypeScript SDK is not installed (npm ci --prefix internal/app/testdata/node): %v", err)
 		}
-		t.Skip("the MCP TypeScript SDK is not installed: npm ci --prefix internal/server/testdata/node")
+		t.Skip("the MCP TypeScript SDK is not installed: npm ci --prefix internal/app/testdata/node")
 	}
 	p := authtest.NewProvider(t, people...)
 	agentT, agentTok := token("agent", engine.RoleAgent)
@@ -367,6 +371,7 @@ func apiDescription(t *testing.T, path string) string {
 // outcome and runs nothing; the key with other arguments is refused,
 // naming the first call.
 func TestMCPIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	ctx := t.Context()
 	cs := mcpSession(t, e, "retrying-agent", nil, nil)
@@ -398,6 +403,7 @@ func TestMCPIdempotencyKey(t *testing.T) {
 // TestMCPAuth: /mcp takes the API's bearer tokens and no one else, and
 // nothing from another site's page.
 func TestMCPAuth(t *testing.T) {
+	t.Parallel()
 	agentT, agentTok := token("agent", engine.RoleAgent)
 	auditorT, auditorTok := token("auditor", engine.RoleAuditor)
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, auditorT}})
@@ -436,6 +442,7 @@ func TestMCPAuth(t *testing.T) {
 // not another agent's through sagacity_status naming it, nor its
 // resource, nor a subscription to it.
 func TestMCPPrivacy(t *testing.T) {
+	t.Parallel()
 	mineT, mineTok := token("agent1", engine.RoleAgent)
 	otherT, otherTok := token("agent2", engine.RoleAgent)
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{mineT, otherT}})

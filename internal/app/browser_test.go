@@ -1,4 +1,4 @@
-package server_test
+package app_test
 
 import (
 	"context"
@@ -200,6 +200,7 @@ func (p *tab) noErrors() {
 // console, confirming what it is about, then executes it; the tool server
 // receives the exact approved bytes once.
 func TestConsoleApproveExecute(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("pay-1")
 	p := newTab(t, e)
@@ -248,6 +249,7 @@ func TestConsoleApproveExecute(t *testing.T) {
 // TestConsoleRejectCompensates: a rejection with a reason compensates the
 // saga, and the timeline shows it.
 func TestConsoleRejectCompensates(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("pay-2")
 	p := newTab(t, e)
@@ -275,6 +277,7 @@ func TestConsoleRejectCompensates(t *testing.T) {
 // second one's page shows the first one's decision on its own, and their
 // form, now stale, gets the current state instead of deciding again.
 func TestConsoleSecondReviewer(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("pay-3")
 	alice := newTab(t, e)
@@ -307,6 +310,7 @@ func TestConsoleSecondReviewer(t *testing.T) {
 // the refused stale resume, the initiator told why they cannot decide,
 // and every main page accessible.
 func TestConsoleDemo(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{demo: true})
 	p := newTab(t, e)
 	p.signIn("reviewer2@example.com")
@@ -340,6 +344,7 @@ func TestConsoleDemo(t *testing.T) {
 // ones only in whitespace is refused, and the console says only the
 // formatting differs.
 func TestConsoleFormattingOnly(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("pay-4")
 	want(t, "approve", e.post("/sagacity/approve/pay-4/3", `{"approver":"manager@company.com"}`), 200)
@@ -360,6 +365,7 @@ func TestConsoleFormattingOnly(t *testing.T) {
 // right entry on a saga's verification and in the timeline, and on the
 // audit page as its newest verification found it, with when.
 func TestConsoleTampered(t *testing.T) {
+	t.Parallel()
 	dbURL := testkit.SQLiteURL(t)
 	e := newAPI(t, dbURL, envOptions{})
 	e.seedScenario("pay-5")
@@ -417,6 +423,7 @@ func TestConsoleTampered(t *testing.T) {
 // </textarea>, and a right-to-left override are shown as text and
 // flagged.
 func TestConsoleInert(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	xss := `<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2"></textarea><a href="javascript:window.__pwned=3">x</a>` +
 		`<div hx-get="/sagacity/approve/x/1" hx-trigger="load">`
@@ -459,6 +466,7 @@ func TestConsoleInert(t *testing.T) {
 // shown with its evidence, and a person records that it did not happen:
 // journaled under their name, and the saga compensates.
 func TestConsoleInDoubt(t *testing.T) {
+	t.Parallel()
 	dbURL := testkit.SQLiteURL(t)
 	e := newAPI(t, dbURL, envOptions{})
 	want(t, "reserve", e.call("lost", "reserveInventory", "{}"), 200)
@@ -493,6 +501,7 @@ func TestConsoleInDoubt(t *testing.T) {
 // warning, and flagged on the timeline; its saga takes no new call until
 // a person records what happened.
 func TestConsoleCutOff(t *testing.T) {
+	t.Parallel()
 	dbURL := testkit.SQLiteURL(t)
 	e := newAPI(t, dbURL, envOptions{inDoubtAfter: time.Hour})
 	replica := checkpoints(t)
@@ -558,6 +567,7 @@ func TestConsoleCutOff(t *testing.T) {
 // received it (through httptool, signed), on the console's in-doubt page,
 // and in GET /sagacity/in-doubt.
 func TestInDoubtKey(t *testing.T) {
+	t.Parallel()
 	dbURL := testkit.SQLiteURL(t)
 	e := newAPI(t, dbURL, envOptions{inDoubtAfter: time.Hour})
 	replica, saga := checkpoints(t), "payroll 100% März"
@@ -619,6 +629,7 @@ func TestInDoubtKey(t *testing.T) {
 // replacement's rejection says what it undoes and what stays done, and
 // ends the saga.
 func TestConsoleSuperseded(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
 	e.seedScenario("re") // reserveInventory 1-2, the wire at 3
 	p := newTab(t, e)
@@ -688,6 +699,7 @@ func TestConsoleSuperseded(t *testing.T) {
 // TestConsoleRoles: an auditor reads everything and is offered no
 // decision, and told why.
 func TestConsoleRoles(t *testing.T) {
+	t.Parallel()
 	pr := authtest.NewProvider(t, people...)
 	agentT, agentTok := token("agent", engine.RoleAgent)
 	e := oidcAPI(t, testkit.SQLiteURL(t), pr, agentT)
@@ -713,6 +725,7 @@ func TestConsoleRoles(t *testing.T) {
 // their role, sees why executions are halted on every page, reads go on,
 // and the audit page says what the check found.
 func TestConsoleHalted(t *testing.T) {
+	t.Parallel()
 	pr := authtest.NewProvider(t, people...)
 	agentT, agentTok := token("agent", engine.RoleAgent)
 	dbURL := testkit.SQLiteURL(t)
@@ -766,6 +779,7 @@ func TestConsoleHalted(t *testing.T) {
 // wider than the screen. With -screenshots DIR it also writes them as PNGs
 // (make screenshots, for docs/console.md).
 func TestScreenshots(t *testing.T) {
+	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{demo: true})
 	e.sequence() // as the server's loops do: the demo is logged, signed and checked
 	if _, err := e.log.Check(context.Background(), true); err != nil {

@@ -1,0 +1,209 @@
+package evidence
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/cel-go/cel"
+)
+
+// CompilePolicy compiles spec: every condition must parse, type-check to
+// a boolean, and name only payload, tool, saga and requester; every
+// window must be within bounds. Errors name the tool, the rule and the
+// field.
+func CompilePolicy(spec PolicySpec) (*Approvals, error) { return compilePolicy(spec, false) }
+
+// compilePolicy is CompilePolicy; legacy compiles a document from before
+// rules said onError, whose conditions skip when they cannot be
+// evaluated, as they did when its requests were pinned to it.
+func compilePolicy(spec PolicySpec, legacy bool) (*Approvals, error) {
+	env, err := cel.NewEnv(
+		cel.Variable("payload", cel.DynType),
+		cel.Variable("tool", cel.StringType),
+		cel.Variable("saga", cel.StringType),
+		cel.Variable("requester", cel.StringType),
+	)
+	if err != nil {
+		return nil, err
+	}
+	canon := PolicySpec{Tools: map[string][]RuleSpec{}}
+	a := &Approvals{tools: map[string][]Rule{}}
+	// compile compiles the rules of owner (a tool, or "default"), as
+	// messages name it (label).
+	compile := func(owner, label string, specs []RuleSpec) ([]RuleSpec, []Rule, error) {
+		var outSpecs []RuleSpec
+		var rules []Rule
+		names := map[string]bool{}
+		for i, rs := range specs {
+			if rs.Name == "" {
+				rs.Name = fmt.Sprintf("%s#%d", owner, i+1)
+			}
+			where := fmt.Sprintf("%s, rule %d (%s)", label, i+1, rs.Name)
+			if err := CheckName("rule name", rs.Name); err != nil || strings.ContainsAny(rs.Name, " \n") {
+				return nil, nil, fmt.Errorf("%s: a rule's name must be printable, without spaces", where)
+			}
+			if names[rs.Name] {
+				return nil, nil, fmt.Errorf("%s: another rule of %s has that name", where, label)
+			}
+			names[rs.Name] = true
+			if len(rs.Approvers) == 0 {
+				rs.Approvers = []string{string(RoleApprover)}
+			}
+			if rs.Quorum == 0 {
+				rs.Quorum = 1
+			}
+			if rs.Quorum < 1 || rs.Quorum > MaxQuorum {
+				return nil, nil, fmt.Errorf("%s: quorum must be from 1 to %d", where, MaxQuorum)
+			}
+			for _, g := range rs.Approvers {
+				if err := CheckName("approvers", g); err != nil {
+					return nil, nil, fmt.Errorf("%s: %w", where, err)
+				}
+			}
+			if err := checkWindows(rs); err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", where, err)
+			}
+			switch {
+			case rs.When == "" && rs.OnError != "":
+				return nil, nil, fmt.Errorf("%s: onError applies to a rule with a condition (when)", where)
+			case rs.When != "" && rs.OnError == "" && !legacy:
+				rs.OnError = OnErrorRefuse
+			case rs.OnError != "" && rs.OnError != OnErrorRefuse && rs.OnError != OnErrorSkip:
+				return nil, nil, fmt.Errorf("%s: onError must be %q or %q (got %q)", where, OnErrorRefuse, OnErrorSkip, rs.OnError)
+			}
+			steps, err := checkSteps(rs)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", where, err)
+			}
+			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: rs.Quorum,
+				Expires: time.Duration(rs.Expires), Grant: time.Duration(rs.Grant), StepUp: time.Duration(rs.StepUp),
+				ReasonRequired: rs.Reason == ReasonRequired, PasskeyRequired: rs.Passkey == PasskeyRequired, Escalate: steps,
+				SkipOnError: rs.OnError == OnErrorSkip || (legacy && rs.When != "")}
+			if rs.When != "" {
+				ast, iss := env.Compile(rs.When)
+				if iss != nil && iss.Err() != nil {
+					e := iss.Errors()[0]
+					return nil, nil, fmt.Errorf("%s: condition, column %d: %s", where, e.Location.Column()+1, e.Message)
+				}
+				if ast.OutputType() != cel.BoolType {
+					return nil, nil, fmt.Errorf("%s: condition is a %s, not a boolean", where, ast.OutputType())
+				}
+				if r.prog, err = env.Program(ast, cel.CostLimit(conditionCost)); err != nil {
+					return nil, nil, fmt.Errorf("%s: condition: %w", where, err)
+				}
+			}
+			outSpecs, rules = append(outSpecs, rs), append(rules, r)
+		}
+		return outSpecs, rules, nil
+	}
+	if canon.Default, a.fallback, err = compile("default", "default", spec.Default); err != nil {
+		return nil, err
+	}
+	for _, tool := range slices.Sorted(maps.Keys(spec.Tools)) {
+		s, rules, err := compile(tool, "tool "+tool, spec.Tools[tool])
+		if err != nil {
+			return nil, err
+		}
+		canon.Tools[tool], a.tools[tool] = s, rules
+	}
+	var text bytes.Buffer
+	enc := json.NewEncoder(&text)
+	enc.SetEscapeHTML(false) // conditions keep their < and >, as written
+	if err := enc.Encode(canon); err != nil {
+		return nil, err
+	}
+	a.Text = strings.TrimSuffix(text.String(), "\n")
+	sum := sha256.Sum256([]byte(a.Text))
+	a.Hash = hex.EncodeToString(sum[:])
+	return a, nil
+}
+
+// checkWindows checks a rule's clocks and reason: whole minutes or more,
+// within bounds, and a reason that is required or not set.
+func checkWindows(rs RuleSpec) error {
+	for _, w := range []struct {
+		name string
+		d    Duration
+		max  time.Duration
+	}{{"expires", rs.Expires, MaxWindow}, {"grant", rs.Grant, MaxWindow}, {"stepUp", rs.StepUp, MaxStepUp}} {
+		if d := time.Duration(w.d); d != 0 && (d < MinWindow || d > w.max) {
+			return fmt.Errorf("%s must be from %s to %s (got %s)", w.name, MinWindow, w.max, d)
+		}
+	}
+	if rs.Reason != "" && rs.Reason != ReasonRequired {
+		return fmt.Errorf("reason must be %q or absent (got %q)", ReasonRequired, rs.Reason)
+	}
+	if rs.Passkey != "" && rs.Passkey != PasskeyRequired {
+		return fmt.Errorf("passkey must be %q or absent (got %q)", PasskeyRequired, rs.Passkey)
+	}
+	return nil
+}
+
+// checkSteps checks a rule's escalation: at most MaxSteps, each later
+// than the one before (whole minutes or more, and before the request
+// expires), each naming endpoints.
+func checkSteps(rs RuleSpec) ([]Step, error) {
+	if len(rs.Escalate) > MaxSteps {
+		return nil, fmt.Errorf("escalate has %d steps; at most %d", len(rs.Escalate), MaxSteps)
+	}
+	var steps []Step
+	var last time.Duration
+	for i, st := range rs.Escalate {
+		d := time.Duration(st.After)
+		switch {
+		case d < MinWindow || d > MaxWindow:
+			return nil, fmt.Errorf("escalate step %d: after must be from %s to %s (got %s)", i+1, MinWindow, MaxWindow, d)
+		case d <= last:
+			return nil, fmt.Errorf("escalate step %d: after (%s) must be later than the step before (%s)", i+1, d, last)
+		case rs.Expires > 0 && d >= time.Duration(rs.Expires):
+			return nil, fmt.Errorf("escalate step %d: after (%s) must come before the request expires (%s)", i+1, d, time.Duration(rs.Expires))
+		case len(st.Notify) == 0:
+			return nil, fmt.Errorf("escalate step %d: notify names no endpoint", i+1)
+		}
+		for _, n := range st.Notify {
+			if err := CheckName("escalate notify", n); err != nil {
+				return nil, fmt.Errorf("escalate step %d: %w", i+1, err)
+			}
+		}
+		last = d
+		steps = append(steps, Step{After: d, Notify: slices.Clone(st.Notify)})
+	}
+	return steps, nil
+}
+
+// ParsePolicy compiles a canonical policy document (Approvals.Text),
+// as the global log keeps it. An *Error when it is not one: other bytes
+// than CompilePolicy would write for the rules it holds. A document in
+// which no rule says onError was written before rules did: its
+// conditions skip when they cannot be evaluated, as they did when it was
+// in force, so the requests pinned to it are decided, and verify, as
+// they were made.
+func ParsePolicy(text string) (*Approvals, error) {
+	var spec PolicySpec
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return nil, errorf("not an approval policy document: %v", err)
+	}
+	legacy := true
+	for _, rules := range append(slices.Collect(maps.Values(spec.Tools)), spec.Default) {
+		for _, rs := range rules {
+			legacy = legacy && rs.OnError == ""
+		}
+	}
+	a, err := compilePolicy(spec, legacy)
+	if err != nil {
+		return nil, errorf("the approval policy document does not compile: %v", err)
+	}
+	if a.Text != text {
+		return nil, errorf("not a canonical approval policy document")
+	}
+	return a, nil
+}
