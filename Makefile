@@ -29,13 +29,16 @@ run:
 ## test: check formatting and vet, then run every test with the race detector; the last lines count passes, failures and skips, naming each skipped test and why (under CI=1 a skip fails)
 # The binaries the suites run (sagacity for internal/e2e, mailpit for the
 # email tests) are built once here, into TESTBIN, and named to the tests by
-# environment; go test alone builds them itself.
+# environment; go test alone builds them itself. A package may take up to
+# TESTTIMEOUT (go test's default, 10m, is too close on a loaded 2-core
+# machine for the application suites).
 TESTBIN ?= bin/test
+TESTTIMEOUT ?= 15m
 test: check
 	$(GO) build -o $(TESTBIN)/sagacity ./cmd/web
 	$(GO) build -o $(TESTBIN)/mailpit github.com/axllent/mailpit
 	SAGACITY_TEST_BINARY=$(abspath $(TESTBIN))/sagacity SAGACITY_TEST_MAILPIT=$(abspath $(TESTBIN))/mailpit \
-	  $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg -- -race -count=1 $(PKGS)
+	  $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg -- -race -count=1 -timeout $(TESTTIMEOUT) $(PKGS)
 
 ## lint: golangci-lint with .golangci.yml (the default linters plus bodyclose, errorlint, gocritic and gosec), tests included, of the product and of the benchmark harness
 lint: $(GOLANGCI_LINT)

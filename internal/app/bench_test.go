@@ -234,8 +234,11 @@ func jsonCount(key string, n int) func(string) error {
 		if err == nil {
 			err = json.Unmarshal(raw, &list)
 		}
-		if err != nil || len(list) != n {
-			return fmt.Errorf("got %d items (%v), want %d", len(list), err, n)
+		if err != nil {
+			return fmt.Errorf("want %d items: %w", n, err)
+		}
+		if len(list) != n {
+			return fmt.Errorf("got %d items, want %d", len(list), n)
 		}
 		return nil
 	}

@@ -580,7 +580,7 @@ func TestInDoubtKey(t *testing.T) {
 		case <-release:
 		case <-r.Context().Done():
 		}
-		io.WriteString(w, "reserved")
+		_, _ = io.WriteString(w, "reserved")
 	})
 	ts := httptest.NewServer(toolsig.Handler(secret, toolsig.Expect{Tool: "reserveInventory", Phase: toolsig.Execute}, 1<<20, holding))
 	defer ts.Close()
@@ -879,7 +879,7 @@ func hangWith(t *testing.T, dbURL string, replica *witness.Dir, p engine.Princip
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.Call(ctx, p, saga, tool.Name, input)
+		_, _ = e.Call(ctx, p, saga, tool.Name, input)
 	}()
 	<-started
 	return func() {

@@ -51,7 +51,7 @@ func newToolServer(t testing.TB) *toolServer {
 	ts := &toolServer{}
 	mux := http.NewServeMux()
 	ok := func(result string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, result) }
+		return func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, result) }
 	}
 	mux.Handle("POST /reserve", ok(`{"reserved":1}`))
 	mux.Handle("POST /release", ok("released"))

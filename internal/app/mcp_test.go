@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
 	"os"
@@ -134,7 +135,7 @@ func TestMCP(t *testing.T) {
 			JournalSeq                 int64
 		}
 		b, _ := json.Marshal(r.StructuredContent)
-		json.Unmarshal(b, &gate)
+		_ = json.Unmarshal(b, &gate)
 		if r.IsError || !strings.HasPrefix(text(r), "[AWAITING_APPROVAL] Tool 'payTyped' requires human approval before execution.") ||
 			gate.SagaID != "mcp-order" || gate.JournalSeq != 3 || gate.Outcome != "AWAITING_APPROVAL" {
 			t.Fatalf("payTyped = %q %s (error %v), want the gate's text and the request, not an error", text(r), b, r.IsError)
@@ -192,7 +193,9 @@ func TestMCPApproved(t *testing.T) {
 		Seq    int64
 	}
 	b, _ := json.Marshal(r.StructuredContent)
-	json.Unmarshal(b, &gate)
+	if err := json.Unmarshal(b, &gate); err != nil {
+		t.Fatal(err)
+	}
 	uri := "sagacity://saga/" + gate.SagaID
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 		t.Fatal(err)
@@ -236,7 +239,7 @@ func TestMCPApproved(t *testing.T) {
 			Ended  bool
 			Status engine.Status
 		}
-		json.Unmarshal([]byte(e.get("/sagacity/sagas/"+gate.SagaID).body), &s)
+		_ = json.Unmarshal([]byte(e.get("/sagacity/sagas/"+gate.SagaID).body), &s)
 		if s.Ended && s.Status == engine.Completed {
 			break
 		}
@@ -314,7 +317,7 @@ func TestMCPTypeScript(t *testing.T) {
 	stdout, err := cmd.Output()
 	if err != nil {
 		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			stderr = ee.Stderr
 		}
 		t.Fatalf("node mcp.mjs: %v\n%s", err, stderr)

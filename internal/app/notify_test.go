@@ -160,7 +160,9 @@ func TestNotifications(t *testing.T) {
 		Action   string `json:"event_action"`
 		DedupKey string `json:"dedup_key"`
 	}
-	json.Unmarshal([]byte(pager.got()[0]), &trigger)
+	if err := json.Unmarshal([]byte(pager.got()[0]), &trigger); err != nil {
+		t.Fatal(err)
+	}
 	if trigger.Action != "trigger" || trigger.DedupKey != "sagacity/note-1/3" {
 		t.Errorf("PagerDuty got %s; want a trigger keyed by the request", pager.got()[0])
 	}
@@ -222,7 +224,9 @@ func TestNotifications(t *testing.T) {
 			t.Errorf("mail %q is not in the request's thread (In-Reply-To %q, first %q)", m.Subject, m.InReplyTo, mails[0].MessageID)
 		}
 	}
-	json.Unmarshal([]byte(pager.got()[2]), &trigger)
+	if err := json.Unmarshal([]byte(pager.got()[2]), &trigger); err != nil {
+		t.Fatal(err)
+	}
 	if trigger.Action != "resolve" || trigger.DedupKey != "sagacity/note-1/3" {
 		t.Errorf("PagerDuty's last = %s; want the incident resolved", pager.got()[2])
 	}

@@ -116,7 +116,7 @@ func TestSeedEndpoints(t *testing.T) {
 				t.Errorf("audit line %d keys = %v, want %v", n, keys, want)
 			}
 			var ts string
-			json.Unmarshal(line["timestamp"], &ts)
+			_ = json.Unmarshal(line["timestamp"], &ts)
 			if _, err := time.Parse(time.RFC3339, ts); err != nil || !strings.HasSuffix(ts, "Z") {
 				t.Errorf("audit line %d timestamp %q is not RFC 3339 UTC", n, ts)
 			}
@@ -413,7 +413,7 @@ func TestFailingTools(t *testing.T) {
 				var phases []string
 				for _, l := range strings.Split(strings.TrimSpace(e.get("/sagacity/audit/"+saga).body), "\n") {
 					var en struct{ ToolName, Phase string }
-					json.Unmarshal([]byte(l), &en)
+					_ = json.Unmarshal([]byte(l), &en)
 					phases = append(phases, en.ToolName+" "+en.Phase)
 				}
 				wantPhases := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", tt.tool + " INTENT", tt.tool + " FAILED", "reserveInventory COMPENSATED"}
@@ -457,7 +457,7 @@ func TestSagaListing(t *testing.T) {
 				}
 				NextCursor string `json:"nextCursor"`
 			}
-			json.Unmarshal([]byte(r.body), &page)
+			_ = json.Unmarshal([]byte(r.body), &page)
 			for _, s := range page.Sagas {
 				ids = append(ids, s.SagaID)
 			}

@@ -102,7 +102,7 @@ func TestUpstream(t *testing.T) {
 				t.Fatalf("files_fail = %q (error %v), want the upstream's failure", text(r), r.IsError)
 			}
 			var s struct{ Status engine.Status }
-			json.Unmarshal([]byte(e.get("/sagacity/sagas/upstream-1").body), &s)
+			_ = json.Unmarshal([]byte(e.get("/sagacity/sagas/upstream-1").body), &s)
 			if s.Status != engine.Compensated {
 				t.Errorf("saga after the failure = %s, want COMPENSATED", s.Status)
 			}
@@ -116,7 +116,7 @@ func TestUpstream(t *testing.T) {
 				if r.IsError {
 					t.Fatalf("files_list = %q", text(r))
 				}
-				json.Unmarshal([]byte(text(r)), &l)
+				_ = json.Unmarshal([]byte(text(r)), &l)
 				return l
 			}
 			if l := list(); len(l.Files) != 0 || !slices.Contains(l.Calls, "delete_file upstream-1/1/compensate") {

@@ -111,7 +111,9 @@ func TestConsoleVotes(t *testing.T) {
 		Status   string
 		Requests []struct{ State, Message string }
 	}
-	json.Unmarshal([]byte(e.get("/sagacity/sagas/q2/requests").body), &st)
+	if err := json.Unmarshal([]byte(e.get("/sagacity/sagas/q2/requests").body), &st); err != nil {
+		t.Fatal(err)
+	}
 	if len(st.Requests) != 1 || st.Status != "RUNNING" || st.Requests[0].State != "changes-requested" ||
 		st.Requests[0].Message != "[CHANGES_REQUESTED] Tool 'sendWireTransfer': split it: at most 10000 a transfer" {
 		t.Errorf("the saga's requests = %+v; want it running, the request sent back with what to change", st)
@@ -306,7 +308,9 @@ func TestMCPChangesRequested(t *testing.T) {
 		t.Fatalf("the gated call = %q (error %v)", text(r), r.IsError)
 	}
 	var pending []struct{ Reason string }
-	json.Unmarshal([]byte(e.get("/sagacity/approvals/mcp-back").body), &pending)
+	if err := json.Unmarshal([]byte(e.get("/sagacity/approvals/mcp-back").body), &pending); err != nil {
+		t.Fatal(err)
+	}
 	if len(pending) != 1 || pending[0].Reason != "supplier invoice 9, due today" {
 		t.Errorf("the pending request = %+v; want the agent's reason", pending)
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"slices"
 	"testing"
 )
@@ -68,7 +69,11 @@ func TestCan(t *testing.T) {
 			err := e.Can(tt.p, tt.a, tt.sub)
 			got := ""
 			if err != nil {
-				got = err.(*Error).Msg
+				if e, ok := errors.AsType[*Error](err); ok {
+					got = e.Msg
+				} else {
+					got = err.Error()
+				}
 			}
 			if got != tt.want {
 				t.Errorf("Can(%s, %s, %+v) = %q, want %q", tt.p.ID, tt.a, tt.sub, got, tt.want)

@@ -82,7 +82,7 @@ func beat(t *testing.T, e *engine.Engine, replica string) (stop func()) {
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stop = sync.OnceFunc(func() { cancel(); h.Stop(context.Background()) })
+	stop = sync.OnceFunc(func() { cancel(); _ = h.Stop(context.Background()) })
 	t.Cleanup(stop)
 	return stop
 }

@@ -15,15 +15,17 @@ import (
 	"github.com/sagacity-go/sagacity/wire"
 )
 
-// wantCode fails unless err is an engine error of kind k and code code.
-func wantCode(t *testing.T, what string, err error, k engine.Kind, code wire.Code) *engine.Error {
+// wantCode fails unless err is an engine error of kind k and code code,
+// and returns what it says (the zero Error when it is not one): a value,
+// for the caller to read, not an error to check.
+func wantCode(t *testing.T, what string, err error, k engine.Kind, code wire.Code) engine.Error {
 	t.Helper()
 	e, ok := errors.AsType[*engine.Error](err)
 	if !ok || e.Kind != k || e.Code != code {
 		t.Errorf("%s: error = %v (kind %v), want kind %v, code %q", what, err, testkit.KindName(err), k, code)
-		return &engine.Error{}
+		return engine.Error{}
 	}
-	return e
+	return *e
 }
 
 // testIdempotencyKeys: a call sent again under its key, with the same
@@ -253,7 +255,7 @@ func testDismiss(t *testing.T, v *env) {
 	if es := v.journal("re"); es[len(es)-1].Phase != engine.PhaseRejected || !strings.HasPrefix(es[len(es)-1].Payload, "dismissed-by="+controller.ID) {
 		t.Errorf("last entry = %+v; want the gate's REJECTED naming who dismissed it", es[len(es)-1])
 	}
-	if v.pending("re") != 1 || v.verify("re").Valid != true {
+	if v.pending("re") != 1 || !v.verify("re").Valid {
 		t.Errorf("after Dismiss: %d pending, verification %+v; want the replacement pending and the journal valid", v.pending("re"), v.verify("re"))
 	}
 	_, err = v.e.Dismiss(ctx, controller, "re", first, "")

@@ -238,7 +238,7 @@ func testStalePromises(t *testing.T, v *env) {
 	v.call("s", "reserveInventory", `{"n":2}`)
 	v.call("s", "sendWireTransfer", transfer)
 	es := v.journal("s")
-	if len(es) != 9 || v.verify("s").Valid != true {
+	if len(es) != 9 || !v.verify("s").Valid {
 		t.Fatalf("journal of %d entries, verify %+v; want 9 chained entries", len(es), v.verify("s"))
 	}
 	for i, e := range es {

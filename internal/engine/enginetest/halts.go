@@ -214,7 +214,9 @@ func testLogHalts(t *testing.T, nh func(*testing.T) storetest.Harness) {
 			t.Errorf("LogStatus = %+v; want it halted", st)
 		}
 		os.Remove(dir)
-		os.Rename(dir+".moved", dir)
+		if err := os.Rename(dir+".moved", dir); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := l.Sequence(ctx, true); err != nil || e.Halted() != "" {
 			t.Errorf("Sequence once the directory is back = %v, halted %q; want a checkpoint and executions going on", err, e.Halted())
 		}

@@ -286,7 +286,7 @@ func testOutbox(t *testing.T, v *env) {
 	// Every event names an entry of its saga that committed.
 	for _, d := range slices.Concat(deliveries(), lones, doubts) {
 		var at int64
-		fmt.Sscanf(strings.TrimPrefix(d.Event.Key, d.Event.SagaID+"/"), "%d", &at)
+		_, _ = fmt.Sscanf(strings.TrimPrefix(d.Event.Key, d.Event.SagaID+"/"), "%d", &at)
 		if es := v.journal(d.Event.SagaID); at < 1 || at > int64(len(es)) {
 			t.Errorf("event %s (%s) names seq %d, which the journal does not hold", d.Event.ID, d.Event.Key, at)
 		}

@@ -205,7 +205,7 @@ func (v *env) inDoubt(saga string) *engine.Engine {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		crashing.Call(context.Background(), agent, saga, "hang", `{"n":1}`)
+		_, _ = crashing.Call(context.Background(), agent, saga, "hang", `{"n":1}`)
 	}()
 	<-started
 	doomed.Close()

@@ -36,7 +36,7 @@ func testLiveRunner(t *testing.T, newHarness func(*testing.T) storetest.Harness)
 		body, _ := io.ReadAll(r.Body)
 		arrived <- string(body)
 		<-release
-		io.WriteString(w, "paid")
+		_, _ = io.WriteString(w, "paid")
 	}))
 	defer provider.Close()
 	payout := engine.Tool{Name: "payout", Executor: &httptool.Tool{Name: "payout", Secret: []byte("payout secret"),
@@ -184,7 +184,7 @@ func testReadAsItEnds(t *testing.T, v *env) {
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	defer h.Stop(ctx)
+	defer func() { _ = h.Stop(ctx) }()
 	ran := make(chan engine.CallResult, 1)
 	go func() {
 		r, err := e.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: "{}", Key: "payout-1"})

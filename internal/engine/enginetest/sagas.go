@@ -143,7 +143,7 @@ func testSagaFunc(t *testing.T, v *env) {
 		}
 		msg, err := r.Call("sendWireTransfer", transfer)
 		if err != nil || msg != engine.AwaitingMessage("sendWireTransfer") {
-			return fmt.Errorf("gated call = %q, %v", msg, err)
+			return fmt.Errorf("gated call = %q, %w", msg, err)
 		}
 		return nil
 	})

@@ -124,7 +124,7 @@ func testLogTamper(t *testing.T, nh func(*testing.T) storetest.Harness) {
 			if es := v.journal("c"); es[0].Leaf != -1 {
 				t.Errorf("an entry was logged while halted: leaf %d", es[0].Leaf)
 			}
-			v.log.Check(ctx, false)
+			_, _ = v.log.Check(ctx, false)
 			if v.e.Halted() == "" {
 				t.Errorf("after a cheap check: no longer halted; want the full check's halt kept")
 			}
