@@ -15,6 +15,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/tlog"
 	"github.com/sagacity-go/sagacity/internal/witness"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // The SQLite stores the stream step checks hold streamSagas sagas each,
@@ -138,7 +139,7 @@ func fillStore(ctx context.Context, dir string, keys *engine.Keys, size, perSaga
 			prev = e.Hash
 			entries = append(entries, e.SagaID, e.Seq, e.ToolName, string(e.Phase), e.Input, e.Payload, e.Timestamp.UnixMicro(), e.Hash)
 			if e.Seq == int64(perSaga) {
-				sagas = append(sagas, e.SagaID, string(engine.Completed), agent.ID, e.Seq, e.Hash, epoch.UnixMicro(), e.Timestamp.UnixMicro())
+				sagas = append(sagas, e.SagaID, string(wire.Completed), agent.ID, e.Seq, e.Hash, epoch.UnixMicro(), e.Timestamp.UnixMicro())
 			}
 			if len(entries) == 8*seedRows {
 				if err := flush(); err != nil {

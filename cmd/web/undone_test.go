@@ -13,6 +13,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // TestVerifyUndoneByHand: a journal in which a person recorded that they
@@ -39,10 +40,10 @@ func TestVerifyUndoneByHand(t *testing.T) {
 	if _, err := e.Call(ctx, agent, "s1", "chargeCard", `{"cents":100}`); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := e.Call(ctx, agent, "s1", "scheduleShipment", "{}"); err != nil || r.Status != engine.CompensationFailed {
+	if r, err := e.Call(ctx, agent, "s1", "scheduleShipment", "{}"); err != nil || r.Status != wire.CompensationFailed {
 		t.Fatalf("the failed call = %+v, %v; want COMPENSATION_FAILED", r, err)
 	}
-	if s, err := e.Resolve(ctx, operator, "s1", 1, true, "", "refunded in the processor's dashboard"); err != nil || s.Status != engine.Compensated {
+	if s, err := e.Resolve(ctx, operator, "s1", 1, true, "", "refunded in the processor's dashboard"); err != nil || s.Status != wire.Compensated {
 		t.Fatalf("Resolve(undone by hand) = %+v, %v; want COMPENSATED", s, err)
 	}
 	es, err := e.Journal(ctx, operator, "s1")

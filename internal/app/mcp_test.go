@@ -20,6 +20,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/mcpgw"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // withHeaders adds headers to every request a client sends.
@@ -240,7 +241,7 @@ func TestMCPApproved(t *testing.T) {
 			Status engine.Status
 		}
 		_ = json.Unmarshal([]byte(e.get("/sagacity/sagas/"+gate.SagaID).body), &s)
-		if s.Ended && s.Status == engine.Completed {
+		if s.Ended && s.Status == wire.Completed {
 			break
 		}
 		if time.Now().After(deadline) {

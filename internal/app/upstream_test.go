@@ -19,6 +19,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/mcpproxy"
 	"github.com/sagacity-go/sagacity/internal/mcpproxy/upstreamtest"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // filesConfig puts the files server behind the gate: write_file runs at
@@ -103,7 +104,7 @@ func TestUpstream(t *testing.T) {
 			}
 			var s struct{ Status engine.Status }
 			_ = json.Unmarshal([]byte(e.get("/sagacity/sagas/upstream-1").body), &s)
-			if s.Status != engine.Compensated {
+			if s.Status != wire.Compensated {
 				t.Errorf("saga after the failure = %s, want COMPENSATED", s.Status)
 			}
 

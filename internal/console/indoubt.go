@@ -9,6 +9,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/payload"
 	"github.com/sagacity-go/sagacity/web/templates"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // InDoubt lists calls whose outcome the journal does not know, with their
@@ -20,13 +21,13 @@ func (h *Handlers) InDoubt(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	failed, err := h.Engine.CountSagas(r.Context(), me, engine.SagaFilter{Status: engine.CompensationFailed})
+	failed, err := h.Engine.CountSagas(r.Context(), me, engine.SagaFilter{Status: wire.CompensationFailed})
 	if err != nil {
 		return err
 	}
 	v := templates.InDoubtPage{Chrome: h.chrome(r, fmt.Sprintf("In doubt (%d)", len(doubts)), "/in-doubt"),
 		After: after.String(), Failed: failed,
-		FailedHref: "/sagas?" + url.Values{"status": {string(engine.CompensationFailed)}}.Encode()}
+		FailedHref: "/sagas?" + url.Values{"status": {string(wire.CompensationFailed)}}.Encode()}
 	for _, d := range doubts {
 		c := d.Call
 		ic := templates.InDoubtCall{SagaID: c.SagaID, SagaHref: templates.SagaHref(c.SagaID), Seq: c.Seq, Tool: c.ToolName,

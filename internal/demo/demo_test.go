@@ -10,6 +10,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/store"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 var auditor = engine.Principal{ID: "auditor", Roles: []engine.Role{engine.RoleAuditor, engine.RoleApprover}}
@@ -41,8 +42,8 @@ func TestSeed(t *testing.T) {
 			}
 		}
 		want := map[string]engine.Status{
-			"order-1000": engine.Completed, "order-0999": engine.Compensated, "order-0998": engine.CompensationFailed,
-			"order-1001": engine.Running, "order-1002": engine.AwaitingApproval, demo.Seeded: engine.AwaitingApproval,
+			"order-1000": wire.Completed, "order-0999": wire.Compensated, "order-0998": wire.CompensationFailed,
+			"order-1001": wire.Running, "order-1002": wire.AwaitingApproval, demo.Seeded: wire.AwaitingApproval,
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("run %d: demo sagas (-want +got):\n%s", run, diff)

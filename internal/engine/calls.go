@@ -188,7 +188,7 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 				if err := e.tell(tx, ev.said("%s waits for approval: %s under rule %s", ev.what(), ev.votes(), rule.Name)); err != nil {
 					return err
 				}
-				s.Status = AwaitingApproval
+				s.Status = wire.AwaitingApproval
 				res = CallResult{SagaID: sagaID, Seq: en.Seq, ToolName: toolName, Outcome: OutcomeAwaitingApproval,
 					Message: AwaitingMessage(toolName), InputHash: r.InputHash, Status: s.Status}
 				return nil
@@ -304,7 +304,7 @@ func (e *Engine) execute(ctx context.Context, tool Tool, c Call, status Status) 
 			"read it before going on, and do not retry the call", c.ToolName)
 		return res, nil
 	}
-	if s.Status == Compensating {
+	if s.Status == wire.Compensating {
 		// Also reached by a call that executed while another failed: its
 		// effect is undone with the rest.
 		s = e.compensateNow(ctx, s)

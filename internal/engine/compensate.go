@@ -34,7 +34,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 				st.lose(claimed) // the claim's try failed, perhaps only its answer
 			}
 			claimed, again, settled = Call{}, false, false
-			if s.Status != Compensating {
+			if s.Status != wire.Compensating {
 				return nil
 			}
 			if c, ok, err := st.find(sagaID, tx.Call); err != nil || ok {
@@ -69,11 +69,11 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 			if err != nil {
 				return err
 			}
-			s.Status, s.UpdatedAt, settled = Compensated, e.stamp(s), true
+			s.Status, s.UpdatedAt, settled = wire.Compensated, e.stamp(s), true
 			if len(failed) == 0 {
 				return nil
 			}
-			s.Status = CompensationFailed
+			s.Status = wire.CompensationFailed
 			ev := OutboxEvent{Key: sagaID + "/compensation", At: s.UpdatedAt, Thread: sagaID,
 				Event: wire.Event{Type: wire.EventCompensationFailed, SagaID: sagaID}}
 			return e.tell(tx, ev.said("undoing saga %s failed (%d step(s) could not be compensated): a person must finish it", sagaID, len(failed)))
@@ -81,7 +81,7 @@ func (e *Engine) compensate(ctx context.Context, sagaID string) (Saga, error) {
 		if err == nil && settled {
 			e.obs.Compensated(s.Status)
 		}
-		if err != nil || s.Status != Compensating {
+		if err != nil || s.Status != wire.Compensating {
 			return s, err
 		}
 		if again {
@@ -159,7 +159,7 @@ func (e *Engine) undoneAs(tx Tx, s *Saga, c Call, tool string, phase Phase, inpu
 // undone, or whose undo is in doubt, are not undone again. The server runs
 // it at start and then periodically. Errors: Unavailable when the store is.
 func (e *Engine) recoverAll(ctx context.Context) error {
-	f := SagaFilter{Status: Compensating, Limit: MaxList}
+	f := SagaFilter{Status: wire.Compensating, Limit: MaxList}
 	for {
 		sagas, err := e.store.Sagas(ctx, f)
 		if err != nil {

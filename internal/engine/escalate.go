@@ -130,7 +130,7 @@ func (e *Engine) journalStep(tx Tx, rec escalationRecord, at time.Time) (Entry, 
 	if err != nil {
 		return Entry{}, err
 	}
-	s, err := tx.CreateSaga(Saga{ID: EscalationSaga, Status: Completed, Ended: true, Initiator: EscalationTool,
+	s, err := tx.CreateSaga(Saga{ID: EscalationSaga, Status: wire.Completed, Ended: true, Initiator: EscalationTool,
 		HeadHash: ZeroHash, CreatedAt: at, UpdatedAt: at})
 	if err != nil {
 		return Entry{}, err

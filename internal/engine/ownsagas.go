@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/sagacity-go/sagacity/evidence"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // The server journals facts of its own — the approval policies in force,
@@ -35,7 +36,7 @@ func (e *Engine) journalSigned(ctx context.Context, id, initiator string, notes 
 func (e *Engine) journalOwn(ctx context.Context, id, initiator string, fn func(tx Tx, s *Saga) error) error {
 	now := Truncate(e.now())
 	_, err := e.transact(ctx, id, 0, "", func(tx Tx) (Saga, bool, error) {
-		s, err := tx.CreateSaga(Saga{ID: id, Status: Completed, Ended: true, Initiator: initiator,
+		s, err := tx.CreateSaga(Saga{ID: id, Status: wire.Completed, Ended: true, Initiator: initiator,
 			HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
 		return s, err == nil, err
 	}, fn)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // DefaultInDoubtAfter is how long a call must have stood still before a
@@ -123,7 +125,7 @@ func (e *Engine) Resolve(ctx context.Context, p Principal, sagaID string, seq in
 		return Saga{}, at(err, sagaID, seq)
 	}
 	e.obs.Decided(decision)
-	if s.Status == Compensating {
+	if s.Status == wire.Compensating {
 		s = e.compensateNow(ctx, s)
 	}
 	return s, nil
@@ -140,14 +142,14 @@ func notHappened(c Call, en Entry) string {
 // accounted makes a COMPENSATION_FAILED saga COMPENSATED once none of its
 // steps' undos is left failed: a person undid each by hand.
 func (e *Engine) accounted(tx Tx, s *Saga) error {
-	if s.Status != CompensationFailed {
+	if s.Status != wire.CompensationFailed {
 		return nil // still compensating: compensate settles it
 	}
 	failed, err := tx.Calls(s.ID, CallCompensationFailed)
 	if err != nil || len(failed) > 0 {
 		return err
 	}
-	s.Status = Compensated
+	s.Status = wire.Compensated
 	return nil
 }
 

@@ -21,7 +21,7 @@ func (e *Engine) begin(tx Tx, p Principal, a Action, id string) (Saga, error) {
 // open creates saga id with p as its initiator, or locks the existing one.
 func (e *Engine) open(tx Tx, p Principal, id string) (Saga, error) {
 	now := Truncate(e.now())
-	return tx.CreateSaga(Saga{ID: id, Status: Running, Initiator: p.ID, HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
+	return tx.CreateSaga(Saga{ID: id, Status: wire.Running, Initiator: p.ID, HeadHash: ZeroHash, CreatedAt: now, UpdatedAt: now})
 }
 
 // admit checks that p may take action a on saga s and that s accepts work.
@@ -37,7 +37,7 @@ func accepting(s Saga) error {
 	switch {
 	case s.Status.Final():
 		return &Error{Kind: Conflict, Msg: fmt.Sprintf("saga %s is already %s", s.ID, s.Status), SagaID: s.ID}
-	case s.Status == Compensating:
+	case s.Status == wire.Compensating:
 		return &Error{Kind: Conflict, Msg: fmt.Sprintf("saga %s is being compensated", s.ID), SagaID: s.ID}
 	}
 	return nil
@@ -56,18 +56,18 @@ func (e *Engine) settle(tx Tx, s *Saga) error {
 	}
 	switch {
 	case pending > 0:
-		s.Status = AwaitingApproval
+		s.Status = wire.AwaitingApproval
 	case !s.Ended:
-		s.Status = Running
+		s.Status = wire.Running
 	default:
 		// Only an ended saga asks whether anything still runs.
 		running, err := tx.Calls(s.ID, CallRunning)
 		if err != nil {
 			return err
 		}
-		s.Status = Running
+		s.Status = wire.Running
 		if len(running) == 0 {
-			s.Status = Completed
+			s.Status = wire.Completed
 		}
 	}
 	return nil
@@ -98,7 +98,7 @@ func (e *Engine) fail(tx Tx, s *Saga, reason string) error {
 	if _, err := tx.DeleteApprovals(s.ID, 0); err != nil {
 		return err
 	}
-	s.Status, s.Reason = Compensating, reason
+	s.Status, s.Reason = wire.Compensating, reason
 	return nil
 }
 

@@ -31,23 +31,12 @@ func ParseReversibility(s string) (Reversibility, error) {
 	return "", Errorf(Invalid, "reversibility %q is not one of REVERSIBLE, COMPENSATABLE, IRREVERSIBLE", s)
 }
 
-// Status is where a saga stands, as the wire declares it; Outcome is what
-// a tool call came to. The engine names the wire's values once, here, so
-// that its callers read them as engine words.
+// Status is where a saga stands and Outcome what a tool call came to, as
+// the wire declares them: the statuses are wire's constants (wire.Running,
+// …), used as they are; the outcomes keep the engine's names below.
 type (
 	Status  = wire.Status
 	Outcome = wire.Outcome
-)
-
-// Saga statuses (see wire.Status). A saga that stays COMPENSATING has a
-// call or compensation in doubt that a person must look at.
-const (
-	Running            = wire.Running
-	AwaitingApproval   = wire.AwaitingApproval
-	Compensating       = wire.Compensating
-	Completed          = wire.Completed
-	Compensated        = wire.Compensated
-	CompensationFailed = wire.CompensationFailed
 )
 
 // Call outcomes (see wire.Outcome). A failed call compensates the saga:
@@ -61,7 +50,7 @@ const (
 )
 
 // Statuses lists every status, in the order a saga moves through them.
-var Statuses = []Status{Running, AwaitingApproval, Compensating, Completed, Compensated, CompensationFailed}
+var Statuses = []Status{wire.Running, wire.AwaitingApproval, wire.Compensating, wire.Completed, wire.Compensated, wire.CompensationFailed}
 
 // Saga is the working state of one saga. The journal is the evidence; this
 // row is what the engine locks and updates alongside it.

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // latency are the buckets of both histograms, in seconds: a request or a
@@ -84,7 +85,7 @@ func New(log *slog.Logger) *Recorder {
 	for _, d := range engine.Decideds {
 		m.decisions.WithLabelValues(string(d))
 	}
-	for _, s := range []engine.Status{engine.Compensated, engine.CompensationFailed} {
+	for _, s := range []engine.Status{wire.Compensated, wire.CompensationFailed} {
 		m.compensations.WithLabelValues(outcome(s))
 	}
 	for _, c := range []engine.Checked{engine.CheckedJournal, engine.CheckedLog, engine.CheckedNotification} {

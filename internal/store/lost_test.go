@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	codes "github.com/sagacity-go/sagacity/wire" // the package's tests declare a const wire
 )
 
 // lostAuditor reads what the tests of lost answers left.
@@ -355,7 +356,7 @@ func TestPostgresCommitAnswerLost(t *testing.T) {
 		go func() { done <- failing("u") }()
 		l.committed("SELECT count(*) = $2 FROM calls WHERE state = 'COMPENSATING' AND input = ANY($1)", []string{`{"u":1}`}, 1)
 		l.cut()
-		if r := <-done; r.Status != engine.Compensated {
+		if r := <-done; r.Status != codes.Compensated {
 			t.Errorf("the failing call whose undo's claim lost its answer = %+v; want its saga COMPENSATED", r)
 		}
 		l.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/internal/tlog"
+	codes "github.com/sagacity-go/sagacity/wire" // the package's tests declare a const wire
 )
 
 // planned is a statement whose plan must reach the journal through an
@@ -267,7 +268,7 @@ func plannedAfter(t *testing.T, setup []string, sql string, args ...any) string 
 // its promise, an entry, its call and its new head.
 func recordedMember(id string) *member {
 	at := time.Now()
-	was := engine.Saga{ID: id, Status: engine.Running, HeadSeq: 1, HeadHash: "h1", UpdatedAt: at}
+	was := engine.Saga{ID: id, Status: codes.Running, HeadSeq: 1, HeadHash: "h1", UpdatedAt: at}
 	now := was
 	now.HeadSeq, now.HeadHash = 2, "h2"
 	return &member{key: id, rec: &recorder{promise: &promised{s: was, seq: 1, want: engine.CallRunning}, saga: &now,

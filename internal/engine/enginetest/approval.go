@@ -8,6 +8,7 @@ import (
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // testApprovalRules: the approval policy's first matching rule is pinned,
@@ -36,7 +37,7 @@ func testApprovalRules(t *testing.T, v *env) {
 	v.call("big", "reserveInventory", `{"item":"laptop"}`)
 	const big = `{"amount":"250000","to":"alice"}`
 	r, err := v.e.CallOnce(ctx, agent, "big", engine.Ask{Tool: "sendWireTransfer", Input: big, Key: "wire-1"})
-	if err != nil || r.Outcome != engine.OutcomeRefused || r.Status != engine.Compensated || !strings.Contains(r.Error, engine.RefusedNoRule) {
+	if err != nil || r.Outcome != engine.OutcomeRefused || r.Status != wire.Compensated || !strings.Contains(r.Error, engine.RefusedNoRule) {
 		t.Fatalf("a transfer no rule applies to = %+v, %v; want it refused at the gate and the saga compensated", r, err)
 	}
 	j := v.journal("big")
@@ -153,7 +154,7 @@ func testFailsClosed(t *testing.T, v *env) {
 		v.call(tt.saga, "reserveInventory", `{"item":"laptop"}`)
 		ask := engine.Ask{Tool: "sendWireTransfer", Input: tt.input, Key: "wire"}
 		r, err := v.e.CallOnce(ctx, agent, tt.saga, ask)
-		if err != nil || r.Outcome != engine.OutcomeRefused || r.Status != engine.Compensated ||
+		if err != nil || r.Outcome != engine.OutcomeRefused || r.Status != wire.Compensated ||
 			!strings.Contains(r.Error, engine.RefusedCondition+" (rule large: "+tt.why) {
 			t.Errorf("%s: Call = %+v, %v; want refused at the gate naming rule large and %q, the saga compensated", tt.saga, r, err, tt.why)
 		}

@@ -69,7 +69,7 @@ func testClocks(t *testing.T, v *env) {
 	v.mustApproveAs("late", seq, fresh(alice))
 	clock.Add(61 * time.Minute)
 	e := wantCode(t, "a vote after the deadline", second(v.e.Approve(ctx, fresh(bob), "late", seq, "")), engine.Conflict, wire.CodeExpired)
-	if !strings.Contains(e.Msg, "expired") || v.status("late") != engine.Compensated || v.fx.count("undo reserveInventory reserved") == 0 {
+	if !strings.Contains(e.Msg, "expired") || v.status("late") != wire.Compensated || v.fx.count("undo reserveInventory reserved") == 0 {
 		t.Errorf("after a vote on an expired request: %q, saga %s; want expired and compensated", e.Msg, v.status("late"))
 	}
 	es := v.journal("late")
@@ -89,7 +89,7 @@ func testClocks(t *testing.T, v *env) {
 		t.Fatalf("Lapse before the deadline: %d closed, %v; the request must stay", n, err)
 	}
 	clock.Add(31 * time.Minute)
-	if n, err := v.e.Lapse(ctx); err != nil || n < 1 || v.pending("quiet") != 0 || v.status("quiet") != engine.Compensated {
+	if n, err := v.e.Lapse(ctx); err != nil || n < 1 || v.pending("quiet") != 0 || v.status("quiet") != wire.Compensated {
 		t.Errorf("Lapse after the deadline: %d closed, %v, saga %s; want it expired and compensated", n, err, v.status("quiet"))
 	}
 	e = wantCode(t, "resuming an expired request", second(v.e.Resume(ctx, agent, "quiet", seq, transfer)), engine.Conflict, wire.CodeExpired)
@@ -102,7 +102,7 @@ func testClocks(t *testing.T, v *env) {
 	v.mustApproveAs("slow", seq, fresh(bob))
 	clock.Add(11 * time.Minute)
 	wantCode(t, "Resume after the grant", second(v.e.Resume(ctx, agent, "slow", seq, transfer)), engine.Conflict, wire.CodeExpired)
-	if detail, _, _ := v.journal("slow")[5].Refusal(); !strings.HasPrefix(detail, engine.RefusedGrant) || v.status("slow") != engine.Compensated {
+	if detail, _, _ := v.journal("slow")[5].Refusal(); !strings.HasPrefix(detail, engine.RefusedGrant) || v.status("slow") != wire.Compensated {
 		t.Errorf("after a resume past the grant: the closing entry says %q, the saga %s; want %s and compensated", detail, v.status("slow"), engine.RefusedGrant)
 	}
 	// … and the sweep closes a lapsed grant nobody resumes.
@@ -110,7 +110,7 @@ func testClocks(t *testing.T, v *env) {
 	v.mustApproveAs("idle", seq, fresh(alice))
 	v.mustApproveAs("idle", seq, fresh(bob))
 	clock.Add(11 * time.Minute)
-	if _, err := v.e.Lapse(ctx); err != nil || v.pending("idle") != 0 || v.status("idle") != engine.Compensated {
+	if _, err := v.e.Lapse(ctx); err != nil || v.pending("idle") != 0 || v.status("idle") != wire.Compensated {
 		t.Errorf("Lapse after the grant: %v, %d pending, saga %s; want closed and compensated", err, v.pending("idle"), v.status("idle"))
 	}
 	wantCode(t, "resuming a lapsed grant", second(v.e.Resume(ctx, agent, "idle", seq, transfer)), engine.Conflict, wire.CodeExpired)
@@ -184,7 +184,7 @@ func testLapses(t *testing.T, v *env) {
 				t.Errorf("%s (%s): the journals differ by who noticed first:\n%v\n%v", a.name, cause.name, pa, pb)
 			}
 			for _, saga := range []string{first, swept} {
-				if v.status(saga) != engine.Compensated || v.pending(saga) != 0 || !v.verify(saga).Valid {
+				if v.status(saga) != wire.Compensated || v.pending(saga) != 0 || !v.verify(saga).Valid {
 					t.Errorf("%s: saga %s, %d pending, %+v; want it closed, compensated and verifying", saga, v.status(saga), v.pending(saga), v.verify(saga))
 				}
 			}

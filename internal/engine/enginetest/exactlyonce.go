@@ -176,7 +176,7 @@ func testCutOff(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
 	}
 	again, err := restarted.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: in, Key: "payout-1"})
 	if err != nil || again.Outcome != engine.OutcomeInDoubt || again.Seq != 3 || !strings.Contains(again.Error, "do not call it again") ||
-		again.Status != engine.Running {
+		again.Status != wire.Running {
 		t.Errorf("the cut-off call again = %+v, %v; want IN_DOUBT, naming seq 3, with the saga's status", again, err)
 	}
 	wantCode(t, "the key with other bytes", second(restarted.CallOnce(ctx, agent, "payout", engine.Ask{Tool: "slowPayout", Input: `{"to":"alice","cents":101}`, Key: "payout-1"})),
@@ -246,7 +246,7 @@ func testDismiss(t *testing.T, v *env) {
 	testkit.WantKind(t, "Dismiss by the saga's agent", err, engine.Forbidden)
 
 	d, err := v.e.Dismiss(ctx, controller, "re", first, "replaced by the corrected amount")
-	if err != nil || d.Approver != controller.ID || d.Status != engine.AwaitingApproval {
+	if err != nil || d.Approver != controller.ID || d.Status != wire.AwaitingApproval {
 		t.Fatalf("Dismiss = %+v, %v; want it recorded, the saga still waiting for its request at %d", d, err, next)
 	}
 	if r := v.review("re", first); r.State != engine.StateDismissed || r.Dismissal == nil || r.Dismissal.Reason != "replaced by the corrected amount" {
@@ -273,7 +273,7 @@ func testDismiss(t *testing.T, v *env) {
 	if _, err := v.e.Reject(ctx, controller, "re", later, "no more payments"); err != nil {
 		t.Fatal(err)
 	}
-	if st := v.status("re"); st != engine.Compensated || v.fx.transfer.Load() != 1 || v.fx.count("undo reserveInventory reserved") != 1 {
+	if st := v.status("re"); st != wire.Compensated || v.fx.transfer.Load() != 1 || v.fx.count("undo reserveInventory reserved") != 1 {
 		t.Errorf("after Reject: %s, %d wires, %d undos; want COMPENSATED, the wire done once, the reservation undone",
 			st, v.fx.transfer.Load(), v.fx.count("undo reserveInventory reserved"))
 	}
@@ -330,7 +330,7 @@ func testAnswers(t *testing.T, v *env) {
 	wantCode(t, "an execution while it runs", second(v.e.Execute(ctx, approver, "slow", seq)), engine.Conflict, wire.CodeInProgress)
 	resolve := fmt.Sprintf("POST /sagacity/in-doubt/slow/%d/resolve", seq+2) // its INTENT, after the approval
 	if r, err := once(impatient, "slow", "slowWire", transfer); err != nil || r.Outcome != engine.OutcomeInDoubt || r.Seq != seq ||
-		r.Status != engine.Running || !strings.Contains(r.Error, resolve) {
+		r.Status != wire.Running || !strings.Contains(r.Error, resolve) {
 		t.Errorf("the gated call again once it may have run = %+v, %v; want IN_DOUBT at seq %d, naming %s", r, err, seq, resolve)
 	}
 	if res, err := impatient.Resume(ctx, approver, "slow", seq, transfer); err != nil || res.Call.Outcome != engine.OutcomeInDoubt ||
@@ -363,7 +363,7 @@ func testAnswers(t *testing.T, v *env) {
 		t.Fatalf("the resume of a tool that fails = %+v, %v", res, err)
 	}
 	if r, err := once(v.e, "down", "wireViaDownGateway", transfer); err != nil || r.Outcome != engine.OutcomeFailed ||
-		!strings.Contains(r.Error, "payment gateway unreachable") || r.Status != engine.Compensated {
+		!strings.Contains(r.Error, "payment gateway unreachable") || r.Status != wire.Compensated {
 		t.Errorf("the gated call again once its tool failed = %+v, %v; want FAILED, the saga compensated", r, err)
 	}
 	if res, err := v.e.Resume(ctx, approver, "down", seq, transfer); err != nil || res.Call.Outcome != engine.OutcomeFailed ||
@@ -394,7 +394,7 @@ func testAnswers(t *testing.T, v *env) {
 		t.Fatalf("a resume of other bytes = %+v, %v; want it refused", res, err)
 	}
 	if r, err := once(v.e, "stale", "sendWireTransfer", transfer); err != nil || r.Outcome != engine.OutcomeRefused ||
-		!strings.Contains(r.Error, engine.RefusedStale) || r.Status != engine.Compensated {
+		!strings.Contains(r.Error, engine.RefusedStale) || r.Status != wire.Compensated {
 		t.Errorf("the gated call again once its resume was refused = %+v, %v; want REFUSED, saying why", r, err)
 	}
 	if n := v.fx.transfer.Load(); n != 0 {

@@ -21,7 +21,7 @@ func testGateApproveResume(t *testing.T, v *env) {
 	r := v.call("transfer-77", "sendWireTransfer", transfer)
 	want := engine.CallResult{SagaID: "transfer-77", Seq: 3, ToolName: "sendWireTransfer", Outcome: engine.OutcomeAwaitingApproval,
 		Message:   "[AWAITING_APPROVAL] Tool 'sendWireTransfer' requires human approval before execution.",
-		InputHash: "79c2a2413a3be71034f0a649bde0d50c5c3e32d5482db1d21549e82c59653e9b", Status: engine.AwaitingApproval}
+		InputHash: "79c2a2413a3be71034f0a649bde0d50c5c3e32d5482db1d21549e82c59653e9b", Status: wire.AwaitingApproval}
 	if diff := cmp.Diff(want, r); diff != "" {
 		t.Errorf("gated Call (-want +got):\n%s", diff)
 	}
@@ -34,7 +34,7 @@ func testGateApproveResume(t *testing.T, v *env) {
 		t.Errorf("pending request = %+v, want transfer-77 seq 3 with the exact input and its sha256", q)
 	}
 	d, err := v.e.Approve(ctx, approver, "transfer-77", 3, "")
-	if err != nil || !d.Approved || d.Approver != approver.ID || d.JournalSeq != 3 || d.Status != engine.AwaitingApproval {
+	if err != nil || !d.Approved || d.Approver != approver.ID || d.JournalSeq != 3 || d.Status != wire.AwaitingApproval {
 		t.Fatalf("Approve = %+v, %v; want approved by %s", d, err, approver.ID)
 	}
 	if v.pending("transfer-77") != 1 || v.fx.transfer.Load() != 0 {
@@ -52,7 +52,7 @@ func testGateApproveResume(t *testing.T, v *env) {
 		t.Fatal(err)
 	}
 	res, err := v.e.Resume(ctx, approver, "transfer-77", 3, transfer)
-	if err != nil || res.Refused || res.Result != "transfer-ok" || res.Status != engine.Completed {
+	if err != nil || res.Refused || res.Result != "transfer-ok" || res.Status != wire.Completed {
 		t.Fatalf("Resume = %+v, %v; want executed with transfer-ok and the saga COMPLETED", res, err)
 	}
 	if got := v.fx.count("exec sendWireTransfer " + transfer); got != 1 {
@@ -60,7 +60,7 @@ func testGateApproveResume(t *testing.T, v *env) {
 	}
 	// A second resume runs nothing, and answers what the first came to.
 	if again, err := v.e.Resume(ctx, approver, "transfer-77", 3, transfer); err != nil || again.Refused ||
-		again.Call.Outcome != engine.OutcomeExecuted || again.Result != res.Result || again.Status != engine.Completed {
+		again.Call.Outcome != engine.OutcomeExecuted || again.Result != res.Result || again.Status != wire.Completed {
 		t.Errorf("second Resume = %+v, %v; want the first one's outcome, %q", again, err, res.Result)
 	}
 	if v.fx.transfer.Load() != 1 {
@@ -74,7 +74,7 @@ func testGateApproveResume(t *testing.T, v *env) {
 	if got := v.verify("transfer-77"); !got.Valid || got.EntryCount != 6 {
 		t.Errorf("Verify = %+v, want 6 entries verified", got)
 	}
-	if v.pending("transfer-77") != 0 || v.status("transfer-77") != engine.Completed {
+	if v.pending("transfer-77") != 0 || v.status("transfer-77") != wire.Completed {
 		t.Errorf("after resume: %d pending, status %s; want none and COMPLETED", v.pending("transfer-77"), v.status("transfer-77"))
 	}
 }
@@ -107,7 +107,7 @@ func testRefusedResume(t *testing.T, newHarness func(*testing.T) storetest.Harne
 			}
 			res, err := v.e.Resume(ctx, approver, "s", seq, tt.payload)
 			wantReason, _, _ := strings.Cut(tt.detail, "\n")
-			if err != nil || !res.Refused || res.Reason != wantReason || res.Status != engine.Compensated {
+			if err != nil || !res.Refused || res.Reason != wantReason || res.Status != wire.Compensated {
 				t.Fatalf("Resume = %+v, %v; want refused (%s) and COMPENSATED", res, err, wantReason)
 			}
 			es := v.journal("s")
@@ -150,7 +150,7 @@ func testReject(t *testing.T, v *env) {
 	v.call("s", "createOrder", `{"sku":"SKU-9"}`)
 	seq := v.call("s", "sendWireTransfer", transfer).Seq
 	d, err := v.e.Reject(ctx, approver, "s", seq, "amount looks wrong")
-	if err != nil || d.Approved || d.Approver != approver.ID || d.Status != engine.Compensated {
+	if err != nil || d.Approved || d.Approver != approver.ID || d.Status != wire.Compensated {
 		t.Fatalf("Reject = %+v, %v; want rejected by %s and COMPENSATED", d, err, approver.ID)
 	}
 	wantPhases := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "createOrder INTENT", "createOrder EXECUTED",
@@ -183,7 +183,7 @@ func testGatedThenFailed(t *testing.T, v *env) {
 	seq := v.gate("s")
 	v.approve("s", seq)
 	v.call("s", "scheduleShipment", "{}")
-	if v.pending("s") != 0 || v.status("s") != engine.Compensated {
+	if v.pending("s") != 0 || v.status("s") != wire.Compensated {
 		t.Errorf("after a failure: %d pending, status %s; want none pending and COMPENSATED", v.pending("s"), v.status("s"))
 	}
 	want := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "sendWireTransfer AWAITING_APPROVAL",
@@ -208,7 +208,7 @@ func testResumedToolFails(t *testing.T, v *env) {
 	seq := v.call("s", "wireViaDownGateway", transfer).Seq
 	v.approve("s", seq)
 	res, err := v.e.Resume(ctx, approver, "s", seq, transfer)
-	if err != nil || res.Refused || res.Status != engine.Compensated || res.Reason != "payment gateway unreachable" {
+	if err != nil || res.Refused || res.Status != wire.Compensated || res.Reason != "payment gateway unreachable" {
 		t.Fatalf("Resume = %+v, %v; want executed, failed with the gateway's error, COMPENSATED", res, err)
 	}
 	want := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "wireViaDownGateway AWAITING_APPROVAL",
@@ -254,7 +254,7 @@ func testStalePromises(t *testing.T, v *env) {
 	if n := len(v.journal("s")); n != 9 {
 		t.Errorf("journal has %d entries after a refused call, want 9", n)
 	}
-	if s, err := v.e.Lookup(ctx, auditor, "s"); err != nil || !s.Ended || s.Status != engine.AwaitingApproval {
+	if s, err := v.e.Lookup(ctx, auditor, "s"); err != nil || !s.Ended || s.Status != wire.AwaitingApproval {
 		t.Errorf("Lookup(s) = %+v, %v; want ended, awaiting approval", s, err)
 	}
 }

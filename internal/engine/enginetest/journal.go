@@ -11,12 +11,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 func testJournal(t *testing.T, v *env) {
 	r := v.call("s1", "reserveInventory", `{"item":"laptop"}`)
 	want := engine.CallResult{SagaID: "s1", Seq: 1, ToolName: "reserveInventory", Outcome: engine.OutcomeExecuted,
-		Result: "reserved", Status: engine.Running}
+		Result: "reserved", Status: wire.Running}
 	if diff := cmp.Diff(want, r); diff != "" {
 		t.Errorf("Call result (-want +got):\n%s", diff)
 	}
@@ -44,7 +45,7 @@ func testJournal(t *testing.T, v *env) {
 		t.Errorf("Journal(unknown saga) = %v, want empty", es)
 	}
 	s, err := v.e.Lookup(context.Background(), auditor, "s1")
-	if err != nil || s.Initiator != agent.ID || s.HeadSeq != 2 || s.HeadHash != es[1].Hash || s.Status != engine.Running {
+	if err != nil || s.Initiator != agent.ID || s.HeadSeq != 2 || s.HeadHash != es[1].Hash || s.Status != wire.Running {
 		t.Errorf("Lookup(s1) = %+v, %v; want initiator %s, head seq 2 with the last hash, RUNNING", s, err, agent.ID)
 	}
 	_, err = v.e.Lookup(context.Background(), auditor, "nobody")

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // testLifecycle: the journal alone says what is pending. An insider who
@@ -113,7 +114,7 @@ func testLifecycle(t *testing.T, v *env) {
 		if err == nil || !strings.Contains(err.Error(), "superseded by the saga's request at seq=5") {
 			t.Errorf("Resume of a superseded request: %v; want it named superseded", err)
 		}
-		if v.fx.transfer.Load() != wires || v.status("replanned") != engine.AwaitingApproval {
+		if v.fx.transfer.Load() != wires || v.status("replanned") != wire.AwaitingApproval {
 			t.Errorf("after resuming a superseded request: %d wires, status %s; want none and the saga still waiting",
 				v.fx.transfer.Load()-wires, v.status("replanned"))
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // What an operator records on both stores: a step whose undo failed,
@@ -25,7 +26,7 @@ func testUndoneByHand(t *testing.T, v *env) {
 	v.call("s", "reserveInventory", `{"item":"laptop"}`)
 	v.call("s", "chargeCard", `{"cents":100}`) // seq 3: its undo fails
 	v.call("s", "chargeCard", `{"cents":250}`) // seq 5: its undo fails too
-	if r := v.call("s", "scheduleShipment", "{}"); r.Status != engine.CompensationFailed {
+	if r := v.call("s", "scheduleShipment", "{}"); r.Status != wire.CompensationFailed {
 		t.Fatalf("the failed call = %+v; want the saga COMPENSATION_FAILED", r)
 	}
 	for _, tt := range []struct {
@@ -52,14 +53,14 @@ func testUndoneByHand(t *testing.T, v *env) {
 	}
 
 	s, err := v.e.Resolve(ctx, approver, "s", 5, true, "", "refunded 250 in the processor's dashboard, ref R-5")
-	if err != nil || s.Status != engine.CompensationFailed {
+	if err != nil || s.Status != wire.CompensationFailed {
 		t.Fatalf("Resolve(seq 5, undone by hand) = %+v, %v; want the saga still COMPENSATION_FAILED: seq 3's undo failed too", s, err)
 	}
 	s, err = v.e.Resolve(ctx, approver, "s", 3, true, "", "refunded 100 by hand, ref R-3")
-	if err != nil || s.Status != engine.Compensated {
+	if err != nil || s.Status != wire.Compensated {
 		t.Fatalf("Resolve(seq 3, undone by hand) = %+v, %v; want the saga COMPENSATED", s, err)
 	}
-	if got := v.status("s"); got != engine.Compensated {
+	if got := v.status("s"); got != wire.Compensated {
 		t.Errorf("status after every failed undo was undone by hand = %s, want COMPENSATED", got)
 	}
 	es := v.journal("s")

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 	"golang.org/x/mod/sumdb/note"
 )
 
@@ -250,7 +251,7 @@ func testResolve(t *testing.T, v *env) {
 	testkit.WantKind(t, "Resolve within the in-doubt window", err, engine.Conflict)
 
 	s, err := e.Resolve(ctx, approver, "ok", 3, true, "booked H-7", "hotel confirmed by phone")
-	if err != nil || s.Status != engine.Running {
+	if err != nil || s.Status != wire.Running {
 		t.Fatalf("Resolve(happened) = %+v, %v; want the saga RUNNING", s, err)
 	}
 	es := v.journal("ok")
@@ -301,7 +302,7 @@ func testResolve(t *testing.T, v *env) {
 	v.call("no", "reserveInventory", `{"item":"laptop"}`)
 	e = v.inDoubt("no")
 	s, err = e.Resolve(ctx, approver, "no", 3, false, "", "the hotel has no booking")
-	if err != nil || s.Status != engine.Compensated {
+	if err != nil || s.Status != wire.Compensated {
 		t.Fatalf("Resolve(did not happen) = %+v, %v; want COMPENSATED", s, err)
 	}
 	// The saga's reason says who found what, in their words: not the

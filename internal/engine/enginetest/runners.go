@@ -286,7 +286,7 @@ func testInDoubt(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
 	}
 	doomed.Close() // the process dies before it can journal the outcome
 	close(release)
-	if r := <-done; r.Outcome != engine.OutcomeInDoubt || r.Status != engine.Running {
+	if r := <-done; r.Outcome != engine.OutcomeInDoubt || r.Status != wire.Running {
 		t.Errorf("Call whose store went away = %+v, want outcome IN_DOUBT and the saga's status as its INTENT left it, RUNNING", r)
 	}
 
@@ -303,7 +303,7 @@ func testInDoubt(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
 	if got := v.verify("crash"); !got.Valid {
 		t.Errorf("Verify = %+v, want valid", got)
 	}
-	if st := v.status("crash"); st != engine.Running {
+	if st := v.status("crash"); st != wire.Running {
 		t.Errorf("status = %s, want RUNNING: the call is in doubt", st)
 	}
 }

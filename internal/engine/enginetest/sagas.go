@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 func testFinishedSaga(t *testing.T, v *env) {
@@ -21,7 +22,7 @@ func testFinishedSaga(t *testing.T, v *env) {
 	if _, err := v.e.End(ctx, agent, "s"); err != nil {
 		t.Fatal(err)
 	}
-	if st := v.status("s"); st != engine.Completed {
+	if st := v.status("s"); st != wire.Completed {
 		t.Fatalf("status = %s, want COMPLETED", st)
 	}
 	_, err := v.e.Approve(ctx, approver, "s", seq, "")
@@ -31,7 +32,7 @@ func testFinishedSaga(t *testing.T, v *env) {
 	// A resume of the request it executed runs nothing and answers what
 	// came of it.
 	if res, err := v.e.Resume(ctx, approver, "s", seq, transfer); err != nil || res.Call.Outcome != engine.OutcomeExecuted ||
-		res.Result != "transfer-ok" || res.Status != engine.Completed {
+		res.Result != "transfer-ok" || res.Status != wire.Completed {
 		t.Errorf("Resume on a completed saga = %+v, %v; want the execution's outcome, the saga COMPLETED", res, err)
 	}
 	_, err = v.e.Call(ctx, agent, "s", "reserveInventory", "{}")
@@ -49,7 +50,7 @@ func testCompensation(t *testing.T, v *env) {
 	v.call("s", "reserveInventory", `{"item":"laptop"}`)
 	v.call("s", "createOrder", `{"sku":"SKU-9"}`)
 	r := v.call("s", "scheduleShipment", `{"carrier":"any"}`)
-	if r.Outcome != engine.OutcomeFailed || r.Error != "no carrier available" || r.Status != engine.Compensated || r.Seq != 5 {
+	if r.Outcome != engine.OutcomeFailed || r.Error != "no carrier available" || r.Status != wire.Compensated || r.Seq != 5 {
 		t.Errorf("failed Call = %+v, want COMPENSATED with the tool's error at seq 5", r)
 	}
 	want := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "createOrder INTENT", "createOrder EXECUTED",
@@ -76,7 +77,7 @@ func testCompensationFailure(t *testing.T, v *env) {
 	v.call("s", "chargeCard", `{"cents":100}`)
 	v.call("s", "createOrder", `{"sku":"SKU-9"}`)
 	r := v.call("s", "scheduleShipment", "{}")
-	if r.Outcome != engine.OutcomeFailed || r.Status != engine.CompensationFailed {
+	if r.Outcome != engine.OutcomeFailed || r.Status != wire.CompensationFailed {
 		t.Errorf("failed Call = %+v, want COMPENSATION_FAILED", r)
 	}
 	want := []string{"reserveInventory INTENT", "reserveInventory EXECUTED", "chargeCard INTENT", "chargeCard EXECUTED",
@@ -110,7 +111,7 @@ func testAbortAndEnd(t *testing.T, v *env) {
 	v.call("a", "reserveInventory", "{}")
 	v.call("a", "createOrder", "{}")
 	s, err := v.e.Abort(ctx, agent, "a", "user cancelled")
-	if err != nil || s.Status != engine.Compensated || s.Reason != "aborted by agent-1: user cancelled" {
+	if err != nil || s.Status != wire.Compensated || s.Reason != "aborted by agent-1: user cancelled" {
 		t.Errorf("Abort = %+v, %v; want COMPENSATED with the reason", s, err)
 	}
 	if got := v.fx.Log()[2:]; !cmp.Equal(got, []string{"undo createOrder order-1", "undo reserveInventory reserved"}) {
@@ -119,18 +120,18 @@ func testAbortAndEnd(t *testing.T, v *env) {
 
 	seq := v.gate("e")
 	s, err = v.e.End(ctx, agent, "e")
-	if err != nil || s.Status != engine.AwaitingApproval || !s.Ended {
+	if err != nil || s.Status != wire.AwaitingApproval || !s.Ended {
 		t.Errorf("End with a pending request = %+v, %v; want AWAITING_APPROVAL", s, err)
 	}
 	_, err = v.e.Call(ctx, agent, "e", "reserveInventory", "{}")
 	testkit.WantKind(t, "Call after End", err, engine.Conflict)
 	v.approve("e", seq)
-	if res, err := v.e.Resume(ctx, approver, "e", seq, transfer); err != nil || res.Status != engine.Completed {
+	if res, err := v.e.Resume(ctx, approver, "e", seq, transfer); err != nil || res.Status != wire.Completed {
 		t.Errorf("last Resume = %+v, %v; want the saga COMPLETED", res, err)
 	}
 
 	v.call("r", "reserveInventory", "{}")
-	if s, err := v.e.End(ctx, agent, "r"); err != nil || s.Status != engine.Completed {
+	if s, err := v.e.End(ctx, agent, "r"); err != nil || s.Status != wire.Completed {
 		t.Errorf("End = %+v, %v; want COMPLETED", s, err)
 	}
 }
@@ -147,7 +148,7 @@ func testSagaFunc(t *testing.T, v *env) {
 		}
 		return nil
 	})
-	if err != nil || s.Status != engine.AwaitingApproval {
+	if err != nil || s.Status != wire.AwaitingApproval {
 		t.Errorf("Saga(gated) = %+v, %v; want AWAITING_APPROVAL", s, err)
 	}
 	s, err = v.e.Saga(ctx, agent, "fails", func(r *engine.Run) error {
@@ -157,7 +158,7 @@ func testSagaFunc(t *testing.T, v *env) {
 		_, err := r.Call("scheduleShipment", "{}")
 		return err
 	})
-	if err != nil || s.Status != engine.Compensated {
+	if err != nil || s.Status != wire.Compensated {
 		t.Errorf("Saga(failing tool) = %+v, %v; want COMPENSATED", s, err)
 	}
 	s, err = v.e.Saga(ctx, agent, "gives-up", func(r *engine.Run) error {
@@ -166,10 +167,10 @@ func testSagaFunc(t *testing.T, v *env) {
 		}
 		return fmt.Errorf("model refused to continue:\nline two")
 	})
-	if err != nil || s.Status != engine.Compensated || !strings.Contains(s.Reason, "model refused to continue: line two") {
+	if err != nil || s.Status != wire.Compensated || !strings.Contains(s.Reason, "model refused to continue: line two") {
 		t.Errorf("Saga(fn error) = %+v, %v; want COMPENSATED with the error as reason", s, err)
 	}
-	if s, err := v.e.Saga(ctx, agent, "done", func(r *engine.Run) error { _, err := r.Call("createOrder", "{}"); return err }); err != nil || s.Status != engine.Completed {
+	if s, err := v.e.Saga(ctx, agent, "done", func(r *engine.Run) error { _, err := r.Call("createOrder", "{}"); return err }); err != nil || s.Status != wire.Completed {
 		t.Errorf("Saga(ok) = %+v, %v; want COMPLETED", s, err)
 	}
 	if n := v.fx.count("undo createOrder order-1"); n != 1 {
@@ -207,7 +208,7 @@ func testListing(t *testing.T, v *env) {
 	if want := []string{"w2", "w1", "s4", "s3", "s2", "s1", "s0"}; !cmp.Equal(paged, want) {
 		t.Errorf("paged listing = %v, want %v", paged, want)
 	}
-	awaiting, _ := v.e.Sagas(ctx, auditor, engine.SagaFilter{Status: engine.AwaitingApproval})
+	awaiting, _ := v.e.Sagas(ctx, auditor, engine.SagaFilter{Status: wire.AwaitingApproval})
 	if len(awaiting) != 2 {
 		t.Errorf("Sagas(AWAITING_APPROVAL) = %d, want 2", len(awaiting))
 	}

@@ -93,7 +93,7 @@ func testVotes(t *testing.T, v *env) {
 	_, err = v.e.Approve(ctx, carol, "q", seq, "looks fine")
 	testkit.WantKind(t, "an approval by an approver of no group of the rule", err, engine.Forbidden)
 	d, err := v.e.Approve(ctx, alice, "q", seq, "invoice 77 checked")
-	if err != nil || d.Votes != 1 || d.Quorum != 2 || d.Status != engine.AwaitingApproval {
+	if err != nil || d.Votes != 1 || d.Quorum != 2 || d.Status != wire.AwaitingApproval {
 		t.Fatalf("alice's approval = %+v, %v; want vote 1 of 2", d, err)
 	}
 	// alice again: the same person, another credential of the same
@@ -151,7 +151,7 @@ func testVotes(t *testing.T, v *env) {
 	// One eligible rejection rejects, whatever the votes.
 	seq = v.gateLarge("r", agent)
 	v.mustApprove("r", seq, alice)
-	if d, err := v.e.Reject(ctx, bob, "r", seq, "wrong payee"); err != nil || d.Status != engine.Compensated {
+	if d, err := v.e.Reject(ctx, bob, "r", seq, "wrong payee"); err != nil || d.Status != wire.Compensated {
 		t.Errorf("bob's rejection after alice's approval = %+v, %v; want the saga compensated", d, err)
 	}
 
@@ -178,7 +178,7 @@ func testVotes(t *testing.T, v *env) {
 	undone := v.fx.count("undo reserveInventory reserved")
 	_, err = v.e.RequestChanges(ctx, bob, "c", seq, "")
 	testkit.WantKind(t, "a request for changes without saying what", err, engine.Invalid)
-	if d, err := v.e.RequestChanges(ctx, bob, "c", seq, "split it: at most 2500 a transfer"); err != nil || d.Status != engine.Running {
+	if d, err := v.e.RequestChanges(ctx, bob, "c", seq, "split it: at most 2500 a transfer"); err != nil || d.Status != wire.Running {
 		t.Fatalf("RequestChanges = %+v, %v; want the saga running", d, err)
 	}
 	if v.fx.count("undo reserveInventory reserved") != undone || v.pending("c") != 0 {
@@ -375,7 +375,7 @@ func testEditedRows(t *testing.T, v *env) {
 		if es := v.journal(ed.saga); len(es) > 3+len(ed.votes) {
 			closing = es[3+len(ed.votes)]
 		}
-		if v.pending(ed.saga) != 0 || v.status(ed.saga) != engine.Compensated || !v.verify(ed.saga).Valid ||
+		if v.pending(ed.saga) != 0 || v.status(ed.saga) != wire.Compensated || !v.verify(ed.saga).Valid ||
 			(ed.saga != "grant" && closing.Field(engine.KeyExpired) == "") {
 			t.Errorf("%s: %d pending, saga %s, %+v, closed by %+v; want it closed by its journal's clock, compensated, verifying",
 				ed.saga, v.pending(ed.saga), v.status(ed.saga), v.verify(ed.saga), closing)

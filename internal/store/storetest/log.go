@@ -10,6 +10,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/internal/tlog"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // The global log's store methods: the log is one per database, so each
@@ -23,7 +24,7 @@ const emptyRoot = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b
 func journalOf(t *testing.T, d *drv) []engine.Entry {
 	t.Helper()
 	a, b := d.id("a"), d.id("b")
-	createSagas(t, d.db, mkSaga(a, engine.Running, when(0)), mkSaga(b, engine.Running, when(0)))
+	createSagas(t, d.db, mkSaga(a, wire.Running, when(0)), mkSaga(b, wire.Running, when(0)))
 	var es []engine.Entry
 	for i := range int64(3) {
 		es = append(es, mkEntry(a, i+1, when(int(2*i+1))), mkEntry(b, i+1, when(int(2*i+2))))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // The Store's reads of pending requests: the listings and counts, and
@@ -21,7 +22,7 @@ func testApprovals(t *testing.T, d *drv) {
 		"b/4": mkRequest(b, 4, when(2)), // created with a/5: the saga breaks the tie
 		"a/3": mkRequest(a, 3, when(3)),
 	}
-	createSagas(t, d.db, mkSaga(a, engine.AwaitingApproval, when(0)), mkSaga(b, engine.AwaitingApproval, when(0)))
+	createSagas(t, d.db, mkSaga(a, wire.AwaitingApproval, when(0)), mkSaga(b, wire.AwaitingApproval, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		return errors.Join(tx.PutApproval(rs["a/3"]), tx.PutApproval(rs["b/4"]), tx.PutApproval(rs["a/5"]), tx.PutApproval(rs["b/2"]))
 	})
@@ -66,7 +67,7 @@ func pendingListing(t *testing.T, d *drv) (map[string]engine.Pending, []pendingC
 	t.Helper()
 	a, b, c := d.id("a"), d.id("b"), d.id("c")
 	for _, s := range []struct{ id, initiator string }{{b, "agent-b"}, {c, "agent-a"}, {a, "agent-a"}} {
-		saga := mkSaga(s.id, engine.AwaitingApproval, when(0))
+		saga := mkSaga(s.id, wire.AwaitingApproval, when(0))
 		saga.Initiator = s.initiator
 		createSagas(t, d.db, saga)
 	}
@@ -238,7 +239,7 @@ func testPendingByTool(t *testing.T, d *drv) {
 		r.ToolName = tool
 		return r
 	}
-	createSagas(t, d.db, mkSaga(a, engine.AwaitingApproval, when(0)), mkSaga(b, engine.AwaitingApproval, when(0)))
+	createSagas(t, d.db, mkSaga(a, wire.AwaitingApproval, when(0)), mkSaga(b, wire.AwaitingApproval, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		return errors.Join(
 			tx.PutApproval(request(a, 2, "sendWireTransfer", when(5))),
@@ -266,7 +267,7 @@ func testPendingByTool(t *testing.T, d *drv) {
 // none that has no due time.
 func testDueApprovals(t *testing.T, d *drv) {
 	id := d.id("s")
-	createSagas(t, d.db, mkSaga(id, engine.AwaitingApproval, when(0)))
+	createSagas(t, d.db, mkSaga(id, wire.AwaitingApproval, when(0)))
 	rs := []engine.ApprovalRequest{mkRequest(id, 1, when(1)), mkRequest(id, 2, when(1)), mkRequest(id, 3, when(1)), mkRequest(id, 4, when(1))}
 	rs[0].Due, rs[1].Due, rs[3].Due = when(30), when(10), when(20)
 	write(t, d.db, func(tx engine.Tx) error {
@@ -307,7 +308,7 @@ func testDueApprovals(t *testing.T, d *drv) {
 // stands for.
 func testPendingEntries(t *testing.T, d *drv) {
 	a, b := d.id("a"), d.id("b")
-	createSagas(t, d.db, mkSaga(a, engine.AwaitingApproval, when(0)), mkSaga(b, engine.AwaitingApproval, when(0)))
+	createSagas(t, d.db, mkSaga(a, wire.AwaitingApproval, when(0)), mkSaga(b, wire.AwaitingApproval, when(0)))
 	gated := func(saga string, seq int64) engine.Entry {
 		en := mkEntry(saga, seq, when(int(seq)))
 		en.ToolName, en.Phase, en.Payload = "sendWireTransfer", engine.PhaseAwaitingApproval, "requester=agent-1\nrule=large\npolicy="+engine.ZeroHash

@@ -9,13 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // The Store's reads of sagas and their journals.
 
 func testSaga(t *testing.T, d *drv) {
 	id := d.id("s")
-	s := mkSaga(id, engine.CompensationFailed, when(0))
+	s := mkSaga(id, wire.CompensationFailed, when(0))
 	s.Ended, s.Reason, s.HeadSeq, s.HeadHash = true, "tool chargeCard failed: card processor down", 7, fmt.Sprintf("%064x", 7)
 	createSagas(t, d.db, s)
 	tests := []struct {
@@ -60,16 +61,16 @@ func sagaListing(t *testing.T, d *drv) (map[string]engine.Saga, []sagaCase) {
 		status    engine.Status
 		initiator string
 	}{ // in listing order
-		{"d", 9, engine.Compensated, "agent-1"},
-		{"tie-b", 8, engine.Running, "agent-1"},
-		{"tie-a", 8, engine.Compensated, "agent-2"},
-		{"c", 7, engine.Running, "agent-1"},
-		{"café-1", 6, engine.Running, "agent-2"},
-		{"cafe-2", 5, engine.Completed, "agent-1"},
-		{"50%-off", 4, engine.Running, "agent-1"},
-		{"50x-off", 3, engine.Running, "agent-1"},
-		{"a_b", 2, engine.Completed, "agent-2"},
-		{"axb", 1, engine.Running, "agent-1"},
+		{"d", 9, wire.Compensated, "agent-1"},
+		{"tie-b", 8, wire.Running, "agent-1"},
+		{"tie-a", 8, wire.Compensated, "agent-2"},
+		{"c", 7, wire.Running, "agent-1"},
+		{"café-1", 6, wire.Running, "agent-2"},
+		{"cafe-2", 5, wire.Completed, "agent-1"},
+		{"50%-off", 4, wire.Running, "agent-1"},
+		{"50x-off", 3, wire.Running, "agent-1"},
+		{"a_b", 2, wire.Completed, "agent-2"},
+		{"axb", 1, wire.Running, "agent-1"},
 	}
 	byName := map[string]engine.Saga{}
 	var all []string
@@ -119,12 +120,12 @@ func sagaListing(t *testing.T, d *drv) (map[string]engine.Saga, []sagaCase) {
 	return byName, []sagaCase{
 		{"all, newest first", engine.SagaFilter{Limit: 20}, all, 10},
 		{"limit", engine.SagaFilter{Limit: 2}, []string{"d", "tie-b"}, 10},
-		{"status", engine.SagaFilter{Status: engine.Running, Limit: 20}, []string{"tie-b", "c", "café-1", "50%-off", "50x-off", "axb"}, 6},
-		{"status and limit", engine.SagaFilter{Status: engine.Running, Limit: 1}, []string{"tie-b"}, 6},
-		{"status none has", engine.SagaFilter{Status: engine.CompensationFailed, Limit: 20}, nil, 0},
+		{"status", engine.SagaFilter{Status: wire.Running, Limit: 20}, []string{"tie-b", "c", "café-1", "50%-off", "50x-off", "axb"}, 6},
+		{"status and limit", engine.SagaFilter{Status: wire.Running, Limit: 1}, []string{"tie-b"}, 6},
+		{"status none has", engine.SagaFilter{Status: wire.CompensationFailed, Limit: 20}, nil, 0},
 		{"after", engine.SagaFilter{After: after(7, "c"), Limit: 20}, all[4:], 10},
 		{"after the first of a tie", engine.SagaFilter{After: after(8, "tie-b"), Limit: 3}, []string{"tie-a", "c", "café-1"}, 10},
-		{"after, status and limit", engine.SagaFilter{Status: engine.Running, After: after(8, "tie-b"), Limit: 1}, []string{"c"}, 6},
+		{"after, status and limit", engine.SagaFilter{Status: wire.Running, After: after(8, "tie-b"), Limit: 1}, []string{"c"}, 6},
 		{"after the last", engine.SagaFilter{After: after(1, "axb"), Limit: 20}, nil, 10},
 		{"after, given in another zone", engine.SagaFilter{After: &engine.SagaCursor{CreatedAt: stored(when(3)).In(zone), ID: d.id("50x-off")},
 			Limit: 20}, []string{"a_b", "axb"}, 10},
@@ -139,11 +140,11 @@ func sagaListing(t *testing.T, d *drv) (map[string]engine.Saga, []sagaCase) {
 		{"id prefix of every saga", engine.SagaFilter{IDPrefix: d.ns, Limit: 20}, all, 10},
 		{"id prefix, after and limit", engine.SagaFilter{IDPrefix: d.id("c"), After: after(7, "c"), Limit: 1}, []string{"café-1"}, 3},
 		{"initiator", engine.SagaFilter{Initiator: "agent-2", Limit: 20}, []string{"tie-a", "café-1", "a_b"}, 3},
-		{"initiator, status and limit", engine.SagaFilter{Initiator: "agent-1", Status: engine.Running, Limit: 2}, []string{"tie-b", "c"}, 5},
+		{"initiator, status and limit", engine.SagaFilter{Initiator: "agent-1", Status: wire.Running, Limit: 2}, []string{"tie-b", "c"}, 5},
 		{"initiator none is", engine.SagaFilter{Initiator: "agent-9", Limit: 20}, nil, 0},
 		{"tool, each saga once", engine.SagaFilter{Tool: "sendWireTransfer", Limit: 20}, []string{"tie-b", "tie-a"}, 2},
 		{"tool of decisions", engine.SagaFilter{Tool: engine.GateTool, Limit: 20}, []string{"tie-a"}, 1},
-		{"tool and status", engine.SagaFilter{Tool: "reserveInventory", Status: engine.Running, Limit: 20}, []string{"tie-b", "c"}, 2},
+		{"tool and status", engine.SagaFilter{Tool: "reserveInventory", Status: wire.Running, Limit: 20}, []string{"tie-b", "c"}, 2},
 		{"tool, after and limit", engine.SagaFilter{Tool: "reserveInventory", After: after(9, "d"), Limit: 1}, []string{"tie-b"}, 3},
 		{"tool none has, a prefix of one", engine.SagaFilter{Tool: "reserve", Limit: 20}, nil, 0},
 		{"in doubt", engine.SagaFilter{InDoubtBefore: when(100), Limit: 20}, []string{"d", "tie-b", "café-1", "50%-off"}, 4},
@@ -151,7 +152,7 @@ func sagaListing(t *testing.T, d *drv) (map[string]engine.Saga, []sagaCase) {
 		{"in doubt before, given in another zone", engine.SagaFilter{InDoubtBefore: stored(when(11)).In(pdt), Limit: 20}, []string{"50%-off"}, 1},
 		{"in doubt, none that old", engine.SagaFilter{InDoubtBefore: stored(when(10)), Limit: 20}, nil, 0},
 		{"in doubt and initiator", engine.SagaFilter{InDoubtBefore: when(100), Initiator: "agent-2", Limit: 20}, []string{"café-1"}, 1},
-		{"in doubt, status, after and limit", engine.SagaFilter{InDoubtBefore: when(100), Status: engine.Running, After: after(8, "tie-b"),
+		{"in doubt, status, after and limit", engine.SagaFilter{InDoubtBefore: when(100), Status: wire.Running, After: after(8, "tie-b"),
 			Limit: 1}, []string{"café-1"}, 3},
 	}
 }
@@ -192,7 +193,7 @@ func testStoreEntries(t *testing.T, d *drv) {
 	es[2].Payload = "approver=manager@company.com\r\nreason=line one\nline two\nauth=oidc"
 	es[2].Phase, es[2].ToolName = engine.PhaseApproved, engine.GateTool
 	otherEntry := mkEntry(other, 1, when(0))
-	createSagas(t, d.db, mkSaga(id, engine.Running, when(0)), mkSaga(other, engine.Running, when(0)))
+	createSagas(t, d.db, mkSaga(id, wire.Running, when(0)), mkSaga(other, wire.Running, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		return errors.Join(tx.Append(es[2]), tx.Append(otherEntry), tx.Append(es[0]), tx.Append(es[1]))
 	})
@@ -217,12 +218,12 @@ func testStoreEntries(t *testing.T, d *drv) {
 func testSnapshot(t *testing.T, d *drv) {
 	ctx := t.Context()
 	id, other := d.id("s"), d.id("other")
-	s := mkSaga(id, engine.AwaitingApproval, when(0))
+	s := mkSaga(id, wire.AwaitingApproval, when(0))
 	es := []engine.Entry{mkEntry(id, 1, when(1)), mkEntry(id, 2, when(2)), mkEntry(id, 3, when(3))}
 	rs := []engine.ApprovalRequest{mkRequest(id, 2, when(3)), mkRequest(id, 3, when(2))} // seq order is not creation order
 	cs := []engine.Call{mkCall(id, 1, engine.CallExecuted, when(4)), mkCall(id, 4, engine.CallRunning, when(1))}
 	cs[1].Requester = "agent-2"
-	createSagas(t, d.db, s, mkSaga(other, engine.Running, when(0)))
+	createSagas(t, d.db, s, mkSaga(other, wire.Running, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		return errors.Join(tx.Append(es[2]), tx.Append(es[0]), tx.Append(es[1]), tx.Append(mkEntry(other, 1, when(0))),
 			tx.PutApproval(rs[1]), tx.PutApproval(rs[0]), tx.PutApproval(mkRequest(other, 1, when(0))),
@@ -251,7 +252,7 @@ func testSnapshot(t *testing.T, d *drv) {
 		// Each Update appends an entry and moves the head to it; every
 		// snapshot must show a head that is its journal's last entry.
 		w := d.id("w")
-		createSagas(t, d.db, mkSaga(w, engine.Running, when(0)))
+		createSagas(t, d.db, mkSaga(w, wire.Running, when(0)))
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -318,7 +319,7 @@ func testLastExecuted(t *testing.T, d *drv) {
 		"b/7": entry(b, 7, 8, card, engine.PhaseExecuted),
 		"a/3": entry(a, 3, 9, engine.GateTool, engine.PhaseExecuted), // a resolution
 	}
-	createSagas(t, d.db, mkSaga(a, engine.Running, when(0)), mkSaga(b, engine.Running, when(0)))
+	createSagas(t, d.db, mkSaga(a, wire.Running, when(0)), mkSaga(b, wire.Running, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		var err error
 		for _, e := range es {

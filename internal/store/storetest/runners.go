@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Calls in doubt and the runners that hold them (Store.InDoubt, Register,
@@ -30,7 +31,7 @@ func testStoreInDoubt(t *testing.T, d *drv) {
 		c.Runner = r
 		cs[k] = c
 	}
-	createSagas(t, d.db, mkSaga(a, engine.Running, when(0)), mkSaga(b, engine.Running, when(0)))
+	createSagas(t, d.db, mkSaga(a, wire.Running, when(0)), mkSaga(b, wire.Running, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		var err error
 		for _, c := range cs {
@@ -82,7 +83,7 @@ func testRunners(t *testing.T, d *drv) {
 		}
 	}
 	a := d.id("a")
-	createSagas(t, d.db, mkSaga(a, engine.Running, when(0)))
+	createSagas(t, d.db, mkSaga(a, wire.Running, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		var err error
 		for i, runner := range []string{"old", "live", "gone", "live", "settled"} {

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Store.Update and its Tx: locks, sagas, the journal and calls.
@@ -17,7 +18,7 @@ import (
 func testUpdate(t *testing.T, d *drv) {
 	ctx := t.Context()
 	kept, lost := d.id("kept"), d.id("lost")
-	keptSaga := mkSaga(kept, engine.Running, when(0))
+	keptSaga := mkSaga(kept, wire.Running, when(0))
 	e, r, c := mkEntry(kept, 1, when(1)), mkRequest(kept, 1, when(1)), mkCall(kept, 1, engine.CallRunning, when(1))
 	t.Run("commits when fn returns nil", func(t *testing.T) {
 		write(t, d.db, func(tx engine.Tx) error {
@@ -38,11 +39,11 @@ func testUpdate(t *testing.T, d *drv) {
 			if err != nil {
 				return err
 			}
-			s.Status, s.HeadSeq = engine.Compensated, 9
+			s.Status, s.HeadSeq = wire.Compensated, 9
 			if err := tx.PutSaga(s); err != nil {
 				return err
 			}
-			if _, err := tx.CreateSaga(mkSaga(lost, engine.Running, when(2))); err != nil {
+			if _, err := tx.CreateSaga(mkSaga(lost, wire.Running, when(2))); err != nil {
 				return err
 			}
 			for _, id := range []string{kept, lost} {
@@ -85,7 +86,7 @@ func testUpdate(t *testing.T, d *drv) {
 		// them go through another handle (another process) and half lock
 		// with CreateSaga. Any two that overlapped would lose an increment.
 		counter := d.id("counter")
-		createSagas(t, d.db, mkSaga(counter, engine.Running, when(0)))
+		createSagas(t, d.db, mkSaga(counter, wire.Running, when(0)))
 		other := d.h.Open(t)
 		defer other.Close()
 		const n = 16
@@ -96,7 +97,7 @@ func testUpdate(t *testing.T, d *drv) {
 				err := db.Update(ctx, func(tx engine.Tx) error {
 					lock := tx.LockSaga
 					if i%4 >= 2 {
-						lock = func(id string) (engine.Saga, error) { return tx.CreateSaga(mkSaga(id, engine.Running, when(0))) }
+						lock = func(id string) (engine.Saga, error) { return tx.CreateSaga(mkSaga(id, wire.Running, when(0))) }
 					}
 					s, err := lock(counter)
 					if err != nil {
@@ -120,7 +121,7 @@ func testUpdate(t *testing.T, d *drv) {
 
 func testLockSaga(t *testing.T, d *drv) {
 	id := d.id("s")
-	s := mkSaga(id, engine.Running, when(0))
+	s := mkSaga(id, wire.Running, when(0))
 	createSagas(t, d.db, s)
 	tests := []struct {
 		name, id string
@@ -146,7 +147,7 @@ func testLockSaga(t *testing.T, d *drv) {
 
 func testLockSagaCall(t *testing.T, d *drv) {
 	id := d.id("s")
-	s := mkSaga(id, engine.Running, when(0))
+	s := mkSaga(id, wire.Running, when(0))
 	createSagas(t, d.db, s)
 	write(t, d.db, func(tx engine.Tx) error { return tx.PutCall(mkCall(id, 3, engine.CallCompensating, when(1))) })
 	tests := []struct {
@@ -176,7 +177,7 @@ func testLockSagaCall(t *testing.T, d *drv) {
 func testLockAs(t *testing.T, d *drv) {
 	ctx := t.Context()
 	id := d.id("s")
-	s := storedSaga(mkSaga(id, engine.Running, when(0)))
+	s := storedSaga(mkSaga(id, wire.Running, when(0)))
 	createSagas(t, d.db, s)
 	write(t, d.db, func(tx engine.Tx) error { return tx.PutCall(mkCall(id, 1, engine.CallRunning, when(1))) })
 	moved := s
@@ -193,10 +194,10 @@ func testLockAs(t *testing.T, d *drv) {
 		{"its call moved on", s, 1, engine.CallCompensating, true},
 		{"no such call", s, 2, engine.CallRunning, true},
 		{"another head", moved, 0, "", true},
-		{"another status", func() engine.Saga { x := s; x.Status = engine.AwaitingApproval; return x }(), 0, "", true},
+		{"another status", func() engine.Saga { x := s; x.Status = wire.AwaitingApproval; return x }(), 0, "", true},
 		{"ended since", func() engine.Saga { x := s; x.Ended = true; return x }(), 0, "", true},
 		{"changed since", func() engine.Saga { x := s; x.UpdatedAt = x.UpdatedAt.Add(time.Microsecond); return x }(), 0, "", true},
-		{"no such saga", storedSaga(mkSaga(d.id("nobody"), engine.Running, when(0))), 0, "", true},
+		{"no such saga", storedSaga(mkSaga(d.id("nobody"), wire.Running, when(0))), 0, "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,8 +226,8 @@ func testLockAs(t *testing.T, d *drv) {
 func testCreateSaga(t *testing.T, d *drv) {
 	ctx := t.Context()
 	id := d.id("s")
-	s := mkSaga(id, engine.Running, when(0))
-	again := mkSaga(id, engine.Completed, when(9))
+	s := mkSaga(id, wire.Running, when(0))
+	again := mkSaga(id, wire.Completed, when(9))
 	again.Initiator, again.Ended, again.HeadSeq = "agent-2", true, 3
 	tests := []struct {
 		name string
@@ -252,9 +253,9 @@ func testCreateSaga(t *testing.T, d *drv) {
 
 func testPutSaga(t *testing.T, d *drv) {
 	id := d.id("s")
-	s := mkSaga(id, engine.Running, when(0))
+	s := mkSaga(id, wire.Running, when(0))
 	createSagas(t, d.db, s)
-	put := engine.Saga{ID: id, Status: engine.Compensated, Initiator: "agent-2", Ended: true,
+	put := engine.Saga{ID: id, Status: wire.Compensated, Initiator: "agent-2", Ended: true,
 		Reason: "aborted by agent-1: user cancelled", HeadSeq: 4, HeadHash: fmt.Sprintf("%064x", 4),
 		CreatedAt: when(7), UpdatedAt: when(8)}
 	write(t, d.db, func(tx engine.Tx) error {
@@ -275,7 +276,7 @@ func testPutSaga(t *testing.T, d *drv) {
 func testAppend(t *testing.T, d *drv) {
 	ctx := t.Context()
 	id := d.id("s")
-	createSagas(t, d.db, mkSaga(id, engine.Running, when(0)))
+	createSagas(t, d.db, mkSaga(id, wire.Running, when(0)))
 	e := mkEntry(id, 1, when(1))
 	t.Run("appends", func(t *testing.T) {
 		write(t, d.db, func(tx engine.Tx) error { return tx.Append(e) })
@@ -302,7 +303,7 @@ func testAppend(t *testing.T, d *drv) {
 
 func testTxEntries(t *testing.T, d *drv) {
 	id := d.id("s")
-	createSagas(t, d.db, mkSaga(id, engine.Running, when(0)))
+	createSagas(t, d.db, mkSaga(id, wire.Running, when(0)))
 	committed := mkEntry(id, 2, when(2))
 	write(t, d.db, func(tx engine.Tx) error { return tx.Append(committed) })
 	inTx(t, d.db, func(tx engine.Tx) {
@@ -333,7 +334,7 @@ func testTxEntries(t *testing.T, d *drv) {
 func testCall(t *testing.T, d *drv) {
 	id := d.id("s")
 	c := mkCall(id, 3, engine.CallExecuted, when(2))
-	createSagas(t, d.db, mkSaga(id, engine.Running, when(0)))
+	createSagas(t, d.db, mkSaga(id, wire.Running, when(0)))
 	write(t, d.db, func(tx engine.Tx) error { return tx.PutCall(c) })
 	tests := []struct {
 		name, saga string
@@ -361,7 +362,7 @@ func testCall(t *testing.T, d *drv) {
 
 func testPutCall(t *testing.T, d *drv) {
 	id := d.id("s")
-	createSagas(t, d.db, mkSaga(id, engine.Running, when(0)))
+	createSagas(t, d.db, mkSaga(id, wire.Running, when(0)))
 	running := mkCall(id, 1, engine.CallRunning, when(1))
 	running.Requester, running.OutcomeSeq, running.Result = "https://id.example.com#ü1", 0, ""
 	settled := engine.Call{SagaID: id, Seq: 1, ToolName: "other", Input: "{}", Requester: "mallory", State: engine.CallExecuted,
@@ -393,7 +394,7 @@ func testCalls(t *testing.T, d *drv) {
 		4: mkCall(id, 4, engine.CallRunning, when(4)),
 		5: mkCall(id, 5, engine.CallFailed, when(5)),
 	}
-	createSagas(t, d.db, mkSaga(id, engine.Running, when(0)), mkSaga(other, engine.Running, when(0)))
+	createSagas(t, d.db, mkSaga(id, wire.Running, when(0)), mkSaga(other, wire.Running, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		return errors.Join(tx.PutCall(cs[4]), tx.PutCall(cs[2]), tx.PutCall(cs[5]), tx.PutCall(cs[1]), tx.PutCall(cs[3]),
 			tx.PutCall(mkCall(other, 1, engine.CallRunning, when(1))))

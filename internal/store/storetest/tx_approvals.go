@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // The Tx's pending requests and their votes.
@@ -15,7 +16,7 @@ import (
 func testApproval(t *testing.T, d *drv) {
 	id := d.id("s")
 	r := mkRequest(id, 3, when(1))
-	createSagas(t, d.db, mkSaga(id, engine.AwaitingApproval, when(0)))
+	createSagas(t, d.db, mkSaga(id, wire.AwaitingApproval, when(0)))
 	write(t, d.db, func(tx engine.Tx) error { return tx.PutApproval(r) })
 	tests := []struct {
 		name, saga string
@@ -47,7 +48,7 @@ func testPutApproval(t *testing.T, d *drv) {
 	r.Input = "{\"amount\":\"100\",\r\n \"to\":\"名前\"}" // the exact bytes the agent sent
 	r.InputHash = engine.PayloadHash(r.Input)
 	r.Rule, r.Policy, r.Quorum, r.Due, r.Reason = "large", engine.PayloadHash("policy"), 3, when(600), "invoice 77, due Friday"
-	createSagas(t, d.db, mkSaga(id, engine.AwaitingApproval, when(0)))
+	createSagas(t, d.db, mkSaga(id, wire.AwaitingApproval, when(0)))
 	write(t, d.db, func(tx engine.Tx) error { return tx.PutApproval(r) })
 	inTx(t, d.db, func(tx engine.Tx) {
 		if got, err := tx.Approval(id, 3); err != nil || !cmp.Equal(storedRequests(r)[0], got, exact...) {
@@ -66,7 +67,7 @@ func testPutVotes(t *testing.T, d *drv) {
 	id := d.id("s")
 	r := mkRequest(id, 3, when(1))
 	r.Quorum, r.Due = 2, when(60)
-	createSagas(t, d.db, mkSaga(id, engine.AwaitingApproval, when(0)))
+	createSagas(t, d.db, mkSaga(id, wire.AwaitingApproval, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		return errors.Join(tx.PutApproval(r), tx.PutApproval(mkRequest(id, 5, when(2))))
 	})
@@ -106,7 +107,7 @@ func testDeleteApprovals(t *testing.T, d *drv) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			saga, other := d.id(fmt.Sprint("s", i)), d.id(fmt.Sprint("other", i))
-			createSagas(t, d.db, mkSaga(saga, engine.AwaitingApproval, when(0)), mkSaga(other, engine.AwaitingApproval, when(0)))
+			createSagas(t, d.db, mkSaga(saga, wire.AwaitingApproval, when(0)), mkSaga(other, wire.AwaitingApproval, when(0)))
 			write(t, d.db, func(tx engine.Tx) error {
 				return errors.Join(tx.PutApproval(mkRequest(saga, 2, when(1))), tx.PutApproval(mkRequest(saga, 4, when(1))),
 					tx.PutApproval(mkRequest(saga, 6, when(1))), tx.PutApproval(mkRequest(other, 4, when(1))))
@@ -139,8 +140,8 @@ func testDeleteApprovals(t *testing.T, d *drv) {
 
 func testCountApprovals(t *testing.T, d *drv) {
 	three, one := d.id("three"), d.id("one")
-	createSagas(t, d.db, mkSaga(three, engine.AwaitingApproval, when(0)), mkSaga(one, engine.AwaitingApproval, when(0)),
-		mkSaga(d.id("none"), engine.Running, when(0)))
+	createSagas(t, d.db, mkSaga(three, wire.AwaitingApproval, when(0)), mkSaga(one, wire.AwaitingApproval, when(0)),
+		mkSaga(d.id("none"), wire.Running, when(0)))
 	write(t, d.db, func(tx engine.Tx) error {
 		return errors.Join(tx.PutApproval(mkRequest(three, 1, when(1))), tx.PutApproval(mkRequest(three, 2, when(1))),
 			tx.PutApproval(mkRequest(three, 3, when(1))), tx.PutApproval(mkRequest(one, 1, when(1))))
