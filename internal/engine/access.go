@@ -6,8 +6,8 @@ import (
 )
 
 // This file is the one place that says who may do what. Every command of
-// the engine asks allow before it changes anything, and views ask Can, so
-// the console never offers what the engine would refuse.
+// the engine asks guard and Can before it changes anything, and views ask
+// Can, so the console never offers what the engine would refuse.
 
 // Action is something a principal asks of the engine.
 type Action string

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/service"
-
 	"github.com/sagacity-go/sagacity/toolsig"
 )
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Lookup returns one saga; NotFound when absent, Forbidden as Can says
@@ -61,9 +62,11 @@ func (e *Engine) CountSagas(ctx context.Context, p Principal, f SagaFilter) (int
 	return e.store.CountSagas(ctx, e.doubting(f))
 }
 
-// doubting is f with InDoubtBefore set to the in-doubt window when f asks
-// for the sagas with a call in doubt (InDoubt).
+// doubting is f with InDoubtBefore the engine's own: the in-doubt window
+// when f asks for the sagas with a call in doubt (InDoubt), unset
+// otherwise, whatever the caller put there.
 func (e *Engine) doubting(f SagaFilter) SagaFilter {
+	f.InDoubtBefore = time.Time{}
 	if f.InDoubt {
 		f.InDoubtBefore = e.window()
 	}

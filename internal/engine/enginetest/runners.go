@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -305,5 +306,37 @@ func testInDoubt(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
 	}
 	if st := v.status("crash"); st != wire.Running {
 		t.Errorf("status = %s, want RUNNING: the call is in doubt", st)
+	}
+
+	// Which sagas have a call in doubt is the engine's to say, by its own
+	// window and clock: a cut-off the caller sets is not taken.
+	v.call("calm", "reserveInventory", `{"item":"pen"}`)
+	ids := func(e *engine.Engine, f engine.SagaFilter) []string {
+		t.Helper()
+		f.Limit = 20
+		sagas, err := e.Sagas(ctx, auditor, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range sagas {
+			out = append(out, s.ID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	later := time.Now().Add(time.Hour)
+	if got := ids(v.e, engine.SagaFilter{InDoubt: true, InDoubtBefore: later}); len(got) != 0 {
+		t.Errorf("sagas in doubt within the 10-minute window, the caller's cut-off an hour ahead = %v; want none", got)
+	}
+	if got := ids(v.e, engine.SagaFilter{InDoubtBefore: later}); !slices.Equal(got, []string{"calm", "crash"}) {
+		t.Errorf("sagas with only the caller's cut-off set = %v; want every saga, the cut-off not taken", got)
+	}
+	short, err := engine.New(v.db, v.fx.tools(), engine.WithKeys(testkit.Keys(t)), engine.WithClock(clk.now), engine.WithInDoubtAfter(time.Nanosecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(short, engine.SagaFilter{InDoubt: true}); !slices.Equal(got, []string{"crash"}) {
+		t.Errorf("sagas in doubt by a window of 1ns = %v; want the crashed call's", got)
 	}
 }
