@@ -6,7 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"os"
+
 	"os/exec"
 	"slices"
 	"strings"
@@ -297,12 +297,7 @@ func TestMCPSessionPerCall(t *testing.T) {
 // named saga, one session each, and the second step runs.
 func TestMCPTypeScript(t *testing.T) {
 	t.Parallel()
-	if _, err := os.Stat("testdata/node/node_modules/@modelcontextprotocol/sdk"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the MCP TypeScript SDK is not installed (npm ci --prefix internal/app/testdata/node): %v", err)
-		}
-		t.Skip("the MCP TypeScript SDK is not installed: npm ci --prefix internal/app/testdata/node")
-	}
+	nodePackage(t, "@modelcontextprotocol/sdk")
 	p := authtest.NewProvider(t, people...)
 	agentT, agentTok := token("agent", engine.RoleAgent)
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{roles: groupRoles, tokens: []auth.Token{agentT}, apiAudience: "sagacity-api",

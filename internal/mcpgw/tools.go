@@ -58,9 +58,14 @@ func listed(t engine.ToolInfo) *mcp.Tool {
 	}
 	desc := strings.TrimSpace(t.Description)
 	destructive := t.Reversibility == engine.Irreversible
-	if destructive {
+	switch {
+	case destructive:
 		desc = strings.TrimSpace(desc + " Cannot be undone: each call waits for a person's approval (the call answers " +
 			"AWAITING_APPROVAL; then " + statusTool + " and " + resumeTool + ").")
+	case desc == "":
+		// Every tool is described (the conformance suite holds it): what
+		// the model can rely on of one configured without a description.
+		desc = "Journaled, and undone if its saga fails."
 	}
 	return &mcp.Tool{Name: t.Name, Description: desc, InputSchema: schema,
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}}
