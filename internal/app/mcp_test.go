@@ -471,3 +471,86 @@ func TestMCPPrivacy(t *testing.T) {
 		t.Errorf("subscribing to its own saga: %v", err)
 	}
 }
+
+// TestMCPMethodNotFound: a request of a method /mcp does not serve
+// (tasks/get, anything unknown), in a session or before one, is answered
+// as JSON-RPC says, -32601 Method not found with the request's id, not a
+// plain-text 400; a notification of one is not answered with a body; the
+// session goes on.
+func TestMCPMethodNotFound(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
+	post := func(body string, headers ...string) response {
+		t.Helper()
+		return e.do("POST", "/mcp", "application/json", body, append([]string{"Accept", "application/json, text/event-stream"}, headers...)...)
+	}
+	init := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},` +
+		`"clientInfo":{"name":"probe","version":"1"}}}`)
+	session := init.header.Get("Mcp-Session-Id")
+	if init.code != 200 || session == "" {
+		t.Fatalf("initialize = %d %v %s", init.code, init.header, init.body)
+	}
+	in := []string{"Mcp-Session-Id", session, "Mcp-Protocol-Version", "2025-11-25"}
+	want(t, "notifications/initialized", post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, in...), http.StatusAccepted)
+	for _, c := range []struct {
+		name, method string
+		id           any
+		headers      []string
+	}{
+		{"tasks/get in a session", "tasks/get", 2, in},
+		{"an unknown method in a session", "sagacity/nothing", "three", in},
+		{"an unknown method before a session", "nothing/at-all", 4, nil},
+	} {
+		id, _ := json.Marshal(c.id)
+		r := post(`{"jsonrpc":"2.0","id":`+string(id)+`,"method":"`+c.method+`","params":{"taskId":"x"}}`, c.headers...)
+		var got struct {
+			JSONRPC string
+			ID      json.RawMessage
+			Error   struct {
+				Code    int
+				Message string
+			}
+		}
+		if err := json.Unmarshal([]byte(r.body), &got); err != nil || r.code != 200 || r.header.Get("Content-Type") != "application/json" ||
+			got.JSONRPC != "2.0" || string(got.ID) != string(id) ||
+			got.Error.Code != -32601 || !strings.Contains(got.Error.Message, c.method) {
+			t.Errorf("%s = %d %s %q; want 200 application/json, a JSON-RPC error -32601 naming %s with id %s", c.name, r.code,
+				r.header.Get("Content-Type"), r.body, c.method, id)
+		}
+	}
+	if r := post(`{"jsonrpc":"2.0","method":"notifications/nothing"}`, in...); r.code == 200 || strings.Contains(r.body, "-32601") {
+		t.Errorf("an unknown notification = %d %q; want no JSON-RPC answer", r.code, r.body)
+	}
+	if r := post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`, in...); r.code != 200 || !strings.Contains(r.body, `"result":{}`) {
+		t.Errorf("ping after the unserved requests = %d %q; want the session to answer", r.code, r.body)
+	}
+}
+
+// TestMCPProtocolVersion: the server negotiates 2025-11-25 at the newest,
+// as the OpenAPI document says: the official Go client, which asks for
+// 2026-07-28 first, gets 2025-11-25, and a client of 2026-07-28 that
+// discovers the server is told the versions it serves, 2025-11-25 first.
+func TestMCPProtocolVersion(t *testing.T) {
+	t.Parallel()
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
+	cs := mcpSession(t, e, "go-agent", nil, nil)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Errorf("the Go SDK's client negotiated %q, want 2025-11-25", v)
+	}
+	r := e.do("POST", "/mcp", "application/json", `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{`+
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},`+
+		`"io.modelcontextprotocol/clientInfo":{"name":"probe","version":"1"}}}}`,
+		"Accept", "application/json, text/event-stream", "Mcp-Protocol-Version", "2026-07-28", "Mcp-Method", "server/discover")
+	var got struct {
+		Result struct{ SupportedVersions []string }
+	}
+	_, data, _ := strings.Cut(r.body, "data: ")
+	_ = json.Unmarshal([]byte(data), &got)
+	if v := got.Result.SupportedVersions; len(v) == 0 || v[0] != "2025-11-25" || slices.Contains(v, "2026-07-28") {
+		t.Errorf("server/discover at 2026-07-28 = %d %s; want the versions served, 2025-11-25 first", r.code, r.body)
+	}
+	desc := apiDescription(t, "/mcp")
+	if !strings.Contains(desc, "from 2024-11-05 to 2025-11-25") || strings.Contains(desc, "2026-07-28, the newest") {
+		t.Errorf("the OpenAPI document's /mcp says %q; want it to name 2025-11-25 as the newest version negotiated", desc)
+	}
+}

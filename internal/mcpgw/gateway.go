@@ -99,9 +99,13 @@ func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger
 // information, which also binds each session to its principal. A new
 // session beyond the bounds (maxSessions in all, maxSessionsEach for one
 // principal) is refused with an Unavailable error before anything is
-// written.
+// written. A request of a method it does not serve is answered -32601
+// (see unserved).
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request) error {
 	p := auth.From(r.Context())
+	if answered, err := unserved(w, r); answered || err != nil {
+		return err
+	}
 	if r.Method == http.MethodPost && r.Header.Get(sessionHeader) == "" {
 		if err := g.admit(p.ID); err != nil {
 			return err
