@@ -43,6 +43,7 @@ var scenarios = []scenario{
 	{"Journal", withEnv(testJournal)},
 	{"GateApproveResume", withEnv(testGateApproveResume)},
 	{"RefusedResume", testRefusedResume},
+	{"EarlyResume", withEnv(testEarlyResume)},
 	{"Reject", withEnv(testReject)},
 	{"FinishedSaga", withEnv(testFinishedSaga)},
 	{"Compensation", withEnv(testCompensation)},
