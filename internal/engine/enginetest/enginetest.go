@@ -44,6 +44,7 @@ var scenarios = []scenario{
 	{"GateApproveResume", withEnv(testGateApproveResume)},
 	{"RefusedResume", testRefusedResume},
 	{"EarlyResume", withEnv(testEarlyResume)},
+	{"Await", withEnv(testAwait)},
 	{"Reject", withEnv(testReject)},
 	{"FinishedSaga", withEnv(testFinishedSaga)},
 	{"Compensation", withEnv(testCompensation)},
