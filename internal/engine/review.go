@@ -75,7 +75,7 @@ type Review struct {
 	// InDoubt is set when that execution is in doubt: it ran, or may
 	// have, and its outcome is not journaled (Review fills it in).
 	InDoubt bool
-	Journal          []Entry // the whole journal, by seq
+	Journal []Entry // the whole journal, by seq
 	// WouldUndo is what rejecting it compensates: the saga's executed
 	// steps that have an undo, newest first; StaysDone the executed
 	// steps of IRREVERSIBLE tools, which nothing undoes. Siblings are the
