@@ -135,6 +135,7 @@ func Build(ctx context.Context, p Parts) (*App, error) {
 		&tlog.Checker{Log: lg, Every: ev.Check, FullEvery: ev.FullCheck, Logger: p.Logger},
 		&engine.Heartbeat{Engine: eng, Replica: p.Replica, Lineage: p.Checkpoints, Every: ev.Beat, Logger: p.Logger},
 		&tlog.Sequencer{Log: lg, Every: ev.Sequence, Logger: p.Logger},
+		&engine.Listener{Engine: eng, Logger: p.Logger},
 		&engine.Recoverer{Engine: eng, Every: ev.Recover, Logger: p.Logger},
 		&engine.Lapser{Engine: eng, Every: ev.Lapse, All: ev.LapseAll, Logger: p.Logger},
 	}

@@ -104,6 +104,7 @@ type Tool struct {
 // one process or many, may share one store.
 type Engine struct {
 	store    Store
+	waits    waits // held waits for decisions (Await)
 	tools    map[string]Tool
 	schemas  map[string]*inputSchema // by tool; absent for a tool without one
 	now      func() time.Time

@@ -112,6 +112,13 @@ func Fingerprint(hash string) string {
 // that wants it: those not waiting for an escalation, those already told
 // of its thread, and also (a step of an escalation).
 func (e *Engine) tell(tx Tx, ev OutboxEvent, also ...string) error {
+	if ev.SagaID != "" && ev.Type != wire.EventWaiting {
+		// What a held call waits on changed (Await); a new request has
+		// nobody waiting on it yet.
+		if err := tx.Wake(ev.SagaID); err != nil {
+			return err
+		}
+	}
 	if len(e.endpoints) == 0 {
 		return nil
 	}
@@ -244,7 +251,7 @@ func (e *Engine) ruleOrName(g Entry) Rule {
 // request at seq of saga s.
 func (e *Engine) tellOutcome(tx Tx, s *Saga, seq int64, en Entry) error {
 	if len(e.endpoints) == 0 {
-		return nil
+		return tx.Wake(s.ID) // as tell would
 	}
 	entries, err := tx.Entries(s.ID)
 	if err != nil {

@@ -129,6 +129,10 @@ func (w watched) Update(ctx context.Context, fn func(Tx) error) error {
 	return failing(ctx, w.obs, w.s.Update(ctx, fn))
 }
 
+func (w watched) Listen(ctx context.Context, changed func(string)) error {
+	return w.s.Listen(ctx, changed)
+}
+
 func (w watched) Saga(ctx context.Context, id string) (Saga, error) {
 	s, err := w.s.Saga(ctx, id)
 	return s, failing(ctx, w.obs, err)

@@ -10,12 +10,15 @@ import (
 	"github.com/sagacity-go/sagacity/wire"
 )
 
-// Refusal details journaled when a resume fails closed (SPEC §4).
+// Why a resume is not run. RefusedStale and RefusedGrant are refusals,
+// journaled (SPEC §4); RefusedNoApproval and RefusedQuorum begin the
+// message of a resume asked before the quorum, which changes nothing
+// (Conflict, code wire.CodeUndecided).
 const (
 	RefusedNoApproval = "no human approval recorded"
 	RefusedStale      = "stale-approval: payload changed since approval was granted"
-	// RefusedQuorum starts the refusal of a request approved by fewer
-	// people than its rule asks for.
+	// RefusedQuorum is a request approved by fewer people than its rule
+	// asks for.
 	RefusedQuorum = "quorum not reached"
 	// RefusedGrant starts the refusal of a request whose approval's
 	// grant ended before it was executed.
@@ -53,11 +56,14 @@ type ResumeResult struct {
 // request whose time ran out (its deadline passed without its quorum, or
 // its grant ended) → closed as the sweep closes it, the saga compensated,
 // and Conflict with code EXPIRED, as a resume after the sweep gets;
-// fewer standing approvals than its rule's quorum (RefusedNoApproval for
-// none), or sha256(payload) ≠ the hash of the input that entry journaled
-// (byte-exact, whatever the bytes) → refused:
-// REJECTED is journaled (with the attempted bytes, see EncodeText), the
-// saga's pending requests are dropped and its executed steps compensated.
+// fewer standing approvals than its rule's quorum → Conflict (code
+// UNDECIDED, the message beginning RefusedNoApproval or RefusedQuorum),
+// nothing run or changed, whatever the bytes: asking early is how an
+// agent polls, and it costs no one their vote; sha256(payload) ≠ the
+// hash of the input that entry journaled (byte-exact, whatever the
+// bytes) → refused: REJECTED is journaled (RefusedStale, with the
+// attempted bytes, see EncodeText), the saga's pending requests are
+// dropped and its executed steps compensated.
 // Otherwise the request is claimed and dropped in the transaction that
 // journals INTENT, so however many resumes race, across processes, the
 // tool runs at most once. A resume of a request the journal says was
@@ -78,9 +84,7 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 // Execute is Resume with the bytes the request's verified AWAITING_APPROVAL
 // entry holds: what a person who approved it, or the agent that asked,
 // runs from the console or MCP without presenting the bytes again. Every
-// check of Resume holds; and a request whose quorum is not reached yet is
-// Conflict (Code wire.CodeUndecided) with nothing changed, where Resume
-// refuses it and compensates the saga.
+// check of Resume holds.
 func (e *Engine) Execute(ctx context.Context, p Principal, sagaID string, seq int64) (ResumeResult, error) {
 	return e.resume(ctx, p, sagaID, seq, nil, nil)
 }
@@ -144,24 +148,17 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 			if b.drift != nil {
 				return b.drift
 			}
-			if payload == nil && !b.tally.Met() {
-				// Execute runs what people approved; asked before they
-				// did, it changes nothing.
-				return &Error{Kind: Conflict, Code: wire.CodeUndecided, Msg: fmt.Sprintf("the request at seq=%d is not decided yet (%s): "+
-					"nothing was run or changed; wait until it is approved, then execute it", seq, b.tally.Progress())}
+			if !b.tally.Met() {
+				// A resume runs what people approved; asked before they
+				// did, whatever the bytes, it changes nothing.
+				return undecided(b.tally, gated, payload)
 			}
 			if err := e.clear(tx, s); err != nil {
 				return err
 			}
-			presented := gated.Input
-			if payload != nil {
-				presented = *payload
-			}
-			if refusal = refuse(b.tally, gated, presented); refusal != "" {
-				detail := Lines{{Value: refusal}}
-				if refusal == RefusedStale {
-					detail = detail.With(KeyAttempted, EncodeText(presented))
-				}
+			if payload != nil && PayloadHash(*payload) != PayloadHash(gated.Input) {
+				refusal = RefusedStale
+				detail := Lines{{Value: refusal}}.With(KeyAttempted, EncodeText(*payload))
 				_, err := e.refused(tx, s, b, detail, fmt.Sprintf("resume of %s at seq=%d refused: %s", gated.ToolName, seq, refusal), now)
 				return err
 			}
@@ -249,16 +246,20 @@ func (e *Engine) refused(tx Tx, s *Saga, b bound, detail Lines, reason string, a
 	return en, e.fail(tx, s, reason)
 }
 
-// refuse returns why payload may not run as the verified gated entry,
-// whose votes stand as t, or "". Its time running out is runOut's.
-func refuse(t Tally, gated Entry, payload string) string {
-	switch {
-	case len(t.Votes) == 0:
-		return RefusedNoApproval
-	case !t.Met():
-		return RefusedQuorum + ": " + t.Progress()
-	case PayloadHash(payload) != PayloadHash(gated.Input):
-		return RefusedStale
+// undecided is the answer to a resume or an execution of the request at
+// seq of tool gated, whose votes stand as t, short of its quorum: nothing
+// runs and nothing changes, whatever bytes were presented (payload, nil
+// for Execute's). Its message begins as the seed's refusal did:
+// RefusedNoApproval, or RefusedQuorum once someone approved.
+func undecided(t Tally, gated Entry, payload *string) error {
+	why := RefusedNoApproval
+	if len(t.Votes) > 0 {
+		why = RefusedQuorum
 	}
-	return ""
+	bytes := ""
+	if payload != nil && *payload != gated.Input {
+		bytes = fmt.Sprintf("; and these are not the bytes it asks for (sha256 %s)", PayloadHash(gated.Input))
+	}
+	return &Error{Kind: Conflict, Code: wire.CodeUndecided, Msg: fmt.Sprintf("%s: the request at seq=%d is not decided yet (%s)%s: "+
+		"nothing was run or changed; wait until it is approved, then resume it", why, gated.Seq, t.Progress(), bytes)}
 }

@@ -72,7 +72,10 @@ type Review struct {
 	// executed it (KeyRequester) and when. Outcome is the EXECUTED or
 	// FAILED entry of that execution, once journaled.
 	Resumed, Outcome *Entry
-	Journal          []Entry // the whole journal, by seq
+	// InDoubt is set when that execution is in doubt: it ran, or may
+	// have, and its outcome is not journaled (Review fills it in).
+	InDoubt bool
+	Journal []Entry // the whole journal, by seq
 	// WouldUndo is what rejecting it compensates: the saga's executed
 	// steps that have an undo, newest first; StaysDone the executed
 	// steps of IRREVERSIBLE tools, which nothing undoes. Siblings are the
@@ -171,6 +174,9 @@ func (e *Engine) review(ctx context.Context, p Principal, sagaID string, seq int
 		return Review{}, err
 	}
 	r.settle(lc.Requests[seq], snap.Calls)
+	if err := e.doubt(ctx, &r); err != nil {
+		return Review{}, err
+	}
 	if r.Pending {
 		r.WouldUndo, r.StaysDone = e.undoPlan(snap.Calls)
 	}
@@ -219,6 +225,9 @@ func (e *Engine) Requests(ctx context.Context, p Principal, sagaID string) (Saga
 			return Saga{}, nil, err
 		}
 		r.settle(lc.Requests[seq], snap.Calls)
+		if err := e.doubt(ctx, &r); err != nil {
+			return Saga{}, nil, err
+		}
 		out = append(out, r)
 	}
 	return *snap.Saga, out, nil

@@ -21,6 +21,14 @@ type Store interface {
 	// ErrCommitUnknown.
 	Update(ctx context.Context, fn func(Tx) error) error
 
+	// Listen calls changed with the id of each saga whose requests an
+	// Update changed (Tx.Wake), once that Update committed, in this
+	// process or any other that shares the database; and with "" when it
+	// starts listening and whenever it may have missed some (a lost
+	// connection), for the listener to read again whatever it waits on.
+	// It returns when ctx ends.
+	Listen(ctx context.Context, changed func(sagaID string)) error
+
 	// Saga returns one saga; NotFound when absent.
 	Saga(ctx context.Context, id string) (Saga, error)
 	// Sagas lists sagas, newest first; CountSagas counts them, ignoring
@@ -257,6 +265,10 @@ type Tx interface {
 	CreateSaga(s Saga) (Saga, error)
 	// PutSaga updates a locked saga's mutable fields.
 	PutSaga(s Saga) error
+
+	// Wake says that the saga's requests changed: Store.Listen tells of
+	// it once the transaction commits, and never when it does not.
+	Wake(sagaID string) error
 
 	// Append inserts a journal entry; Conflict if its seq is taken.
 	Append(e Entry) error

@@ -66,6 +66,7 @@ type member struct {
 	key  string
 	fn   func(engine.Tx) error
 	rec  *recorder // its writes, when recorded (PostgreSQL)
+	woke []string  // SQLite: the sagas its fn woke (Tx.Wake)
 	err  error
 	done chan struct{}
 }
@@ -159,7 +160,8 @@ func (s *sqlStore) togetherSQLite(ctx context.Context, ms []*member) {
 			if _, err := c.exec(ctx, "SAVEPOINT grouped"); err != nil {
 				return err
 			}
-			if m.err = m.fn(s.tx(ctx, c)); m.err != nil {
+			if m.err = m.fn(s.txOf(ctx, c, m)); m.err != nil {
+				m.woke = nil
 				if _, err := c.exec(ctx, "ROLLBACK TO grouped"); err != nil {
 					return err
 				}

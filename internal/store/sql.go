@@ -51,6 +51,7 @@ type sqlStore struct {
 	postgres bool
 	group    *group        // commits concurrent Updates together
 	pool     *pgxpool.Pool // PostgreSQL's, for a transaction opened mid-way (recorder)
+	heard    listeners     // SQLite's: told of changes after each commit (see Listen)
 }
 
 // Update commits fn's writes, with those of other sagas' Updates that
@@ -62,7 +63,12 @@ func (s *sqlStore) Update(ctx context.Context, fn func(engine.Tx) error) error {
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	if !s.postgres {
-		return mapErr(s.group.commit(ctx, &member{fn: fn}))
+		m := &member{fn: fn}
+		if err := s.group.commit(ctx, m); err != nil {
+			return mapErr(err)
+		}
+		s.heard.tell(m.woke)
+		return nil
 	}
 	rec := &recorder{s: s, ctx: ctx}
 	err := fn(rec)
@@ -84,7 +90,7 @@ func (s *sqlStore) alone(ctx context.Context, m *member) error {
 		if m.rec != nil {
 			return m.rec.replay(s.tx(ctx, c))
 		}
-		return m.fn(s.tx(ctx, c))
+		return m.fn(s.txOf(ctx, c, m))
 	})
 }
 
@@ -93,12 +99,21 @@ func (s *sqlStore) tx(ctx context.Context, c conn) *tx {
 	return &tx{ctx: ctx, c: c, lock: s.lock, postgres: s.postgres}
 }
 
+// txOf is the engine.Tx of member m's fn on c, which keeps the sagas m's
+// fn wakes (starting with none: fn may run again).
+func (s *sqlStore) txOf(ctx context.Context, c conn, m *member) *tx {
+	t := s.tx(ctx, c)
+	m.woke, t.woke = nil, &m.woke
+	return t
+}
+
 // tx is an engine.Tx over one database transaction.
 type tx struct {
 	ctx      context.Context
 	c        conn
 	lock     string
 	postgres bool
+	woke     *[]string // SQLite: the sagas Wake named, told after the commit
 }
 
 // small runs fn in a short transaction of its own, for state outside the

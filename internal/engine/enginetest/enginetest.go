@@ -43,6 +43,8 @@ var scenarios = []scenario{
 	{"Journal", withEnv(testJournal)},
 	{"GateApproveResume", withEnv(testGateApproveResume)},
 	{"RefusedResume", testRefusedResume},
+	{"EarlyResume", withEnv(testEarlyResume)},
+	{"Await", withEnv(testAwait)},
 	{"Reject", withEnv(testReject)},
 	{"FinishedSaga", withEnv(testFinishedSaga)},
 	{"Compensation", withEnv(testCompensation)},

@@ -83,18 +83,16 @@ func testRefusedResume(t *testing.T, newHarness func(*testing.T) storetest.Harne
 	stale := "stale-approval: payload changed since approval was granted\nattempted="
 	tests := []struct {
 		name    string
-		approve bool
 		payload string
 		detail  string
 	}{
-		{"whitespace only", true, `{ "amount": "100", "to": "alice" }`, stale + `{ "amount": "100", "to": "alice" }`},
-		{"amount changed", true, `{"amount":"999999","to":"mallory"}`, stale + `{"amount":"999999","to":"mallory"}`},
-		{"not approved", false, transfer, "no human approval recorded"},
+		{"whitespace only", `{ "amount": "100", "to": "alice" }`, stale + `{ "amount": "100", "to": "alice" }`},
+		{"amount changed", `{"amount":"999999","to":"mallory"}`, stale + `{"amount":"999999","to":"mallory"}`},
 		// Bytes no store keeps as they are are still a refusal, journaled
 		// in the reversible encoding.
-		{"NUL added", true, transfer + "\x00", stale + engine.EncodeText(transfer+"\x00")},
-		{"invalid UTF-8", true, "\xff" + transfer, stale + engine.EncodeText("\xff"+transfer)},
-		{"the encoding's prefix", true, engine.EncodedPrefix + transfer, stale + engine.EncodeText(engine.EncodedPrefix+transfer)},
+		{"NUL added", transfer + "\x00", stale + engine.EncodeText(transfer+"\x00")},
+		{"invalid UTF-8", "\xff" + transfer, stale + engine.EncodeText("\xff"+transfer)},
+		{"the encoding's prefix", engine.EncodedPrefix + transfer, stale + engine.EncodeText(engine.EncodedPrefix+transfer)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,9 +100,7 @@ func testRefusedResume(t *testing.T, newHarness func(*testing.T) storetest.Harne
 			ctx := context.Background()
 			v := newEnv(t, newHarness)
 			seq := v.gate("s")
-			if tt.approve {
-				v.approve("s", seq)
-			}
+			v.approve("s", seq)
 			res, err := v.e.Resume(ctx, approver, "s", seq, tt.payload)
 			wantReason, _, _ := strings.Cut(tt.detail, "\n")
 			if err != nil || !res.Refused || res.Reason != wantReason || res.Status != wire.Compensated {

@@ -105,10 +105,14 @@ func testVotes(t *testing.T, v *env) {
 	if err == nil || !strings.Contains(err.Error(), "one person counts once") {
 		t.Errorf("alice's second approval: %v; want it said that one person counts once", err)
 	}
-	// Not executable on one vote: the agent's resume is refused, and the
-	// console's Execute changes nothing.
+	// Not executable on one vote: the agent's resume and the console's
+	// Execute change nothing (EarlyResume holds the rest).
 	_, err = v.e.Execute(ctx, agent, "q", seq)
 	wantCode(t, "Execute on one vote of two", err, engine.Conflict, wire.CodeUndecided)
+	e := wantCode(t, "Resume on one vote of two", second(v.e.Resume(ctx, agent, "q", seq, large)), engine.Conflict, wire.CodeUndecided)
+	if !strings.HasPrefix(e.Msg, engine.RefusedQuorum+": ") || !strings.Contains(e.Msg, "1 of 2 approvals") {
+		t.Errorf("Resume on one vote of two: %q; want it to say the quorum is not reached, 1 of 2", e.Msg)
+	}
 	rv := v.review("q", seq)
 	if rv.State != engine.StateUndecided || rv.Tally.Progress() != "1 of 2 approvals (https://idp.example.com#alice); waiting for 1 more from finance-leads or treasury" {
 		t.Errorf("review after one vote: %s, %q", rv.State, rv.Tally.Progress())
@@ -164,9 +168,10 @@ func testVotes(t *testing.T, v *env) {
 		t.Fatalf("alice's withdrawal = %+v, %v; want 0 votes standing", d, err)
 	}
 	v.mustApprove("w", seq, bob)
-	if res, err := v.e.Resume(ctx, agent, "w", seq, large); err != nil || !res.Refused ||
-		!strings.HasPrefix(res.Reason, engine.RefusedQuorum+": 1 of 2 approvals") {
-		t.Errorf("Resume with a vote withdrawn = %+v, %v; want refused: quorum not reached", res, err)
+	wantCode(t, "Resume with a vote withdrawn", second(v.e.Resume(ctx, agent, "w", seq, large)), engine.Conflict, wire.CodeUndecided)
+	v.mustApprove("w", seq, alice)
+	if res, err := v.e.Resume(ctx, agent, "w", seq, large); err != nil || res.Refused || res.Call.Outcome != engine.OutcomeExecuted {
+		t.Errorf("Resume once alice approved again = %+v, %v; want it executed", res, err)
 	}
 	if got := v.verify("w"); !got.Valid {
 		t.Errorf("Verify(w) = %+v", got)
@@ -185,7 +190,7 @@ func testVotes(t *testing.T, v *env) {
 		t.Errorf("after a request for changes: %d compensations, %d pending; want none of either",
 			v.fx.count("undo reserveInventory reserved")-undone, v.pending("c"))
 	}
-	e := wantCode(t, "resuming a request sent back", second(v.e.Resume(ctx, agent, "c", seq, large)), engine.Conflict, wire.CodeChangesRequested)
+	e = wantCode(t, "resuming a request sent back", second(v.e.Resume(ctx, agent, "c", seq, large)), engine.Conflict, wire.CodeChangesRequested)
 	if e.Msg != "[CHANGES_REQUESTED] Tool 'sendWireTransfer': split it: at most 2500 a transfer" {
 		t.Errorf("what the agent reads = %q", e.Msg)
 	}
@@ -202,8 +207,8 @@ func testVotes(t *testing.T, v *env) {
 	if got := v.verify("c"); !got.Valid {
 		t.Errorf("Verify(c) = %+v", got)
 	}
-	if wires() != 1 {
-		t.Errorf("the wire ran %d times; want once, for q", wires())
+	if wires() != 2 {
+		t.Errorf("the wire ran %d times; want twice, for q and w", wires())
 	}
 
 	// Nor does the requester, where agents share sagas: agent starts

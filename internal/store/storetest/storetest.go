@@ -123,6 +123,8 @@ var driverTests = []struct {
 	{"Tx.PutVotes", false, testPutVotes},
 	{"Tx.DeleteApprovals", false, testDeleteApprovals},
 	{"Tx.CountApprovals", false, testCountApprovals},
+	// changes.go
+	{"Store.Listen", true, testListen},
 	// sessions.go
 	{"SessionStore.PutSession", true, testPutSession},
 	{"SessionStore.Session", false, testSession},

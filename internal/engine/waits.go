@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sagacity-go/sagacity/internal/service"
+)
+
+// Waiting for a decision: an agent's call held until people decide (and,
+// under a rule that executes on approval, until the server executed it).
+// Every Update that changes a request wakes its saga (Tx.Wake, in tell
+// and tellOutcome); the store tells the Listener of each commit, across
+// processes on PostgreSQL; the Listener wakes the saga's waits, which
+// read the request again. Nothing polls the database for a held call.
+
+// waits are the held waits of one process, by saga.
+type waits struct {
+	mu        sync.Mutex
+	by        map[string]map[chan struct{}]struct{}
+	listening atomic.Bool // a Listener told the first ""
+}
+
+// add holds a wait on saga sagaID: the channel is signalled (coalesced)
+// at each change of the saga's requests; done drops it.
+func (w *waits) add(sagaID string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.by == nil {
+		w.by = map[string]map[chan struct{}]struct{}{}
+	}
+	if w.by[sagaID] == nil {
+		w.by[sagaID] = map[chan struct{}]struct{}{}
+	}
+	w.by[sagaID][ch] = struct{}{}
+	w.mu.Unlock()
+	return ch, func() {
+		w.mu.Lock()
+		delete(w.by[sagaID], ch)
+		if len(w.by[sagaID]) == 0 {
+			delete(w.by, sagaID)
+		}
+		w.mu.Unlock()
+	}
+}
+
+// wake signals the waits on saga sagaID, or on every saga for "".
+func (w *waits) wake(sagaID string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	signal := func(set map[chan struct{}]struct{}) {
+		for ch := range set {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	if sagaID != "" {
+		signal(w.by[sagaID])
+		return
+	}
+	for _, set := range w.by {
+		signal(set)
+	}
+}
+
+// Held counts the waits held in this process.
+func (e *Engine) Held() int {
+	e.waits.mu.Lock()
+	defer e.waits.mu.Unlock()
+	n := 0
+	for _, set := range e.waits.by {
+		n += len(set)
+	}
+	return n
+}
+
+// Waiting reports whether an agent waiting on the request should wait
+// on: nobody has decided it yet, or its execution is under way and
+// neither finished nor in doubt.
+func (r Review) Waiting() bool {
+	switch r.State {
+	case StateUndecided:
+		return true
+	case StateExecuting:
+		return !r.InDoubt
+	}
+	return false
+}
+
+// Await holds until the request at seq of saga sagaID is no longer one
+// to wait on (Review.Waiting), or until ctx ends, and returns it as it
+// then stands (as Review reads it, Waiting still true when ctx ended
+// first; ctx's end is not an error). It wakes when an Update changes the
+// saga's requests, in any process sharing the database, and reads the
+// request again then; an execution under way is read again, too, once
+// it could have fallen in doubt. Errors: those of Review; Unavailable
+// when no Listener runs, since nothing would wake it.
+func (e *Engine) Await(ctx context.Context, p Principal, sagaID string, seq int64) (Review, error) {
+	if !e.waits.listening.Load() {
+		return Review{}, Errorf(Unavailable, "this server does not listen for decisions: nothing could wake a held call")
+	}
+	changed, done := e.waits.add(sagaID)
+	defer done()
+	for {
+		r, err := e.Review(ctx, p, sagaID, seq)
+		if err != nil {
+			return Review{}, err
+		}
+		if !r.Waiting() {
+			return r, nil
+		}
+		var doubt <-chan time.Time
+		var t *time.Timer
+		if r.State == StateExecuting {
+			t = time.NewTimer(max(e.inDoubtAfter, time.Second))
+			doubt = t.C
+		}
+		select {
+		case <-changed:
+		case <-doubt:
+		case <-ctx.Done():
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			return r, nil
+		}
+	}
+}
+
+// doubt sets r.InDoubt for a request whose execution is under way and
+// in doubt as this process sees it now.
+func (e *Engine) doubt(ctx context.Context, r *Review) error {
+	if r.State != StateExecuting {
+		return nil
+	}
+	calls, err := e.inDoubt(r.Saga.ID, e.window(), e.stored(ctx))
+	r.InDoubt = slices.ContainsFunc(calls, func(c Call) bool { return c.Seq == r.Resumed.Seq })
+	return err
+}
+
+// Listener tells this process's held waits (Await) of every change of a
+// request, as the store hears of it: a service the server runs.
+type Listener struct {
+	Engine *Engine
+	Logger *slog.Logger
+	service.Base
+}
+
+// Start listens until Stop or until ctx ends; it has started once the
+// store listens.
+func (l *Listener) Start(ctx context.Context) error {
+	log := cmp.Or(l.Logger, l.Engine.log)
+	w := &l.Engine.waits
+	return l.Run(ctx, service.Work{Loops: []service.Loop{func(ctx context.Context, ready func()) {
+		var once sync.Once
+		err := l.Engine.store.Listen(ctx, func(sagaID string) {
+			w.wake(sagaID)
+			if sagaID == "" {
+				once.Do(func() {
+					w.listening.Store(true)
+					ready()
+				})
+			}
+		})
+		w.listening.Store(false)
+		if err != nil && ctx.Err() == nil {
+			log.Error("listening for decisions stopped", "err", err)
+		}
+	}}})
+}
