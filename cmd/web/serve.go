@@ -98,7 +98,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 		publicURL = "http://" + ln.Addr().String()
 	}
 	a, err := app.Build(ctx, app.Parts{DB: db, Checkpoints: w, Keys: keys, Tools: tools, Logger: log, Version: version(),
-		PublicURL: publicURL, Replica: replica(cpDir), Targets: cfg.Targets,
+		PublicURL: publicURL, Replica: replica(cpDir), Targets: cfg.Targets, MCPHold: cfg.File.MCP.HoldFor,
 		// The log extends nothing it has not checked in full since the start.
 		Log:   tlog.Options{Every: cfg.File.Log.Every, Interval: cfg.File.Log.Interval, FullCheckFirst: true},
 		Every: app.Intervals{Check: cfg.File.Log.CheckEvery, FullCheck: cfg.File.Log.FullCheckEvery},

@@ -53,6 +53,9 @@ type Parts struct {
 	Targets []notify.Target
 	// Every says how often the services run; zero: each one's default.
 	Every Intervals
+	// MCPHold is how long the MCP gateway holds a gated call for its
+	// decision (config's mcp.holdFor).
+	MCPHold time.Duration
 	// Engine holds the engine's options besides its keys, logger, log,
 	// observer and passkeys, which Build sets.
 	Engine []engine.Option
@@ -127,7 +130,7 @@ func Build(ctx context.Context, p Parts) (*App, error) {
 	o := p.Server
 	o.Log, o.Ready, o.Metrics = p.Logger, p.DB.Ping, rec
 	o.API = &api.Handlers{Engine: eng}
-	gw := mcpgw.New(ctx, eng, p.Version, p.Logger)
+	gw := mcpgw.New(ctx, eng, p.Version, p.MCPHold, p.Logger)
 	o.MCP = gw
 	o.Console.Engine = eng
 	ev := p.Every

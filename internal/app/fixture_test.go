@@ -172,6 +172,8 @@ type envOptions struct {
 	endpoints []engine.Endpoint
 	// clock is the engine's (expiry, escalation); time.Now when nil.
 	clock func() time.Time
+	// mcpHold is how long MCP holds a gated call (mcp.holdFor).
+	mcpHold time.Duration
 }
 
 func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
@@ -255,7 +257,7 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		}
 	}
 	a, err := app.Build(t.Context(), app.Parts{DB: db, Checkpoints: checkpoints, Keys: testkit.Keys(t), Tools: tools, Logger: log,
-		Version: "test", PublicURL: base, Replica: "server-test", Targets: o.targets,
+		Version: "test", PublicURL: base, Replica: "server-test", Targets: o.targets, MCPHold: o.mcpHold,
 		// Checkpoints are signed when a test sequences the log.
 		Log:   tlog.Options{Every: 1, Interval: 24 * time.Hour},
 		Every: testIntervals,

@@ -1,9 +1,12 @@
 package app_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 
@@ -473,10 +476,11 @@ func TestMCPPrivacy(t *testing.T) {
 }
 
 // TestMCPMethodNotFound: a request of a method /mcp does not serve
-// (tasks/get, anything unknown), in a session or before one, is answered
+// (tasks/list, anything unknown), in a session or before one, is answered
 // as JSON-RPC says, -32601 Method not found with the request's id, not a
-// plain-text 400; a notification of one is not answered with a body; the
-// session goes on.
+// plain-text 400; a notification of one is not answered with a body;
+// tasks/get of a task that does not exist is -32602, as the tasks utility
+// says; the session goes on.
 func TestMCPMethodNotFound(t *testing.T) {
 	t.Parallel()
 	e := newAPI(t, testkit.SQLiteURL(t), envOptions{})
@@ -497,7 +501,7 @@ func TestMCPMethodNotFound(t *testing.T) {
 		id           any
 		headers      []string
 	}{
-		{"tasks/get in a session", "tasks/get", 2, in},
+		{"tasks/list in a session", "tasks/list", 2, in},
 		{"an unknown method in a session", "sagacity/nothing", "three", in},
 		{"an unknown method before a session", "nothing/at-all", 4, nil},
 	} {
@@ -520,6 +524,9 @@ func TestMCPMethodNotFound(t *testing.T) {
 	}
 	if r := post(`{"jsonrpc":"2.0","method":"notifications/nothing"}`, in...); r.code == 200 || strings.Contains(r.body, "-32601") {
 		t.Errorf("an unknown notification = %d %q; want no JSON-RPC answer", r.code, r.body)
+	}
+	if r := post(`{"jsonrpc":"2.0","id":6,"method":"tasks/get","params":{"taskId":"nothing"}}`, in...); !strings.Contains(r.body, `"code":-32602`) {
+		t.Errorf("tasks/get of no task = %d %q; want -32602", r.code, r.body)
 	}
 	if r := post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`, in...); r.code != 200 || !strings.Contains(r.body, `"result":{}`) {
 		t.Errorf("ping after the unserved requests = %d %q; want the session to answer", r.code, r.body)
@@ -553,4 +560,146 @@ func TestMCPProtocolVersion(t *testing.T) {
 	if !strings.Contains(desc, "from 2024-11-05 to 2025-11-25") || strings.Contains(desc, "2026-07-28, the newest") {
 		t.Errorf("the OpenAPI document's /mcp says %q; want it to name 2025-11-25 as the newest version negotiated", desc)
 	}
+}
+
+// TestMCPTasks drives the server with the official MCP TypeScript SDK's
+// tasks client (testdata/node/tasks.mjs): the gated tools are listed as
+// ones whose calls may become tasks; a gated call becomes a task whose
+// status shows the votes as they come, and completes with the tool's
+// result once the quorum approves (run once, with the approved bytes); a
+// rejected one completes with the reviewer's reason as a tool error; and
+// a client that asks for no task is held until the quorum approves, then
+// answered the tool's result.
+func TestMCPTasks(t *testing.T) {
+	t.Parallel()
+	nodePackage(t, "@modelcontextprotocol/sdk")
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{mcpHold: time.Minute,
+		approvals: compile(t, engine.PolicySpec{Default: []engine.RuleSpec{{Name: "pair", Quorum: 2}}})})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "tasks.mjs", e.url, "ts-tasks")
+	cmd.Dir = "testdata/node"
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr testkit.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Wait() }()
+	type task struct{ TaskID, Status, StatusMessage string }
+	type message struct {
+		Type   string
+		Tasks  []string
+		Caps   map[string]any `json:"capabilities"`
+		Task   task
+		Result struct {
+			IsError bool
+			Content []struct{ Text string }
+		}
+		Error string
+	}
+	lines := make(chan message)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var m message
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Errorf("tasks.mjs printed %s: %v", sc.Bytes(), err)
+			}
+			lines <- m
+		}
+	}()
+	next := func(want string) message {
+		t.Helper()
+		select {
+		case m, ok := <-lines:
+			if !ok || m.Type != want {
+				t.Fatalf("tasks.mjs: got %+v (open %v), want a %s; its errors:\n%s", m, ok, want, stderr.String())
+			}
+			return m
+		case <-ctx.Done():
+			t.Fatalf("tasks.mjs: no %s in time; its errors:\n%s", want, stderr.String())
+		}
+		return message{}
+	}
+	send := func(command string) {
+		t.Helper()
+		if _, err := io.WriteString(stdin, command+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending := func(saga string) string {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			var reqs []struct{ JournalSeq int64 }
+			_ = json.Unmarshal([]byte(e.get("/sagacity/approvals/"+saga).body), &reqs)
+			if len(reqs) == 1 {
+				return fmt.Sprint(reqs[0].JournalSeq)
+			}
+		}
+		t.Fatalf("no request of saga %s pending", saga)
+		return ""
+	}
+	text := func(m message) string {
+		var b strings.Builder
+		for _, c := range m.Result.Content {
+			b.WriteString(c.Text)
+		}
+		return b.String()
+	}
+
+	tools := next("tools")
+	if slices.Sort(tools.Tasks); !slices.Equal(tools.Tasks, []string{"payTyped", "sendWireTransfer"}) || tools.Caps["tasks"] == nil {
+		t.Errorf("tools/list's tools that may become tasks = %v, capabilities %v; want the gated tools, and the tasks capability", tools.Tasks, tools.Caps)
+	}
+
+	// Approved by the quorum: the tool's result.
+	send(`task sendWireTransfer ` + transfer)
+	created := next("taskCreated")
+	if created.Task.Status != "input_required" || !strings.HasPrefix(created.Task.StatusMessage, "0 of 2 approvals; waiting for 2 more") {
+		t.Errorf("the task created = %+v; want input_required, no approval yet", created.Task)
+	}
+	next("taskStatus")
+	seq := pending("ts-tasks")
+	want(t, "alice approves", e.post("/sagacity/approve/ts-tasks/"+seq, `{"approver":"alice"}`), 200)
+	send("get " + created.Task.TaskID)
+	if got := next("get").Task; got.TaskID != created.Task.TaskID || got.Status != "input_required" ||
+		!strings.HasPrefix(got.StatusMessage, "1 of 2 approvals (alice); waiting for 1 more") {
+		t.Errorf("tasks/get after one vote = %+v; want the vote shown, one more awaited", got)
+	}
+	want(t, "bob approves", e.post("/sagacity/approve/ts-tasks/"+seq, `{"approver":"bob"}`), 200)
+	if r := next("result"); r.Result.IsError || text(r) != "transfer-ok" {
+		t.Errorf("the task's result once approved = %+v; want the tool's result", r)
+	}
+	var wires []string
+	for _, req := range e.tools.requests() {
+		if req.Path == "/wire" {
+			wires = append(wires, req.Body)
+		}
+	}
+	if len(wires) != 1 || wires[0] != transfer {
+		t.Errorf("the tool server was sent %q, want the approved bytes once", wires)
+	}
+
+	// Held, for a client that asks for no task.
+	send(`hold ts-held sendWireTransfer ` + transfer)
+	next("tools")
+	held := pending("ts-held")
+	want(t, "alice approves the held call", e.post("/sagacity/approve/ts-held/"+held, `{"approver":"alice"}`), 200)
+	want(t, "bob approves the held call", e.post("/sagacity/approve/ts-held/"+held, `{"approver":"bob"}`), 200)
+	if r := next("held"); r.Result.IsError || text(r) != "transfer-ok" {
+		t.Errorf("the held call once approved = %+v; want the tool's result", r)
+	}
+
+	// Rejected: the reason, as a tool error.
+	send(`task sendWireTransfer {"amount":"900","to":"mallory"}`)
+	next("taskCreated")
+	next("taskStatus")
+	want(t, "alice rejects", e.post("/sagacity/reject/ts-tasks/"+pending("ts-tasks"), `{"approver":"alice","reason":"not to mallory"}`), 200)
+	if r := next("result"); !r.Result.IsError || !strings.Contains(text(r), "not to mallory") {
+		t.Errorf("the task's result once rejected = %+v; want a tool error with the reason", r)
+	}
+	send("end")
 }

@@ -35,7 +35,18 @@ type File struct {
 	Approvals *engine.Approvals
 	// Notifications are the endpoints people are told through.
 	Notifications []Notify
+	MCP           MCP
 }
+
+// MCP says how the MCP gateway answers a gated call of a client that
+// asked for no task: held up to HoldFor for its decision (default 0: not
+// held, answered at once; at most MaxHold).
+type MCP struct {
+	HoldFor time.Duration
+}
+
+// MaxHold bounds mcp.holdFor: a held call is an open HTTP request.
+const MaxHold = 10 * time.Minute
 
 // Log says when the server signs a checkpoint of the global log: after
 // Every new entries or Interval, whichever comes first; and how often it
@@ -116,6 +127,11 @@ type yamlFile struct {
 	Approval  yamlApproval   `yaml:"approval"`
 	// Notifications is a list of endpoints.
 	Notifications []yamlNotify `yaml:"notifications"`
+	MCP           yamlMCP      `yaml:"mcp"`
+}
+
+type yamlMCP struct {
+	HoldFor string `yaml:"holdFor"`
 }
 
 type yamlLog struct {
@@ -280,6 +296,7 @@ func (y yamlFile) check() (File, error) {
 		{"log.checkpointInterval", y.Log.CheckpointInterval, minCheckpointInterval, maxCheckpointInterval, &f.Log.Interval},
 		{"log.checkEvery", y.Log.CheckEvery, 100 * time.Millisecond, time.Hour, &f.Log.CheckEvery},
 		{"log.fullCheckEvery", y.Log.FullCheckEvery, time.Second, 24 * time.Hour, &f.Log.FullCheckEvery},
+		{"mcp.holdFor", y.MCP.HoldFor, 0, MaxHold, &f.MCP.HoldFor},
 	} {
 		if d.v == "" {
 			continue

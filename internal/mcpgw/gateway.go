@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,6 +42,8 @@ type Gateway struct {
 	server *mcp.Server
 	bearer http.Handler // the SDK's streamable HTTP, behind its check of the principal
 	log    *slog.Logger
+	gated  map[string]bool // the IRREVERSIBLE tools, whose calls may become tasks
+	hold   time.Duration   // how long a gated call is held (held)
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session // sessions that called a tool
@@ -49,13 +52,15 @@ type Gateway struct {
 	opening  map[string]int                  // sessions being opened, by principal, not yet in owners
 }
 
-// New makes the gateway for the engine's tools. version is the server's.
+// New makes the gateway for the engine's tools. version is the server's;
+// hold is how long a gated call of a client that asked for no task is
+// held for its decision (0: not at all; see held).
 // ctx ends when the server stops: a session that ends after that leaves
 // its sagas open for the agent to go on with. The Watcher tells
 // subscribers of changes.
-func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger) *Gateway {
-	g := &Gateway{ctx: ctx, engine: e, log: log, sessions: map[*mcp.ServerSession]*session{}, watched: map[string]*watch{},
-		owners: map[string]owner{}, opening: map[string]int{}}
+func New(ctx context.Context, e *engine.Engine, version string, hold time.Duration, log *slog.Logger) *Gateway {
+	g := &Gateway{ctx: ctx, engine: e, log: log, hold: hold, sessions: map[*mcp.ServerSession]*session{}, watched: map[string]*watch{},
+		owners: map[string]owner{}, opening: map[string]int{}, gated: map[string]bool{}}
 	g.server = mcp.NewServer(&mcp.Implementation{Name: "sagacity", Title: "Sagacity", Version: version}, &mcp.ServerOptions{
 		Instructions: "Every tool call here is journaled. A tool that cannot be undone answers AWAITING_APPROVAL: " +
 			"a person decides it; ask " + statusTool + " (or subscribe to the saga's resource) and, once it is approved, " +
@@ -66,7 +71,11 @@ func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger
 	})
 	for _, t := range e.Tools() {
 		g.server.AddTool(listed(t), g.call(t))
+		g.gated[t.Name] = t.Reversibility == engine.Irreversible
 	}
+	g.server.AddReceivingMiddleware(g.tasks)
+	must(mcp.AddReceivingCustomMethod(g.server, methodTaskGet, g.taskGet))
+	must(mcp.AddReceivingCustomMethod(g.server, methodTaskResult, g.taskResultOf))
 	g.server.AddTool(&mcp.Tool{Name: statusTool, Title: "What became of this saga's requests",
 		Description: "Reports the saga of this session: its status and, for each request that waits or waited for a person, " +
 			"whether it is pending, approved, rejected, executed or refused. Give seq to ask about one request.",
@@ -100,11 +109,17 @@ func New(ctx context.Context, e *engine.Engine, version string, log *slog.Logger
 // session beyond the bounds (maxSessions in all, maxSessionsEach for one
 // principal) is refused with an Unavailable error before anything is
 // written. A request of a method it does not serve is answered -32601
-// (see unserved).
+// (see screen).
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request) error {
 	p := auth.From(r.Context())
-	if answered, err := unserved(w, r); answered || err != nil {
+	method, answered, err := screen(w, r)
+	if answered || err != nil {
 		return err
+	}
+	if wait := map[string]time.Duration{"tools/call": g.hold, methodTaskResult: resultWait}[method]; wait > 0 {
+		// A held call and tasks/result answer once a person decides: the
+		// server's write timeout, sized for a tool's call, would cut them.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + time.Minute))
 	}
 	if r.Method == http.MethodPost && r.Header.Get(sessionHeader) == "" {
 		if err := g.admit(p.ID); err != nil {
@@ -130,6 +145,13 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return nil
+}
+
+// must panics on an error that only a mistake in this package makes.
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
 }
 
 // principalKey holds the principal in the SDK's token information.

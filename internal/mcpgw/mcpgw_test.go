@@ -96,7 +96,7 @@ func serve(t *testing.T) (*Gateway, *engine.Engine, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := New(t.Context(), e, "test", slog.New(slog.DiscardHandler))
+	g := New(t.Context(), e, "test", 0, slog.New(slog.DiscardHandler))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := engine.Principal{ID: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), Roles: engine.Roles}
 		if err := g.Serve(w, r.WithContext(auth.WithPrincipal(r.Context(), p))); err != nil {

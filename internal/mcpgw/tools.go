@@ -103,8 +103,12 @@ func (g *Gateway) call(t engine.ToolInfo) mcp.ToolHandler {
 		case engine.OutcomeExecuted:
 			return result(r.Result, out, false), nil
 		case engine.OutcomeAwaitingApproval:
-			return result(fmt.Sprintf("%s Its saga is %s, its seq %d: ask %s, and once it is approved call %s with that seq.",
-				r.Message, r.SagaID, r.Seq, statusTool, resumeTool), out, false), nil
+			gate := result(fmt.Sprintf("%s Its saga is %s, its seq %d: ask %s, and once it is approved call %s with that seq.",
+				r.Message, r.SagaID, r.Seq, statusTool, resumeTool), out, false)
+			if g.hold > 0 && !tasked(req.Extra) {
+				return g.held(ctx, req, p, r, gate)
+			}
+			return gate, nil
 		}
 		return result(fmt.Sprintf("%s: %s", r.Outcome, r.Error), out, true), nil
 	}
@@ -203,7 +207,31 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	// The agent executes the bytes its request journaled, which are the
 	// ones a person approved.
 	saga, _ := sagaOf(req)
-	r, err := g.engine.Execute(ctx, p, saga, seq)
+	return g.executed(g.engine.Execute(ctx, p, saga, seq))
+}
+
+// answer is what an agent waiting on a request (a held call, a task) is
+// answered once it is no longer one to wait on: approved, it is the
+// agent's own call going on, so it executes now, as the agent (Execute,
+// which runs it once however many ask, and answers an execution's
+// outcome without running anything); rejected, the reviewer's reason as
+// a tool error, which the engine's answer to an execution does not
+// carry; otherwise what Execute says became of it (sent back, expired,
+// refused…).
+func (g *Gateway) answer(ctx context.Context, p engine.Principal, rv engine.Review) (*mcp.CallToolResult, error) {
+	if d := rv.Rejection; d != nil {
+		text := fmt.Sprintf("[REJECTED] Tool '%s' was rejected by %s", rv.Gated.ToolName, d.Approver)
+		if d.Reason != "" {
+			text += ": " + d.Reason
+		}
+		return result(text, api.RequestOf(rv), true), nil
+	}
+	return g.executed(g.engine.Execute(ctx, p, rv.Gated.SagaID, rv.Gated.Seq))
+}
+
+// executed answers an execution of a request, as Execute returned it:
+// the tool's result, or what became of the request as a tool error.
+func (g *Gateway) executed(r engine.ResumeResult, err error) (*mcp.CallToolResult, error) {
 	if err != nil {
 		return failed(err)
 	}
