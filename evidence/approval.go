@@ -56,6 +56,10 @@ type RuleSpec struct {
 	// Escalate are the steps that widen who is told of a request still
 	// short of its quorum: never who may vote.
 	Escalate []StepSpec `json:"escalate,omitempty"`
+	// Execute is ExecuteOnApproval when the server executes the approved
+	// bytes, for the requester, as soon as the quorum stands; "" when
+	// the requester resumes it (approve, then resume).
+	Execute string `json:"execute,omitempty"`
 }
 
 // StepSpec is a step of a rule's escalation: After this long short of
@@ -74,6 +78,10 @@ const PasskeyRequired = "required"
 
 // ReasonRequired is RuleSpec.Reason for a rule whose votes must say why.
 const ReasonRequired = "required"
+
+// ExecuteOnApproval is RuleSpec.Execute for a rule whose requests the
+// server executes once approved.
+const ExecuteOnApproval = "on-approval"
 
 // RuleSpec.OnError's values.
 const (
@@ -129,7 +137,10 @@ type Rule struct {
 	// SkipOnError: a condition that cannot be evaluated does not hold
 	// (onError: skip); otherwise it refuses the request.
 	SkipOnError bool
-	prog        cel.Program // nil without a condition
+	// OnApproval: the server executes an approved request itself
+	// (execute: on-approval), journaled as ExecutedBy.
+	OnApproval bool
+	prog       cel.Program // nil without a condition
 }
 
 // Step is a step of a rule's escalation: After this long since the

@@ -85,7 +85,7 @@ func compilePolicy(spec PolicySpec, legacy bool) (*Approvals, error) {
 			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: rs.Quorum,
 				Expires: time.Duration(rs.Expires), Grant: time.Duration(rs.Grant), StepUp: time.Duration(rs.StepUp),
 				ReasonRequired: rs.Reason == ReasonRequired, PasskeyRequired: rs.Passkey == PasskeyRequired, Escalate: steps,
-				SkipOnError: rs.OnError == OnErrorSkip || (legacy && rs.When != "")}
+				SkipOnError: rs.OnError == OnErrorSkip || (legacy && rs.When != ""), OnApproval: rs.Execute == ExecuteOnApproval}
 			if rs.When != "" {
 				ast, iss := env.Compile(rs.When)
 				if iss != nil && iss.Err() != nil {
@@ -142,6 +142,9 @@ func checkWindows(rs RuleSpec) error {
 	}
 	if rs.Passkey != "" && rs.Passkey != PasskeyRequired {
 		return fmt.Errorf("passkey must be %q or absent (got %q)", PasskeyRequired, rs.Passkey)
+	}
+	if rs.Execute != "" && rs.Execute != ExecuteOnApproval {
+		return fmt.Errorf("execute must be %q or absent (got %q)", ExecuteOnApproval, rs.Execute)
 	}
 	return nil
 }

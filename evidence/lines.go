@@ -24,6 +24,7 @@ const (
 	KeyRule        Key = "rule"                 // on a request: the approval rule that applies; on the gate's refusal, the one it could not evaluate
 	KeyPolicy      Key = "policy"               // on a request: the SHA-256 of the approval policy in force
 	KeyResumes     Key = "resumes"              // on a resume's INTENT: seq=<the request>
+	KeyExecutedBy  Key = "executed-by"          // on a resume's INTENT the server made (ExecutedByServer): its rule executes on approval
 	KeyApprover    Key = "approver"             // who approved or rejected a request
 	KeyDismissedBy Key = "dismissed-by"         // who dismissed a superseded request
 	KeyWithdrawnBy Key = "withdrawn-by"         // who withdrew their approval of a request
@@ -43,6 +44,11 @@ const (
 	KeyAttempted Key = "attempted"
 	KeyResult    Key = "result"
 )
+
+// ExecutedByServer is KeyExecutedBy's one value: the server executed
+// the request itself, once approved, as its rule says (execute:
+// on-approval), for the requester the line KeyRequester names.
+const ExecutedByServer = "server"
 
 // Line is one line of a payload: a key and its value, or, with no key, a
 // line of text (a refused resume's detail). It is a pair, not a type of

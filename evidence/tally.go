@@ -268,7 +268,13 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 		closing := entries[l.Closed-1]
 		switch l.Closing {
 		case ClosedResumed:
-			switch {
+			switch by := closing.Field(KeyExecutedBy); {
+			case by != "" && (by != ExecutedByServer || !rule.OnApproval):
+				return bad(closing.Seq, "is an execution of the request at seq=%d by %q, but rule %s does not execute on approval: "+
+					"only its requester's resume may execute it", seq, by, rule.Name)
+			case by != "" && closing.Field(KeyRequester) != gated.Field(KeyRequester):
+				return bad(closing.Seq, "is the server's execution of the request at seq=%d for %s, who did not make it (%s did)", seq,
+					closing.Field(KeyRequester), gated.Field(KeyRequester))
 			case !t.Met():
 				return bad(closing.Seq, "executes the request at seq=%d with %s", seq, t.Progress())
 			case t.Lapsed(closing.Timestamp):

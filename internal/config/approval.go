@@ -26,6 +26,9 @@ type yamlRule struct {
 	Reason    string   `yaml:"reason"`
 	StepUp    string   `yaml:"stepUp"`
 	Passkey   string   `yaml:"passkey"`
+	// Execute is on-approval when the server executes an approved
+	// request itself (engine.ExecuteOnApproval).
+	Execute string `yaml:"execute"`
 	// Escalate are the steps that widen who is told of a request still
 	// short of its quorum (engine.StepSpec).
 	Escalate []yamlStep `yaml:"escalate"`
@@ -47,7 +50,8 @@ func checkApproval(y yamlApproval) (*engine.Approvals, error) {
 	rules := func(label string, ys []yamlRule) ([]engine.RuleSpec, error) {
 		out := []engine.RuleSpec{}
 		for i, r := range ys {
-			rs := engine.RuleSpec{Name: r.Name, When: r.When, OnError: r.OnError, Approvers: r.Approvers, Quorum: r.Quorum, Reason: r.Reason, Passkey: r.Passkey}
+			rs := engine.RuleSpec{Name: r.Name, When: r.When, OnError: r.OnError, Approvers: r.Approvers, Quorum: r.Quorum, Reason: r.Reason, Passkey: r.Passkey,
+				Execute: r.Execute}
 			for _, d := range []struct {
 				key, v string
 				to     *engine.Duration

@@ -261,6 +261,9 @@ tools:
 		{"an approval rule counting only passkey votes", nil, "approval:\n  tools:\n    wire:\n      - {name: signed, quorum: 2, passkey: required}\n",
 			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{Default: engine.DefaultPolicy.Default,
 				Tools: map[string][]engine.RuleSpec{"wire": {{Name: "signed", Quorum: 2, Passkey: engine.PasskeyRequired}}}})},
+		{"an approval rule the server executes on approval", nil, "approval:\n  tools:\n    wire:\n      - {name: auto, execute: on-approval}\n",
+			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{Default: engine.DefaultPolicy.Default,
+				Tools: map[string][]engine.RuleSpec{"wire": {{Name: "auto", Execute: engine.ExecuteOnApproval}}}})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -416,6 +419,8 @@ func errorCases() []errorCase {
 			want: `approval: default, rule 1 (default#1): reason must be "required" or absent (got "optional")`},
 		{name: "an onError that is neither refuse nor skip", yaml: "approval:\n  default:\n    - {when: \"true\", onError: ignore}\n",
 			want: `approval: default, rule 1 (default#1): onError must be "refuse" or "skip" (got "ignore")`},
+		{name: "an execute that is not on-approval", yaml: "approval:\n  default:\n    - execute: always\n",
+			want: `approval: default, rule 1 (default#1): execute must be "on-approval" or absent (got "always")`},
 		{name: "a passkey that is neither required nor absent", yaml: "approval:\n  default:\n    - passkey: preferred\n",
 			want: `approval: default, rule 1 (default#1): passkey must be "required" or absent (got "preferred")`},
 		{name: "a hold too long", yaml: "mcp: {holdFor: 11m}\n", want: "mcp.holdFor: 11m must be at least 0s and at most 10m0s"},

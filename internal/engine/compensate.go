@@ -182,8 +182,10 @@ func (e *Engine) recoverAll(ctx context.Context) error {
 // process left: rare, since a live process finishes its own.
 const recoverEvery = time.Minute
 
-// Recoverer continues interrupted compensations (recoverAll) at start and
-// then every Every (default recoverEvery): a service the server runs.
+// Recoverer continues interrupted compensations (recoverAll), and executes
+// the approved requests a stopped process left unexecuted whose rule
+// executes on approval (ExecuteApproved), at start and then every Every
+// (default recoverEvery): a service the server runs.
 type Recoverer struct {
 	Engine *Engine
 	Every  time.Duration
@@ -194,6 +196,12 @@ type Recoverer struct {
 // Start runs recoverAll now and then every Every until Stop or until ctx
 // ends.
 func (r *Recoverer) Start(ctx context.Context) error {
-	return r.Run(ctx, service.Work{Loops: []service.Loop{r.Engine.tries(r.Logger, cmp.Or(r.Every, recoverEvery),
-		"continuing interrupted compensations failed; trying again later", r.Engine.recoverAll)}})
+	return r.Run(ctx, service.Work{Loops: []service.Loop{
+		r.Engine.tries(r.Logger, cmp.Or(r.Every, recoverEvery), "continuing interrupted compensations failed; trying again later", r.Engine.recoverAll),
+		r.Engine.tries(r.Logger, cmp.Or(r.Every, recoverEvery), "executing approved requests on approval failed; trying again later",
+			func(ctx context.Context) error {
+				_, err := r.Engine.ExecuteApproved(ctx)
+				return err
+			}),
+	}})
 }

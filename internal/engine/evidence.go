@@ -115,6 +115,7 @@ const (
 	KeyRule        = evidence.KeyRule
 	KeyPolicy      = evidence.KeyPolicy
 	KeyResumes     = evidence.KeyResumes
+	KeyExecutedBy  = evidence.KeyExecutedBy
 	KeyApprover    = evidence.KeyApprover
 	KeyDismissedBy = evidence.KeyDismissedBy
 	KeyWithdrawnBy = evidence.KeyWithdrawnBy
@@ -171,9 +172,11 @@ const (
 
 // The approval policy's bounds and values.
 const (
-	PasskeyRequired = evidence.PasskeyRequired
-	ReasonRequired  = evidence.ReasonRequired
-	OnErrorSkip     = evidence.OnErrorSkip
+	PasskeyRequired   = evidence.PasskeyRequired
+	ReasonRequired    = evidence.ReasonRequired
+	ExecuteOnApproval = evidence.ExecuteOnApproval
+	ExecutedByServer  = evidence.ExecutedByServer
+	OnErrorSkip       = evidence.OnErrorSkip
 )
 
 // Lists, and the policy without configuration.

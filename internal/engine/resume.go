@@ -78,7 +78,7 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 	if len(payload) > e.maxInput {
 		return ResumeResult{}, Errorf(Invalid, "payload is larger than %d bytes", e.maxInput)
 	}
-	return e.resume(ctx, p, sagaID, seq, &payload, nil)
+	return e.resume(ctx, p, sagaID, seq, &payload, nil, false)
 }
 
 // Execute is Resume with the bytes the request's verified AWAITING_APPROVAL
@@ -86,15 +86,19 @@ func (e *Engine) Resume(ctx context.Context, p Principal, sagaID string, seq int
 // runs from the console or MCP without presenting the bytes again. Every
 // check of Resume holds.
 func (e *Engine) Execute(ctx context.Context, p Principal, sagaID string, seq int64) (ResumeResult, error) {
-	return e.resume(ctx, p, sagaID, seq, nil, nil)
+	return e.resume(ctx, p, sagaID, seq, nil, nil, false)
 }
 
 // resume does Resume with payload, or Execute when it is nil, keeping
 // what verifying the journal found in kept (Decide) unless it is nil.
-func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int64, payload *string, kept *verified) (rr ResumeResult, err error) {
+// server is the server's own execution of a request whose rule executes
+// on approval (see executeApproved): p is then nobody, no one's access
+// is asked, and the INTENT names the request's requester, executed by
+// the server.
+func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int64, payload *string, kept *verified, server bool) (rr ResumeResult, err error) {
 	var tool Tool // the request's, once found
 	defer func() { e.obs.Called(tool.Name, ended(rr.Call.Outcome, rr.Refused, err)) }()
-	if err := e.guard(p, ActResume, sagaID); err != nil {
+	if err := e.guard(p, ActResume, sagaID); err != nil && !server {
 		return ResumeResult{}, err
 	}
 	if why := e.Halted(); why != "" {
@@ -129,7 +133,10 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		return e.onPending(ctx, sagaID, seq, kept, closed, func(tx Tx, s *Saga, b bound) (err error) {
 			refusal, call = "", Call{}
 			gated := b.gated
-			if err := e.Can(p, ActResume, Subject{Saga: s}); err != nil {
+			switch err := e.Can(p, ActResume, Subject{Saga: s}); {
+			case server && !b.rule.OnApproval:
+				return &Error{Kind: Conflict, Msg: fmt.Sprintf("rule %s of the request at seq=%d does not execute on approval: its requester resumes it", b.rule.Name, seq)}
+			case err != nil && !server:
 				return err
 			}
 			var ok bool
@@ -165,11 +172,16 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 			if _, err := tx.DeleteApprovals(sagaID, seq); err != nil {
 				return err
 			}
-			en, err := e.appendAt(tx, s, gated.ToolName, PhaseIntent, gated.Input, requested(p, "").With(KeyResumes, gateRef(seq)).String(), now)
+			lines, requester := requested(p, "").With(KeyResumes, gateRef(seq)), p.ID
+			if server {
+				requester = gated.Field(KeyRequester)
+				lines = Lines{{KeyRequester, requester}}.With(KeyResumes, gateRef(seq)).With(KeyExecutedBy, ExecutedByServer)
+			}
+			en, err := e.appendAt(tx, s, gated.ToolName, PhaseIntent, gated.Input, lines.String(), now)
 			if err != nil {
 				return err
 			}
-			call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: gated.ToolName, Input: gated.Input, Requester: p.ID,
+			call = Call{SagaID: sagaID, Seq: en.Seq, ToolName: gated.ToolName, Input: gated.Input, Requester: requester,
 				State: CallRunning, StartedAt: en.Timestamp, UpdatedAt: en.Timestamp, Request: seq, Runner: e.runnerID()}
 			st.hold(call)
 			if err := e.putCall(tx, s, "", call); err != nil {
@@ -179,7 +191,7 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		})
 	})
 	if again, ok := errors.AsType[*errResumed](err); ok {
-		return e.resumed(ctx, p, sagaID, seq, again.intent, payload)
+		return e.resumed(ctx, p, sagaID, seq, again.intent, payload, server)
 	}
 	if err != nil {
 		e.unknown(sagaID, err) // a refusal compensates
@@ -204,7 +216,7 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 // already: nothing runs again, and the answer is what that execution came
 // to (see outcome). Conflict when payload is other bytes than the ones it
 // ran with; Forbidden as Can says.
-func (e *Engine) resumed(ctx context.Context, p Principal, sagaID string, seq, intent int64, payload *string) (ResumeResult, error) {
+func (e *Engine) resumed(ctx context.Context, p Principal, sagaID string, seq, intent int64, payload *string, server bool) (ResumeResult, error) {
 	snap, err := e.store.Snapshot(ctx, sagaID, true)
 	if err != nil {
 		return ResumeResult{}, err
@@ -212,7 +224,7 @@ func (e *Engine) resumed(ctx context.Context, p Principal, sagaID string, seq, i
 	if snap.Saga == nil || intent > int64(len(snap.Entries)) {
 		return ResumeResult{}, noPending(sagaID, seq) // the saga's rows went meanwhile
 	}
-	if err := e.Can(p, ActResume, Subject{Saga: snap.Saga}); err != nil {
+	if err := e.Can(p, ActResume, Subject{Saga: snap.Saga}); err != nil && !server {
 		return ResumeResult{}, err
 	}
 	if ran := snap.Entries[intent-1]; payload != nil && *payload != ran.Input {

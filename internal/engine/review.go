@@ -126,7 +126,7 @@ func (e *Engine) Decide(ctx context.Context, p Principal, a Action, sagaID strin
 	kept := &verified{}
 	var err error
 	if a == ActResume {
-		_, err = e.resume(ctx, p, sagaID, seq, nil, kept)
+		_, err = e.resume(ctx, p, sagaID, seq, nil, kept, false)
 	} else {
 		_, err = decide(e, ctx, p, sagaID, seq, reason, cast{kept: kept})
 	}

@@ -39,7 +39,8 @@ func (e *Engine) vote(ctx context.Context, p Principal, sagaID string, seq int64
 
 // approve is Approve, cast as c says.
 func (e *Engine) approve(ctx context.Context, p Principal, sagaID string, seq int64, reason string, c cast) (Decision, error) {
-	return e.decideOn(ctx, p, ActApprove, DecidedApproved, sagaID, seq, reason, c, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+	var execute bool // the vote completes the quorum of a rule that executes on approval
+	d, err := e.decideOn(ctx, p, ActApprove, DecidedApproved, sagaID, seq, reason, c, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
 		if mine, ok := b.life.VoteOf(p.ID); ok {
 			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s approved the request at seq=%d already (seq=%d): one person counts once",
 				p.ID, seq, mine.Seq)}
@@ -52,12 +53,24 @@ func (e *Engine) approve(ctx context.Context, p Principal, sagaID string, seq in
 		}
 		r := ballot(b, DecidedApproved, p, reason)
 		r.Vote, r.Quorum = len(b.tally.Votes)+1, b.rule.Quorum
+		execute = b.rule.OnApproval && r.Vote >= max(r.Quorum, 1)
 		d, err := e.journalVote(tx, s, b, p, r, PhaseApproved, KeyApprover, at)
 		if err != nil {
 			return d, err
 		}
 		return d, e.count(tx, b, &d, append(b.tally.Votes, Vote{Seq: d.Receipt, Voter: p.ID, At: d.DecidedAt}))
 	})
+	if err != nil || !execute {
+		return d, err
+	}
+	// The vote stands, whatever becomes of the execution: an execution
+	// that cannot run now is the Recoverer's to try again.
+	if rr, xerr := e.executeApproved(ctx, sagaID, seq); xerr != nil {
+		e.log.Warn("executing a request on approval failed; trying again later", "saga", sagaID, "seq", seq, "err", xerr)
+	} else {
+		d.Status = rr.Status
+	}
+	return d, nil
 }
 
 // Reject records p's rejection of the request at seq: a REJECTED entry.

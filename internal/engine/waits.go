@@ -82,12 +82,15 @@ func (e *Engine) Held() int {
 }
 
 // Waiting reports whether an agent waiting on the request should wait
-// on: nobody has decided it yet, or its execution is under way and
-// neither finished nor in doubt.
+// on: nobody has decided it yet; or it is approved and its rule has the
+// server execute it (the execution comes next); or its execution is
+// under way and neither finished nor in doubt.
 func (r Review) Waiting() bool {
 	switch r.State {
 	case StateUndecided:
 		return true
+	case StateApproved:
+		return r.Rule != nil && r.Rule.OnApproval
 	case StateExecuting:
 		return !r.InDoubt
 	}

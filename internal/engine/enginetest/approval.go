@@ -211,8 +211,9 @@ func testPolicyChange(t *testing.T, v *env) {
 	// is not one of A's approvers.
 	_, err := v.e.Approve(ctx, carol, "under-a", underA, "fine")
 	testkit.WantKind(t, "carol approving a request made under A", err, engine.Forbidden)
-	if res, err := v.e.Resume(ctx, agent, "under-a", underA, large); err != nil || !res.Refused {
-		t.Errorf("Resume of A's request on one vote = %+v, %v; want refused by A's quorum", res, err)
+	if e := wantCode(t, "Resume of A's request on one vote", second(v.e.Resume(ctx, agent, "under-a", underA, large)), engine.Conflict,
+		wire.CodeUndecided); !strings.Contains(e.Msg, "1 of 2 approvals") {
+		t.Errorf("Resume of A's request on one vote: %q; want it undecided by A's quorum, 1 of 2", e.Msg)
 	}
 	underA2 := v.gateLarge("under-a2", agent) // under B now: one approver
 	if _, err := v.e.Approve(ctx, carol, "under-a2", underA2, ""); err != nil {

@@ -45,6 +45,7 @@ var scenarios = []scenario{
 	{"RefusedResume", testRefusedResume},
 	{"EarlyResume", withEnv(testEarlyResume)},
 	{"Await", withEnv(testAwait)},
+	{"OnApproval", withEnv(testOnApproval)},
 	{"Reject", withEnv(testReject)},
 	{"FinishedSaga", withEnv(testFinishedSaga)},
 	{"Compensation", withEnv(testCompensation)},
