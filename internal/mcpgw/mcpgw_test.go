@@ -1,11 +1,14 @@
 package mcpgw
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,16 +90,28 @@ func TestWatches(t *testing.T) {
 // serving the principal its bearer token names (withToken), with every
 // role; it stops when the test ends.
 func serve(t *testing.T) (*Gateway, *engine.Engine, *httptest.Server) {
+	return serveHolding(t, 0)
+}
+
+// serveHolding is serve with an IRREVERSIBLE tool, pay (whose result is
+// "paid"), and gated calls held for hold, the engine listening for
+// decisions.
+func serveHolding(t *testing.T, hold time.Duration) (*Gateway, *engine.Engine, *httptest.Server) {
 	db, err := store.Open(t.Context(), testkit.SQLiteURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	e, err := engine.New(db, nil, engine.WithKeys(testkit.Keys(t)))
+	e, err := engine.New(db, []engine.Tool{{Name: "pay", Reversibility: engine.Irreversible, Executor: paid{}}}, engine.WithKeys(testkit.Keys(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := New(t.Context(), e, "test", 0, slog.New(slog.DiscardHandler))
+	l := &engine.Listener{Engine: e}
+	if err := l.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Stop(context.Background()) })
+	g := New(t.Context(), e, "test", hold, slog.New(slog.DiscardHandler))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := engine.Principal{ID: strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), Roles: engine.Roles}
 		if err := g.Serve(w, r.WithContext(auth.WithPrincipal(r.Context(), p))); err != nil {
@@ -183,4 +198,59 @@ func (w withToken) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+w.who)
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// paid is a tool that pays and says so.
+type paid struct{}
+
+func (paid) Execute(context.Context, engine.Invocation) (string, error) { return "paid", nil }
+func (paid) Compensate(context.Context, engine.Invocation, string) error {
+	return errors.New("a payment is not undone")
+}
+
+// TestHeld: a gated call of a client that asks for no task is held: told
+// it still waits (notifications/progress, as it sent a progressToken)
+// until a person's approval, then answered the tool's result; one nobody
+// decides is answered the gate's text once the hold ends.
+func TestHeld(t *testing.T) {
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 20 * time.Millisecond
+	_, e, srv := serveHolding(t, time.Second)
+	var progress atomic.Int64
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+	}).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: withToken{"agent"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	call := func(saga string) (string, bool) {
+		r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "pay", Arguments: map[string]any{"to": "alice"},
+			Meta: mcp.Meta{"progressToken": saga, sagaMeta: saga}})
+		if err != nil {
+			t.Fatalf("calling pay in %s: %v", saga, err)
+		}
+		return r.Content[0].(*mcp.TextContent).Text, r.IsError
+	}
+	go func() {
+		// The reviewer approves once the client was told twice it waits.
+		reviewer := engine.Principal{ID: "reviewer", Roles: engine.Roles}
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if progress.Load() < 2 {
+				continue
+			}
+			if _, err := e.Approve(context.Background(), reviewer, "approved", 1, ""); err == nil {
+				return
+			}
+		}
+		t.Error("the reviewer found nothing to approve")
+	}()
+	if text, isError := call("approved"); isError || text != "paid" || progress.Load() == 0 {
+		t.Errorf("a held call approved = %q (error %v) after %d progress notifications; want the tool's result, and progress", text, isError, progress.Load())
+	}
+	start := time.Now()
+	if text, isError := call("undecided"); isError || !strings.HasPrefix(text, "[AWAITING_APPROVAL] Tool 'pay' requires human approval") ||
+		time.Since(start) < time.Second {
+		t.Errorf("a held call nobody decides = %q (error %v) after %s; want the gate's text once the hold ends", text, isError, time.Since(start))
+	}
 }
