@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -702,4 +703,85 @@ func TestMCPTasks(t *testing.T) {
 		t.Errorf("the task's result once rejected = %+v; want a tool error with the reason", r)
 	}
 	send("end")
+}
+
+// rpcSession is an MCP session spoken by hand, JSON-RPC over HTTP.
+type rpcSession struct {
+	t  *testing.T
+	e  *apiEnv
+	id string
+}
+
+// rpcOpen opens a session on e's /mcp at protocol 2025-11-25.
+func rpcOpen(t *testing.T, e *apiEnv) *rpcSession {
+	t.Helper()
+	s := &rpcSession{t: t, e: e}
+	r := s.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},` +
+		`"clientInfo":{"name":"by-hand","version":"1"}}}`)
+	if s.id = r.header.Get("Mcp-Session-Id"); s.id == "" {
+		t.Fatalf("initialize = %d %s", r.code, r.body)
+	}
+	want(t, "notifications/initialized", s.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), http.StatusAccepted)
+	return s
+}
+
+func (s *rpcSession) post(body string) response {
+	s.t.Helper()
+	h := []string{"Accept", "application/json, text/event-stream", "Sagacity-Saga-Id", "replicated"}
+	if s.id != "" {
+		h = append(h, "Mcp-Session-Id", s.id, "Mcp-Protocol-Version", "2025-11-25")
+	}
+	return s.e.do("POST", "/mcp", "application/json", body, h...)
+}
+
+// call sends a request and returns its JSON-RPC answer's result, failing
+// the test on an error.
+func (s *rpcSession) call(method, params string) map[string]any {
+	s.t.Helper()
+	r := s.post(`{"jsonrpc":"2.0","id":2,"method":"` + method + `","params":` + params + `}`)
+	_, data, _ := strings.Cut(r.body, "data: ")
+	var got struct {
+		Result map[string]any
+		Error  any
+	}
+	if err := json.Unmarshal([]byte(cmp.Or(data, r.body)), &got); err != nil || got.Error != nil {
+		s.t.Fatalf("%s %s = %d %s", method, params, r.code, r.body)
+	}
+	return got.Result
+}
+
+// TestMCPTaskReplicas: a task is its request, not a server's memory: one
+// created on a server is read on another sharing its database (as after
+// a restart), whose tasks/result is woken by an approval on the first
+// (LISTEN/NOTIFY) and answers the tool's result, run once.
+func TestMCPTaskReplicas(t *testing.T) {
+	t.Parallel()
+	db := testkit.PostgresURL(t)
+	a, b := newAPI(t, db, envOptions{}), newAPI(t, db, envOptions{})
+	created := rpcOpen(t, a).call("tools/call", `{"name":"sendWireTransfer","arguments":`+transfer+`,"task":{"ttl":60000}}`)
+	task, _ := created["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if id == "" || task["status"] != "input_required" {
+		t.Fatalf("a gated call that asks for a task = %v; want a task, input_required", created)
+	}
+	other := rpcOpen(t, b)
+	if got := other.call("tasks/get", `{"taskId":"`+id+`"}`); got["taskId"] != id || got["status"] != "input_required" ||
+		!strings.HasPrefix(fmt.Sprint(got["statusMessage"]), "0 of 1 approval") {
+		t.Errorf("tasks/get on the other server = %v; want the task, input_required", got)
+	}
+	go func() {
+		time.Sleep(200 * time.Millisecond) // tasks/result holds first
+		want(t, "approve on the first server", a.post("/sagacity/approve/replicated/1", `{"approver":"alice"}`), 200)
+	}()
+	got := other.call("tasks/result", `{"taskId":"`+id+`"}`)
+	if b, _ := json.Marshal(got); got["isError"] == true || !strings.Contains(string(b), `"text":"transfer-ok"`) ||
+		!strings.Contains(string(b), `"io.modelcontextprotocol/related-task":{"taskId":"`+id+`"}`) {
+		t.Errorf("tasks/result on the other server = %s; want the tool's result, naming its task", b)
+	}
+	if n := len(a.tools.requests()) + len(b.tools.requests()); n != 1 {
+		t.Errorf("the tool ran %d times, want once", n)
+	}
+	if got := other.call("tasks/get", `{"taskId":"`+id+`"}`); got["status"] != "completed" {
+		t.Errorf("tasks/get once executed = %v; want completed", got)
+	}
 }
