@@ -74,6 +74,14 @@ type Policy struct {
 	// ShareSagas lets every agent call tools in, end, abort and resume
 	// every saga; by default only the saga's initiator may.
 	ShareSagas bool
+	// MaxWait bounds how long a call is held for its decision (HTTP
+	// Prefer: wait, a gated MCP call without tasks): default 5m, 0 (0s)
+	// holds none, at most 1h.
+	MaxWait time.Duration
+	// ExecutionsPerMinute is how many resumes one principal, and one
+	// client address, may send a minute (default 1200): executions are
+	// automation's, not a person's decisions (60 a minute).
+	ExecutionsPerMinute int
 }
 
 // Limits for the file's values.
@@ -88,6 +96,11 @@ const (
 	maxSize                = 64 << 20
 	defaultClaim           = "groups"
 
+	defaultMaxWait    = 5 * time.Minute
+	maxMaxWait        = time.Hour
+	defaultExecutions = 1200
+	maxExecutions     = 1_000_000
+
 	defaultCheckpointEvery    = 1000
 	defaultCheckpointInterval = 10 * time.Second
 	minCheckpointInterval     = 100 * time.Millisecond
@@ -97,7 +110,7 @@ const (
 func defaultFile() File {
 	return File{
 		Roles:  Roles{Claim: defaultClaim},
-		Policy: Policy{MaxBodyBytes: defaultSize, MaxResultBytes: defaultSize},
+		Policy: Policy{MaxBodyBytes: defaultSize, MaxResultBytes: defaultSize, MaxWait: defaultMaxWait, ExecutionsPerMinute: defaultExecutions},
 		Log: Log{Every: defaultCheckpointEvery, Interval: defaultCheckpointInterval, CheckEvery: tlog.CheckEvery,
 			FullCheckEvery: tlog.FullCheckEvery},
 	}
@@ -140,9 +153,11 @@ type yamlEndpoint struct {
 }
 
 type yamlPolicy struct {
-	MaxBody    string `yaml:"maxBody"`
-	MaxResult  string `yaml:"maxResult"`
-	ShareSagas bool   `yaml:"shareSagas"`
+	MaxBody             string `yaml:"maxBody"`
+	MaxResult           string `yaml:"maxResult"`
+	ShareSagas          bool   `yaml:"shareSagas"`
+	MaxWait             string `yaml:"maxWait"`
+	ExecutionsPerMinute *int   `yaml:"executionsPerMinute"`
 }
 
 // ReadFile reads and checks the configuration file at path. Every error starts with
@@ -258,6 +273,12 @@ func (y yamlFile) check() (File, error) {
 		return File{}, err
 	}
 	f.Policy.ShareSagas = y.Policy.ShareSagas
+	if n := y.Policy.ExecutionsPerMinute; n != nil {
+		if *n < 1 || *n > maxExecutions {
+			return File{}, fmt.Errorf("policy.executionsPerMinute: %d must be from 1 to %d", *n, maxExecutions)
+		}
+		f.Policy.ExecutionsPerMinute = *n
+	}
 	if f.Approvals, err = checkApproval(y.Approval); err != nil {
 		return File{}, err
 	}
@@ -280,6 +301,7 @@ func (y yamlFile) check() (File, error) {
 		{"log.checkpointInterval", y.Log.CheckpointInterval, minCheckpointInterval, maxCheckpointInterval, &f.Log.Interval},
 		{"log.checkEvery", y.Log.CheckEvery, 100 * time.Millisecond, time.Hour, &f.Log.CheckEvery},
 		{"log.fullCheckEvery", y.Log.FullCheckEvery, time.Second, 24 * time.Hour, &f.Log.FullCheckEvery},
+		{"policy.maxWait", y.Policy.MaxWait, 0, maxMaxWait, &f.Policy.MaxWait},
 	} {
 		if d.v == "" {
 			continue
