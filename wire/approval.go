@@ -70,7 +70,8 @@ type ResumeRequest struct {
 }
 
 // ResumeResult is what became of a resume: 200 executed, 409 refused
-// (Code REFUSED), 422 the tool failed (Code TOOL_FAILED), 202 in doubt.
+// (Code REFUSED) or not decided yet (Code UNDECIDED, nothing changed),
+// 422 the tool failed (Code TOOL_FAILED), 202 in doubt.
 // Status is the saga's afterwards; Reason says why it was refused, or
 // what the tool's failure was.
 type ResumeResult struct {
@@ -80,6 +81,9 @@ type ResumeResult struct {
 	Reason     string  `json:"reason,omitempty"`
 	JournalSeq int64   `json:"journalSeq"`
 	Outcome    Outcome `json:"outcome"`
+	// Request is where the request stands, on a resume asked before its
+	// quorum (Code UNDECIDED).
+	Request *RequestState `json:"request,omitempty"`
 	Problem
 }
 
@@ -116,6 +120,10 @@ type RequestState struct {
 	// Message is what the model is told of a request sent back:
 	// "[CHANGES_REQUESTED] Tool '<tool>': <what to change>".
 	Message string `json:"message,omitempty"`
+	// Progress says where the votes of a pending request stand, and who
+	// may still vote: "1 of 2 approvals (alice); waiting for 1 more from
+	// finance-leads".
+	Progress string `json:"progress,omitempty"`
 	Ruling
 }
 

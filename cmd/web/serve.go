@@ -82,6 +82,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 		return err
 	}
 	opts.ApprovalEndpoints, opts.MaxBody, opts.Hosts = cfg.ApprovalEndpoints, cfg.File.Policy.MaxBodyBytes, cfg.Hosts
+	opts.MaxWait, opts.ExecutionsPerMinute = cfg.File.Policy.MaxWait, cfg.File.Policy.ExecutionsPerMinute
 	opts.PublicURL = cfg.PublicURL
 	// Listening first, the server knows its port, which a loopback
 	// console's passkeys and notifications' links name; requests wait

@@ -23,6 +23,9 @@ import (
 // Handlers serves the API from one engine.
 type Handlers struct {
 	Engine *engine.Engine
+	// MaxWait bounds how long a call or a resume is held for its
+	// decision (Prefer: wait); 0 holds none.
+	MaxWait time.Duration
 }
 
 // Approvals lists pending requests: GET /sagacity/approvals[/{sagaId}],
@@ -103,7 +106,23 @@ func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 	if body.Payload == nil {
 		return engine.Errorf(engine.Invalid, "body must contain a 'payload' field")
 	}
-	res, err := h.Engine.Resume(r.Context(), auth.From(r.Context()), sagaID, seq, *body.Payload)
+	p, hd := auth.From(r.Context()), h.holding(w, r)
+	res, err := h.Engine.Resume(r.Context(), p, sagaID, seq, *body.Payload)
+	if engine.CodeOf(err) == wire.CodeUndecided {
+		// Held: asked again once decided, as the agent would.
+		if decided, werr := hd.await(r.Context(), h.Engine, p, sagaID, seq); werr != nil {
+			return werr
+		} else if decided {
+			res, err = h.Engine.Resume(r.Context(), p, sagaID, seq, *body.Payload)
+		}
+	}
+	if engine.CodeOf(err) == wire.CodeUndecided {
+		out, uerr := h.undecided(r.Context(), p, sagaID, seq, err)
+		if uerr != nil {
+			return uerr
+		}
+		return edge.WriteJSON(w, http.StatusConflict, out)
+	}
 	if err != nil {
 		return err
 	}

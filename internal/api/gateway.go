@@ -35,8 +35,16 @@ func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 	if body.Tool == "" || body.Input == nil {
 		return engine.Errorf(engine.Invalid, `body must contain "tool" and "input"`)
 	}
-	res, err := h.Engine.CallOnce(r.Context(), auth.From(r.Context()), sagaID,
-		engine.Ask{Tool: body.Tool, Input: *body.Input, Key: key, Reason: body.Reason})
+	p, hd := auth.From(r.Context()), h.holding(w, r)
+	res, err := h.Engine.CallOnce(r.Context(), p, sagaID, engine.Ask{Tool: body.Tool, Input: *body.Input, Key: key, Reason: body.Reason})
+	if err == nil && res.Outcome == engine.OutcomeAwaitingApproval {
+		// Held: answered as the call sent again would be, once decided.
+		if decided, werr := hd.await(r.Context(), h.Engine, p, sagaID, res.Seq); werr != nil {
+			return werr
+		} else if decided {
+			res, err = h.Engine.Gated(r.Context(), p, sagaID, res.Seq)
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ var schemaTypes = map[string]reflect.Type{
 	"ResumeRequest":        reflect.TypeFor[wire.ResumeRequest](),
 	"Resumed":              reflect.TypeFor[wire.ResumeResult](),
 	"ResumeRefused":        reflect.TypeFor[wire.ResumeResult](),
+	"ResumeUndecided":      reflect.TypeFor[wire.ResumeResult](),
 	"ResumeFailed":         reflect.TypeFor[wire.ResumeResult](),
 	"ResumeInDoubt":        reflect.TypeFor[wire.ResumeResult](),
 	"CallRequest":          reflect.TypeFor[wire.CallRequest](),

@@ -115,6 +115,7 @@ func RequestOf(rv engine.Review) wire.RequestState {
 		t := rv.Tally
 		rs.Ruling = rulingOf(r.Name, g.Field(engine.KeyPolicy), r.Quorum, t.Voters(), time.Time{}, t.Met())
 		if rv.Pending {
+			rs.Progress = t.Progress()
 			if !t.Deadline.IsZero() && !t.Met() {
 				d := t.Deadline.UTC()
 				rs.ExpiresAt = &d

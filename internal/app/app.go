@@ -129,7 +129,7 @@ func Build(ctx context.Context, p Parts) (*App, error) {
 	rec.Watch(eng)
 	o := p.Server
 	o.Log, o.Ready, o.Metrics = p.Logger, p.DB.Ping, rec
-	o.API = &api.Handlers{Engine: eng}
+	o.API = &api.Handlers{Engine: eng, MaxWait: o.MaxWait}
 	gw := mcpgw.New(ctx, eng, p.Version, p.MCPHold, p.Logger)
 	o.MCP = gw
 	o.Console.Engine = eng

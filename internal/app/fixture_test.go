@@ -172,6 +172,10 @@ type envOptions struct {
 	endpoints []engine.Endpoint
 	// clock is the engine's (expiry, escalation); time.Now when nil.
 	clock func() time.Time
+	// maxWait bounds Prefer: wait (none held when 0); executions is the
+	// resumes' budget a minute (the server's default when 0).
+	maxWait    time.Duration
+	executions int
 	// mcpHold is how long MCP holds a gated call (mcp.holdFor).
 	mcpHold time.Duration
 }
@@ -264,13 +268,15 @@ func newAPI(t testing.TB, dbURL string, o envOptions) *apiEnv {
 		Engine: []engine.Option{engine.WithAccess(engine.Access{ShareSagas: o.shareSagas}), engine.WithInDoubtAfter(o.inDoubtAfter),
 			engine.WithApprovals(o.approvals), engine.WithNotifications(o.endpoints), engine.WithClock(o.clock)},
 		Server: server.Options{
-			Console:           &console.Handlers{Sessions: sessions, Mode: mode, Now: o.now, People: people},
-			APIAuth:           bearer.Principal,
-			TokenIssuers:      issuers,
-			OIDC:              rp,
-			ApprovalEndpoints: !o.noApprovalEndpoints,
-			MaxBody:           o.maxBody,
-			Hosts:             o.hosts,
+			Console:             &console.Handlers{Sessions: sessions, Mode: mode, Now: o.now, People: people},
+			APIAuth:             bearer.Principal,
+			TokenIssuers:        issuers,
+			OIDC:                rp,
+			ApprovalEndpoints:   !o.noApprovalEndpoints,
+			MaxBody:             o.maxBody,
+			Hosts:               o.hosts,
+			MaxWait:             o.maxWait,
+			ExecutionsPerMinute: o.executions,
 		}})
 	if err != nil {
 		t.Fatal(err)

@@ -40,13 +40,11 @@ type File struct {
 
 // MCP says how the MCP gateway answers a gated call of a client that
 // asked for no task: held up to HoldFor for its decision (default 0: not
-// held, answered at once; at most MaxHold).
+// held, answered at once; at most policy.maxWait, the longest any call is
+// held).
 type MCP struct {
 	HoldFor time.Duration
 }
-
-// MaxHold bounds mcp.holdFor: a held call is an open HTTP request.
-const MaxHold = 10 * time.Minute
 
 // Log says when the server signs a checkpoint of the global log: after
 // Every new entries or Interval, whichever comes first; and how often it
@@ -85,6 +83,14 @@ type Policy struct {
 	// ShareSagas lets every agent call tools in, end, abort and resume
 	// every saga; by default only the saga's initiator may.
 	ShareSagas bool
+	// MaxWait bounds how long a call is held for its decision (HTTP
+	// Prefer: wait, a gated MCP call without tasks): default 5m, 0 (0s)
+	// holds none, at most 1h.
+	MaxWait time.Duration
+	// ExecutionsPerMinute is how many resumes one principal, and one
+	// client address, may send a minute (default 1200): executions are
+	// automation's, not a person's decisions (60 a minute).
+	ExecutionsPerMinute int
 }
 
 // Limits for the file's values.
@@ -99,6 +105,11 @@ const (
 	maxSize                = 64 << 20
 	defaultClaim           = "groups"
 
+	defaultMaxWait    = 5 * time.Minute
+	maxMaxWait        = time.Hour
+	defaultExecutions = 1200
+	maxExecutions     = 1_000_000
+
 	defaultCheckpointEvery    = 1000
 	defaultCheckpointInterval = 10 * time.Second
 	minCheckpointInterval     = 100 * time.Millisecond
@@ -108,7 +119,7 @@ const (
 func defaultFile() File {
 	return File{
 		Roles:  Roles{Claim: defaultClaim},
-		Policy: Policy{MaxBodyBytes: defaultSize, MaxResultBytes: defaultSize},
+		Policy: Policy{MaxBodyBytes: defaultSize, MaxResultBytes: defaultSize, MaxWait: defaultMaxWait, ExecutionsPerMinute: defaultExecutions},
 		Log: Log{Every: defaultCheckpointEvery, Interval: defaultCheckpointInterval, CheckEvery: tlog.CheckEvery,
 			FullCheckEvery: tlog.FullCheckEvery},
 	}
@@ -156,9 +167,11 @@ type yamlEndpoint struct {
 }
 
 type yamlPolicy struct {
-	MaxBody    string `yaml:"maxBody"`
-	MaxResult  string `yaml:"maxResult"`
-	ShareSagas bool   `yaml:"shareSagas"`
+	MaxBody             string `yaml:"maxBody"`
+	MaxResult           string `yaml:"maxResult"`
+	ShareSagas          bool   `yaml:"shareSagas"`
+	MaxWait             string `yaml:"maxWait"`
+	ExecutionsPerMinute *int   `yaml:"executionsPerMinute"`
 }
 
 // ReadFile reads and checks the configuration file at path. Every error starts with
@@ -274,6 +287,12 @@ func (y yamlFile) check() (File, error) {
 		return File{}, err
 	}
 	f.Policy.ShareSagas = y.Policy.ShareSagas
+	if n := y.Policy.ExecutionsPerMinute; n != nil {
+		if *n < 1 || *n > maxExecutions {
+			return File{}, fmt.Errorf("policy.executionsPerMinute: %d must be from 1 to %d", *n, maxExecutions)
+		}
+		f.Policy.ExecutionsPerMinute = *n
+	}
 	if f.Approvals, err = checkApproval(y.Approval); err != nil {
 		return File{}, err
 	}
@@ -296,7 +315,8 @@ func (y yamlFile) check() (File, error) {
 		{"log.checkpointInterval", y.Log.CheckpointInterval, minCheckpointInterval, maxCheckpointInterval, &f.Log.Interval},
 		{"log.checkEvery", y.Log.CheckEvery, 100 * time.Millisecond, time.Hour, &f.Log.CheckEvery},
 		{"log.fullCheckEvery", y.Log.FullCheckEvery, time.Second, 24 * time.Hour, &f.Log.FullCheckEvery},
-		{"mcp.holdFor", y.MCP.HoldFor, 0, MaxHold, &f.MCP.HoldFor},
+		{"policy.maxWait", y.Policy.MaxWait, 0, maxMaxWait, &f.Policy.MaxWait},
+		{"mcp.holdFor", y.MCP.HoldFor, 0, maxMaxWait, &f.MCP.HoldFor},
 	} {
 		if d.v == "" {
 			continue
@@ -309,6 +329,9 @@ func (y yamlFile) check() (File, error) {
 			return File{}, fmt.Errorf("%s: %s must be at least %s and at most %s", d.key, d.v, d.lo, d.hi)
 		}
 		*d.into = v
+	}
+	if f.MCP.HoldFor > f.Policy.MaxWait {
+		return File{}, fmt.Errorf("mcp.holdFor: %s is longer than policy.maxWait (%s), the longest a call is held", f.MCP.HoldFor, f.Policy.MaxWait)
 	}
 	return f, nil
 }

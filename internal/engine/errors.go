@@ -64,6 +64,15 @@ func KindOf(err error) Kind {
 	return Internal
 }
 
+// CodeOf returns the code of the first *Error in err's chain, "" when it
+// has none.
+func CodeOf(err error) wire.Code {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Code
+	}
+	return ""
+}
+
 // IsKind reports whether err is an *Error of kind k.
 func IsKind(err error, k Kind) bool { return err != nil && KindOf(err) == k }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/sagacity-go/sagacity/wire"
 )
@@ -40,6 +41,37 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 	return e.outcome(ctx, snap, seq, seq, what)
 }
 
+// Gated says what the call gated at seq of saga sagaID answers now, as
+// the call sent again under its key would (see fate): still awaiting
+// approval (its message saying so once approved, and how to resume
+// it), what its execution came to, or how it was closed. It is what a
+// held call answers once its wait ends. Errors: NotFound when the saga
+// has no request at seq; Forbidden as Can says for ActRead; those of
+// fate.
+func (e *Engine) Gated(ctx context.Context, p Principal, sagaID string, seq int64) (CallResult, error) {
+	if err := e.guard(p, ActRead, sagaID); err != nil {
+		return CallResult{}, err
+	}
+	snap, err := e.store.Snapshot(ctx, sagaID, true)
+	if err != nil {
+		return CallResult{}, err
+	}
+	if err := e.readSnapshot(p, snap); err != nil {
+		return CallResult{}, err
+	}
+	if snap.Saga == nil || seq < 1 || seq > int64(len(snap.Entries)) || snap.Entries[seq-1].Phase != PhaseAwaitingApproval {
+		return CallResult{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no request at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
+	}
+	return e.fate(ctx, snap, seq, fmt.Sprintf("the call at seq=%d", seq))
+}
+
+// ApprovedMessage is what an agent is told of its request of tool at seq
+// of saga sagaID once approved under a rule it resumes itself, votes t.
+func ApprovedMessage(tool, sagaID string, seq int64, t Tally) string {
+	return fmt.Sprintf("[APPROVED] Tool '%s' was approved by %s: execute it with the same bytes, POST /sagacity/resume/%s/%d "+
+		"(or sagacity_resume over MCP).", tool, strings.Join(t.Voters(), ", "), sagaID, seq)
+}
+
 // fate says what became of the request at seq, made by a gated call
 // (what, in messages), as the journal in snap says: still waiting for
 // approval; refused at the gate, or when a resume of it was refused; sent
@@ -53,6 +85,14 @@ func (e *Engine) fate(ctx context.Context, snap Snapshot, seq int64, what string
 	switch {
 	case l == nil || l.Open() || l.Closed > int64(len(snap.Entries)):
 		res.Outcome, res.Message = OutcomeAwaitingApproval, AwaitingMessage(gated.ToolName)
+		if l == nil {
+			return res, nil
+		}
+		if r, err := e.ruleOf(ctx, gated); err == nil && !r.OnApproval {
+			if t := tally(gated, l.Life, r); t.Met() {
+				res.Message = ApprovedMessage(gated.ToolName, snap.Saga.ID, seq, t)
+			}
+		}
 		return res, nil
 	case l.Closing == ClosedResumed:
 		return e.outcome(ctx, snap, seq, l.Closed, what)

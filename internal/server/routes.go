@@ -5,12 +5,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -48,6 +50,12 @@ type Options struct {
 	ApprovalEndpoints bool
 	// MaxBody caps request bodies, in bytes.
 	MaxBody int64
+	// MaxWait bounds how long a call is held for its decision (Prefer:
+	// wait; a gated MCP call); 0 holds none.
+	MaxWait time.Duration
+	// ExecutionsPerMinute is the budget of resumes, a minute, of each
+	// principal and each client address (decisions have their own).
+	ExecutionsPerMinute int
 	// Hosts are the host names requests may be addressed to, besides the
 	// loopback names; requests for any other are refused.
 	Hosts []string
@@ -64,6 +72,9 @@ const (
 	signInPerMinute   = 20
 	decidePerMinuteIP = 120
 	decidePerMinute   = 60
+	// defaultExecutionsPerMinute is the resumes' budget unless
+	// ExecutionsPerMinute says otherwise: automation's, not a person's.
+	defaultExecutionsPerMinute = 1200
 )
 
 // New returns the server's handler.
@@ -92,6 +103,8 @@ func New(o Options) http.Handler {
 func (s *server) routes() *chi.Mux {
 	signIn := newLimiter(signInPerMinute, signInPerMinute)
 	decideIP, decideWho := newLimiter(decidePerMinuteIP, decidePerMinuteIP), newLimiter(decidePerMinute, decidePerMinute)
+	n := cmp.Or(s.ExecutionsPerMinute, defaultExecutionsPerMinute)
+	executeIP, executeWho := newLimiter(n, n), newLimiter(n, n)
 
 	r := chi.NewRouter()
 	if s.Metrics != nil {
@@ -213,8 +226,8 @@ func (s *server) routes() *chi.Mux {
 				r.Post("/dismiss/{sagaId}/{seq}", s.h(s.API.Dismiss))
 				r.Post("/withdraw/{sagaId}/{seq}", s.h(s.API.Withdraw))
 				r.Post("/request-changes/{sagaId}/{seq}", s.h(s.API.RequestChanges))
-				r.Post("/resume/{sagaId}/{seq}", s.h(s.API.Resume))
 			})
+			r.With(s.limit(executeIP, executeWho)).Post("/resume/{sagaId}/{seq}", s.h(s.API.Resume))
 		}
 		r.Get("/keys", s.h(s.API.Keys))
 		r.Get("/receipts/{sagaId}/{seq}", s.h(s.API.Receipt))
