@@ -5,7 +5,9 @@
 // as a normal result the model reads, that a person must approve it; the
 // agent then asks sagacity_status, or subscribes to its saga's resource
 // to be told when a person decides, and executes the approved request
-// with sagacity_resume.
+// with sagacity_resume. A client that asks for a task gets one instead
+// (tasks.go), and one that does not may be held for the decision
+// (hold.go).
 //
 // An MCP session is a saga: the first call creates it, with the caller as
 // its initiator, and the session's end ends it. A Sagacity-Saga-Id header
