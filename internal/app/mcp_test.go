@@ -705,17 +705,20 @@ func TestMCPTasks(t *testing.T) {
 	send("end")
 }
 
-// rpcSession is an MCP session spoken by hand, JSON-RPC over HTTP.
+// rpcSession is an MCP session spoken by hand, JSON-RPC over HTTP, in
+// the saga "replicated".
 type rpcSession struct {
-	t  *testing.T
-	e  *apiEnv
-	id string
+	t       *testing.T
+	e       *apiEnv
+	id      string
+	headers []string // sent with every request, as name, value
 }
 
-// rpcOpen opens a session on e's /mcp at protocol 2025-11-25.
-func rpcOpen(t *testing.T, e *apiEnv) *rpcSession {
+// rpcOpen opens a session on e's /mcp at protocol 2025-11-25, sending
+// headers with every request.
+func rpcOpen(t *testing.T, e *apiEnv, headers ...string) *rpcSession {
 	t.Helper()
-	s := &rpcSession{t: t, e: e}
+	s := &rpcSession{t: t, e: e, headers: headers}
 	r := s.post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},` +
 		`"clientInfo":{"name":"by-hand","version":"1"}}}`)
 	if s.id = r.header.Get("Mcp-Session-Id"); s.id == "" {
@@ -727,7 +730,7 @@ func rpcOpen(t *testing.T, e *apiEnv) *rpcSession {
 
 func (s *rpcSession) post(body string) response {
 	s.t.Helper()
-	h := []string{"Accept", "application/json, text/event-stream", "Sagacity-Saga-Id", "replicated"}
+	h := append([]string{"Accept", "application/json, text/event-stream", "Sagacity-Saga-Id", "replicated"}, s.headers...)
 	if s.id != "" {
 		h = append(h, "Mcp-Session-Id", s.id, "Mcp-Protocol-Version", "2025-11-25")
 	}
@@ -738,16 +741,30 @@ func (s *rpcSession) post(body string) response {
 // the test on an error.
 func (s *rpcSession) call(method, params string) map[string]any {
 	s.t.Helper()
+	res, err := s.try(method, params)
+	if err != nil {
+		s.t.Fatalf("%s %s: %s", method, params, err)
+	}
+	return res
+}
+
+// try sends a request and returns its JSON-RPC answer: its result, or
+// its error as JSON.
+func (s *rpcSession) try(method, params string) (map[string]any, error) {
+	s.t.Helper()
 	r := s.post(`{"jsonrpc":"2.0","id":2,"method":"` + method + `","params":` + params + `}`)
 	_, data, _ := strings.Cut(r.body, "data: ")
 	var got struct {
 		Result map[string]any
-		Error  any
+		Error  json.RawMessage
 	}
-	if err := json.Unmarshal([]byte(cmp.Or(data, r.body)), &got); err != nil || got.Error != nil {
-		s.t.Fatalf("%s %s = %d %s", method, params, r.code, r.body)
+	if err := json.Unmarshal([]byte(cmp.Or(data, r.body)), &got); err != nil {
+		return nil, fmt.Errorf("%d %s: %w", r.code, r.body, err)
 	}
-	return got.Result
+	if got.Error != nil {
+		return nil, errors.New(string(got.Error))
+	}
+	return got.Result, nil
 }
 
 // TestMCPTaskReplicas: a task is its request, not a server's memory: one
@@ -783,5 +800,29 @@ func TestMCPTaskReplicas(t *testing.T) {
 	}
 	if got := other.call("tasks/get", `{"taskId":"`+id+`"}`); got["status"] != "completed" {
 		t.Errorf("tasks/get once executed = %v; want completed", got)
+	}
+}
+
+// TestMCPTaskPrivacy: a task is read, held on and executed only by whom
+// the engine lets read its saga: another agent's tasks/get and
+// tasks/result are refused (-32602, naming nothing of it), and run
+// nothing.
+func TestMCPTaskPrivacy(t *testing.T) {
+	t.Parallel()
+	mineT, mineTok := token("agent1", engine.RoleAgent)
+	otherT, otherTok := token("agent2", engine.RoleAgent)
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{mineT, otherT}})
+	created := rpcOpen(t, e, bearer(mineTok)...).call("tools/call", `{"name":"sendWireTransfer","arguments":`+transfer+`,"task":{}}`)
+	task, _ := created["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	other := rpcOpen(t, e, bearer(otherTok)...)
+	for _, method := range []string{"tasks/get", "tasks/result"} {
+		if got, err := other.try(method, `{"taskId":"`+id+`"}`); err == nil || !strings.Contains(err.Error(), `"code":-32602`) ||
+			!strings.Contains(err.Error(), "not yours to read") || strings.Contains(err.Error(), "alice") {
+			t.Errorf("%s of another agent's task = %v, %v; want -32602, naming nothing of it", method, got, err)
+		}
+	}
+	if paths := e.tools.paths(); len(paths) != 0 {
+		t.Errorf("the tool server was called at %v; want nothing run", paths)
 	}
 }

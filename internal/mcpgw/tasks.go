@@ -135,9 +135,13 @@ func (g *Gateway) tasks(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListToolsResult:
 			return toolsWithTasks{r, g.gated}, nil
 		case *mcp.CallToolResult:
+			// A call of a gated tool that asked for a task answers its
+			// request's task, whatever became of it (the call sent again
+			// under its key once executed answers the task completed); one
+			// refused before any request was made answers as it is.
 			call, _ := req.(*mcp.CallToolRequest)
 			out, ok := r.StructuredContent.(wire.CallResult)
-			if call == nil || !tasked(call.Extra) || !ok || out.Outcome != wire.Gated {
+			if call == nil || !tasked(call.Extra) || !ok || !g.gated[call.Params.Name] {
 				return r, nil
 			}
 			p, err := caller(call.Session, call.Extra)
@@ -146,7 +150,7 @@ func (g *Gateway) tasks(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			rv, err := g.engine.Review(ctx, p, out.SagaID, out.JournalSeq)
 			if err != nil {
-				return failed(err)
+				return r, nil
 			}
 			return &createdTask{Task: taskOfReview(rv)}, nil
 		}
