@@ -90,19 +90,19 @@ func TestWatches(t *testing.T) {
 // serving the principal its bearer token names (withToken), with every
 // role; it stops when the test ends.
 func serve(t *testing.T) (*Gateway, *engine.Engine, *httptest.Server) {
-	return serveHolding(t, 0)
+	return serveHolding(t, 0, &paid{})
 }
 
-// serveHolding is serve with an IRREVERSIBLE tool, pay (whose result is
-// "paid"), and gated calls held for hold, the engine listening for
-// decisions.
-func serveHolding(t *testing.T, hold time.Duration) (*Gateway, *engine.Engine, *httptest.Server) {
+// serveHolding is serve with an IRREVERSIBLE tool, pay, and gated calls
+// held for hold, the engine listening for decisions and taking opts.
+func serveHolding(t *testing.T, hold time.Duration, pay engine.Executor, opts ...engine.Option) (*Gateway, *engine.Engine, *httptest.Server) {
 	db, err := store.Open(t.Context(), testkit.SQLiteURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	e, err := engine.New(db, []engine.Tool{{Name: "pay", Reversibility: engine.Irreversible, Executor: paid{}}}, engine.WithKeys(testkit.Keys(t)))
+	e, err := engine.New(db, []engine.Tool{{Name: "pay", Reversibility: engine.Irreversible, Executor: pay}},
+		append([]engine.Option{engine.WithKeys(testkit.Keys(t))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,22 +200,45 @@ func (w withToken) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// paid is a tool that pays and says so.
-type paid struct{}
+// paid is a tool that pays and says so, counting its payments.
+type paid struct{ n atomic.Int64 }
 
-func (paid) Execute(context.Context, engine.Invocation) (string, error) { return "paid", nil }
-func (paid) Compensate(context.Context, engine.Invocation, string) error {
+func (p *paid) Execute(context.Context, engine.Invocation) (string, error) {
+	p.n.Add(1)
+	return "paid", nil
+}
+
+func (*paid) Compensate(context.Context, engine.Invocation, string) error {
 	return errors.New("a payment is not undone")
 }
 
 // TestHeld: a gated call of a client that asks for no task is held: told
 // it still waits (notifications/progress, as it sent a progressToken)
-// until a person's approval, then answered the tool's result; one nobody
-// decides is answered the gate's text once the hold ends.
+// until a person's approval, then answered the tool's result, run once,
+// whether the held call executes it (the default rule) or the server
+// does on the approval (execute: on-approval); one nobody decides is
+// answered the gate's text once the hold ends.
 func TestHeld(t *testing.T) {
 	defer func(d time.Duration) { progressEvery = d }(progressEvery)
 	progressEvery = 20 * time.Millisecond
-	_, e, srv := serveHolding(t, time.Second)
+	onApproval, err := engine.CompilePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "server", Execute: engine.ExecuteOnApproval}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		opts []engine.Option
+	}{
+		{"default", nil},
+		{"on-approval", []engine.Option{engine.WithApprovals(onApproval)}},
+	} {
+		t.Run(c.name, func(t *testing.T) { held(t, c.opts...) })
+	}
+}
+
+func held(t *testing.T, opts ...engine.Option) {
+	pay := &paid{}
+	_, e, srv := serveHolding(t, time.Second, pay, opts...)
 	var progress atomic.Int64
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
@@ -247,6 +270,9 @@ func TestHeld(t *testing.T) {
 	}()
 	if text, isError := call("approved"); isError || text != "paid" || progress.Load() == 0 {
 		t.Errorf("a held call approved = %q (error %v) after %d progress notifications; want the tool's result, and progress", text, isError, progress.Load())
+	}
+	if n := pay.n.Load(); n != 1 {
+		t.Errorf("the approved call paid %d times, want once", n)
 	}
 	start := time.Now()
 	if text, isError := call("undecided"); isError || !strings.HasPrefix(text, "[AWAITING_APPROVAL] Tool 'pay' requires human approval") ||
