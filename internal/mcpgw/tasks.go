@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,8 +19,8 @@ import (
 // Tasks (the MCP 2025-11-25 tasks utility): a client that asks for a
 // task on a call of an IRREVERSIBLE tool (params.task, which the SDK
 // does not read: see taskHeader) is answered a task instead of the
-// gate's text, and follows the request with tasks/get, tasks/result and
-// tasks/cancel. The SDK v1.8.0 knows nothing of tasks, so the gateway
+// gate's text, and follows the request with tasks/get and tasks/result
+// (tasks/cancel waits for the engine's Cancel). The SDK v1.8.0 knows nothing of tasks, so the gateway
 // adds them where the SDK lets a server: a receiving middleware
 // (g.tasks) that declares the capability in initialize, marks the gated
 // tools in tools/list and answers a task for a gated call; and custom
@@ -34,7 +33,6 @@ import (
 const (
 	methodTaskGet    = "tasks/get"
 	methodTaskResult = "tasks/result"
-	methodTaskCancel = "tasks/cancel"
 )
 
 // relatedTask is the _meta key of tasks/result naming its task.
@@ -105,7 +103,7 @@ type createdTask struct {
 	Task task `json:"task"`
 }
 
-// taskResult is tasks/get's and tasks/cancel's answer: the task.
+// taskResult is tasks/get's answer: the task.
 type taskResult struct {
 	mcp.ResultBase
 	task
@@ -219,14 +217,13 @@ func taskCaller(ctx context.Context, ss *mcp.ServerSession, params *taskParams) 
 
 // taskError is how tasks/* answers an engine error: a task that does not
 // exist or is not the caller's to read is -32602, as the tasks utility
-// says, with the engine's words; the store down is the SDK's internal
-// error.
+// says, with the engine's words; the store down, as failed says.
 func taskError(err error) error {
-	var e *engine.Error
-	if errors.As(err, &e) && e.Kind != engine.Internal && e.Kind != engine.Unavailable {
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Msg}
+	e, ok := actionable(err)
+	if !ok {
+		return errTryLater
 	}
-	return err
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Msg}
 }
 
 // taskGet is tasks/get: the request as it stands. An approved request is

@@ -120,13 +120,25 @@ func result(text string, structured any, isError bool) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured, IsError: isError}
 }
 
+// actionable is err as the engine's, when it is one the agent can act on
+// (invalid input, a refusal, a conflict): not the store being down.
+func actionable(err error) (*engine.Error, bool) {
+	var e *engine.Error
+	ok := errors.As(err, &e) && e.Kind != engine.Internal && e.Kind != engine.Unavailable && e.Kind != engine.Unauthenticated
+	return e, ok
+}
+
+// errTryLater is the protocol error that answers the store being down,
+// or anything else the client cannot act on: its cause goes unsaid.
+var errTryLater = errors.New("the server could not take the call; try again later")
+
 // failed answers an engine error: what the agent can act on (invalid
 // input, a refusal, a conflict) as a tool error the model reads; the
 // store being down as a protocol error the client may retry.
 func failed(err error) (*mcp.CallToolResult, error) {
-	var e *engine.Error
-	if !errors.As(err, &e) || e.Kind == engine.Internal || e.Kind == engine.Unavailable || e.Kind == engine.Unauthenticated {
-		return nil, errors.New("the server could not take the call; try again later")
+	e, ok := actionable(err)
+	if !ok {
+		return nil, errTryLater
 	}
 	return result(e.Msg, edge.Refusal(err, e.Msg), true), nil
 }
