@@ -770,11 +770,13 @@ func (s *rpcSession) try(method, params string) (map[string]any, error) {
 // TestMCPTaskReplicas: a task is its request, not a server's memory: one
 // created on a server is read on another sharing its database (as after
 // a restart), whose tasks/result is woken by an approval on the first
-// (LISTEN/NOTIFY) and answers the tool's result, run once.
+// (LISTEN/NOTIFY) and answers the tool's result, run once; and a call
+// held on one server is answered the tool's result once approved on the
+// other.
 func TestMCPTaskReplicas(t *testing.T) {
 	t.Parallel()
 	db := testkit.PostgresURL(t)
-	a, b := newAPI(t, db, envOptions{}), newAPI(t, db, envOptions{})
+	a, b := newAPI(t, db, envOptions{}), newAPI(t, db, envOptions{mcpHold: time.Minute})
 	created := rpcOpen(t, a).call("tools/call", `{"name":"sendWireTransfer","arguments":`+transfer+`,"task":{"ttl":60000}}`)
 	task, _ := created["task"].(map[string]any)
 	id, _ := task["taskId"].(string)
@@ -800,6 +802,21 @@ func TestMCPTaskReplicas(t *testing.T) {
 	}
 	if got := other.call("tasks/get", `{"taskId":"`+id+`"}`); got["status"] != "completed" {
 		t.Errorf("tasks/get once executed = %v; want completed", got)
+	}
+
+	go func() {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if strings.Contains(a.get("/sagacity/approvals/held").body, `"journalSeq":1`) {
+				want(t, "approve the held call on the first server", a.post("/sagacity/approve/held/1", `{"approver":"alice"}`), 200)
+				return
+			}
+		}
+		t.Error("the held call's request never showed on the first server")
+	}()
+	cs := mcpSession(t, b, "held-agent", http.Header{mcpgw.SagaHeader: {"held"}}, nil)
+	r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "sendWireTransfer", Arguments: json.RawMessage(transfer)})
+	if err != nil || r.IsError || text(r) != "transfer-ok" {
+		t.Errorf("a call held on the second server, approved on the first = %v, %v; want the tool's result", r, err)
 	}
 }
 
