@@ -69,10 +69,28 @@ var conformance = map[string]string{
 	"prompts-get-with-image":        "gets the suite's fixture prompt test_prompt_with_image",
 }
 
+// tasksExtension is why the suite's scenarios of the tasks extension
+// (io.modelcontextprotocol/tasks, SEP-2663), which it runs only when
+// named, do not pass here yet: the suite speaks them at protocol
+// 2026-07-28, which the Go SDK serves only without sessions, and this
+// server, whose sessions are sagas, does not negotiate (see
+// TestMCPProtocolVersion). Its tasks are those of 2025-11-25
+// (TestMCPTasks).
+const tasksExtension = "not yet: runs at protocol 2026-07-28, which this server does not negotiate"
+
+// extension are the suite's scenarios of extensions, which it runs only
+// when named, with why each does not pass here ("" once it does).
+var extension = map[string]string{
+	"tasks-lifecycle": tasksExtension, "tasks-capability-negotiation": tasksExtension, "tasks-wire-fields": tasksExtension,
+	"tasks-request-state-removal": tasksExtension, "tasks-mrtr-input": tasksExtension, "tasks-request-headers": tasksExtension,
+	"tasks-dispatch-and-envelope": tasksExtension, "tasks-status-notifications": tasksExtension,
+	"tasks-required-task-error": tasksExtension, "tasks-mrtr-composition": tasksExtension,
+}
+
 // TestMCPConformance runs the official MCP conformance suite's server
-// scenarios against /mcp, at the protocol version the server negotiates:
-// every scenario that applies to this server (see conformance) passes
-// every check.
+// scenarios against /mcp, at the protocol version the server negotiates,
+// and those of the extensions: every scenario that applies to this
+// server (see conformance and extension) passes every check.
 func TestMCPConformance(t *testing.T) {
 	t.Parallel()
 	nodePackage(t, "@modelcontextprotocol/conformance")
@@ -82,12 +100,17 @@ func TestMCPConformance(t *testing.T) {
 	out := t.TempDir()
 	// node20.mjs lets the suite load on Node.js 20; --spec-version is the
 	// newest the server negotiates (see the OpenAPI document's /mcp).
-	cmd := exec.CommandContext(ctx, "node", "--import", "./node20.mjs", "node_modules/@modelcontextprotocol/conformance/dist/index.js",
-		"server", "--url", e.url+"/mcp", "--spec-version", "2025-11-25", "--output-dir", out)
-	cmd.Dir = "testdata/node"
-	log, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("the conformance suite did not finish: %v\n%s", err, log)
+	suite := func(args ...string) {
+		cmd := exec.CommandContext(ctx, "node", append([]string{"--import", "./node20.mjs",
+			"node_modules/@modelcontextprotocol/conformance/dist/index.js", "server", "--url", e.url + "/mcp", "--output-dir", out}, args...)...)
+		cmd.Dir = "testdata/node"
+		if log, err := cmd.CombinedOutput(); ctx.Err() != nil {
+			t.Fatalf("the conformance suite did not finish: %v\n%s", err, log)
+		}
+	}
+	suite("--spec-version", "2025-11-25")
+	for name := range extension {
+		suite("--scenario", name)
 	}
 	// The suite's exit status counts the scenarios that do not apply too:
 	// what counts is each scenario's checks.
@@ -98,6 +121,9 @@ func TestMCPConformance(t *testing.T) {
 		name := stamp.ReplaceAllString(strings.TrimPrefix(filepath.Base(dir), "server-"), "")
 		ran = append(ran, name)
 		why, listed := conformance[name]
+		if w, ok := extension[name]; ok {
+			why, listed = w, true
+		}
 		if !listed {
 			t.Errorf("the suite ran scenario %s, which the test does not list: say whether it applies to this server", name)
 			continue
@@ -123,9 +149,11 @@ func TestMCPConformance(t *testing.T) {
 			}
 		}
 	}
-	for name := range conformance {
-		if !slices.Contains(ran, name) {
-			t.Errorf("scenario %s did not run; the suite's output:\n%s", name, log)
+	for _, names := range []map[string]string{conformance, extension} {
+		for name := range names {
+			if !slices.Contains(ran, name) {
+				t.Errorf("scenario %s did not run", name)
+			}
 		}
 	}
 }
