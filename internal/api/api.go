@@ -26,6 +26,10 @@ type Handlers struct {
 	// MaxWait bounds how long a call or a resume is held for its
 	// decision (Prefer: wait); 0 holds none.
 	MaxWait time.Duration
+	// Serving ends when the server stops: the calls it holds then answer
+	// as if their wait had ended, so that shutting down waits for none of
+	// them. Nil: never.
+	Serving context.Context
 }
 
 // Approvals lists pending requests: GET /sagacity/approvals[/{sagaId}],
