@@ -45,8 +45,9 @@
 // (Resume it with the same bytes), or the refusal (rejected, sent back,
 // expired); a wait that ends first answers Gated as at once. A held call
 // whose answer is lost is sent again under its key, which holds the same
-// request again, for what is left of Wait: the server never makes a
-// second request of it.
+// request again, for what is left of Wait (the time it was held does not
+// count against RetryFor): the server never makes a second request of
+// it.
 package client
 
 import (
@@ -75,8 +76,8 @@ type Client struct {
 	// HTTPClient sends the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
 	// RetryFor bounds how long a call is sent again under its key (see
-	// CallWithKey), after Wait; 0 means a minute, and a negative value
-	// sends it once.
+	// CallWithKey), besides the time the server held it; 0 means a
+	// minute, and a negative value sends it once.
 	RetryFor time.Duration
 	// Wait is how long a call of a gated tool, or a resume, waits for
 	// its request's decision (Prefer: wait=<seconds>, rounded up); 0

@@ -58,8 +58,9 @@ func (c *Client) Ask(ctx context.Context, sagaID string, a Ask) (CallResult, err
 // answers the first one's outcome: executed, awaiting approval, failed,
 // or InDoubt when the server went away while it ran. CallWithKey sends it
 // again itself while the answer is lost or the call still runs, for up
-// to RetryFor after Wait, waiting longer each time. The key sent with another tool
-// or input is refused: an *Error of status 422, Code CodeKeyReused.
+// to RetryFor besides the time the server held it (see Wait), waiting
+// longer each time. The key sent with another tool or input is refused:
+// an *Error of status 422, Code CodeKeyReused.
 func (c *Client) CallWithKey(ctx context.Context, sagaID, tool, input, key string) (CallResult, error) {
 	return c.callOnce(ctx, sagaID, Ask{Tool: tool, Input: input, Key: key})
 }
@@ -79,10 +80,14 @@ func (c *Client) callOnce(ctx context.Context, sagaID string, a Ask) (CallResult
 		retryFor = time.Minute
 	}
 	held := time.Now().Add(c.Wait)
-	give := held.Add(retryFor)
+	give := time.Now().Add(retryFor)
 	wait := 100 * time.Millisecond
 	for {
+		sent := time.Now()
 		a, err := c.sendUntil(ctx, http.MethodPost, path, nil, header, body, held)
+		if c.Wait > 0 {
+			give = give.Add(time.Since(sent)) // the time it was held is no retrying
+		}
 		if !lost(a, err) || ctx.Err() != nil || time.Now().Add(wait).After(give) {
 			if err != nil {
 				return CallResult{}, err

@@ -31,8 +31,8 @@ func pending(t *testing.T, s *sagacity, saga string) int64 {
 // TestWait: with Wait, a gated call and a resume are held until the
 // request is decided (an HTTP client's shorter Timeout lengthened to
 // cover it), and a wait that ends answers Gated; a held call whose answer
-// was lost is sent again under its key and holds the same request, never
-// a second.
+// was lost is sent again under its key, however long it was held, and
+// holds the same request, never a second.
 func TestWait(t *testing.T) {
 	s := newServer(t, sqliteURL(t.TempDir()))
 	ctx := t.Context()
@@ -104,9 +104,10 @@ func TestWait(t *testing.T) {
 	}
 
 	// The held call's answer is lost on the way back: sent again under
-	// its key, it answers the same request, approved.
+	// its key, it answers the same request, approved. It was held longer
+	// than RetryFor, which counts only the time spent retrying.
 	f := &flaky{lose: true}
-	lossy := &client.Client{BaseURL: f.front(t, s.url), Token: tokens["agent"], Wait: 30 * time.Second}
+	lossy := &client.Client{BaseURL: f.front(t, s.url), Token: tokens["agent"], Wait: 30 * time.Second, RetryFor: 200 * time.Millisecond}
 	a = approveHeld(lossy, "lost")
 	if a.err != nil || a.r.Outcome != client.Gated || !strings.HasPrefix(a.r.Message, "[APPROVED]") {
 		t.Fatalf("the held call whose answer was lost = %+v, %v; want it gated and approved", a.r, a.err)
