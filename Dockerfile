@@ -6,6 +6,13 @@
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# The public modules go.mod replaces by their directories: go mod download
+# reads their go.mod files.
+COPY client/go.mod client/
+COPY evidence/go.mod evidence/
+COPY internal/parallel/go.mod internal/parallel/
+COPY toolsig/go.mod toolsig/
+COPY wire/go.mod wire/
 RUN go mod download
 COPY . .
 # The build context has no .git (see .dockerignore): the version comes in

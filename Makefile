@@ -2,7 +2,12 @@
 
 GO      ?= go
 BIN     ?= bin/sagacity
-PKGS    ?= ./...
+# The public packages are modules of their own, each with its own go.mod, so
+# that a program outside requires only what they need (docs/maintaining.md,
+# Modules); go.mod replaces each by its directory here. ./... does not reach
+# into them, so PKGS names their packages too.
+MODULES ?= internal/parallel wire toolsig evidence client
+PKGS    ?= ./... $(MODULES:%=github.com/sagacity-go/sagacity/%/...)
 
 HTMX_VERSION ?= 2.0.11
 AXE_VERSION  ?= 4.14.1
@@ -40,10 +45,10 @@ test: check
 	SAGACITY_TEST_BINARY=$(abspath $(TESTBIN))/sagacity SAGACITY_TEST_MAILPIT=$(abspath $(TESTBIN))/mailpit \
 	  $(GOTESTSUM) --format pkgname-and-test-fails --format-hide-empty-pkg -- -race -count=1 -timeout $(TESTTIMEOUT) $(PKGS)
 
-## lint: golangci-lint with .golangci.yml (the default linters plus bodyclose, errorlint, gocritic and gosec), tests included, of the product and of the benchmark harness
+## lint: golangci-lint with .golangci.yml (the default linters plus bodyclose, errorlint, gocritic and gosec), tests included, of the product, its public modules and the benchmark harness
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
-	cd bench && $(GOLANGCI_LINT) run ./...
+	for m in $(MODULES) bench; do (cd $$m && $(GOLANGCI_LINT) run ./...) || exit 1; done
 
 $(CURDIR)/bin/golangci-lint: tools/go.mod tools/go.sum
 	$(GO) -C tools build -o ../bin/golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint
@@ -59,7 +64,7 @@ fuzz:
 	for f in $$(grep -rl --include='*_test.go' '^func Fuzz' .); do \
 	  for fn in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
 	    echo "fuzz $$(dirname $$f) $$fn for $(FUZZTIME)"; \
-	    if ! $(GO) test $$(dirname $$f) -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) >$$out 2>&1; then \
+	    if ! $(GO) -C $$(dirname $$f) test . -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) >$$out 2>&1; then \
 	      if grep -q 'context deadline exceeded' $$out && ! grep -q 'Failing input written' $$out; then \
 	        echo "  (the run ended with golang/go#75804's spurious deadline; no failing input was found)"; \
 	      else \
@@ -77,12 +82,12 @@ build: generate
 generate:
 	$(GO) generate ./...
 
-## check: gofmt and go vet, of the product and of the benchmark harness (bench/, a module of its own)
+## check: gofmt and go vet, of the product, of each public module on its own go.mod, and of the benchmark harness (bench/, a module of its own)
 check: generate
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
-	cd bench && $(GO) vet ./...
+	for m in $(MODULES) bench; do (cd $$m && $(GO) vet ./...) || exit 1; done
 
 ## bench: benchmarks on SQLite and PostgreSQL: throughput, latency, and what receipts and the global log cost; then the comparison with pgx, DBOS and raw SHA-256, the log check of SQLite stores of 1M and 10M entries, growth and HTTP (bench/, a module of its own, about 5 minutes; its first run also seeds those stores in $TMPDIR, about 5 minutes and 5 GB, once), written to BENCHMARKS.md; BENCHFLAGS passes flags to it (cd bench && go run . -h)
 BENCHFLAGS ?=

@@ -10,7 +10,6 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-json-experiment/json v1.27.2
 	github.com/go-webauthn/webauthn v0.18.2
-	github.com/google/cel-go v0.31.0
 	github.com/google/go-cmp v0.7.0
 	github.com/google/jsonschema-go v0.4.3
 	github.com/jackc/pgx/v5 v5.12.0
@@ -21,6 +20,11 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
+	github.com/sagacity-go/sagacity/client v0.1.0
+	github.com/sagacity-go/sagacity/evidence v0.1.0
+	github.com/sagacity-go/sagacity/internal/parallel v0.1.0
+	github.com/sagacity-go/sagacity/toolsig v0.1.0
+	github.com/sagacity-go/sagacity/wire v0.1.0
 	github.com/sergi/go-diff v1.4.0
 	github.com/transparency-dev/merkle v0.0.2
 	github.com/zitadel/oidc/v3 v3.52.0
@@ -72,6 +76,7 @@ require (
 	github.com/gogs/chardet v0.0.0-20211120154057-b7413eaefb8f // indirect
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/gomarkdown/markdown v0.0.0-20261107153045-a51d70be185e // indirect
+	github.com/google/cel-go v0.31.0 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -146,4 +151,14 @@ tool (
 	github.com/a-h/templ/cmd/templ
 	github.com/axllent/mailpit
 	gotest.tools/gotestsum
+)
+
+// The public packages are modules of their own (docs/maintaining.md#modules),
+// built here from this tree.
+replace (
+	github.com/sagacity-go/sagacity/client => ./client
+	github.com/sagacity-go/sagacity/evidence => ./evidence
+	github.com/sagacity-go/sagacity/internal/parallel => ./internal/parallel
+	github.com/sagacity-go/sagacity/toolsig => ./toolsig
+	github.com/sagacity-go/sagacity/wire => ./wire
 )

@@ -6,6 +6,9 @@ require (
 	github.com/dbos-inc/dbos-transact-golang v1.8.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/sagacity-go/sagacity v0.0.0
+	github.com/sagacity-go/sagacity/evidence v0.1.0
+	github.com/sagacity-go/sagacity/toolsig v0.1.0
+	github.com/sagacity-go/sagacity/wire v0.1.0
 )
 
 require (
@@ -26,6 +29,7 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
+	github.com/sagacity-go/sagacity/internal/parallel v0.1.0 // indirect
 	github.com/transparency-dev/merkle v0.0.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/exp v0.0.0-20240823005443-9b4947da3948 // indirect
@@ -43,4 +47,10 @@ require (
 	modernc.org/sqlite v1.62.0 // indirect
 )
 
-replace github.com/sagacity-go/sagacity => ../
+replace (
+	github.com/sagacity-go/sagacity => ../
+	github.com/sagacity-go/sagacity/evidence => ../evidence
+	github.com/sagacity-go/sagacity/internal/parallel => ../internal/parallel
+	github.com/sagacity-go/sagacity/toolsig => ../toolsig
+	github.com/sagacity-go/sagacity/wire => ../wire
+)

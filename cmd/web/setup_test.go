@@ -263,3 +263,75 @@ func TestSagacityStandIn(t *testing.T) {
 		t.Errorf("sagacity version on the stand-ins' PATH = %v\n%s\nwant %s", err, out, want.String())
 	}
 }
+
+// TestPublicModules: the modules of this tree that go.mod replaces by
+// their directories are the Makefile's MODULES (which make check, test,
+// lint and bench reach into, as ./... does not), and the Dockerfile's
+// go mod download finds them: run here on the files the Dockerfile
+// copies before it, and no others.
+func TestPublicModules(t *testing.T) {
+	t.Parallel()
+	root := testkit.Root(t)
+	read := func(name string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	mod, err := modfile.Parse("go.mod", []byte(read("go.mod")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replaced []string
+	for _, r := range mod.Replace {
+		if modfile.IsDirectoryPath(r.New.Path) {
+			replaced = append(replaced, filepath.ToSlash(filepath.Clean(r.New.Path)))
+		}
+	}
+	if len(replaced) == 0 {
+		t.Fatal("go.mod replaces no module by a directory; the client's should be one")
+	}
+	slices.Sort(replaced)
+
+	m := regexp.MustCompile(`(?m)^MODULES \?= (.*)$`).FindStringSubmatch(read("Makefile"))
+	if m == nil {
+		t.Fatal("the Makefile sets no MODULES")
+	}
+	listed := strings.Fields(m[1])
+	slices.Sort(listed)
+	if !slices.Equal(listed, replaced) {
+		t.Errorf("the Makefile's MODULES are %v; go.mod replaces %v by their directories", listed, replaced)
+	}
+
+	// The build stage up to go mod download, in a directory of its own.
+	dockerfile := read("Dockerfile")
+	stage, _, ok := strings.Cut(dockerfile, "RUN go mod download")
+	if !ok {
+		t.Fatal("the Dockerfile runs no go mod download")
+	}
+	dir := t.TempDir()
+	for _, c := range regexp.MustCompile(`(?m)^COPY (.+)$`).FindAllStringSubmatch(stage, -1) {
+		f := strings.Fields(c[1])
+		dest := f[len(f)-1]
+		for _, src := range f[:len(f)-1] {
+			to := filepath.Join(dir, dest)
+			if strings.HasSuffix(dest, "/") {
+				to = filepath.Join(to, filepath.Base(src))
+			}
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(to, []byte(read(src)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cmd := exec.Command("go", "mod", "download")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("go mod download on what the Dockerfile copies before it: %v\n%s", err, out)
+	}
+}

@@ -107,7 +107,9 @@ func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 		return engine.Errorf(engine.Invalid, "body must contain a 'payload' field")
 	}
 	p, hd := auth.From(r.Context()), h.holding(w, r)
-	res, err := h.Engine.Resume(r.Context(), p, sagaID, seq, *body.Payload)
+	res, err := apart(hd, func() (engine.ResumeResult, error) {
+		return h.Engine.Resume(r.Context(), p, sagaID, seq, *body.Payload)
+	})
 	if engine.CodeOf(err) == wire.CodeUndecided {
 		// Held: asked again once decided, as the agent would.
 		if decided, werr := hd.await(r.Context(), h.Engine, p, sagaID, seq); werr != nil {

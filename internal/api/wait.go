@@ -68,6 +68,16 @@ func (h *Handlers) holding(w http.ResponseWriter, r *http.Request) held {
 	return held{wait: preferredWait(r.Header, h.MaxWait), w: w, r: r}
 }
 
+// apart runs fn, the engine's first work on a call that will be held, on
+// a goroutine of its own (engine.Apart), so that the goroutine holding it
+// afterwards keeps a small stack; at once when it is not held.
+func apart[T any](hd held, fn func() (T, error)) (T, error) {
+	if hd.wait <= 0 {
+		return fn()
+	}
+	return engine.Apart(fn)
+}
+
 // await holds until the request at seq is no longer one to wait on, or
 // the wait ends: it reports whether it was decided meanwhile (then the
 // answer carries Preference-Applied). The server's write deadline moves

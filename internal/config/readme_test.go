@@ -43,7 +43,7 @@ func TestReadmeTools(t *testing.T) {
 	if diff := cmp.Diff(want, c.File.Tools); diff != "" {
 		t.Errorf("the README's tools (-want +got):\n%s", diff)
 	}
-	if want := (Policy{MaxBodyBytes: 1 << 20, MaxResultBytes: 1 << 20}); c.File.Policy != want {
+	if want := (Policy{MaxBodyBytes: 1 << 20, MaxResultBytes: 1 << 20, MaxWait: 5 * time.Minute, ExecutionsPerMinute: 1200}); c.File.Policy != want {
 		t.Errorf("the README's policy = %+v, want %+v", c.File.Policy, want)
 	}
 }

@@ -101,6 +101,7 @@ func New(log *slog.Logger) *Recorder {
 type Backlogger interface {
 	Backlog(ctx context.Context) (engine.Backlog, error)
 	Halted() string
+	Held() int
 }
 
 // Watch adds the gauges of e's backlog, read at each scrape: pending
@@ -120,17 +121,19 @@ func (m *Recorder) Watch(e Backlogger) {
 			[]string{"endpoint"}, nil),
 		outboxAge: prometheus.NewDesc("sagacity_outbox_oldest_age_seconds",
 			"How long the oldest notification not delivered yet has waited, by endpoint.", []string{"endpoint"}, nil),
+		held: prometheus.NewDesc("sagacity_held_calls",
+			"Calls this process holds until their request is decided (Prefer: wait, MCP calls and tasks).", nil, nil),
 	})
 }
 
 // backlog is the collector of the backlog's gauges.
 type backlog struct {
-	e                                                   Backlogger
-	halted, pending, oldest, inDoubt, outbox, outboxAge *prometheus.Desc
+	e                                                         Backlogger
+	halted, pending, oldest, inDoubt, outbox, outboxAge, held *prometheus.Desc
 }
 
 func (b *backlog) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{b.halted, b.pending, b.oldest, b.inDoubt, b.outbox, b.outboxAge} {
+	for _, d := range []*prometheus.Desc{b.halted, b.pending, b.oldest, b.inDoubt, b.outbox, b.outboxAge, b.held} {
 		ch <- d
 	}
 }
@@ -141,6 +144,7 @@ func (b *backlog) Collect(ch chan<- prometheus.Metric) {
 		halted = 1
 	}
 	ch <- prometheus.MustNewConstMetric(b.halted, prometheus.GaugeValue, halted)
+	ch <- prometheus.MustNewConstMetric(b.held, prometheus.GaugeValue, float64(b.e.Held()))
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
 	bl, err := b.e.Backlog(ctx)

@@ -115,6 +115,9 @@ func TestStoreGone(t *testing.T) {
 	if key := "sagacity_tool_calls_total outcome=executed tool=ok"; got[key] != 1 {
 		t.Errorf("scrape without the backlog: %s = %v, want the counters served all the same", key, got[key])
 	}
+	if fams["sagacity_held_calls"] == nil || got["sagacity_held_calls"] != 0 {
+		t.Errorf("scrape without the backlog: sagacity_held_calls = %v; want 0, served all the same (the process's own count)", fams["sagacity_held_calls"])
+	}
 	if !strings.Contains(logs.String(), "database unavailable") {
 		t.Errorf("logs = %q, want the scrape's failure to read the backlog", logs.String())
 	}

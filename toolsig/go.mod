@@ -1,0 +1,3 @@
+module github.com/sagacity-go/sagacity/toolsig
+
+go 1.26.0

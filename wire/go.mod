@@ -1,0 +1,3 @@
+module github.com/sagacity-go/sagacity/wire
+
+go 1.26.0
