@@ -150,9 +150,10 @@ func (h *Hook) Decide(ctx context.Context, in []byte) Decision {
 	if err != nil {
 		return refused(ctx, err)
 	}
+	allowed := decide(Allow, "approved, and executed as request seq %d of saga %s", call.JournalSeq, saga)
 	switch call.Outcome {
 	case client.Executed: // under a rule that executes on approval
-		return decide(Allow, "approved, and executed as saga %s seq %d", saga, call.JournalSeq)
+		return allowed
 	case client.Gated:
 	default:
 		return Denied("the call of %s was %s: %s", route.Tool, call.Outcome, call.Error)
@@ -172,7 +173,7 @@ func (h *Hook) Decide(ctx context.Context, in []byte) Decision {
 	if res.Outcome != client.Executed {
 		return Denied("the approved request seq %d of saga %s was %s: %s", call.JournalSeq, saga, res.Outcome, res.Reason)
 	}
-	return decide(Allow, "approved, and executed as saga %s seq %d", saga, call.JournalSeq)
+	return allowed
 }
 
 // refused is the denial of an error from the server, or from getting to
