@@ -217,7 +217,7 @@ func TestClaudeCodeHook(t *testing.T) {
 	r, _ = decided("edit-prices.json", "", "laptop,12.99", "request-changes", "prices are in cents: 129900")
 	denied("a tool use sent back", r, "prices are in cents: 129900")
 	r, _ = decided("mcp-issue.json", "", "Prices are wrong", "reject", "no issues from agents")
-	denied("a tool use rejected", r, "its request was rejected")
+	denied("a tool use rejected, with the reviewer's reason", r, "(no issues from agents)")
 	next := bytes.Replace(fixture("bash-push.json"), []byte(`"toolu_01A9fq2ZbWm3Kd7VnXyP4sTe"`), []byte(`"toolu_01Next"`), 1)
 	denied("the session's next tool use, its saga rejected", run(next, base, ""), "is already COMPENSATED")
 
