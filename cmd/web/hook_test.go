@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,7 +97,7 @@ func TestClaudeCodeHook(t *testing.T) {
 		t.Helper()
 		var out, errs bytes.Buffer
 		cmd := exec.Command("sh", "-c", h.Command+args)
-		cmd.Env = append(environ, "SAGACITY_URL="+server, "SAGACITY_TOKEN="+tokens["claude"])
+		cmd.Env = append(slices.Clone(environ), "SAGACITY_URL="+server, "SAGACITY_TOKEN="+tokens["claude"])
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(fixture), &out, &errs
 		r := hookRun{stderr: errs.String()}
 		if err := cmd.Run(); err != nil {
