@@ -98,16 +98,32 @@ tokens:
 	if err := os.WriteFile(configPath, []byte(config), 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = []string{
+	s, err := launch(ctx, bin, serverEnv(dbURL, configPath, secret, skey, filepath.Join(dir, "checkpoints")))
+	if err != nil {
+		return nil, err
+	}
+	s.token = token
+	return s, nil
+}
+
+// serverEnv is the environment of a server in tokens mode.
+func serverEnv(dbURL, configPath, secret, skey, checkpoints string) []string {
+	return []string{
 		"SAGACITY_ADDR=127.0.0.1:0",
 		"SAGACITY_DATABASE_URL=" + dbURL,
 		"SAGACITY_AUTH=tokens",
 		"SAGACITY_CONFIG=" + configPath,
 		"SAGACITY_TOOL_SIGNING_SECRET=" + secret,
 		"SAGACITY_SIGNING_KEY=" + skey,
-		"SAGACITY_CHECKPOINT_DIR=" + filepath.Join(dir, "checkpoints"),
+		"SAGACITY_CHECKPOINT_DIR=" + checkpoints,
 	}
+}
+
+// launch runs bin serve with env and waits until it says where it
+// listens.
+func launch(ctx context.Context, bin string, env []string) (*server, error) {
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = env
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -116,7 +132,7 @@ tokens:
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{cmd: cmd, token: token, exited: make(chan struct{})}
+	s := &server{cmd: cmd, exited: make(chan struct{})}
 	found := make(chan string, 1)
 	var tail bytes.Buffer // what it said before its url, for an error
 	go func() {

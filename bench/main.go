@@ -37,6 +37,7 @@ type config struct {
 	agents      []int
 	stream      []int // sizes of the SQLite stores the stream step checks
 	httpTime    time.Duration
+	held        int
 	steps       map[string]bool // the steps to run; all when empty
 }
 
@@ -58,6 +59,7 @@ func main() {
 	flag.StringVar(&stream, "stream", stream, "sizes, in journal entries, of the SQLite stores whose log the server checks in full (each seeded in $TMPDIR the first time)")
 	flag.StringVar(&agents, "agents", agents, "concurrent agents of each HTTP load level")
 	flag.DurationVar(&c.httpTime, "http-time", 10*time.Second, "how long each HTTP load level runs")
+	flag.IntVar(&c.held, "held", 10_000, "calls held at once for their decision (Prefer: wait)")
 	child := flag.String("check-store", "", "")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process over the run to this file (for go tool pprof)")
 	steps := flag.String("steps", "", "run only these steps, comma-separated, of: "+strings.Join(stepNames, ", ")+" (for trying a change; the report then holds only theirs)")
@@ -151,7 +153,7 @@ func run(ctx context.Context, c config) (err error) {
 	// Verification first, while nothing else keeps a core busy: after the
 	// engine's figures PostgreSQL is still writing what they left for a
 	// while.
-	for i, step := range []func(context.Context) error{b.verifyFigure, b.streamStep, b.engineFigures, b.growthFigure, b.roundTrips, b.httpView} {
+	for i, step := range []func(context.Context) error{b.verifyFigure, b.streamStep, b.engineFigures, b.growthFigure, b.roundTrips, b.httpView, b.heldStep} {
 		if len(c.steps) > 0 && !c.steps[stepNames[i]] {
 			continue
 		}
@@ -178,7 +180,7 @@ func newKeys() (string, *engine.Keys, error) {
 }
 
 // stepNames names the run's steps, in the order they run.
-var stepNames = []string{"verify", "stream", "engine", "growth", "trips", "http"}
+var stepNames = []string{"verify", "stream", "engine", "growth", "trips", "http", "held"}
 
 // bench is one run's shared state.
 type bench struct {

@@ -26,6 +26,7 @@ type report struct {
 	trips              trips
 	cpu                []named // CPU an operation took, of the concurrent group
 	http               []httpResult
+	held               []heldResult
 	streamed           []streamed // the checks of the seeded stores
 	groups             [2]int64   // group commits in the engine's concurrent rounds: transactions, members
 }
@@ -226,6 +227,38 @@ func (r *report) markdown() []byte {
 	for _, h := range r.http {
 		p("| %d | %s | %.0f | %s | %s | %.0f MiB |", h.agents, count(h.calls), h.perSec, duration(float64(h.p50)), duration(float64(h.p99)),
 			float64(h.rssMax)/(1<<20))
+	}
+	if len(r.held) > 0 {
+		p("")
+		p("## Calls held for their decision")
+		p("")
+		p("Agents send a gated call with `Prefer: wait=%d`, each on a connection of its own, to the real binary (tokens mode; "+
+			"on PostgreSQL two replicas of one database, the calls split between them), under a rule that executes on approval. "+
+			"A held call's cost is what the servers' RSS grew by while holding them all, after a warm-up, over the calls held. "+
+			"Then %d of them are approved one at a time on the first replica, each by one of %d approver tokens from an address "+
+			"of its own, and each agent's answer, the tool's result, is timed from the vote's `decidedAt` (its journal entry, "+
+			"the same machine's clock): through the commit, the wake-up (PostgreSQL's `NOTIFY` for the other replica), "+
+			"the tool's call and the answer's way back.", heldWait, heldSample, heldApprovers)
+		p("")
+		p("| store | held at once | RSS a held call | of it, stacks and heap | goal | vote → answer p50 | p99 | goal | met? | worst | p99 on the other replica |")
+		p("|---|---|---|---|---|---|---|---|---|---|---|")
+		for _, h := range r.held {
+			goal := 20 * time.Millisecond
+			if h.replicas > 1 {
+				goal = 50 * time.Millisecond
+			}
+			met := "met"
+			if h.p99 > goal || h.perCall > 16<<10 {
+				met = "missed"
+			}
+			other := "—"
+			if h.crossSeen > 0 {
+				other = fmt.Sprintf("%s (%d answers)", duration(float64(h.crossP99)), h.crossSeen)
+			}
+			p("| %s, %d replica(s) | %s | %.1f KiB | %.1f + %.1f KiB | ≤ 16 KiB | %s | %s | ≤ %s | %s | %s | %s |", h.store, h.replicas, count(h.held),
+				float64(h.perCall)/1024, float64(h.stacks)/1024, float64(h.heap)/1024, duration(float64(h.p50)), duration(float64(h.p99)), goal, met,
+				duration(float64(h.worst)), other)
+		}
 	}
 	if len(r.streamed) > 0 {
 		p("")

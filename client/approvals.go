@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/sagacity-go/sagacity/wire"
 )
@@ -104,7 +105,9 @@ func (c *Client) Policies(ctx context.Context) (Policies, error) {
 // the exact bytes approved: POST /sagacity/resume/{sagaID}/{seq}. It runs
 // the tool at most once, however many resumes race; a resume of a request
 // executed already runs nothing and answers what its execution came to,
-// so it is safe to send again.
+// so it is safe to send again. A resume before the request's quorum
+// changes nothing: ErrConflict, Code CodeUndecided; with Wait set, it is
+// held until the request is decided first.
 //
 // A refusal (other bytes, not approved, rejected: 409, ErrConflict) or a
 // tool that failed (422) compensates the saga: Resume returns the result
@@ -116,6 +119,9 @@ func (c *Client) Policies(ctx context.Context) (Policies, error) {
 // runs (code IN_PROGRESS), ErrForbidden.
 func (c *Client) Resume(ctx context.Context, sagaID string, seq int64, payload string) (ResumeResult, error) {
 	path := fmt.Sprintf("%s/%d", sagaPath("resume", sagaID), seq)
-	return do[ResumeResult](ctx, c, http.MethodPost, path, nil, wire.ResumeRequest{Payload: &payload},
-		http.StatusConflict, http.StatusUnprocessableEntity)
+	a, err := c.sendUntil(ctx, http.MethodPost, path, nil, nil, wire.ResumeRequest{Payload: &payload}, time.Now().Add(c.Wait))
+	if err != nil {
+		return ResumeResult{}, err
+	}
+	return read[ResumeResult](a, http.StatusConflict, http.StatusUnprocessableEntity)
 }

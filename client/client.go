@@ -35,6 +35,19 @@
 // is retried; a transport error is returned as net/http gives it, and the
 // outcome of a request that changes something is then unknown. Answers
 // are read up to 64 MiB.
+//
+// With Wait set, a call of a gated tool and a resume wait for the
+// request's decision (RFC 7240, "Prefer: wait"): the server holds the
+// answer until people decide, for up to Wait (or its own cap,
+// policy.maxWait), then answers as it would then. A held call answers
+// the tool's result when the request's rule executes on approval,
+// Gated with a message saying it was approved under the default rule
+// (Resume it with the same bytes), or the refusal (rejected, sent back,
+// expired); a wait that ends first answers Gated as at once. A held call
+// whose answer is lost is sent again under its key, which holds the same
+// request again, for what is left of Wait (the time it was held does not
+// count against RetryFor): the server never makes a second request of
+// it.
 package client
 
 import (
@@ -46,6 +59,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -62,8 +76,35 @@ type Client struct {
 	// HTTPClient sends the requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
 	// RetryFor bounds how long a call is sent again under its key (see
-	// CallWithKey); 0 means a minute, and a negative value sends it once.
+	// CallWithKey), besides the time the server held it; 0 means a
+	// minute, and a negative value sends it once.
 	RetryFor time.Duration
+	// Wait is how long a call of a gated tool, or a resume, waits for
+	// its request's decision (Prefer: wait=<seconds>, rounded up); 0
+	// answers at once. The HTTP client's Timeout, when shorter, is
+	// lengthened to cover it.
+	Wait time.Duration
+}
+
+// waitMargin is how much longer than its wait a held request may take,
+// as the server allows itself to write a held answer.
+const waitMargin = 30 * time.Second
+
+// prefer adds the wait preference for what is left of the wait until
+// to header, and returns the HTTP client to send it with: hc, or a copy
+// whose Timeout covers the wait.
+func prefer(header http.Header, hc *http.Client, until time.Time) *http.Client {
+	left := time.Until(until)
+	if left <= 0 {
+		return hc
+	}
+	header.Set("Prefer", "wait="+strconv.FormatInt(int64((left+time.Second-1)/time.Second), 10))
+	if hc.Timeout == 0 || hc.Timeout >= left+waitMargin {
+		return hc
+	}
+	longer := *hc
+	longer.Timeout = left + waitMargin
+	return &longer
 }
 
 // maxAnswer caps how much of an answer is read.
@@ -80,6 +121,12 @@ type answer struct {
 // send makes one request to path, with query, header, and a JSON body
 // when in is not nil, and reads the answer.
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, header http.Header, in any) (answer, error) {
+	return c.sendUntil(ctx, method, path, query, header, in, time.Time{})
+}
+
+// sendUntil is send, asking the server to hold its answer until the
+// request it makes or names is decided, or until (see Wait).
+func (c *Client) sendUntil(ctx context.Context, method, path string, query url.Values, header http.Header, in any, until time.Time) (answer, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -99,15 +146,16 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	for k, vs := range header {
 		req.Header[k] = vs
 	}
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	hc = prefer(req.Header, hc, until)
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

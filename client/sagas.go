@@ -26,8 +26,9 @@ import (
 // the saga is final, compensating or ended, or has a call in doubt
 // (Code CodeInDoubt), ErrInvalid for an input the tool's schema refuses.
 //
-// Call sends the call under a new idempotency key and retries it under
-// that key as CallWithKey does; an agent that must go on asking after
+// With Wait set, a gated call waits for its request's decision (see the
+// package doc). Call sends the call under a new idempotency key and
+// retries it under that key as CallWithKey does; an agent that must go on asking after
 // RetryFor, or after its own restart, uses CallWithKey with a key it
 // keeps.
 func (c *Client) Call(ctx context.Context, sagaID, tool, input string) (CallResult, error) {
@@ -57,8 +58,9 @@ func (c *Client) Ask(ctx context.Context, sagaID string, a Ask) (CallResult, err
 // answers the first one's outcome: executed, awaiting approval, failed,
 // or InDoubt when the server went away while it ran. CallWithKey sends it
 // again itself while the answer is lost or the call still runs, for up
-// to RetryFor, waiting longer each time. The key sent with another tool
-// or input is refused: an *Error of status 422, Code CodeKeyReused.
+// to RetryFor besides the time the server held it (see Wait), waiting
+// longer each time. The key sent with another tool or input is refused:
+// an *Error of status 422, Code CodeKeyReused.
 func (c *Client) CallWithKey(ctx context.Context, sagaID, tool, input, key string) (CallResult, error) {
 	return c.callOnce(ctx, sagaID, Ask{Tool: tool, Input: input, Key: key})
 }
@@ -77,10 +79,15 @@ func (c *Client) callOnce(ctx context.Context, sagaID string, a Ask) (CallResult
 	if retryFor == 0 {
 		retryFor = time.Minute
 	}
+	held := time.Now().Add(c.Wait)
 	give := time.Now().Add(retryFor)
 	wait := 100 * time.Millisecond
 	for {
-		a, err := c.send(ctx, http.MethodPost, path, nil, header, body)
+		sent := time.Now()
+		a, err := c.sendUntil(ctx, http.MethodPost, path, nil, header, body, held)
+		if c.Wait > 0 {
+			give = give.Add(time.Since(sent)) // the time it was held is no retrying
+		}
 		if !lost(a, err) || ctx.Err() != nil || time.Now().Add(wait).After(give) {
 			if err != nil {
 				return CallResult{}, err

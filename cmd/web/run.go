@@ -116,6 +116,16 @@ var commands = []command{
 			"overwritten), and prints the public key. -name is the key's name, the origin of the log it signs\n" +
 			"(default sagacity): your server's host name.",
 		run: offline(keygen), flags: func(fs *flag.FlagSet) { new(keygenFlags).declare(fs) }},
+	{name: "hook", args: hookArgs, short: "decide a Claude Code tool use with the gate (a PreToolUse command hook)",
+		help: "Reads a Claude Code PreToolUse hook's JSON from standard input, sends the tool use to the server as a\n" +
+			"call of the gated tool -tool names (its input {\"tool_name\",\"tool_input\",\"cwd\"}, in the saga\n" +
+			"claude-code/<session_id>, under the tool use's id as its idempotency key), waits up to -wait for people to\n" +
+			"decide it, and prints the hook's permission decision: allow once the server executed the approved request,\n" +
+			"deny with why otherwise (rejected, sent back, not decided in time, the server unreachable, other bytes,\n" +
+			"anything unexpected). It reads SAGACITY_URL and SAGACITY_TOKEN (an agent's token) alone.\n" +
+			"Claude Code's timeout of the hook must be longer than -wait and 20s, or it kills the hook and the tool runs.\n" +
+			"Exit status 0: a decision is printed, 2: none could be (Claude Code blocks the tool use).",
+		run: hookCommand, flags: func(fs *flag.FlagSet) { new(hookFlags).declare(fs) }},
 	{name: "healthcheck", args: "[URL]", short: "exit 0 when the server is ready (for container health checks)",
 		help: "Asks the server's /readyz (default: the one SAGACITY_ADDR names, on loopback) and exits 0 when it\n" +
 			"answers ok, 1 otherwise. The container image has no curl; this is its HEALTHCHECK.\n" +

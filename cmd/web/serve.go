@@ -23,6 +23,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/console"
 	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/hook"
 	"github.com/sagacity-go/sagacity/internal/httptool"
 	"github.com/sagacity-go/sagacity/internal/mcpproxy"
 	"github.com/sagacity-go/sagacity/internal/server"
@@ -279,6 +280,10 @@ func openUpstreams(ctx context.Context, cfg config.Config, log *slog.Logger) (up
 func configuredTools(cfg config.Config, db *store.DB, upstream []engine.Tool) ([]engine.Tool, error) {
 	var tools []engine.Tool
 	for _, t := range cfg.File.Tools {
+		if t.Hook != "" {
+			tools = append(tools, hook.Tool(t.Name, t.Description))
+			continue
+		}
 		ht := &httptool.Tool{Name: t.Name, Exec: httptool.Endpoint(t.Execute), Secret: cfg.ToolSigningSecret,
 			MaxResult: cfg.File.Policy.MaxResultBytes}
 		if t.Compensate != nil {

@@ -26,6 +26,10 @@ type Handlers struct {
 	// MaxWait bounds how long a call or a resume is held for its
 	// decision (Prefer: wait); 0 holds none.
 	MaxWait time.Duration
+	// Serving ends when the server stops: the calls it holds then answer
+	// as if their wait had ended, so that shutting down waits for none of
+	// them. Nil: never.
+	Serving context.Context
 }
 
 // Approvals lists pending requests: GET /sagacity/approvals[/{sagaId}],
@@ -107,7 +111,9 @@ func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 		return engine.Errorf(engine.Invalid, "body must contain a 'payload' field")
 	}
 	p, hd := auth.From(r.Context()), h.holding(w, r)
-	res, err := h.Engine.Resume(r.Context(), p, sagaID, seq, *body.Payload)
+	res, err := apart(hd, func() (engine.ResumeResult, error) {
+		return h.Engine.Resume(r.Context(), p, sagaID, seq, *body.Payload)
+	})
 	if engine.CodeOf(err) == wire.CodeUndecided {
 		// Held: asked again once decided, as the agent would.
 		if decided, werr := hd.await(r.Context(), h.Engine, p, sagaID, seq); werr != nil {

@@ -36,7 +36,8 @@ func (h *Handlers) Call(w http.ResponseWriter, r *http.Request) error {
 		return engine.Errorf(engine.Invalid, `body must contain "tool" and "input"`)
 	}
 	p, hd := auth.From(r.Context()), h.holding(w, r)
-	res, err := h.Engine.CallOnce(r.Context(), p, sagaID, engine.Ask{Tool: body.Tool, Input: *body.Input, Key: key, Reason: body.Reason})
+	ask := engine.Ask{Tool: body.Tool, Input: *body.Input, Key: key, Reason: body.Reason}
+	res, err := apart(hd, func() (engine.CallResult, error) { return h.Engine.CallOnce(r.Context(), p, sagaID, ask) })
 	if err == nil && res.Outcome == engine.OutcomeAwaitingApproval {
 		// Held: answered as the call sent again would be, once decided.
 		if decided, werr := hd.await(r.Context(), h.Engine, p, sagaID, res.Seq); werr != nil {

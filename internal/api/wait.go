@@ -57,15 +57,25 @@ func preferredWait(h http.Header, max time.Duration) time.Duration {
 // held is a wait a handler may hold: how long, and until when the
 // server may write its answer.
 type held struct {
-	wait time.Duration
-	w    http.ResponseWriter
-	r    *http.Request
+	wait    time.Duration
+	w       http.ResponseWriter
+	serving context.Context // nil: the server never stops early
 }
 
 // holding reads the request's wait (see preferredWait); zero, its
 // answer is written at once.
 func (h *Handlers) holding(w http.ResponseWriter, r *http.Request) held {
-	return held{wait: preferredWait(r.Header, h.MaxWait), w: w, r: r}
+	return held{wait: preferredWait(r.Header, h.MaxWait), w: w, serving: h.Serving}
+}
+
+// apart runs fn, the engine's first work on a call that will be held, on
+// a goroutine of its own (engine.Apart), so that the goroutine holding it
+// afterwards keeps a small stack; at once when it is not held.
+func apart[T any](hd held, fn func() (T, error)) (T, error) {
+	if hd.wait <= 0 {
+		return fn()
+	}
+	return engine.Apart(fn)
 }
 
 // await holds until the request at seq is no longer one to wait on, or
@@ -81,11 +91,16 @@ func (hd held) await(ctx context.Context, e *engine.Engine, p engine.Principal, 
 	_ = http.NewResponseController(hd.w).SetWriteDeadline(time.Now().Add(hd.wait + writeMargin))
 	ctx, cancel := context.WithTimeout(ctx, hd.wait)
 	defer cancel()
-	rv, err := e.Await(ctx, p, sagaID, seq)
-	if err != nil {
-		return false, err
+	if hd.serving != nil {
+		defer context.AfterFunc(hd.serving, cancel)()
 	}
-	if rv.Waiting() {
+	rv, err := e.Await(ctx, p, sagaID, seq)
+	switch {
+	case ctx.Err() != nil:
+		return false, nil // the wait ended, perhaps in the middle of a read
+	case err != nil:
+		return false, err
+	case rv.Waiting():
 		return false, nil
 	}
 	hd.w.Header().Set(AppliedHeader, "wait="+strconv.Itoa(int(hd.wait/time.Second)))

@@ -101,7 +101,9 @@ type App struct {
 var ErrClaim = errors.New("recording the signing key")
 
 // Build composes the parts; it starts no service. ctx ends when the
-// server stops (MCP sessions ending after that leave their sagas open).
+// server stops (MCP sessions ending after that leave their sagas open,
+// and the calls held for their decision answer as their wait ending
+// would).
 func Build(ctx context.Context, p Parts) (*App, error) {
 	rec := metrics.New(p.Logger)
 	lo := p.Log
@@ -129,7 +131,7 @@ func Build(ctx context.Context, p Parts) (*App, error) {
 	rec.Watch(eng)
 	o := p.Server
 	o.Log, o.Ready, o.Metrics = p.Logger, p.DB.Ping, rec
-	o.API = &api.Handlers{Engine: eng, MaxWait: o.MaxWait}
+	o.API = &api.Handlers{Engine: eng, MaxWait: o.MaxWait, Serving: ctx}
 	gw := mcpgw.New(ctx, eng, p.Version, p.MCPHold, p.Logger)
 	o.MCP = gw
 	o.Console.Engine = eng

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
 )
 
 // held sends a request with Prefer: wait=<wait> in the background, and
@@ -125,6 +126,18 @@ func TestHeldCalls(t *testing.T) {
 				t.Errorf("the wire was called %d times; want once", n)
 			}
 		})
+		t.Run("server stopping", func(t *testing.T) {
+			t.Parallel()
+			var held <-chan response
+			t.Run("serving", func(t *testing.T) {
+				e := newAPI(t, dbURL, envOptions{maxWait: time.Hour})
+				want(t, "reserve", e.call("stop", "reserveInventory", `{"item":"laptop"}`), 200)
+				held = e.held("/sagacity/sagas/stop/calls", wireCall(), "3600", 1)
+			}) // the server stops here, as serve stops on SIGTERM: it must not wait an hour for the held call
+			if r := within(t, "a call held while the server stops", held); r.code != 202 || r.header.Get("Preference-Applied") != "" {
+				t.Errorf("a call held while the server stops = %d %s; want 202, as a wait that ended", r.code, r.body)
+			}
+		})
 		t.Run("capped", func(t *testing.T) {
 			t.Parallel()
 			e := newAPI(t, dbURL, envOptions{maxWait: time.Second})
@@ -138,4 +151,36 @@ func TestHeldCalls(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestHeldBrowserVote: two replicas of one PostgreSQL database; an agent's
+// call held on one is answered the tool's result once a reviewer approves
+// it in the console of the other (Chromium), under a rule that executes
+// on approval: the vote wakes the held call across servers.
+func TestHeldBrowserVote(t *testing.T) {
+	t.Parallel()
+	onApproval, err := engine.CompilePolicy(engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools: map[string][]engine.RuleSpec{
+		"sendWireTransfer": {{Name: "auto", Execute: engine.ExecuteOnApproval}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := testkit.PostgresURL(t)
+	console, agents := newAPI(t, db, envOptions{approvals: onApproval}), newAPI(t, db, envOptions{maxWait: time.Minute, approvals: onApproval})
+	want(t, "reserve", agents.call("browser", "reserveInventory", `{"item":"laptop"}`), 200)
+	held := agents.held("/sagacity/sagas/browser/calls", wireCall(), "60", 1)
+
+	p := newTab(t, console)
+	p.signIn("reviewer@example.com")
+	p.open("/request?saga=browser&seq=3")
+	p.click(`#actions button.approve`)
+	p.waitText("#actions", "Approve sendWireTransfer in saga browser, seq 3?", 10*time.Second)
+	p.click(`#actions button.approve[autofocus]`)
+	r := within(t, "the held call", held)
+	if m := r.json(t); r.code != 200 || m["outcome"] != "EXECUTED" || m["result"] == nil || r.header.Get("Preference-Applied") != "wait=60" {
+		t.Errorf("the call held on the other server = %d %s; want the tool's result", r.code, r.body)
+	}
+	if n := strings.Count(strings.Join(agents.tools.paths(), " ")+" "+strings.Join(console.tools.paths(), " ")+" ", "/wire "); n != 1 {
+		t.Errorf("the wire ran %d times; want once", n)
+	}
+	p.noErrors()
 }

@@ -239,6 +239,7 @@ func start(dbURL, dir string, logs io.Writer) (*sagacity, error) {
 			APIAuth:           (&auth.Bearer{Tokens: declared}).Principal,
 			ApprovalEndpoints: true,
 			MaxBody:           1 << 20,
+			MaxWait:           time.Minute,
 		}})
 	if err != nil {
 		stop()

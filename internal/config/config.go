@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -162,8 +163,8 @@ func load(getenv func(string) string) (Config, error) {
 	if c.Endpoints, c.Targets, err = Notifications(c.File.Notifications, getenv, host); err != nil {
 		return c, fmt.Errorf("SAGACITY_CONFIG (%s): %w", c.ConfigPath, err)
 	}
-	if len(c.File.Tools) > 0 && c.ToolSigningSecret == nil {
-		return c, fmt.Errorf("SAGACITY_TOOL_SIGNING_SECRET: required when SAGACITY_CONFIG declares tools (at least %d bytes)", minKeyLen)
+	if slices.ContainsFunc(c.File.Tools, func(t Tool) bool { return t.Hook == "" }) && c.ToolSigningSecret == nil {
+		return c, fmt.Errorf("SAGACITY_TOOL_SIGNING_SECRET: required when SAGACITY_CONFIG declares HTTP tools (at least %d bytes)", minKeyLen)
 	}
 	if c.Auth, err = c.resolveAuth(mode); err != nil {
 		return c, err

@@ -183,6 +183,10 @@ tools:
 		{"empty file", nil, "\n", file, defaultFile()},
 		{"comments only", nil, "# nothing yet\n", file, defaultFile()},
 		{"empty lists and mappings", nil, "tools: []\ntokens: []\nroles: {}\npolicy: {}\n", file, defaultFile()},
+		// A hook's tool is IRREVERSIBLE, and needs no tool signing secret.
+		{"hook tool", nil, "tools:\n  - name: claudeCode\n    hook: claude-code\n    description: Claude Code's tool uses\n",
+			func(c Config) any { return c.File.Tools },
+			[]Tool{{Name: "claudeCode", Reversibility: engine.Irreversible, Hook: HookClaudeCode, Description: "Claude Code's tool uses"}}},
 		{"public url slash trimmed", map[string]string{"SAGACITY_PUBLIC_URL": "https://s.example/sagacity/"}, "",
 			func(c Config) any { return c.PublicURL }, "https://s.example/sagacity"},
 		{"public url plain http", map[string]string{"SAGACITY_PUBLIC_URL": "http://127.0.0.1:8080"}, "",
@@ -496,6 +500,13 @@ func errorCases() []errorCase {
 			want: f + `tools[0] "a": reversibility "irreversible" is not one of REVERSIBLE, COMPENSATABLE, IRREVERSIBLE`},
 		{name: "execute url missing", yaml: "tools:" + reserve + "  - name: sendWireTransfer\n    reversibility: IRREVERSIBLE\n",
 			want: f + `tools[1] "sendWireTransfer": execute.url is missing`},
+		{name: "hook unknown", yaml: "tools:\n  - name: a\n    hook: cursor\n", want: f + `tools[0] "a": hook "cursor" is not one of claude-code`},
+		{name: "hook reversible", yaml: "tools:\n  - name: a\n    hook: claude-code\n    reversibility: COMPENSATABLE\n",
+			want: f + `tools[0] "a": a hook's tool is IRREVERSIBLE (a tool use that ran cannot be undone), not COMPENSATABLE`},
+		{name: "hook with endpoint", yaml: "tools:\n  - name: a\n    hook: claude-code\n    execute: {url: \"http://x\"}\n",
+			want: f + `tools[0] "a": a hook's tool has no execute or compensate block`},
+		{name: "hook with schema", yaml: "tools:\n  - name: a\n    hook: claude-code\n    inputSchema: {type: object}\n",
+			want: f + `tools[0] "a": a hook's tool has no inputSchema`},
 		{name: "execute block without url", yaml: "tools:\n  - name: a\n    execute: {timeout: 5s}\n", want: f + `tools[0] "a": execute.url is missing`},
 		{name: "execute url scheme", yaml: "tools:\n  - name: a\n    execute: {url: \"ftp://x/a\"}\n", want: f + `tools[0] "a": execute.url: ftp://x/a is not an http or https URL`},
 		{name: "execute url relative", yaml: "tools:\n  - name: a\n    execute: {url: /reserve}\n", want: f + `tools[0] "a": execute.url: /reserve is not an http or https URL`},
@@ -545,7 +556,7 @@ func errorCases() []errorCase {
 			want: f + `upstreams[0] "a": tools["t"]: compensate.arguments: "both" is not input`},
 		{name: "upstream key unknown", yaml: "upstreams: [{name: a, command: [srv], headers: {}}]\n", want: f + `line 1: unknown key "headers"`},
 		{name: "tools without signing secret", vars: map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": ""}, yaml: "tools:" + wireTool,
-			want: "SAGACITY_TOOL_SIGNING_SECRET: required when SAGACITY_CONFIG declares tools (at least 32 bytes)"},
+			want: "SAGACITY_TOOL_SIGNING_SECRET: required when SAGACITY_CONFIG declares HTTP tools (at least 32 bytes)"},
 
 		// Tokens.
 		{name: "token without name", yaml: "tokens:\n  - sha256: " + hashA + "\n    roles: [agent]\n", want: f + "tokens[0]: name is missing"},

@@ -57,10 +57,14 @@ type Log struct {
 	FullCheckEvery time.Duration // default 10m, at least 1s, at most 24h
 }
 
-// Tool is an HTTP tool: Execute runs it, Compensate undoes it.
+// Tool is an HTTP tool: Execute runs it, Compensate undoes it. Or, with
+// Hook set, the gated tool a Claude Code hook calls (IRREVERSIBLE, with
+// neither endpoint): its execution is the hook's permission to run the
+// tool use it was approved for.
 type Tool struct {
 	Name          string
 	Reversibility engine.Reversibility // COMPENSATABLE when the file says nothing
+	Hook          string               // HookClaudeCode, or "" for an HTTP tool
 	Execute       Endpoint
 	Compensate    *Endpoint // nil for an IRREVERSIBLE tool, set for every other
 	// Description and InputSchema tell agents what the tool does and
@@ -152,8 +156,12 @@ type yamlLog struct {
 	FullCheckEvery     string `yaml:"fullCheckEvery"`
 }
 
+// HookClaudeCode is a tool's hook: for sagacity hook claude-code.
+const HookClaudeCode = "claude-code"
+
 type yamlTool struct {
 	Name          string         `yaml:"name"`
+	Hook          string         `yaml:"hook"`
 	Reversibility string         `yaml:"reversibility"`
 	Description   string         `yaml:"description"`
 	InputSchema   map[string]any `yaml:"inputSchema"`
@@ -352,6 +360,14 @@ func checkTools(ys []yamlTool) ([]Tool, error) {
 			return nil, fmt.Errorf("%s: name is already used by tools[%d]", where, j)
 		}
 		seen[y.Name] = i
+		if y.Hook != "" {
+			t, err := checkHookTool(y)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			tools = append(tools, t)
+			continue
+		}
 		r, err := engine.ParseReversibility(y.Reversibility)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
@@ -378,6 +394,23 @@ func checkTools(ys []yamlTool) ([]Tool, error) {
 		tools = append(tools, t)
 	}
 	return tools, nil
+}
+
+// checkHookTool checks a tool a hook calls: Claude Code runs the tool
+// use, so the server has no endpoint to call, nothing to undo, and the
+// input is the hook's.
+func checkHookTool(y yamlTool) (Tool, error) {
+	switch {
+	case y.Hook != HookClaudeCode:
+		return Tool{}, fmt.Errorf("hook %q is not one of %s", y.Hook, HookClaudeCode)
+	case y.Reversibility != "" && y.Reversibility != string(engine.Irreversible):
+		return Tool{}, fmt.Errorf("a hook's tool is IRREVERSIBLE (a tool use that ran cannot be undone), not %s", y.Reversibility)
+	case y.Execute != (yamlEndpoint{}) || y.Compensate != nil:
+		return Tool{}, errors.New("a hook's tool has no execute or compensate block: Claude Code runs the tool use once the hook allows it")
+	case y.InputSchema != nil:
+		return Tool{}, errors.New("a hook's tool has no inputSchema: its input is the hook's")
+	}
+	return Tool{Name: y.Name, Reversibility: engine.Irreversible, Hook: y.Hook, Description: y.Description}, nil
 }
 
 // checkSchema turns a tool's inputSchema into JSON and checks it as the

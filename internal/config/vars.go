@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -58,7 +59,15 @@ func CheckNames(environ []string) error {
 	return nil
 }
 
+// ClientVars are the variables sagacity hook reads, as an agent's
+// client of the server: serve does not read them, and takes a shell that
+// sets them.
+var ClientVars = []string{"SAGACITY_URL", "SAGACITY_TOKEN"}
+
 func known(name string) bool {
+	if slices.Contains(ClientVars, name) {
+		return true
+	}
 	for _, v := range Vars {
 		if v.Name == name {
 			return true

@@ -42,6 +42,7 @@ func TestCheckNames(t *testing.T) {
 		{[]string{"SAGACITY_SIGNINGKEY=x"}, "did you mean SAGACITY_SIGNING_KEY?"},
 		{[]string{"SAGACITY_FROBNICATE=1"}, "SAGACITY_FROBNICATE: not a setting; unset it"},
 		{[]string{"sagacity_addr=x", "OTHER_SAGACITY_X=1"}, ""},
+		{[]string{"SAGACITY_URL=http://127.0.0.1:8080", "SAGACITY_TOKEN=sgc_x"}, ""}, // sagacity hook's, in the same shell
 	} {
 		err := CheckNames(tc.environ)
 		switch {

@@ -109,8 +109,18 @@ func (e *Engine) fate(ctx context.Context, snap Snapshot, seq int64, what string
 			"and the saga is compensated", seq, l.Closed, detail)
 		return res, nil
 	}
+	how := l.how()
+	if l.Closing == ClosedRejected {
+		// Who rejected it and why: what the agent acts on.
+		rej := snap.Entries[l.Closed-1]
+		_, by, _ := rej.Decision()
+		how += " by " + by
+		if why := rej.Field(KeyReason); why != "" {
+			how += " (" + why + ")"
+		}
+	}
 	return CallResult{}, &Error{Kind: Conflict, SagaID: snap.Saga.ID, Seq: seq, Msg: fmt.Sprintf("%s was gated, and its request was %s: "+
-		"it was not executed", what, l.how())}
+		"it was not executed", what, how)}
 }
 
 // outcome says what the call whose INTENT is at intent came to, as the

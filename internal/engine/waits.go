@@ -112,7 +112,7 @@ func (e *Engine) Await(ctx context.Context, p Principal, sagaID string, seq int6
 	changed, done := e.waits.add(sagaID)
 	defer done()
 	for {
-		r, err := e.Review(ctx, p, sagaID, seq)
+		r, err := Apart(func() (Review, error) { return e.Review(ctx, p, sagaID, seq) })
 		if err != nil {
 			return Review{}, err
 		}
@@ -148,6 +148,25 @@ func (e *Engine) doubt(ctx context.Context, r *Review) error {
 	calls, err := e.inDoubt(r.Saga.ID, e.window(), e.stored(ctx))
 	r.InDoubt = slices.ContainsFunc(calls, func(c Call) bool { return c.Seq == r.Resumed.Seq })
 	return err
+}
+
+// Apart runs fn on a goroutine of its own and returns what it returns.
+// The deep stack a read or a call grows goes with that goroutine, and
+// the one that then waits, for minutes maybe, keeps the small stack it
+// had: most of what a held call costs is its goroutine's stack, and Go
+// shrinks a grown one only at a garbage collection.
+func Apart[T any](fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		ch <- result{v, err}
+	}()
+	r := <-ch
+	return r.v, r.err
 }
 
 // Listener tells this process's held waits (Await) of every change of a

@@ -19,20 +19,28 @@ var progressEvery = 15 * time.Second
 // g.hold, until a person decides its request (Await wakes on the
 // decision, on any replica), then answers as answer does: the tool's
 // result once approved, a rejection with its reason. Still undecided
-// when the hold ends, it answers gate, the text of a call that is not
-// held. While it waits it sends notifications/progress every
+// when the hold ends (or the server stops), it answers as a call that is
+// not held. While it waits it sends notifications/progress every
 // progressEvery if the call carried a progressToken.
-func (g *Gateway) held(ctx context.Context, req *mcp.CallToolRequest, p engine.Principal, r engine.CallResult, gate *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-	wait, cancel := context.WithTimeout(ctx, g.hold)
+func (g *Gateway) held(ctx context.Context, req *mcp.CallToolRequest, p engine.Principal, r engine.CallResult) (*mcp.CallToolResult, error) {
+	wait, cancel := g.waiting(ctx, g.hold)
 	defer cancel()
 	if token := req.Params.GetProgressToken(); token != nil {
 		go g.tell(wait, req.Session, token)
 	}
 	rv, err := g.engine.Await(wait, p, r.SagaID, r.Seq)
 	if err != nil || rv.Waiting() {
-		return gate, nil
+		return called(r, nil)
 	}
 	return g.answer(ctx, p, rv)
+}
+
+// waiting is ctx for a wait of at most d, which also ends when the
+// server stops: shutting down waits for no held call.
+func (g *Gateway) waiting(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	wait, cancel := context.WithTimeout(ctx, d)
+	stop := context.AfterFunc(g.ctx, cancel)
+	return wait, func() { stop(); cancel() }
 }
 
 // tell sends progress notifications until ctx ends.

@@ -255,7 +255,7 @@ func (g *Gateway) taskResultOf(ctx context.Context, ss *mcp.ServerSession, param
 	if err != nil {
 		return nil, taskError(err)
 	}
-	wait, cancel := context.WithTimeout(ctx, resultWait)
+	wait, cancel := g.waiting(ctx, resultWait)
 	defer cancel()
 	rv, err := g.engine.Await(wait, p, saga, seq)
 	if err != nil {

@@ -95,23 +95,29 @@ func (g *Gateway) call(t engine.ToolInfo) mcp.ToolHandler {
 			g.joined(req.Session, p, saga)
 		}
 		r, err := g.engine.CallOnce(ctx, p, saga, engine.Ask{Tool: t.Name, Input: input, Key: key, Reason: reason})
-		if err != nil {
-			return failed(err)
+		if err == nil && r.Outcome == engine.OutcomeAwaitingApproval && g.hold > 0 && !tasked(req.Extra) {
+			return g.held(ctx, req, p, r)
 		}
-		out, _ := api.CallOf(r)
-		switch r.Outcome {
-		case engine.OutcomeExecuted:
-			return result(r.Result, out, false), nil
-		case engine.OutcomeAwaitingApproval:
-			gate := result(fmt.Sprintf("%s Its saga is %s, its seq %d: ask %s, and once it is approved call %s with that seq.",
-				r.Message, r.SagaID, r.Seq, statusTool, resumeTool), out, false)
-			if g.hold > 0 && !tasked(req.Extra) {
-				return g.held(ctx, req, p, r, gate)
-			}
-			return gate, nil
-		}
-		return result(fmt.Sprintf("%s: %s", r.Outcome, r.Error), out, true), nil
+		return called(r, err)
 	}
+}
+
+// called answers a call as the engine answered it: the tool's result;
+// the gate's text, saying how to go on; or the call's failure or
+// refusal, as a tool error.
+func called(r engine.CallResult, err error) (*mcp.CallToolResult, error) {
+	if err != nil {
+		return failed(err)
+	}
+	out, _ := api.CallOf(r)
+	switch r.Outcome {
+	case engine.OutcomeExecuted:
+		return result(r.Result, out, false), nil
+	case engine.OutcomeAwaitingApproval:
+		return result(fmt.Sprintf("%s Its saga is %s, its seq %d: ask %s, and once it is approved call %s with that seq.",
+			r.Message, r.SagaID, r.Seq, statusTool, resumeTool), out, false), nil
+	}
+	return result(fmt.Sprintf("%s: %s", r.Outcome, r.Error), out, true), nil
 }
 
 // result is a tool result: text for the model, the same as structured
@@ -225,20 +231,14 @@ func (g *Gateway) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 // answer is what an agent waiting on a request (a held call, a task) is
 // answered once it is no longer one to wait on: approved, it is the
 // agent's own call going on, so it executes now, as the agent (Execute,
-// which runs it once however many ask, and answers an execution's
-// outcome without running anything); rejected, the reviewer's reason as
-// a tool error, which the engine's answer to an execution does not
-// carry; otherwise what Execute says became of it (sent back, expired,
-// refused…).
+// which runs it once however many ask); otherwise what the call answers
+// now (Gated): what its execution came to, or how it was closed (a
+// rejection naming who and why).
 func (g *Gateway) answer(ctx context.Context, p engine.Principal, rv engine.Review) (*mcp.CallToolResult, error) {
-	if d := rv.Rejection; d != nil {
-		text := fmt.Sprintf("[REJECTED] Tool '%s' was rejected by %s", rv.Gated.ToolName, d.Approver)
-		if d.Reason != "" {
-			text += ": " + d.Reason
-		}
-		return result(text, api.RequestOf(rv), true), nil
+	if rv.State == engine.StateApproved {
+		return g.executed(g.engine.Execute(ctx, p, rv.Gated.SagaID, rv.Gated.Seq))
 	}
-	return g.executed(g.engine.Execute(ctx, p, rv.Gated.SagaID, rv.Gated.Seq))
+	return called(g.engine.Gated(ctx, p, rv.Gated.SagaID, rv.Gated.Seq))
 }
 
 // executed answers an execution of a request, as Execute returned it:

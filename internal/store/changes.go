@@ -16,9 +16,13 @@ import (
 // commit and drops with a rollback; SQLite, whose database one process
 // writes, tells its own listeners after the commit.
 
-// changesChannel is the PostgreSQL channel of changes; the payload is the
+// changesChannel is the PostgreSQL channel of the changes of the store,
+// as SQL: a channel is the database's, so its name has the store's
+// schema in it (hashed when too long for a name), and two stores in two
+// schemas of one database do not hear each other. The payload is the
 // saga's id.
-const changesChannel = "sagacity_requests"
+const changesChannel = `CASE WHEN octet_length(current_schema()) > 45 THEN 'sagacity_requests.' || md5(current_schema())
+	ELSE 'sagacity_requests.' || current_schema() END`
 
 // listenRetry bounds how long Listen waits before it connects again.
 const listenRetry = 5 * time.Second
@@ -27,7 +31,7 @@ const listenRetry = 5 * time.Second
 // transaction commits.
 func (t *tx) Wake(sagaID string) error {
 	if t.postgres {
-		return mapErr(t.c.queue(t.ctx, "SELECT pg_notify('"+changesChannel+"', $1)", sagaID))
+		return mapErr(t.c.queue(t.ctx, "SELECT pg_notify("+changesChannel+", $1)", sagaID))
 	}
 	if t.woke != nil {
 		*t.woke = append(*t.woke, sagaID)
@@ -113,7 +117,11 @@ func listenOnce(ctx context.Context, pool *pgxpool.Pool, changed func(string)) e
 		return err
 	}
 	defer c.Close(context.WithoutCancel(ctx))
-	if _, err := c.Exec(ctx, "LISTEN "+changesChannel); err != nil {
+	var channel string
+	if err := c.QueryRow(ctx, "SELECT "+changesChannel).Scan(&channel); err != nil {
+		return err
+	}
+	if _, err := c.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return err
 	}
 	changed("")

@@ -376,7 +376,7 @@ func testAnswers(t *testing.T, v *env) {
 	if _, err := v.e.Reject(ctx, approver, "no", seq, "not this month"); err != nil {
 		t.Fatal(err)
 	}
-	if e := wantCode(t, "the gated call again once rejected", second(once(v.e, "no", "sendWireTransfer", transfer)), engine.Conflict, ""); !strings.Contains(e.Msg, "rejected at seq=4") {
+	if e := wantCode(t, "the gated call again once rejected", second(once(v.e, "no", "sendWireTransfer", transfer)), engine.Conflict, ""); !strings.Contains(e.Msg, "rejected at seq=4 by "+approver.ID+" (not this month)") {
 		t.Errorf("the gated call again once rejected: %q; want it to say so", e.Msg)
 	}
 	if e := wantCode(t, "a resume once rejected", second(v.e.Resume(ctx, approver, "no", seq, transfer)), engine.NotFound, ""); !strings.Contains(e.Msg, "rejected at seq=4") {

@@ -78,3 +78,26 @@ func testListen(t *testing.T, d *drv) {
 		}
 	}
 }
+
+// testListenLost: on PostgreSQL, a listener whose connection is lost (its
+// backend terminated) listens again and says so (""), since it may have
+// missed commits meanwhile, and hears what commits after.
+func testListenLost(t *testing.T, d *drv) {
+	if d.h.Dialect != "postgres" {
+		return // SQLite's listeners are the process's own: nothing to lose
+	}
+	ch := heard(t, d.db)
+	// This store's listener alone: its channel names its schema.
+	d.h.Exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN "sagacity_requests.' || current_schema() || '"'`)
+	if got := next(ch, 10*time.Second); got != "" {
+		t.Fatalf("after its connection was lost the listener told %q; want \"\", that it listens again", got)
+	}
+	after := d.id("after")
+	write(t, d.db, func(tx engine.Tx) error {
+		_, err := tx.CreateSaga(mkSaga(after, wire.Running, when(0)))
+		return errors.Join(err, tx.Wake(after))
+	})
+	if got := next(ch, 10*time.Second); got != after {
+		t.Errorf("the listener, listening again, heard %q; want %q", got, after)
+	}
+}

@@ -125,6 +125,7 @@ var driverTests = []struct {
 	{"Tx.CountApprovals", false, testCountApprovals},
 	// changes.go
 	{"Store.Listen", true, testListen},
+	{"Store.Listen/lost", true, testListenLost},
 	// sessions.go
 	{"SessionStore.PutSession", true, testPutSession},
 	{"SessionStore.Session", false, testSession},
