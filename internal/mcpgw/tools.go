@@ -94,8 +94,17 @@ func (g *Gateway) call(t engine.ToolInfo) mcp.ToolHandler {
 		if !named {
 			g.joined(req.Session, p, saga)
 		}
-		r, err := g.engine.CallOnce(ctx, p, saga, engine.Ask{Tool: t.Name, Input: input, Key: key, Reason: reason})
-		if err == nil && r.Outcome == engine.OutcomeAwaitingApproval && g.hold > 0 && !tasked(req.Extra) {
+		ask := func() (engine.CallResult, error) {
+			return g.engine.CallOnce(ctx, p, saga, engine.Ask{Tool: t.Name, Input: input, Key: key, Reason: reason})
+		}
+		if g.hold <= 0 || tasked(req.Extra) {
+			return called(ask())
+		}
+		// The call may be held: the deep stack of its first work goes
+		// with a goroutine of its own, and the one that waits keeps its
+		// small stack (engine.Apart).
+		r, err := engine.Apart(ask)
+		if err == nil && r.Outcome == engine.OutcomeAwaitingApproval {
 			return g.held(ctx, req, p, r)
 		}
 		return called(r, err)
