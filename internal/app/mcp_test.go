@@ -443,7 +443,7 @@ func TestMCPAuth(t *testing.T) {
 
 // TestMCPPrivacy: an agent reads over MCP only the sagas it started —
 // not another agent's through sagacity_status naming it, nor its
-// resource, nor a subscription to it.
+// resource, nor a subscription to it, nor its tasks.
 func TestMCPPrivacy(t *testing.T) {
 	t.Parallel()
 	mineT, mineTok := token("agent1", engine.RoleAgent)
@@ -473,6 +473,22 @@ func TestMCPPrivacy(t *testing.T) {
 	}
 	if err := mine.Subscribe(ctx, &mcp.SubscribeParams{URI: "sagacity://saga/theirs"}); err != nil {
 		t.Errorf("subscribing to its own saga: %v", err)
+	}
+
+	// Nor through a task: another agent's tasks/get and tasks/result are
+	// refused (-32602, naming nothing of it), and run nothing.
+	created := rpcOpen(t, e, bearer(mineTok)...).call("tools/call", `{"name":"sendWireTransfer","arguments":`+transfer+`,"task":{}}`)
+	task, _ := created["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	other := rpcOpen(t, e, bearer(otherTok)...)
+	for _, method := range []string{"tasks/get", "tasks/result"} {
+		if got, err := other.try(method, `{"taskId":"`+id+`"}`); err == nil || !strings.Contains(err.Error(), `"code":-32602`) ||
+			!strings.Contains(err.Error(), "not yours to read") || strings.Contains(err.Error(), "alice") {
+			t.Errorf("%s of another agent's task = %v, %v; want -32602, naming nothing of it", method, got, err)
+		}
+	}
+	if paths := e.tools.paths(); len(paths) != 0 {
+		t.Errorf("the tool server was called at %v; want nothing run", paths)
 	}
 }
 
@@ -824,29 +840,5 @@ func TestMCPTaskReplicas(t *testing.T) {
 	r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "sendWireTransfer", Arguments: json.RawMessage(transfer)})
 	if err != nil || r.IsError || text(r) != "transfer-ok" {
 		t.Errorf("a call held on the second server, approved on the first = %v, %v; want the tool's result", r, err)
-	}
-}
-
-// TestMCPTaskPrivacy: a task is read, held on and executed only by whom
-// the engine lets read its saga: another agent's tasks/get and
-// tasks/result are refused (-32602, naming nothing of it), and run
-// nothing.
-func TestMCPTaskPrivacy(t *testing.T) {
-	t.Parallel()
-	mineT, mineTok := token("agent1", engine.RoleAgent)
-	otherT, otherTok := token("agent2", engine.RoleAgent)
-	e := newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{mineT, otherT}})
-	created := rpcOpen(t, e, bearer(mineTok)...).call("tools/call", `{"name":"sendWireTransfer","arguments":`+transfer+`,"task":{}}`)
-	task, _ := created["task"].(map[string]any)
-	id, _ := task["taskId"].(string)
-	other := rpcOpen(t, e, bearer(otherTok)...)
-	for _, method := range []string{"tasks/get", "tasks/result"} {
-		if got, err := other.try(method, `{"taskId":"`+id+`"}`); err == nil || !strings.Contains(err.Error(), `"code":-32602`) ||
-			!strings.Contains(err.Error(), "not yours to read") || strings.Contains(err.Error(), "alice") {
-			t.Errorf("%s of another agent's task = %v, %v; want -32602, naming nothing of it", method, got, err)
-		}
-	}
-	if paths := e.tools.paths(); len(paths) != 0 {
-		t.Errorf("the tool server was called at %v; want nothing run", paths)
 	}
 }
