@@ -1,13 +1,16 @@
 package mcpgw
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -279,4 +282,73 @@ func held(t *testing.T, opts ...engine.Option) {
 		time.Since(start) < time.Second {
 		t.Errorf("a held call nobody decides = %q (error %v) after %s; want the gate's text once the hold ends", text, isError, time.Since(start))
 	}
+}
+
+// TestTaskResultProgress: a tasks/result that carried a progressToken is
+// told it still waits (notifications/progress, on its own stream) until
+// the approval, then answered the tool's result, naming its task.
+func TestTaskResultProgress(t *testing.T) {
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 20 * time.Millisecond
+	_, e, srv := serveHolding(t, 0, &paid{})
+	post := func(session, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set(SagaHeader, "tasked")
+		if session != "" {
+			req.Header.Set(sessionHeader, session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := (&http.Client{Transport: withToken{"agent"}}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	init := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},`+
+		`"clientInfo":{"name":"t","version":"1"}}}`)
+	session := init.Header.Get(sessionHeader)
+	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	b, _ := io.ReadAll(post(session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"pay","arguments":{},"task":{}}}`).Body)
+	var created struct {
+		Result struct{ Task struct{ TaskID string } }
+	}
+	_, data, _ := strings.Cut(string(b), "data: ")
+	if err := json.Unmarshal([]byte(data), &created); err != nil || created.Result.Task.TaskID == "" {
+		t.Fatalf("tools/call asking for a task = %s", b)
+	}
+	id := created.Result.Task.TaskID
+	// The reviewer approves once the client was told twice it waits, or
+	// after 5 s without, so that the test fails rather than hangs.
+	var once sync.Once
+	approve := func() {
+		once.Do(func() {
+			if _, err := e.Approve(context.Background(), engine.Principal{ID: "reviewer", Roles: engine.Roles}, "tasked", 1, ""); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	defer time.AfterFunc(5*time.Second, approve).Stop()
+	resp := post(session, `{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"`+id+`","_meta":{"progressToken":"p"}}}`)
+	sc := bufio.NewScanner(resp.Body)
+	progress := 0
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		switch {
+		case !ok:
+		case strings.Contains(line, `"method":"notifications/progress"`):
+			if progress++; progress == 2 {
+				approve()
+			}
+		case strings.Contains(line, `"id":3`):
+			if progress < 2 || !strings.Contains(line, `"text":"paid"`) || !strings.Contains(line, `"io.modelcontextprotocol/related-task":{"taskId":"`+id+`"}`) {
+				t.Errorf("tasks/result after %d progress notifications = %s; want the tool's result, naming its task", progress, line)
+			}
+			return
+		}
+	}
+	t.Fatalf("tasks/result ended without an answer: %v", sc.Err())
 }

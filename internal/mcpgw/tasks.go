@@ -247,7 +247,8 @@ func (g *Gateway) taskGet(ctx context.Context, ss *mcp.ServerSession, params *ta
 }
 
 // taskResultOf is tasks/result: it holds until the request is decided
-// (Await, at most resultWait), and answers as answer does: the tool's
+// (Await, at most resultWait; with notifications/progress if it carried
+// a progressToken), and answers as answer does: the tool's
 // result once approved, or what became of the request (a rejection with
 // its reason) as a tool error.
 func (g *Gateway) taskResultOf(ctx context.Context, ss *mcp.ServerSession, params *taskParams) (*mcp.CallToolResult, error) {
@@ -257,6 +258,9 @@ func (g *Gateway) taskResultOf(ctx context.Context, ss *mcp.ServerSession, param
 	}
 	wait, cancel := g.waiting(ctx, resultWait)
 	defer cancel()
+	if token := params.Meta["progressToken"]; token != nil {
+		go g.tell(wait, ss, token) // as a held call does
+	}
 	rv, err := g.engine.Await(wait, p, saga, seq)
 	if err != nil {
 		return nil, taskError(err)
