@@ -89,9 +89,9 @@ func TestWatches(t *testing.T) {
 	}
 }
 
-// serve runs a gateway over an engine without tools on a SQLite store,
-// serving the principal its bearer token names (withToken), with every
-// role; it stops when the test ends.
+// serve runs a gateway over an engine with one tool (see serveHolding)
+// on a SQLite store, serving the principal its bearer token names
+// (withToken), with every role; it stops when the test ends.
 func serve(t *testing.T) (*Gateway, *engine.Engine, *httptest.Server) {
 	return serveHolding(t, 0, &paid{})
 }
@@ -235,11 +235,12 @@ func TestHeld(t *testing.T) {
 		{"default", nil},
 		{"on-approval", []engine.Option{engine.WithApprovals(onApproval)}},
 	} {
-		t.Run(c.name, func(t *testing.T) { held(t, c.opts...) })
+		t.Run(c.name, func(t *testing.T) { holdOne(t, c.opts...) })
 	}
 }
 
-func held(t *testing.T, opts ...engine.Option) {
+// holdOne is TestHeld under the engine's opts.
+func holdOne(t *testing.T, opts ...engine.Option) {
 	pay := &paid{}
 	_, e, srv := serveHolding(t, time.Second, pay, opts...)
 	var progress atomic.Int64
