@@ -36,6 +36,9 @@ const (
 	// ClosedExpired: no quorum was reached in time, and the server
 	// rejected it.
 	ClosedExpired Closing = "expired"
+	// ClosedCancelled: its requester took it back (an MCP task
+	// cancelled); the saga went on.
+	ClosedCancelled Closing = "cancelled"
 )
 
 // Vote is an approval of a request, as the journal records it.
@@ -184,6 +187,13 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				// The server's word: nobody's four eyes.
 				l.Closed, l.Closing = en.Seq, ClosedExpired
 				lc.fail(en.Seq)
+				continue
+			case decision == DecidedCancelled:
+				// The requester's own word, and theirs alone.
+				if decider != l.Requester {
+					return bad(i, "cancels the request at seq=%d as %s, who did not make it (%s did)", l.Seq, decider, l.Requester)
+				}
+				l.Closed, l.Closing = en.Seq, ClosedCancelled
 				continue
 			case decider == lc.Initiator:
 				return bad(i, "is a decision by %s, who started the saga (four-eyes)", decider)

@@ -31,6 +31,7 @@ const (
 	DecidedDismissed   Decided = "dismissed"         // a superseded request dropped, the saga going on
 	DecidedWithdrawn   Decided = "withdrawn"         // a voter took back their approval
 	DecidedChanges     Decided = "changes-requested" // a request sent back to the agent, the saga going on
+	DecidedCancelled   Decided = "cancelled"         // its requester took the request back, the saga going on
 	DecidedExpired     Decided = "expired"           // the server: no quorum was reached in time
 )
 
@@ -227,7 +228,7 @@ func (e Entry) Decision() (decision Decided, decider string, ok bool) {
 		for _, d := range []struct {
 			k Key
 			d Decided
-		}{{KeyDismissedBy, DecidedDismissed}, {KeyWithdrawnBy, DecidedWithdrawn}, {KeyChangesBy, DecidedChanges}} {
+		}{{KeyDismissedBy, DecidedDismissed}, {KeyWithdrawnBy, DecidedWithdrawn}, {KeyChangesBy, DecidedChanges}, {KeyCancelledBy, DecidedCancelled}} {
 			if by := ls.Value(d.k); by != "" {
 				return d.d, by, true
 			}

@@ -228,8 +228,8 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 			case DecidedWithdrawn:
 				standing--
 				continue
-			case DecidedDismissed:
-				continue
+			case DecidedDismissed, DecidedCancelled:
+				continue // no vote: who may take it is the lifecycle's to check
 			case DecidedApproved:
 				standing++
 			}

@@ -112,7 +112,7 @@ type RequestState struct {
 	InputHash  string `json:"inputHash"`
 	// State is undecided, approved, executing, executed, failed,
 	// rejected, refused, dropped, superseded, dismissed,
-	// changes-requested or expired.
+	// changes-requested, expired or cancelled.
 	State string `json:"state"`
 	// DecidedBy names who decided it.
 	DecidedBy []string `json:"decidedBy,omitempty"`

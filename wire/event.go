@@ -24,6 +24,9 @@ const (
 	EventExpired EventType = "request.expired"
 	// EventDismissed: a superseded request was dropped; the saga goes on.
 	EventDismissed EventType = "request.dismissed"
+	// EventCancelled: its requester took the request back (an MCP task
+	// cancelled); the saga goes on.
+	EventCancelled EventType = "request.cancelled"
 	// EventExecuted: the approved request ran with its approved bytes.
 	EventExecuted EventType = "request.executed"
 	// EventFailed: the approved request ran, and its tool failed.

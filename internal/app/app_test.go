@@ -23,9 +23,9 @@ func TestServices(t *testing.T) {
 		want    []string
 	}{
 		{"without notifications", nil,
-			[]string{"*tlog.Checker", "*engine.Heartbeat", "*tlog.Sequencer", "*engine.Recoverer", "*engine.Lapser", "*mcpgw.Watcher"}},
+			[]string{"*tlog.Checker", "*engine.Heartbeat", "*tlog.Sequencer", "*engine.Listener", "*engine.Recoverer", "*engine.Lapser", "*mcpgw.Watcher"}},
 		{"with notifications", []notify.Target{{Name: "hook", Kind: "webhook", Channel: &notify.Webhook{URL: "http://127.0.0.1:1"}}},
-			[]string{"*tlog.Checker", "*engine.Heartbeat", "*tlog.Sequencer", "*engine.Recoverer", "*engine.Lapser",
+			[]string{"*tlog.Checker", "*engine.Heartbeat", "*tlog.Sequencer", "*engine.Listener", "*engine.Recoverer", "*engine.Lapser",
 				"*notify.Relay", "*engine.Notifier", "*mcpgw.Watcher"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

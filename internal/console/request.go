@@ -186,7 +186,7 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 			s.Decisions = append(s.Decisions, decision(b.Withdrawal))
 		}
 	}
-	for _, d := range []*engine.Decision{rv.Rejection, rv.Dismissal, rv.Changes, rv.Expiry} {
+	for _, d := range []*engine.Decision{rv.Rejection, rv.Dismissal, rv.Changes, rv.Expiry, rv.Cancellation} {
 		if d != nil {
 			s.Decisions = append(s.Decisions, decision(d))
 		}
@@ -243,6 +243,8 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 	case engine.StateDismissed:
 		s.Headline, s.Kind = fmt.Sprintf("Dismissed by %s: superseded by the saga's request at seq %d; the saga went on",
 			rv.Dismissal.Approver, rv.SupersededBy), "warn"
+	case engine.StateCancelled:
+		s.Headline, s.Kind = fmt.Sprintf("Cancelled by %s, who made it: the saga went on", rv.Cancellation.Approver), "warn"
 	}
 	return s
 }
@@ -263,7 +265,7 @@ func executors(x engine.Executors) string {
 // decidedKind is how each decision is marked: by a word always, and a
 // colour.
 var decidedKind = map[engine.Decided]string{engine.DecidedApproved: "ok", engine.DecidedRejected: "bad", engine.DecidedExpired: "bad",
-	engine.DecidedDismissed: "warn", engine.DecidedWithdrawn: "warn", engine.DecidedChanges: "warn"}
+	engine.DecidedDismissed: "warn", engine.DecidedWithdrawn: "warn", engine.DecidedChanges: "warn", engine.DecidedCancelled: "warn"}
 
 // sentBack is the entry by which a reviewer sent the request at seq back
 // for changes, or nil.

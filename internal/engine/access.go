@@ -26,6 +26,7 @@ const (
 	// change, the saga going on.
 	ActRequestChanges Action = "request-changes"
 	ActResume         Action = "resume"   // execute an approved request
+	ActCancel         Action = "cancel"   // take back one's own request, the saga going on
 	ActRead           Action = "read"     // read sagas and their journals
 	ActVerify         Action = "verify"   // verify a journal
 	ActReview         Action = "review"   // list pending requests
@@ -79,6 +80,7 @@ var roles = map[Action][]Role{
 	ActEnrol:          {RoleApprover},
 	ActRequestChanges: {RoleApprover},
 	ActResume:         {RoleAgent, RoleApprover},
+	ActCancel:         {RoleAgent},
 	ActRead:           Roles,
 	ActVerify:         {RoleAuditor, RoleApprover},
 	ActReview:         {RoleApprover, RoleAuditor},
@@ -93,7 +95,7 @@ var roles = map[Action][]Role{
 
 var doing = map[Action]string{
 	ActCall: "calling a tool", ActEnd: "ending a saga", ActAbort: "aborting a saga", ActApprove: "approving",
-	ActReject: "rejecting", ActDismiss: "dismissing", ActWithdraw: "withdrawing a vote", ActEnrol: "enrolling passkeys", ActRequestChanges: "requesting changes", ActResume: "resuming", ActRead: "reading sagas", ActVerify: "verifying a journal",
+	ActReject: "rejecting", ActDismiss: "dismissing", ActWithdraw: "withdrawing a vote", ActEnrol: "enrolling passkeys", ActRequestChanges: "requesting changes", ActResume: "resuming", ActCancel: "cancelling a request", ActRead: "reading sagas", ActVerify: "verifying a journal",
 	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt", ActResolve: "resolving a call in doubt",
 	ActMetrics: "reading metrics", ActOutbox: "reading notifications", ActResend: "sending notifications again",
 }
@@ -131,6 +133,11 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 		if r := sub.Rule; r != nil && (a == ActApprove || a == ActReject || a == ActRequestChanges) && !r.Eligible(p.Roles, p.Groups) {
 			return &Error{Kind: Forbidden, SagaID: s.ID, Msg: fmt.Sprintf("deciding this request takes one of %s (approval rule %s); %s is in none",
 				strings.Join(r.Approvers, ", "), r.Name, p.ID)}
+		}
+	case ActCancel:
+		// A request is taken back by whoever made it, and nobody else.
+		if p.ID != sub.Requester {
+			return &Error{Kind: Forbidden, Msg: fmt.Sprintf("only %s, who made this request, may cancel it", sub.Requester), SagaID: s.ID}
 		}
 	case ActRead:
 		// An agent reads its own sagas: another's journal names its

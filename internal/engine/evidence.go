@@ -120,6 +120,7 @@ const (
 	KeyDismissedBy = evidence.KeyDismissedBy
 	KeyWithdrawnBy = evidence.KeyWithdrawnBy
 	KeyChangesBy   = evidence.KeyChangesBy
+	KeyCancelledBy = evidence.KeyCancelledBy
 	KeyExpired     = evidence.KeyExpired
 	KeyPasskey     = evidence.KeyPasskey
 	KeySignIn      = evidence.KeySignIn
@@ -152,6 +153,7 @@ const (
 	DecidedDismissed   = evidence.DecidedDismissed
 	DecidedWithdrawn   = evidence.DecidedWithdrawn
 	DecidedChanges     = evidence.DecidedChanges
+	DecidedCancelled   = evidence.DecidedCancelled
 	DecidedExpired     = evidence.DecidedExpired
 	ServerDecider      = evidence.ServerDecider
 )
@@ -165,6 +167,7 @@ const (
 	ClosedDismissed = evidence.ClosedDismissed
 	ClosedChanges   = evidence.ClosedChanges
 	ClosedExpired   = evidence.ClosedExpired
+	ClosedCancelled = evidence.ClosedCancelled
 
 	RefusedNoRule    = evidence.RefusedNoRule
 	RefusedCondition = evidence.RefusedCondition

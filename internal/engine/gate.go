@@ -245,7 +245,7 @@ func ballot(b bound, decision Decided, p Principal, reason string) Receipt {
 	if r.ApprovalPolicy != "" {
 		r.Rule = b.rule.Name
 	}
-	if decision != DecidedWithdrawn && decision != DecidedDismissed {
+	if decision != DecidedWithdrawn && decision != DecidedDismissed && decision != DecidedCancelled {
 		r.EligibleAs = b.rule.EligibleAs(p.Roles, p.Groups)
 		r.Passkey = b.passkey
 	}

@@ -228,6 +228,8 @@ func (e *Engine) tellClosed(tx Tx, b bound, d Decision) error {
 		ev = ev.said("%s sent %s back to its agent: %s", d.Approver, ev.what(), d.Reason)
 	case DecidedDismissed:
 		ev = ev.said("%s dismissed %s, which a later request replaced; the saga goes on", d.Approver, ev.what())
+	case DecidedCancelled:
+		ev = ev.said("%s cancelled %s, their own request; the saga goes on", d.Approver, ev.what())
 	default:
 		ev = ev.said("%s expired without its quorum (%s); the server rejected it and the saga is compensated", ev.what(), ev.votes())
 	}
@@ -236,7 +238,7 @@ func (e *Engine) tellClosed(tx Tx, b bound, d Decision) error {
 
 // closings are the events of the decisions that close a request.
 var closings = map[Decided]wire.EventType{DecidedRejected: wire.EventRejected, DecidedChanges: wire.EventChangesRequested,
-	DecidedDismissed: wire.EventDismissed, DecidedExpired: wire.EventExpired}
+	DecidedDismissed: wire.EventDismissed, DecidedExpired: wire.EventExpired, DecidedCancelled: wire.EventCancelled}
 
 // ruleOrName is the rule request entry g is decided by, or, when it
 // cannot be read here, one that only has the name g records.

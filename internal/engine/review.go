@@ -35,6 +35,8 @@ const (
 	// saga going on.
 	StateChangesRequested RequestState = "changes-requested"
 	StateExpired          RequestState = "expired" // no quorum in time: the server rejected it
+	// StateCancelled: its requester took it back, the saga going on.
+	StateCancelled RequestState = "cancelled"
 )
 
 // Ballot is an approval of a request, and its withdrawal if it was
@@ -59,9 +61,10 @@ type Review struct {
 	Tally       Tally
 	// Votes are its approvals, in order, each with its withdrawal.
 	Votes []Ballot
-	// Rejection, Dismissal, Changes (a request for changes) and Expiry
-	// are the decisions that closed it, if one did.
-	Rejection, Dismissal, Changes, Expiry *Decision
+	// Rejection, Dismissal, Changes (a request for changes), Expiry and
+	// Cancellation (by its requester) are the decisions that closed it,
+	// if one did.
+	Rejection, Dismissal, Changes, Expiry, Cancellation *Decision
 	// Refusal is the refused resume's entry, if any (State refused); its
 	// payload holds what was attempted. Dropped is the entry that
 	// dropped it when the saga failed, if any.
@@ -289,6 +292,8 @@ func (r *Review) settle(l *Life, calls []Call) {
 		r.Changes, r.State = closing(), StateChangesRequested
 	case l.Closing == ClosedExpired:
 		r.Expiry, r.State = closing(), StateExpired
+	case l.Closing == ClosedCancelled:
+		r.Cancellation, r.State = closing(), StateCancelled
 	case l.Closing == ClosedRefused:
 		r.Refusal, r.State = at(l.Closed), StateRefused
 	case l.Closing == ClosedDropped:

@@ -143,6 +143,22 @@ func (e *Engine) drop(tx Tx, s *Saga, b bound, p Principal, r Receipt, key Key, 
 	return d, e.settle(tx, s)
 }
 
+// Cancel closes the request at seq as cancelled by its requester, p,
+// with an optional reason (an agent's MCP task cancelled): a REJECTED
+// entry of the approval gate naming p as cancelled-by, with its
+// receipt. Like a request for changes it drops that request alone: the
+// saga keeps running and nothing is compensated. Once it was executed,
+// or is being executed, it is no longer pending: what a resume of it is
+// told, and nothing changes.
+//
+// Errors: Forbidden for anyone but the request's requester (an agent);
+// otherwise as Approve's for a request not pending.
+func (e *Engine) Cancel(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
+	return e.decideOn(ctx, p, ActCancel, DecidedCancelled, sagaID, seq, reason, cast{}, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
+		return e.drop(tx, s, b, p, ballot(b, DecidedCancelled, p, reason), KeyCancelledBy, at)
+	})
+}
+
 // Withdraw takes back p's approval of the request at seq, until it is
 // executed: a REJECTED entry of the approval gate naming p as
 // withdrawn-by, with its receipt. The request stays pending, one vote

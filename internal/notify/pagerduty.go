@@ -80,7 +80,8 @@ const summaryBytes = 1024
 var requestActions = map[wire.EventType]string{
 	wire.EventWaiting: "trigger", wire.EventVoted: "trigger", wire.EventApproved: "trigger", wire.EventEscalated: "trigger",
 	wire.EventRejected: "resolve", wire.EventChangesRequested: "resolve", wire.EventExpired: "resolve", wire.EventDismissed: "resolve",
-	wire.EventExecuted: "resolve", wire.EventFailed: "resolve", wire.EventRefused: "resolve", wire.EventDropped: "resolve",
+	wire.EventCancelled: "resolve",
+	wire.EventExecuted:  "resolve", wire.EventFailed: "resolve", wire.EventRefused: "resolve", wire.EventDropped: "resolve",
 }
 
 // alert is what ev does to PagerDuty: its action, the dedup key of the

@@ -262,6 +262,7 @@ var slackOutcomes = map[wire.EventType]string{
 	wire.EventChangesRequested: "was sent back: changes were requested",
 	wire.EventExpired:          "expired",
 	wire.EventDismissed:        "was dismissed",
+	wire.EventCancelled:        "was cancelled by its requester",
 	wire.EventExecuted:         "was executed",
 	wire.EventFailed:           "was executed, and its tool failed",
 	wire.EventRefused:          "was refused",
