@@ -584,9 +584,10 @@ func TestMCPProtocolVersion(t *testing.T) {
 // ones whose calls may become tasks; a gated call becomes a task whose
 // status shows the votes as they come, and completes with the tool's
 // result once the quorum approves (run once, with the approved bytes); a
-// rejected one completes with the reviewer's reason as a tool error; and
-// a client that asks for no task is held until the quorum approves, then
-// answered the tool's result.
+// cancelled one closes its request (journaled, the saga going on), and
+// cancelling it again is refused; a rejected one completes with the
+// reviewer's reason as a tool error; and a client that asks for no task
+// is held until the quorum approves, then answered the tool's result.
 func TestMCPTasks(t *testing.T) {
 	t.Parallel()
 	nodePackage(t, "@modelcontextprotocol/sdk")
@@ -603,7 +604,7 @@ func TestMCPTasks(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }() // a test that failed sent no end
 	type task struct{ TaskID, Status, StatusMessage string }
 	type message struct {
 		Type   string
@@ -708,6 +709,40 @@ func TestMCPTasks(t *testing.T) {
 	want(t, "bob approves the held call", e.post("/sagacity/approve/ts-held/"+held, `{"approver":"bob"}`), 200)
 	if r := next("held"); r.Result.IsError || text(r) != "transfer-ok" {
 		t.Errorf("the held call once approved = %+v; want the tool's result", r)
+	}
+
+	// Cancelled by its requester: the request closed, journaled, the saga
+	// going on, nothing run or compensated.
+	send(`task sendWireTransfer {"amount":"300","to":"carol"}`)
+	toCancel := next("taskCreated")
+	next("taskStatus")
+	pending("ts-tasks")
+	send("cancel " + toCancel.Task.TaskID)
+	// The stream's result and tasks/cancel's answer come in either order.
+	got := map[string]message{}
+	for range 2 {
+		select {
+		case m := <-lines:
+			got[m.Type] = m
+		case <-ctx.Done():
+			t.Fatalf("tasks.mjs: no answer to tasks/cancel in time; its errors:\n%s", stderr.String())
+		}
+	}
+	if c := got["cancelled"].Task; c.TaskID != toCancel.Task.TaskID || c.Status != "cancelled" {
+		t.Errorf("tasks/cancel = %+v; want the task cancelled", got["cancelled"])
+	}
+	if r := got["result"]; !r.Result.IsError || !strings.Contains(text(r), "cancelled") {
+		t.Errorf("the cancelled task's result = %+v; want a tool error saying it was cancelled", r)
+	}
+	if s := e.get("/sagacity/sagas/ts-tasks").json(t); s["status"] != "RUNNING" {
+		t.Errorf("the saga once a request was cancelled = %v; want it running", s)
+	}
+	if audit := e.get("/sagacity/audit/ts-tasks").body; !strings.Contains(audit, `cancelled-by=anonymous`) {
+		t.Errorf("the journal once a request was cancelled = %s; want the cancellation, by its requester", audit)
+	}
+	send("cancel " + toCancel.Task.TaskID)
+	if r := next("refused"); !strings.HasPrefix(r.Error, "-32602: ") || !strings.Contains(r.Error, "cancelled") {
+		t.Errorf("tasks/cancel of a cancelled task = %+v; want -32602 saying it was cancelled", r)
 	}
 
 	// Rejected: the reason, as a tool error.

@@ -78,6 +78,7 @@ func New(ctx context.Context, e *engine.Engine, version string, hold time.Durati
 	g.server.AddReceivingMiddleware(g.tasks)
 	must(mcp.AddReceivingCustomMethod(g.server, methodTaskGet, g.taskGet))
 	must(mcp.AddReceivingCustomMethod(g.server, methodTaskResult, g.taskResultOf))
+	must(mcp.AddReceivingCustomMethod(g.server, methodTaskCancel, g.taskCancel))
 	g.server.AddTool(&mcp.Tool{Name: statusTool, Title: "What became of this saga's requests",
 		Description: "Reports the saga of this session: its status and, for each request that waits or waited for a person, " +
 			"whether it is pending, approved, rejected, executed or refused. Give seq to ask about one request.",

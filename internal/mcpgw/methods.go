@@ -26,7 +26,7 @@ var served = map[string]bool{
 	"tools/list": true, "tools/call": true, "prompts/list": true, "prompts/get": true,
 	"resources/list": true, "resources/templates/list": true, "resources/read": true,
 	"resources/subscribe": true, "resources/unsubscribe": true,
-	methodTaskGet: true, methodTaskResult: true,
+	methodTaskGet: true, methodTaskResult: true, methodTaskCancel: true,
 }
 
 // taskHeader marks, to the gateway's own handlers, an HTTP request whose

@@ -19,8 +19,8 @@ import (
 // Tasks (the MCP 2025-11-25 tasks utility): a client that asks for a
 // task on a call of an IRREVERSIBLE tool (params.task, which the SDK
 // does not read: see taskHeader) is answered a task instead of the
-// gate's text, and follows the request with tasks/get and tasks/result
-// (tasks/cancel waits for the engine's Cancel). The SDK v1.8.0 knows nothing of tasks, so the gateway
+// gate's text, and follows the request with tasks/get, tasks/result and
+// tasks/cancel. The SDK v1.8.0 knows nothing of tasks, so the gateway
 // adds them where the SDK lets a server: a receiving middleware
 // (g.tasks) that declares the capability in initialize, marks the gated
 // tools in tools/list and answers a task for a gated call; and custom
@@ -33,6 +33,7 @@ import (
 const (
 	methodTaskGet    = "tasks/get"
 	methodTaskResult = "tasks/result"
+	methodTaskCancel = "tasks/cancel"
 )
 
 // relatedTask is the _meta key of tasks/result naming its task.
@@ -76,8 +77,9 @@ type task struct {
 
 // taskOfReview is a request's task: input_required while people vote
 // (the message says where the votes stand), working while it executes,
-// completed once it is no longer one to wait on, whatever became of it
-// (tasks/result says what).
+// cancelled once its requester cancelled it, completed once it is no
+// longer one to wait on otherwise, whatever became of it (tasks/result
+// says what).
 func taskOfReview(rv engine.Review) task {
 	t := task{TaskID: taskID(rv.Gated.SagaID, rv.Gated.Seq), Status: "completed", StatusMessage: string(rv.State),
 		CreatedAt: stamp(rv.Gated.Timestamp), LastUpdatedAt: stamp(rv.Gated.Timestamp), PollInterval: float64(pollEvery.Milliseconds())}
@@ -91,6 +93,8 @@ func taskOfReview(rv engine.Review) task {
 		t.Status, t.StatusMessage = "working", "approved: "+rv.Tally.Progress()+"; executing"
 	case rv.Waiting():
 		t.Status, t.StatusMessage = "working", "executing"
+	case rv.State == engine.StateCancelled:
+		t.Status = "cancelled"
 	}
 	return t
 }
@@ -103,7 +107,7 @@ type createdTask struct {
 	Task task `json:"task"`
 }
 
-// taskResult is tasks/get's answer: the task.
+// taskResult is tasks/get's and tasks/cancel's answer: the task.
 type taskResult struct {
 	mcp.ResultBase
 	task
@@ -157,13 +161,13 @@ func (g *Gateway) tasks(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // withTasks is initialize's answer with the tasks capability, which the
-// SDK's capabilities cannot hold: tasks of tools/call.
+// SDK's capabilities cannot hold: tasks of tools/call, and their cancel.
 type withTasks struct{ *mcp.InitializeResult }
 
 func (w withTasks) MarshalJSON() ([]byte, error) {
 	return amended(w.InitializeResult, func(m map[string]any) {
 		if caps, ok := m["capabilities"].(map[string]any); ok {
-			caps["tasks"] = map[string]any{"requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}
+			caps["tasks"] = map[string]any{"cancel": map[string]any{}, "requests": map[string]any{"tools": map[string]any{"call": map[string]any{}}}}
 		}
 	})
 }
@@ -273,6 +277,25 @@ func (g *Gateway) taskResultOf(ctx context.Context, ss *mcp.ServerSession, param
 		r.Meta = mcp.Meta{relatedTask: map[string]any{"taskId": params.TaskID}}
 	}
 	return r, err
+}
+
+// taskCancel is tasks/cancel: the requester takes its request back
+// (Engine.Cancel: journaled, the saga going on, nothing compensated),
+// and the task is cancelled. One no longer pending (decided, executing,
+// executed) is -32602, saying what became of it, and nothing changes.
+func (g *Gateway) taskCancel(ctx context.Context, ss *mcp.ServerSession, params *taskParams) (*taskResult, error) {
+	p, saga, seq, err := taskCaller(ctx, ss, params)
+	if err != nil {
+		return nil, taskError(err)
+	}
+	if _, err := g.engine.Cancel(ctx, p, saga, seq, ""); err != nil {
+		return nil, taskError(err)
+	}
+	rv, err := g.engine.Review(ctx, p, saga, seq)
+	if err != nil {
+		return nil, taskError(err)
+	}
+	return &taskResult{task: taskOfReview(rv)}, nil
 }
 
 // tasked reports whether a call asked to become a task.

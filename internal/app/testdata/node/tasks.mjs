@@ -7,6 +7,8 @@
 //                      client.experimental.tasks.callToolStream, printing
 //                      each message of the stream as {"type", ...}
 //   get TASKID         tasks/get, printed as {"type":"get","task"}
+//   cancel TASKID      tasks/cancel, printed as {"type":"cancelled","task"},
+//                      or its refusal as {"type":"refused","error"}
 //   hold SAGA TOOL ARGS  call TOOL with ARGS in SAGA as a client without
 //                      tasks, asking for progress: {"type":"held","result"}
 //   end                close the client and exit
@@ -44,6 +46,13 @@ for await (const line of createInterface({ input: process.stdin })) {
       break;
     case "get":
       print({ type: "get", task: await client.experimental.tasks.getTask(first) });
+      break;
+    case "cancel":
+      try {
+        print({ type: "cancelled", task: await client.experimental.tasks.cancelTask(first) });
+      } catch (e) {
+        print({ type: "refused", error: `${e.code}: ${e.message}` });
+      }
       break;
     case "hold": {
       const plain = await connect("ts-held", first);
