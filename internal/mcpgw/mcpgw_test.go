@@ -292,7 +292,9 @@ func TestTaskResultProgress(t *testing.T) {
 	defer func(d time.Duration) { progressEvery = d }(progressEvery)
 	progressEvery = 20 * time.Millisecond
 	_, e, srv := serveHolding(t, 0, &paid{})
-	post := func(session, body string) *http.Response {
+	// post sends body in session (none: a new one) and hands the answer
+	// to read, if any.
+	post := func(session, body string, read func(*http.Response)) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -306,14 +308,18 @@ func TestTaskResultProgress(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
+		defer resp.Body.Close()
+		if read != nil {
+			read(resp)
+		}
 	}
-	init := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},`+
-		`"clientInfo":{"name":"t","version":"1"}}}`)
-	session := init.Header.Get(sessionHeader)
-	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	b, _ := io.ReadAll(post(session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"pay","arguments":{},"task":{}}}`).Body)
+	var session string
+	post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},`+
+		`"clientInfo":{"name":"t","version":"1"}}}`, func(r *http.Response) { session = r.Header.Get(sessionHeader) })
+	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	var b []byte
+	post(session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"pay","arguments":{},"task":{}}}`,
+		func(r *http.Response) { b, _ = io.ReadAll(r.Body) })
 	var created struct {
 		Result struct{ Task struct{ TaskID string } }
 	}
@@ -333,23 +339,23 @@ func TestTaskResultProgress(t *testing.T) {
 		})
 	}
 	defer time.AfterFunc(5*time.Second, approve).Stop()
-	resp := post(session, `{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"`+id+`","_meta":{"progressToken":"p"}}}`)
-	sc := bufio.NewScanner(resp.Body)
-	progress := 0
-	for sc.Scan() {
-		line, ok := strings.CutPrefix(sc.Text(), "data: ")
-		switch {
-		case !ok:
-		case strings.Contains(line, `"method":"notifications/progress"`):
-			if progress++; progress == 2 {
-				approve()
+	progress, answer := 0, ""
+	post(session, `{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"`+id+`","_meta":{"progressToken":"p"}}}`,
+		func(r *http.Response) {
+			for sc := bufio.NewScanner(r.Body); answer == "" && sc.Scan(); {
+				line, ok := strings.CutPrefix(sc.Text(), "data: ")
+				switch {
+				case !ok:
+				case strings.Contains(line, `"method":"notifications/progress"`):
+					if progress++; progress == 2 {
+						approve()
+					}
+				case strings.Contains(line, `"id":3`):
+					answer = line
+				}
 			}
-		case strings.Contains(line, `"id":3`):
-			if progress < 2 || !strings.Contains(line, `"text":"paid"`) || !strings.Contains(line, `"io.modelcontextprotocol/related-task":{"taskId":"`+id+`"}`) {
-				t.Errorf("tasks/result after %d progress notifications = %s; want the tool's result, naming its task", progress, line)
-			}
-			return
-		}
+		})
+	if progress < 2 || !strings.Contains(answer, `"text":"paid"`) || !strings.Contains(answer, `"io.modelcontextprotocol/related-task":{"taskId":"`+id+`"}`) {
+		t.Errorf("tasks/result after %d progress notifications = %q; want the tool's result, naming its task", progress, answer)
 	}
-	t.Fatalf("tasks/result ended without an answer: %v", sc.Err())
 }
