@@ -190,6 +190,21 @@ type bench struct {
 	keys  *engine.Keys
 	start time.Time
 	r     *report
+	bin   string // the server's binary, once built (binary)
+}
+
+// binary builds cmd/web of the module measured, once a run.
+func (b *bench) binary(ctx context.Context) (string, error) {
+	if b.bin != "" {
+		return b.bin, nil
+	}
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	progress(b.start, "building %s/cmd/web", root)
+	b.bin, err = buildServer(ctx, root, b.tmp)
+	return b.bin, err
 }
 
 // moduleRoot is the directory of the module the harness measures.

@@ -173,11 +173,7 @@ func statsOf(ctx context.Context, dbURL string) (dbStats, error) {
 
 // tasksStep measures tasks/get with 100 and with 1,000 tasks open.
 func (b *bench) tasksStep(ctx context.Context) error {
-	root, err := moduleRoot(ctx)
-	if err != nil {
-		return err
-	}
-	bin, err := buildServer(ctx, root, b.tmp)
+	bin, err := b.binary(ctx)
 	if err != nil {
 		return err
 	}
