@@ -232,12 +232,7 @@ func (b *bench) roundTrips(ctx context.Context) (err error) {
 
 // httpView runs the real server under b.c.agents concurrent agents.
 func (b *bench) httpView(ctx context.Context) error {
-	root, err := moduleRoot(ctx)
-	if err != nil {
-		return err
-	}
-	progress(b.start, "HTTP: building %s/cmd/web", root)
-	bin, err := buildServer(ctx, root, b.tmp)
+	bin, err := b.binary(ctx)
 	if err != nil {
 		return err
 	}

@@ -92,11 +92,7 @@ func wireServer(secret []byte) *httptest.Server {
 
 // heldStep measures held calls on SQLite and on PostgreSQL.
 func (b *bench) heldStep(ctx context.Context) error {
-	root, err := moduleRoot(ctx)
-	if err != nil {
-		return err
-	}
-	bin, err := buildServer(ctx, root, b.tmp)
+	bin, err := b.binary(ctx)
 	if err != nil {
 		return err
 	}

@@ -153,7 +153,7 @@ func run(ctx context.Context, c config) (err error) {
 	// Verification first, while nothing else keeps a core busy: after the
 	// engine's figures PostgreSQL is still writing what they left for a
 	// while.
-	for i, step := range []func(context.Context) error{b.verifyFigure, b.streamStep, b.engineFigures, b.growthFigure, b.roundTrips, b.httpView, b.heldStep} {
+	for i, step := range []func(context.Context) error{b.verifyFigure, b.streamStep, b.engineFigures, b.growthFigure, b.roundTrips, b.httpView, b.heldStep, b.tasksStep} {
 		if len(c.steps) > 0 && !c.steps[stepNames[i]] {
 			continue
 		}
@@ -180,7 +180,7 @@ func newKeys() (string, *engine.Keys, error) {
 }
 
 // stepNames names the run's steps, in the order they run.
-var stepNames = []string{"verify", "stream", "engine", "growth", "trips", "http", "held"}
+var stepNames = []string{"verify", "stream", "engine", "growth", "trips", "http", "held", "tasks"}
 
 // bench is one run's shared state.
 type bench struct {
@@ -190,6 +190,21 @@ type bench struct {
 	keys  *engine.Keys
 	start time.Time
 	r     *report
+	bin   string // the server's binary, once built (binary)
+}
+
+// binary builds cmd/web of the module measured, once a run.
+func (b *bench) binary(ctx context.Context) (string, error) {
+	if b.bin != "" {
+		return b.bin, nil
+	}
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	progress(b.start, "building %s/cmd/web", root)
+	b.bin, err = buildServer(ctx, root, b.tmp)
+	return b.bin, err
 }
 
 // moduleRoot is the directory of the module the harness measures.
