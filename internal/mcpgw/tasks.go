@@ -27,7 +27,7 @@ import (
 // methods for tasks/*. A task is its request: its id names the saga and
 // seq, so nothing is kept on the server, a task outlives a restart and
 // any replica answers it, and every tasks/* is authorised by the engine
-// as a read of the saga (Review) or an execution (Execute).
+// as a read of the saga (Requests) or an execution (Execute).
 
 // The methods of tasks.
 const (
@@ -150,7 +150,7 @@ func (g *Gateway) tasks(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return nil, err
 			}
-			rv, err := g.engine.Review(ctx, p, out.SagaID, out.JournalSeq)
+			rv, err := g.request(ctx, p, out.SagaID, out.JournalSeq)
 			if err != nil {
 				return r, nil
 			}
@@ -238,10 +238,10 @@ func (g *Gateway) taskGet(ctx context.Context, ss *mcp.ServerSession, params *ta
 	if err != nil {
 		return nil, taskError(err)
 	}
-	rv, err := g.engine.Review(ctx, p, saga, seq)
+	rv, err := g.request(ctx, p, saga, seq)
 	if err == nil && rv.State == engine.StateApproved {
 		if _, err = g.engine.Execute(ctx, p, saga, seq); err == nil || engine.IsKind(err, engine.Conflict) {
-			rv, err = g.engine.Review(ctx, p, saga, seq)
+			rv, err = g.request(ctx, p, saga, seq)
 		}
 	}
 	if err != nil {
@@ -291,7 +291,7 @@ func (g *Gateway) taskCancel(ctx context.Context, ss *mcp.ServerSession, params 
 	if _, err := g.engine.Cancel(ctx, p, saga, seq, ""); err != nil {
 		return nil, taskError(err)
 	}
-	rv, err := g.engine.Review(ctx, p, saga, seq)
+	rv, err := g.request(ctx, p, saga, seq)
 	if err != nil {
 		return nil, taskError(err)
 	}

@@ -177,16 +177,37 @@ func seqArg(raw json.RawMessage) (int64, error) {
 // seq, unless 0), as p.
 func (g *Gateway) stateOf(ctx context.Context, p engine.Principal, saga string, seq int64) (wire.SagaRequests, error) {
 	sg, reqs, err := g.engine.Requests(ctx, p, saga)
+	if err == nil && seq != 0 {
+		reqs, err = only(reqs, saga, seq)
+	}
 	if err != nil {
 		return wire.SagaRequests{}, err
 	}
-	if seq != 0 {
-		reqs = slices.DeleteFunc(reqs, func(rv engine.Review) bool { return rv.Gated.Seq != seq })
-		if len(reqs) == 0 {
-			return wire.SagaRequests{}, engine.Errorf(engine.NotFound, "saga %s has no request at seq=%d", saga, seq)
-		}
-	}
 	return api.SagaRequestsOf(sg, reqs), nil
+}
+
+// request reads the request at seq of saga as p: what became of it and
+// where its votes stand (Requests), without the verification, diffs and
+// history a reviewer's Review reads, so that an agent polling it costs
+// the database the same however many requests are open.
+func (g *Gateway) request(ctx context.Context, p engine.Principal, saga string, seq int64) (engine.Review, error) {
+	_, reqs, err := g.engine.Requests(ctx, p, saga)
+	if err == nil {
+		reqs, err = only(reqs, saga, seq)
+	}
+	if err != nil {
+		return engine.Review{}, err
+	}
+	return reqs[0], nil
+}
+
+// only keeps the request at seq of saga's requests; NotFound without it.
+func only(reqs []engine.Review, saga string, seq int64) ([]engine.Review, error) {
+	reqs = slices.DeleteFunc(reqs, func(rv engine.Review) bool { return rv.Gated.Seq != seq })
+	if len(reqs) == 0 {
+		return nil, engine.Errorf(engine.NotFound, "saga %s has no request at seq=%d", saga, seq)
+	}
+	return reqs, nil
 }
 
 // status is sagacity_status.
