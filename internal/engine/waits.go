@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -99,8 +100,9 @@ func (r Review) Waiting() bool {
 
 // Await holds until the request at seq of saga sagaID is no longer one
 // to wait on (Review.Waiting), or until ctx ends, and returns it as it
-// then stands (as Review reads it, Waiting still true when ctx ended
-// first; ctx's end is not an error). It wakes when an Update changes the
+// then stands (as Requests reads it: without the journal's verification
+// or a reviewer's context, whose reads grow with the store; Waiting
+// still true when ctx ended first; ctx's end is not an error). It wakes when an Update changes the
 // saga's requests, in any process sharing the database, and reads the
 // request again then; an execution under way is read again, too, once
 // it could have fallen in doubt. Errors: those of Review; Unavailable
@@ -112,7 +114,7 @@ func (e *Engine) Await(ctx context.Context, p Principal, sagaID string, seq int6
 	changed, done := e.waits.add(sagaID)
 	defer done()
 	for {
-		r, err := Apart(func() (Review, error) { return e.Review(ctx, p, sagaID, seq) })
+		r, err := Apart(func() (Review, error) { return e.request(ctx, p, sagaID, seq) })
 		if err != nil {
 			return Review{}, err
 		}
@@ -137,6 +139,21 @@ func (e *Engine) Await(ctx context.Context, p Principal, sagaID string, seq int6
 			return r, nil
 		}
 	}
+}
+
+// request is the request at seq of saga sagaID as Requests reads it;
+// NotFound when the saga has none there.
+func (e *Engine) request(ctx context.Context, p Principal, sagaID string, seq int64) (Review, error) {
+	_, reqs, err := e.Requests(ctx, p, sagaID)
+	if err != nil {
+		return Review{}, err
+	}
+	for _, r := range reqs {
+		if r.Gated.Seq == seq {
+			return r, nil
+		}
+	}
+	return Review{}, &Error{Kind: NotFound, Msg: fmt.Sprintf("saga %s has no request at seq=%d", sagaID, seq), SagaID: sagaID, Seq: seq}
 }
 
 // doubt sets r.InDoubt for a request whose execution is under way and
