@@ -147,6 +147,16 @@ func (e *Engine) Journal(ctx context.Context, p Principal, id string) ([]Entry, 
 	return e.store.Entries(ctx, id)
 }
 
+// readable reads saga sagaID, its calls included, as p may read it
+// (readSnapshot).
+func (e *Engine) readable(ctx context.Context, p Principal, sagaID string) (Snapshot, error) {
+	snap, err := e.store.Snapshot(ctx, sagaID, true)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return snap, e.readSnapshot(p, snap)
+}
+
 // readSnapshot checks that p may read the saga snap holds: a journal
 // without a row is for those who read every saga.
 func (e *Engine) readSnapshot(p Principal, snap Snapshot) error {

@@ -18,11 +18,8 @@ func (e *Engine) replay(ctx context.Context, p Principal, sagaID, toolName, inpu
 	if err != nil {
 		return CallResult{}, err
 	}
-	snap, err := e.store.Snapshot(ctx, sagaID, true)
+	snap, err := e.readable(ctx, p, sagaID)
 	if err != nil {
-		return CallResult{}, err
-	}
-	if err := e.readSnapshot(p, snap); err != nil {
 		return CallResult{}, err
 	}
 	if snap.Saga == nil || seq < 1 || seq > int64(len(snap.Entries)) {
@@ -52,11 +49,8 @@ func (e *Engine) Gated(ctx context.Context, p Principal, sagaID string, seq int6
 	if err := e.guard(p, ActRead, sagaID); err != nil {
 		return CallResult{}, err
 	}
-	snap, err := e.store.Snapshot(ctx, sagaID, true)
+	snap, err := e.readable(ctx, p, sagaID)
 	if err != nil {
-		return CallResult{}, err
-	}
-	if err := e.readSnapshot(p, snap); err != nil {
 		return CallResult{}, err
 	}
 	if snap.Saga == nil || seq < 1 || seq > int64(len(snap.Entries)) || snap.Entries[seq-1].Phase != PhaseAwaitingApproval {
