@@ -141,6 +141,15 @@ func testOnApproval(t *testing.T, v *env) {
 	if rv := v.review("stopped", seq); rv.State != engine.StateExecuted || wires() != 3 {
 		t.Errorf("after the next passes: %s, the wire ran %d times; want executed, once more", rv.State, wires())
 	}
+	// A row edited to look approved (an insider with the database) is
+	// only where the pass looks: the journal has no quorum, so nothing
+	// runs and the request stays as it was.
+	seq = v.gateLarge("forged", agent)
+	v.h.Exec(t, "UPDATE approval_requests SET voters = $2, votes = 2 WHERE saga_id = $1", "forged", "\nmallory\neve\n")
+	if n, _ := v.e.ExecuteApproved(ctx); n != 0 || wires() != 3 || v.review("forged", seq).State != engine.StateUndecided {
+		t.Errorf("ExecuteApproved with a row edited to look approved = %d, the wire ran %d times; want nothing executed", n, wires())
+	}
+
 	// A request approved under a rule that does not execute on approval
 	// is its requester's to resume.
 	plainSeq := v.call("plain", "payTyped", `{"cents":5,"to":"bob"}`).Seq
