@@ -3,6 +3,7 @@ package evidence
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -35,8 +36,15 @@ type RuleSpec struct {
 	// Approvers are the roles or groups whose members may vote; the
 	// approver role when empty.
 	Approvers []string `json:"approvers,omitempty"`
-	// Quorum is how many distinct people must approve; 1 when 0.
+	// Quorum is how many distinct people must approve; 1 when 0 and
+	// the rule has no Thresholds.
 	Quorum int `json:"quorum,omitempty"`
+	// Thresholds, instead of a Quorum, are the alternative ways the rule
+	// is met: it is met when every requirement of one of them is. An
+	// alternative is a list of requirements, such as one from finance and
+	// one from security; one person meets one requirement of each
+	// alternative, never two.
+	Thresholds [][]Requirement `json:"thresholds,omitempty"`
 	// Expires is how long a request may wait for its quorum before the
 	// server rejects it; never when 0.
 	Expires Duration `json:"expires,omitempty"`
@@ -60,6 +68,23 @@ type RuleSpec struct {
 	// bytes, for the requester, as soon as the quorum stands; "" when
 	// the requester resumes it (approve, then resume).
 	Execute string `json:"execute,omitempty"`
+}
+
+// Requirement is one requirement of a threshold: Count distinct people
+// of From (a role or a group), or of any of the rule's approvers when
+// From is "".
+type Requirement struct {
+	From  string `json:"from,omitempty"`
+	Count int    `json:"count"`
+}
+
+// Label names the requirement for people: its group, or "any of a or
+// b" for one open to every approver of rule r.
+func (q Requirement) Label(r Rule) string {
+	if q.From != "" {
+		return q.From
+	}
+	return "any of " + strings.Join(r.Approvers, " or ")
 }
 
 // StepSpec is a step of a rule's escalation: After this long short of
@@ -123,9 +148,17 @@ type PolicySpec struct {
 type Rule struct {
 	Name string
 	// When is the condition as written, for people ("" for none).
-	When      string
+	When string
+	// Approvers are who may vote: the roles and groups the rule names,
+	// its thresholds' too.
 	Approvers []string
-	Quorum    int
+	// Quorum is how many approvals meet the rule; for a rule with
+	// Thresholds, the fewest that can.
+	Quorum int
+	// Thresholds are the rule's alternatives, each a list of
+	// requirements that must all be met; nil for a rule with a plain
+	// Quorum of its approvers.
+	Thresholds [][]Requirement
 	// Expires, Grant and StepUp are 0 when the rule sets none.
 	Expires, Grant, StepUp time.Duration
 	ReasonRequired         bool
@@ -162,8 +195,12 @@ type Approvals struct {
 
 // Bounds on what a rule may ask.
 const (
-	// MaxQuorum is the largest quorum a rule may ask for.
+	// MaxQuorum is the largest quorum a rule may ask for, in all or in
+	// one alternative of its thresholds.
 	MaxQuorum = 50
+	// MaxThresholds bounds a rule's alternatives, and an alternative's
+	// requirements.
+	MaxThresholds = 10
 	// MinWindow is the shortest expiry, grant or step-up window.
 	MinWindow = time.Minute
 	// MaxWindow is the longest expiry or grant window.

@@ -53,19 +53,14 @@ func compilePolicy(spec PolicySpec, legacy bool) (*Approvals, error) {
 				return nil, nil, fmt.Errorf("%s: another rule of %s has that name", where, label)
 			}
 			names[rs.Name] = true
-			if len(rs.Approvers) == 0 {
-				rs.Approvers = []string{string(RoleApprover)}
-			}
-			if rs.Quorum == 0 {
-				rs.Quorum = 1
-			}
-			if rs.Quorum < 1 || rs.Quorum > MaxQuorum {
-				return nil, nil, fmt.Errorf("%s: quorum must be from 1 to %d", where, MaxQuorum)
-			}
 			for _, g := range rs.Approvers {
 				if err := CheckName("approvers", g); err != nil {
 					return nil, nil, fmt.Errorf("%s: %w", where, err)
 				}
+			}
+			quorum, err := checkThresholds(&rs)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", where, err)
 			}
 			if err := checkWindows(rs); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", where, err)
@@ -82,7 +77,7 @@ func compilePolicy(spec PolicySpec, legacy bool) (*Approvals, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", where, err)
 			}
-			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: rs.Quorum,
+			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: quorum, Thresholds: cloneThresholds(rs.Thresholds),
 				Expires: time.Duration(rs.Expires), Grant: time.Duration(rs.Grant), StepUp: time.Duration(rs.StepUp),
 				ReasonRequired: rs.Reason == ReasonRequired, PasskeyRequired: rs.Passkey == PasskeyRequired, Escalate: steps,
 				SkipOnError: rs.OnError == OnErrorSkip || (legacy && rs.When != ""), OnApproval: rs.Execute == ExecuteOnApproval}
@@ -123,6 +118,94 @@ func compilePolicy(spec PolicySpec, legacy bool) (*Approvals, error) {
 	sum := sha256.Sum256([]byte(a.Text))
 	a.Hash = hex.EncodeToString(sum[:])
 	return a, nil
+}
+
+// checkThresholds checks the quorum of rs, filling in its defaults (the
+// approver role for a rule that names no approvers and has a requirement
+// open to any; a quorum of 1), and returns the fewest approvals that
+// meet it. A rule's approvers are those it names and its requirements'
+// groups, in the order they first appear.
+func checkThresholds(rs *RuleSpec) (int, error) {
+	if len(rs.Thresholds) == 0 {
+		if len(rs.Approvers) == 0 {
+			rs.Approvers = []string{string(RoleApprover)}
+		}
+		if rs.Quorum == 0 {
+			rs.Quorum = 1
+		}
+		if rs.Quorum < 1 || rs.Quorum > MaxQuorum {
+			return 0, fmt.Errorf("quorum must be from 1 to %d", MaxQuorum)
+		}
+		return rs.Quorum, nil
+	}
+	if rs.Quorum != 0 {
+		return 0, fmt.Errorf("a rule has a quorum or thresholds, not both")
+	}
+	if len(rs.Thresholds) > MaxThresholds {
+		return 0, fmt.Errorf("quorum has %d alternatives; at most %d", len(rs.Thresholds), MaxThresholds)
+	}
+	named := len(rs.Approvers) > 0
+	fewest, open := MaxQuorum+1, false
+	var froms []string
+	for i, alt := range rs.Thresholds {
+		where := "quorum"
+		if len(rs.Thresholds) > 1 {
+			where = fmt.Sprintf("quorum, alternative %d", i+1)
+		}
+		if len(alt) == 0 || len(alt) > MaxThresholds {
+			return 0, fmt.Errorf("%s: an alternative has from 1 to %d requirements (got %d)", where, MaxThresholds, len(alt))
+		}
+		sum := 0
+		seen := map[string]bool{}
+		for j, q := range alt {
+			switch {
+			case q.Count < 1 || q.Count > MaxQuorum:
+				return 0, fmt.Errorf("%s, requirement %d: count must be from 1 to %d", where, j+1, MaxQuorum)
+			case seen[q.From]:
+				return 0, fmt.Errorf("%s, requirement %d: another requirement of the alternative is from %q already: "+
+					"give it the sum of their counts", where, j+1, q.From)
+			case q.From == "":
+				open = true
+			default:
+				if err := CheckName("from", q.From); err != nil {
+					return 0, fmt.Errorf("%s, requirement %d: %w", where, j+1, err)
+				}
+				if named && !slices.Contains(rs.Approvers, q.From) {
+					return 0, fmt.Errorf("%s, requirement %d: %s is none of the rule's approvers (%s)", where, j+1, q.From,
+						strings.Join(rs.Approvers, ", "))
+				}
+				if !slices.Contains(froms, q.From) {
+					froms = append(froms, q.From)
+				}
+			}
+			seen[q.From] = true
+			sum += q.Count
+		}
+		if sum > MaxQuorum {
+			return 0, fmt.Errorf("%s: asks for %d approvals; at most %d", where, sum, MaxQuorum)
+		}
+		fewest = min(fewest, sum)
+	}
+	if !named {
+		if open {
+			rs.Approvers = []string{string(RoleApprover)}
+		}
+		for _, g := range froms {
+			if !slices.Contains(rs.Approvers, g) {
+				rs.Approvers = append(rs.Approvers, g)
+			}
+		}
+	}
+	return fewest, nil
+}
+
+// cloneThresholds copies t (nil for none).
+func cloneThresholds(t [][]Requirement) [][]Requirement {
+	var out [][]Requirement
+	for _, alt := range t {
+		out = append(out, slices.Clone(alt))
+	}
+	return out
 }
 
 // checkWindows checks a rule's clocks and reason: whole minutes or more,

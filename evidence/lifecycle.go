@@ -48,6 +48,10 @@ type Vote struct {
 	At    time.Time
 	// Withdrawn is the entry that withdrew it; 0 while it stands.
 	Withdrawn int64
+	// Meets places an approval under a rule's thresholds: for each
+	// alternative, the requirement it meets there (from 1), or 0 for
+	// none; nil under a plain quorum.
+	Meets []int
 }
 
 // Life is what the journal says became of one request.
@@ -84,6 +88,16 @@ func (l *Life) VoteOf(voter string) (Vote, bool) {
 		}
 	}
 	return Vote{}, false
+}
+
+// voteAt is the approval of entry seq.
+func (l *Life) voteAt(seq int64) Vote {
+	for _, v := range l.Votes {
+		if v.Seq == seq {
+			return v
+		}
+	}
+	return Vote{}
 }
 
 // Open reports whether the request is still pending, as the journal says.
@@ -228,7 +242,11 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				if l.SupersededBy != 0 {
 					return bad(i, "approves the request at seq=%d, superseded by the request at seq=%d", l.Seq, l.SupersededBy)
 				}
-				l.Votes = append(l.Votes, Vote{Seq: en.Seq, Voter: decider, At: en.Timestamp})
+				meets, err := ParseMeets(en.Field(KeyMeets))
+				if err != nil {
+					return bad(i, "approves the request at seq=%d %s", l.Seq, Message(err))
+				}
+				l.Votes = append(l.Votes, Vote{Seq: en.Seq, Voter: decider, At: en.Timestamp, Meets: meets})
 				lc.supersede(l)
 			}
 

@@ -26,6 +26,7 @@ const (
 	KeyResumes     Key = "resumes"              // on a resume's INTENT: seq=<the request>
 	KeyExecutedBy  Key = "executed-by"          // on a resume's INTENT the server made (ExecutedByServer): its rule executes on approval
 	KeyApprover    Key = "approver"             // who approved or rejected a request
+	KeyMeets       Key = "meets"                // on an approval under thresholds: the requirement it meets in each alternative (Meets)
 	KeyDismissedBy Key = "dismissed-by"         // who dismissed a superseded request
 	KeyWithdrawnBy Key = "withdrawn-by"         // who withdrew their approval of a request
 	KeyChangesBy   Key = "changes-requested-by" // who sent a request back to the agent for changes

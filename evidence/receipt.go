@@ -78,6 +78,9 @@ type Receipt struct {
 	// Vote and Quorum place an approval: it made Vote standing approvals
 	// of the Quorum the rule asks for. 0 for any other decision.
 	Vote, Quorum int
+	// Meets places an approval under a rule's thresholds (Vote.Meets);
+	// nil otherwise.
+	Meets []int
 	// Passkey is the voter's passkey's assertion over the vote's ballot,
 	// for a vote cast with one; nil otherwise.
 	Passkey *PasskeyProof
@@ -90,7 +93,7 @@ type Receipt struct {
 // receiptForm is the grammar of a receipt's text.
 var receiptForm = Form{Header: "sagacity decision receipt v1",
 	Keys: []string{"saga", "seq", "entry", "payload-sha256", "decision", "decider", "issuer", "subject", "auth-time", "auth", "sign-in",
-		"time", "policy", "approval-policy", "rule", "eligible-as", "vote", "reason", "result-sha256",
+		"time", "policy", "approval-policy", "rule", "eligible-as", "vote", "meets", "reason", "result-sha256",
 		"passkey", "passkey-time", "passkey-nonce", "passkey-authenticator-data", "passkey-client-data", "passkey-signature"},
 	Required: []string{"saga", "seq", "entry", "payload-sha256", "decision", "decider", "auth", "time", "policy"}}
 
@@ -122,6 +125,9 @@ func (r Receipt) Text() string {
 	}
 	if r.Quorum > 0 {
 		fs = append(fs, Field{"vote", fmt.Sprintf("%d of %d", r.Vote, r.Quorum)})
+	}
+	if r.Meets != nil {
+		fs = append(fs, Field{"meets", MeetsText(r.Meets)})
 	}
 	if r.Reason != "" {
 		fs = append(fs, Field{"reason", r.Reason})
@@ -168,6 +174,11 @@ func ParseReceipt(text string) (Receipt, error) {
 			r.Time, err = time.Parse(time.RFC3339Nano, v)
 		case "passkey-time":
 			pp.Time, err = time.Parse(time.RFC3339Nano, v)
+		case "meets":
+			r.Meets, err = ParseMeets(v)
+			if r.Meets == nil {
+				err = errorf("empty")
+			}
 		case "vote":
 			if n, serr := fmt.Sscanf(v, "%d of %d", &r.Vote, &r.Quorum); n != 2 || serr != nil || r.Vote < 1 || r.Quorum < r.Vote ||
 				v != fmt.Sprintf("%d of %d", r.Vote, r.Quorum) {

@@ -38,17 +38,27 @@ func Count(gated Entry, l *Life, r Rule) Tally {
 	if r.Expires > 0 {
 		t.Deadline = gated.Timestamp.Add(r.Expires)
 	}
-	if q := r.Quorum; q > 0 && len(t.Votes) >= q {
-		t.Reached = t.Votes[q-1].At
-		if r.Grant > 0 {
-			t.GrantUntil = t.Reached.Add(r.Grant)
+	// The quorum was reached by the first votes that meet it.
+	for k := 1; k <= len(t.Votes); k++ {
+		if (Tally{Rule: r, Votes: t.Votes[:k]}).Met() {
+			t.Reached = t.Votes[k-1].At
+			if r.Grant > 0 {
+				t.GrantUntil = t.Reached.Add(r.Grant)
+			}
+			break
 		}
 	}
 	return t
 }
 
-// Met reports whether the quorum is reached.
-func (t Tally) Met() bool { return len(t.Votes) >= max(t.Rule.Quorum, 1) }
+// Met reports whether the quorum is reached: under thresholds, every
+// requirement of one alternative is met.
+func (t Tally) Met() bool {
+	if t.Rule.Thresholds == nil {
+		return len(t.Votes) >= max(t.Rule.Quorum, 1)
+	}
+	return t.needed() == 0
+}
 
 // Expired reports whether the request ran out of time at at: no quorum
 // by its deadline.
@@ -78,6 +88,9 @@ func (t Tally) Voters() []string { return voters(t.Votes) }
 // Progress says where the votes stand, for people: "1 of 2 approvals
 // (alice); waiting for 1 more from finance-leads".
 func (t Tally) Progress() string {
+	if t.Rule.Thresholds != nil {
+		return t.progressOf()
+	}
 	q := max(t.Rule.Quorum, 1)
 	s := fmt.Sprintf("%d of %d approval", len(t.Votes), q)
 	if q > 1 {
@@ -214,7 +227,7 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 		}
 		ru := Ruling{Seq: seq, Policy: hash, Rule: rule.Name, Closing: l.Closing}
 		// Each vote against the rule, in the order they were cast.
-		standing := 0
+		var standing []Vote
 		for _, en := range decisions[seq] {
 			decision, decider, _ := en.Decision()
 			if decision == DecidedExpired {
@@ -226,12 +239,23 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 			}
 			switch decision {
 			case DecidedWithdrawn:
-				standing--
+				standing = slices.DeleteFunc(standing, func(v Vote) bool { return v.Voter == decider })
 				continue
 			case DecidedDismissed, DecidedCancelled:
 				continue // no vote: who may take it is the lifecycle's to check
 			case DecidedApproved:
-				standing++
+				vote := l.voteAt(en.Seq)
+				if rule.Thresholds != nil {
+					before := Tally{Rule: rule, Votes: standing}
+					switch why := before.placed(vote); {
+					case why != "":
+						return bad(en.Seq, "is %s's approval under rule %s's thresholds, which %s", decider, rule.Name, why)
+					case !slices.Equal(r.Meets, vote.Meets):
+						return bad(en.Seq, "is %s's approval, which meets %q by its entry but %q by its receipt", decider,
+							MeetsText(vote.Meets), MeetsText(r.Meets))
+					}
+				}
+				standing = append(standing, vote)
 			}
 			if rule.PasskeyRequired || r.Passkey != nil {
 				if why := keys.verify(r); why != "" {
@@ -254,9 +278,11 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 				return bad(en.Seq, "is a vote by %s from a sign-in older than rule %s's step-up of %s", decider, rule.Name, rule.StepUp)
 			case rule.Expires > 0 && en.Timestamp.After(gated.Timestamp.Add(rule.Expires)):
 				return bad(en.Seq, "is a vote by %s after the request at seq=%d expired", decider, seq)
-			case decision == DecidedApproved && (r.Vote != standing || r.Quorum != rule.Quorum):
+			case decision == DecidedApproved && (r.Vote != len(standing) || r.Quorum != (Tally{Rule: rule, Votes: standing}).Quorum()):
 				return bad(en.Seq, "is %s's approval, signed as vote %d of %d, but it is vote %d of %d under rule %s", decider,
-					r.Vote, r.Quorum, standing, rule.Quorum, rule.Name)
+					r.Vote, r.Quorum, len(standing), (Tally{Rule: rule, Votes: standing}).Quorum(), rule.Name)
+			case decision == DecidedApproved && rule.Thresholds == nil && (r.Meets != nil || l.voteAt(en.Seq).Meets != nil):
+				return bad(en.Seq, "is %s's approval, placed in thresholds that rule %s does not have", decider, rule.Name)
 			}
 		}
 		t := Count(gated, l, rule)

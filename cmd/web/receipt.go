@@ -42,6 +42,7 @@ type receiptJSON struct {
 	EligibleAs     string       `json:"eligibleAs,omitempty"`
 	Vote           int          `json:"vote,omitempty"`
 	Quorum         int          `json:"quorum,omitempty"`
+	Meets          string       `json:"meets,omitempty"`
 	Reason         string       `json:"reason,omitempty"`
 	ResultSHA256   string       `json:"resultSha256,omitempty"`
 	Passkey        *passkeyJSON `json:"passkey,omitempty"`
@@ -61,8 +62,8 @@ type passkeyJSON struct {
 func printed(r evidence.Receipt) *receiptJSON {
 	out := &receiptJSON{SagaID: r.SagaID, Seq: r.Seq, Entry: r.Entry, PayloadSHA256: r.PayloadSHA256, Decision: string(r.Decision),
 		Decider: r.Decider, Issuer: r.Issuer, Subject: r.Subject, Auth: string(r.Auth), Time: r.Time.UTC(), Policy: r.Policy,
-		ApprovalPolicy: r.ApprovalPolicy, Rule: r.Rule, EligibleAs: r.EligibleAs, Vote: r.Vote, Quorum: r.Quorum, Reason: r.Reason,
-		ResultSHA256: r.ResultSHA256}
+		ApprovalPolicy: r.ApprovalPolicy, Rule: r.Rule, EligibleAs: r.EligibleAs, Vote: r.Vote, Quorum: r.Quorum, Meets: evidence.MeetsText(r.Meets),
+		Reason: r.Reason, ResultSHA256: r.ResultSHA256}
 	if !r.AuthTime.IsZero() {
 		t := r.AuthTime.UTC()
 		out.AuthTime = &t

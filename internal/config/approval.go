@@ -16,16 +16,16 @@ type yamlApproval struct {
 }
 
 type yamlRule struct {
-	Name      string   `yaml:"name"`
-	When      string   `yaml:"when"`
-	OnError   string   `yaml:"onError"`
-	Approvers []string `yaml:"approvers"`
-	Quorum    int      `yaml:"quorum"`
-	Expires   string   `yaml:"expires"`
-	Grant     string   `yaml:"grant"`
-	Reason    string   `yaml:"reason"`
-	StepUp    string   `yaml:"stepUp"`
-	Passkey   string   `yaml:"passkey"`
+	Name      string     `yaml:"name"`
+	When      string     `yaml:"when"`
+	OnError   string     `yaml:"onError"`
+	Approvers []string   `yaml:"approvers"`
+	Quorum    yamlQuorum `yaml:"quorum"`
+	Expires   string     `yaml:"expires"`
+	Grant     string     `yaml:"grant"`
+	Reason    string     `yaml:"reason"`
+	StepUp    string     `yaml:"stepUp"`
+	Passkey   string     `yaml:"passkey"`
 	// Execute is on-approval when the server executes an approved
 	// request itself (engine.ExecuteOnApproval).
 	Execute string `yaml:"execute"`
@@ -50,7 +50,8 @@ func checkApproval(y yamlApproval) (*engine.Approvals, error) {
 	rules := func(label string, ys []yamlRule) ([]engine.RuleSpec, error) {
 		out := []engine.RuleSpec{}
 		for i, r := range ys {
-			rs := engine.RuleSpec{Name: r.Name, When: r.When, OnError: r.OnError, Approvers: r.Approvers, Quorum: r.Quorum, Reason: r.Reason, Passkey: r.Passkey,
+			rs := engine.RuleSpec{Name: r.Name, When: r.When, OnError: r.OnError, Approvers: r.Approvers, Quorum: r.Quorum.count,
+				Thresholds: r.Quorum.thresholds, Reason: r.Reason, Passkey: r.Passkey,
 				Execute: r.Execute}
 			for _, d := range []struct {
 				key, v string

@@ -179,7 +179,7 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 			if phase == PhaseAwaitingApproval {
 				r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
 					Input: input, InputHash: PayloadHash(input), Requester: p.ID, CreatedAt: en.Timestamp,
-					Rule: rule.Name, Policy: e.approvals.Hash, Quorum: rule.Quorum, Reason: a.Reason, Due: tally(en, nil, rule).Due(),
+					Rule: rule.Name, Policy: e.approvals.Hash, Quorum: tally(en, nil, rule).Quorum(), Reason: a.Reason, Due: tally(en, nil, rule).Due(),
 					EscalateAt: firstStep(en.Timestamp, rule)}
 				if err := tx.PutApproval(r); err != nil {
 					return err

@@ -67,6 +67,10 @@ type (
 	Rule       = evidence.Rule
 	Step       = evidence.Step
 	Matched    = evidence.Matched
+	// Requirement is one requirement of a rule's thresholds, and
+	// Standing where it stands.
+	Requirement = evidence.Requirement
+	Standing    = evidence.Standing
 )
 
 // Phases, tools and sagas.
@@ -117,6 +121,7 @@ const (
 	KeyResumes     = evidence.KeyResumes
 	KeyExecutedBy  = evidence.KeyExecutedBy
 	KeyApprover    = evidence.KeyApprover
+	KeyMeets       = evidence.KeyMeets
 	KeyDismissedBy = evidence.KeyDismissedBy
 	KeyWithdrawnBy = evidence.KeyWithdrawnBy
 	KeyChangesBy   = evidence.KeyChangesBy
@@ -189,6 +194,9 @@ var (
 	Decideds      = evidence.Decideds
 	DefaultPolicy = evidence.DefaultPolicy
 )
+
+// MeetsText is evidence.MeetsText.
+func MeetsText(meets []int) string { return evidence.MeetsText(meets) }
 
 // PayloadHash is evidence.PayloadHash.
 func PayloadHash(input string) string { return evidence.PayloadHash(input) }

@@ -45,7 +45,7 @@ func gateRef(seq int64) string { return evidence.Ref(seq) }
 // they report one (it may hold line breaks).
 func (e *Engine) personalPayload(p Principal, g Entry, r Receipt, key Key, result *string, at time.Time) (string, error) {
 	receipt, err := e.signed(p, g, r, result, at)
-	ls := Lines{{key, p.ID}}.With(KeyReason, r.Reason).With(KeyAuth, string(p.Auth)).With(KeyReceipt, receipt)
+	ls := Lines{{key, p.ID}}.With(KeyMeets, MeetsText(r.Meets)).With(KeyReason, r.Reason).With(KeyAuth, string(p.Auth)).With(KeyReceipt, receipt)
 	if result != nil {
 		ls = append(ls, Line{KeyResult, *result})
 	}
@@ -262,7 +262,7 @@ func (e *Engine) journalVote(tx Tx, s *Saga, b bound, p Principal, r Receipt, ph
 	}
 	en, err := e.appendAt(tx, s, GateTool, phase, gateRef(b.gated.Seq), payload, at)
 	return Decision{SagaID: s.ID, JournalSeq: b.gated.Seq, Decided: r.Decision, Approved: r.Decision == DecidedApproved,
-		Approver: p.ID, Reason: r.Reason, DecidedAt: en.Timestamp, Receipt: en.Seq, Quorum: b.rule.Quorum}, err
+		Approver: p.ID, Reason: r.Reason, DecidedAt: en.Timestamp, Receipt: en.Seq, Quorum: b.tally.Quorum()}, err
 }
 
 // count records in the request's row, and in d, where its votes stand
@@ -271,7 +271,8 @@ func (e *Engine) journalVote(tx Tx, s *Saga, b bound, p Principal, r Receipt, ph
 func (e *Engine) count(tx Tx, b bound, d *Decision, standing []Vote) error {
 	t := tally(b.gated, &Life{Votes: standing}, b.rule)
 	d.Votes, d.Progress = len(standing), t.Progress()
-	if err := tx.PutVotes(b.row.SagaID, b.row.JournalSeq, t.Voters(), t.Due()); err != nil {
+	d.Quorum = t.Quorum()
+	if err := tx.PutVotes(b.row.SagaID, b.row.JournalSeq, t.Voters(), d.Quorum, t.Due()); err != nil {
 		return err
 	}
 	return e.tellVote(tx, b, *d, t)

@@ -121,7 +121,7 @@ func (e *Engine) lapse(ctx context.Context, sagaID string, seq int64) (bool, err
 		case b.life.SupersededBy != 0:
 			// The saga goes on with the request that replaced it; a
 			// person dismisses it or rejects it.
-			return tx.PutVotes(sagaID, seq, b.tally.Voters(), time.Time{})
+			return tx.PutVotes(sagaID, seq, b.tally.Voters(), b.tally.Quorum(), time.Time{})
 		}
 		return nil
 	})

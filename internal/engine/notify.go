@@ -167,7 +167,7 @@ func requestEvent(typ wire.EventType, g Entry, r Rule, t Tally, seq int64, at ti
 	hash := PayloadHash(g.Input)
 	ev := OutboxEvent{Key: fmt.Sprintf("%s/%d/%s", g.SagaID, seq, typ), Thread: Thread(g.SagaID, g.Seq), At: at, Event: wire.Event{
 		Type: typ, SagaID: g.SagaID, JournalSeq: g.Seq, Tool: g.ToolName,
-		PayloadSHA256: hash, Fingerprint: Fingerprint(hash), Requester: g.Field(KeyRequester), Rule: r.Name, Quorum: max(r.Quorum, 1),
+		PayloadSHA256: hash, Fingerprint: Fingerprint(hash), Requester: g.Field(KeyRequester), Rule: r.Name, Quorum: t.Quorum(),
 		ApprovedBy: t.Voters()}}
 	if !t.Deadline.IsZero() {
 		ev.ExpiresAt = t.Deadline.UTC().Format(time.RFC3339)

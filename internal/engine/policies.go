@@ -235,9 +235,11 @@ func matchRecorded(a *Approvals, gated Entry) (Rule, error) {
 func Unmeetable(a *Approvals, voters []Principal) error {
 	for label, r := range a.All() {
 		n := 0
+		var people []evidence.Eligibility
 		for _, p := range voters {
 			if p.Has(RoleApprover) && r.Eligible(p.Roles, p.Groups) {
 				n++
+				people = append(people, evidence.Eligibility{Roles: p.Roles, Groups: p.Groups})
 			}
 		}
 		switch {
@@ -247,9 +249,13 @@ func Unmeetable(a *Approvals, voters []Principal) error {
 		case r.StepUp > 0:
 			return Errorf(Invalid, "%s, rule %s: stepUp can never be met here: a vote counts only from a recent sign-in, and "+
 				"a static token has none (sign people in with OIDC, or drop stepUp)", label, r.Name)
-		case n < r.Quorum:
+		case r.Thresholds == nil && n < r.Quorum:
 			return Errorf(Invalid, "%s, rule %s: a quorum of %d can never be met here: only %d configured token(s) hold the "+
 				"approver role and one of %s", label, r.Name, r.Quorum, n, strings.Join(r.Approvers, ", "))
+		case !r.Meetable(people):
+			return Errorf(Invalid, "%s, rule %s: its quorum can never be met here: the %d configured token(s) that hold the "+
+				"approver role and one of %s cannot meet every requirement of any alternative, one requirement each", label, r.Name, n,
+				strings.Join(r.Approvers, ", "))
 		}
 	}
 	return nil

@@ -282,9 +282,10 @@ type Tx interface {
 	// DeleteApprovals drops a saga's pending requests: the one at seq, or
 	// all of them when seq is 0. It returns how many it dropped.
 	DeleteApprovals(sagaID string, seq int64) (int, error)
-	// PutVotes records who stands behind a pending request and when it
-	// is due (see ApprovalRequest).
-	PutVotes(sagaID string, seq int64, voters []string, due time.Time) error
+	// PutVotes records who stands behind a pending request, how many
+	// approvals meet it now (Tally.Quorum) and when it is due (see
+	// ApprovalRequest).
+	PutVotes(sagaID string, seq int64, voters []string, quorum int, due time.Time) error
 	// CountApprovals counts a saga's pending requests.
 	CountApprovals(sagaID string) (int, error)
 

@@ -131,7 +131,7 @@ func indexed(entries []Entry, r ApprovalRequest, l *Life, rule Rule) Verificatio
 			r.JournalSeq, strings.Join(r.Voters, ", "), strings.Join(t.Voters(), ", ")))
 	// A superseded request is never due: the sweep may have said so
 	// already, or not yet.
-	case r.Quorum != rule.Quorum || !(r.Due.Equal(t.Due()) || (l.SupersededBy != 0 && r.Due.IsZero())):
+	case r.Quorum != t.Quorum() || !(r.Due.Equal(t.Due()) || (l.SupersededBy != 0 && r.Due.IsZero())):
 		return evidence.Broken(len(entries), int(g.Seq-1), fmt.Sprintf("approval request at seq=%d does not match its rule %s "+
 			"(it records a quorum of %d, due %s)", r.JournalSeq, rule.Name, r.Quorum, r.Due.UTC().Format(time.RFC3339)))
 	}

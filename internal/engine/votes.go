@@ -51,14 +51,21 @@ func (e *Engine) approve(ctx context.Context, p Principal, sagaID string, seq in
 		case b.life.SupersededBy != 0:
 			return Decision{}, superseded(b.life)
 		}
+		meets, ok := b.tally.Place(p.Roles, p.Groups)
+		if !ok {
+			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s meets no requirement of rule %s that is still short: %s",
+				p.ID, b.rule.Name, b.tally.Progress())}
+		}
 		r := ballot(b, DecidedApproved, p, reason)
-		r.Vote, r.Quorum = len(b.tally.Votes)+1, b.rule.Quorum
-		execute = b.rule.OnApproval && r.Vote >= max(r.Quorum, 1)
+		r.Meets = meets
+		after := Tally{Rule: b.rule, Votes: append(slices.Clone(b.tally.Votes), Vote{Voter: p.ID, Meets: meets})}
+		r.Vote, r.Quorum = len(after.Votes), after.Quorum()
+		execute = b.rule.OnApproval && after.Met()
 		d, err := e.journalVote(tx, s, b, p, r, PhaseApproved, KeyApprover, at)
 		if err != nil {
 			return d, err
 		}
-		return d, e.count(tx, b, &d, append(b.tally.Votes, Vote{Seq: d.Receipt, Voter: p.ID, At: d.DecidedAt}))
+		return d, e.count(tx, b, &d, append(b.tally.Votes, Vote{Seq: d.Receipt, Voter: p.ID, At: d.DecidedAt, Meets: meets}))
 	})
 	if err != nil || !execute {
 		return d, err

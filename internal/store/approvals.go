@@ -207,9 +207,9 @@ func (t *tx) PutApproval(r engine.ApprovalRequest) error {
 	return mapErr(err)
 }
 
-func (t *tx) PutVotes(sagaID string, seq int64, voters []string, at time.Time) error {
-	err := t.c.queue(t.ctx, "UPDATE approval_requests SET voters = $3, votes = $4, due_at = $5 WHERE saga_id = $1 AND journal_seq = $2",
-		sagaID, seq, joinVoters(voters), len(voters), orNull(at))
+func (t *tx) PutVotes(sagaID string, seq int64, voters []string, quorum int, at time.Time) error {
+	err := t.c.queue(t.ctx, "UPDATE approval_requests SET voters = $3, votes = $4, quorum = $5, due_at = $6 WHERE saga_id = $1 AND journal_seq = $2",
+		sagaID, seq, joinVoters(voters), len(voters), quorum, orNull(at))
 	return mapErr(err)
 }
 

@@ -318,8 +318,8 @@ func (r *recorder) PutApproval(a engine.ApprovalRequest) error {
 	return r.write(func(t engine.Tx) error { return t.PutApproval(a) })
 }
 
-func (r *recorder) PutVotes(sagaID string, seq int64, voters []string, due time.Time) error {
-	return r.write(func(t engine.Tx) error { return t.PutVotes(sagaID, seq, voters, due) })
+func (r *recorder) PutVotes(sagaID string, seq int64, voters []string, quorum int, due time.Time) error {
+	return r.write(func(t engine.Tx) error { return t.PutVotes(sagaID, seq, voters, quorum, due) })
 }
 
 func (r *recorder) PutPasskey(k engine.Passkey) error {

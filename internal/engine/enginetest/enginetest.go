@@ -90,6 +90,8 @@ var scenarios = []scenario{
 	{"EditedRows", withEnv(testEditedRows)},
 	{"PolicyChange", withEnv(testPolicyChange)},
 	{"VoteRace", testVoteRace},
+	{"Thresholds", withEnv(testThresholds)},
+	{"ThresholdRace", testThresholdRace},
 	{"Passkeys", withEnv(testPasskeys)},
 	{"ForgedSessions", withEnv(testForgedSessions)},
 	{"Outbox", withEnv(testOutbox)},

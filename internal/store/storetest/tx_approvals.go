@@ -74,16 +74,18 @@ func testPutVotes(t *testing.T, d *drv) {
 	for _, tt := range []struct {
 		name   string
 		voters []string
+		quorum int
 		due    time.Time
 	}{
-		{"one vote", []string{"https://idp.example.com#alice"}, when(60)},
-		{"quorum, a grant", []string{"https://idp.example.com#alice", "token:bob"}, when(7200)},
-		{"withdrawn, no deadline", nil, time.Time{}},
+		{"one vote", []string{"https://idp.example.com#alice"}, 2, when(60)},
+		{"quorum, a grant", []string{"https://idp.example.com#alice", "token:bob"}, 2, when(7200)},
+		{"withdrawn, no deadline", nil, 2, time.Time{}},
+		{"thresholds: one more needed", []string{"token:carol"}, 3, when(60)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			write(t, d.db, func(tx engine.Tx) error { return tx.PutVotes(id, 3, tt.voters, tt.due) })
+			write(t, d.db, func(tx engine.Tx) error { return tx.PutVotes(id, 3, tt.voters, tt.quorum, tt.due) })
 			want := r
-			want.Voters, want.Due = tt.voters, tt.due
+			want.Voters, want.Quorum, want.Due = tt.voters, tt.quorum, tt.due
 			got, err := d.db.Approvals(t.Context(), id)
 			if err != nil || len(got) != 2 || !cmp.Equal(storedRequests(want, mkRequest(id, 5, when(2))), got, exact...) {
 				t.Errorf("Approvals(%s) after PutVotes(%v, %v) = %+v, %v;\n(-want +got):\n%s", id, tt.voters, tt.due, got, err,
