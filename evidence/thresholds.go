@@ -207,6 +207,28 @@ func (t Tally) progressOf() string {
 	return s
 }
 
+// Who says who must approve under the rule, for people: "2 of
+// finance-leads, treasury"; "1 from finance and 1 from security"; "2 of
+// any of approver or treasury, or 1 from treasury".
+func (r Rule) Who() string {
+	if r.Thresholds == nil {
+		return fmt.Sprintf("%d of %s", max(r.Quorum, 1), strings.Join(r.Approvers, ", "))
+	}
+	var alts []string
+	for _, alt := range r.Thresholds {
+		var qs []string
+		for _, q := range alt {
+			if q.From == "" {
+				qs = append(qs, fmt.Sprintf("%d of %s", q.Count, q.Label(r)))
+			} else {
+				qs = append(qs, fmt.Sprintf("%d from %s", q.Count, q.From))
+			}
+		}
+		alts = append(alts, strings.Join(qs, " and "))
+	}
+	return strings.Join(alts, ", or ")
+}
+
 // Eligibility is what makes a person eligible to vote: their roles and
 // groups.
 type Eligibility struct {

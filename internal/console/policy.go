@@ -38,7 +38,7 @@ func policyRules(a *engine.Approvals) []templates.PolicyRules {
 	show := func(owner string, rs []engine.Rule) templates.PolicyRules {
 		out := templates.PolicyRules{Owner: owner}
 		for _, r := range rs {
-			out.Rules = append(out.Rules, templates.PolicyRule{Name: r.Name, When: r.When, Approvers: r.Approvers, Quorum: r.Quorum,
+			out.Rules = append(out.Rules, templates.PolicyRule{Name: r.Name, When: r.When, Who: r.Who(),
 				Expires: r.Expires, Grant: r.Grant, StepUp: r.StepUp, ReasonRequired: r.ReasonRequired})
 		}
 		return out

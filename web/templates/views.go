@@ -187,9 +187,9 @@ type PolicyRules struct {
 
 // PolicyRule is one rule as the policy page shows it.
 type PolicyRule struct {
-	Name, When             string
-	Approvers              []string
-	Quorum                 int
+	Name, When string
+	// Who says who must approve (evidence.Rule.Who).
+	Who                    string
 	Expires, Grant, StepUp time.Duration // 0 for none
 	ReasonRequired         bool
 }

@@ -109,10 +109,21 @@ type Ruling struct {
 	Problem   string
 	Approvers []string
 	Quorum    int
+	// Alternatives are where the requirements of a rule with thresholds
+	// stand, an alternative each; nil for a plain quorum.
+	Alternatives [][]Requirement
 	// ReasonRequired: every vote must say why. StepUp: votes count only
 	// from a sign-in within it.
 	ReasonRequired bool
 	StepUp         string
+}
+
+// Requirement is where one requirement of a rule's thresholds stands:
+// Count people of Label, of whom Voters approved.
+type Requirement struct {
+	Label  string
+	Count  int
+	Voters []string
 }
 
 // RequestRef names a request in forms and in the update loop.
