@@ -201,8 +201,12 @@ const (
 	// MaxThresholds bounds a rule's alternatives, and an alternative's
 	// requirements.
 	MaxThresholds = 10
-	// MinWindow is the shortest expiry, grant or step-up window.
+	// MinWindow is the shortest expiry, grant or step-up window, or
+	// escalation step, a server outside dev mode accepts.
 	MinWindow = time.Minute
+	// MinDevWindow is the shortest in dev mode (CompileDevPolicy), and in
+	// a document read back (ParsePolicy).
+	MinDevWindow = time.Second
 	// MaxWindow is the longest expiry or grant window.
 	MaxWindow = 366 * 24 * time.Hour
 	// MaxStepUp is the longest step-up window: no sign-in lasts longer.

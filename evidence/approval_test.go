@@ -197,6 +197,48 @@ func TestPolicyRefused(t *testing.T) {
 	}
 }
 
+// Windows of seconds compile for dev mode alone (down to MinDevWindow),
+// to the text and hash the same rules always had; a document holding
+// them is read back (ParsePolicy, as offline verification reads it), and
+// RequireMinWindow names the window a server outside dev mode refuses.
+func TestPolicyDevWindows(t *testing.T) {
+	spec := PolicySpec{Tools: map[string][]RuleSpec{"wire": {{Name: "quick", Expires: Duration(2 * time.Second), Grant: Duration(time.Second),
+		Escalate: []StepSpec{{After: Duration(time.Second), Notify: []string{"ops"}}}}}}}
+	if _, err := CompilePolicy(spec); err == nil || !strings.Contains(err.Error(), "tool wire, rule 1 (quick): expires must be from 1m0s to 8784h0m0s (got 2s)") {
+		t.Errorf("CompilePolicy(expires 2s) = %v; want it refused, naming the bound", err)
+	}
+	a, err := CompileDevPolicy(spec)
+	if err != nil {
+		t.Fatalf("CompileDevPolicy(expires 2s) = %v", err)
+	}
+	if r := a.Rules("wire")[0]; r.Expires != 2*time.Second || r.Grant != time.Second || r.Escalate[0].After != time.Second {
+		t.Errorf("CompileDevPolicy's rule = %+v; want its windows of seconds", r)
+	}
+	if b, err := ParsePolicy(a.Text); err != nil || b.Hash != a.Hash {
+		t.Errorf("ParsePolicy(a dev-mode document) = %v; want it read back", err)
+	}
+	if err := RequireMinWindow(a); err == nil || !strings.Contains(err.Error(), "tool wire, rule 1 (quick): expires must be from 1m0s") {
+		t.Errorf("RequireMinWindow(expires 2s) = %v; want it refused, naming the rule", err)
+	}
+	long, err := CompileDevPolicy(DefaultPolicy)
+	if want, _ := CompilePolicy(DefaultPolicy); err != nil || long.Text != want.Text || RequireMinWindow(long) != nil {
+		t.Errorf("CompileDevPolicy(DefaultPolicy) = %v, %v; want CompilePolicy's document, with no window to refuse", long, err)
+	}
+	for _, tt := range []struct {
+		spec PolicySpec
+		want string
+	}{
+		{PolicySpec{Default: []RuleSpec{{Expires: Duration(500 * time.Millisecond)}}}, "expires must be from 1s to 8784h0m0s (got 500ms)"},
+		{PolicySpec{Default: []RuleSpec{{StepUp: Duration(time.Millisecond)}}}, "stepUp must be from 1s"},
+		{PolicySpec{Default: []RuleSpec{{Escalate: []StepSpec{{After: Duration(999 * time.Millisecond), Notify: []string{"ops"}}}}}},
+			"escalate step 1: after must be from 1s"},
+	} {
+		if _, err := CompileDevPolicy(tt.spec); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("CompileDevPolicy(%+v) = %v; want an error containing %q", tt.spec, err, tt.want)
+		}
+	}
+}
+
 // The hash is of the canonical document: the same rules give the same
 // hash however they are written, any change another.
 func TestPolicyHash(t *testing.T) {

@@ -16,14 +16,36 @@ import (
 
 // CompilePolicy compiles spec: every condition must parse, type-check to
 // a boolean, and name only payload, tool, saga and requester; every
-// window must be within bounds. Errors name the tool, the rule and the
-// field.
-func CompilePolicy(spec PolicySpec) (*Approvals, error) { return compilePolicy(spec, false) }
+// window must be within bounds (MinWindow at least). Errors name the
+// tool, the rule and the field.
+func CompilePolicy(spec PolicySpec) (*Approvals, error) { return compilePolicy(spec, false, MinWindow) }
+
+// CompileDevPolicy is CompilePolicy with windows (expires, grant, stepUp,
+// an escalation step's after) from MinDevWindow: for a server in dev
+// mode, where a first user tries the clocks in seconds. The text and
+// hash are what CompilePolicy gives the same rules.
+func CompileDevPolicy(spec PolicySpec) (*Approvals, error) {
+	return compilePolicy(spec, false, MinDevWindow)
+}
+
+// RequireMinWindow is CompilePolicy's refusal of a's rules: nil when every
+// window is MinWindow or longer, otherwise an error naming the tool, the
+// rule and the first shorter window (a policy CompileDevPolicy compiled,
+// or ParsePolicy read, may hold some).
+func RequireMinWindow(a *Approvals) error {
+	var spec PolicySpec
+	if err := json.Unmarshal([]byte(a.Text), &spec); err != nil {
+		return err
+	}
+	_, err := compilePolicy(spec, isLegacy(spec), MinWindow)
+	return err
+}
 
 // compilePolicy is CompilePolicy; legacy compiles a document from before
 // rules said onError, whose conditions skip when they cannot be
-// evaluated, as they did when its requests were pinned to it.
-func compilePolicy(spec PolicySpec, legacy bool) (*Approvals, error) {
+// evaluated, as they did when its requests were pinned to it; minWindow
+// is the shortest window it accepts.
+func compilePolicy(spec PolicySpec, legacy bool, minWindow time.Duration) (*Approvals, error) {
 	env, err := cel.NewEnv(
 		cel.Variable("payload", cel.DynType),
 		cel.Variable("tool", cel.StringType),
@@ -62,7 +84,7 @@ func compilePolicy(spec PolicySpec, legacy bool) (*Approvals, error) {
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", where, err)
 			}
-			if err := checkWindows(rs); err != nil {
+			if err := checkWindows(rs, minWindow); err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", where, err)
 			}
 			switch {
@@ -73,7 +95,7 @@ func compilePolicy(spec PolicySpec, legacy bool) (*Approvals, error) {
 			case rs.OnError != "" && rs.OnError != OnErrorRefuse && rs.OnError != OnErrorSkip:
 				return nil, nil, fmt.Errorf("%s: onError must be %q or %q (got %q)", where, OnErrorRefuse, OnErrorSkip, rs.OnError)
 			}
-			steps, err := checkSteps(rs)
+			steps, err := checkSteps(rs, minWindow)
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s: %w", where, err)
 			}
@@ -208,16 +230,16 @@ func cloneThresholds(t [][]Requirement) [][]Requirement {
 	return out
 }
 
-// checkWindows checks a rule's clocks and reason: whole minutes or more,
+// checkWindows checks a rule's clocks and reason: minWindow or more,
 // within bounds, and a reason that is required or not set.
-func checkWindows(rs RuleSpec) error {
+func checkWindows(rs RuleSpec, minWindow time.Duration) error {
 	for _, w := range []struct {
 		name string
 		d    Duration
 		max  time.Duration
 	}{{"expires", rs.Expires, MaxWindow}, {"grant", rs.Grant, MaxWindow}, {"stepUp", rs.StepUp, MaxStepUp}} {
-		if d := time.Duration(w.d); d != 0 && (d < MinWindow || d > w.max) {
-			return fmt.Errorf("%s must be from %s to %s (got %s)", w.name, MinWindow, w.max, d)
+		if d := time.Duration(w.d); d != 0 && (d < minWindow || d > w.max) {
+			return fmt.Errorf("%s must be from %s to %s (got %s)", w.name, minWindow, w.max, d)
 		}
 	}
 	if rs.Reason != "" && rs.Reason != ReasonRequired {
@@ -233,9 +255,9 @@ func checkWindows(rs RuleSpec) error {
 }
 
 // checkSteps checks a rule's escalation: at most MaxSteps, each later
-// than the one before (whole minutes or more, and before the request
+// than the one before (minWindow or more, and before the request
 // expires), each naming endpoints.
-func checkSteps(rs RuleSpec) ([]Step, error) {
+func checkSteps(rs RuleSpec, minWindow time.Duration) ([]Step, error) {
 	if len(rs.Escalate) > MaxSteps {
 		return nil, fmt.Errorf("escalate has %d steps; at most %d", len(rs.Escalate), MaxSteps)
 	}
@@ -244,8 +266,8 @@ func checkSteps(rs RuleSpec) ([]Step, error) {
 	for i, st := range rs.Escalate {
 		d := time.Duration(st.After)
 		switch {
-		case d < MinWindow || d > MaxWindow:
-			return nil, fmt.Errorf("escalate step %d: after must be from %s to %s (got %s)", i+1, MinWindow, MaxWindow, d)
+		case d < minWindow || d > MaxWindow:
+			return nil, fmt.Errorf("escalate step %d: after must be from %s to %s (got %s)", i+1, minWindow, MaxWindow, d)
 		case d <= last:
 			return nil, fmt.Errorf("escalate step %d: after (%s) must be later than the step before (%s)", i+1, d, last)
 		case rs.Expires > 0 && d >= time.Duration(rs.Expires):
@@ -270,7 +292,8 @@ func checkSteps(rs RuleSpec) ([]Step, error) {
 // which no rule says onError was written before rules did: its
 // conditions skip when they cannot be evaluated, as they did when it was
 // in force, so the requests pinned to it are decided, and verify, as
-// they were made.
+// they were made. Its windows may be as short as MinDevWindow, as a
+// server in dev mode compiles them.
 func ParsePolicy(text string) (*Approvals, error) {
 	var spec PolicySpec
 	dec := json.NewDecoder(strings.NewReader(text))
@@ -278,13 +301,7 @@ func ParsePolicy(text string) (*Approvals, error) {
 	if err := dec.Decode(&spec); err != nil {
 		return nil, errorf("not an approval policy document: %v", err)
 	}
-	legacy := true
-	for _, rules := range append(slices.Collect(maps.Values(spec.Tools)), spec.Default) {
-		for _, rs := range rules {
-			legacy = legacy && rs.OnError == ""
-		}
-	}
-	a, err := compilePolicy(spec, legacy)
+	a, err := compilePolicy(spec, isLegacy(spec), MinDevWindow)
 	if err != nil {
 		return nil, errorf("the approval policy document does not compile: %v", err)
 	}
@@ -292,4 +309,17 @@ func ParsePolicy(text string) (*Approvals, error) {
 		return nil, errorf("not a canonical approval policy document")
 	}
 	return a, nil
+}
+
+// isLegacy reports whether spec was written before rules said onError:
+// none of its rules says it.
+func isLegacy(spec PolicySpec) bool {
+	for _, rules := range append(slices.Collect(maps.Values(spec.Tools)), spec.Default) {
+		for _, rs := range rules {
+			if rs.OnError != "" {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -95,7 +95,7 @@ func TestHelpFlags(t *testing.T) {
 		"verify":         {"key", "checkpoint", "allow-unproved", "allow-dev", "allow-unproved-sign-in", "provider-keys"},
 		"verify-receipt": {"key", "allow-dev", "passkeys", "checkpoint"},
 		"verify-log":     {"key", "proof"},
-		"token":          {"config", "name", "roles"},
+		"token":          {"config", "name", "roles", "groups"},
 		"policy":         {"canonical"},
 		"keygen":         {"name", "out"},
 	} {

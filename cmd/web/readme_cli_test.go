@@ -142,6 +142,38 @@ func TestReadmeTokenCommand(t *testing.T) {
 	}
 }
 
+// TestReadmeTokenGroups runs the docs' sagacity token -groups command:
+// the tokens: block it prints declares alice and bob in finance, and
+// loads in tokens mode under a rule naming finance with a quorum of 2,
+// which the server refuses to start with for tokens outside it.
+func TestReadmeTokenGroups(t *testing.T) {
+	t.Parallel()
+	cmd := strings.TrimSpace(testkit.ReadmeBlock(t, "token groups"))
+	out, code := shell(t, t.TempDir(), cmd)
+	if code != 0 {
+		t.Fatalf("the docs' %s = exit %d\n%s", cmd, code, out)
+	}
+	_, block := printedTokens(t, out)
+	const rule = "approval:\n  default:\n    - {name: finance, approvers: [finance], quorum: 2}\n"
+	load := func(yaml string) error {
+		path := filepath.Join(t.TempDir(), "sagacity.yaml")
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		vars := map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_CONFIG": path, "SAGACITY_SIGNING_KEY": testSigningKey(t),
+			"SAGACITY_CHECKPOINT_DIR": t.TempDir()}
+		_, err := config.Load(func(k string) string { return vars[k] })
+		return err
+	}
+	if err := load(block + rule); err != nil {
+		t.Errorf("the tokens %s makes, under a rule of 2 from finance, in tokens mode: %v", cmd, err)
+	}
+	if err := load(strings.ReplaceAll(block, "groups: [finance]", "groups: [ops]") + rule); err == nil ||
+		!strings.Contains(err.Error(), "a quorum of 2 can never be met here") {
+		t.Errorf("the same tokens in ops, under a rule of 2 from finance: %v; want the quorum refused", err)
+	}
+}
+
 // shownLine matches a line printed where the README shows line: as
 // written, but that each word ending in … stands for any word.
 func shownLine(line string) *regexp.Regexp {

@@ -100,7 +100,9 @@ var commands = []command{
 			"its name, and one tokens: block that declares them all in SAGACITY_CONFIG by their SHA-256 alone.\n" +
 			"With -config, adds them to that file's tokens: list instead, in place (the file's other lines and\n" +
 			"comments stay as they are; a name the file declares already is refused; the file is made if there is\n" +
-			"none), and prints the tokens. Exit status 0: made, 2: refused (nothing was written).",
+			"none), and prints the tokens. -groups puts every token made in those groups, for approval rules whose\n" +
+			"approvers name them (as an OIDC user's groups); flags go before the NAME=ROLES arguments.\n" +
+			"Exit status 0: made, 2: refused (nothing was written).",
 		run: offline(token), flags: func(fs *flag.FlagSet) { new(tokenFlags).declare(fs) }},
 	{name: "policy", args: policyArgs, short: "print the approval policy a configuration file puts in force, and its hash",
 		help: "Prints the approval policy of the configuration FILE (the default without one) as requests record it:\n" +

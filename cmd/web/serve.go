@@ -321,7 +321,7 @@ func authOptions(ctx context.Context, cfg config.Config, db *store.DB) (server.O
 	roles := auth.RoleMap{Claim: cfg.File.Roles.Claim, Map: cfg.File.Roles.Map}
 	bearer := &auth.Bearer{Roles: roles, Anonymous: cfg.Auth == auth.ModeDev}
 	for _, t := range cfg.File.Tokens {
-		bearer.Tokens = append(bearer.Tokens, auth.Token{Name: t.Name, SHA256: t.SHA256, Roles: t.Roles})
+		bearer.Tokens = append(bearer.Tokens, auth.Token{Name: t.Name, SHA256: t.SHA256, Roles: t.Roles, Groups: t.Groups})
 	}
 	o := server.Options{APIAuth: bearer.Principal, Console: &console.Handlers{Sessions: sessions, Mode: cfg.Auth, Now: time.Now}}
 	if cfg.Demo {

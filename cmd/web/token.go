@@ -27,18 +27,19 @@ import (
 // SHA-256 the configuration declares it by.
 type newToken struct {
 	name, value, sum string
-	roles            []string
+	roles, groups    []string
 }
 
 // tokenArgs is what token takes.
-const tokenArgs = "[-config FILE] NAME=ROLE[,ROLE]… | [-config FILE] [-name NAME] [-roles ROLE,…]"
+const tokenArgs = "[-config FILE] [-groups GROUP,…] NAME=ROLE[,ROLE]… | [-config FILE] [-groups GROUP,…] [-name NAME] [-roles ROLE,…]"
 
 // tokenFlags are token's flags, declared once for parsing and help.
-type tokenFlags struct{ name, roles, config string }
+type tokenFlags struct{ name, roles, groups, config string }
 
 func (f *tokenFlags) declare(fs *flag.FlagSet) {
 	fs.StringVar(&f.name, "name", "automation", "the token's name: what decisions are journaled under (token:<name>)")
 	fs.StringVar(&f.roles, "roles", "agent", "comma-separated roles: agent, approver, auditor")
+	fs.StringVar(&f.groups, "groups", "", "comma-separated groups every token made here is in: approval rules whose approvers name one count its holder's vote, as an OIDC user's groups")
 	fs.StringVar(&f.config, "config", "", "the configuration file to add the tokens to")
 }
 
@@ -63,6 +64,9 @@ func token(args []string, stdout io.Writer) error {
 		}
 		specs = nil
 		for _, a := range set.Args() {
+			if strings.HasPrefix(a, "-") {
+				return exitError{2, fmt.Errorf("token: %s: flags go before the NAME=ROLES arguments (%s)", a, usage)}
+			}
 			// Roles hold no '=', so a name may.
 			i := strings.LastIndex(a, "=")
 			if i <= 0 {
@@ -71,12 +75,18 @@ func token(args []string, stdout io.Writer) error {
 			specs = append(specs, [2]string{a[:i], a[i+1:]})
 		}
 	}
+	var groups []string
+	if f.groups != "" {
+		for g := range strings.SplitSeq(f.groups, ",") {
+			groups = append(groups, strings.TrimSpace(g))
+		}
+	}
 	var toks []newToken
 	for _, s := range specs {
 		if slices.ContainsFunc(toks, func(t newToken) bool { return t.name == s[0] }) {
 			return exitError{2, fmt.Errorf("token: the name %q is given twice", s[0])}
 		}
-		t := newToken{name: s[0], value: "sgc_" + rand.Text() + rand.Text()}
+		t := newToken{name: s[0], value: "sgc_" + rand.Text() + rand.Text(), groups: groups}
 		for r := range strings.SplitSeq(s[1], ",") {
 			r = strings.TrimSpace(r)
 			if !slices.Contains(engine.Roles, engine.Role(r)) {
@@ -98,7 +108,11 @@ func token(args []string, stdout io.Writer) error {
 		}
 		var names []string
 		for _, t := range toks {
-			names = append(names, fmt.Sprintf("%s (%s)", t.name, strings.Join(t.roles, ", ")))
+			n := fmt.Sprintf("%s (%s)", t.name, strings.Join(t.roles, ", "))
+			if len(t.groups) > 0 {
+				n = fmt.Sprintf("%s (%s; groups %s)", t.name, strings.Join(t.roles, ", "), strings.Join(t.groups, ", "))
+			}
+			names = append(names, n)
 		}
 		fmt.Fprintf(stdout, "# Added to %s's tokens: %s; restart the server to take them.\n", f.config, strings.Join(names, ", "))
 		return printTokens(stdout, toks)
@@ -126,18 +140,25 @@ func printTokens(w io.Writer, toks []newToken) error {
 }
 
 // tokenItems is the YAML list of toks' entries, at column 1, each
-// "- name: …" with its sha256 and its roles in brackets; yaml quotes
-// whatever a name needs quoted.
+// "- name: …" with its sha256, its roles and its groups (if any) in
+// brackets; yaml quotes whatever a name needs quoted.
 func tokenItems(toks []newToken) (string, error) {
 	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 	list := &yaml.Node{Kind: yaml.SequenceNode}
 	for _, t := range toks {
-		roles := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
-		for _, r := range t.roles {
-			roles.Content = append(roles.Content, str(r))
+		flow := func(vs []string) *yaml.Node {
+			n := &yaml.Node{Kind: yaml.SequenceNode, Style: yaml.FlowStyle}
+			for _, v := range vs {
+				n.Content = append(n.Content, str(v))
+			}
+			return n
 		}
-		list.Content = append(list.Content, &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
-			str("name"), str(t.name), str("sha256"), str(t.sum), str("roles"), roles}})
+		item := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			str("name"), str(t.name), str("sha256"), str(t.sum), str("roles"), flow(t.roles)}}
+		if len(t.groups) > 0 {
+			item.Content = append(item.Content, str("groups"), flow(t.groups))
+		}
+		list.Content = append(list.Content, item)
 	}
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
@@ -269,7 +290,7 @@ func sameBut(path string, data, edited []byte, before config.File, toks []newTok
 	}
 	want := slices.Clone(before.Tokens)
 	for _, t := range toks {
-		c := config.Token{Name: t.name, SHA256: t.sum}
+		c := config.Token{Name: t.name, SHA256: t.sum, Groups: t.groups}
 		for _, r := range t.roles {
 			c.Roles = append(c.Roles, engine.Role(r))
 		}

@@ -78,6 +78,12 @@ func TestTokenCommand(t *testing.T) {
 			{Name: "ci-bot", SHA256: "ci-bot", Roles: []engine.Role{engine.RoleAgent, engine.RoleAuditor}}}},
 		{nil, []config.Token{{Name: "automation", SHA256: "automation", Roles: []engine.Role{engine.RoleAgent}}}},
 		{[]string{"true=agent"}, []config.Token{{Name: "true", SHA256: "true", Roles: []engine.Role{engine.RoleAgent}}}},
+		// -groups puts every token it makes in those groups.
+		{[]string{"-groups", "finance, treasury", "alice=approver", "bob=approver,auditor"}, []config.Token{
+			{Name: "alice", SHA256: "alice", Roles: []engine.Role{engine.RoleApprover}, Groups: []string{"finance", "treasury"}},
+			{Name: "bob", SHA256: "bob", Roles: []engine.Role{engine.RoleApprover, engine.RoleAuditor}, Groups: []string{"finance", "treasury"}}}},
+		{[]string{"-name", "carol", "-roles", "approver", "-groups", "finance"}, []config.Token{
+			{Name: "carol", SHA256: "carol", Roles: []engine.Role{engine.RoleApprover}, Groups: []string{"finance"}}}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var out bytes.Buffer
@@ -100,7 +106,8 @@ func TestTokenCommand(t *testing.T) {
 		})
 	}
 	for _, bad := range [][]string{{"-roles", "admin"}, {"x=admin"}, {"x="}, {"=agent"}, {"extra"}, {"-nope"},
-		{"-name", "x", "y=agent"}, {"x=agent", "x=auditor"}} {
+		{"-name", "x", "y=agent"}, {"x=agent", "x=auditor"}, {"x=approver", "-groups", "finance"}, {"-groups", "finance,", "x=approver"},
+		{"-groups", "finance,finance", "x=approver"}} {
 		err := run(context.Background(), append([]string{"token"}, bad...), nil, &bytes.Buffer{})
 		if ee, ok := errors.AsType[exitError](err); !ok || ee.code != 2 {
 			t.Errorf("sagacity token %v = %v, want exit 2", bad, err)
@@ -215,5 +222,18 @@ func TestTokenConfig(t *testing.T) {
 	if fi, _ := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 ||
 		!slices.ContainsFunc(f.Tokens, func(c config.Token) bool { return c.Name == "x" }) {
 		t.Errorf("token -config through a link: %v, %v; want the link kept and its target holding the token", err, f.Tokens)
+	}
+
+	// -groups goes into the file, and the note says so.
+	path := filepath.Join(t.TempDir(), "sagacity.yaml")
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"token", "-config", path, "-groups", "finance", "alice=approver"}, nil, &out); err != nil {
+		t.Fatal(err)
+	}
+	head, _, _ := strings.Cut(out.String(), "\n")
+	f, err = config.ReadFile(path)
+	if err != nil || len(f.Tokens) != 1 || !slices.Equal(f.Tokens[0].Groups, []string{"finance"}) ||
+		head != "# Added to "+path+"'s tokens: alice (approver; groups finance); restart the server to take them." {
+		t.Errorf("token -config -groups finance alice=approver printed %q and declares %+v (%v); want alice in group finance", head, f.Tokens, err)
 	}
 }

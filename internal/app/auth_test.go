@@ -24,6 +24,40 @@ func token(name string, roles ...engine.Role) (auth.Token, string) {
 
 func bearer(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
 
+// TestTokenGroups: in tokens mode, "2 from finance" (a rule whose
+// approvers are [finance], quorum 2) is met by two tokens in group
+// finance, as two OIDC users in it would, and a token with the approver
+// role alone is not eligible. A token's groups live in the configuration
+// and reach the engine on its principal, whose votes the store journals
+// as any other: one store is enough.
+func TestTokenGroups(t *testing.T) {
+	t.Parallel()
+	policy, err := engine.CompilePolicy(engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools: map[string][]engine.RuleSpec{
+		"sendWireTransfer": {{Name: "two-from-finance", Approvers: []string{"finance"}, Quorum: 2}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentT, agentTok := token("agent", engine.RoleAgent)
+	aliceT, aliceTok := token("alice", engine.RoleApprover)
+	bobT, bobTok := token("bob", engine.RoleApprover)
+	carolT, carolTok := token("carol", engine.RoleApprover)
+	aliceT.Groups, bobT.Groups, carolT.Groups = []string{"finance"}, []string{"ops", "finance"}, []string{"ops"}
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{tokens: []auth.Token{agentT, aliceT, bobT, carolT}, approvals: policy})
+	js := "application/json"
+	want(t, "agent reserves", e.do("POST", "/sagacity/sagas/s/calls", js, `{"tool":"reserveInventory","input":"{}"}`, bearer(agentTok)...), 200)
+	want(t, "agent gates", e.do("POST", "/sagacity/sagas/s/calls", js, callJSON("sendWireTransfer", transfer), bearer(agentTok)...), 202)
+	r := e.do("POST", "/sagacity/approve/s/3", js, `{}`, bearer(carolTok)...)
+	want(t, "an approver outside finance approves", r, 403)
+	want(t, "alice (finance) approves", e.do("POST", "/sagacity/approve/s/3", js, `{}`, bearer(aliceTok)...), 200)
+	if r := e.do("POST", "/sagacity/resume/s/3", js, e.payload(transfer), bearer(agentTok)...); r.code != 409 || !strings.Contains(r.body, "UNDECIDED") {
+		t.Errorf("resume with one of finance's two votes = %d %s; want 409 UNDECIDED", r.code, r.body)
+	}
+	want(t, "bob (ops, finance) approves", e.do("POST", "/sagacity/approve/s/3", js, `{}`, bearer(bobTok)...), 200)
+	if r := e.do("POST", "/sagacity/resume/s/3", js, e.payload(transfer), bearer(agentTok)...); r.code != 200 || !strings.Contains(r.body, `"outcome":"EXECUTED"`) {
+		t.Errorf("resume with two votes from finance = %d %s; want 200 EXECUTED", r.code, r.body)
+	}
+}
+
 // TestTokensMode runs the seed's flow with bearer tokens, and refuses
 // everything the roles and four-eyes forbid.
 func TestTokensMode(t *testing.T) {

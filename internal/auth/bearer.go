@@ -22,6 +22,9 @@ type Token struct {
 	Name   string
 	SHA256 string // lowercase hex
 	Roles  []engine.Role
+	// Groups make its holder eligible for the approval rules that name
+	// them, as an OIDC user's groups do.
+	Groups []string
 }
 
 // MaxJWTLifetime is the longest a JWT bearer token may be valid for,
@@ -62,7 +65,7 @@ func (b *Bearer) Principal(r *http.Request) (engine.Principal, error) {
 		return engine.Principal{}, unauthenticated("the Authorization header must be Bearer <token>")
 	}
 	if t, ok := b.static(tok); ok {
-		return engine.Principal{ID: "token:" + t.Name, Name: t.Name, Auth: engine.AuthToken, Roles: t.Roles}, nil
+		return engine.Principal{ID: "token:" + t.Name, Name: t.Name, Auth: engine.AuthToken, Roles: t.Roles, Groups: t.Groups}, nil
 	}
 	if b.JWT != nil && strings.Count(tok, ".") == 2 {
 		if !accessToken(tok) {

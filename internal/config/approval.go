@@ -2,14 +2,17 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
 // yamlApproval is the approval policy. Without default, tools without
-// rules of their own go by engine.DefaultPolicy's; default: [] refuses
-// their requests.
+// rules of their own go by engine.DefaultPolicy's, provided none of them
+// is IRREVERSIBLE (checkApproval); default: [] refuses their requests.
 type yamlApproval struct {
 	Default *[]yamlRule           `yaml:"default"`
 	Tools   map[string][]yamlRule `yaml:"tools"`
@@ -41,11 +44,29 @@ type yamlStep struct {
 	Notify []string `yaml:"notify"`
 }
 
-// checkApproval compiles the approval policy; nil, the engine's default,
-// without an approval: section.
-func checkApproval(y yamlApproval) (*engine.Approvals, error) {
+// checkApproval compiles the approval policy, with windows down to
+// engine.MinDevWindow (Config.Load refuses shorter than engine.MinWindow
+// outside dev mode); nil, the engine's default, without an approval:
+// section. A section without default: is refused while one of gated (the
+// IRREVERSIBLE tools the server serves) has no rules of its own: a first
+// user reads "fail closed" and would not expect them to go by one
+// approver unasked.
+func checkApproval(y yamlApproval, gated []string) (*engine.Approvals, error) {
 	if y.Default == nil && len(y.Tools) == 0 {
 		return nil, nil
+	}
+	if y.Default == nil {
+		var bare []string
+		for _, name := range gated {
+			if _, ok := y.Tools[name]; !ok {
+				bare = append(bare, name)
+			}
+		}
+		if len(bare) > 0 {
+			return nil, fmt.Errorf("approval: default: is missing, and these IRREVERSIBLE tools have no rules of their own: %s; "+
+				"say what their requests need: default: [{name: default}] (one approver, as without an approval: section) "+
+				"or default: [] (refuse them)", strings.Join(bare, ", "))
+		}
 	}
 	rules := func(label string, ys []yamlRule) ([]engine.RuleSpec, error) {
 		out := []engine.RuleSpec{}
@@ -89,9 +110,37 @@ func checkApproval(y yamlApproval) (*engine.Approvals, error) {
 			return nil, err
 		}
 	}
-	a, err := engine.CompilePolicy(spec)
+	a, err := engine.CompileDevPolicy(spec)
 	if err != nil {
 		return nil, fmt.Errorf("approval: %w", err)
 	}
 	return a, nil
+}
+
+// gatedTools names the IRREVERSIBLE tools the server serves: the file's,
+// its upstreams' (with every tool an upstream whose default is
+// IRREVERSIBLE lists later, which no rule can name yet) and the demo's.
+func gatedTools(tools []Tool, ups []Upstream, demoTools []engine.Tool) []string {
+	var gated []string
+	for _, t := range tools {
+		if t.Reversibility == engine.Irreversible {
+			gated = append(gated, t.Name)
+		}
+	}
+	for _, u := range ups {
+		for _, name := range slices.Sorted(maps.Keys(u.Tools)) {
+			if r, _ := u.Resolve(name); r == engine.Irreversible {
+				gated = append(gated, u.Prefix+name)
+			}
+		}
+		if u.Default == engine.Irreversible {
+			gated = append(gated, fmt.Sprintf("every tool of upstream %q its tools: does not name (its default is IRREVERSIBLE)", u.Name))
+		}
+	}
+	for _, t := range demoTools {
+		if t.Reversibility == engine.Irreversible {
+			gated = append(gated, t.Name)
+		}
+	}
+	return gated
 }

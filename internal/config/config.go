@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/internal/demo"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/notify"
 )
@@ -152,7 +153,11 @@ func load(getenv func(string) string) (Config, error) {
 
 	c.File = defaultFile()
 	if c.ConfigPath != "" {
-		if c.File, err = ReadFile(c.ConfigPath); err != nil {
+		var demoTools []engine.Tool
+		if c.Demo {
+			demoTools = demo.Tools(nil, nil) // their names and kinds, never run
+		}
+		if c.File, err = readFile(c.ConfigPath, demoTools); err != nil {
 			return c, err
 		}
 	}
@@ -168,6 +173,12 @@ func load(getenv func(string) string) (Config, error) {
 	}
 	if c.Auth, err = c.resolveAuth(mode); err != nil {
 		return c, err
+	}
+	if a := c.File.Approvals; a != nil && c.Auth != auth.ModeDev {
+		if err := engine.RequireMinWindow(a); err != nil {
+			return c, fmt.Errorf("SAGACITY_CONFIG (%s): approval: %w; windows shorter than %s are for trying the clocks in dev mode "+
+				"(SAGACITY_AUTH=dev), down to %s", c.ConfigPath, err, engine.MinWindow, engine.MinDevWindow)
+		}
 	}
 	if c.SigningKey == "" && c.Auth != auth.ModeDev {
 		return c, errors.New("SAGACITY_SIGNING_KEY: required unless SAGACITY_AUTH=dev: it signs the receipt of every decision and the log's checkpoints (sagacity keygen makes one; or set SAGACITY_SIGNING_KEY_FILE)")
@@ -219,7 +230,7 @@ func (c Config) resolveAuth(mode auth.Mode) (auth.Mode, error) {
 			// leave its requests to expire, or wait for ever.
 			var voters []engine.Principal
 			for _, t := range c.File.Tokens {
-				voters = append(voters, engine.Principal{ID: t.Name, Roles: t.Roles})
+				voters = append(voters, engine.Principal{ID: t.Name, Roles: t.Roles, Groups: t.Groups})
 			}
 			if err := engine.Unmeetable(a, voters); err != nil {
 				msg := err.Error()

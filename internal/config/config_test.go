@@ -275,6 +275,20 @@ tools:
 			"approval:\n  default:\n    - name: either\n      quorum:\n        anyOf:\n          - 2\n          - [{from: treasury, count: 1}]\n",
 			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{Default: []engine.RuleSpec{{Name: "either",
 				Thresholds: [][]engine.Requirement{{{Count: 2}}, {{From: "treasury", Count: 1}}}}}})},
+		{"without default, when every IRREVERSIBLE tool has rules", map[string]string{"SAGACITY_TOOL_SIGNING_SECRET": signingSecret},
+			"tools:" + wireTool + reserve + "approval:\n  tools:\n    sendWireTransfer: [{name: one}]\n",
+			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{Default: engine.DefaultPolicy.Default,
+				Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {{Name: "one"}}}})},
+		{"windows of seconds in dev mode", nil, "approval:\n  default:\n    - {expires: 30s, grant: 2s, stepUp: 1s}\n",
+			func(c Config) any {
+				r := c.File.Approvals.Default()[0]
+				return []time.Duration{r.Expires, r.Grant, r.StepUp}
+			}, []time.Duration{30 * time.Second, 2 * time.Second, time.Second}},
+		{"tokens in groups meeting a rule that names the group", map[string]string{"SAGACITY_AUTH": "tokens", "SAGACITY_SIGNING_KEY": receiptKey, "SAGACITY_CHECKPOINT_DIR": "cp"},
+			"tokens:\n  - {name: alice, sha256: " + hashA + ", roles: [approver], groups: [finance, ops]}\n" +
+				"  - {name: bob, sha256: 60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752, roles: [approver], groups: [finance]}\n" +
+				"approval:\n  default:\n    - {name: finance, approvers: [finance], quorum: 2}\n",
+			func(c Config) any { return [][]string{c.File.Tokens[0].Groups, c.File.Tokens[1].Groups} }, [][]string{{"finance", "ops"}, {"finance"}}},
 		{"an approval rule the server executes on approval", nil, "approval:\n  tools:\n    wire:\n      - {name: auto, execute: on-approval}\n",
 			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{Default: engine.DefaultPolicy.Default,
 				Tools: map[string][]engine.RuleSpec{"wire": {{Name: "auto", Execute: engine.ExecuteOnApproval}}}})},
@@ -436,8 +450,33 @@ func errorCases() []errorCase {
 			want: "approval: default, rule 1 (default#1): quorum, requirement 1: security is none of the rule's approvers (finance)"},
 		{name: "an expiry that is no duration", yaml: "approval:\n  default:\n    - expires: soon\n",
 			want: `approval: default, rule 1: expires: "soon" is not a duration like 30m or 2h`},
-		{name: "a step-up too short", yaml: "approval:\n  tools:\n    sendWireTransfer:\n      - stepUp: 10s\n",
-			want: "approval: tool sendWireTransfer, rule 1 (sendWireTransfer#1): stepUp must be from 1m0s to 12h0m0s (got 10s)"},
+		{name: "a token's group listed twice", yaml: "tokens:\n  - {name: a, sha256: " + hashA + ", roles: [approver], groups: [x, x]}\n",
+			want: f + `tokens[0] "a": groups: "x" is listed twice`},
+		// Windows of seconds are for dev mode; under a second, for none.
+		{name: "a step-up too short", vars: oidc, yaml: "approval:\n  tools:\n    sendWireTransfer:\n      - stepUp: 10s\n",
+			want: "SAGACITY_CONFIG ({path}): approval: tool sendWireTransfer, rule 1 (sendWireTransfer#1): stepUp must be from 1m0s to 12h0m0s (got 10s); " +
+				"windows shorter than 1m0s are for trying the clocks in dev mode (SAGACITY_AUTH=dev), down to 1s"},
+		{name: "an expiry of seconds outside dev mode", vars: map[string]string{"SAGACITY_AUTH": "tokens"},
+			yaml: approverTokens + "approval:\n  default:\n    - {expires: 30s}\n",
+			want: "SAGACITY_CONFIG ({path}): approval: default, rule 1 (default#1): expires must be from 1m0s to 8784h0m0s (got 30s); " +
+				"windows shorter than 1m0s are for trying the clocks in dev mode (SAGACITY_AUTH=dev), down to 1s"},
+		{name: "an escalation of seconds outside dev mode", vars: oidc,
+			yaml: "approval:\n  default:\n    - {expires: 5m, grant: 30s}\n",
+			want: "approval: default, rule 1 (default#1): grant must be from 1m0s to 8784h0m0s (got 30s); windows shorter than 1m0s are for"},
+		{name: "an expiry under a second in dev mode", yaml: "approval:\n  default:\n    - {expires: 500ms}\n",
+			want: f + "approval: default, rule 1 (default#1): expires must be from 1s to 8784h0m0s (got 500ms)"},
+		// approval: without default: covers every IRREVERSIBLE tool, or says
+		// what their requests need.
+		{name: "approval without default, a tool without rules", yaml: "tools:" + wireTool + reserve + "approval:\n  tools:\n    reserveInventory: [{name: r}]\n",
+			want: f + "approval: default: is missing, and these IRREVERSIBLE tools have no rules of their own: sendWireTransfer; " +
+				"say what their requests need: default: [{name: default}] (one approver, as without an approval: section) or default: [] (refuse them)"},
+		{name: "approval without default, an upstream's tools",
+			yaml: "upstreams:\n  - {name: pay, url: \"https://mcp.example/mcp\", prefix: pay_, tools: {refund: {reversibility: IRREVERSIBLE}, lookup: {readOnly: true}, " +
+				"void: {reversibility: IRREVERSIBLE}}}\napproval:\n  tools:\n    pay_void: [{name: v}]\n",
+			want: f + `approval: default: is missing, and these IRREVERSIBLE tools have no rules of their own: pay_refund, every tool of upstream "pay" ` +
+				`its tools: does not name (its default is IRREVERSIBLE); say what`},
+		{name: "approval without default, the demo's tools", vars: map[string]string{"SAGACITY_DEMO": "true"}, yaml: "approval:\n  tools:\n    other: [{name: o}]\n",
+			want: f + "approval: default: is missing, and these IRREVERSIBLE tools have no rules of their own: sendWireTransfer; say what"},
 		{name: "a reason that is neither required nor absent", yaml: "approval:\n  default:\n    - reason: optional\n",
 			want: `approval: default, rule 1 (default#1): reason must be "required" or absent (got "optional")`},
 		{name: "an onError that is neither refuse nor skip", yaml: "approval:\n  default:\n    - {when: \"true\", onError: ignore}\n",

@@ -142,7 +142,11 @@ type yamlPolicy struct {
 
 // ReadFile reads and checks the configuration file at path. Every error starts with
 // "SAGACITY_CONFIG (<path>): ".
-func ReadFile(path string) (File, error) {
+func ReadFile(path string) (File, error) { return readFile(path, nil) }
+
+// readFile is ReadFile for a server that serves demoTools besides the
+// file's (SAGACITY_DEMO), which its approval: section covers too.
+func readFile(path string, demoTools []engine.Tool) (File, error) {
 	prefix := "SAGACITY_CONFIG (" + path + "): "
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -152,19 +156,19 @@ func ReadFile(path string) (File, error) {
 		}
 		return File{}, fmt.Errorf("%scannot read: %w", prefix, err)
 	}
-	return parseFile(prefix, data)
+	return parseFile(prefix, data, demoTools)
 }
 
 // ParseFile checks data as ReadFile checks the contents of the file at
 // path, for a tool about to write that file. Every error starts with
 // "SAGACITY_CONFIG (<path>): ".
 func ParseFile(path string, data []byte) (File, error) {
-	return parseFile("SAGACITY_CONFIG ("+path+"): ", data)
+	return parseFile("SAGACITY_CONFIG ("+path+"): ", data, nil)
 }
 
-// parseFile reads and checks a file's contents; every error starts with
-// prefix.
-func parseFile(prefix string, data []byte) (File, error) {
+// parseFile reads and checks a file's contents, for a server serving
+// demoTools too; every error starts with prefix.
+func parseFile(prefix string, data []byte, demoTools []engine.Tool) (File, error) {
 	var y yamlFile
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -176,7 +180,7 @@ func parseFile(prefix string, data []byte) (File, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return File{}, errors.New(prefix + "holds more than one YAML document; remove the second ---")
 	}
-	f, err := y.check()
+	f, err := y.check(demoTools)
 	if err != nil {
 		return File{}, errors.New(prefix + err.Error())
 	}
@@ -231,7 +235,7 @@ func yamlKind(tag string) string {
 	return "a single value"
 }
 
-func (y yamlFile) check() (File, error) {
+func (y yamlFile) check(demoTools []engine.Tool) (File, error) {
 	f := defaultFile()
 	var err error
 	if f.Tools, err = checkTools(y.Tools); err != nil {
@@ -259,7 +263,7 @@ func (y yamlFile) check() (File, error) {
 		}
 		f.Policy.ExecutionsPerMinute = *n
 	}
-	if f.Approvals, err = checkApproval(y.Approval); err != nil {
+	if f.Approvals, err = checkApproval(y.Approval, gatedTools(f.Tools, f.Upstreams, demoTools)); err != nil {
 		return File{}, err
 	}
 	if f.Notifications, err = checkNotify(y.Notifications); err != nil {

@@ -23,7 +23,7 @@ func FuzzConfigFile(f *testing.F) {
 	}
 	const prefix = "SAGACITY_CONFIG (fuzz.yaml): "
 	f.Fuzz(func(t *testing.T, data []byte) {
-		file, err := parseFile(prefix, data)
+		file, err := parseFile(prefix, data, nil)
 		if err != nil {
 			if msg := err.Error(); !strings.HasPrefix(msg, prefix) || strings.Contains(msg, "\n") {
 				t.Errorf("parseFile(%q) error %q: want one line starting with %q", data, msg, prefix)

@@ -18,6 +18,10 @@ type Token struct {
 	Name   string        // unique; names the principal
 	SHA256 string        // hex SHA-256 of the token, lowercase
 	Roles  []engine.Role // at least one
+	// Groups make its holder eligible for the approval rules whose
+	// approvers name them, as an OIDC user's groups do (none: only its
+	// roles can be named).
+	Groups []string
 }
 
 // Roles maps the values of an OIDC claim to roles.
@@ -30,6 +34,7 @@ type yamlToken struct {
 	Name   string   `yaml:"name"`
 	SHA256 string   `yaml:"sha256"`
 	Roles  []string `yaml:"roles"`
+	Groups []string `yaml:"groups"`
 }
 
 type yamlRoles struct {
@@ -66,7 +71,11 @@ func checkTokens(ys []yamlToken) ([]Token, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		tokens = append(tokens, Token{Name: y.Name, SHA256: h, Roles: roles})
+		groups, err := checkGroups(y.Groups)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		tokens = append(tokens, Token{Name: y.Name, SHA256: h, Roles: roles, Groups: groups})
 	}
 	return tokens, nil
 }
@@ -89,4 +98,18 @@ func checkRoles(y yamlRoles) (Roles, error) {
 		r.Map[k] = roles
 	}
 	return r, nil
+}
+
+// checkGroups checks a token's groups as a rule's approvers are checked,
+// so that a rule can name each; each once.
+func checkGroups(ys []string) ([]string, error) {
+	for i, g := range ys {
+		if err := checkName(g); err != nil {
+			return nil, fmt.Errorf("groups[%d]: %w", i, err)
+		}
+		if slices.Contains(ys[:i], g) {
+			return nil, fmt.Errorf("groups: %q is listed twice", g)
+		}
+	}
+	return ys, nil
 }

@@ -108,6 +108,9 @@ const (
 	MaxSignInSkew       = evidence.MaxSignInSkew
 	MaxSession          = evidence.MaxSession
 	SignInByAccessToken = evidence.SignInByAccessToken
+
+	MinWindow    = evidence.MinWindow
+	MinDevWindow = evidence.MinDevWindow
 )
 
 // Payload keys.
@@ -216,6 +219,12 @@ func DecodeText(s string) (string, error) { return asInvalid(evidence.DecodeText
 
 // CompilePolicy is evidence.CompilePolicy.
 func CompilePolicy(spec PolicySpec) (*Approvals, error) { return evidence.CompilePolicy(spec) }
+
+// CompileDevPolicy is evidence.CompileDevPolicy.
+func CompileDevPolicy(spec PolicySpec) (*Approvals, error) { return evidence.CompileDevPolicy(spec) }
+
+// RequireMinWindow is evidence.RequireMinWindow.
+func RequireMinWindow(a *Approvals) error { return evidence.RequireMinWindow(a) }
 
 // ParsePolicy is evidence.ParsePolicy; Invalid when the text is no
 // canonical approval policy document.

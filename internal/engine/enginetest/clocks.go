@@ -129,6 +129,47 @@ func testClocks(t *testing.T, v *env) {
 	}
 }
 
+// testDevClocks: a policy compiled for dev mode keeps its windows of
+// seconds: a request of a rule that expires in 2s is expired by the
+// sweep once they pass, an approval with a 2s grant closes, and both
+// journals verify, their policy read back from the journal.
+func testDevClocks(t *testing.T, v *env) {
+	ctx := context.Background()
+	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	spec := engine.PolicySpec{Default: []engine.RuleSpec{{Name: "quick", Quorum: 2, Expires: engine.Duration(2 * time.Second),
+		Grant: engine.Duration(2 * time.Second)}}}
+	if _, err := engine.CompilePolicy(spec); err == nil {
+		t.Fatalf("CompilePolicy(expires 2s) = nil error; want it refused outside dev mode")
+	}
+	a, err := engine.CompileDevPolicy(spec)
+	if err != nil {
+		t.Fatalf("CompileDevPolicy(expires 2s): %v", err)
+	}
+	v.useApprovals(a, engine.WithClock(clock.Now))
+
+	seq := v.gate("two-seconds")
+	clock.Add(time.Second)
+	if _, err := v.e.Lapse(ctx); err != nil || v.pending("two-seconds") != 1 {
+		t.Fatalf("Lapse a second in: %v, %d pending; want the request still waiting", err, v.pending("two-seconds"))
+	}
+	clock.Add(1500 * time.Millisecond)
+	if n, err := v.e.Lapse(ctx); err != nil || n != 1 || v.pending("two-seconds") != 0 || v.status("two-seconds") != wire.Compensated {
+		t.Errorf("Lapse 2.5s in: %d closed, %v, saga %s; want it expired and compensated", n, err, v.status("two-seconds"))
+	}
+	wantCode(t, "resuming a request expired after 2s", second(v.e.Resume(ctx, agent, "two-seconds", seq, transfer)), engine.Conflict, wire.CodeExpired)
+
+	seq = v.gate("granted")
+	v.mustApproveAs("granted", seq, alice)
+	v.mustApproveAs("granted", seq, bob)
+	clock.Add(3 * time.Second)
+	wantCode(t, "resuming 3s after a 2s grant", second(v.e.Resume(ctx, agent, "granted", seq, transfer)), engine.Conflict, wire.CodeExpired)
+	for _, saga := range []string{"two-seconds", "granted"} {
+		if got := v.verify(saga); !got.Valid {
+			t.Errorf("Verify(%s) = %+v", saga, got)
+		}
+	}
+}
+
 // testLapses: a request whose time ran out — its deadline passed short
 // of its quorum, or its grant ended before it was executed — is closed
 // the same way, and whoever acts on it is answered the same (Conflict,

@@ -87,6 +87,7 @@ var scenarios = []scenario{
 	{"Votes", withEnv(testVotes)},
 	{"Clocks", withEnv(testClocks)},
 	{"Lapses", withEnv(testLapses)},
+	{"DevClocks", withEnv(testDevClocks)},
 	{"EditedRows", withEnv(testEditedRows)},
 	{"PolicyChange", withEnv(testPolicyChange)},
 	{"VoteRace", testVoteRace},

@@ -67,6 +67,12 @@ func (v *env) usePolicy(spec engine.PolicySpec, opts ...engine.Option) *engine.A
 	if err != nil {
 		v.t.Fatal(err)
 	}
+	return v.useApprovals(a, opts...)
+}
+
+// useApprovals starts the engine afresh under a, recorded.
+func (v *env) useApprovals(a *engine.Approvals, opts ...engine.Option) *engine.Approvals {
+	v.t.Helper()
 	v.opts = append([]engine.Option{engine.WithApprovals(a)}, opts...)
 	v.e, v.log = v.engine(v.db)
 	if err := v.e.RecordPolicy(context.Background()); err != nil {
