@@ -101,6 +101,11 @@ type ApprovalRequest struct {
 	// EscalateAt is when the next is due, zero for none.
 	Escalated  int
 	EscalateAt time.Time
+	// Wait, for an approved request whose rule has a wait timer, is its
+	// tally as its journal has it (when it may run from, until when):
+	// Engine.Approvals reads it; no store keeps it. Due is then the
+	// wait's end under a rule that executes on approval.
+	Wait *Tally
 }
 
 // CallState tracks one tool execution between its INTENT and its outcome,
