@@ -14,7 +14,8 @@ import (
 // not run until that long after its quorum. Over HTTP a resume before
 // then answers 409 NOT_YET, with the request approved, when it may run
 // (runsFrom, and in its progress) and that nothing changed, and the
-// journal gains nothing; the listing says when it may run; a call held
+// journal gains nothing; the listing and the console's request page say
+// when it may run; a call held
 // under the default rule answers it approved, saying from when; once the
 // wait ends the resume runs. Under a rule that executes on approval, a
 // held resume goes on waiting past the last vote, and answers the tool's
@@ -34,7 +35,7 @@ func TestWaitTimer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := newAPI(t, dbURL, envOptions{maxWait: time.Minute, approvals: policy, clock: clock})
+		e := newAPI(t, dbURL, envOptions{maxWait: time.Minute, approvals: policy, clock: clock, now: clock})
 		runsFrom := evidence.Moment(now.Add(time.Hour))
 		stamp := now.Add(time.Hour).Format(time.RFC3339)
 
@@ -63,6 +64,11 @@ func TestWaitTimer(t *testing.T) {
 		if l := e.get("/sagacity/approvals/cool"); !strings.Contains(l.body, `"runsFrom":"`+stamp+`"`) ||
 			!strings.Contains(l.body, `"executeBy":"`+now.Add(2*time.Hour).Format(time.RFC3339)+`"`) {
 			t.Errorf("GET /sagacity/approvals/cool = %s; want runsFrom %s and the grant's end", l.body, stamp)
+		}
+		c := e.session(t, "alice@example.com")
+		if page := e.do("GET", "/request?saga=cool&seq=3", "", "", "Cookie", c.String()).body; !strings.Contains(page,
+			"Approved by manager@company.com; may run in 1h00m ("+runsFrom+")") {
+			t.Errorf("the request page before the wait ended = %s; want it approved, saying from when it may run", page)
 		}
 		later(time.Hour)
 		if r := e.post("/sagacity/resume/cool/3", e.payload(transfer)); r.code != 200 || r.json(t)["outcome"] != "EXECUTED" {
