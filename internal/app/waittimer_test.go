@@ -15,7 +15,7 @@ import (
 // then answers 409 NOT_YET, with the request approved, when it may run
 // (runsFrom, and in its progress) and that nothing changed, and the
 // journal gains nothing; the listing and the console's request page say
-// when it may run; a call held
+// when it may run, and the policy page shows the rule's wait; a call held
 // under the default rule answers it approved, saying from when; once the
 // wait ends the resume runs. Under a rule that executes on approval, a
 // held resume goes on waiting past the last vote, and answers the tool's
@@ -69,6 +69,10 @@ func TestWaitTimer(t *testing.T) {
 		if page := e.do("GET", "/request?saga=cool&seq=3", "", "", "Cookie", c.String()).body; !strings.Contains(page,
 			"Approved by manager@company.com; may run in 1h00m ("+runsFrom+")") {
 			t.Errorf("the request page before the wait ended = %s; want it approved, saying from when it may run", page)
+		}
+		if page := e.do("GET", "/policy", "", "", "Cookie", c.String()).body; !strings.Contains(page,
+			"runs no sooner than 1h0m0s after its quorum; executable for 2h0m0s once approved") {
+			t.Errorf("the policy page = %s; want rule cooling's wait timer and grant", page)
 		}
 		later(time.Hour)
 		if r := e.post("/sagacity/resume/cool/3", e.payload(transfer)); r.code != 200 || r.json(t)["outcome"] != "EXECUTED" {
