@@ -29,7 +29,8 @@ var waitPolicy = engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools:
 // testWaitTimer: an approved request whose rule sets notBefore may not
 // run until that long after its quorum. A resume or an execution before
 // then, whatever its bytes, answers Conflict (NOT_YET) saying when it may
-// run and how long that is, and changes nothing: the journal, the
+// run and how long that is (as its progress and its approved event
+// say), and changes nothing: the journal, the
 // request, its votes and the saga stay as they were, and neither the
 // sweep nor the Recoverer's pass runs it. Once the wait ends, the resume
 // runs. Verification, offline as on the server, refuses an execution
@@ -40,7 +41,7 @@ var waitPolicy = engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools:
 func testWaitTimer(t *testing.T, v *env) {
 	ctx := context.Background()
 	clock := &fakeClock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
-	a := v.usePolicy(waitPolicy, engine.WithClock(clock.Now))
+	a := v.usePolicy(waitPolicy, engine.WithClock(clock.Now), engine.WithNotifications([]engine.Endpoint{{Name: "chat"}}))
 	wires := func() int64 { return v.fx.transfer.Load() }
 
 	seq := v.gateLarge("cool", agent)
@@ -52,6 +53,11 @@ func testWaitTimer(t *testing.T, v *env) {
 		!strings.Contains(rv.Tally.Progress(), "may run from "+evidence.Moment(runsFrom)) {
 		t.Fatalf("the request once approved: %s, runs from %v (quorum at %v), progress %q; want approved, runnable an hour after its quorum, saying so",
 			rv.State, runsFrom, rv.Tally.Reached, rv.Tally.Progress())
+	}
+	ds, err := v.e.Notifications(ctx, auditor, "cool", seq)
+	i := slices.IndexFunc(ds, func(d engine.Delivery) bool { return d.Event.Type == wire.EventApproved })
+	if want := "may be executed from " + evidence.Moment(runsFrom); err != nil || i < 0 || !strings.Contains(ds[i].Event.Message, want) {
+		t.Errorf("the notifications of the approved request = %+v, %v; want its approved event saying %q", ds, err, want)
 	}
 	before := v.journal("cool")
 	for _, tt := range []struct{ name, payload, says string }{
