@@ -12,13 +12,13 @@ import (
 // A rule's clocks run without anyone watching: a request whose deadline
 // passes without its quorum is rejected by the server, one whose rule
 // executes on approval is executed when its wait timer ends, and one
-// whose grant ends before it is executed is closed, each journaled and its saga
-// compensated, as a person's rejection or a refused resume would be. The
-// votes and resumes that come late find it so as well; Lapse closes the
-// rest, and Lapser runs it on every replica. The request rows only index
-// when each is due: LapseAll reads every pending request's time from its
-// journal, so that a row edited to say later, or never, keeps nothing
-// alive.
+// whose grant ends before it is executed is closed, each journaled and
+// its saga compensated, as a person's rejection or a refused resume
+// would be. The votes and resumes that come late find it so as well;
+// Lapse closes the rest, and Lapser runs it on every replica. The
+// request rows only index when each is due: LapseAll reads every pending
+// request's time from its journal, so that a row edited to say later, or
+// never, keeps nothing alive.
 
 // lapseBatch bounds how many requests one Lapse closes, and how many
 // LapseAll reads at a time.
@@ -28,11 +28,11 @@ const lapseBatch = 100
 // expired without their quorum, or approved and not executed within
 // their grant; and executes those whose rule executes on approval once
 // their wait timer (notBefore) ended. It returns how many it closed or
-// executed. Each is decided from its
-// verified journal and its rule, never from its row alone: a row that
-// says it is due when it is not closes nothing, and one that disagrees
-// with its journal, or whose journal does not verify, is left alone
-// unless the journal's own clock ran out (verification reports it).
+// executed. Each is decided from its verified journal and its rule,
+// never from its row alone: a row that says it is due when it is not
+// closes nothing, and one that disagrees with its journal, or whose
+// journal does not verify, is left alone unless the journal's own clock
+// ran out (verification reports it).
 // Errors: Unavailable when the store is.
 func (e *Engine) Lapse(ctx context.Context) (int, error) {
 	due, err := e.store.DueApprovals(ctx, Truncate(e.now()), lapseBatch)
@@ -76,9 +76,10 @@ func (e *Engine) LapseAll(ctx context.Context) (int, error) {
 
 // mayRunOut reports whether the time of the request entry gated made may
 // have run out by now under the rule it pinned: its deadline passed, or
-// its grant (or, under a rule that executes on approval, its wait timer)
-// would have ended had its quorum been reached at once. One
-// whose rule cannot be found is for lapse to report.
+// its grant would have ended had its quorum been reached at once. One
+// whose rule cannot be found is for lapse to report. (A row edited to put
+// off a wait timer's end executes nothing: it disagrees with its
+// journal.)
 func (e *Engine) mayRunOut(ctx context.Context, gated Entry, now time.Time) bool {
 	hash := gated.Field(KeyPolicy)
 	if hash == "" {
@@ -89,8 +90,7 @@ func (e *Engine) mayRunOut(ctx context.Context, gated Entry, now time.Time) bool
 		return true
 	}
 	r, ok := a.Rule(gated.ToolName, gated.Field(KeyRule))
-	return !ok || (r.Expires > 0 && now.After(gated.Timestamp.Add(r.Expires))) || (r.Grant > 0 && now.After(gated.Timestamp.Add(r.Grant))) ||
-		(r.OnApproval && r.NotBefore > 0 && now.After(gated.Timestamp.Add(r.NotBefore)))
+	return !ok || (r.Expires > 0 && now.After(gated.Timestamp.Add(r.Expires))) || (r.Grant > 0 && now.After(gated.Timestamp.Add(r.Grant)))
 }
 
 // lapseAll closes each request of keys whose time ran out, and returns

@@ -92,9 +92,10 @@ type ApprovalRequest struct {
 	// Reason is why the requester said it asks, "" when it did not.
 	Reason string
 	// Voters are the people whose approvals stand, in order; Due is when
-	// the server next acts on the request by itself (expires it, or
-	// closes its lapsed grant), zero for never. The engine keeps both in
-	// step with the journal, in the transactions that change it.
+	// the server next acts on the request by itself (expires it, closes
+	// its lapsed grant, or executes it when its wait timer ends under a
+	// rule that executes on approval), zero for never. The engine keeps
+	// both in step with the journal, in the transactions that change it.
 	Voters []string
 	Due    time.Time
 	// Escalated counts the steps of its rule's escalation taken so far;

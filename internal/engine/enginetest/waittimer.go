@@ -30,9 +30,9 @@ var waitPolicy = engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools:
 // run until that long after its quorum. A resume or an execution before
 // then, whatever its bytes, answers Conflict (NOT_YET) saying when it may
 // run and how long that is (as its progress and its approved event
-// say), and changes nothing: the journal, the
-// request, its votes and the saga stay as they were, and neither the
-// sweep nor the Recoverer's pass runs it. Once the wait ends, the resume
+// say), and changes nothing: the journal, the request, its votes and the
+// saga stay as they were, and neither the sweep nor the Recoverer's pass
+// runs it. Once the wait ends, the resume
 // runs. Verification, offline as on the server, refuses an execution
 // journaled before the wait ended, naming it. Under a rule that executes
 // on approval, the vote completing the quorum executes nothing, a held
