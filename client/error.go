@@ -64,6 +64,7 @@ const (
 	CodeToolFailed       = wire.CodeToolFailed
 	CodeRefused          = wire.CodeRefused
 	CodeUndecided        = wire.CodeUndecided
+	CodeNotYet           = wire.CodeNotYet
 	CodeChangesRequested = wire.CodeChangesRequested
 	CodeExpired          = wire.CodeExpired
 	CodeStepUp           = wire.CodeStepUp

@@ -51,6 +51,10 @@ type RuleSpec struct {
 	// Grant is how long after its quorum a request may still be
 	// executed; without end when 0.
 	Grant Duration `json:"grant,omitempty"`
+	// NotBefore is how long after its quorum a request must wait before
+	// it may be executed (a wait timer); at once when 0. Shorter than
+	// Grant when both are set.
+	NotBefore Duration `json:"notBefore,omitempty"`
 	// Reason is ReasonRequired when every vote must say why; "" when a
 	// reason is optional.
 	Reason string `json:"reason,omitempty"`
@@ -161,7 +165,10 @@ type Rule struct {
 	Thresholds [][]Requirement
 	// Expires, Grant and StepUp are 0 when the rule sets none.
 	Expires, Grant, StepUp time.Duration
-	ReasonRequired         bool
+	// NotBefore is the wait after the quorum before an execution, 0 for
+	// none.
+	NotBefore      time.Duration
+	ReasonRequired bool
 	// PasskeyRequired: a vote counts only with an assertion of the
 	// voter's enrolled passkey over its ballot.
 	PasskeyRequired bool
@@ -201,13 +208,13 @@ const (
 	// MaxThresholds bounds a rule's alternatives, and an alternative's
 	// requirements.
 	MaxThresholds = 10
-	// MinWindow is the shortest expiry, grant or step-up window, or
+	// MinWindow is the shortest expiry, grant, step-up or wait window, or
 	// escalation step, a server outside dev mode accepts.
 	MinWindow = time.Minute
 	// MinDevWindow is the shortest in dev mode (CompileDevPolicy), and in
 	// a document read back (ParsePolicy).
 	MinDevWindow = time.Second
-	// MaxWindow is the longest expiry or grant window.
+	// MaxWindow is the longest expiry, grant or wait window.
 	MaxWindow = 366 * 24 * time.Hour
 	// MaxStepUp is the longest step-up window: no sign-in lasts longer.
 	MaxStepUp = 12 * time.Hour

@@ -185,6 +185,9 @@ func TestPolicyRefused(t *testing.T) {
 		{PolicySpec{Default: []RuleSpec{{Expires: Duration(30 * time.Second)}}}, "expires must be from 1m0s to 8784h0m0s (got 30s)"},
 		{PolicySpec{Default: []RuleSpec{{Grant: Duration(-time.Hour)}}}, "grant must be from 1m0s"},
 		{PolicySpec{Default: []RuleSpec{{StepUp: Duration(13 * time.Hour)}}}, "stepUp must be from 1m0s to 12h0m0s (got 13h0m0s)"},
+		{PolicySpec{Default: []RuleSpec{{NotBefore: Duration(30 * time.Second)}}}, "notBefore must be from 1m0s to 8784h0m0s (got 30s)"},
+		{PolicySpec{Default: []RuleSpec{{NotBefore: Duration(time.Hour), Grant: Duration(time.Hour)}}},
+			"default, rule 1 (default#1): notBefore (1h0m0s) must be shorter than grant (1h0m0s): the request could never be executed"},
 		{PolicySpec{Default: []RuleSpec{{Reason: "optional"}}}, `reason must be "required" or absent (got "optional")`},
 		{PolicySpec{Default: []RuleSpec{{Approvers: []string{"finance\nleads"}}}}, "approvers contains control characters"},
 		{PolicySpec{Default: []RuleSpec{{Name: "a"}, {Name: "a"}}}, "another rule of default has that name"},
@@ -271,6 +274,48 @@ func TestRuleEligible(t *testing.T) {
 	} {
 		if got := r.Eligible(tt.roles, tt.groups); got != tt.want {
 			t.Errorf("Eligible(%v, %v) = %v; want %v", tt.roles, tt.groups, got, tt.want)
+		}
+	}
+}
+
+// A wait timer: the request may run from its quorum plus notBefore, and
+// not before; the progress says from when; under a rule that executes
+// on approval the server is due then, otherwise at the grant's end.
+func TestTallyWait(t *testing.T) {
+	asked := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	gated := Entry{Seq: 1, Timestamp: asked}
+	second := asked.Add(10 * time.Minute)
+	votes := &Life{Votes: []Vote{{Seq: 2, Voter: "alice", At: asked.Add(time.Minute)}, {Seq: 3, Voter: "bob", At: second}}}
+	wait := Rule{Name: "large", Quorum: 2, NotBefore: time.Hour, Grant: 2 * time.Hour}
+	for _, tt := range []struct {
+		name         string
+		rule         Rule
+		life         *Life
+		runsFrom     time.Time
+		due          time.Time
+		earlyAt      time.Time // Early there
+		progressHas  string
+		progressNone bool // the progress names no wait
+	}{
+		{"short of the quorum", wait, &Life{Votes: votes.Votes[:1]}, time.Time{}, time.Time{}, time.Time{}, "", true},
+		{"approved", wait, votes, second.Add(time.Hour), second.Add(2 * time.Hour), second.Add(time.Hour - time.Second),
+			"2 of 2 approvals (alice, bob); approved; may run from 2026-12-01 10:10:00 UTC", false},
+		{"approved, on approval", Rule{Name: "auto", Quorum: 2, NotBefore: time.Hour, Grant: 2 * time.Hour, OnApproval: true}, votes,
+			second.Add(time.Hour), second.Add(time.Hour), second, "may run from 2026-12-01 10:10:00 UTC", false},
+		{"no wait", Rule{Name: "plain", Quorum: 2}, votes, time.Time{}, time.Time{}, time.Time{}, "", true},
+	} {
+		got := Count(gated, tt.life, tt.rule)
+		if !got.RunsFrom.Equal(tt.runsFrom) || !got.Due().Equal(tt.due) {
+			t.Errorf("Count(%s).RunsFrom, Due() = %v, %v; want %v, %v", tt.name, got.RunsFrom, got.Due(), tt.runsFrom, tt.due)
+		}
+		if !tt.earlyAt.IsZero() && (!got.Early(tt.earlyAt) || got.Early(tt.runsFrom)) {
+			t.Errorf("Count(%s).Early(%v), Early(%v) = %v, %v; want true, false", tt.name, tt.earlyAt, tt.runsFrom, got.Early(tt.earlyAt), got.Early(tt.runsFrom))
+		}
+		if tt.earlyAt.IsZero() && got.Early(asked) {
+			t.Errorf("Count(%s).Early(%v) = true; want false", tt.name, asked)
+		}
+		if p := got.Progress(); (tt.progressNone && strings.Contains(p, "may run")) || !strings.Contains(p, tt.progressHas) {
+			t.Errorf("Count(%s).Progress() = %q; want it to say %q", tt.name, p, tt.progressHas)
 		}
 	}
 }

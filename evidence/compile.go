@@ -101,7 +101,7 @@ func compilePolicy(spec PolicySpec, legacy bool, minWindow time.Duration) (*Appr
 			}
 			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: quorum, Thresholds: cloneThresholds(rs.Thresholds),
 				Expires: time.Duration(rs.Expires), Grant: time.Duration(rs.Grant), StepUp: time.Duration(rs.StepUp),
-				ReasonRequired: rs.Reason == ReasonRequired, PasskeyRequired: rs.Passkey == PasskeyRequired, Escalate: steps,
+				NotBefore: time.Duration(rs.NotBefore), ReasonRequired: rs.Reason == ReasonRequired, PasskeyRequired: rs.Passkey == PasskeyRequired, Escalate: steps,
 				SkipOnError: rs.OnError == OnErrorSkip || (legacy && rs.When != ""), OnApproval: rs.Execute == ExecuteOnApproval}
 			if rs.When != "" {
 				ast, iss := env.Compile(rs.When)
@@ -237,10 +237,13 @@ func checkWindows(rs RuleSpec, minWindow time.Duration) error {
 		name string
 		d    Duration
 		max  time.Duration
-	}{{"expires", rs.Expires, MaxWindow}, {"grant", rs.Grant, MaxWindow}, {"stepUp", rs.StepUp, MaxStepUp}} {
+	}{{"expires", rs.Expires, MaxWindow}, {"grant", rs.Grant, MaxWindow}, {"stepUp", rs.StepUp, MaxStepUp}, {"notBefore", rs.NotBefore, MaxWindow}} {
 		if d := time.Duration(w.d); d != 0 && (d < minWindow || d > w.max) {
 			return fmt.Errorf("%s must be from %s to %s (got %s)", w.name, minWindow, w.max, d)
 		}
+	}
+	if rs.Grant > 0 && rs.NotBefore >= rs.Grant {
+		return fmt.Errorf("notBefore (%s) must be shorter than grant (%s): the request could never be executed", time.Duration(rs.NotBefore), time.Duration(rs.Grant))
 	}
 	if rs.Reason != "" && rs.Reason != ReasonRequired {
 		return fmt.Errorf("reason must be %q or absent (got %q)", ReasonRequired, rs.Reason)

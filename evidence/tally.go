@@ -24,8 +24,10 @@ type Tally struct {
 	Requested, Deadline time.Time
 	// Reached is when the Quorum-th standing vote was cast, zero while
 	// the votes are short; GrantUntil is Reached plus the rule's Grant
-	// (zero when it sets none or while short).
-	Reached, GrantUntil time.Time
+	// (zero when it sets none or while short); RunsFrom is Reached plus
+	// the rule's NotBefore, when the request may be executed from (zero
+	// when it sets none or while short).
+	Reached, GrantUntil, RunsFrom time.Time
 }
 
 // Count counts the standing votes of request l (nil: none yet), made by
@@ -44,6 +46,9 @@ func Count(gated Entry, l *Life, r Rule) Tally {
 			t.Reached = t.Votes[k-1].At
 			if r.Grant > 0 {
 				t.GrantUntil = t.Reached.Add(r.Grant)
+			}
+			if r.NotBefore > 0 {
+				t.RunsFrom = t.Reached.Add(r.NotBefore)
 			}
 			break
 		}
@@ -72,22 +77,43 @@ func (t Tally) Lapsed(at time.Time) bool {
 	return t.Met() && !t.GrantUntil.IsZero() && at.After(t.GrantUntil)
 }
 
+// Early reports whether at is before the end of the request's wait
+// timer: approved, and not to be executed yet.
+func (t Tally) Early(at time.Time) bool {
+	return t.Met() && !t.RunsFrom.IsZero() && at.Before(t.RunsFrom)
+}
+
 // Due is when the server next acts on the request by itself: the
-// deadline while the votes are short, the end of the grant once they are
-// not; zero for never.
+// deadline while the votes are short; once they are not, the end of the
+// wait under a rule that executes on approval (the server executes it
+// then), otherwise the end of the grant; zero for never.
 func (t Tally) Due() time.Time {
-	if t.Met() {
-		return t.GrantUntil
+	switch {
+	case !t.Met():
+		return t.Deadline
+	case t.Rule.OnApproval && !t.RunsFrom.IsZero():
+		return t.RunsFrom
 	}
-	return t.Deadline
+	return t.GrantUntil
 }
 
 // Voters names who voted, in order.
 func (t Tally) Voters() []string { return voters(t.Votes) }
 
 // Progress says where the votes stand, for people: "1 of 2 approvals
-// (alice); waiting for 1 more from finance-leads".
+// (alice); waiting for 1 more from finance-leads"; once approved under a
+// wait timer, from when it may run ("…; approved; may run from
+// 2026-01-02 15:04:05 UTC").
 func (t Tally) Progress() string {
+	s := t.votesProgress()
+	if !t.RunsFrom.IsZero() {
+		s += "; approved; may run from " + Moment(t.RunsFrom)
+	}
+	return s
+}
+
+// votesProgress is Progress without the wait.
+func (t Tally) votesProgress() string {
 	if t.Rule.Thresholds != nil {
 		return t.progressOf()
 	}
@@ -104,6 +130,10 @@ func (t Tally) Progress() string {
 	}
 	return s
 }
+
+// Moment is a time as progress and refusals say it to people:
+// "2026-01-02 15:04:05 UTC".
+func Moment(at time.Time) string { return at.UTC().Format("2006-01-02 15:04:05 UTC") }
 
 // Ruling is what a journal says of a request decided under an approval
 // rule: the policy and rule, how it closed and who approved it.
@@ -180,7 +210,8 @@ func (k Keyring) verify(r Receipt) string {
 // rule's approvers, cast before the deadline, from a sign-in recent
 // enough for its step-up, with a reason when the rule requires one (so
 // do rejections and requests for changes); a resumed request had its
-// quorum, and was resumed within its grant; an expired one had not, and
+// quorum, and was resumed after its wait timer (notBefore) and within
+// its grant; an expired one had not, and
 // only after its deadline. The first request that breaks a rule breaks
 // the journal; the rulings of the requests are returned either way.
 func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifier, keys Keyring) (Verification, []Ruling) {
@@ -303,6 +334,9 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 					closing.Field(KeyRequester), gated.Field(KeyRequester))
 			case !t.Met():
 				return bad(closing.Seq, "executes the request at seq=%d with %s", seq, t.Progress())
+			case t.Early(closing.Timestamp):
+				return bad(closing.Seq, "executes the request at seq=%d at %s, before its wait of %s (rule %s) ended at %s", seq,
+					Moment(closing.Timestamp), rule.NotBefore, rule.Name, Moment(t.RunsFrom))
 			case t.Lapsed(closing.Timestamp):
 				return bad(closing.Seq, "executes the request at seq=%d after its grant ended at %s", seq,
 					t.GrantUntil.UTC().Format(time.RFC3339))

@@ -21,13 +21,15 @@ type Approval struct {
 // it: the rule and the SHA-256 of the policy its request pinned (absent
 // for requests from before policies), how many distinct people must
 // approve it, who has, and the clock that runs: until ExpiresAt for the
-// quorum, then until ExecuteBy for its execution.
+// quorum, then from RunsFrom (under a wait timer) until ExecuteBy for
+// its execution.
 type Ruling struct {
 	Rule       string     `json:"rule,omitempty"`
 	Policy     string     `json:"policy,omitempty"`
 	Quorum     int        `json:"quorum"`
 	ApprovedBy []string   `json:"approvedBy"`
 	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
+	RunsFrom   *time.Time `json:"runsFrom,omitempty"`
 	ExecuteBy  *time.Time `json:"executeBy,omitempty"`
 }
 
@@ -70,7 +72,8 @@ type ResumeRequest struct {
 }
 
 // ResumeResult is what became of a resume: 200 executed, 409 refused
-// (Code REFUSED) or not decided yet (Code UNDECIDED, nothing changed),
+// (Code REFUSED), not decided yet (Code UNDECIDED, nothing changed) or
+// approved but its wait timer running (Code NOT_YET, nothing changed),
 // 422 the tool failed (Code TOOL_FAILED), 202 in doubt.
 // Status is the saga's afterwards; Reason says why it was refused, or
 // what the tool's failure was.
@@ -82,7 +85,7 @@ type ResumeResult struct {
 	JournalSeq int64   `json:"journalSeq"`
 	Outcome    Outcome `json:"outcome"`
 	// Request is where the request stands, on a resume asked before its
-	// quorum (Code UNDECIDED).
+	// quorum (Code UNDECIDED) or its wait timer's end (Code NOT_YET).
 	Request *RequestState `json:"request,omitempty"`
 	Problem
 }

@@ -107,6 +107,10 @@ const (
 	// asks for yet; nothing was changed. Wait, then execute it once it
 	// is approved.
 	CodeUndecided Code = "UNDECIDED"
+	// CodeNotYet (409): the request is approved, but its rule has it
+	// wait after its quorum (notBefore), and the wait has not ended;
+	// nothing was changed. Execute it from the time the error names.
+	CodeNotYet Code = "NOT_YET"
 	// CodeChangesRequested (409): a reviewer sent the request back; the
 	// error says what to change, as the model reads it
 	// ("[CHANGES_REQUESTED] Tool '<tool>': <reason>"). The saga goes on:

@@ -114,16 +114,17 @@ func (h *Handlers) Resume(w http.ResponseWriter, r *http.Request) error {
 	res, err := apart(hd, func() (engine.ResumeResult, error) {
 		return h.Engine.Resume(r.Context(), p, sagaID, seq, *body.Payload)
 	})
-	if engine.CodeOf(err) == wire.CodeUndecided {
-		// Held: asked again once decided, as the agent would.
+	if c := engine.CodeOf(err); c == wire.CodeUndecided || c == wire.CodeNotYet {
+		// Held: asked again once decided (and, under a rule that
+		// executes on approval, executed), as the agent would.
 		if decided, werr := hd.await(r.Context(), h.Engine, p, sagaID, seq); werr != nil {
 			return werr
 		} else if decided {
 			res, err = h.Engine.Resume(r.Context(), p, sagaID, seq, *body.Payload)
 		}
 	}
-	if engine.CodeOf(err) == wire.CodeUndecided {
-		out, uerr := h.undecided(r.Context(), p, sagaID, seq, err)
+	if c := engine.CodeOf(err); c == wire.CodeUndecided || c == wire.CodeNotYet {
+		out, uerr := h.notRun(r.Context(), p, sagaID, seq, err)
 		if uerr != nil {
 			return uerr
 		}

@@ -107,9 +107,10 @@ func (hd held) await(ctx context.Context, e *engine.Engine, p engine.Principal, 
 	return true, nil
 }
 
-// undecided is the answer to a resume asked before the quorum (Conflict,
-// code UNDECIDED): 409 with where the votes stand, nothing changed.
-func (h *Handlers) undecided(ctx context.Context, p engine.Principal, sagaID string, seq int64, cause error) (wire.ResumeResult, error) {
+// notRun is the answer to a resume that ran nothing, asked before the
+// quorum (Conflict, code UNDECIDED) or before the rule's wait timer ended
+// (code NOT_YET): 409 with where the request stands, nothing changed.
+func (h *Handlers) notRun(ctx context.Context, p engine.Principal, sagaID string, seq int64, cause error) (wire.ResumeResult, error) {
 	rv, err := h.Engine.Review(ctx, p, sagaID, seq)
 	if err != nil {
 		return wire.ResumeResult{}, errors.Join(cause, err)
@@ -120,5 +121,5 @@ func (h *Handlers) undecided(ctx context.Context, p engine.Principal, sagaID str
 		msg = ee.Msg
 	}
 	return wire.ResumeResult{SagaID: sagaID, JournalSeq: seq, Status: wire.Status(rv.Saga.Status), Outcome: wire.Gated,
-		Reason: msg, Request: &rs, Problem: wire.Problem{Error: msg, Kind: wire.KindConflict, Code: wire.CodeUndecided}}, nil
+		Reason: msg, Request: &rs, Problem: wire.Problem{Error: msg, Kind: wire.KindConflict, Code: engine.CodeOf(cause)}}, nil
 }

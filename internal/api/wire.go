@@ -66,9 +66,23 @@ func DecisionOf(d engine.Decision) wire.Decision {
 
 // ApprovalOf is a pending request on the wire.
 func ApprovalOf(q engine.ApprovalRequest) wire.Approval {
+	r := rulingOf(q.Rule, q.Policy, q.Quorum, q.Voters, q.Due, len(q.Voters) >= max(q.Quorum, 1))
+	if q.Wait != nil {
+		// Under a wait timer the row's due may be the wait's end: the
+		// journal's tally says both clocks.
+		r.RunsFrom, r.ExecuteBy = utc(q.Wait.RunsFrom), utc(q.Wait.GrantUntil)
+	}
 	return wire.Approval{SagaID: q.SagaID, JournalSeq: q.JournalSeq, ToolName: q.ToolName, Input: q.Input, InputHash: q.InputHash,
-		Requester: q.Requester, Reason: q.Reason, Ruling: rulingOf(q.Rule, q.Policy, q.Quorum, q.Voters, q.Due,
-			len(q.Voters) >= max(q.Quorum, 1))}
+		Requester: q.Requester, Reason: q.Reason, Ruling: r}
+}
+
+// utc is t in UTC, nil when it is zero.
+func utc(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
 }
 
 // rulingOf says where a request stands under its rule: due is when its
@@ -124,6 +138,7 @@ func RequestOf(rv engine.Review) wire.RequestState {
 				d := t.GrantUntil.UTC()
 				rs.ExecuteBy = &d
 			}
+			rs.RunsFrom = utc(t.RunsFrom)
 		}
 	}
 	return rs

@@ -26,6 +26,7 @@ type yamlRule struct {
 	Quorum    yamlQuorum `yaml:"quorum"`
 	Expires   string     `yaml:"expires"`
 	Grant     string     `yaml:"grant"`
+	NotBefore string     `yaml:"notBefore"`
 	Reason    string     `yaml:"reason"`
 	StepUp    string     `yaml:"stepUp"`
 	Passkey   string     `yaml:"passkey"`
@@ -77,7 +78,8 @@ func checkApproval(y yamlApproval, gated []string) (*engine.Approvals, error) {
 			for _, d := range []struct {
 				key, v string
 				to     *engine.Duration
-			}{{"expires", r.Expires, &rs.Expires}, {"grant", r.Grant, &rs.Grant}, {"stepUp", r.StepUp, &rs.StepUp}} {
+			}{{"expires", r.Expires, &rs.Expires}, {"grant", r.Grant, &rs.Grant}, {"stepUp", r.StepUp, &rs.StepUp},
+				{"notBefore", r.NotBefore, &rs.NotBefore}} {
 				if d.v == "" {
 					continue
 				}

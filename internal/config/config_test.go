@@ -292,6 +292,9 @@ tools:
 		{"an approval rule the server executes on approval", nil, "approval:\n  tools:\n    wire:\n      - {name: auto, execute: on-approval}\n",
 			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{Default: engine.DefaultPolicy.Default,
 				Tools: map[string][]engine.RuleSpec{"wire": {{Name: "auto", Execute: engine.ExecuteOnApproval}}}})},
+		{"an approval rule with a wait timer", nil, "approval:\n  tools:\n    wire:\n      - {name: cooling, notBefore: 24h, grant: 48h}\n",
+			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{Default: engine.DefaultPolicy.Default,
+				Tools: map[string][]engine.RuleSpec{"wire": {{Name: "cooling", NotBefore: engine.Duration(24 * time.Hour), Grant: engine.Duration(48 * time.Hour)}}}})},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -477,6 +480,10 @@ func errorCases() []errorCase {
 				`its tools: does not name (its default is IRREVERSIBLE); say what`},
 		{name: "approval without default, the demo's tools", vars: map[string]string{"SAGACITY_DEMO": "true"}, yaml: "approval:\n  tools:\n    other: [{name: o}]\n",
 			want: f + "approval: default: is missing, and these IRREVERSIBLE tools have no rules of their own: sendWireTransfer; say what"},
+		{name: "a wait timer no shorter than the grant", yaml: "approval:\n  default:\n    - {notBefore: 2h, grant: 1h}\n",
+			want: "approval: default, rule 1 (default#1): notBefore (2h0m0s) must be shorter than grant (1h0m0s): the request could never be executed"},
+		{name: "a wait timer that is no duration", yaml: "approval:\n  default:\n    - notBefore: tomorrow\n",
+			want: `approval: default, rule 1: notBefore: "tomorrow" is not a duration like 30m or 2h`},
 		{name: "a reason that is neither required nor absent", yaml: "approval:\n  default:\n    - reason: optional\n",
 			want: `approval: default, rule 1 (default#1): reason must be "required" or absent (got "optional")`},
 		{name: "an onError that is neither refuse nor skip", yaml: "approval:\n  default:\n    - {when: \"true\", onError: ignore}\n",

@@ -39,7 +39,7 @@ func policyRules(a *engine.Approvals) []templates.PolicyRules {
 		out := templates.PolicyRules{Owner: owner}
 		for _, r := range rs {
 			out.Rules = append(out.Rules, templates.PolicyRule{Name: r.Name, When: r.When, Who: r.Who(),
-				Expires: r.Expires, Grant: r.Grant, StepUp: r.StepUp, ReasonRequired: r.ReasonRequired})
+				Expires: r.Expires, Grant: r.Grant, StepUp: r.StepUp, NotBefore: r.NotBefore, ReasonRequired: r.ReasonRequired})
 		}
 		return out
 	}

@@ -211,6 +211,9 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 		}
 	case engine.StateApproved:
 		s.Headline, s.Kind = "Approved by "+strings.Join(rv.Tally.Voters(), ", ")+", awaiting execution", "ok"
+		if rv.Tally.Early(h.Now()) {
+			s.Headline = "Approved by " + strings.Join(rv.Tally.Voters(), ", ") + "; may run " + h.until(rv.Tally.RunsFrom) // its rule's wait timer
+		}
 	case engine.StateExecuting:
 		s.Headline, s.Kind = "Executing: the tool was called and its outcome is not journaled yet", "warn"
 	case engine.StateExecuted:

@@ -10,14 +10,15 @@ import (
 )
 
 // A rule's clocks run without anyone watching: a request whose deadline
-// passes without its quorum is rejected by the server, and one whose
-// grant ends before it is executed is closed, each journaled and its saga
-// compensated, as a person's rejection or a refused resume would be. The
-// votes and resumes that come late find it so as well; Lapse closes the
-// rest, and Lapser runs it on every replica. The request rows only index
-// when each is due: LapseAll reads every pending request's time from its
-// journal, so that a row edited to say later, or never, keeps nothing
-// alive.
+// passes without its quorum is rejected by the server, one whose rule
+// executes on approval is executed when its wait timer ends, and one
+// whose grant ends before it is executed is closed, each journaled and
+// its saga compensated, as a person's rejection or a refused resume
+// would be. The votes and resumes that come late find it so as well;
+// Lapse closes the rest, and Lapser runs it on every replica. The
+// request rows only index when each is due: LapseAll reads every pending
+// request's time from its journal, so that a row edited to say later, or
+// never, keeps nothing alive.
 
 // lapseBatch bounds how many requests one Lapse closes, and how many
 // LapseAll reads at a time.
@@ -25,11 +26,13 @@ const lapseBatch = 100
 
 // Lapse closes the pending requests whose rows say their time ran out:
 // expired without their quorum, or approved and not executed within
-// their grant. It returns how many it closed. Each is decided from its
-// verified journal and its rule, never from its row alone: a row that
-// says it is due when it is not closes nothing, and one that disagrees
-// with its journal, or whose journal does not verify, is left alone
-// unless the journal's own clock ran out (verification reports it).
+// their grant; and executes those whose rule executes on approval once
+// their wait timer (notBefore) ended. It returns how many it closed or
+// executed. Each is decided from its verified journal and its rule,
+// never from its row alone: a row that says it is due when it is not
+// closes nothing, and one that disagrees with its journal, or whose
+// journal does not verify, is left alone unless the journal's own clock
+// ran out (verification reports it).
 // Errors: Unavailable when the store is.
 func (e *Engine) Lapse(ctx context.Context) (int, error) {
 	due, err := e.store.DueApprovals(ctx, Truncate(e.now()), lapseBatch)
@@ -74,7 +77,9 @@ func (e *Engine) LapseAll(ctx context.Context) (int, error) {
 // mayRunOut reports whether the time of the request entry gated made may
 // have run out by now under the rule it pinned: its deadline passed, or
 // its grant would have ended had its quorum been reached at once. One
-// whose rule cannot be found is for lapse to report.
+// whose rule cannot be found is for lapse to report. (A row edited to put
+// off a wait timer's end executes nothing: it disagrees with its
+// journal.)
 func (e *Engine) mayRunOut(ctx context.Context, gated Entry, now time.Time) bool {
 	hash := gated.Field(KeyPolicy)
 	if hash == "" {
@@ -106,13 +111,15 @@ func (e *Engine) lapseAll(ctx context.Context, keys []RequestKey) (int, error) {
 	return n, nil
 }
 
-// lapse closes the request at seq of saga sagaID if its time ran out, and
-// reports whether it did.
+// lapse closes the request at seq of saga sagaID if its time ran out, or
+// executes it when its rule executes on approval and its wait timer
+// ended, and reports whether it did either.
 func (e *Engine) lapse(ctx context.Context, sagaID string, seq int64) (bool, error) {
-	closed := false
+	closed, execute := false, false
 	gone := func(Tx, string, int64) error { return nil } // closed meanwhile
 	s, err := e.onPending(ctx, sagaID, seq, nil, gone, func(tx Tx, s *Saga, b bound) (err error) {
-		if _, closed, err = e.runOut(tx, s, b, e.stamp(s)); closed || err != nil {
+		now := e.stamp(s)
+		if _, closed, err = e.runOut(tx, s, b, now); closed || err != nil {
 			return err
 		}
 		switch {
@@ -123,6 +130,7 @@ func (e *Engine) lapse(ctx context.Context, sagaID string, seq int64) (bool, err
 			// person dismisses it or rejects it.
 			return tx.PutVotes(sagaID, seq, b.tally.Voters(), b.tally.Quorum(), time.Time{})
 		}
+		execute = b.rule.OnApproval && b.tally.Met() && !b.tally.RunsFrom.IsZero() && !b.tally.Early(now)
 		return nil
 	})
 	if err != nil {
@@ -131,6 +139,14 @@ func (e *Engine) lapse(ctx context.Context, sagaID string, seq int64) (bool, err
 	}
 	if closed {
 		e.compensateNow(ctx, s)
+	}
+	if execute {
+		// The resume reads the journal again: another process may have
+		// executed it meanwhile (the claim runs it once).
+		if _, err := e.executeApproved(ctx, sagaID, seq); err != nil {
+			return false, err
+		}
+		return true, nil
 	}
 	return closed, nil
 }

@@ -210,7 +210,11 @@ func (e *Engine) tellVote(tx Tx, b bound, d Decision, t Tally) error {
 		ev = ev.said("%s withdrew their approval of %s: %s", d.Approver, ev.what(), ev.votes())
 	case t.Met():
 		ev.Type, ev.Key = wire.EventApproved, fmt.Sprintf("%s/%d/%s", ev.SagaID, d.Receipt, wire.EventApproved)
-		ev = ev.said("%s is approved by %s and may be executed", ev.what(), strings.Join(ev.ApprovedBy, ", "))
+		when := ""
+		if !t.RunsFrom.IsZero() {
+			when = " from " + evidence.Moment(t.RunsFrom) + ", once its rule's wait ends"
+		}
+		ev = ev.said("%s is approved by %s and may be executed%s", ev.what(), strings.Join(ev.ApprovedBy, ", "), when)
 	default:
 		ev = ev.said("%s approved %s: %s", d.Approver, ev.what(), ev.votes())
 	}

@@ -8,7 +8,9 @@ import (
 // server execute an approved request's bytes itself, for its requester,
 // as soon as the quorum stands: the vote that completes the quorum
 // executes it once committed (approve), and the Recoverer executes what
-// a process stopped before doing so (ExecuteApproved). Each is a resume
+// a process stopped before doing so (ExecuteApproved). Under a wait
+// timer (notBefore) the vote executes nothing: the request's row is due
+// when the wait ends, and the Lapser executes it then (Lapse). Each is a resume
 // like the requester's (resume, server), so however many race, across
 // processes, the tool runs at most once; its INTENT names the requester
 // and says the server executed it (KeyExecutedBy), which verification
@@ -34,10 +36,11 @@ func (e *Engine) ExecuteApproved(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n := 0
+	n, now := 0, e.now()
 	for _, q := range reqs {
-		if !e.onApproval(ctx, q.ApprovalRequest) {
-			continue
+		r, ok := e.onApproval(ctx, q.ApprovalRequest)
+		if !ok || (r.NotBefore > 0 && q.Due.After(now)) {
+			continue // a wait timer running: Lapse executes it when due
 		}
 		if _, err := e.executeApproved(ctx, q.SagaID, q.JournalSeq); err != nil {
 			if IsKind(err, Unavailable) && e.Halted() == "" {
@@ -51,17 +54,17 @@ func (e *Engine) ExecuteApproved(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// onApproval reports whether the rule a pending request's row names
-// executes on approval. The row only chooses what to try: resume reads
-// the rule from the journal.
-func (e *Engine) onApproval(ctx context.Context, q ApprovalRequest) bool {
+// onApproval returns the rule a pending request's row names, and whether
+// it executes on approval. The row only chooses what to try: resume
+// reads the rule from the journal.
+func (e *Engine) onApproval(ctx context.Context, q ApprovalRequest) (Rule, bool) {
 	if q.Policy == "" {
-		return false
+		return Rule{}, false
 	}
 	a, err := e.policyOf(ctx, q.Policy)
 	if err != nil {
-		return false
+		return Rule{}, false
 	}
 	r, ok := a.Rule(q.ToolName, q.Rule)
-	return ok && r.OnApproval
+	return r, ok && r.OnApproval
 }

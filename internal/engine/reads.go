@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/sagacity-go/sagacity/evidence"
 )
 
 // Lookup returns one saga; NotFound when absent, Forbidden as Can says
@@ -171,7 +173,8 @@ func (e *Engine) readSnapshot(p Principal, snap Snapshot) error {
 }
 
 // Approvals lists pending approval requests: all of them when sagaID is "",
-// else one saga's (empty for an unknown saga).
+// else one saga's (empty for an unknown saga), each approved one under a
+// wait timer with its Wait read from its journal.
 func (e *Engine) Approvals(ctx context.Context, p Principal, sagaID string) ([]ApprovalRequest, error) {
 	if err := e.Can(p, ActReview, Subject{}); err != nil {
 		return nil, err
@@ -181,5 +184,42 @@ func (e *Engine) Approvals(ctx context.Context, p Principal, sagaID string) ([]A
 			return nil, err
 		}
 	}
-	return e.store.Approvals(ctx, sagaID)
+	reqs, err := e.store.Approvals(ctx, sagaID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range reqs {
+		if err := e.waitOf(ctx, &reqs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return reqs, nil
+}
+
+// waitOf sets q.Wait when q is approved (as its row says) under a rule
+// with a wait timer (as its policy says), from its journal.
+func (e *Engine) waitOf(ctx context.Context, q *ApprovalRequest) error {
+	if q.Policy == "" || len(q.Voters) < max(q.Quorum, 1) {
+		return nil
+	}
+	a, err := e.policyOf(ctx, q.Policy)
+	if err != nil {
+		return nil // the request's page says what is wrong with it
+	}
+	if r, ok := a.Rule(q.ToolName, q.Rule); !ok || r.NotBefore == 0 {
+		return nil
+	}
+	es, err := e.store.Entries(ctx, q.SagaID)
+	if err != nil || int64(len(es)) < q.JournalSeq {
+		return err
+	}
+	gated := es[q.JournalSeq-1]
+	rule, err := matchRecorded(a, gated)
+	if err != nil {
+		return nil
+	}
+	lc, _ := evidence.ReadLifecycle(es)
+	t := tally(gated, lc.Requests[q.JournalSeq], rule)
+	q.Wait = &t
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
@@ -60,10 +61,15 @@ func (e *Engine) Gated(ctx context.Context, p Principal, sagaID string, seq int6
 }
 
 // ApprovedMessage is what an agent is told of its request of tool at seq
-// of saga sagaID once approved under a rule it resumes itself, votes t.
+// of saga sagaID once approved under a rule it resumes itself, votes t:
+// under a wait timer, from when.
 func ApprovedMessage(tool, sagaID string, seq int64, t Tally) string {
-	return fmt.Sprintf("[APPROVED] Tool '%s' was approved by %s: execute it with the same bytes, POST /sagacity/resume/%s/%d "+
-		"(or sagacity_resume over MCP).", tool, strings.Join(t.Voters(), ", "), sagaID, seq)
+	when := ""
+	if !t.RunsFrom.IsZero() {
+		when = " from " + evidence.Moment(t.RunsFrom) + " (its rule's wait after the quorum)"
+	}
+	return fmt.Sprintf("[APPROVED] Tool '%s' was approved by %s: execute it%s with the same bytes, POST /sagacity/resume/%s/%d "+
+		"(or sagacity_resume over MCP).", tool, strings.Join(t.Voters(), ", "), when, sagaID, seq)
 }
 
 // fate says what became of the request at seq, made by a gated call

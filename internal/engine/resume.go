@@ -7,13 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Why a resume is not run. RefusedStale and RefusedGrant are refusals,
 // journaled (SPEC §4); RefusedNoApproval and RefusedQuorum begin the
 // message of a resume asked before the quorum, which changes nothing
-// (Conflict, code wire.CodeUndecided).
+// (Conflict, code wire.CodeUndecided); RefusedWait that of one asked
+// before the rule's wait timer ended (Conflict, code wire.CodeNotYet).
 const (
 	RefusedNoApproval = "no human approval recorded"
 	RefusedStale      = "stale-approval: payload changed since approval was granted"
@@ -23,6 +25,9 @@ const (
 	// RefusedGrant starts the refusal of a request whose approval's
 	// grant ended before it was executed.
 	RefusedGrant = "grant-expired: the approval's grant ended before execution"
+	// RefusedWait is an approved request whose rule has it wait after
+	// its quorum (notBefore), resumed before the wait ended.
+	RefusedWait = "wait timer running"
 )
 
 // errResumed is what a resume finds of a request the journal says was
@@ -59,7 +64,10 @@ type ResumeResult struct {
 // fewer standing approvals than its rule's quorum → Conflict (code
 // UNDECIDED, the message beginning RefusedNoApproval or RefusedQuorum),
 // nothing run or changed, whatever the bytes: asking early is how an
-// agent polls, and it costs no one their vote; sha256(payload) ≠ the
+// agent polls, and it costs no one their vote; approved, but before its
+// rule's wait after the quorum ended (notBefore) → Conflict (code
+// NOT_YET, the message beginning RefusedWait and saying when it may
+// run), nothing run or changed, whatever the bytes; sha256(payload) ≠ the
 // hash of the input that entry journaled (byte-exact, whatever the
 // bytes) → refused: REJECTED is journaled (RefusedStale, with the
 // attempted bytes, see EncodeText), the saga's pending requests are
@@ -159,6 +167,9 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 				// A resume runs what people approved; asked before they
 				// did, whatever the bytes, it changes nothing.
 				return undecided(b.tally, gated, payload)
+			}
+			if b.tally.Early(now) {
+				return notYet(b.tally, gated, payload, now)
 			}
 			if err := e.clear(tx, s); err != nil {
 				return err
@@ -268,10 +279,26 @@ func undecided(t Tally, gated Entry, payload *string) error {
 	if len(t.Votes) > 0 {
 		why = RefusedQuorum
 	}
-	bytes := ""
-	if payload != nil && *payload != gated.Input {
-		bytes = fmt.Sprintf("; and these are not the bytes it asks for (sha256 %s)", PayloadHash(gated.Input))
-	}
 	return &Error{Kind: Conflict, Code: wire.CodeUndecided, Msg: fmt.Sprintf("%s: the request at seq=%d is not decided yet (%s)%s: "+
-		"nothing was run or changed; wait until it is approved, then resume it", why, gated.Seq, t.Progress(), bytes)}
+		"nothing was run or changed; wait until it is approved, then resume it", why, gated.Seq, t.Progress(), otherBytes(gated, payload))}
+}
+
+// notYet is the answer to a resume or an execution, at now, of the
+// approved request at seq of tool gated before its rule's wait after the
+// quorum ended (t.Early): nothing runs and nothing changes, whatever
+// bytes were presented. Its message begins RefusedWait and says when it
+// may run, and how long that is from now.
+func notYet(t Tally, gated Entry, payload *string, now time.Time) error {
+	return &Error{Kind: Conflict, Code: wire.CodeNotYet, Msg: fmt.Sprintf("%s: the request at seq=%d is approved, and rule %s has it "+
+		"wait %s after its quorum: it may run from %s, in %s%s: nothing was run or changed; resume it then", RefusedWait, gated.Seq,
+		t.Rule.Name, t.Rule.NotBefore, evidence.Moment(t.RunsFrom), t.RunsFrom.Sub(now).Round(time.Second), otherBytes(gated, payload))}
+}
+
+// otherBytes is what an answer that runs nothing adds when payload (nil
+// for Execute's) is not the bytes the request at gated asks for.
+func otherBytes(gated Entry, payload *string) string {
+	if payload != nil && *payload != gated.Input {
+		return fmt.Sprintf("; and these are not the bytes it asks for (sha256 %s)", PayloadHash(gated.Input))
+	}
+	return ""
 }

@@ -92,15 +92,21 @@ type ApprovalRequest struct {
 	// Reason is why the requester said it asks, "" when it did not.
 	Reason string
 	// Voters are the people whose approvals stand, in order; Due is when
-	// the server next acts on the request by itself (expires it, or
-	// closes its lapsed grant), zero for never. The engine keeps both in
-	// step with the journal, in the transactions that change it.
+	// the server next acts on the request by itself (expires it, closes
+	// its lapsed grant, or executes it when its wait timer ends under a
+	// rule that executes on approval), zero for never. The engine keeps
+	// both in step with the journal, in the transactions that change it.
 	Voters []string
 	Due    time.Time
 	// Escalated counts the steps of its rule's escalation taken so far;
 	// EscalateAt is when the next is due, zero for none.
 	Escalated  int
 	EscalateAt time.Time
+	// Wait, for an approved request whose rule has a wait timer, is its
+	// tally as its journal has it (when it may run from, until when):
+	// Engine.Approvals reads it; no store keeps it. Due is then the
+	// wait's end under a rule that executes on approval.
+	Wait *Tally
 }
 
 // CallState tracks one tool execution between its INTENT and its outcome,

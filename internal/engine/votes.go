@@ -60,12 +60,16 @@ func (e *Engine) approve(ctx context.Context, p Principal, sagaID string, seq in
 		r.Meets = meets
 		after := Tally{Rule: b.rule, Votes: append(slices.Clone(b.tally.Votes), Vote{Voter: p.ID, Meets: meets})}
 		r.Vote, r.Quorum = len(after.Votes), after.Quorum()
-		execute = b.rule.OnApproval && after.Met()
 		d, err := e.journalVote(tx, s, b, p, r, PhaseApproved, KeyApprover, at)
 		if err != nil {
 			return d, err
 		}
-		return d, e.count(tx, b, &d, append(b.tally.Votes, Vote{Seq: d.Receipt, Voter: p.ID, At: d.DecidedAt, Meets: meets}))
+		standing := append(b.tally.Votes, Vote{Seq: d.Receipt, Voter: p.ID, At: d.DecidedAt, Meets: meets})
+		// Under a wait timer the vote completing the quorum executes
+		// nothing: the server does once the wait ends (Lapse).
+		t := tally(b.gated, &Life{Votes: standing}, b.rule)
+		execute = b.rule.OnApproval && t.Met() && !t.Early(d.DecidedAt)
+		return d, e.count(tx, b, &d, standing)
 	})
 	if err != nil || !execute {
 		return d, err

@@ -89,6 +89,8 @@ func taskOfReview(rv engine.Review) task {
 	switch {
 	case rv.State == engine.StateUndecided:
 		t.Status, t.StatusMessage = "input_required", rv.Tally.Progress()
+	case rv.State == engine.StateApproved && !rv.Tally.RunsFrom.IsZero():
+		t.Status, t.StatusMessage = "working", rv.Tally.Progress() // "…; approved; may run from …"
 	case rv.State == engine.StateApproved:
 		t.Status, t.StatusMessage = "working", "approved: "+rv.Tally.Progress()+"; executing"
 	case rv.Waiting():

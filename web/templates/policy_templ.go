@@ -312,9 +312,9 @@ func Policy(v PolicyPage) templ.Component {
 								return templ_7745c5c3_Err
 							}
 							var templ_7745c5c3_Var15 string
-							templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(clocks(r.Expires, r.Grant))
+							templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(clocks(r.Expires, r.NotBefore, r.Grant))
 							if templ_7745c5c3_Err != nil {
-								return templ.Error{Err: templ_7745c5c3_Err, FileName: `policy.templ`, Line: 65, Col: 63}
+								return templ.Error{Err: templ_7745c5c3_Err, FileName: `policy.templ`, Line: 65, Col: 76}
 							}
 							_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 							if templ_7745c5c3_Err != nil {
@@ -359,11 +359,14 @@ func Policy(v PolicyPage) templ.Component {
 	})
 }
 
-// clocks says a rule's expiry and grant in words.
-func clocks(expires, grant time.Duration) string {
+// clocks says a rule's expiry, wait timer and grant in words.
+func clocks(expires, notBefore, grant time.Duration) string {
 	var out []string
 	if expires > 0 {
 		out = append(out, "expires after "+expires.String()+" without its quorum")
+	}
+	if notBefore > 0 {
+		out = append(out, "runs no sooner than "+notBefore.String()+" after its quorum")
 	}
 	if grant > 0 {
 		out = append(out, "executable for "+grant.String()+" once approved")

@@ -191,6 +191,7 @@ type PolicyRule struct {
 	// Who says who must approve (evidence.Rule.Who).
 	Who                    string
 	Expires, Grant, StepUp time.Duration // 0 for none
+	NotBefore              time.Duration // its wait timer, 0 for none
 	ReasonRequired         bool
 }
 

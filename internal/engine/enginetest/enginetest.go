@@ -46,6 +46,7 @@ var scenarios = []scenario{
 	{"EarlyResume", withEnv(testEarlyResume)},
 	{"Await", withEnv(testAwait)},
 	{"OnApproval", withEnv(testOnApproval)},
+	{"WaitTimer", withEnv(testWaitTimer)},
 	{"Cancel", withEnv(testCancel)},
 	{"Reject", withEnv(testReject)},
 	{"FinishedSaga", withEnv(testFinishedSaga)},
