@@ -64,7 +64,7 @@ func (e *Engine) approve(ctx context.Context, p Principal, sagaID string, seq in
 		if err != nil {
 			return d, err
 		}
-		standing := append(b.tally.Votes, Vote{Seq: d.Receipt, Voter: p.ID, At: d.DecidedAt, Meets: meets})
+		standing := append(slices.Clone(b.tally.Votes), Vote{Seq: d.Receipt, Voter: p.ID, At: d.DecidedAt, Meets: meets})
 		// Under a wait timer the vote completing the quorum executes
 		// nothing: the server does once the wait ends (Lapse).
 		t := tally(b.gated, &Life{Votes: standing}, b.rule)
