@@ -146,6 +146,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 type PolicySpec struct {
 	Default []RuleSpec            `json:"default,omitempty"`
 	Tools   map[string][]RuleSpec `json:"tools,omitempty"`
+	// PolicyChange are the rules of a change of the policy itself: with
+	// them, a new document takes effect only once approved under them
+	// (a request of PolicyTool in PolicySaga, executed by the server on
+	// approval); without them, a new document takes effect when a server
+	// starts with it.
+	PolicyChange []RuleSpec `json:"policyChange,omitempty"`
 }
 
 // Rule is a compiled rule.
@@ -198,7 +204,12 @@ type Approvals struct {
 	Text, Hash string
 	tools      map[string][]Rule
 	fallback   []Rule
+	change     []Rule // PolicyChange's
 }
+
+// Gated reports whether a change of the policy needs approval under it:
+// it has policyChange rules.
+func (a *Approvals) Gated() bool { return len(a.change) > 0 }
 
 // Bounds on what a rule may ask.
 const (

@@ -123,6 +123,20 @@ func compilePolicy(spec PolicySpec, legacy bool, minWindow time.Duration) (*Appr
 	if canon.Default, a.fallback, err = compile("default", "default", spec.Default); err != nil {
 		return nil, err
 	}
+	// A policy change is executed by the server once approved: nobody
+	// resumes it.
+	for i := range spec.PolicyChange {
+		switch spec.PolicyChange[i].Execute {
+		case "":
+			spec.PolicyChange[i].Execute = ExecuteOnApproval
+		case ExecuteOnApproval:
+		default:
+			return nil, fmt.Errorf("policyChange, rule %d: a policy change is executed on approval: leave execute out", i+1)
+		}
+	}
+	if canon.PolicyChange, a.change, err = compile(PolicyTool, "policyChange", spec.PolicyChange); err != nil {
+		return nil, err
+	}
 	for _, tool := range slices.Sorted(maps.Keys(spec.Tools)) {
 		s, rules, err := compile(tool, "tool "+tool, spec.Tools[tool])
 		if err != nil {

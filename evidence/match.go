@@ -126,8 +126,12 @@ func LegacyRule() Rule {
 }
 
 // Rules are the rules a request of tool is matched against, in order:
-// the tool's own, or the default's.
+// the tool's own, or the default's; for PolicyTool, the policyChange
+// rules (none: no change is gated).
 func (a *Approvals) Rules(tool string) []Rule {
+	if tool == PolicyTool {
+		return a.change
+	}
 	if own, ok := a.tools[tool]; ok {
 		return own
 	}
@@ -181,6 +185,11 @@ func (a *Approvals) All() iter.Seq2[string, Rule] {
 				if !yield("tool "+tool, r) {
 					return
 				}
+			}
+		}
+		for _, r := range a.change {
+			if !yield("policyChange", r) {
+				return
 			}
 		}
 	}

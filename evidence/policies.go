@@ -2,6 +2,7 @@ package evidence
 
 import (
 	"encoding/base64"
+	"fmt"
 	"time"
 
 	"golang.org/x/mod/sumdb/note"
@@ -63,4 +64,43 @@ func OpenPolicy(en Entry, v note.Verifier) (PolicyDocument, error) {
 		return bad("the key signed another document")
 	}
 	return PolicyDocument{Hash: hash, Text: en.Input, Since: en.Timestamp, Seq: en.Seq}, nil
+}
+
+// policyChain checks PolicySaga's journal (ordered by seq, its
+// lifecycle lc): every document that took effect after one with
+// policyChange rules is the execution of a request of exactly its bytes,
+// pinned to that one, and resumed (whose votes VerifyVotes checks
+// against that one's policyChange rules, as any request's). It returns
+// the first document that is not, and why; 0 when all are.
+func policyChain(entries []Entry, lc Lifecycle) (int64, string) {
+	var prev *Entry // the document in force before
+	for i := range entries {
+		en := &entries[i]
+		if en.ToolName != PolicyTool || en.Phase != PhaseExecuted {
+			continue
+		}
+		if prev != nil {
+			if a, err := ParsePolicy(prev.Input); err == nil && a.Gated() && !enacted(entries[:i], lc, *en, a.Hash) {
+				return en.Seq, fmt.Sprintf("is approval policy %s, which took effect after policy %s without the approval of a "+
+					"request of it under that one's policyChange rules", en.Field(KeyPolicy), a.Hash)
+			}
+		}
+		prev = en
+	}
+	return 0, ""
+}
+
+// enacted reports whether document doc is the execution of a request of
+// its bytes pinned to policy hash and resumed: the INTENT before it (among
+// before) that resumes such a request.
+func enacted(before []Entry, lc Lifecycle, doc Entry, hash string) bool {
+	for i := len(before) - 1; i >= 0; i-- {
+		in := before[i]
+		if in.ToolName != PolicyTool || in.Phase != PhaseIntent || in.Input != doc.Input {
+			continue
+		}
+		l := lc.Requests[refSeq(in.Field(KeyResumes))]
+		return l != nil && l.Closing == ClosedResumed && before[l.Seq-1].Input == doc.Input && before[l.Seq-1].Field(KeyPolicy) == hash
+	}
+	return false
 }

@@ -227,6 +227,11 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 		i := int(seq - 1)
 		return Broken(n, i, fmt.Sprintf("seq=%d (entry %d) ", seq, i)+fmt.Sprintf(format, args...)), out
 	}
+	if n > 0 && entries[0].SagaID == PolicySaga {
+		if seq, why := policyChain(entries, lc); seq != 0 {
+			return bad(seq, "%s", why)
+		}
+	}
 	for _, seq := range lc.Order {
 		l, gated := lc.Requests[seq], entries[seq-1]
 		hash := gated.Field(KeyPolicy)

@@ -231,6 +231,9 @@ type deployment struct {
 	keys *engine.Keys
 	log  *tlog.Log
 	w    *witness.Dir
+	// start starts an engine with policy on the deployment's database,
+	// as a server restarted with another configuration, and records it.
+	start func(policy *engine.Approvals) (*engine.Engine, *engine.Proposal)
 }
 
 func newDeployment(t *testing.T, policy *engine.Approvals, opts ...engine.Option) deployment {
@@ -260,16 +263,22 @@ func newDeployment(t *testing.T, policy *engine.Approvals, opts ...engine.Option
 		t.Fatal(err)
 	}
 	ok := engine.Funcs{Exec: func(context.Context, engine.Invocation) (string, error) { return "ok", nil }}
-	e, err := engine.New(db, []engine.Tool{{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok},
-		{Name: "refund", Reversibility: engine.Irreversible, Executor: ok}},
-		append([]engine.Option{engine.WithKeys(keys), engine.WithClock(now), engine.WithLog(l), engine.WithApprovals(policy)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
+	start := func(policy *engine.Approvals) (*engine.Engine, *engine.Proposal) {
+		t.Helper()
+		e, err := engine.New(db, []engine.Tool{{Name: "sendWireTransfer", Reversibility: engine.Irreversible, Executor: ok},
+			{Name: "refund", Reversibility: engine.Irreversible, Executor: ok}},
+			append([]engine.Option{engine.WithKeys(keys), engine.WithClock(now), engine.WithLog(l), engine.WithApprovals(policy)}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.RecordPolicy(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, p
 	}
-	if err := e.RecordPolicy(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return deployment{t: t, now: now, e: e, keys: keys, log: l, w: w}
+	e, _ := start(policy)
+	return deployment{t: t, now: now, e: e, keys: keys, log: l, w: w, start: start}
 }
 
 // checkpoint sequences the log and returns its state and the newest

@@ -123,10 +123,18 @@ func Build(ctx context.Context, p Parts) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The approval policy takes effect: its document goes into the
-	// journal, and so into the log, before any request is pinned to it.
-	if err := eng.RecordPolicy(ctx); err != nil {
+	// The approval policy takes effect, its document going into the
+	// journal, and so into the log, before any request is pinned to it;
+	// or, when the policy in force says a change needs approval, waits
+	// for it, the server deciding by the one in force.
+	proposal, err := eng.RecordPolicy(ctx)
+	if err != nil {
 		return nil, fmt.Errorf("recording the approval policy: %w", err)
+	}
+	if proposal != nil {
+		p.Logger.Warn("the approval policy this server was started with waits for approval under the policy in force, "+
+			"which decides every request until then", "configured", proposal.Hash, "in force", eng.Policy().Hash,
+			"request", fmt.Sprintf("/request?saga=%s&seq=%d", engine.PolicySaga, proposal.Request))
 	}
 	rec.Watch(eng)
 	o := p.Server

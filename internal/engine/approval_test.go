@@ -18,8 +18,8 @@ func TestRuleOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Engine{approvals: a}
-	e.policies.put(a)
+	e := &Engine{configured: a}
+	e.setPolicy(a)
 	request := func(input string, lines Lines) Entry {
 		return Entry{SagaID: "s", Seq: 3, ToolName: "wire", Phase: PhaseAwaitingApproval, Input: input,
 			Payload: Lines{{KeyRequester, "agent"}}.String() + "\n" + lines.String()}

@@ -125,12 +125,13 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 	// the request alone, so it is found before the saga is locked.
 	phase, lines, m := PhaseIntent, requested(p, key), Matched{OK: true}
 	if tool.Reversibility == Irreversible {
-		m = e.approvals.Match(toolName, sagaID, p.ID, input)
+		policy := e.policy()
+		m = policy.Match(toolName, sagaID, p.ID, input)
 		phase = PhaseAwaitingApproval
 		if m.OK {
 			lines = lines.With(KeyRule, m.Rule.Name)
 		}
-		lines = lines.With(KeyPolicy, e.approvals.Hash)
+		lines = lines.With(KeyPolicy, policy.Hash)
 	}
 	rule := m.Rule
 	lines = lines.With(KeyReason, a.Reason)
@@ -179,7 +180,7 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 			if phase == PhaseAwaitingApproval {
 				r := ApprovalRequest{SagaID: sagaID, JournalSeq: en.Seq, ToolName: toolName,
 					Input: input, InputHash: PayloadHash(input), Requester: p.ID, CreatedAt: en.Timestamp,
-					Rule: rule.Name, Policy: e.approvals.Hash, Quorum: tally(en, nil, rule).Quorum(), Reason: a.Reason, Due: tally(en, nil, rule).Due(),
+					Rule: rule.Name, Policy: lines.Value(KeyPolicy), Quorum: tally(en, nil, rule).Quorum(), Reason: a.Reason, Due: tally(en, nil, rule).Due(),
 					EscalateAt: firstStep(en.Timestamp, rule)}
 				if err := tx.PutApproval(r); err != nil {
 					return err

@@ -116,9 +116,12 @@ type Engine struct {
 	retryFor time.Duration
 	// inDoubtAfter is how long a call must stand still to be resolved.
 	inDoubtAfter time.Duration
-	// approvals says which rule applies to each request of an
-	// IRREVERSIBLE tool.
-	approvals *Approvals
+	// configured is the approval policy the server was started with;
+	// inForce the one that says which rule applies to each request of an
+	// IRREVERSIBLE tool: configured, or while its change waits for
+	// approval, the one before (see policychange.go).
+	configured *Approvals
+	inForce    atomic.Pointer[Approvals]
 	// policies are every policy read so far, the one in force among
 	// them: requests are decided by the policy they record.
 	policies history
@@ -169,7 +172,7 @@ func WithAccess(a Access) Option { return func(e *Engine) { e.access = a } }
 func WithKeys(k *Keys) Option { return func(e *Engine) { e.keys = k } }
 
 // WithApprovals sets the approval policy (default DefaultPolicy).
-func WithApprovals(a *Approvals) Option { return func(e *Engine) { e.approvals = a } }
+func WithApprovals(a *Approvals) Option { return func(e *Engine) { e.configured = a } }
 
 // WithInDoubtAfter sets how long a call must have stood still before a
 // person may resolve it (default DefaultInDoubtAfter).
@@ -194,14 +197,14 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 	if e.keys == nil {
 		return nil, Errorf(Invalid, "no signing key: decisions could not be given receipts")
 	}
-	if e.approvals == nil {
+	if e.configured == nil {
 		a, err := CompilePolicy(DefaultPolicy)
 		if err != nil {
 			return nil, err
 		}
-		e.approvals = a
+		e.configured = a
 	}
-	e.policies.put(e.approvals)
+	e.setPolicy(e.configured)
 	for _, t := range tools {
 		if err := validName("tool name", t.Name); err != nil {
 			return nil, err
@@ -230,7 +233,7 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 			e.schemas[t.Name] = s
 		}
 	}
-	for label, r := range e.approvals.All() {
+	for label, r := range e.configured.All() {
 		for _, st := range r.Escalate {
 			for _, name := range st.Notify {
 				if e.endpoint(name) == nil {
@@ -244,7 +247,7 @@ func New(s Store, tools []Tool, opts ...Option) (*Engine, error) {
 				"passkeys, which need the console's public URL, https (or http://localhost)", label, r.Name)
 		}
 	}
-	for _, tool := range e.approvals.Tools() {
+	for _, tool := range e.configured.Tools() {
 		if t, ok := e.tools[tool]; !ok || t.Reversibility != Irreversible {
 			return nil, Errorf(Invalid, "the approval policy has rules for %q, which is no IRREVERSIBLE tool: only those are approved", tool)
 		}

@@ -337,7 +337,7 @@ func (e *Engine) withPolicies(ctx context.Context, f func() (Saga, error)) (Saga
 		if _, lerr := e.policyOf(ctx, u.hash); lerr != nil {
 			if IsKind(lerr, NotFound) {
 				return s, &Error{Kind: Conflict, Msg: fmt.Sprintf("a request of this saga was made under approval policy %s, which never "+
-					"took effect here (this server runs %s): nothing is decided on it", short12(u.hash), short12(e.approvals.Hash))}
+					"took effect here (this server runs %s): nothing is decided on it", short12(u.hash), short12(e.policy().Hash))}
 			}
 			return s, lerr
 		}

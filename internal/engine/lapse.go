@@ -186,6 +186,9 @@ func (l *Lapser) Start(ctx context.Context) error {
 				}
 			}
 		}),
+		// A policy change another process executed takes effect here.
+		l.Engine.tries(log, cmp.Or(l.Every, lapseEvery), "reading the approval policy in force failed; trying again later",
+			l.Engine.RefreshPolicy),
 		l.Engine.tries(log, cmp.Or(l.All, lapseAllEvery), "reading every pending request's time from its journal failed; trying again later",
 			func(ctx context.Context) error {
 				_, err := l.Engine.LapseAll(ctx)

@@ -49,6 +49,7 @@ func (e *Engine) ExecuteApproved(ctx context.Context) (int, error) {
 			e.log.Warn("executing an approved request on approval failed; trying again later", "saga", q.SagaID, "seq", q.JournalSeq, "err", err)
 			continue
 		}
+		e.enacted(ctx, q.SagaID)
 		n++
 	}
 	return n, nil

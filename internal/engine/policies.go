@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"strings"
 	"sync"
@@ -44,13 +43,34 @@ func (h *history) put(a *Approvals) {
 	h.m[a.Hash] = a
 }
 
-// RecordPolicy makes the policy in force take effect: it journals its
-// document in PolicySaga unless the newest document there is this one.
-// A server calls it at start, before it takes requests. Errors:
-// Unavailable when the store is; Conflict when PolicySaga does not
-// verify.
-func (e *Engine) RecordPolicy(ctx context.Context) error {
-	return e.journalOwn(ctx, PolicySaga, PolicyTool, func(tx Tx, s *Saga) error {
+// RecordPolicy makes the policy the server was started with take effect,
+// or asks for it to: a server calls it at start, before it takes
+// requests. When the newest document in PolicySaga is another, the
+// configured one takes effect (its document journaled there) if that
+// one has no policyChange rules, or if there is none; otherwise the
+// server keeps deciding by the one in force and proposes the configured
+// one (see policychange.go), and RecordPolicy returns the proposal.
+// Errors: Unavailable when the store is; Conflict when PolicySaga does
+// not verify.
+func (e *Engine) RecordPolicy(ctx context.Context) (*Proposal, error) {
+	// The policy in force is read from a journal that verifies whole,
+	// against the global log: no server starts on a document put there
+	// behind the engine's back, or one that took effect unapproved.
+	snap, logged, err := e.snapshot(ctx, PolicySaga, false)
+	if err != nil {
+		return nil, err
+	}
+	if snap.Saga != nil {
+		if v, err := e.verify(ctx, snap, logged); err != nil || !v.Valid {
+			if err == nil {
+				err = Errorf(Conflict, "the journal of %s, which holds the approval policies, does not verify (%s)", PolicySaga, v.Message)
+			}
+			return nil, err
+		}
+	}
+	var proposal *Proposal
+	err = e.journalOwn(ctx, PolicySaga, PolicyTool, func(tx Tx, s *Saga) error {
+		proposal = nil
 		entries, err := tx.Entries(PolicySaga)
 		if err != nil {
 			return err
@@ -59,17 +79,38 @@ func (e *Engine) RecordPolicy(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if n := len(docs); n > 0 && docs[n-1].Hash == e.approvals.Hash {
+		want := e.configured
+		if n := len(docs); n > 0 && docs[n-1].Hash != want.Hash {
+			current, err := e.policyOf(ctx, docs[n-1].Hash)
+			if err != nil {
+				return err
+			}
+			if current.Gated() {
+				e.setPolicy(current)
+				if err := e.propose(tx, s, entries, current); err != nil {
+					return err
+				}
+				entries, err = tx.Entries(PolicySaga)
+				for _, p := range proposals(entries) {
+					if p.Hash == want.Hash {
+						proposal = &p
+					}
+				}
+				return err
+			}
+		}
+		e.setPolicy(want)
+		if n := len(docs); n > 0 && docs[n-1].Hash == want.Hash {
 			return nil
 		}
-		sig, err := e.keys.Sign(evidence.PolicyNote(e.approvals.Hash))
+		result, err := e.enact(ctx, Invocation{Input: want.Text})
 		if err != nil {
-			return fmt.Errorf("signing the policy document: %w", err)
+			return err
 		}
-		_, err = e.append(tx, s, PolicyTool, PhaseExecuted, e.approvals.Text,
-			Lines{{KeyPolicy, e.approvals.Hash}, {KeyReceipt, base64.StdEncoding.EncodeToString([]byte(sig))}}.String())
+		_, err = e.append(tx, s, PolicyTool, PhaseExecuted, want.Text, result)
 		return err
 	})
+	return proposal, err
 }
 
 // policyDocuments reads PolicySaga's journal: it must verify against its
@@ -83,6 +124,9 @@ func (e *Engine) policyDocuments(entries []Entry, s Saga) ([]PolicyDocument, err
 	}
 	var docs []PolicyDocument
 	for _, en := range entries {
+		if en.ToolName != PolicyTool || en.Phase != PhaseExecuted {
+			continue // a proposal, its votes and its execution's INTENT
+		}
 		d, err := evidence.OpenPolicy(en, e.keys.Verifier())
 		if err != nil {
 			return nil, &Error{Kind: Conflict, Msg: msgOf(err)}
@@ -102,10 +146,10 @@ func (e *Engine) Policies(ctx context.Context, p Principal) ([]PolicyDocument, s
 	}
 	snap, err := e.store.Snapshot(ctx, PolicySaga, false)
 	if err != nil || snap.Saga == nil {
-		return nil, e.approvals.Hash, err
+		return nil, e.policy().Hash, err
 	}
 	docs, err := e.policyDocuments(snap.Entries, *snap.Saga)
-	return docs, e.approvals.Hash, err
+	return docs, e.policy().Hash, err
 }
 
 // policyOf returns the compiled policy of a hash: the one in force, or one
@@ -143,7 +187,8 @@ func (e *Engine) policyOf(ctx context.Context, hash string) (*Approvals, error) 
 // known returns the policy in force and every other that took effect,
 // compiled. Errors as Policy.
 func (e *Engine) known(ctx context.Context) ([]*Approvals, error) {
-	out := []*Approvals{e.approvals}
+	inForce := e.policy()
+	out := []*Approvals{inForce}
 	snap, err := e.store.Snapshot(ctx, PolicySaga, false)
 	if err != nil || snap.Saga == nil {
 		return out, err
@@ -152,7 +197,7 @@ func (e *Engine) known(ctx context.Context) ([]*Approvals, error) {
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{e.approvals.Hash: true}
+	seen := map[string]bool{inForce.Hash: true}
 	for _, d := range docs {
 		if seen[d.Hash] {
 			continue
@@ -181,7 +226,7 @@ func (e *Engine) voter(ctx context.Context, p Principal) (*Voter, error) {
 	}
 	for _, a := range all {
 		seen := map[string]bool{}
-		for _, tool := range append(a.Tools(), "") {
+		for _, tool := range append(a.Tools(), "", PolicyTool) {
 			for _, r := range a.Rules(tool) {
 				if !seen[r.Name] && r.Eligible(p.Roles, p.Groups) {
 					seen[r.Name] = true
@@ -209,7 +254,7 @@ func (e *Engine) ruleOf(ctx context.Context, gated Entry) (Rule, error) {
 	if IsKind(err, NotFound) {
 		return Rule{}, &Error{Kind: Conflict, SagaID: gated.SagaID, Seq: gated.Seq, Msg: fmt.Sprintf(
 			"the request at seq=%d was made under approval policy %s, which never took effect here (this server runs %s): "+
-				"nothing is decided on it", gated.Seq, short12(hash), short12(e.approvals.Hash))}
+				"nothing is decided on it", gated.Seq, short12(hash), short12(e.policy().Hash))}
 	}
 	if err != nil {
 		return Rule{}, err

@@ -130,7 +130,8 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 		if l != nil && l.Closing == ClosedResumed {
 			if c, ok, err := st.find(sagaID, tx.Call); err != nil || ok {
 				// This resume's INTENT committed: it runs now.
-				call, tool, refusal, ranOut = c, e.tools[c.ToolName], "", false
+				call, refusal, ranOut = c, "", false
+				tool, _ = e.tool(c.ToolName)
 				return err
 			}
 			return &errResumed{intent: l.Closed}
@@ -148,7 +149,7 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 				return err
 			}
 			var ok bool
-			if tool, ok = e.tools[gated.ToolName]; !ok {
+			if tool, ok = e.tool(gated.ToolName); !ok {
 				return &Error{Kind: NotFound, Msg: fmt.Sprintf("tool %q is not registered", gated.ToolName)}
 			}
 			if b.life.SupersededBy != 0 {

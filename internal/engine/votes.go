@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -80,6 +81,7 @@ func (e *Engine) approve(ctx context.Context, p Principal, sagaID string, seq in
 		e.log.Warn("executing a request on approval failed; trying again later", "saga", sagaID, "seq", seq, "err", xerr)
 	} else {
 		d.Status = rr.Status
+		e.enacted(ctx, sagaID)
 	}
 	return d, nil
 }
@@ -94,8 +96,12 @@ func (e *Engine) Reject(ctx context.Context, p Principal, sagaID string, seq int
 	return e.reject(ctx, p, sagaID, seq, reason, cast{})
 }
 
-// reject is Reject, cast as c says.
+// reject is Reject, cast as c says. A proposed policy change is not a
+// saga to end: rejecting it sends it back, the policy in force staying.
 func (e *Engine) reject(ctx context.Context, p Principal, sagaID string, seq int64, reason string, c cast) (Decision, error) {
+	if sagaID == PolicySaga {
+		return e.requestChanges(ctx, p, sagaID, seq, cmp.Or(reason, "rejected: the policy in force stays"), c)
+	}
 	var d Decision
 	s, err := e.decide(ctx, p, ActReject, sagaID, seq, reason, c, func(tx Tx, s *Saga, b bound, at time.Time) error {
 		var err error

@@ -168,7 +168,8 @@ func workload(t *testing.T, e *engine.Engine, l *tlog.Log) {
 			t.Fatal(err)
 		}
 	}
-	must(e.RecordPolicy(ctx))
+	_, err := e.RecordPolicy(ctx)
+	must(err)
 	for _, saga := range []string{"a", "b", "c"} {
 		_, err := e.Call(ctx, benchAgent, saga, "reserveInventory", "{}")
 		must(err)
@@ -176,7 +177,7 @@ func workload(t *testing.T, e *engine.Engine, l *tlog.Log) {
 		must(err)
 	}
 	// Votes taken back and a request sent back.
-	_, err := e.Approve(ctx, benchApprover, "c", 3, "ok")
+	_, err = e.Approve(ctx, benchApprover, "c", 3, "ok")
 	must(err)
 	_, err = e.Withdraw(ctx, benchApprover, "c", 3, "not yet")
 	must(err)

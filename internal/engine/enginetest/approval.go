@@ -250,7 +250,7 @@ func testPolicyChange(t *testing.T, v *env) {
 	if _, _, err := v.e.Policies(ctx, auditor); !engine.IsKind(err, engine.Conflict) || !strings.Contains(err.Error(), "no policy document the key signed") {
 		t.Errorf("Policies with a forged document: %v; want Conflict naming it", err)
 	}
-	if err := v.e.RecordPolicy(ctx); !engine.IsKind(err, engine.Conflict) {
+	if _, err := v.e.RecordPolicy(ctx); !engine.IsKind(err, engine.Conflict) {
 		t.Errorf("RecordPolicy over a forged document: %v; want Conflict", err)
 	}
 }

@@ -91,6 +91,7 @@ var scenarios = []scenario{
 	{"DevClocks", withEnv(testDevClocks)},
 	{"EditedRows", withEnv(testEditedRows)},
 	{"PolicyChange", withEnv(testPolicyChange)},
+	{"PolicyChangeGated", withEnv(testPolicyChangeGated)},
 	{"VoteRace", testVoteRace},
 	{"Thresholds", withEnv(testThresholds)},
 	{"ThresholdRace", testThresholdRace},

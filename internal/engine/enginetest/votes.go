@@ -75,7 +75,7 @@ func (v *env) useApprovals(a *engine.Approvals, opts ...engine.Option) *engine.A
 	v.t.Helper()
 	v.opts = append([]engine.Option{engine.WithApprovals(a)}, opts...)
 	v.e, v.log = v.engine(v.db)
-	if err := v.e.RecordPolicy(context.Background()); err != nil {
+	if _, err := v.e.RecordPolicy(context.Background()); err != nil {
 		v.t.Fatal(err)
 	}
 	return a

@@ -1,0 +1,133 @@
+package enginetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
+)
+
+// gatedPolicy is votePolicy whose own change needs one from treasury.
+var gatedPolicy = engine.PolicySpec{Tools: votePolicy.Tools,
+	PolicyChange: []engine.RuleSpec{{Name: "change", Approvers: []string{"treasury"}}}}
+
+// laxPolicy lets one approver approve any transfer, and its own change
+// needs no one.
+var laxPolicy = engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {{Name: "lax"}}}}
+
+// testPolicyChangeGated: under a policy whose change needs approval, a
+// server started with a laxer one keeps deciding by the one in force and
+// proposes the new one, once however often it starts; approved under
+// the policyChange rule, it takes effect — in this process at once, in
+// another within its next refresh — and requests made before stay
+// decided by the rule they pinned; rejected, it is sent back and the
+// policy in force stays. PolicySaga verifies throughout.
+func testPolicyChangeGated(t *testing.T, v *env) {
+	ctx := context.Background()
+	gated := v.usePolicy(gatedPolicy)
+	if p, err := v.e.RecordPolicy(ctx); err != nil || p != nil || v.e.Policy().Hash != gated.Hash {
+		t.Fatalf("RecordPolicy(gated, again) = %+v, %v; want it in force, nothing proposed", p, err)
+	}
+	other, _ := v.engine(v.open()) // another process, already running the gated policy
+	if _, err := other.RecordPolicy(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Started with the laxer policy: nothing changes until approved.
+	lax, err := engine.CompilePolicy(laxPolicy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.opts = []engine.Option{engine.WithApprovals(lax)}
+	v.e, v.log = v.engine(v.db)
+	var proposal *engine.Proposal
+	for range 2 { // started twice: proposed once
+		if proposal, err = v.e.RecordPolicy(ctx); err != nil || proposal == nil || proposal.Hash != lax.Hash {
+			t.Fatalf("RecordPolicy(lax) under the gated policy = %+v, %v; want the lax one proposed", proposal, err)
+		}
+	}
+	if ps, err := v.e.Proposals(ctx, auditor); err != nil || len(ps) != 1 {
+		t.Fatalf("Proposals = %+v, %v; want one", ps, err)
+	}
+	if v.e.Policy().Hash != gated.Hash {
+		t.Fatalf("in force while the lax policy waits: %s; want the gated one", v.e.Policy().Hash)
+	}
+	before := v.gateLarge("before", agent)
+	if g := v.journal("before")[before-1]; g.Field(engine.KeyRule) != "large" || g.Field(engine.KeyPolicy) != gated.Hash {
+		t.Errorf("a request while the change waits is under rule %s of %s; want large of the gated policy", g.Field(engine.KeyRule),
+			g.Field(engine.KeyPolicy))
+	}
+	rv := v.review(engine.PolicySaga, proposal.Request)
+	if rv.State != engine.StateUndecided || rv.Rule == nil || rv.Rule.Name != "change" {
+		t.Fatalf("the proposal's review: %s, rule %+v; want undecided under rule change", rv.State, rv.Rule)
+	}
+	_, err = v.e.Approve(ctx, carol, engine.PolicySaga, proposal.Request, "")
+	testkit.WantKind(t, "an approval of the change by carol, in no group of its rule", err, engine.Forbidden)
+	if _, err := v.e.Resume(ctx, agent, engine.PolicySaga, proposal.Request, lax.Text); err == nil {
+		t.Errorf("an agent's resume of the proposal ran")
+	}
+
+	// bob, of treasury, approves: the server enacts it.
+	if _, err := v.e.Approve(ctx, bob, engine.PolicySaga, proposal.Request, ""); err != nil {
+		t.Fatalf("bob's approval of the change: %v", err)
+	}
+	if v.e.Policy().Hash != lax.Hash {
+		t.Fatalf("in force after the approval: %s; want the lax policy", v.e.Policy().Hash)
+	}
+	if ps, err := v.e.Proposals(ctx, auditor); err != nil || len(ps) != 0 {
+		t.Errorf("Proposals after it took effect = %+v, %v; want none", ps, err)
+	}
+	docs, inForce, err := v.e.Policies(ctx, auditor)
+	if err != nil || inForce != lax.Hash || len(docs) == 0 || docs[len(docs)-1].Hash != lax.Hash {
+		t.Fatalf("Policies = %d documents, in force %s, %v; want the lax one newest and in force", len(docs), inForce, err)
+	}
+	r, err := v.e.Call(ctx, agent, "after", "sendWireTransfer", large)
+	if err != nil || r.Outcome != engine.OutcomeAwaitingApproval || v.journal("after")[r.Seq-1].Field(engine.KeyRule) != "lax" {
+		t.Errorf("a request after the change = %+v, %v; want it under rule lax", r, err)
+	}
+	if rv := v.review("before", before); rv.Rule == nil || rv.Rule.Name != "large" || rv.Rule.Quorum != 2 {
+		t.Errorf("the request made before the change is decided by %+v; want large's quorum of 2, as it pinned", rv.Rule)
+	}
+	// The other process decides by the gated policy until it reads the
+	// journal again.
+	if other.Policy().Hash != gated.Hash {
+		t.Errorf("the other process changed policy before reading it")
+	}
+	if err := other.RefreshPolicy(ctx); err != nil || other.Policy().Hash != lax.Hash {
+		t.Errorf("the other process after RefreshPolicy: %s, %v; want the lax policy", other.Policy().Hash, err)
+	}
+	if got := v.verify(engine.PolicySaga); !got.Valid {
+		t.Errorf("Verify(%s) = %+v", engine.PolicySaga, got)
+	}
+
+	// The lax policy has no policyChange rules: the next takes effect at
+	// start, and it says a change needs treasury again. A proposal
+	// rejected is sent back; the policy stays.
+	gated = v.usePolicy(gatedPolicy)
+	strict := gatedPolicy
+	strict.Tools = map[string][]engine.RuleSpec{"sendWireTransfer": {{Name: "strict", Quorum: 3}}}
+	sa, err := engine.CompilePolicy(strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.opts = []engine.Option{engine.WithApprovals(sa)}
+	v.e, v.log = v.engine(v.db)
+	if proposal, err = v.e.RecordPolicy(ctx); err != nil || proposal == nil {
+		t.Fatalf("RecordPolicy(strict) = %+v, %v; want it proposed", proposal, err)
+	}
+	d, err := v.e.Reject(ctx, bob, engine.PolicySaga, proposal.Request, "three is too many")
+	if err != nil || d.Decided != engine.DecidedChanges {
+		t.Fatalf("bob's rejection of the change = %+v, %v; want it sent back", d, err)
+	}
+	if v.e.Policy().Hash != gated.Hash {
+		t.Errorf("in force after the rejection: %s; want the gated policy still", v.e.Policy().Hash)
+	}
+	if st := v.status(engine.PolicySaga); st != wire.Completed {
+		t.Errorf("%s after the rejection: %s; want it completed, not compensated", engine.PolicySaga, st)
+	}
+	if got := v.verify(engine.PolicySaga); !got.Valid {
+		t.Errorf("Verify(%s) after the rejection = %+v", engine.PolicySaga, got)
+	}
+}
