@@ -105,6 +105,18 @@ type PolicyDocument struct {
 type Policies struct {
 	InForce   string           `json:"inForce"`
 	Documents []PolicyDocument `json:"documents"`
+	// Proposals wait for approval to take effect, oldest first.
+	Proposals []PolicyProposal `json:"proposals"`
+}
+
+// PolicyProposal is an approval policy waiting for approval under the
+// policyChange rules of the one in force: Request, in PolicySaga
+// ("sagacity:policies"), is approved as any request.
+type PolicyProposal struct {
+	SHA256  string    `json:"sha256"`
+	Since   time.Time `json:"since"`
+	Request int64     `json:"request"`
+	Text    string    `json:"text"`
 }
 
 // RequestState is what became of one request, as the MCP gateway's

@@ -24,11 +24,16 @@ func (h *Handlers) RequestChanges(w http.ResponseWriter, r *http.Request) error 
 // whole document and hash, and names the one in force:
 // GET /sagacity/policies.
 func (h *Handlers) Policies(w http.ResponseWriter, r *http.Request) error {
-	docs, inForce, err := h.Engine.Policies(r.Context(), auth.From(r.Context()))
+	p := auth.From(r.Context())
+	docs, inForce, err := h.Engine.Policies(r.Context(), p)
 	if err != nil {
 		return err
 	}
-	return edge.WriteJSON(w, http.StatusOK, PoliciesOf(docs, inForce))
+	proposals, err := h.Engine.Proposals(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	return edge.WriteJSON(w, http.StatusOK, PoliciesOf(docs, inForce, proposals))
 }
 
 // Requests says what became of each request of a saga, as its agent

@@ -154,10 +154,13 @@ func SagaRequestsOf(s engine.Saga, reqs []engine.Review) wire.SagaRequests {
 }
 
 // PoliciesOf are the policy documents that took effect, on the wire.
-func PoliciesOf(docs []engine.PolicyDocument, inForce string) wire.Policies {
-	out := wire.Policies{InForce: inForce, Documents: []wire.PolicyDocument{}}
+func PoliciesOf(docs []engine.PolicyDocument, inForce string, proposals []engine.Proposal) wire.Policies {
+	out := wire.Policies{InForce: inForce, Documents: []wire.PolicyDocument{}, Proposals: []wire.PolicyProposal{}}
 	for _, d := range docs {
 		out.Documents = append(out.Documents, wire.PolicyDocument{SHA256: d.Hash, Since: d.Since.UTC(), Seq: d.Seq, Text: d.Text})
+	}
+	for _, p := range proposals {
+		out.Proposals = append(out.Proposals, wire.PolicyProposal{SHA256: p.Hash, Since: p.Since.UTC(), Request: p.Request, Text: p.Text})
 	}
 	return out
 }

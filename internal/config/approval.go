@@ -16,6 +16,9 @@ import (
 type yamlApproval struct {
 	Default *[]yamlRule           `yaml:"default"`
 	Tools   map[string][]yamlRule `yaml:"tools"`
+	// PolicyChange are the rules a change of this policy needs
+	// (engine.PolicySpec.PolicyChange).
+	PolicyChange []yamlRule `yaml:"policyChange"`
 }
 
 type yamlRule struct {
@@ -53,7 +56,7 @@ type yamlStep struct {
 // user reads "fail closed" and would not expect them to go by one
 // approver unasked.
 func checkApproval(y yamlApproval, gated []string) (*engine.Approvals, error) {
-	if y.Default == nil && len(y.Tools) == 0 {
+	if y.Default == nil && len(y.Tools) == 0 && len(y.PolicyChange) == 0 {
 		return nil, nil
 	}
 	if y.Default == nil {
@@ -111,6 +114,9 @@ func checkApproval(y yamlApproval, gated []string) (*engine.Approvals, error) {
 		if spec.Tools[tool], err = rules("tool "+tool, rs); err != nil {
 			return nil, err
 		}
+	}
+	if spec.PolicyChange, err = rules("policyChange", y.PolicyChange); err != nil {
+		return nil, err
 	}
 	a, err := engine.CompileDevPolicy(spec)
 	if err != nil {

@@ -18,7 +18,15 @@ func (h *Handlers) Policy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	proposals, err := h.Engine.Proposals(r.Context(), auth.From(r.Context()))
+	if err != nil {
+		return err
+	}
 	v := templates.PolicyPage{Chrome: h.chrome(r, "Approval policy", "/policy"), InForce: inForce}
+	for _, p := range proposals {
+		v.Proposals = append(v.Proposals, templates.PolicyProposal{Hash: p.Hash, Since: h.when(p.Since),
+			Href: templates.RequestHref(engine.PolicySaga, p.Request)})
+	}
 	for _, d := range slices.Backward(docs) {
 		a, err := engine.ParsePolicy(d.Text)
 		doc := templates.PolicyDoc{Hash: d.Hash, Since: h.when(d.Since), Current: d.Hash == inForce,

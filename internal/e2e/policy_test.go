@@ -88,3 +88,100 @@ func TestPolicyRestart(t *testing.T) {
 		})
 	}
 }
+
+// policySaga is the server's own saga of approval policies.
+const policySaga = "sagacity:policies"
+
+// TestPolicyChangeWalkthrough replays the README's "Changing the
+// policy", on both stores, with the real binary: started with its
+// policy, then with a laxer approval: section, the server keeps deciding
+// by the one in force and proposes the new one; one approval of the
+// proposal changes nothing, the second puts it in force, and the policy
+// saga verifies with both approvals.
+func TestPolicyChangeWalkthrough(t *testing.T) {
+	readme := testkit.ReadmeBlock(t, "policy change")
+	for _, db := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{{"postgres", testkit.PostgresURL}, {"sqlite", testkit.SQLiteURL}} {
+		t.Run(db.name, func(t *testing.T) {
+			f := newFixture(t, 60*time.Second)
+			ctx := f.ctx
+			dbURL := db.url(t)
+			config := func(name, approval string) string {
+				base, err := os.ReadFile(f.config)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := filepath.Join(t.TempDir(), name+".yaml")
+				if err := os.WriteFile(p, append(base, []byte(approval)...), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			gatedConfig := config("gated", readme)
+			laxConfig := config("lax", "approval:\n  default: [{name: default}]\n  tools:\n    "+toolWire+": [{name: one}]\n")
+			srv := newServer(t, "sagacity", f.env("sagacity", dbURL, map[string]string{"SAGACITY_CONFIG": gatedConfig}))
+			srv.start()
+			agent, first, second := f.initiator(0), f.approvers.take(srv), f.approvers2.take(srv)
+			policies := func() sagacity.Policies {
+				t.Helper()
+				var p sagacity.Policies
+				if ans := f.auditor.ask(ctx, srv, func(ctx context.Context, api *sagacity.Client) (err error) {
+					p, err = api.Policies(ctx)
+					return err
+				}); !ans.is(200) {
+					t.Fatalf("GET /sagacity/policies: %s", ans)
+				}
+				return p
+			}
+			rule := func(saga string) (string, int) {
+				t.Helper()
+				agent.call(ctx, srv, saga, toolReserve, `{"sku":"desk","qty":1}`)
+				agent.call(ctx, srv, saga, toolWire, wire)
+				ans, l := f.auditor.approvals(ctx, srv, saga)
+				if !ans.is(200) || len(l.Approvals) != 1 {
+					t.Fatalf("the request of %s: %s %+v", saga, ans, l)
+				}
+				return l.Approvals[0].Rule, l.Approvals[0].Quorum
+			}
+			gated := policies().InForce
+			srv.kill()
+
+			// 1. Restarted with a laxer section: proposed, not in force.
+			srv = newServer(t, "sagacity", f.env("sagacity", dbURL, map[string]string{"SAGACITY_CONFIG": laxConfig}))
+			srv.start()
+			if out := srv.log.String(); !strings.Contains(out, "waits for approval under the policy in force") {
+				t.Errorf("the server's log says nothing of the change waiting:\n%s", out)
+			}
+			p := policies()
+			if p.InForce != gated || len(p.Proposals) != 1 || !strings.Contains(p.Proposals[0].Text, `"name":"one"`) {
+				t.Fatalf("GET /sagacity/policies after the restart = %+v; want the gated policy in force, the lax one proposed", p)
+			}
+			proposal := p.Proposals[0].Request
+			// 2. A transfer meanwhile still takes two.
+			if r, q := rule("meanwhile"); r != "two" || q != 2 {
+				t.Errorf("a transfer while the change waits: rule %s, quorum %d; want two, 2", r, q)
+			}
+			// 3. Two approvals of the proposal put it in force.
+			if ans, d := first.approve(ctx, srv, policySaga, proposal); !ans.is(200) || d.Votes != 1 || d.Quorum != 2 {
+				t.Fatalf("the first approval of the change: %s %+v; want vote 1 of 2", ans, d)
+			}
+			if p := policies(); p.InForce != gated {
+				t.Errorf("in force after one approval of two: %s; want the gated policy", p.InForce)
+			}
+			if ans, d := second.approve(ctx, srv, policySaga, proposal); !ans.is(200) || d.Votes != 2 {
+				t.Fatalf("the second approval of the change: %s %+v", ans, d)
+			}
+			if p := policies(); p.InForce == gated || len(p.Proposals) != 0 || p.Documents[len(p.Documents)-1].SHA256 != p.InForce {
+				t.Fatalf("GET /sagacity/policies after two approvals = %+v; want the lax policy in force, nothing proposed", p)
+			}
+			if r, q := rule("after"); r != "one" || q != 1 {
+				t.Errorf("a transfer after the change: rule %s, quorum %d; want one, 1", r, q)
+			}
+			if ans, v := f.auditor.verify(ctx, srv, policySaga); !ans.is(200) || !v.Valid || !strings.Contains(v.Message, "rule change") {
+				t.Errorf("verify %s: %s %+v; want it valid, naming the change's rule", policySaga, ans, v)
+			}
+		})
+	}
+}

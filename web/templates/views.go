@@ -165,6 +165,15 @@ type PolicyPage struct {
 	Chrome
 	InForce   string
 	Documents []PolicyDoc
+	// Proposals wait for approval to take effect: each a link to its
+	// request.
+	Proposals []PolicyProposal
+}
+
+// PolicyProposal is a policy document waiting for approval.
+type PolicyProposal struct {
+	Hash, Href string
+	Since      Time
 }
 
 // PolicyDoc is one policy document as it took effect.
