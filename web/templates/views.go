@@ -165,6 +165,15 @@ type PolicyPage struct {
 	Chrome
 	InForce   string
 	Documents []PolicyDoc
+	// Health says whether the people the server knows can meet each rule
+	// of the policy in force (engine.RuleHealth).
+	Health []RuleHealth
+}
+
+// RuleHealth is whether the people known can meet one rule.
+type RuleHealth struct {
+	Where, Rule, Says string
+	Unmeetable        bool
 }
 
 // PolicyDoc is one policy document as it took effect.
