@@ -48,6 +48,10 @@ const (
 	// EventHalted: the database does not match the log's checkpoints;
 	// no IRREVERSIBLE tool runs until it does.
 	EventHalted EventType = "log.halted"
+	// EventUnmeetable: the people the server knows cannot meet an
+	// approval rule of the policy in force (Rule): its requests would
+	// wait until they expire. Told once per rule and what it says.
+	EventUnmeetable EventType = "policy.unmeetable"
 )
 
 // Event is a notification's body (the Standard Webhooks payload a
@@ -65,7 +69,7 @@ type Event struct {
 	Message string `json:"message"`
 	// SagaID and JournalSeq name the request (its AWAITING_APPROVAL
 	// entry) or the call (its INTENT) the event is about; neither for
-	// log.halted.
+	// log.halted and policy.unmeetable.
 	SagaID     string `json:"sagaId,omitempty"`
 	JournalSeq int64  `json:"journalSeq,omitempty"`
 	Tool       string `json:"tool,omitempty"`

@@ -106,7 +106,7 @@ func serve(ctx context.Context, environ []string, stdout io.Writer) error {
 		Every: app.Intervals{Check: cfg.File.Log.CheckEvery, FullCheck: cfg.File.Log.FullCheckEvery},
 		Engine: []engine.Option{engine.WithMaxInput(int(cfg.File.Policy.MaxBodyBytes)),
 			engine.WithAccess(engine.Access{ShareSagas: cfg.File.Policy.ShareSagas}), engine.WithApprovals(cfg.File.Approvals),
-			engine.WithNotifications(cfg.Endpoints)},
+			engine.WithNotifications(cfg.Endpoints), engine.WithPeople(configuredPeople(cfg))},
 		Server: opts})
 	switch {
 	case errors.Is(err, tlog.ErrKey):
@@ -305,6 +305,24 @@ func configuredTools(cfg config.Config, db *store.DB, upstream []engine.Tool) ([
 		}
 	}
 	return tools, nil
+}
+
+// configuredPeople are the people team health knows without a sign-in:
+// the tokens in tokens mode; in dev mode with the demo, the people its
+// sign-in page offers.
+func configuredPeople(cfg config.Config) []engine.Person {
+	var out []engine.Person
+	switch {
+	case cfg.Auth == auth.ModeTokens:
+		for _, t := range cfg.File.Tokens {
+			out = append(out, engine.Person{ID: t.Name, Auth: engine.AuthToken, Roles: t.Roles, Groups: t.Groups})
+		}
+	case cfg.Auth == auth.ModeDev && cfg.Demo:
+		for _, p := range demo.People {
+			out = append(out, engine.Person{ID: p.ID, Auth: engine.AuthDev, Roles: p.Roles, Groups: p.Groups})
+		}
+	}
+	return out
 }
 
 // authOptions builds who-is-calling for the configured mode: sessions for

@@ -143,6 +143,9 @@ func Build(ctx context.Context, p Parts) (*App, error) {
 	gw := mcpgw.New(ctx, eng, p.Version, p.MCPHold, p.Logger)
 	o.MCP = gw
 	o.Console.Engine = eng
+	if o.Console.Sessions != nil {
+		o.Console.Sessions.Known = eng // team health counts who signs in
+	}
 	ev := p.Every
 	svcs := []service.Service{
 		&tlog.Checker{Log: lg, Every: ev.Check, FullEvery: ev.FullCheck, Logger: p.Logger},

@@ -82,6 +82,11 @@ type Sessions struct {
 	// plain-http loopback runs without it, where browsers would drop them.
 	Secure bool
 	Now    func() time.Time
+	// Known, when set, is told of each sign-in: the engine, whose team
+	// health counts the people who signed in.
+	Known interface {
+		SignedIn(ctx context.Context, p engine.Principal) error
+	}
 }
 
 // cookie names a cookie: __Host-<name> when Secure.
@@ -169,6 +174,11 @@ func (s *Sessions) SignIn(w http.ResponseWriter, r *http.Request, p engine.Princ
 	ss.Seal = s.seal(ss)
 	if err := s.Store.PutSession(r.Context(), ss); err != nil {
 		return err
+	}
+	if s.Known != nil {
+		if err := s.Known.SignedIn(r.Context(), p); err != nil {
+			return err
+		}
 	}
 	s.set(w, "sagacity", id, int(AbsoluteTimeout.Seconds()))
 	return nil

@@ -12,7 +12,8 @@ import (
 // Policy is the approval policy page: GET /policy. It shows the rules in
 // force per tool, and every policy document that took effect, newest
 // first, with its hash (what requests pin) and the entry of the server's
-// own saga that keeps it in the log.
+// own saga that keeps it in the log; and whether the people the server
+// knows can meet each rule in force (team health).
 func (h *Handlers) Policy(w http.ResponseWriter, r *http.Request) error {
 	docs, inForce, err := h.Engine.Policies(r.Context(), auth.From(r.Context()))
 	if err != nil {
@@ -22,10 +23,17 @@ func (h *Handlers) Policy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	health, err := h.Engine.Health(r.Context(), auth.From(r.Context()))
+	if err != nil {
+		return err
+	}
 	v := templates.PolicyPage{Chrome: h.chrome(r, "Approval policy", "/policy"), InForce: inForce}
 	for _, p := range proposals {
 		v.Proposals = append(v.Proposals, templates.PolicyProposal{Hash: p.Hash, Since: h.when(p.Since),
 			Href: templates.RequestHref(engine.PolicySaga, p.Request)})
+	}
+	for _, rh := range health {
+		v.Health = append(v.Health, templates.RuleHealth{Where: rh.Where, Rule: rh.Rule.Name, Says: rh.Says, Unmeetable: rh.Unmeetable})
 	}
 	for _, d := range slices.Backward(docs) {
 		a, err := engine.ParsePolicy(d.Text)

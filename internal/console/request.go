@@ -328,6 +328,7 @@ func (h *Handlers) clock(s *templates.RequestStatus, rv engine.Review) {
 			not = append(not, strings.Join(voted, ", ")+", who approved")
 		}
 		s.Others = fmt.Sprintf("Anyone in %s may vote, except %s.", strings.Join(stillShort(rv), " or "), strings.Join(not, ", "))
+		s.Unmeetable = rv.Unmeetable
 	}
 }
 

@@ -150,6 +150,8 @@ type Engine struct {
 	runners runners
 	// audit is the verification of every saga under way (VerifyAll).
 	audit audit
+	// people are the people known, as team health reads them.
+	people people
 }
 
 // Option configures an Engine.

@@ -154,7 +154,8 @@ func (e *Engine) endpoint(name string) *Endpoint {
 }
 
 // Notice tells of what happened without a person: escalation steps that
-// are due, calls that fell in doubt, executions halting. Errors:
+// are due, calls that fell in doubt, rules the people known cannot meet,
+// executions halting. Errors:
 // Unavailable when the store is.
 func (e *Engine) Notice(ctx context.Context) error {
 	if len(e.endpoints) == 0 {
@@ -180,6 +181,9 @@ func (e *Engine) Notice(ctx context.Context) error {
 			"a person must find out what it did", c.ToolName, c.SagaID, c.Seq, c.StartedAt.UTC().Format(time.RFC3339))); err != nil {
 			return err
 		}
+	}
+	if err := e.noticeHealth(ctx); err != nil {
+		return err
 	}
 	if why := e.Halted(); why != "" {
 		sum := sha256.Sum256([]byte(why))

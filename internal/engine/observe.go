@@ -262,6 +262,15 @@ func (w watched) OutboxStats(ctx context.Context) ([]EndpointStats, error) {
 	return ss, failing(ctx, w.obs, err)
 }
 
+func (w watched) RecordPerson(ctx context.Context, p Person) error {
+	return failing(ctx, w.obs, w.s.RecordPerson(ctx, p))
+}
+
+func (w watched) People(ctx context.Context, limit int) ([]Person, error) {
+	ps, err := w.s.People(ctx, limit)
+	return ps, failing(ctx, w.obs, err)
+}
+
 func (w watched) RecordVerified(ctx context.Context, v Verified) error {
 	return failing(ctx, w.obs, w.s.RecordVerified(ctx, v))
 }

@@ -89,6 +89,9 @@ type Backlog struct {
 	// Outbox is how the notifications' deliveries stand, by endpoint;
 	// none without notifications.
 	Outbox []EndpointStats
+	// Unmeetable counts the rules of the policy in force that the people
+	// known cannot meet (RuleHealth.Unmeetable).
+	Unmeetable int
 }
 
 // Backlog counts what waits for people: pending requests by tool, how
@@ -111,6 +114,9 @@ func (e *Engine) Backlog(ctx context.Context) (Backlog, error) {
 		return Backlog{}, err
 	}
 	b.InDoubt = len(calls)
+	if b.Unmeetable, err = e.unmeetableRules(ctx); err != nil {
+		return Backlog{}, err
+	}
 	if len(e.endpoints) == 0 {
 		return b, nil
 	}

@@ -96,6 +96,11 @@ type Review struct {
 	// Executors is who may execute it once it is approved, as Can allows
 	// ActResume on its saga (Review fills it in; Requests does not).
 	Executors Executors
+	// Unmeetable says why the people the server knows cannot meet what
+	// the pending request still needs under its rule, its requester and
+	// initiator left out: it would wait until it expires. "" when they
+	// can, or it is not pending (Review fills it in; Requests does not).
+	Unmeetable string
 }
 
 // Review reads one request, pending or not, with its saga. NotFound when
@@ -182,6 +187,11 @@ func (e *Engine) review(ctx context.Context, p Principal, sagaID string, seq int
 	}
 	if r.Pending {
 		r.WouldUndo, r.StaysDone = e.undoPlan(snap.Calls)
+	}
+	if r.State == StateUndecided && r.Rule != nil {
+		if r.Unmeetable, err = e.unmeetable(ctx, *r.Rule, r.Tally, r.Gated.Field(KeyRequester), r.Saga.Initiator); err != nil {
+			return Review{}, err
+		}
 	}
 	for i := seq - 2; i >= 0; i-- {
 		if es[i].Phase == PhaseAwaitingApproval && es[i].ToolName == r.Gated.ToolName {

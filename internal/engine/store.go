@@ -114,6 +114,13 @@ type Store interface {
 	// OutboxStats says how each endpoint's deliveries stand, by name.
 	OutboxStats(ctx context.Context) ([]EndpointStats, error)
 
+	// RecordPerson keeps p as what the server knows of its identity,
+	// unless it knows of a later sign-in already (a later SeenAt).
+	RecordPerson(ctx context.Context, p Person) error
+	// People returns the people known, the most recently seen first, at
+	// most limit.
+	People(ctx context.Context, limit int) ([]Person, error)
+
 	// RecordVerified keeps v as its saga's newest verification, unless
 	// one made later is kept already.
 	RecordVerified(ctx context.Context, v Verified) error

@@ -105,8 +105,8 @@ type Backlogger interface {
 }
 
 // Watch adds the gauges of e's backlog, read at each scrape: pending
-// requests by tool, the oldest one's age and the calls in doubt; and
-// whether executions are halted. Call it once.
+// requests by tool, the oldest one's age, the calls in doubt and the
+// rules the people known cannot meet; and whether executions are halted. Call it once.
 func (m *Recorder) Watch(e Backlogger) {
 	m.reg.MustRegister(&backlog{e: e,
 		halted: prometheus.NewDesc("sagacity_executions_halted",
@@ -121,6 +121,8 @@ func (m *Recorder) Watch(e Backlogger) {
 			[]string{"endpoint"}, nil),
 		outboxAge: prometheus.NewDesc("sagacity_outbox_oldest_age_seconds",
 			"How long the oldest notification not delivered yet has waited, by endpoint.", []string{"endpoint"}, nil),
+		unmeetable: prometheus.NewDesc("sagacity_unmeetable_rules",
+			"Approval rules of the policy in force that the people the server knows cannot meet (the console's policy page says why).", nil, nil),
 		held: prometheus.NewDesc("sagacity_held_calls",
 			"Calls this process holds until their request is decided (Prefer: wait, MCP calls and tasks).", nil, nil),
 	})
@@ -128,12 +130,12 @@ func (m *Recorder) Watch(e Backlogger) {
 
 // backlog is the collector of the backlog's gauges.
 type backlog struct {
-	e                                                         Backlogger
-	halted, pending, oldest, inDoubt, outbox, outboxAge, held *prometheus.Desc
+	e                                                                     Backlogger
+	halted, pending, oldest, inDoubt, outbox, outboxAge, held, unmeetable *prometheus.Desc
 }
 
 func (b *backlog) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{b.halted, b.pending, b.oldest, b.inDoubt, b.outbox, b.outboxAge, b.held} {
+	for _, d := range []*prometheus.Desc{b.halted, b.pending, b.oldest, b.inDoubt, b.outbox, b.outboxAge, b.held, b.unmeetable} {
 		ch <- d
 	}
 }
@@ -157,6 +159,7 @@ func (b *backlog) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(b.oldest, prometheus.GaugeValue, bl.Oldest.Seconds())
 	ch <- prometheus.MustNewConstMetric(b.inDoubt, prometheus.GaugeValue, float64(bl.InDoubt))
+	ch <- prometheus.MustNewConstMetric(b.unmeetable, prometheus.GaugeValue, float64(bl.Unmeetable))
 	for _, o := range bl.Outbox {
 		age := 0.0
 		if !o.Oldest.IsZero() {

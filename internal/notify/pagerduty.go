@@ -98,6 +98,8 @@ func alert(ev wire.Event) (action, key, severity string, ok bool) {
 		return "trigger", "sagacity/" + ev.SagaID + "/compensation", "error", true
 	case ev.Type == wire.EventHalted:
 		return "trigger", "sagacity/log-halted", "critical", true
+	case ev.Type == wire.EventUnmeetable:
+		return "trigger", "sagacity/unmeetable/" + ev.Rule, "warning", true
 	}
 	return "", "", "", false
 }

@@ -223,6 +223,8 @@ func (r *Relay) message(ctx context.Context, d engine.Delivery) Message {
 		ev.Link = base + "/in-doubt"
 	case ev.Type == wire.EventCompensationFailed:
 		ev.Link = base + templates.SagaHref(ev.SagaID)
+	case ev.Type == wire.EventUnmeetable:
+		ev.Link = base + "/policy"
 	default:
 		ev.Link = base + "/audit"
 	}

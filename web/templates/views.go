@@ -168,12 +168,21 @@ type PolicyPage struct {
 	// Proposals wait for approval to take effect: each a link to its
 	// request.
 	Proposals []PolicyProposal
+	// Health says whether the people the server knows can meet each rule
+	// of the policy in force (engine.RuleHealth).
+	Health []RuleHealth
 }
 
 // PolicyProposal is a policy document waiting for approval.
 type PolicyProposal struct {
 	Hash, Href string
 	Since      Time
+}
+
+// RuleHealth is whether the people known can meet one rule.
+type RuleHealth struct {
+	Where, Rule, Says string
+	Unmeetable        bool
 }
 
 // PolicyDoc is one policy document as it took effect.

@@ -158,7 +158,10 @@ type RequestStatus struct {
 	// while the votes are short.
 	Clock, Others string
 	Late          bool
-	Request       *Sibling // for the update loop's out-of-band refresh
+	// Unmeetable says why the people the server knows cannot meet what
+	// the request still needs (engine.Review.Unmeetable), "" when they can.
+	Unmeetable string
+	Request    *Sibling // for the update loop's out-of-band refresh
 }
 
 // Decision is a person's recorded decision (or the server's: an expiry).

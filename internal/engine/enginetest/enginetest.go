@@ -94,6 +94,7 @@ var scenarios = []scenario{
 	{"PolicyChangeGated", withEnv(testPolicyChangeGated)},
 	{"VoteRace", testVoteRace},
 	{"Thresholds", withEnv(testThresholds)},
+	{"TeamHealth", withEnv(testTeamHealth)},
 	{"ThresholdRace", testThresholdRace},
 	{"Passkeys", withEnv(testPasskeys)},
 	{"ForgedSessions", withEnv(testForgedSessions)},

@@ -103,6 +103,7 @@ var driverTests = []struct {
 	{"Store.InDoubt", true, testStoreInDoubt},
 	{"Store.Runners", true, testRunners},
 	// verified.go
+	{"Store.RecordPerson", false, testPeople},
 	{"Store.RecordVerified", false, testRecordVerified},
 	{"Store.Verifications", false, testVerifications},
 	// tx.go
