@@ -24,7 +24,8 @@ type RuleSpec struct {
 	// "default#<n>") when empty, n counting from 1.
 	Name string `json:"name,omitempty"`
 	// When is a CEL condition over payload (the input parsed as a JSON
-	// object), tool, saga and requester; empty, the rule always applies.
+	// object), tool, saga and requester, and the request's context (who,
+	// now, tz, sameGroup: see Context); empty, the rule always applies.
 	When string `json:"when,omitempty"`
 	// OnError says what a condition that cannot be evaluated for a
 	// request (an error, a cost over the bound, input that is no JSON
@@ -146,6 +147,13 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 type PolicySpec struct {
 	Default []RuleSpec            `json:"default,omitempty"`
 	Tools   map[string][]RuleSpec `json:"tools,omitempty"`
+	// Claims are the claims of a requester's token its conditions see
+	// (who.claims), at most MaxClaims; none when empty.
+	Claims []string `json:"claims,omitempty"`
+	// TimeZone is the IANA time zone conditions read the time in (tz,
+	// and the zone a request's journaled now is written in); UTC when
+	// empty.
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // Rule is a compiled rule.
@@ -198,6 +206,11 @@ type Approvals struct {
 	Text, Hash string
 	tools      map[string][]Rule
 	fallback   []Rule
+	// contextual: a condition reads the context (UsesContext); claims
+	// and zone are the policy's claims and time zone.
+	contextual bool
+	claims     []string
+	zone       *time.Location
 }
 
 // Bounds on what a rule may ask.

@@ -66,7 +66,7 @@ func TestReadmeApproval(t *testing.T) {
 		{"sendWireTransfer", `{"amount":"9999.99","to":"alice"}`, "small"},
 		{"deleteAccount", `{"id":"42"}`, "default"},
 	} {
-		if m := a.Match(tc.tool, "s1", "token:agent", tc.input); !m.OK || m.Rule.Name != tc.rule {
+		if m := a.Match(tc.tool, "s1", "token:agent", tc.input, nil); !m.OK || m.Rule.Name != tc.rule {
 			t.Errorf("Match(%s, %s) = rule %q (ok %v, failed %q: %s), want rule %s", tc.tool, tc.input, m.Rule.Name, m.OK, m.Failed, m.Why, tc.rule)
 		}
 	}
