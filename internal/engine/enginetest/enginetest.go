@@ -93,6 +93,7 @@ var scenarios = []scenario{
 	{"PolicyChange", withEnv(testPolicyChange)},
 	{"VoteRace", testVoteRace},
 	{"Thresholds", withEnv(testThresholds)},
+	{"Context", withEnv(testContext)},
 	{"ThresholdRace", testThresholdRace},
 	{"Passkeys", withEnv(testPasskeys)},
 	{"ForgedSessions", withEnv(testForgedSessions)},
