@@ -16,7 +16,6 @@ import (
 // the head signed again too.
 func TestVerifyContext(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	// The deployment's clock starts at 09:00 UTC: 02:00 in Los Angeles.
 	policy, err := engine.CompilePolicy(engine.PolicySpec{TimeZone: "America/Los_Angeles", Claims: []string{"department"},
 		Default: []engine.RuleSpec{{Name: "one"}},
@@ -27,29 +26,11 @@ func TestVerifyContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := newDeployment(t, policy)
-	e, keys := o.e, o.keys
+	keys := o.keys
 	person := func(id string) engine.Principal {
 		return engine.Principal{ID: id, Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover}}
 	}
-	agent := engine.Principal{ID: "agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}
-	auditor := engine.Principal{ID: "auditor", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleAuditor}}
-	const transfer = `{"amount":"5000","to":"mallory"}`
-	if _, err := e.Call(ctx, agent, "wire", "sendWireTransfer", transfer); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []engine.Principal{person("alice"), person("bob")} {
-		if _, err := e.Approve(ctx, p, "wire", 1, ""); err != nil {
-			t.Fatalf("%s's approval: %v", p.ID, err)
-		}
-	}
-	if r, err := e.Resume(ctx, agent, "wire", 1, transfer); err != nil || r.Refused {
-		t.Fatalf("Resume(wire, 1) = %+v, %v; want it executed", r, err)
-	}
-	o.checkpoint()
-	es, ps, err := e.Evidence(ctx, auditor, "wire", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	es, ps := o.executed("wire", `{"amount":"5000","to":"mallory"}`, person("alice"), person("bob"))
 	if c := es[0].Field(engine.KeyContext); es[0].Field(engine.KeyRule) != "night" || !strings.Contains(c, `"now":"2026-08-07T02:00:03-07:00"`) {
 		t.Fatalf("the request records rule %q, context %s; want night, at 2:00 in Los Angeles", es[0].Field(engine.KeyRule), c)
 	}
