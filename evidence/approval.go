@@ -24,7 +24,8 @@ type RuleSpec struct {
 	// "default#<n>") when empty, n counting from 1.
 	Name string `json:"name,omitempty"`
 	// When is a CEL condition over payload (the input parsed as a JSON
-	// object), tool, saga and requester; empty, the rule always applies.
+	// object), tool, saga and requester, and the request's context (who,
+	// now, tz, sameGroup: see Context); empty, the rule always applies.
 	When string `json:"when,omitempty"`
 	// OnError says what a condition that cannot be evaluated for a
 	// request (an error, a cost over the bound, input that is no JSON
@@ -152,6 +153,13 @@ type PolicySpec struct {
 	// approval); without them, a new document takes effect when a server
 	// starts with it.
 	PolicyChange []RuleSpec `json:"policyChange,omitempty"`
+	// Claims are the claims of a requester's token its conditions see
+	// (who.claims), at most MaxClaims; none when empty.
+	Claims []string `json:"claims,omitempty"`
+	// TimeZone is the IANA time zone conditions read the time in (tz,
+	// and the zone a request's journaled now is written in); UTC when
+	// empty.
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // Rule is a compiled rule.
@@ -205,11 +213,16 @@ type Approvals struct {
 	tools      map[string][]Rule
 	fallback   []Rule
 	change     []Rule // PolicyChange's
+	// contextual: a condition reads the context (UsesContext); claims
+	// and zone are the policy's claims and time zone.
+	contextual bool
+	claims     []string
+	zone       *time.Location
 }
 
-// Gated reports whether a change of the policy needs approval under it:
+// GatesChange reports whether a change of the policy needs approval under it:
 // it has policyChange rules.
-func (a *Approvals) Gated() bool { return len(a.change) > 0 }
+func (a *Approvals) GatesChange() bool { return len(a.change) > 0 }
 
 // Bounds on what a rule may ask.
 const (

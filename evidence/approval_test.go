@@ -45,12 +45,12 @@ func TestPolicyMatch(t *testing.T) {
 		{"deleteAccount", `not json`, "default#1", ""},
 		{"deleteAccount", `{"id":1}`, "default#1", ""},
 	} {
-		m := a.Match(tt.tool, "s", "agent", tt.input)
+		m := a.Match(tt.tool, "s", "agent", tt.input, nil)
 		if got := map[bool]string{true: m.Rule.Name}[m.OK]; got != tt.want || m.Failed != tt.failed || (m.Failed != "") != (m.Why != "") {
 			t.Errorf("Match(%s, %s) = %q, failed %q (%s); want %q, failed %q", tt.tool, tt.input, got, m.Failed, m.Why, tt.want, tt.failed)
 		}
 	}
-	if m := a.Match("deleteAccount", "s", "agent", `{}`); m.Rule.Approvers[0] != "approver" {
+	if m := a.Match("deleteAccount", "s", "agent", `{}`, nil); m.Rule.Approvers[0] != "approver" {
 		t.Errorf("default = %+v; want one approver", m.Rule)
 	}
 }
@@ -90,7 +90,7 @@ func TestPolicyFailsClosed(t *testing.T) {
 		{"small items", `{"items":[{"amount":1,"tags":["b"]},{"amount":2,"tags":[]}]}`, "", "small"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m := strict.Match("wire", "s", "agent", tt.input)
+			m := strict.Match("wire", "s", "agent", tt.input, nil)
 			switch got := m.Failed + ": " + m.Why; {
 			case tt.refuse == "" && (!m.OK || m.Rule.Name != tt.skip):
 				t.Errorf("Match = %+v; want rule %s", m, tt.skip)
@@ -102,7 +102,7 @@ func TestPolicyFailsClosed(t *testing.T) {
 			if tt.skip == "" {
 				return
 			}
-			if m := lax.Match("wire", "s", "agent", tt.input); !m.OK || m.Rule.Name != tt.skip {
+			if m := lax.Match("wire", "s", "agent", tt.input, nil); !m.OK || m.Rule.Name != tt.skip {
 				t.Errorf("Match under onError: skip = %+v; want rule %s", m, tt.skip)
 			}
 		})
@@ -123,7 +123,7 @@ func TestPolicyOnError(t *testing.T) {
 	if a.Text != want {
 		t.Errorf("canonical document = %s\nwant %s", a.Text, want)
 	}
-	if b, err := ParsePolicy(a.Text); err != nil || b.Hash != a.Hash || b.Match("x", "s", "agent", `{}`).Failed != "big" {
+	if b, err := ParsePolicy(a.Text); err != nil || b.Hash != a.Hash || b.Match("x", "s", "agent", `{}`, nil).Failed != "big" {
 		t.Errorf("ParsePolicy(its own document) = %v; want the same policy, refusing what big cannot evaluate", err)
 	}
 	old := `{"default":[{"name":"big","when":"payload.amount > 5","approvers":["approver"],"quorum":1},{"name":"rest","approvers":["approver"],"quorum":1}]}`
@@ -134,7 +134,7 @@ func TestPolicyOnError(t *testing.T) {
 	if b.Text != old {
 		t.Errorf("the old document's text = %s; want it kept", b.Text)
 	}
-	if m := b.Match("x", "s", "agent", `{}`); !m.OK || m.Rule.Name != "rest" {
+	if m := b.Match("x", "s", "agent", `{}`, nil); !m.OK || m.Rule.Name != "rest" {
 		t.Errorf("Match under the old document = %+v; want rest, as it was then", m)
 	}
 	for _, tt := range []struct {
@@ -160,11 +160,11 @@ func TestPolicyVariables(t *testing.T) {
 		t.Fatal(err)
 	}
 	for saga, want := range map[string]string{"prod-1": "prod", "test-1": "rest"} {
-		if m := a.Match("drop", saga, "oidc#alice", `{}`); !m.OK || m.Rule.Name != want {
+		if m := a.Match("drop", saga, "oidc#alice", `{}`, nil); !m.OK || m.Rule.Name != want {
 			t.Errorf("saga %s: rule %q; want %q", saga, m.Rule.Name, want)
 		}
 	}
-	if m := a.Match("drop", "prod-1", "token:ci", `{}`); m.Rule.Name != "rest" {
+	if m := a.Match("drop", "prod-1", "token:ci", `{}`, nil); m.Rule.Name != "rest" {
 		t.Errorf("requester token:ci: rule %q; want rest", m.Rule.Name)
 	}
 }

@@ -15,7 +15,8 @@ import (
 )
 
 // CompilePolicy compiles spec: every condition must parse, type-check to
-// a boolean, and name only payload, tool, saga and requester; every
+// a boolean, and name only payload, tool, saga and requester and the
+// context (Context); the claims and time zone must be ones; every
 // window must be within bounds (MinWindow at least). Errors name the
 // tool, the rule and the field.
 func CompilePolicy(spec PolicySpec) (*Approvals, error) { return compilePolicy(spec, false, MinWindow) }
@@ -46,17 +47,16 @@ func RequireMinWindow(a *Approvals) error {
 // evaluated, as they did when its requests were pinned to it; minWindow
 // is the shortest window it accepts.
 func compilePolicy(spec PolicySpec, legacy bool, minWindow time.Duration) (*Approvals, error) {
-	env, err := cel.NewEnv(
-		cel.Variable("payload", cel.DynType),
-		cel.Variable("tool", cel.StringType),
-		cel.Variable("saga", cel.StringType),
-		cel.Variable("requester", cel.StringType),
-	)
+	zone, err := checkContext(spec)
 	if err != nil {
 		return nil, err
 	}
-	canon := PolicySpec{Tools: map[string][]RuleSpec{}}
-	a := &Approvals{tools: map[string][]Rule{}}
+	env, err := conditionEnv(zone.String())
+	if err != nil {
+		return nil, err
+	}
+	canon := PolicySpec{Tools: map[string][]RuleSpec{}, Claims: spec.Claims, TimeZone: spec.TimeZone}
+	a := &Approvals{tools: map[string][]Rule{}, claims: slices.Clone(spec.Claims), zone: zone}
 	// compile compiles the rules of owner (a tool, or "default"), as
 	// messages name it (label).
 	compile := func(owner, label string, specs []RuleSpec) ([]RuleSpec, []Rule, error) {
@@ -112,6 +112,7 @@ func compilePolicy(spec PolicySpec, legacy bool, minWindow time.Duration) (*Appr
 				if ast.OutputType() != cel.BoolType {
 					return nil, nil, fmt.Errorf("%s: condition is a %s, not a boolean", where, ast.OutputType())
 				}
+				a.contextual = a.contextual || readsContext(ast)
 				if r.prog, err = env.Program(ast, cel.CostLimit(conditionCost)); err != nil {
 					return nil, nil, fmt.Errorf("%s: condition: %w", where, err)
 				}

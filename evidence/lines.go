@@ -23,6 +23,7 @@ const (
 	KeyIdempotency Key = "key"                  // the agent's idempotency key for the call
 	KeyRule        Key = "rule"                 // on a request: the approval rule that applies; on the gate's refusal, the one it could not evaluate
 	KeyPolicy      Key = "policy"               // on a request: the SHA-256 of the approval policy in force
+	KeyContext     Key = "context"              // on a request under a policy whose conditions read it: what they saw (Context)
 	KeyResumes     Key = "resumes"              // on a resume's INTENT: seq=<the request>
 	KeyExecutedBy  Key = "executed-by"          // on a resume's INTENT the server made (ExecutedByServer): its rule executes on approval
 	KeyApprover    Key = "approver"             // who approved or rejected a request

@@ -59,10 +59,17 @@ func GateRefusal(refusal Entry) Matched {
 // missing field, a wrong type, too costly, or input that is no JSON
 // object) refuses the request, unless its rule says onError: skip, when
 // it does not hold.
-func (a *Approvals) Match(tool, saga, requester, input string) Matched {
+//
+// c is what the request's conditions see of who asked and when (See), nil
+// under a policy whose conditions read none (UsesContext); a condition
+// that reads it without one cannot be evaluated.
+func (a *Approvals) Match(tool, saga, requester, input string, c *Context) Matched {
 	var payload map[string]any
 	object := json.Unmarshal([]byte(input), &payload) == nil && payload != nil
 	vars := map[string]any{"payload": payload, "tool": tool, "saga": saga, "requester": requester}
+	if c != nil {
+		vars["who"], vars["now"] = c.Who, c.Now
+	}
 	for _, r := range a.Rules(tool) {
 		if r.prog == nil {
 			return Matched{Rule: r, OK: true}
@@ -98,13 +105,29 @@ func (r Rule) holds(vars map[string]any) (bool, error) {
 	return holds, nil
 }
 
+// Gated is what a policy gives a request (its AWAITING_APPROVAL entry
+// gated): Match of its bytes, by its requester, in the context it
+// journaled. An *Error when the context it journaled is not one the
+// policy reads (contextOf).
+func (a *Approvals) Gated(gated Entry) (Matched, error) {
+	c, err := a.contextOf(gated)
+	if err != nil {
+		return Matched{}, err
+	}
+	return a.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input, c), nil
+}
+
 // Recorded finds the rule a policy gives the bytes of a request (its
-// AWAITING_APPROVAL entry gated), which must be the one the entry
-// records: an entry that records another (written into the database to
-// pass for a laxer rule) decides nothing. An *Error otherwise.
+// AWAITING_APPROVAL entry gated), in the context it journaled, which must
+// be the one the entry records: an entry that records another (written
+// into the database to pass for a laxer rule) decides nothing. An *Error
+// otherwise.
 func (a *Approvals) Recorded(gated Entry) (Rule, error) {
 	name := gated.Field(KeyRule)
-	m := a.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input)
+	m, err := a.Gated(gated)
+	if err != nil {
+		return Rule{}, err
+	}
 	if !m.OK || m.Rule.Name != name {
 		gives := "no rule"
 		switch {

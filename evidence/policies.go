@@ -80,7 +80,7 @@ func policyChain(entries []Entry, lc Lifecycle) (int64, string) {
 			continue
 		}
 		if prev != nil {
-			if a, err := ParsePolicy(prev.Input); err == nil && a.Gated() && !enacted(entries[:i], lc, *en, a.Hash) {
+			if a, err := ParsePolicy(prev.Input); err == nil && a.GatesChange() && !enacted(entries[:i], lc, *en, a.Hash) {
 				return en.Seq, fmt.Sprintf("is approval policy %s, which took effect after policy %s without the approval of a "+
 					"request of it under that one's policyChange rules", en.Field(KeyPolicy), a.Hash)
 			}

@@ -246,7 +246,10 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 				// for the reason its policy gives its bytes. The error's
 				// words are not compared: another version of CEL may say
 				// it otherwise.
-				m := a.Match(gated.ToolName, gated.SagaID, gated.Field(KeyRequester), gated.Input)
+				m, err := a.Gated(gated)
+				if err != nil {
+					return bad(seq, "%s", strings.TrimPrefix(Message(err), fmt.Sprintf("the request at seq=%d ", seq)))
+				}
 				if m.OK {
 					return bad(seq, "records no approval rule, but its policy gives its bytes rule %q", m.Rule.Name)
 				}

@@ -338,6 +338,9 @@ func authOptions(ctx context.Context, cfg config.Config, db *store.DB) (server.O
 		Secure: !cfg.Loopback() || strings.HasPrefix(cfg.PublicURL, "https://")}
 	roles := auth.RoleMap{Claim: cfg.File.Roles.Claim, Map: cfg.File.Roles.Map}
 	bearer := &auth.Bearer{Roles: roles, Anonymous: cfg.Auth == auth.ModeDev}
+	if a := cfg.File.Approvals; a != nil {
+		bearer.Claims = a.Claims()
+	}
 	for _, t := range cfg.File.Tokens {
 		bearer.Tokens = append(bearer.Tokens, auth.Token{Name: t.Name, SHA256: t.SHA256, Roles: t.Roles, Groups: t.Groups})
 	}

@@ -16,7 +16,6 @@ import (
 // receipt, is caught.
 func TestVerifyThresholds(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
 	policy, err := engine.CompilePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "one"}},
 		Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {{Name: "both",
 			Thresholds: [][]engine.Requirement{{{From: "finance", Count: 1}, {From: "security", Count: 1}}}}}}})
@@ -24,29 +23,11 @@ func TestVerifyThresholds(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := newDeployment(t, policy)
-	e, keys := o.e, o.keys
+	keys := o.keys
 	person := func(id string, groups ...string) engine.Principal {
 		return engine.Principal{ID: id, Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover}, Groups: groups}
 	}
-	agent := engine.Principal{ID: "agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}
-	auditor := engine.Principal{ID: "auditor", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleAuditor}}
-	const transfer = `{"amount":"5000","to":"mallory"}`
-	if _, err := e.Call(ctx, agent, "wire", "sendWireTransfer", transfer); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []engine.Principal{person("alice", "finance"), person("bob", "security")} {
-		if _, err := e.Approve(ctx, p, "wire", 1, ""); err != nil {
-			t.Fatalf("%s's approval: %v", p.ID, err)
-		}
-	}
-	if r, err := e.Resume(ctx, agent, "wire", 1, transfer); err != nil || r.Refused {
-		t.Fatalf("Resume(wire, 1) = %+v, %v; want it executed", r, err)
-	}
-	o.checkpoint()
-	es, ps, err := e.Evidence(ctx, auditor, "wire", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	es, ps := o.executed("wire", `{"amount":"5000","to":"mallory"}`, person("alice", "finance"), person("bob", "security"))
 	if r, err := engine.OpenReceipt(engine.ReceiptOf(es[2]), keys.Verifier()); err != nil || engine.MeetsText(r.Meets) != "2" ||
 		es[2].Field(engine.KeyMeets) != "2" || r.Vote != 2 || r.Quorum != 2 {
 		t.Fatalf("bob's receipt = %+v, %v; want vote 2 of 2, meeting security, as his entry says", r, err)

@@ -281,6 +281,33 @@ func newDeployment(t *testing.T, policy *engine.Approvals, opts ...engine.Option
 	return deployment{t: t, now: now, e: e, keys: keys, log: l, w: w, start: start}
 }
 
+// executed has an agent request a transfer in saga, voters approve it,
+// the agent execute it, and returns the saga's evidence once checkpointed,
+// as an auditor exports it.
+func (o deployment) executed(saga, transfer string, voters ...engine.Principal) ([]engine.Entry, *engine.Proofs) {
+	o.t.Helper()
+	ctx := o.t.Context()
+	agent := engine.Principal{ID: "agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}
+	auditor := engine.Principal{ID: "auditor", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleAuditor}}
+	if _, err := o.e.Call(ctx, agent, saga, "sendWireTransfer", transfer); err != nil {
+		o.t.Fatal(err)
+	}
+	for _, p := range voters {
+		if _, err := o.e.Approve(ctx, p, saga, 1, ""); err != nil {
+			o.t.Fatalf("%s's approval: %v", p.ID, err)
+		}
+	}
+	if r, err := o.e.Resume(ctx, agent, saga, 1, transfer); err != nil || r.Refused {
+		o.t.Fatalf("Resume(%s, 1) = %+v, %v; want it executed", saga, r, err)
+	}
+	o.checkpoint()
+	es, ps, err := o.e.Evidence(ctx, auditor, saga, 0)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	return es, ps
+}
+
 // checkpoint sequences the log and returns its state and the newest
 // checkpoint, signed.
 func (o deployment) checkpoint() (tlog.State, string) {

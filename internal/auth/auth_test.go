@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
@@ -41,6 +43,20 @@ func TestRoleMap(t *testing.T) {
 		if got := m.Of(tt.claims); !slices.Equal(got, tt.want) {
 			t.Errorf("Of(%v) = %v, want %v", tt.claims, got, tt.want)
 		}
+	}
+}
+
+// TestKept: a JWT's principal keeps the claims the policy lists that the
+// token has, as it has them, and no other; none when none is listed.
+func TestKept(t *testing.T) {
+	claims := map[string]any{"department": []any{"treasury"}, "employee_type": "staff", "email": "a@example.com", "empty": nil}
+	got := kept(claims, []string{"department", "employee_type", "missing", "empty"})
+	want := map[string]any{"department": []any{"treasury"}, "employee_type": "staff"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("kept(...) (-want +got):\n%s", diff)
+	}
+	if got := kept(claims, nil); got != nil {
+		t.Errorf("kept(claims, none listed) = %v; want nil", got)
 	}
 }
 

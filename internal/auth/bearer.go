@@ -39,6 +39,9 @@ type Bearer struct {
 	// signature, pinned algorithms); nil accepts no JWT.
 	JWT   *oidc.IDTokenVerifier
 	Roles RoleMap
+	// Claims name the claims of a JWT that its principal keeps, for the
+	// approval policy's conditions (engine.Approvals.Claims): no other.
+	Claims []string
 	// Issuer prefixes the subject of JWT principals.
 	Issuer string
 	// Anonymous lets requests without a token in as the Anonymous
@@ -94,7 +97,9 @@ func (b *Bearer) Principal(r *http.Request) (engine.Principal, error) {
 		if err != nil {
 			return engine.Principal{}, unauthenticated(err.Error())
 		}
-		return oidcPrincipal(b.Issuer, idt.Subject, claims, b.Roles, at), nil
+		p := oidcPrincipal(b.Issuer, idt.Subject, claims, b.Roles, at)
+		p.Claims = kept(claims, b.Claims)
+		return p, nil
 	}
 	return engine.Principal{}, unauthenticated("invalid or expired token")
 }
@@ -139,6 +144,22 @@ func (b *Bearer) static(tok string) (Token, bool) {
 func oidcPrincipal(issuer, subject string, claims map[string]any, roles RoleMap, authTime time.Time) engine.Principal {
 	return engine.Principal{ID: Identity(issuer, subject), Name: displayName(claims, subject), Auth: engine.AuthOIDC,
 		Roles: roles.Of(claims), Groups: roles.values(claims), Issuer: issuer, Subject: subject, AuthTime: authTime}
+}
+
+// kept are the claims named keep that the token has, as it has them:
+// nil when none is named. What a condition sees of them, within bounds,
+// is the policy's to say (engine.Approvals.See).
+func kept(claims map[string]any, keep []string) map[string]any {
+	if len(keep) == 0 {
+		return nil
+	}
+	out := map[string]any{}
+	for _, k := range keep {
+		if v, ok := claims[k]; ok && v != nil {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // MaxClockSkew is how far after this server's clock a provider may say a

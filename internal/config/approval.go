@@ -19,6 +19,10 @@ type yamlApproval struct {
 	// PolicyChange are the rules a change of this policy needs
 	// (engine.PolicySpec.PolicyChange).
 	PolicyChange []yamlRule `yaml:"policyChange"`
+	// Claims name the claims of a requester's token its conditions see
+	// (who.claims); TimeZone is the zone they read the time in (tz).
+	Claims   []string `yaml:"claims"`
+	TimeZone string   `yaml:"timeZone"`
 }
 
 type yamlRule struct {
@@ -57,6 +61,9 @@ type yamlStep struct {
 // approver unasked.
 func checkApproval(y yamlApproval, gated []string) (*engine.Approvals, error) {
 	if y.Default == nil && len(y.Tools) == 0 && len(y.PolicyChange) == 0 {
+		if len(y.Claims) > 0 || y.TimeZone != "" {
+			return nil, fmt.Errorf("approval: claims: and timeZone: are for rules' conditions, and the section has no rules (default: or tools:)")
+		}
 		return nil, nil
 	}
 	if y.Default == nil {
@@ -103,7 +110,7 @@ func checkApproval(y yamlApproval, gated []string) (*engine.Approvals, error) {
 		}
 		return out, nil
 	}
-	spec := engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools: map[string][]engine.RuleSpec{}}
+	spec := engine.PolicySpec{Default: engine.DefaultPolicy.Default, Tools: map[string][]engine.RuleSpec{}, Claims: y.Claims, TimeZone: y.TimeZone}
 	var err error
 	if y.Default != nil {
 		if spec.Default, err = rules("default", *y.Default); err != nil {

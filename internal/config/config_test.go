@@ -295,6 +295,14 @@ tools:
 		{"an approval rule with a wait timer", nil, "approval:\n  tools:\n    wire:\n      - {name: cooling, notBefore: 24h, grant: 48h}\n",
 			func(c Config) any { return c.File.Approvals.Hash }, compiled(t, engine.PolicySpec{Default: engine.DefaultPolicy.Default,
 				Tools: map[string][]engine.RuleSpec{"wire": {{Name: "cooling", NotBefore: engine.Duration(24 * time.Hour), Grant: engine.Duration(48 * time.Hour)}}}})},
+		{"conditions over the requester's claims and the time in Paris", nil,
+			"approval:\n  claims: [department, employee_type]\n  timeZone: Europe/Paris\n  tools:\n    wire:\n" +
+				"      - {name: night, when: 'now.getHours(tz) < 8', quorum: 2}\n      - {name: team, when: 'sameGroup(who, payload.team)'}\n",
+			func(c Config) any {
+				return []any{c.File.Approvals.Hash, c.File.Approvals.Claims(), c.File.Approvals.UsesContext()}
+			}, []any{compiled(t, engine.PolicySpec{Default: engine.DefaultPolicy.Default, Claims: []string{"department", "employee_type"}, TimeZone: "Europe/Paris",
+				Tools: map[string][]engine.RuleSpec{"wire": {{Name: "night", When: "now.getHours(tz) < 8", Quorum: 2}, {Name: "team", When: "sameGroup(who, payload.team)"}}}}),
+				[]string{"department", "employee_type"}, true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -482,6 +490,14 @@ func errorCases() []errorCase {
 			want: f + "approval: default: is missing, and these IRREVERSIBLE tools have no rules of their own: sendWireTransfer; say what"},
 		{name: "a wait timer no shorter than the grant", yaml: "approval:\n  default:\n    - {notBefore: 2h, grant: 1h}\n",
 			want: "approval: default, rule 1 (default#1): notBefore (2h0m0s) must be shorter than grant (1h0m0s): the request could never be executed"},
+		{name: "a time zone that is none", yaml: "approval:\n  timeZone: Paris\n  default: []\n",
+			want: `approval: timeZone: "Paris" is not a time zone of the IANA database, such as Europe/Paris`},
+		{name: "a claim listed twice", yaml: "approval:\n  claims: [department, department]\n  default: []\n",
+			want: `approval: claims, claim 2: "department" is listed already`},
+		{name: "claims without rules", yaml: "approval:\n  claims: [department]\n",
+			want: "approval: claims: and timeZone: are for rules' conditions, and the section has no rules"},
+		{name: "a condition reading a field who has not", yaml: "approval:\n  default:\n    - {when: 'who.department == \"x\"'}\n",
+			want: "approval: default, rule 1 (default#1): condition, column 4: undefined field 'department'"},
 		{name: "a wait timer that is no duration", yaml: "approval:\n  default:\n    - notBefore: tomorrow\n",
 			want: `approval: default, rule 1: notBefore: "tomorrow" is not a duration like 30m or 2h`},
 		{name: "a reason that is neither required nor absent", yaml: "approval:\n  default:\n    - reason: optional\n",

@@ -66,7 +66,7 @@ func TestReadmeApproval(t *testing.T) {
 		{"sendWireTransfer", `{"amount":"9999.99","to":"alice"}`, "small"},
 		{"deleteAccount", `{"id":"42"}`, "default"},
 	} {
-		if m := a.Match(tc.tool, "s1", "token:agent", tc.input); !m.OK || m.Rule.Name != tc.rule {
+		if m := a.Match(tc.tool, "s1", "token:agent", tc.input, nil); !m.OK || m.Rule.Name != tc.rule {
 			t.Errorf("Match(%s, %s) = rule %q (ok %v, failed %q: %s), want rule %s", tc.tool, tc.input, m.Rule.Name, m.OK, m.Failed, m.Why, tc.rule)
 		}
 	}
@@ -127,5 +127,45 @@ func TestReadmeRoles(t *testing.T) {
 		"payments-approvers": {engine.RoleApprover}, "auditors": {engine.RoleAuditor}, "agents": {engine.RoleAgent}}}
 	if diff := cmp.Diff(want, c.File.Roles); diff != "" {
 		t.Errorf("the README's roles (-want +got):\n%s", diff)
+	}
+}
+
+// TestReadmeContext: the configuration page's policy over who asks and
+// when loads as printed and decides as its comments say: two approvers
+// outside business hours in Paris (at night, on a Sunday), finance-leads
+// for a payment of the requester's own team, the treasury rule for a
+// requester whose department claim says treasury, the rest otherwise.
+func TestReadmeContext(t *testing.T) {
+	c := readmeConfig(t, map[string]string{}, testkit.ReadmeBlock(t, "approval-context"))
+	a := c.File.Approvals
+	if a == nil || !a.UsesContext() {
+		t.Fatal("the page's policy loaded as none, or as one that reads no context")
+	}
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuesday := time.Date(2026, 12, 1, 11, 0, 0, 0, paris)
+	payments := engine.Who{ID: "oidc#alice", Groups: []string{"payments"}}
+	for _, tc := range []struct {
+		name   string
+		who    engine.Who
+		claims map[string]any
+		at     time.Time
+		rule   string
+	}{
+		{"a Tuesday at 11:00", payments, nil, tuesday, "own-team"},
+		{"a Tuesday at 19:00", payments, nil, tuesday.Add(8 * time.Hour), "after-hours"},
+		{"a Sunday at 11:00", payments, nil, tuesday.AddDate(0, 0, 5), "after-hours"},
+		{"a treasurer", engine.Who{ID: "oidc#bob"}, map[string]any{"department": "treasury"}, tuesday, "treasury"},
+		{"anyone else", engine.Who{ID: "token:ci"}, nil, tuesday, "rest"},
+	} {
+		seen := a.See(tc.who, tc.claims, tc.at)
+		if m := a.Match("sendWireTransfer", "s1", tc.who.ID, `{"amount":"100","team":"payments"}`, &seen); !m.OK || m.Rule.Name != tc.rule {
+			t.Errorf("Match(%s) = rule %q (failed %q: %s), want rule %s", tc.name, m.Rule.Name, m.Failed, m.Why, tc.rule)
+		}
+	}
+	if r, _ := a.Rule("sendWireTransfer", "after-hours"); r.Quorum != 2 {
+		t.Errorf("after-hours' quorum = %d, want 2", r.Quorum)
 	}
 }

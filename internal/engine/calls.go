@@ -121,17 +121,26 @@ func (e *Engine) call(ctx context.Context, p Principal, sagaID string, a Ask) (C
 		}
 	}
 	// The request is decided by the rule that applies now, and records it
-	// with the policy's hash: frozen at request time. The rule depends on
+	// with the policy's hash, and what its conditions saw of who asked and
+	// when, if they read that: frozen at request time. The rule depends on
 	// the request alone, so it is found before the saga is locked.
 	phase, lines, m := PhaseIntent, requested(p, key), Matched{OK: true}
 	if tool.Reversibility == Irreversible {
 		policy := e.policy()
-		m = policy.Match(toolName, sagaID, p.ID, input)
+		var seen *Context
+		if policy.UsesContext() {
+			c := policy.See(p.who(), p.Claims, Truncate(e.now()))
+			seen = &c
+		}
+		m = policy.Match(toolName, sagaID, p.ID, input, seen)
 		phase = PhaseAwaitingApproval
 		if m.OK {
 			lines = lines.With(KeyRule, m.Rule.Name)
 		}
 		lines = lines.With(KeyPolicy, policy.Hash)
+		if seen != nil {
+			lines = lines.With(KeyContext, seen.String())
+		}
 	}
 	rule := m.Rule
 	lines = lines.With(KeyReason, a.Reason)

@@ -67,6 +67,9 @@ type (
 	Rule       = evidence.Rule
 	Step       = evidence.Step
 	Matched    = evidence.Matched
+	// Context is what a request's conditions saw of who asked and when.
+	Context = evidence.Context
+	Who     = evidence.Who
 	// Requirement is one requirement of a rule's thresholds, and
 	// Standing where it stands.
 	Requirement = evidence.Requirement
@@ -121,6 +124,7 @@ const (
 	KeyIdempotency = evidence.KeyIdempotency
 	KeyRule        = evidence.KeyRule
 	KeyPolicy      = evidence.KeyPolicy
+	KeyContext     = evidence.KeyContext
 	KeyResumes     = evidence.KeyResumes
 	KeyExecutedBy  = evidence.KeyExecutedBy
 	KeyApprover    = evidence.KeyApprover

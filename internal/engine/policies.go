@@ -85,7 +85,7 @@ func (e *Engine) RecordPolicy(ctx context.Context) (*Proposal, error) {
 			if err != nil {
 				return err
 			}
-			if current.Gated() {
+			if current.GatesChange() {
 				e.setPolicy(current)
 				if err := e.propose(tx, s, entries, current); err != nil {
 					return err

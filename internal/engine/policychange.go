@@ -157,7 +157,13 @@ func (e *Engine) propose(tx Tx, s *Saga, entries []Entry, current *Approvals) er
 		}
 	}
 	server := Principal{ID: ServerDecider, Auth: AuthServer}
-	m := current.Match(PolicyTool, PolicySaga, server.ID, want.Text)
+	// What a condition of the policyChange rules sees, as at the gate.
+	var seen *Context
+	if current.UsesContext() {
+		c := current.See(server.who(), nil, Truncate(e.now()))
+		seen = &c
+	}
+	m := current.Match(PolicyTool, PolicySaga, server.ID, want.Text, seen)
 	if !m.OK {
 		e.log.Error("the approval policy this server was started with cannot be proposed: no policyChange rule applies to it; "+
 			"the server keeps deciding by the policy in force", "configured", want.Hash, "in force", current.Hash, "why", m.Because())
@@ -165,8 +171,11 @@ func (e *Engine) propose(tx Tx, s *Saga, entries []Entry, current *Approvals) er
 	}
 	rule := m.Rule
 	const why = "the server was started with this approval policy"
-	en, err := e.append(tx, s, PolicyTool, PhaseAwaitingApproval, want.Text, requested(server, "").With(KeyRule, rule.Name).
-		With(KeyPolicy, current.Hash).With(KeyReason, why).String())
+	lines := requested(server, "").With(KeyRule, rule.Name).With(KeyPolicy, current.Hash)
+	if seen != nil {
+		lines = lines.With(KeyContext, seen.String())
+	}
+	en, err := e.append(tx, s, PolicyTool, PhaseAwaitingApproval, want.Text, lines.With(KeyReason, why).String())
 	if err != nil {
 		return err
 	}

@@ -197,6 +197,10 @@ type Principal struct {
 	// person (whatever of it maps to roles or not): approval rules name
 	// groups as well as roles.
 	Groups []string
+	// Claims are the claims of its token that the approval policy lists
+	// (Approvals.Claims), as the token has them: what its conditions see
+	// of it (who.claims). Nil for a static token.
+	Claims map[string]any
 	// Issuer and Subject are an OIDC identity's parts (ID is made of
 	// them), and AuthTime when the person last signed in at the provider,
 	// when it says: receipts record them.
@@ -264,4 +268,14 @@ func (p Principal) Has(roles ...Role) bool {
 		}
 	}
 	return false
+}
+
+// who is p as an approval rule's condition sees it (Who), its
+// claims aside (Approvals.See keeps those the policy lists).
+func (p Principal) who() Who {
+	roles := make([]string, len(p.Roles))
+	for i, r := range p.Roles {
+		roles[i] = string(r)
+	}
+	return Who{ID: p.ID, Name: p.Name, Roles: roles, Groups: p.Groups}
 }

@@ -95,6 +95,7 @@ var scenarios = []scenario{
 	{"VoteRace", testVoteRace},
 	{"Thresholds", withEnv(testThresholds)},
 	{"TeamHealth", withEnv(testTeamHealth)},
+	{"Context", withEnv(testContext)},
 	{"ThresholdRace", testThresholdRace},
 	{"Passkeys", withEnv(testPasskeys)},
 	{"ForgedSessions", withEnv(testForgedSessions)},
