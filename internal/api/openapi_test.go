@@ -44,6 +44,7 @@ var schemaTypes = map[string]reflect.Type{
 	"ExportSignIn":         reflect.TypeFor[wire.ExportSignIn](),
 	"Event":                reflect.TypeFor[wire.Event](),
 	"PolicyDocument":       reflect.TypeFor[wire.PolicyDocument](),
+	"PolicyProposal":       reflect.TypeFor[wire.PolicyProposal](),
 	"Policies":             reflect.TypeFor[wire.Policies](),
 	"RequestState":         reflect.TypeFor[wire.RequestState](),
 	"SagaRequests":         reflect.TypeFor[wire.SagaRequests](),
