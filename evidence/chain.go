@@ -262,7 +262,7 @@ func VerifyJournal(entries []Entry) Verification {
 func voters(vs []Vote) []string {
 	var out []string
 	for _, v := range vs {
-		out = append(out, v.Voter)
+		out = append(out, v.Name())
 	}
 	return out
 }

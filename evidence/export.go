@@ -150,13 +150,18 @@ func voted(entries []Entry, proofs *Proofs, v note.Verifier, check CheckAssertio
 		}
 	}
 	keys, _ := ReadPasskeys(pks, v)
+	delegations, err := ReadDelegations(proofs.Delegations.Entries, v)
+	if err != nil {
+		return Broken(len(entries), -1, Message(err))
+	}
 	lc, _ := ReadLifecycle(entries)
 	votes, rulings := VerifyVotes(entries, lc, func(hash string) (*Approvals, error) {
 		if a := policies[hash]; a != nil {
 			return a, nil
 		}
 		return nil, errorf("its document is not in the export")
-	}, v, Keyring{Passkeys: func() (Passkeys, error) { return keys, nil }, Check: check})
+	}, v, Keyring{Passkeys: func() (Passkeys, error) { return keys, nil }, Check: check,
+		Delegations: func() (Delegations, error) { return delegations, nil }})
 	if !votes.Valid {
 		return votes
 	}
@@ -272,6 +277,9 @@ func proved(entries []Entry, proofs *Proofs, cp Checkpoint, v note.Verifier, all
 			return passkeyBroken(entries, pe, v, why)
 		}},
 		{proofs.SignIns, SignInSaga, func(pe Entry, why string) Verification {
+			return Broken(n, -1, why)
+		}},
+		{proofs.Delegations, DelegationSaga, func(pe Entry, why string) Verification {
 			return Broken(n, -1, why)
 		}},
 	}

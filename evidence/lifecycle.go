@@ -45,7 +45,10 @@ const (
 type Vote struct {
 	Seq   int64 // its APPROVED entry
 	Voter string
-	At    time.Time
+	// OnBehalfOf is the delegator a delegate's vote was cast for, who it
+	// counts as; "" for a vote of the voter's own.
+	OnBehalfOf string
+	At         time.Time
 	// Withdrawn is the entry that withdrew it; 0 while it stands.
 	Withdrawn int64
 	// Meets places an approval under a rule's thresholds: for each
@@ -84,6 +87,38 @@ func (l *Life) Standing() []Vote {
 func (l *Life) VoteOf(voter string) (Vote, bool) {
 	for _, v := range l.Votes {
 		if v.Voter == voter && v.Withdrawn == 0 {
+			return v, true
+		}
+	}
+	return Vote{}, false
+}
+
+// Counts is who v counts as: its delegator, or its voter.
+func (v Vote) Counts() string {
+	if v.OnBehalfOf != "" {
+		return v.OnBehalfOf
+	}
+	return v.Voter
+}
+
+// Name says who cast v, for people: "bob for alice", or "bob".
+func (v Vote) Name() string {
+	if v.OnBehalfOf != "" {
+		return v.Voter + " for " + v.OnBehalfOf
+	}
+	return v.Voter
+}
+
+// Clash returns the standing vote that an approval by voter, on behalf
+// of behalf ("" for their own), would share a person with. Distinct
+// people throughout: each person takes part in one standing vote on a
+// request, as who cast it or as who it counts as; so a delegate casts
+// one vote, for themselves or for one delegator, and a delegator and
+// their delegate do not both vote.
+func (l *Life) Clash(voter, behalf string) (Vote, bool) {
+	counts := Vote{Voter: voter, OnBehalfOf: behalf}.Counts()
+	for _, v := range l.Votes {
+		if v.Withdrawn == 0 && (v.Voter == voter || v.Voter == counts || v.Counts() == voter || v.Counts() == counts) {
 			return v, true
 		}
 	}
@@ -192,6 +227,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 		case en.ToolName == GateTool && (en.Phase == PhaseApproved || en.Phase == PhaseRejected):
 			l := lc.Requests[refSeq(en.Input)]
 			decision, decider, _ := en.Decision()
+			behalf := en.Field(KeyOnBehalfOf)
 			switch {
 			case l == nil:
 				return bad(i, "decides %s, which is no request of this saga", en.Input)
@@ -213,6 +249,8 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				return bad(i, "is a decision by %s, who started the saga (four-eyes)", decider)
 			case decider == l.Requester:
 				return bad(i, "is a decision by %s, who made the request at seq=%d (four-eyes)", decider, l.Seq)
+			case behalf == lc.Initiator || behalf == l.Requester:
+				return bad(i, "is a decision on behalf of %s, who started the saga or made the request at seq=%d (four-eyes)", behalf, l.Seq)
 			}
 			switch decision {
 			case DecidedDismissed:
@@ -236,8 +274,9 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				l.Closed, l.Closing = en.Seq, ClosedRejected
 				lc.fail(en.Seq)
 			default: // approved
-				if v, ok := l.VoteOf(decider); ok {
-					return bad(i, "is %s's second approval of the request at seq=%d (the first at seq=%d stands)", decider, l.Seq, v.Seq)
+				if v, ok := l.Clash(decider, behalf); ok {
+					return bad(i, "is %s's approval of the request at seq=%d, which counts %s twice (%s's at seq=%d stands)",
+						Vote{Voter: decider, OnBehalfOf: behalf}.Name(), l.Seq, v.Counts(), v.Name(), v.Seq)
 				}
 				if l.SupersededBy != 0 {
 					return bad(i, "approves the request at seq=%d, superseded by the request at seq=%d", l.Seq, l.SupersededBy)
@@ -246,7 +285,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				if err != nil {
 					return bad(i, "approves the request at seq=%d %s", l.Seq, Message(err))
 				}
-				l.Votes = append(l.Votes, Vote{Seq: en.Seq, Voter: decider, At: en.Timestamp, Meets: meets})
+				l.Votes = append(l.Votes, Vote{Seq: en.Seq, Voter: decider, OnBehalfOf: behalf, At: en.Timestamp, Meets: meets})
 				lc.supersede(l)
 			}
 

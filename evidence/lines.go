@@ -27,6 +27,7 @@ const (
 	KeyResumes     Key = "resumes"              // on a resume's INTENT: seq=<the request>
 	KeyExecutedBy  Key = "executed-by"          // on a resume's INTENT the server made (ExecutedByServer): its rule executes on approval
 	KeyApprover    Key = "approver"             // who approved or rejected a request
+	KeyOnBehalfOf  Key = "on-behalf-of"         // on a delegate's vote: the delegator it was cast for
 	KeyMeets       Key = "meets"                // on an approval under thresholds: the requirement it meets in each alternative (Meets)
 	KeyDismissedBy Key = "dismissed-by"         // who dismissed a superseded request
 	KeyWithdrawnBy Key = "withdrawn-by"         // who withdrew their approval of a request

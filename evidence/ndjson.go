@@ -36,6 +36,9 @@ type Proofs struct {
 	Of                          [][][]byte
 	Head                        string
 	Policies, Passkeys, SignIns Attached
+	// Delegations are the entries of DelegationSaga that record the
+	// delegations its delegated votes stand on, and their revocations.
+	Delegations Attached
 }
 
 // Attached are entries of one of the server's own sagas that an export's
@@ -60,6 +63,9 @@ var attachments = []struct {
 		func(x *wire.Export) *[]wire.Entry { return &x.Passkeys }, func(e wire.Entry) any { return wire.ExportPasskey{Passkey: e} }},
 	{"signIn", SignInSaga, []string{ProviderKeyTool, SignedInTool}, func(p *Proofs) *Attached { return &p.SignIns },
 		func(x *wire.Export) *[]wire.Entry { return &x.SignIns }, func(e wire.Entry) any { return wire.ExportSignIn{SignIn: e} }},
+	{"delegation", DelegationSaga, []string{Delegated, DelegationRevoked}, func(p *Proofs) *Attached { return &p.Delegations },
+		func(x *wire.Export) *[]wire.Entry { return &x.Delegations },
+		func(e wire.Entry) any { return wire.ExportDelegation{Delegation: e} }},
 }
 
 // WriteNDJSON writes entries as newline-delimited JSON, one object a line
@@ -180,7 +186,7 @@ func ReadNDJSON(r io.Reader) ([]Entry, *Proofs, error) {
 // lines, then the head. An *Error for anything ReadNDJSON refuses.
 func ReadExport(e wire.Export) ([]Entry, *Proofs, error) {
 	x, n := newExportReader(), 0
-	for kind, lines := range append([][]wire.Entry{e.Entries}, e.Policies, e.Passkeys, e.SignIns) {
+	for kind, lines := range append([][]wire.Entry{e.Entries}, e.Policies, e.Passkeys, e.SignIns, e.Delegations) {
 		for _, l := range lines {
 			n++
 			b, err := json.Marshal(l)

@@ -75,6 +75,11 @@ type Receipt struct {
 	// EligibleAs is which of the rule's approvers (a role or a group)
 	// the decider voted as; "" for a decision that is no vote.
 	EligibleAs string
+	// OnBehalfOf is the delegator a delegate voted for, and Delegation
+	// the delegation's entry in DelegationSaga; "" and 0 for a vote of
+	// the decider's own.
+	OnBehalfOf string
+	Delegation int64
 	// Vote and Quorum place an approval: it made Vote standing approvals
 	// of the Quorum the rule asks for. 0 for any other decision.
 	Vote, Quorum int
@@ -93,7 +98,7 @@ type Receipt struct {
 // receiptForm is the grammar of a receipt's text.
 var receiptForm = Form{Header: "sagacity decision receipt v1",
 	Keys: []string{"saga", "seq", "entry", "payload-sha256", "decision", "decider", "issuer", "subject", "auth-time", "auth", "sign-in",
-		"time", "policy", "approval-policy", "rule", "eligible-as", "vote", "meets", "reason", "result-sha256",
+		"time", "policy", "approval-policy", "rule", "eligible-as", "on-behalf-of", "delegation", "vote", "meets", "reason", "result-sha256",
 		"passkey", "passkey-time", "passkey-nonce", "passkey-authenticator-data", "passkey-client-data", "passkey-signature"},
 	Required: []string{"saga", "seq", "entry", "payload-sha256", "decision", "decider", "auth", "time", "policy"}}
 
@@ -122,6 +127,9 @@ func (r Receipt) Text() string {
 	}
 	if r.EligibleAs != "" {
 		fs = append(fs, Field{"eligible-as", r.EligibleAs})
+	}
+	if r.OnBehalfOf != "" {
+		fs = append(fs, Field{"on-behalf-of", r.OnBehalfOf}, Field{"delegation", strconv.FormatInt(r.Delegation, 10)})
 	}
 	if r.Quorum > 0 {
 		fs = append(fs, Field{"vote", fmt.Sprintf("%d of %d", r.Vote, r.Quorum)})
@@ -156,7 +164,7 @@ func ParseReceipt(text string) (Receipt, error) {
 	proof := 0 // lines of a passkey proof
 	into := map[string]*string{"saga": &r.SagaID, "entry": &r.Entry, "payload-sha256": &r.PayloadSHA256, "decider": &r.Decider,
 		"issuer": &r.Issuer, "subject": &r.Subject, "sign-in": &r.SignIn, "policy": &r.Policy, "approval-policy": &r.ApprovalPolicy,
-		"rule": &r.Rule, "eligible-as": &r.EligibleAs, "reason": &r.Reason, "result-sha256": &r.ResultSHA256,
+		"rule": &r.Rule, "eligible-as": &r.EligibleAs, "on-behalf-of": &r.OnBehalfOf, "reason": &r.Reason, "result-sha256": &r.ResultSHA256,
 		"passkey": &pp.Credential, "passkey-nonce": &pp.Nonce, "passkey-authenticator-data": &pp.AuthenticatorData,
 		"passkey-client-data": &pp.ClientData, "passkey-signature": &pp.Signature}
 	for _, f := range fs {
@@ -164,6 +172,10 @@ func ParseReceipt(text string) (Receipt, error) {
 		switch k, v := f.Key, f.Value; k {
 		case "seq":
 			r.Seq, err = strconv.ParseInt(v, 10, 64)
+		case "delegation":
+			if r.Delegation, err = strconv.ParseInt(v, 10, 64); err == nil && r.Delegation < 1 {
+				err = errorf("not a seq")
+			}
 		case "decision":
 			r.Decision = Decided(v)
 		case "auth":
@@ -193,6 +205,9 @@ func ParseReceipt(text string) (Receipt, error) {
 		if slices.Contains(passkeyKeys, f.Key) {
 			proof++
 		}
+	}
+	if (r.OnBehalfOf == "") != (r.Delegation == 0) {
+		return bad("on-behalf-of without its delegation, or a delegation without on-behalf-of")
 	}
 	switch _, has := fs.Get("passkey"); {
 	case has && proof < len(passkeyKeys):
@@ -334,6 +349,8 @@ func receiptProblem(entries []Entry, e Entry, decision Decided, decider string, 
 		return fmt.Sprintf("it names a sign-in at %s, after the decision", r.AuthTime.UTC().Format(time.RFC3339)), r.Auth
 	case r.Reason != e.Field(KeyReason):
 		return "it was signed for another reason", r.Auth
+	case r.OnBehalfOf != e.Field(KeyOnBehalfOf):
+		return "it was signed on behalf of another person than the entry names", r.Auth
 	case r.ApprovalPolicy != "" && (r.ApprovalPolicy != g.Field(KeyPolicy) || r.Rule != g.Field(KeyRule)):
 		return "it was signed under another approval rule than the request records", r.Auth
 	case decision == DecidedExpired && r.Auth != AuthServer:

@@ -97,8 +97,22 @@ func (t Tally) Due() time.Time {
 	return t.GrantUntil
 }
 
-// Voters names who voted, in order.
+// Voters names who voted, in order ("bob for alice" for a delegate's
+// vote).
 func (t Tally) Voters() []string { return voters(t.Votes) }
+
+// People are the identities that take part in the standing votes: who
+// cast each, and who a delegate's counts as.
+func (t Tally) People() []string {
+	var out []string
+	for _, v := range t.Votes {
+		out = append(out, v.Voter)
+		if v.OnBehalfOf != "" {
+			out = append(out, v.OnBehalfOf)
+		}
+	}
+	return out
+}
 
 // Progress says where the votes stand, for people: "1 of 2 approvals
 // (alice); waiting for 1 more from finance-leads"; once approved under a
@@ -180,13 +194,28 @@ func Named(v Verification, rulings []Ruling) Verification {
 // none (the verification breaks).
 type Policies func(hash string) (*Approvals, error)
 
-// Keyring is what checks the passkey votes of a journal: the passkeys
-// enrolled (PasskeySaga's journal, read when a vote needs them) and the
-// check of an assertion. Without Check, a journal with a passkey vote
-// does not verify.
+// Keyring is what checks the passkey and delegated votes of a journal:
+// the passkeys enrolled (PasskeySaga's journal, read when a vote needs
+// them), the check of an assertion, and the delegations (DelegationSaga's
+// journal, read likewise). Without Check, a journal with a passkey vote
+// does not verify; without Delegations, one with a delegated vote.
 type Keyring struct {
-	Passkeys func() (Passkeys, error)
-	Check    CheckAssertion
+	Passkeys    func() (Passkeys, error)
+	Check       CheckAssertion
+	Delegations func() (Delegations, error)
+}
+
+// delegated says why delegated vote r under rule does not stand on a
+// delegation, or "".
+func (k Keyring) delegated(r Receipt, rule Rule) string {
+	if k.Delegations == nil {
+		return "delegations cannot be checked here"
+	}
+	ds, err := k.Delegations()
+	if err != nil {
+		return Message(err)
+	}
+	return ds.Delegated(r, rule)
 }
 
 // verify says why the passkey proof in a vote's receipt r does not
@@ -299,6 +328,11 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 			if rule.PasskeyRequired || r.Passkey != nil {
 				if why := keys.verify(r); why != "" {
 					return bad(en.Seq, "is a vote by %s that its passkey does not sign: %s", decider, why)
+				}
+			}
+			if r.OnBehalfOf != "" {
+				if why := keys.delegated(r, rule); why != "" {
+					return bad(en.Seq, "is a vote by %s on behalf of %s that no delegation covers: %s", decider, r.OnBehalfOf, why)
 				}
 			}
 			if r.ApprovalPolicy == "" {

@@ -29,13 +29,15 @@ type ExportHead struct {
 // Export is a journal export with its proofs as its lines read (GET
 // /sagacity/audit/{sagaId}?proofs=N): its entries, oldest first, each
 // with its proof when the checkpoint covers it; its ExportPolicy,
-// ExportPasskey and ExportSignIn lines' entries; and its ExportHead.
+// ExportPasskey, ExportSignIn and ExportDelegation lines' entries; and
+// its ExportHead.
 type Export struct {
-	Entries  []Entry
-	Policies []Entry
-	Passkeys []Entry
-	SignIns  []Entry
-	Head     string
+	Entries     []Entry
+	Policies    []Entry
+	Passkeys    []Entry
+	SignIns     []Entry
+	Delegations []Entry
+	Head        string
 }
 
 // ExportPolicy is a line of an export with proofs, after the entries and
@@ -65,6 +67,15 @@ type ExportPasskey struct {
 // the provider signed each decider's sign-in.
 type ExportSignIn struct {
 	SignIn Entry `json:"signIn"`
+}
+
+// ExportDelegation is a line of an export with proofs, after the entries
+// and before the head, one for each delegation the saga's delegated votes
+// stand on and each revocation of it: the entry of the server's own saga
+// "sagacity:delegations" that records it, with its proof against the
+// same checkpoint.
+type ExportDelegation struct {
+	Delegation Entry `json:"delegation"`
 }
 
 // Verification is what verifying a saga's journal found.

@@ -22,6 +22,9 @@ const (
 	ActDismiss  Action = "dismiss"  // drop a superseded request, the saga going on
 	ActWithdraw Action = "withdraw" // take back one's own approval of a request
 	ActEnrol    Action = "enrol"    // enrol or remove one's own passkeys
+	// ActDelegate hands one's eligibility to another for a while, or
+	// revokes a delegation one made or holds.
+	ActDelegate Action = "delegate"
 	// ActRequestChanges sends a request back to the agent with what to
 	// change, the saga going on.
 	ActRequestChanges Action = "request-changes"
@@ -78,6 +81,7 @@ var roles = map[Action][]Role{
 	ActDismiss:        {RoleApprover},
 	ActWithdraw:       {RoleApprover},
 	ActEnrol:          {RoleApprover},
+	ActDelegate:       {RoleApprover},
 	ActRequestChanges: {RoleApprover},
 	ActResume:         {RoleAgent, RoleApprover},
 	ActCancel:         {RoleAgent},
@@ -95,7 +99,7 @@ var roles = map[Action][]Role{
 
 var doing = map[Action]string{
 	ActCall: "calling a tool", ActEnd: "ending a saga", ActAbort: "aborting a saga", ActApprove: "approving",
-	ActReject: "rejecting", ActDismiss: "dismissing", ActWithdraw: "withdrawing a vote", ActEnrol: "enrolling passkeys", ActRequestChanges: "requesting changes", ActResume: "resuming", ActCancel: "cancelling a request", ActRead: "reading sagas", ActVerify: "verifying a journal",
+	ActReject: "rejecting", ActDismiss: "dismissing", ActWithdraw: "withdrawing a vote", ActEnrol: "enrolling passkeys", ActDelegate: "delegating", ActRequestChanges: "requesting changes", ActResume: "resuming", ActCancel: "cancelling a request", ActRead: "reading sagas", ActVerify: "verifying a journal",
 	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt", ActResolve: "resolving a call in doubt",
 	ActMetrics: "reading metrics", ActOutbox: "reading notifications", ActResend: "sending notifications again",
 }

@@ -45,6 +45,8 @@ type (
 	PasskeyProof  = evidence.PasskeyProof
 	Passkey       = evidence.Passkey
 	Passkeys      = evidence.Passkeys
+	Delegation    = evidence.Delegation
+	Delegations   = evidence.Delegations
 	Assertion     = evidence.Assertion
 	// CheckAssertion checks a passkey's assertion (passkey.Check).
 	CheckAssertion  = evidence.CheckAssertion
@@ -87,25 +89,30 @@ const (
 	PhaseApproved           = evidence.PhaseApproved
 	PhaseRejected           = evidence.PhaseRejected
 
-	GateTool         = evidence.GateTool
-	ZeroHash         = evidence.ZeroHash
-	TimeLayout       = evidence.TimeLayout
-	EncodedPrefix    = evidence.EncodedPrefix
-	MaxIDLen         = evidence.MaxIDLen
-	MaxReasonLen     = evidence.MaxReasonLen
-	MaxNDJSONLine    = evidence.MaxNDJSONLine
-	PolicySaga       = evidence.PolicySaga
-	PolicyTool       = evidence.PolicyTool
-	PasskeySaga      = evidence.PasskeySaga
-	PasskeyEnrolled  = evidence.PasskeyEnrolled
-	PasskeyRemoved   = evidence.PasskeyRemoved
-	PasskeyUsed      = evidence.PasskeyUsed
-	SignInSaga       = evidence.SignInSaga
-	SignedInTool     = evidence.SignedInTool
-	ProviderKeyTool  = evidence.ProviderKeyTool
-	NotificationSaga = evidence.NotificationSaga
-	DeliveryRetried  = evidence.DeliveryRetried
-	EndpointEnabled  = evidence.EndpointEnabled
+	GateTool       = evidence.GateTool
+	ZeroHash       = evidence.ZeroHash
+	TimeLayout     = evidence.TimeLayout
+	EncodedPrefix  = evidence.EncodedPrefix
+	MaxIDLen       = evidence.MaxIDLen
+	MaxReasonLen   = evidence.MaxReasonLen
+	MaxNDJSONLine  = evidence.MaxNDJSONLine
+	PolicySaga     = evidence.PolicySaga
+	PolicyTool     = evidence.PolicyTool
+	PasskeySaga    = evidence.PasskeySaga
+	DelegationSaga = evidence.DelegationSaga
+	// Delegated and DelegationRevoked are DelegationSaga's tools.
+	Delegated         = evidence.Delegated
+	DelegationRevoked = evidence.DelegationRevoked
+	MaxDelegation     = evidence.MaxDelegation
+	PasskeyEnrolled   = evidence.PasskeyEnrolled
+	PasskeyRemoved    = evidence.PasskeyRemoved
+	PasskeyUsed       = evidence.PasskeyUsed
+	SignInSaga        = evidence.SignInSaga
+	SignedInTool      = evidence.SignedInTool
+	ProviderKeyTool   = evidence.ProviderKeyTool
+	NotificationSaga  = evidence.NotificationSaga
+	DeliveryRetried   = evidence.DeliveryRetried
+	EndpointEnabled   = evidence.EndpointEnabled
 
 	EnrolWithin         = evidence.EnrolWithin
 	MaxSignInSkew       = evidence.MaxSignInSkew
@@ -129,6 +136,7 @@ const (
 	KeyExecutedBy  = evidence.KeyExecutedBy
 	KeyApprover    = evidence.KeyApprover
 	KeyMeets       = evidence.KeyMeets
+	KeyOnBehalfOf  = evidence.KeyOnBehalfOf
 	KeyDismissedBy = evidence.KeyDismissedBy
 	KeyWithdrawnBy = evidence.KeyWithdrawnBy
 	KeyChangesBy   = evidence.KeyChangesBy
@@ -264,6 +272,12 @@ func Decisions(entries []Entry, v note.Verifier) []DecisionReceipt {
 // that is no passkey entry the key signed.
 func ReadPasskeys(entries []Entry, v note.Verifier) (Passkeys, error) {
 	return asInvalid(evidence.ReadPasskeys(entries, v))
+}
+
+// ReadDelegations is evidence.ReadDelegations; Invalid naming the first
+// entry that does not read.
+func ReadDelegations(entries []Entry, v note.Verifier) (Delegations, error) {
+	return asInvalid(evidence.ReadDelegations(entries, v))
 }
 
 // ReadSignIns is evidence.ReadSignIns; Invalid naming the first entry

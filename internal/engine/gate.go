@@ -45,7 +45,7 @@ func gateRef(seq int64) string { return evidence.Ref(seq) }
 // they report one (it may hold line breaks).
 func (e *Engine) personalPayload(p Principal, g Entry, r Receipt, key Key, result *string, at time.Time) (string, error) {
 	receipt, err := e.signed(p, g, r, result, at)
-	ls := Lines{{key, p.ID}}.With(KeyMeets, MeetsText(r.Meets)).With(KeyReason, r.Reason).With(KeyAuth, string(p.Auth)).With(KeyReceipt, receipt)
+	ls := Lines{{key, p.ID}}.With(KeyOnBehalfOf, r.OnBehalfOf).With(KeyMeets, MeetsText(r.Meets)).With(KeyReason, r.Reason).With(KeyAuth, string(p.Auth)).With(KeyReceipt, receipt)
 	if result != nil {
 		ls = append(ls, Line{KeyResult, *result})
 	}
@@ -68,6 +68,9 @@ type bound struct {
 	// passkey is the voter's passkey's proof of the vote being cast, when
 	// it was cast with one.
 	passkey *PasskeyProof
+	// delegation is the delegation a vote is cast under, when it is cast
+	// for a delegator.
+	delegation *Delegation
 	// verified is what verifying the journal found (intact).
 	verified Verification
 }
@@ -155,10 +158,10 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 	var closing Entry
 	var ranOut bool
 	s, err := e.onPending(ctx, sagaID, seq, c.kept, e.closedError, func(tx Tx, s *Saga, b bound) (err error) {
-		if err := e.Can(p, a, Subject{Saga: s, Requester: b.gated.Field(KeyRequester), Rule: &b.rule}); err != nil {
+		now := e.stamp(s)
+		if err := e.delegatedCan(tx, p, a, s, &b, c, now); err != nil {
 			return err
 		}
-		now := e.stamp(s)
 		if closing, ranOut, err = e.runOut(tx, s, b, now); ranOut || err != nil {
 			return err
 		}
@@ -246,8 +249,12 @@ func ballot(b bound, decision Decided, p Principal, reason string) Receipt {
 		r.Rule = b.rule.Name
 	}
 	if decision != DecidedWithdrawn && decision != DecidedDismissed && decision != DecidedCancelled {
-		r.EligibleAs = b.rule.EligibleAs(p.Roles, p.Groups)
+		v := b.voter(p)
+		r.EligibleAs = b.rule.EligibleAs(v.Roles, v.Groups)
 		r.Passkey = b.passkey
+		if d := b.delegation; d != nil {
+			r.OnBehalfOf, r.Delegation = d.From, d.Seq
+		}
 	}
 	return r
 }
@@ -361,12 +368,15 @@ func (e *Engine) ruleIn(gated Entry) (Rule, error) {
 }
 
 // cast is how a decision reaches the gate besides its words: the
-// passkey's assertion over a vote cast with one, and where Decide keeps
-// what verifying the journal found before the decision acted. Either is
-// nil when there is none.
+// passkey's assertion over a vote cast with one, where Decide keeps
+// what verifying the journal found before the decision acted (either nil
+// when there is none), and the delegator it is cast for.
 type cast struct {
 	passkey *passkeyVote
 	kept    *verified
+	// behalf is the delegator a vote is cast for (VoteFor), "" for the
+	// voter's own.
+	behalf string
 }
 
 // verified is where Decide has onPending keep what verifying the journal

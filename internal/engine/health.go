@@ -251,7 +251,7 @@ func (e *Engine) unmeetable(ctx context.Context, r Rule, t Tally, requester, ini
 	if err != nil {
 		return "", err
 	}
-	out := append([]string{requester, initiator}, t.Voters()...)
+	out := append([]string{requester, initiator}, t.People()...)
 	voters := eligible(r, known, out)
 	// What is still short: each requirement's places not met yet.
 	rest := r

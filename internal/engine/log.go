@@ -153,7 +153,7 @@ func (e *Engine) Evidence(ctx context.Context, p Principal, sagaID string, size 
 	if e.tlog == nil {
 		return nil, nil, errNoLog
 	}
-	var policies, passkeys, signIns []Entry
+	var policies, passkeys, signIns, delegations []Entry
 	if e.Can(p, ActReview, Subject{}) == nil {
 		if policies, err = e.pinned(ctx, entries); err != nil {
 			return nil, nil, err
@@ -164,14 +164,17 @@ func (e *Engine) Evidence(ctx context.Context, p Principal, sagaID string, size 
 		if signIns, err = e.signedIn(ctx, entries, passkeys); err != nil {
 			return nil, nil, err
 		}
+		if delegations, err = e.delegationsOf(ctx, entries); err != nil {
+			return nil, nil, err
+		}
 	}
-	n, m, k := len(entries), len(policies), len(passkeys)
-	ps, err := e.tlog.Prove(ctx, slices.Concat(entries, policies, passkeys, signIns), size)
+	n, m, k, l := len(entries), len(policies), len(passkeys), len(signIns)
+	ps, err := e.tlog.Prove(ctx, slices.Concat(entries, policies, passkeys, signIns, delegations), size)
 	if err != nil {
 		return nil, nil, err
 	}
-	ps.Of, ps.Policies, ps.Passkeys, ps.SignIns = ps.Of[:n:n], attach(policies, ps.Of[n:n+m:n+m]),
-		attach(passkeys, ps.Of[n+m:n+m+k:n+m+k]), attach(signIns, ps.Of[n+m+k:])
+	ps.Of, ps.Policies, ps.Passkeys, ps.SignIns, ps.Delegations = ps.Of[:n:n], attach(policies, ps.Of[n:n+m:n+m]),
+		attach(passkeys, ps.Of[n+m:n+m+k:n+m+k]), attach(signIns, ps.Of[n+m+k:n+m+k+l:n+m+k+l]), attach(delegations, ps.Of[n+m+k+l:])
 	ps.Head, err = e.head(entries)
 	return entries, ps, err
 }
@@ -244,6 +247,35 @@ func (e *Engine) signers(ctx context.Context, entries []Entry) ([]Entry, error) 
 	for _, en := range all {
 		var r evidence.PasskeyRecord
 		if en.ToolName != PasskeyUsed && json.Unmarshal([]byte(en.Input), &r) == nil && used[r.Credential] {
+			out = append(out, en)
+		}
+	}
+	return out, nil
+}
+
+// delegationsOf returns the entries of DelegationSaga that record the
+// delegations a journal's delegated votes name, and their revocations,
+// in DelegationSaga's order. Unavailable when the store is.
+func (e *Engine) delegationsOf(ctx context.Context, entries []Entry) ([]Entry, error) {
+	used := map[int64]bool{}
+	for _, en := range entries {
+		if signed := ReceiptOf(en); en.ToolName == GateTool && signed != "" {
+			if r, err := OpenReceipt(signed, e.keys.Verifier()); err == nil && r.Delegation != 0 {
+				used[r.Delegation] = true
+			}
+		}
+	}
+	if len(used) == 0 {
+		return nil, nil
+	}
+	all, err := e.store.Entries(ctx, DelegationSaga)
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, en := range all {
+		var r evidence.DelegationRecord
+		if used[en.Seq] || (en.ToolName == DelegationRevoked && json.Unmarshal([]byte(en.Input), &r) == nil && used[r.Seq]) {
 			out = append(out, en)
 		}
 	}

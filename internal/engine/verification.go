@@ -26,7 +26,7 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot, logged Logged) (Veri
 		var rulings []Ruling
 		v, rulings = e.check(snap.Entries, *snap.Saga, snap.Requests, func(hash string) (*Approvals, error) {
 			return e.policyOf(ctx, hash)
-		}, func() ([]Entry, error) { return e.store.Entries(ctx, PasskeySaga) })
+		}, func(id string) ([]Entry, error) { return e.store.Entries(ctx, id) })
 		if v.Valid {
 			v = evidence.Named(v, rulings)
 		}
@@ -59,7 +59,7 @@ func (e *Engine) intact(tx Tx, entries []Entry, s Saga, reqs []ApprovalRequest) 
 			return nil, miss
 		}
 		return a, nil
-	}, func() ([]Entry, error) { return tx.Entries(PasskeySaga) })
+	}, tx.Entries)
 	if miss != nil {
 		return v, miss
 	}
@@ -82,8 +82,9 @@ func (e *Engine) unverified(sagaID string, v Verification) *Error {
 // against the rule its policy gives it (VerifyVotes), and each pending
 // request's row against those: who stands behind it, the quorum and
 // when it is due. It returns the rulings of the requests too. Passkey
-// votes are checked against PasskeySaga's journal, which passkeys reads.
-func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies Policies, passkeys func() ([]Entry, error)) (Verification, []Ruling) {
+// votes are checked against PasskeySaga's journal, and delegated votes
+// against DelegationSaga's, which own reads.
+func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies Policies, own func(sagaID string) ([]Entry, error)) (Verification, []Ruling) {
 	if v := VerifySaga(entries, s, reqs); !v.Valid {
 		return v, nil
 	}
@@ -94,7 +95,7 @@ func (e *Engine) check(entries []Entry, s Saga, reqs []ApprovalRequest, policies
 	v, rulings := evidence.VerifyVotes(entries, lc, func(hash string) (*Approvals, error) {
 		a, err := policies(hash)
 		return a, evidential(err)
-	}, e.keys.Verifier(), e.keyring(passkeys))
+	}, e.keys.Verifier(), e.keyring(own))
 	if !v.Valid {
 		return v, rulings
 	}
@@ -138,20 +139,39 @@ func indexed(entries []Entry, r ApprovalRequest, l *Life, rule Rule) Verificatio
 	return Verification{Valid: true, EntryCount: len(entries), BreakAtIndex: -1}
 }
 
-// keyring checks passkey votes with the engine's check and key, reading
-// PasskeySaga's journal from passkeys once, when a vote needs it.
-func (e *Engine) keyring(passkeys func() ([]Entry, error)) Keyring {
-	var read Passkeys
-	var err error
-	return Keyring{Check: e.checkAssertion, Passkeys: func() (Passkeys, error) {
-		if read == nil && err == nil {
-			var entries []Entry
-			if entries, err = passkeys(); err == nil {
-				read, err = ReadPasskeys(entries, e.keys.Verifier())
+// keyring checks passkey and delegated votes with the engine's check and
+// key, reading PasskeySaga's and DelegationSaga's journals from own once
+// each, when a vote needs it.
+func (e *Engine) keyring(own func(sagaID string) ([]Entry, error)) Keyring {
+	return Keyring{Check: e.checkAssertion,
+		Passkeys: once(func() (Passkeys, error) {
+			entries, err := own(PasskeySaga)
+			if err != nil {
+				return nil, err
 			}
+			return ReadPasskeys(entries, e.keys.Verifier())
+		}),
+		Delegations: once(func() (Delegations, error) {
+			entries, err := own(DelegationSaga)
+			if err != nil {
+				return nil, err
+			}
+			return ReadDelegations(entries, e.keys.Verifier())
+		})}
+}
+
+// once is read, called the first time only, its error evidential.
+func once[T any](read func() (T, error)) func() (T, error) {
+	var v T
+	var err error
+	done := false
+	return func() (T, error) {
+		if !done {
+			v, err = read()
+			done = true
 		}
-		return read, evidential(err)
-	}}
+		return v, evidential(err)
+	}
 }
 
 // Verify checks a saga's journal (see VerifySaga): its hash chain, the

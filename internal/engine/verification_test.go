@@ -92,7 +92,7 @@ func TestCheckShowsNoCause(t *testing.T) {
 	e := &Engine{keys: testKeys(t)}
 	down := &Error{Kind: Unavailable, Msg: "the database is unavailable", Err: errors.New("dial tcp 10.0.0.5:5432: connection refused")}
 	v, _ := e.check(es, Saga{ID: "s1", HeadSeq: 1, HeadHash: es[0].Hash}, nil, func(string) (*Approvals, error) { return nil, down },
-		func() ([]Entry, error) { return nil, down })
+		func(string) ([]Entry, error) { return nil, down })
 	if want := "seq=1 (entry 0) is a request under approval policy " + hash + ": the database is unavailable"; v.Valid || v.Message != want {
 		t.Errorf("check(a policy the store cannot read) = %+v; want %q", v, want)
 	}

@@ -42,9 +42,10 @@ func (e *Engine) vote(ctx context.Context, p Principal, sagaID string, seq int64
 func (e *Engine) approve(ctx context.Context, p Principal, sagaID string, seq int64, reason string, c cast) (Decision, error) {
 	var execute bool // the vote completes the quorum of a rule that executes on approval
 	d, err := e.decideOn(ctx, p, ActApprove, DecidedApproved, sagaID, seq, reason, c, func(tx Tx, s *Saga, b bound, at time.Time) (Decision, error) {
-		if mine, ok := b.life.VoteOf(p.ID); ok {
+		mine := Vote{Voter: p.ID, OnBehalfOf: b.behalf()}
+		if v, ok := b.life.Clash(p.ID, mine.OnBehalfOf); ok {
 			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s approved the request at seq=%d already (seq=%d): one person counts once",
-				p.ID, seq, mine.Seq)}
+				v.Name(), seq, v.Seq)}
 		}
 		switch {
 		case b.tally.Met():
@@ -52,20 +53,23 @@ func (e *Engine) approve(ctx context.Context, p Principal, sagaID string, seq in
 		case b.life.SupersededBy != 0:
 			return Decision{}, superseded(b.life)
 		}
-		meets, ok := b.tally.Place(p.Roles, p.Groups)
+		as := b.voter(p)
+		meets, ok := b.tally.Place(as.Roles, as.Groups)
 		if !ok {
 			return Decision{}, &Error{Kind: Conflict, Msg: fmt.Sprintf("%s meets no requirement of rule %s that is still short: %s",
 				p.ID, b.rule.Name, b.tally.Progress())}
 		}
 		r := ballot(b, DecidedApproved, p, reason)
 		r.Meets = meets
-		after := Tally{Rule: b.rule, Votes: append(slices.Clone(b.tally.Votes), Vote{Voter: p.ID, Meets: meets})}
+		mine.Meets = meets
+		after := Tally{Rule: b.rule, Votes: append(slices.Clone(b.tally.Votes), mine)}
 		r.Vote, r.Quorum = len(after.Votes), after.Quorum()
 		d, err := e.journalVote(tx, s, b, p, r, PhaseApproved, KeyApprover, at)
 		if err != nil {
 			return d, err
 		}
-		standing := append(slices.Clone(b.tally.Votes), Vote{Seq: d.Receipt, Voter: p.ID, At: d.DecidedAt, Meets: meets})
+		mine.Seq, mine.At = d.Receipt, d.DecidedAt
+		standing := append(slices.Clone(b.tally.Votes), mine)
 		// Under a wait timer the vote completing the quorum executes
 		// nothing: the server does once the wait ends (Lapse).
 		t := tally(b.gated, &Life{Votes: standing}, b.rule)

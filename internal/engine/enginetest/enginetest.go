@@ -98,6 +98,7 @@ var scenarios = []scenario{
 	{"Context", withEnv(testContext)},
 	{"ThresholdRace", testThresholdRace},
 	{"Passkeys", withEnv(testPasskeys)},
+	{"Delegation", withEnv(testDelegation)},
 	{"ForgedSessions", withEnv(testForgedSessions)},
 	{"Outbox", withEnv(testOutbox)},
 	{"OutboxClaims", withEnv(testOutboxClaims)},
