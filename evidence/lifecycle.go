@@ -249,7 +249,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				return bad(i, "is a decision by %s, who started the saga (four-eyes)", decider)
 			case decider == l.Requester:
 				return bad(i, "is a decision by %s, who made the request at seq=%d (four-eyes)", decider, l.Seq)
-			case behalf == lc.Initiator || behalf == l.Requester:
+			case behalf != "" && (behalf == lc.Initiator || behalf == l.Requester):
 				return bad(i, "is a decision on behalf of %s, who started the saga or made the request at seq=%d (four-eyes)", behalf, l.Seq)
 			}
 			switch decision {
@@ -274,9 +274,12 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				l.Closed, l.Closing = en.Seq, ClosedRejected
 				lc.fail(en.Seq)
 			default: // approved
-				if v, ok := l.Clash(decider, behalf); ok {
-					return bad(i, "is %s's approval of the request at seq=%d, which counts %s twice (%s's at seq=%d stands)",
-						Vote{Voter: decider, OnBehalfOf: behalf}.Name(), l.Seq, v.Counts(), v.Name(), v.Seq)
+				mine := Vote{Voter: decider, OnBehalfOf: behalf}
+				if v, ok := l.Clash(decider, behalf); ok && v.Name() == mine.Name() {
+					return bad(i, "is %s's second approval of the request at seq=%d (the first at seq=%d stands)", mine.Name(), l.Seq, v.Seq)
+				} else if ok {
+					return bad(i, "is %s's approval of the request at seq=%d, which shares a person with %s's at seq=%d (one person counts once)",
+						mine.Name(), l.Seq, v.Name(), v.Seq)
 				}
 				if l.SupersededBy != 0 {
 					return bad(i, "approves the request at seq=%d, superseded by the request at seq=%d", l.Seq, l.SupersededBy)

@@ -38,9 +38,13 @@ type Ruling struct {
 // a token; everyone else is journaled as who they signed in as. Reason is
 // required where the request's rule says so, and always for
 // request-changes (it is what the agent is told).
+//
+// OnBehalfOf casts an approval, rejection or request for changes for a
+// delegator, under their delegation to the caller standing now.
 type DecisionRequest struct {
-	Approver string `json:"approver,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+	Approver   string `json:"approver,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	OnBehalfOf string `json:"onBehalfOf,omitempty"`
 }
 
 // Decision is a person's decision, as journaled.
@@ -64,6 +68,39 @@ type Decision struct {
 	Votes    int    `json:"votes"`
 	Quorum   int    `json:"quorum"`
 	Progress string `json:"progress,omitempty"`
+	// OnBehalfOf is the delegator a delegate's vote was cast for.
+	OnBehalfOf string `json:"onBehalfOf,omitempty"`
+}
+
+// DelegationRequest is the body of POST /sagacity/delegations: hand the
+// caller's eligibility under Rules (names of the policy in force's rules)
+// to To, from From (now when absent) until Until, at most 90 days.
+type DelegationRequest struct {
+	To     string     `json:"to"`
+	Rules  []string   `json:"rules"`
+	From   *time.Time `json:"from,omitempty"`
+	Until  time.Time  `json:"until"`
+	Reason string     `json:"reason,omitempty"`
+}
+
+// Delegation is a delegation as the server's saga "sagacity:delegations"
+// journals it: Seq is its entry there, which a delegated vote's receipt
+// names. Roles and Groups are the delegator's when they delegated, what
+// the delegate votes by; Revoked and RevokedBy are set once it is
+// revoked.
+type Delegation struct {
+	Seq       int64      `json:"seq"`
+	From      string     `json:"from"`
+	To        string     `json:"to"`
+	Rules     []string   `json:"rules"`
+	Roles     []string   `json:"roles"`
+	Groups    []string   `json:"groups"`
+	Start     time.Time  `json:"start"`
+	Until     time.Time  `json:"until"`
+	Reason    string     `json:"reason,omitempty"`
+	Made      time.Time  `json:"made"`
+	Revoked   *time.Time `json:"revoked,omitempty"`
+	RevokedBy string     `json:"revokedBy,omitempty"`
 }
 
 // ResumeRequest is the body of a resume: the exact bytes approved.

@@ -62,23 +62,25 @@ func (h *Handlers) Approvals(w http.ResponseWriter, r *http.Request) error {
 
 // Approve records a decision: POST /sagacity/approve/{sagaId}/{seq}.
 func (h *Handlers) Approve(w http.ResponseWriter, r *http.Request) error {
-	return h.decide(w, r, h.Engine.Approve)
+	return h.decide(w, r, h.Engine.Approve, engine.ActApprove)
 }
 
 // Reject records a rejection and compensates: POST /sagacity/reject/{sagaId}/{seq}.
 func (h *Handlers) Reject(w http.ResponseWriter, r *http.Request) error {
-	return h.decide(w, r, h.Engine.Reject)
+	return h.decide(w, r, h.Engine.Reject, engine.ActReject)
 }
 
 // Dismiss drops a superseded request, the saga going on:
 // POST /sagacity/dismiss/{sagaId}/{seq}.
 func (h *Handlers) Dismiss(w http.ResponseWriter, r *http.Request) error {
-	return h.decide(w, r, h.Engine.Dismiss)
+	return h.decide(w, r, h.Engine.Dismiss, engine.ActDismiss)
 }
 
 type decideFunc = func(ctx context.Context, p engine.Principal, sagaID string, seq int64, reason string) (engine.Decision, error)
 
-func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideFunc) error {
+// decide takes the decision of a (decide's) on the request the path
+// names; cast for a delegator when the body names one (VoteFor).
+func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideFunc, a engine.Action) error {
 	var body wire.DecisionRequest
 	sagaID, seq, err := stepBody(r, edge.DecodeOptional, &body)
 	if err != nil {
@@ -88,7 +90,12 @@ func (h *Handlers) decide(w http.ResponseWriter, r *http.Request, decide decideF
 	if err != nil {
 		return err
 	}
-	d, err := decide(r.Context(), p, sagaID, seq, body.Reason)
+	var d engine.Decision
+	if body.OnBehalfOf != "" {
+		d, err = h.Engine.VoteFor(r.Context(), p, body.OnBehalfOf, a, sagaID, seq, body.Reason)
+	} else {
+		d, err = decide(r.Context(), p, sagaID, seq, body.Reason)
+	}
 	if err != nil {
 		return err
 	}

@@ -5,19 +5,20 @@ import (
 
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/edge"
+	"github.com/sagacity-go/sagacity/internal/engine"
 )
 
 // Withdraw takes back the caller's approval of a request until it is
 // executed: POST /sagacity/withdraw/{sagaId}/{seq}.
 func (h *Handlers) Withdraw(w http.ResponseWriter, r *http.Request) error {
-	return h.decide(w, r, h.Engine.Withdraw)
+	return h.decide(w, r, h.Engine.Withdraw, engine.ActWithdraw)
 }
 
 // RequestChanges sends a request back to its agent with what to change,
 // the saga going on: POST /sagacity/request-changes/{sagaId}/{seq} with
 // the reason the agent is told.
 func (h *Handlers) RequestChanges(w http.ResponseWriter, r *http.Request) error {
-	return h.decide(w, r, h.Engine.RequestChanges)
+	return h.decide(w, r, h.Engine.RequestChanges, engine.ActRequestChanges)
 }
 
 // Policies lists the approval policies that took effect, each with its

@@ -61,7 +61,18 @@ func SagaOf(s engine.Saga) wire.Saga {
 // DecisionOf is a decision on the wire.
 func DecisionOf(d engine.Decision) wire.Decision {
 	return wire.Decision{SagaID: d.SagaID, JournalSeq: d.JournalSeq, Decision: string(d.Decided), Approved: d.Approved,
-		Votes: d.Votes, Quorum: d.Quorum, Progress: d.Progress, ApproverIdentity: d.Approver, DecidedAt: d.DecidedAt, Status: wire.Status(d.Status)}
+		Votes: d.Votes, Quorum: d.Quorum, Progress: d.Progress, ApproverIdentity: d.Approver, DecidedAt: d.DecidedAt, Status: wire.Status(d.Status),
+		OnBehalfOf: d.OnBehalfOf}
+}
+
+// DelegationOf is a delegation on the wire.
+func DelegationOf(d engine.Delegation) wire.Delegation {
+	roles := make([]string, 0, len(d.Roles))
+	for _, r := range d.Roles {
+		roles = append(roles, string(r))
+	}
+	return wire.Delegation{Seq: d.Seq, From: d.From, To: d.To, Rules: d.Rules, Roles: roles, Groups: append([]string{}, d.Groups...),
+		Start: d.Start.UTC(), Until: d.Until.UTC(), Reason: d.Reason, Made: d.Made.UTC(), Revoked: utc(d.Revoked), RevokedBy: d.RevokedBy}
 }
 
 // ApprovalOf is a pending request on the wire.

@@ -18,6 +18,9 @@ type Decision struct {
 	Decided    Decided
 	Approved   bool // Decided is DecidedApproved
 	Approver   string
+	// OnBehalfOf is the delegator a delegate's vote was cast for, "" for
+	// the approver's own.
+	OnBehalfOf string
 	Reason     string
 	DecidedAt  time.Time
 	Status     Status // the saga's status afterwards
@@ -269,7 +272,7 @@ func (e *Engine) journalVote(tx Tx, s *Saga, b bound, p Principal, r Receipt, ph
 	}
 	en, err := e.appendAt(tx, s, GateTool, phase, gateRef(b.gated.Seq), payload, at)
 	return Decision{SagaID: s.ID, JournalSeq: b.gated.Seq, Decided: r.Decision, Approved: r.Decision == DecidedApproved,
-		Approver: p.ID, Reason: r.Reason, DecidedAt: en.Timestamp, Receipt: en.Seq, Quorum: b.tally.Quorum()}, err
+		Approver: p.ID, OnBehalfOf: r.OnBehalfOf, Reason: r.Reason, DecidedAt: en.Timestamp, Receipt: en.Seq, Quorum: b.tally.Quorum()}, err
 }
 
 // count records in the request's row, and in d, where its votes stand

@@ -226,6 +226,8 @@ func (s *server) routes() *chi.Mux {
 				r.Post("/dismiss/{sagaId}/{seq}", s.h(s.API.Dismiss))
 				r.Post("/withdraw/{sagaId}/{seq}", s.h(s.API.Withdraw))
 				r.Post("/request-changes/{sagaId}/{seq}", s.h(s.API.RequestChanges))
+				r.Post("/delegations", s.h(s.API.Delegate))
+				r.Post("/delegations/{seq}/revoke", s.h(s.API.Revoke))
 			})
 			r.With(s.limit(executeIP, executeWho)).Post("/resume/{sagaId}/{seq}", s.h(s.API.Resume))
 		}
@@ -242,6 +244,7 @@ func (s *server) routes() *chi.Mux {
 		r.Get("/sagas/{sagaId}", s.h(s.API.Saga))
 		r.Get("/sagas/{sagaId}/requests", s.h(s.API.Requests))
 		r.Get("/policies", s.h(s.API.Policies))
+		r.Get("/delegations", s.h(s.API.Delegations))
 		r.Post("/sagas/{sagaId}/calls", s.h(s.API.Call))
 		r.Post("/sagas/{sagaId}/end", s.h(s.API.End))
 		r.Post("/sagas/{sagaId}/abort", s.h(s.API.Abort))
