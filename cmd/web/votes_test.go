@@ -355,7 +355,7 @@ func (x exporter) export(name string, alter func(es []engine.Entry, ps *engine.P
 		return engine.Attached{Entries: slices.Clone(a.Entries), Of: slices.Clone(a.Of)}
 	}
 	es, ps := slices.Clone(x.es), &engine.Proofs{TreeSize: x.ps.TreeSize, Of: slices.Clone(x.ps.Of), Head: x.ps.Head,
-		Policies: clone(x.ps.Policies), Passkeys: clone(x.ps.Passkeys), SignIns: clone(x.ps.SignIns)}
+		Policies: clone(x.ps.Policies), Passkeys: clone(x.ps.Passkeys), SignIns: clone(x.ps.SignIns), Delegations: clone(x.ps.Delegations)}
 	if alter != nil {
 		es = alter(es, ps)
 	}
