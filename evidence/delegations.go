@@ -90,6 +90,20 @@ func (d Delegation) Covers(rule string, at time.Time) bool {
 	return slices.Contains(d.Rules, rule) && !at.Before(d.Start) && at.Before(d.Until) && (d.Revoked.IsZero() || at.Before(d.Revoked))
 }
 
+// State says where d stands at at, for people: "revoked", "ended", "not
+// started" or "standing".
+func (d Delegation) State(at time.Time) string {
+	switch {
+	case !d.Revoked.IsZero() && !at.Before(d.Revoked):
+		return "revoked"
+	case !at.Before(d.Until):
+		return "ended"
+	case at.Before(d.Start):
+		return "not started"
+	}
+	return "standing"
+}
+
 // Delegations are the delegations of DelegationSaga's journal, as the
 // server signed them, by their entry's seq.
 type Delegations map[int64]Delegation

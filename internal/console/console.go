@@ -57,6 +57,7 @@ var places = []struct {
 	{"/audit", "Audit", engine.ActVerify},
 	{"/in-doubt", "In doubt", engine.ActInDoubt},
 	{"/policy", "Policy", engine.ActReview},
+	{"/delegations", "Delegations", engine.ActReview},
 	{"/notifications", "Notifications", engine.ActOutbox},
 }
 

@@ -179,6 +179,7 @@ func (s *server) routes() *chi.Mux {
 		r.Post("/audit/verify-all", s.h(s.Console.VerifyAll))
 		r.Get("/in-doubt", s.h(s.Console.InDoubt))
 		r.Get("/policy", s.h(s.Console.Policy))
+		r.Get("/delegations", s.h(s.Console.Delegations))
 		r.Get("/notifications", s.h(s.Console.Notifications))
 		r.Post("/notifications/retry", s.h(s.Console.RetryDelivery))
 		r.Post("/notifications/enable", s.h(s.Console.EnableEndpoint))
@@ -190,6 +191,8 @@ func (s *server) routes() *chi.Mux {
 			r.Post("/in-doubt/resolve", s.h(s.Console.Resolve))
 			r.Post("/saga/abort", s.h(s.Console.Abort))
 			r.Post("/me/passkeys/remove", s.h(s.Console.RemovePasskey))
+			r.Post("/delegations", s.h(s.Console.Delegate))
+			r.Post("/delegations/revoke", s.h(s.Console.Revoke))
 			// Passkey ceremonies: JSON, for web/static/passkey.js.
 			r.With(inGroup(groupJSON)).Post("/me/passkeys/begin", s.h(s.Console.BeginEnrolment))
 			r.With(inGroup(groupJSON)).Post("/me/passkeys/finish", s.h(s.Console.FinishEnrolment))

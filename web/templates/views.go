@@ -263,3 +263,34 @@ func thousands(n int) string {
 	}
 	return s
 }
+
+// DelegationsPage lists the delegations, and offers the form that makes
+// one to whom the engine lets.
+type DelegationsPage struct {
+	Chrome
+	Rows []DelegationRow
+	// Rules are the names of the policy in force's rules, to delegate.
+	Rules []string
+	// Until is the form's default end (datetime-local, UTC); MaxDays the
+	// longest a delegation stands.
+	Until   string
+	MaxDays int
+	// NoDelegate says why the person may not delegate, as the engine
+	// says; "" when they may.
+	NoDelegate string
+}
+
+// DelegationRow is a delegation.
+type DelegationRow struct {
+	Seq          int64
+	From, To     string
+	Rules        string
+	Groups       string // the delegator's, as the delegation records them
+	Start, Until Time
+	Reason       string
+	State        string // standing, not started, ended or revoked
+	Revoked      *Time
+	RevokedBy    string
+	// Revoke: the person may revoke it (its delegator or delegate).
+	Revoke bool
+}
