@@ -50,6 +50,11 @@ func approvedBy(seq, who string) step {
 	return step{GateTool, PhaseApproved, "seq=" + seq, "approver=" + who + "\nauth=oidc"}
 }
 
+// approvedFor is who's approval for delegator.
+func approvedFor(seq, who, delegator string) step {
+	return step{GateTool, PhaseApproved, "seq=" + seq, "approver=" + who + "\non-behalf-of=" + delegator + "\nauth=oidc"}
+}
+
 func rejectedBy(seq, who string) step {
 	return step{GateTool, PhaseRejected, "seq=" + seq, "approver=" + who + "\nauth=oidc"}
 }
@@ -91,6 +96,17 @@ func TestReadLifecycle(t *testing.T) {
 		{"approved by two people", []step{reserve, reserved, gated, approvedBy("3", "bob"), approvedBy("3", "carol"), resumes("3")}, nil, ""},
 		{"approved twice by one person", []step{reserve, reserved, gated, approvedBy("3", "bob"), approvedBy("3", "bob")}, nil,
 			"seq=5 (entry 4) is bob's second approval of the request at seq=3 (the first at seq=4 stands)"},
+		{"approved by a delegate for its delegator, and another", []step{reserve, reserved, gated, approvedFor("3", "carol", "bob"),
+			approvedBy("3", "dave"), resumes("3")}, nil, ""},
+		{"approved by a delegator and their delegate", []step{reserve, reserved, gated, approvedBy("3", "bob"), approvedFor("3", "carol", "bob")},
+			nil, "seq=5 (entry 4) is carol for bob's approval of the request at seq=3, which shares a person with bob's at seq=4 (one person counts once)"},
+		{"approved by a delegate for two delegators", []step{reserve, reserved, gated, approvedFor("3", "carol", "bob"),
+			approvedFor("3", "carol", "dave")}, nil,
+			"seq=5 (entry 4) is carol for dave's approval of the request at seq=3, which shares a person with carol for bob's at seq=4 (one person counts once)"},
+		{"approved by a delegate, then for them", []step{reserve, reserved, gated, approvedBy("3", "carol"), approvedFor("3", "dave", "carol")},
+			nil, "seq=5 (entry 4) is dave for carol's approval of the request at seq=3, which shares a person with carol's at seq=4 (one person counts once)"},
+		{"approved for the requester", []step{reserve, reserved, gated, approvedFor("3", "carol", "agent-1")}, nil,
+			"seq=4 (entry 3) is a decision on behalf of agent-1, who started the saga or made the request at seq=3 (four-eyes)"},
 		{"withdrawn, then approved again", []step{reserve, reserved, gated, approvedBy("3", "bob"), withdrawnBy("3", "bob"),
 			approvedBy("3", "bob"), resumes("3")}, nil, ""},
 		{"withdrawn, then resumed", []step{reserve, reserved, gated, approvedBy("3", "bob"), withdrawnBy("3", "bob"), resumes("3")}, nil,

@@ -15,8 +15,9 @@ import (
 
 // signedTexts are the golden vectors of every kind of text the server
 // signs: receipts, passkey ballots, export heads, the notes of its own
-// sagas' entries (policies, passkeys, sign-ins, notifications) and
-// runners' retirements. Each is a header line, then "key: value" lines.
+// sagas' entries (policies, passkeys, sign-ins, notifications,
+// delegations) and runners' retirements. Each is a header line, then
+// "key: value" lines.
 const signedTexts = "testdata/signed-texts.json"
 
 // signedText is one vector: the text, and its header and lines as the
@@ -64,6 +65,12 @@ func textSamples() []struct {
 				Passkey: &PasskeyProof{Credential: "AQIDBAUGBwgJCgsMDQ4PEA", Time: at.Add(-20 * time.Second), Nonce: "oKGio6SlpqeoqaqrrK2urw",
 					AuthenticatorData: "SZYN5YgOjGh0NBcPZHZgW4_krrmihjLHmVzzuoMdl2MFAAAACA", ClientData: "eyJ0eXBlIjoid2ViYXV0aG4uZ2V0In0",
 					Signature: "MEUCIQDx"}}.Text()
+		}},
+		{"receipt: a delegate's approval on behalf of its delegator", func() string {
+			return Receipt{SagaID: "transfer-77", Seq: 3, Entry: h("entry 3"), PayloadSHA256: h(`{"amount":"100","to":"alice"}`),
+				Decision: DecidedApproved, Decider: "carol@company.com", Auth: AuthOIDC, Time: at, Policy: policy,
+				ApprovalPolicy: approvals, Rule: "large", EligibleAs: "finance-leads", OnBehalfOf: "https://idp.example.com#248289761001",
+				Delegation: 4, Vote: 1, Quorum: 2}.Text()
 		}},
 		{"receipt: a call in doubt that happened, with the result reported", func() string {
 			return Receipt{SagaID: "order-42", Seq: 5, Entry: h("entry 5"), PayloadSHA256: h(`{"sku":"A-1"}`), Decision: DecidedHappened,
@@ -113,6 +120,15 @@ func textSamples() []struct {
 		{"notification: an endpoint enabled", func() string {
 			return NotificationNotes.EntryNote(EndpointEnabled, `{"endpoint":"ops","by":"token:approver","auth":"token"}`)
 		}},
+		{"delegation: a delegation", func() string {
+			return DelegationNotes.EntryNote(Delegated, `{"from":"https://idp.example.com#248289761001","to":"carol@company.com",`+
+				`"rules":["large"],"roles":["approver"],"groups":["finance-leads"],"start":"2026-11-30T10:15:03.123456Z",`+
+				`"until":"2026-12-07T10:15:03.123456Z","reason":"on holiday"}`)
+		}},
+		{"delegation: a revocation", func() string {
+			return DelegationNotes.EntryNote(DelegationRevoked, `{"from":"https://idp.example.com#248289761001","to":"carol@company.com",`+
+				`"seq":4,"by":"carol@company.com"}`)
+		}},
 		{"runner: a retirement", func() string {
 			return RetiredNote("b9b0c3c1-6a5e-4d1f-9c55-2f0ad4c1e2b7", "0f8a7d2e-3c4b-4a59-8e6f-1d2c3b4a5968")
 		}},
@@ -152,7 +168,7 @@ func TestSignedTextVectors(t *testing.T) {
 		t.Fatalf("%d samples, %d vectors in %s", len(got), len(want), signedTexts)
 	}
 	forms := map[string]Form{}
-	for _, f := range []Form{receiptForm, ballotForm, headForm, policyForm, PasskeyNotes, SignInNotes, NotificationNotes, retiredForm} {
+	for _, f := range []Form{receiptForm, ballotForm, headForm, policyForm, PasskeyNotes, SignInNotes, NotificationNotes, DelegationNotes, retiredForm} {
 		forms[f.Header] = f
 	}
 	for i, v := range want {
