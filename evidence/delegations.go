@@ -1,7 +1,6 @@
 package evidence
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -123,13 +122,8 @@ func ReadDelegations(entries []Entry, v note.Verifier) (Delegations, error) {
 		if en.Phase != PhaseExecuted || (en.ToolName != Delegated && en.ToolName != DelegationRevoked) {
 			return bad("it is a " + string(en.Phase) + " entry of " + en.ToolName)
 		}
-		signed, err := base64.StdEncoding.DecodeString(en.Field(KeyReceipt))
-		if err != nil {
-			return bad("its signature is not base64")
-		}
-		n, err := note.Open(signed, note.VerifierList(v))
-		if err != nil || n.Text != DelegationNotes.EntryNote(en.ToolName, en.Input) {
-			return bad("its signature does not verify with " + v.Name())
+		if why := DelegationNotes.Unsigned(en, v); why != "" {
+			return bad(why)
 		}
 		var r DelegationRecord
 		if err := json.Unmarshal([]byte(en.Input), &r); err != nil {

@@ -33,7 +33,9 @@ func TestReadDelegations(t *testing.T) {
 	d := Delegation{From: "alice", To: "carol", Rules: []string{"large"}, Roles: []Role{RoleApprover}, Groups: []string{"finance"},
 		Start: at, Until: at.Add(24 * time.Hour)}
 	lent := entry(1, Delegated, d.Record(), s)
-	revoke := func(by string) Entry { return entry(2, DelegationRevoked, DelegationRecord{From: "alice", To: "carol", Seq: 1, By: by}, s) }
+	revoke := func(by string) Entry {
+		return entry(2, DelegationRevoked, DelegationRecord{From: "alice", To: "carol", Seq: 1, By: by}, s)
+	}
 	with := func(f func(*Delegation)) Entry {
 		e := d
 		f(&e)

@@ -1,5 +1,11 @@
 package evidence
 
+import (
+	"encoding/base64"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
 // The server journals facts of its own — the approval policies in force,
 // the passkeys enrolled, the sign-ins that decided, the notifications
 // sent again by hand, the runners it retired — in sagas of its own, so in
@@ -13,6 +19,19 @@ package evidence
 // sagas whose notes are of form f: the form's header, then the entry's
 // tool and the SHA-256 of its input.
 func (f Form) EntryNote(tool, input string) string { return f.Encode(Field{tool, PayloadHash(input)}) }
+
+// Unsigned says why entry en of a saga whose notes are of form f does not
+// carry v's signature of its note (EntryNote), or "".
+func (f Form) Unsigned(en Entry, v note.Verifier) string {
+	signed, err := base64.StdEncoding.DecodeString(en.Field(KeyReceipt))
+	if err != nil {
+		return "its signature is not base64"
+	}
+	if n, err := note.Open(signed, note.VerifierList(v)); err != nil || n.Text != f.EntryNote(en.ToolName, en.Input) {
+		return "its signature does not verify with " + v.Name()
+	}
+	return ""
+}
 
 // NotificationSaga is the server's own saga that journals every
 // notification sent again by hand: a delivery retried, an endpoint

@@ -163,13 +163,8 @@ func ReadPasskeys(entries []Entry, v note.Verifier) (Passkeys, error) {
 		if en.Phase != PhaseExecuted || (en.ToolName != PasskeyEnrolled && en.ToolName != PasskeyRemoved && en.ToolName != PasskeyUsed) {
 			return bad("it is a " + string(en.Phase) + " entry of " + en.ToolName)
 		}
-		signed, err := base64.StdEncoding.DecodeString(en.Field(KeyReceipt))
-		if err != nil {
-			return bad("its signature is not base64")
-		}
-		n, err := note.Open(signed, note.VerifierList(v))
-		if err != nil || n.Text != PasskeyNotes.EntryNote(en.ToolName, en.Input) {
-			return bad("its signature does not verify with " + v.Name())
+		if why := PasskeyNotes.Unsigned(en, v); why != "" {
+			return bad(why)
 		}
 		var r PasskeyRecord
 		if err := json.Unmarshal([]byte(en.Input), &r); err != nil || r.Credential == "" {

@@ -1,7 +1,6 @@
 package evidence
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -105,12 +104,8 @@ func ReadSignIns(entries []Entry, v note.Verifier, check CheckIDToken, trusted m
 		if en.Phase != PhaseExecuted || (en.ToolName != SignedInTool && en.ToolName != ProviderKeyTool) {
 			return bad("it is a " + string(en.Phase) + " entry of " + en.ToolName)
 		}
-		signed, err := base64.StdEncoding.DecodeString(en.Field(KeyReceipt))
-		if err != nil {
-			return bad("its signature is not base64")
-		}
-		if n, err := note.Open(signed, note.VerifierList(v)); err != nil || n.Text != SignInNotes.EntryNote(en.ToolName, en.Input) {
-			return bad("its signature does not verify with " + v.Name())
+		if why := SignInNotes.Unsigned(en, v); why != "" {
+			return bad(why)
 		}
 		if en.ToolName == ProviderKeyTool {
 			var k ProviderKeyRecord

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"iter"
 	"slices"
 	"time"
 
@@ -229,11 +230,9 @@ func attach(entries []Entry, of [][][]byte) Attached {
 // Unavailable when the store is.
 func (e *Engine) signers(ctx context.Context, entries []Entry) ([]Entry, error) {
 	used := map[string]bool{}
-	for _, en := range entries {
-		if signed := ReceiptOf(en); en.ToolName == GateTool && signed != "" {
-			if r, err := OpenReceipt(signed, e.keys.Verifier()); err == nil && r.Passkey != nil {
-				used[r.Passkey.Credential] = true
-			}
+	for r := range e.receipts(entries) {
+		if r.Passkey != nil {
+			used[r.Passkey.Credential] = true
 		}
 	}
 	if len(used) == 0 {
@@ -253,16 +252,28 @@ func (e *Engine) signers(ctx context.Context, entries []Entry) ([]Entry, error) 
 	return out, nil
 }
 
+// receipts yields the receipts the engine's key signed of a journal's
+// decisions on requests.
+func (e *Engine) receipts(entries []Entry) iter.Seq[Receipt] {
+	return func(yield func(Receipt) bool) {
+		for _, en := range entries {
+			if signed := ReceiptOf(en); en.ToolName == GateTool && signed != "" {
+				if r, err := OpenReceipt(signed, e.keys.Verifier()); err == nil && !yield(r) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // delegationsOf returns the entries of DelegationSaga that record the
 // delegations a journal's delegated votes name, and their revocations,
 // in DelegationSaga's order. Unavailable when the store is.
 func (e *Engine) delegationsOf(ctx context.Context, entries []Entry) ([]Entry, error) {
 	used := map[int64]bool{}
-	for _, en := range entries {
-		if signed := ReceiptOf(en); en.ToolName == GateTool && signed != "" {
-			if r, err := OpenReceipt(signed, e.keys.Verifier()); err == nil && r.Delegation != 0 {
-				used[r.Delegation] = true
-			}
+	for r := range e.receipts(entries) {
+		if r.Delegation != 0 {
+			used[r.Delegation] = true
 		}
 	}
 	if len(used) == 0 {
@@ -288,11 +299,9 @@ func (e *Engine) delegationsOf(ctx context.Context, entries []Entry) ([]Entry, e
 // twice, by two processes, twice). Unavailable when the store is.
 func (e *Engine) signedIn(ctx context.Context, entries, passkeys []Entry) ([]Entry, error) {
 	named := map[string]bool{}
-	for _, en := range entries {
-		if signed := ReceiptOf(en); en.ToolName == GateTool && signed != "" {
-			if r, err := OpenReceipt(signed, e.keys.Verifier()); err == nil && r.SignIn != "" && r.SignIn != SignInByAccessToken {
-				named[r.SignIn] = true
-			}
+	for r := range e.receipts(entries) {
+		if r.SignIn != "" && r.SignIn != SignInByAccessToken {
+			named[r.SignIn] = true
 		}
 	}
 	for _, en := range passkeys {
