@@ -27,12 +27,9 @@ func TestVerifyDelegation(t *testing.T) {
 	}
 	o := newDeployment(t, policy)
 	keys := o.keys
-	person := func(id string, groups ...string) engine.Principal {
-		return engine.Principal{ID: id, Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover}, Groups: groups}
-	}
 	agent := engine.Principal{ID: "agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}
 	auditor := engine.Principal{ID: "auditor", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleAuditor}}
-	alice, bob, carol := person("alice", "finance"), person("bob", "security"), person("carol")
+	alice, bob, carol := approverIn("alice", "finance"), approverIn("bob", "security"), approverIn("carol")
 	d, err := o.e.Delegate(ctx, alice, carol.ID, []string{"large"}, time.Time{}, o.now().Add(24*time.Hour), "away")
 	if err != nil {
 		t.Fatal(err)

@@ -24,10 +24,7 @@ func TestVerifyThresholds(t *testing.T) {
 	}
 	o := newDeployment(t, policy)
 	keys := o.keys
-	person := func(id string, groups ...string) engine.Principal {
-		return engine.Principal{ID: id, Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover}, Groups: groups}
-	}
-	es, ps := o.executed("wire", `{"amount":"5000","to":"mallory"}`, person("alice", "finance"), person("bob", "security"))
+	es, ps := o.executed("wire", `{"amount":"5000","to":"mallory"}`, approverIn("alice", "finance"), approverIn("bob", "security"))
 	if r, err := engine.OpenReceipt(engine.ReceiptOf(es[2]), keys.Verifier()); err != nil || engine.MeetsText(r.Meets) != "2" ||
 		es[2].Field(engine.KeyMeets) != "2" || r.Vote != 2 || r.Quorum != 2 {
 		t.Fatalf("bob's receipt = %+v, %v; want vote 2 of 2, meeting security, as his entry says", r, err)

@@ -43,12 +43,9 @@ func TestVerifyVotes(t *testing.T) {
 	}
 	o := newDeployment(t, policy)
 	e, keys := o.e, o.keys
-	person := func(id string, groups ...string) engine.Principal {
-		return engine.Principal{ID: id, Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover}, Groups: groups}
-	}
 	agent := engine.Principal{ID: "agent", Auth: engine.AuthToken, Roles: []engine.Role{engine.RoleAgent}}
 	auditor := engine.Principal{ID: "auditor", Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleAuditor}}
-	alice, bob, carol := person("alice", "finance-leads"), person("bob", "treasury"), person("carol") // carol is in neither group
+	alice, bob, carol := approverIn("alice", "finance-leads"), approverIn("bob", "treasury"), approverIn("carol") // carol is in neither group
 
 	// carol approves a refund in another saga, which her role allows.
 	if _, err := e.Call(ctx, agent, "other", "refund", `{"amount":"7"}`); err != nil {
@@ -321,6 +318,11 @@ func (o deployment) checkpoint() (tlog.State, string) {
 		o.t.Fatal(err)
 	}
 	return st, signed
+}
+
+// approverIn is an OIDC approver of id, in groups.
+func approverIn(id string, groups ...string) engine.Principal {
+	return engine.Principal{ID: id, Auth: engine.AuthOIDC, Roles: []engine.Role{engine.RoleApprover}, Groups: groups}
 }
 
 // exporter writes exports of a saga's entries es with proofs ps into
