@@ -53,9 +53,11 @@ type (
 	// votes were signed with, proved the same way: what binds each key to a
 	// person. SignIns are the entries of its saga "sagacity:sign-ins" holding
 	// the identity provider's signed ID tokens of the sign-ins its decisions
-	// and those enrolments name, and the provider keys that verify them. The
-	// server exports them to those who may read the policies (approvers and
-	// auditors), not to agents.
+	// and those enrolments name, and the provider keys that verify them.
+	// Delegations are the entries of its saga "sagacity:delegations" that
+	// record the delegations its delegated votes stand on, and their
+	// revocations. The server exports them to those who may read the
+	// policies (approvers and auditors), not to agents.
 	Proved = wire.Export
 )
 
