@@ -176,7 +176,8 @@ func (h *Handlers) step(e engine.Entry) templates.Step {
 func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 	s := templates.RequestStatus{State: rv.State}
 	decision := func(d *engine.Decision) templates.Decision {
-		return templates.Decision{Verb: string(d.Decided), Kind: decidedKind[d.Decided], Who: d.Approver, At: h.when(d.DecidedAt),
+		who := engine.Vote{Voter: d.Approver, OnBehalfOf: d.OnBehalfOf}.Name() // "carol for alice" for a delegate's
+		return templates.Decision{Verb: string(d.Decided), Kind: decidedKind[d.Decided], Who: who, At: h.when(d.DecidedAt),
 			Reason: d.Reason, ReceiptHref: templates.ReceiptHref(rv.Saga.ID, d.Receipt)}
 	}
 	for _, b := range rv.Votes {

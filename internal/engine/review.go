@@ -326,7 +326,7 @@ func (r *Review) settle(l *Life, calls []Call) {
 func decisionOf(s Saga, seq int64, en Entry) Decision {
 	decided, who, _ := en.Decision()
 	return Decision{SagaID: s.ID, JournalSeq: seq, Decided: decided, Approved: decided == DecidedApproved, Approver: who,
-		Reason: en.Field(KeyReason), DecidedAt: en.Timestamp, Status: s.Status, Receipt: en.Seq}
+		OnBehalfOf: en.Field(KeyOnBehalfOf), Reason: en.Field(KeyReason), DecidedAt: en.Timestamp, Status: s.Status, Receipt: en.Seq}
 }
 
 // Actions is what a principal may do with a request now, as the policy,
