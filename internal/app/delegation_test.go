@@ -13,7 +13,8 @@ import (
 // TestConsoleDelegation: an approver delegates a rule to a colleague on
 // the delegations page; the colleague's vote for them (over the API)
 // shows on the request page as theirs for the delegator; the delegator
-// revokes it, and the page says so. Every page passes axe.
+// revokes it, and the page says so. Every page passes axe and fits a
+// 400 px screen.
 func TestConsoleDelegation(t *testing.T) {
 	t.Parallel()
 	policy := compile(t, engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {
@@ -51,5 +52,10 @@ func TestConsoleDelegation(t *testing.T) {
 		t.Errorf("the revoked delegation's row = %q; want it revoked by alice", got)
 	}
 	alice.accessible("the delegations page with a revoked delegation")
+	alice.do("resizing", chromedp.EmulateViewport(400, 900))
+	alice.open("/delegations")
+	if !alice.eval(`document.documentElement.scrollWidth <= window.innerWidth + 1`) {
+		t.Errorf("/delegations is wider than a 400 px screen")
+	}
 	alice.noErrors()
 }

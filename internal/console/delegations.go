@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,13 @@ func (h *Handlers) Delegations(w http.ResponseWriter, r *http.Request) error {
 	v.Until = now.UTC().Add(7 * 24 * time.Hour).Format(formTime)
 	for _, d := range ds {
 		state := d.State(now)
-		row := templates.DelegationRow{Seq: d.Seq, From: d.From, To: d.To, Rules: strings.Join(d.Rules, ", "), Groups: strings.Join(d.Groups, ", "),
+		as := slices.Clone(d.Groups)
+		if len(as) == 0 {
+			for _, r := range d.Roles {
+				as = append(as, string(r))
+			}
+		}
+		row := templates.DelegationRow{Seq: d.Seq, From: d.From, To: d.To, Rules: strings.Join(d.Rules, ", "), As: strings.Join(as, ", "),
 			Start: h.when(d.Start), Until: h.when(d.Until), Reason: d.Reason, State: state, RevokedBy: d.RevokedBy,
 			Revoke: v.NoDelegate == "" && d.Revoked.IsZero() && state != "ended" && (me.ID == d.From || me.ID == d.To)}
 		if !d.Revoked.IsZero() {

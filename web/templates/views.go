@@ -285,7 +285,7 @@ type DelegationRow struct {
 	Seq          int64
 	From, To     string
 	Rules        string
-	Groups       string // the delegator's, as the delegation records them
+	As           string // the delegator's groups (or roles), as the delegation records them
 	Start, Until Time
 	Reason       string
 	State        string // standing, not started, ended or revoked
