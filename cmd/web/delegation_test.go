@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +110,11 @@ func TestVerifyDelegation(t *testing.T) {
 		{"the delegation unproved", []string{"-key", key, "-checkpoint", cp}, x.export("unproved.ndjson", delegation(lent)), 1,
 			"seq=1 of sagacity:delegations carries no proof of inclusion in the log the checkpoint of size"},
 	})
+	// verify-receipt names the delegator and the delegation of carol's receipt.
+	receipt, data := x.save("vote.receipt", engine.ReceiptOf(es[1])), x.save("wire.json", es[0].Input)
+	code, out, why := offlineRun(t, "verify-receipt", "-key", key, receipt, data)
+	if wantMsg := "carol for alice approved the request at seq=1 of saga wire, about exactly these bytes, under delegation seq=1 of " +
+		"sagacity:delegations"; code != 0 || !strings.Contains(out, wantMsg) || !strings.Contains(out, `"onBehalfOf":"alice","delegation":1`) {
+		t.Errorf("verify-receipt (carol's vote for alice) = exit %d %s%s; want exit 0 with %q", code, out, why, wantMsg)
+	}
 }

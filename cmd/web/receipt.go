@@ -40,6 +40,8 @@ type receiptJSON struct {
 	ApprovalPolicy string       `json:"approvalPolicy,omitempty"`
 	Rule           string       `json:"rule,omitempty"`
 	EligibleAs     string       `json:"eligibleAs,omitempty"`
+	OnBehalfOf     string       `json:"onBehalfOf,omitempty"`
+	Delegation     int64        `json:"delegation,omitempty"`
 	Vote           int          `json:"vote,omitempty"`
 	Quorum         int          `json:"quorum,omitempty"`
 	Meets          string       `json:"meets,omitempty"`
@@ -62,7 +64,7 @@ type passkeyJSON struct {
 func printed(r evidence.Receipt) *receiptJSON {
 	out := &receiptJSON{SagaID: r.SagaID, Seq: r.Seq, Entry: r.Entry, PayloadSHA256: r.PayloadSHA256, Decision: string(r.Decision),
 		Decider: r.Decider, Issuer: r.Issuer, Subject: r.Subject, Auth: string(r.Auth), Time: r.Time.UTC(), Policy: r.Policy,
-		ApprovalPolicy: r.ApprovalPolicy, Rule: r.Rule, EligibleAs: r.EligibleAs, Vote: r.Vote, Quorum: r.Quorum, Meets: evidence.MeetsText(r.Meets),
+		ApprovalPolicy: r.ApprovalPolicy, Rule: r.Rule, EligibleAs: r.EligibleAs, OnBehalfOf: r.OnBehalfOf, Delegation: r.Delegation, Vote: r.Vote, Quorum: r.Quorum, Meets: evidence.MeetsText(r.Meets),
 		Reason: r.Reason, ResultSHA256: r.ResultSHA256}
 	if !r.AuthTime.IsZero() {
 		t := r.AuthTime.UTC()
@@ -149,7 +151,11 @@ func verifyReceipt(args []string, stdout io.Writer) error {
 		out.Receipt, out.Message = printed(r), "the decision was made in dev mode (auth: dev): "+r.Decider+"'s name was typed, not verified; -allow-dev accepts it"
 	default:
 		out.Receipt, out.Valid = printed(r), true
-		out.Message = fmt.Sprintf("%s %s the request at seq=%d of saga %s, about exactly these bytes", r.Decider, r.Decision, r.Seq, r.SagaID)
+		out.Message = fmt.Sprintf("%s %s the request at seq=%d of saga %s, about exactly these bytes",
+			evidence.Vote{Voter: r.Decider, OnBehalfOf: r.OnBehalfOf}.Name(), r.Decision, r.Seq, r.SagaID)
+		if r.OnBehalfOf != "" {
+			out.Message += fmt.Sprintf(", under delegation seq=%d of %s (sagacity verify checks it)", r.Delegation, evidence.DelegationSaga)
+		}
 	}
 	if out.Valid && r.Passkey != nil {
 		why, err := signedBy(r, v, f.passkeys, f.checkpoint)

@@ -48,7 +48,8 @@ func gateRef(seq int64) string { return evidence.Ref(seq) }
 // they report one (it may hold line breaks).
 func (e *Engine) personalPayload(p Principal, g Entry, r Receipt, key Key, result *string, at time.Time) (string, error) {
 	receipt, err := e.signed(p, g, r, result, at)
-	ls := Lines{{key, p.ID}}.With(KeyOnBehalfOf, r.OnBehalfOf).With(KeyMeets, MeetsText(r.Meets)).With(KeyReason, r.Reason).With(KeyAuth, string(p.Auth)).With(KeyReceipt, receipt)
+	ls := Lines{{key, p.ID}}.With(KeyOnBehalfOf, r.OnBehalfOf).With(KeyMeets, MeetsText(r.Meets)).With(KeyReason, r.Reason).
+		With(KeyAuth, string(p.Auth)).With(KeyReceipt, receipt)
 	if result != nil {
 		ls = append(ls, Line{KeyResult, *result})
 	}
