@@ -116,10 +116,13 @@ func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 // grant, by a refusal (RefusedGrant). Either fails the saga, which the
 // caller compensates once committed. It returns the entry that closed
 // it, and whether it did; a superseded request's time never runs out,
-// for the saga went on with the one that replaced it.
+// for the saga went on with the one that replaced it, nor a request
+// executed by break-glass.
 func (e *Engine) runOut(tx Tx, s *Saga, b bound, at time.Time) (Entry, bool, error) {
 	switch {
-	case b.life.SupersededBy != 0:
+	case b.life.SupersededBy != 0, b.life.BrokenAt != 0:
+		// A broken glass's request is the server's to execute, whatever
+		// its clocks say.
 		return Entry{}, false, nil
 	case b.tally.Expired(at):
 		en, err := e.expire(tx, s, b, at)

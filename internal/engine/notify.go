@@ -37,9 +37,12 @@ type Endpoint struct {
 }
 
 // wants reports whether endpoint ep is to hear of ev, a member of its
-// thread or not.
+// thread or not. Every endpoint hears of a break-glass, whatever it
+// listens for: it is a deliberate bypass, told loudly.
 func (ep Endpoint) wants(ev OutboxEvent, member bool) bool {
 	switch {
+	case ev.Type == wire.EventBreakGlass:
+		return true
 	case len(ep.Events) > 0 && !slices.Contains(ep.Events, ev.Type):
 		return false
 	case len(ep.Requesters) > 0 && !slices.Contains(ep.Requesters, ev.Requester):
