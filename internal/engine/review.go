@@ -363,9 +363,11 @@ func decisionOf(s Saga, seq int64, en Entry) Decision {
 type Actions struct {
 	Approve, Reject, Dismiss, Execute, Withdraw, RequestChanges bool
 	// BreakGlass: they may have it executed without its quorum, with a
-	// reason (the policy's breakGlass); Ratify: they may ratify its
-	// break-glass execution, afterwards.
+	// reason (the policy's breakGlass), its rule's quorum to ratify that
+	// within RatifyWithin; Ratify: they may ratify its break-glass
+	// execution, afterwards.
 	BreakGlass, Ratify bool
+	RatifyWithin       time.Duration
 	// StepUp says, when the rule counts votes only from a recent sign-in
 	// and the person's is older, how recent it must be (a vote first
 	// takes them to sign in again); 0 otherwise.
@@ -412,6 +414,9 @@ func (e *Engine) Allowed(p Principal, r Review) Actions {
 		a.BreakGlass, _ = may(ActBreakGlass)
 		a.BreakGlass = a.BreakGlass && !r.Rule.PasskeyRequired && r.BreakGlass == nil &&
 			(r.State == StateUndecided || r.Tally.Early(now))
+		if a.BreakGlass {
+			a.RatifyWithin = r.Rule.BreakGlass.RatifyWithin
+		}
 		if r.State == StateApproved {
 			a.Execute, _ = may(ActResume)
 			a.Execute = a.Execute && !r.Tally.Lapsed(now)

@@ -226,6 +226,8 @@ func (s *server) routes() *chi.Mux {
 				r.Post("/dismiss/{sagaId}/{seq}", s.h(s.API.Dismiss))
 				r.Post("/withdraw/{sagaId}/{seq}", s.h(s.API.Withdraw))
 				r.Post("/request-changes/{sagaId}/{seq}", s.h(s.API.RequestChanges))
+				r.Post("/approvals/{sagaId}/{seq}/break-glass", s.h(s.API.BreakGlass))
+				r.Post("/approvals/{sagaId}/{seq}/ratify", s.h(s.API.Ratify))
 			})
 			r.With(s.limit(executeIP, executeWho)).Post("/resume/{sagaId}/{seq}", s.h(s.API.Resume))
 		}
