@@ -122,17 +122,8 @@ func (e *Engine) BreakGlass(ctx context.Context, p Principal, sagaID string, seq
 // whoever broke the glass on it; Invalid for a bad reason, or none
 // where the rule requires one.
 func (e *Engine) Ratify(ctx context.Context, p Principal, sagaID string, seq int64, reason string) (Decision, error) {
-	if err := e.guard(p, ActRatify, sagaID); err != nil {
+	if err := e.deciding(ctx, p, ActRatify, sagaID, seq, reason); err != nil {
 		return Decision{}, err
-	}
-	if err := validReason(reason); err != nil {
-		return Decision{}, err
-	}
-	if err := e.signing(ctx); err != nil {
-		return Decision{}, at(err, sagaID, seq)
-	}
-	if err := e.recordSignIn(ctx, p); err != nil {
-		return Decision{}, at(err, sagaID, seq)
 	}
 	none := &Error{Kind: NotFound, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf("no break-glass execution of a request at saga=%s seq=%d", sagaID, seq)}
 	var d Decision

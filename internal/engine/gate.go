@@ -143,17 +143,8 @@ func (e *Engine) runOut(tx Tx, s *Saga, b bound, at time.Time) (Entry, bool, err
 // checks the rule's reason and step-up. fn then journals the decision.
 func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string, c cast,
 	fn func(tx Tx, s *Saga, b bound, at time.Time) error) (Saga, error) {
-	if err := e.guard(p, a, sagaID); err != nil {
+	if err := e.deciding(ctx, p, a, sagaID, seq, reason); err != nil {
 		return Saga{}, err
-	}
-	if err := validReason(reason); err != nil {
-		return Saga{}, err
-	}
-	if err := e.signing(ctx); err != nil {
-		return Saga{}, at(err, sagaID, seq)
-	}
-	if err := e.recordSignIn(ctx, p); err != nil {
-		return Saga{}, at(err, sagaID, seq)
 	}
 	var closing Entry
 	var ranOut bool
@@ -191,6 +182,23 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 		return Saga{}, timedOut(sagaID, seq, closing)
 	}
 	return s, at(err, sagaID, seq)
+}
+
+// deciding is the prelude of p's decision a, with reason, on the request
+// at seq of saga sagaID: that p may take a on a saga at all (guard), a
+// reason that may be journaled, a key that signs its receipt, and p's
+// sign-in recorded.
+func (e *Engine) deciding(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string) error {
+	if err := e.guard(p, a, sagaID); err != nil {
+		return err
+	}
+	if err := validReason(reason); err != nil {
+		return err
+	}
+	if err := e.signing(ctx); err != nil {
+		return at(err, sagaID, seq)
+	}
+	return at(e.recordSignIn(ctx, p), sagaID, seq)
 }
 
 // votes are the actions that are votes, and what each decides.
