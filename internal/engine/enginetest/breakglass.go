@@ -83,6 +83,11 @@ func testBreakGlass(t *testing.T, v *env) {
 	if slices.Sort(told); err != nil || !slices.Equal(told, []string{"all", "chat", "mine"}) {
 		t.Errorf("the endpoints told of the break-glass = %v, %v; want every one (all, chat, mine), whatever it listens for", told, err)
 	}
+	if !slices.ContainsFunc(ds, func(dl engine.Delivery) bool {
+		return dl.Event.Type == wire.EventExecuted && strings.Contains(dl.Event.Message, "by break-glass ("+olga.ID+"), without its quorum")
+	}) {
+		t.Errorf("the notifications after break-glass = %+v; want request.executed saying it ran by break-glass", ds)
+	}
 	unratified := func(what string, want ...string) []engine.GlassUse {
 		t.Helper()
 		us, err := v.e.Unratified(ctx, auditor)
