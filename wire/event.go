@@ -61,6 +61,12 @@ const (
 	EventRatified EventType = "request.ratified"
 )
 
+// EventTypes are every event type, in the order the documentation lists
+// them.
+var EventTypes = []EventType{EventWaiting, EventVoted, EventApproved, EventRejected, EventChangesRequested, EventExpired, EventDismissed,
+	EventCancelled, EventExecuted, EventFailed, EventRefused, EventDropped, EventEscalated, EventInDoubt, EventCompensationFailed, EventHalted,
+	EventUnmeetable, EventBreakGlass, EventRatified}
+
 // Event is a notification's body (the Standard Webhooks payload a
 // webhook receives, and what every channel renders): something happened
 // to a request, a call, a saga or the log. It is thin: the payload is

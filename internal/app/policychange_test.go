@@ -1,12 +1,17 @@
 package app_test
 
 import (
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/notify"
 	"github.com/sagacity-go/sagacity/internal/testkit"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // TestConsolePolicyChange: a server restarted with a laxer policy than
@@ -44,4 +49,43 @@ func TestConsolePolicyChange(t *testing.T) {
 	}
 	p.accessible("a proposed policy's request page")
 	p.noErrors()
+}
+
+// TestTeamHealthNotified: once someone is known, a rule the people known
+// cannot meet is told to an endpoint that hears everything, as
+// policy.unmeetable with a link to the policy page, once.
+func TestTeamHealthNotified(t *testing.T) {
+	t.Parallel()
+	secret, err := notify.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := newReceiver(t, func(h http.Header, b []byte) error { return notify.Verify(h, b, secret, nil, time.Now()) }, http.StatusNoContent)
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{
+		approvals: compile(t, engine.PolicySpec{Default: []engine.RuleSpec{{Name: "two-finance", Approvers: []string{"finance"}, Quorum: 2}}}),
+		targets:   []notify.Target{{Name: "hook", Kind: "webhook", Channel: &notify.Webhook{URL: hook.URL, Secret: secret}}},
+		endpoints: []engine.Endpoint{{Name: "hook"}},
+	})
+	p := newTab(t, e)
+	p.signIn("alice@example.com") // an approver in no group: known, and not in finance
+	eventually(t, "policy.unmeetable reaching the webhook", func() bool {
+		for _, ev := range hook.events(t) {
+			if ev.Type == wire.EventUnmeetable {
+				return true
+			}
+		}
+		return false
+	}, func() string {
+		return fmt.Sprintf("the webhook got %q; the server logged:\n%s", hook.got(), e.logs.String())
+	})
+	var told []wire.Event
+	for _, ev := range hook.events(t) {
+		if ev.Type == wire.EventUnmeetable {
+			told = append(told, ev)
+		}
+	}
+	if len(told) != 1 || told[0].Rule != "two-finance" || !strings.Contains(told[0].Message, "cannot be met") ||
+		!strings.HasSuffix(told[0].Link, "/policy") {
+		t.Errorf("policy.unmeetable as told = %+v; want rule two-finance once, cannot be met, linking the policy page", told)
+	}
 }

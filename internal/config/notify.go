@@ -68,10 +68,7 @@ type yamlPagerDuty struct {
 }
 
 // eventTypes are the events an endpoint may ask for.
-var eventTypes = []wire.EventType{wire.EventWaiting, wire.EventVoted, wire.EventApproved, wire.EventRejected,
-	wire.EventChangesRequested, wire.EventExpired, wire.EventDismissed, wire.EventCancelled, wire.EventExecuted, wire.EventFailed, wire.EventRefused,
-	wire.EventDropped, wire.EventEscalated, wire.EventInDoubt, wire.EventCompensationFailed, wire.EventHalted, wire.EventUnmeetable,
-	wire.EventBreakGlass, wire.EventRatified}
+var eventTypes = wire.EventTypes
 
 // checkNotify checks the endpoints as the file declares them.
 func checkNotify(ys []yamlNotify) ([]Notify, error) {

@@ -279,7 +279,13 @@ func (e *Engine) unmeetable(ctx context.Context, r Rule, t Tally, requester, ini
 // noticeHealth tells, once, of each rule of the policy in force that the
 // people known cannot meet (policy.unmeetable): again only when what it
 // says changes (another person signed in, and it still cannot be met).
+// Before anyone is known (a server nobody signed in to yet) it tells
+// nothing: every rule would be unmeetable, and that says nothing of the
+// team.
 func (e *Engine) noticeHealth(ctx context.Context) error {
+	if known, err := e.knownPeople(ctx); err != nil || len(known) == 0 {
+		return err
+	}
 	hs, err := e.health(ctx)
 	if err != nil {
 		return err

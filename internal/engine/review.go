@@ -419,7 +419,8 @@ func (e *Engine) Allowed(p Principal, r Review) Actions {
 		}
 		if r.State == StateApproved {
 			a.Execute, _ = may(ActResume)
-			a.Execute = a.Execute && !r.Tally.Lapsed(now)
+			// Not while a wait timer runs: it would answer NOT_YET.
+			a.Execute = a.Execute && !r.Tally.Lapsed(now) && !r.Tally.Early(now)
 		}
 		if err := voteAllowed(p, *r.Rule, "-", now); err != nil && (a.Approve || a.Reject || a.RequestChanges) {
 			if e, ok := errors.AsType[*Error](err); ok && e.Code == wire.CodeStepUp {

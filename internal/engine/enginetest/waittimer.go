@@ -87,7 +87,14 @@ func testWaitTimer(t *testing.T, v *env) {
 		t.Errorf("after early resumes: %s, %d pending, status %s, voters %v, the wire ran %d times; want approved by alice and bob, nothing run or undone",
 			rv.State, v.pending("cool"), v.status("cool"), rv.Tally.Voters(), wires())
 	}
+	if rv := v.review("cool", seq); v.e.Allowed(agent, rv).Execute {
+		t.Errorf("Allowed(agent) while the wait runs (%s, runs from %v, the clock at %v) offers Execute, which would answer NOT_YET",
+			rv.State, rv.Tally.RunsFrom, clock.Now())
+	}
 	clock.Add(time.Hour)
+	if a := v.e.Allowed(agent, v.review("cool", seq)); !a.Execute {
+		t.Errorf("Allowed(agent) once the wait ended = %+v; want Execute", a)
+	}
 	if res, err := v.e.Resume(ctx, agent, "cool", seq, large); err != nil || res.Call.Outcome != engine.OutcomeExecuted || wires() != 1 {
 		t.Fatalf("the resume once the wait ended = %+v, %v (the wire ran %d times); want it executed once", res, err, wires())
 	}
