@@ -369,9 +369,9 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 			}
 			// An approval counts among the votes before the execution, a
 			// ratification among those after it.
-			counted, approval := standing, decision == DecidedApproved || decision == DecidedRatified
+			counted, approval, word := standing, decision == DecidedApproved || decision == DecidedRatified, "approval"
 			if decision == DecidedRatified {
-				counted = ratifying
+				counted, word = ratifying, "ratification"
 			}
 			switch {
 			case decision != DecidedBreakGlass && !slices.Contains(rule.Approvers, r.EligibleAs):
@@ -384,10 +384,10 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 			case decision != DecidedRatified && rule.Expires > 0 && en.Timestamp.After(gated.Timestamp.Add(rule.Expires)):
 				return bad(en.Seq, "is a vote by %s after the request at seq=%d expired", decider, seq)
 			case approval && (r.Vote != len(counted) || r.Quorum != (Tally{Rule: rule, Votes: counted}).Quorum()):
-				return bad(en.Seq, "is %s's %s, signed as vote %d of %d, but it is vote %d of %d under rule %s", decider, decision,
+				return bad(en.Seq, "is %s's %s, signed as vote %d of %d, but it is vote %d of %d under rule %s", decider, word,
 					r.Vote, r.Quorum, len(counted), (Tally{Rule: rule, Votes: counted}).Quorum(), rule.Name)
 			case approval && rule.Thresholds == nil && (r.Meets != nil || l.voteAt(en.Seq).Meets != nil):
-				return bad(en.Seq, "is %s's %s, placed in thresholds that rule %s does not have", decider, decision, rule.Name)
+				return bad(en.Seq, "is %s's %s, placed in thresholds that rule %s does not have", decider, word, rule.Name)
 			case !approval && r.Vote != 0:
 				return bad(en.Seq, "is %s's %s, signed as vote %d of %d", decider, decision, r.Vote, r.Quorum)
 			}
