@@ -73,6 +73,8 @@ func TestBreakGlassLifecycle(t *testing.T) {
 	}{
 		{"a vote between break-glass and execution", []step{reserve, reserved, gated, broken, approvedBy("3", "alice")},
 			"decides the request at seq=3, which olga had executed by break-glass at seq=4"},
+		{"its requester's cancellation between break-glass and execution", []step{reserve, reserved, gated, broken,
+			{GateTool, PhaseRejected, "seq=3", "cancelled-by=agent-1\nauth=token"}}, "decides the request at seq=3, which olga had executed by break-glass"},
 		{"break-glass by the requester", []step{reserve, reserved, gated, {GateTool, PhaseApproved, "seq=3", "break-glass-by=agent-1"}},
 			"is a decision by agent-1, who started the saga (four-eyes)"},
 		{"a ratification by who broke the glass", append(head, ratified("olga")), "is a ratification by olga, who broke the glass"},

@@ -214,6 +214,8 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				continue
 			case !l.Open():
 				return bad(i, "decides the request at seq=%d, %s", l.Seq, l.How())
+			case l.BrokenAt != 0:
+				return bad(i, "decides the request at seq=%d, which %s had executed by break-glass at seq=%d", l.Seq, l.BrokenBy, l.BrokenAt)
 			case decision == DecidedExpired:
 				// The server's word: nobody's four eyes.
 				l.Closed, l.Closing = en.Seq, ClosedExpired
@@ -230,8 +232,6 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				return bad(i, "is a decision by %s, who started the saga (four-eyes)", decider)
 			case decider == l.Requester:
 				return bad(i, "is a decision by %s, who made the request at seq=%d (four-eyes)", decider, l.Seq)
-			case l.BrokenAt != 0:
-				return bad(i, "decides the request at seq=%d, which %s had executed by break-glass at seq=%d", l.Seq, l.BrokenBy, l.BrokenAt)
 			}
 			switch decision {
 			case DecidedBreakGlass:

@@ -156,7 +156,7 @@ type Ruling struct {
 // quorum had not ratified that by the end of its window, at now: what
 // verification flags.
 func (r Ruling) Overdue(now time.Time) bool {
-	return r.BrokenBy != "" && !r.Ratified && now.After(r.RatifyBy)
+	return r.BrokenBy != "" && r.Closing == ClosedResumed && !r.Ratified && now.After(r.RatifyBy)
 }
 
 // String says it in a line: "seq=3 (rule large of policy 1f2e3d4c5b6a):

@@ -159,6 +159,11 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 		if b.drift != nil {
 			return b.drift
 		}
+		if b.life.BrokenAt != 0 {
+			// Nothing more is decided on it: the server executes it.
+			return &Error{Kind: Conflict, Msg: fmt.Sprintf("%s broke the glass on the request at seq=%d (seq=%d): the server executes it",
+				b.life.BrokenBy, seq, b.life.BrokenAt)}
+		}
 		if d, voting := votes[a]; voting {
 			if err := voteAllowed(p, b.rule, reason, now); err != nil {
 				return err
