@@ -10,6 +10,7 @@ import (
 
 	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/internal/passkey"
 	"github.com/sagacity-go/sagacity/internal/testkit"
 	"github.com/sagacity-go/sagacity/wire"
 )
@@ -145,6 +146,32 @@ func testBreakGlass(t *testing.T, v *env) {
 	pk := v.gateLarge("pk", agent)
 	wantCode(t, "break-glass under a rule whose votes a passkey signs", second(v.e.BreakGlass(ctx, olga, "pk", pk, "urgent")), engine.Forbidden, wire.CodePasskey)
 
+	// A process stops between the decision and the execution: the store
+	// refuses the execution's INTENT, as a dead database would; the
+	// decision stands, refusing any other, and the Recoverer's next pass
+	// executes it, once.
+	rec, ran := v.gateLarge("rec", agent), wires()
+	dying := &failAfter{Store: v.open(), left: 1}
+	stopping, err := engine.New(dying, v.fx.tools(), append([]engine.Option{engine.WithKeys(testkit.Keys(t)), engine.WithClock(clk.now),
+		engine.WithLog(v.log), engine.WithPasskeys(rp, passkey.Check)}, v.opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := stopping.BreakGlass(ctx, olga, "rec", rec, "the bank closes"); err != nil || d.Decided != engine.DecidedBreakGlass || wires() != ran {
+		t.Fatalf("BreakGlass in a process that stops = %+v, %v (the wire ran %d more times); want it decided, nothing run", d, err, wires()-ran)
+	}
+	testkit.WantKind(t, "an approval once the glass is broken", second(v.e.Approve(ctx, alice, "rec", rec, "fine")), engine.Conflict)
+	testkit.WantKind(t, "a resume once the glass is broken", second(v.e.Resume(ctx, agent, "rec", rec, large)), engine.Conflict)
+	for i, want := range []int{1, 0} {
+		if n, err := v.e.ExecuteApproved(ctx); err != nil || n != want || wires() != ran+1 {
+			t.Errorf("ExecuteApproved pass %d after a break-glass left unexecuted = %d, %v (the wire ran %d more times); want %d executed, once in all",
+				i+1, n, err, wires()-ran, want)
+		}
+	}
+	if got := v.verify("rec"); !got.Valid {
+		t.Errorf("Verify(rec) = %+v; want valid", got)
+	}
+
 	// Left unratified past its window: flagged, counted, not ratified.
 	late := v.gateLarge("late", agent)
 	if _, err := v.e.BreakGlass(ctx, olga, "late", late, "the bank closes"); err != nil {
@@ -152,12 +179,12 @@ func testBreakGlass(t *testing.T, v *env) {
 	}
 	clock.Add(25 * time.Hour)
 	testkit.WantKind(t, "a ratification after the window", second(v.e.Ratify(ctx, alice, "late", late, "too late")), engine.Conflict)
-	us := unratified("past the window", "late")
-	if len(us) != 1 || !us[0].Overdue(clock.Now()) {
+	us := unratified("past the window", "rec", "late")
+	if len(us) != 2 || !us[0].Overdue(clock.Now()) || !us[1].Overdue(clock.Now()) {
 		t.Errorf("the unratified use past its window = %+v; want it overdue", us)
 	}
-	if b, err := v.e.Backlog(ctx); err != nil || b.Unratified != 1 || b.Overdue != 1 {
-		t.Errorf("Backlog past the window = %+v, %v; want 1 unratified, 1 overdue", b, err)
+	if b, err := v.e.Backlog(ctx); err != nil || b.Unratified != 2 || b.Overdue != 2 {
+		t.Errorf("Backlog past the windows = %+v, %v; want 2 unratified, both overdue", b, err)
 	}
 	want := evidence.Flagged + "the break-glass execution of seq=" + strconv.FormatInt(late, 10) + " by " + olga.ID + " was not ratified"
 	if got := v.verify("late"); !got.Valid || !strings.Contains(got.Message, want) {
