@@ -127,7 +127,7 @@ func (e *Engine) Ratify(ctx context.Context, p Principal, sagaID string, seq int
 	}
 	none := &Error{Kind: NotFound, SagaID: sagaID, Seq: seq, Msg: fmt.Sprintf("no break-glass execution of a request at saga=%s seq=%d", sagaID, seq)}
 	var d Decision
-	_, err := e.withPolicies(ctx, func() (Saga, error) {
+	s, err := e.withPolicies(ctx, func() (Saga, error) {
 		return e.update(ctx, sagaID, none, func(tx Tx, s *Saga) error {
 			entries, err := tx.Entries(s.ID)
 			if err != nil {
@@ -191,6 +191,7 @@ func (e *Engine) Ratify(ctx context.Context, p Principal, sagaID string, seq int
 		return Decision{}, at(err, sagaID, seq)
 	}
 	e.obs.Decided(DecidedRatified)
+	d.Status = s.Status
 	return d, nil
 }
 

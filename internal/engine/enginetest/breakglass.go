@@ -118,8 +118,9 @@ func testBreakGlass(t *testing.T, v *env) {
 		testkit.WantKind(t, "a ratification by "+tt.name, second(v.e.Ratify(ctx, tt.by, "bg", seq, "fine")), tt.kind)
 	}
 	testkit.WantKind(t, "a ratification without the reason the rule requires", second(v.e.Ratify(ctx, alice, "bg", seq, "")), engine.Invalid)
-	if d, err := v.e.Ratify(ctx, alice, "bg", seq, "checked the payroll"); err != nil || d.Decided != engine.DecidedRatified || d.Votes != 1 || d.Quorum != 2 {
-		t.Fatalf("alice's ratification = %+v, %v; want vote 1 of 2", d, err)
+	if d, err := v.e.Ratify(ctx, alice, "bg", seq, "checked the payroll"); err != nil || d.Decided != engine.DecidedRatified || d.Votes != 1 || d.Quorum != 2 ||
+		d.Status != wire.Running {
+		t.Fatalf("alice's ratification = %+v, %v; want vote 1 of 2, the saga running", d, err)
 	}
 	testkit.WantKind(t, "alice's second ratification", second(v.e.Ratify(ctx, alice, "bg", seq, "again")), engine.Conflict)
 	unratified("after one ratification of two", "bg")
