@@ -38,5 +38,9 @@ func (s *sqlStore) Unratified(ctx context.Context, limit int) ([]engine.GlassUse
 		}
 		u.At, u.RatifyBy, u.RatifiedAt = at.v, by.v, ratified.v
 		return u, nil
-	}, "SELECT "+glassCols+" FROM break_glass WHERE ratified_at IS NULL ORDER BY used_at, saga_id, journal_seq LIMIT $1", limit)
+	}, unratifiedSQL, limit)
 }
+
+// unratifiedSQL lists the unratified uses through their partial index:
+// what every console page reads costs the uses waiting, never the table.
+const unratifiedSQL = "SELECT " + glassCols + " FROM break_glass WHERE ratified_at IS NULL ORDER BY used_at, saga_id, journal_seq LIMIT $1"

@@ -16,4 +16,4 @@ CREATE TABLE break_glass (
     ratified_at TIMESTAMP,
     PRIMARY KEY (saga_id, journal_seq)
 );
-CREATE INDEX break_glass_unratified ON break_glass (used_at) WHERE ratified_at IS NULL;
+CREATE INDEX break_glass_unratified ON break_glass (used_at, saga_id, journal_seq) WHERE ratified_at IS NULL;
