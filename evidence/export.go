@@ -51,8 +51,10 @@ type Trust struct {
 	CheckAssertion CheckAssertion
 	CheckIDToken   CheckIDToken
 	// Now is when a break-glass execution not ratified yet is judged:
-	// past its window then, it is flagged (Named); the time of the check
-	// when zero.
+	// past its window then, it is flagged (Named). When zero, it is
+	// judged as of the export's newest entry, so that the check stays a
+	// function of its inputs; sagacity verify and the Go client pass the
+	// time of the check.
 	Now time.Time
 }
 
@@ -98,7 +100,7 @@ func VerifyExport(entries []Entry, proofs *Proofs, t Trust) (Verification, []Ide
 		res = notDev(entries, v, res)
 	}
 	if res.Valid && v != nil && proofs != nil {
-		res = voted(entries, proofs, v, t.CheckAssertion, cmp.Or(t.Now, time.Now()), res)
+		res = voted(entries, proofs, v, t.CheckAssertion, cmp.Or(t.Now, entries[len(entries)-1].Timestamp), res)
 	}
 	if res.Valid && v != nil && proofs != nil {
 		res = headed(entries, proofs, v, res)
