@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/evidence/assertion"
@@ -71,7 +72,9 @@ func (c *Client) audit(ctx context.Context, sagaID string, query url.Values, p *
 // every passkey vote its enrolment; that the export ends at the head the
 // server signed; that the identity provider signed each OIDC decider's
 // sign-in; and every entry's and attached line's proof of inclusion in
-// the log the checkpoint signed. key is the server's public key (Keys),
+// the log the checkpoint signed; a break-glass execution its rule's
+// quorum did not ratify by the end of its window, now, is flagged in the
+// message (FLAGGED:). key is the server's public key (Keys),
 // checkpoint a signed checkpoint (Checkpoint) of the size the export was
 // proved against. An export that does not verify, or a checkpoint the key
 // did not sign, is a Verification, not an error; an error when key is
@@ -90,7 +93,7 @@ func VerifyExport(p Proved, key, checkpoint string) (Verification, error) {
 	if err == nil {
 		var res Verification
 		res, _, err = evidence.VerifyExport(entries, proofs, evidence.Trust{Key: v, Checkpoint: &cp,
-			CheckAssertion: assertion.Check, CheckIDToken: evidence.OpenIDToken})
+			CheckAssertion: assertion.Check, CheckIDToken: evidence.OpenIDToken, Now: time.Now()})
 		if err == nil {
 			return res, nil
 		}

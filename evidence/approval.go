@@ -160,6 +160,36 @@ type PolicySpec struct {
 	// and the zone a request's journaled now is written in); UTC when
 	// empty.
 	TimeZone string `json:"timeZone,omitempty"`
+	// BreakGlass lets the people it names execute a pending request
+	// without its quorum, with a reason, to be ratified afterwards by the
+	// rule's quorum; off when nil (and absent from the canonical
+	// document, so that a document without it keeps its hash).
+	BreakGlass *BreakGlassSpec `json:"breakGlass,omitempty"`
+}
+
+// BreakGlassSpec is the policy's break-glass as the configuration writes
+// it: who may break the glass, and how long the rule's quorum has to
+// ratify each use afterwards.
+type BreakGlassSpec struct {
+	// Approvers are the roles or groups whose members may break the
+	// glass; they must hold the approver role besides.
+	Approvers []string `json:"approvers"`
+	// RatifyWithin is how long after a use its rule's quorum may ratify
+	// it; unratified after that, it is flagged.
+	RatifyWithin Duration `json:"ratifyWithin"`
+}
+
+// BreakGlass is a compiled policy's break-glass (see BreakGlassSpec).
+type BreakGlass struct {
+	Approvers    []string
+	RatifyWithin time.Duration
+}
+
+// EligibleAs is the first of b's approvers (a role or a group) that a
+// person holding roles, in groups, is, which the receipt of their use
+// records; "" when none.
+func (b BreakGlass) EligibleAs(roles []Role, groups []string) string {
+	return Rule{Approvers: b.Approvers}.EligibleAs(roles, groups)
 }
 
 // Rule is a compiled rule.
@@ -194,6 +224,10 @@ type Rule struct {
 	// OnApproval: the server executes an approved request itself
 	// (execute: on-approval), journaled as ExecutedBy.
 	OnApproval bool
+	// BreakGlass is the policy's break-glass, which applies to every rule
+	// of a tool and of the default (never to a policy change); nil when
+	// the policy has none.
+	BreakGlass *BreakGlass
 	prog       cel.Program // nil without a condition
 }
 
@@ -213,12 +247,16 @@ type Approvals struct {
 	tools      map[string][]Rule
 	fallback   []Rule
 	change     []Rule // PolicyChange's
+	glass      *BreakGlass
 	// contextual: a condition reads the context (UsesContext); claims
 	// and zone are the policy's claims and time zone.
 	contextual bool
 	claims     []string
 	zone       *time.Location
 }
+
+// BreakGlass is the policy's break-glass, nil when it has none.
+func (a *Approvals) BreakGlass() *BreakGlass { return a.glass }
 
 // GatesChange reports whether a change of the policy needs approval under it:
 // it has policyChange rules.

@@ -55,11 +55,15 @@ func compilePolicy(spec PolicySpec, legacy bool, minWindow time.Duration) (*Appr
 	if err != nil {
 		return nil, err
 	}
-	canon := PolicySpec{Tools: map[string][]RuleSpec{}, Claims: spec.Claims, TimeZone: spec.TimeZone}
-	a := &Approvals{tools: map[string][]Rule{}, claims: slices.Clone(spec.Claims), zone: zone}
+	glass, err := checkBreakGlass(spec.BreakGlass, minWindow)
+	if err != nil {
+		return nil, err
+	}
+	canon := PolicySpec{Tools: map[string][]RuleSpec{}, Claims: spec.Claims, TimeZone: spec.TimeZone, BreakGlass: spec.BreakGlass}
+	a := &Approvals{tools: map[string][]Rule{}, claims: slices.Clone(spec.Claims), zone: zone, glass: glass}
 	// compile compiles the rules of owner (a tool, or "default"), as
 	// messages name it (label).
-	compile := func(owner, label string, specs []RuleSpec) ([]RuleSpec, []Rule, error) {
+	compile := func(owner, label string, specs []RuleSpec, glass *BreakGlass) ([]RuleSpec, []Rule, error) {
 		var outSpecs []RuleSpec
 		var rules []Rule
 		names := map[string]bool{}
@@ -102,7 +106,7 @@ func compilePolicy(spec PolicySpec, legacy bool, minWindow time.Duration) (*Appr
 			r := Rule{Name: rs.Name, When: rs.When, Approvers: slices.Clone(rs.Approvers), Quorum: quorum, Thresholds: cloneThresholds(rs.Thresholds),
 				Expires: time.Duration(rs.Expires), Grant: time.Duration(rs.Grant), StepUp: time.Duration(rs.StepUp),
 				NotBefore: time.Duration(rs.NotBefore), ReasonRequired: rs.Reason == ReasonRequired, PasskeyRequired: rs.Passkey == PasskeyRequired, Escalate: steps,
-				SkipOnError: rs.OnError == OnErrorSkip || (legacy && rs.When != ""), OnApproval: rs.Execute == ExecuteOnApproval}
+				SkipOnError: rs.OnError == OnErrorSkip || (legacy && rs.When != ""), OnApproval: rs.Execute == ExecuteOnApproval, BreakGlass: glass}
 			if rs.When != "" {
 				ast, iss := env.Compile(rs.When)
 				if iss != nil && iss.Err() != nil {
@@ -121,7 +125,7 @@ func compilePolicy(spec PolicySpec, legacy bool, minWindow time.Duration) (*Appr
 		}
 		return outSpecs, rules, nil
 	}
-	if canon.Default, a.fallback, err = compile("default", "default", spec.Default); err != nil {
+	if canon.Default, a.fallback, err = compile("default", "default", spec.Default, glass); err != nil {
 		return nil, err
 	}
 	// A policy change is executed by the server once approved: nobody
@@ -135,11 +139,13 @@ func compilePolicy(spec PolicySpec, legacy bool, minWindow time.Duration) (*Appr
 			return nil, fmt.Errorf("policyChange, rule %d: a policy change is executed on approval: leave execute out", i+1)
 		}
 	}
-	if canon.PolicyChange, a.change, err = compile(PolicyTool, "policyChange", spec.PolicyChange); err != nil {
+	// Nobody breaks the glass on a policy change: that would put a policy
+	// in force that no quorum approved.
+	if canon.PolicyChange, a.change, err = compile(PolicyTool, "policyChange", spec.PolicyChange, nil); err != nil {
 		return nil, err
 	}
 	for _, tool := range slices.Sorted(maps.Keys(spec.Tools)) {
-		s, rules, err := compile(tool, "tool "+tool, spec.Tools[tool])
+		s, rules, err := compile(tool, "tool "+tool, spec.Tools[tool], glass)
 		if err != nil {
 			return nil, err
 		}
@@ -234,6 +240,27 @@ func checkThresholds(rs *RuleSpec) (int, error) {
 		}
 	}
 	return fewest, nil
+}
+
+// checkBreakGlass checks a policy's break-glass (nil for none): at least
+// one approver, each a name, and a ratification window from minWindow to
+// MaxWindow. It returns the compiled break-glass, nil for none.
+func checkBreakGlass(bs *BreakGlassSpec, minWindow time.Duration) (*BreakGlass, error) {
+	if bs == nil {
+		return nil, nil
+	}
+	if len(bs.Approvers) == 0 {
+		return nil, fmt.Errorf("breakGlass: approvers names nobody: name the roles or groups who may break the glass")
+	}
+	for _, g := range bs.Approvers {
+		if err := CheckName("breakGlass approvers", g); err != nil {
+			return nil, fmt.Errorf("breakGlass: %w", err)
+		}
+	}
+	if d := time.Duration(bs.RatifyWithin); d < minWindow || d > MaxWindow {
+		return nil, fmt.Errorf("breakGlass: ratifyWithin must be from %s to %s (got %s)", minWindow, MaxWindow, d)
+	}
+	return &BreakGlass{Approvers: slices.Clone(bs.Approvers), RatifyWithin: time.Duration(bs.RatifyWithin)}, nil
 }
 
 // cloneThresholds copies t (nil for none).

@@ -1,8 +1,10 @@
 package evidence
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -48,6 +50,12 @@ type Trust struct {
 	// without them.
 	CheckAssertion CheckAssertion
 	CheckIDToken   CheckIDToken
+	// Now is when a break-glass execution not ratified yet is judged:
+	// past its window then, it is flagged (Named). When zero, it is
+	// judged as of the export's newest entry, so that the check stays a
+	// function of its inputs; sagacity verify and the Go client pass the
+	// time of the check.
+	Now time.Time
 }
 
 // VerifyExport verifies one saga's export offline: its hash chain and
@@ -92,7 +100,7 @@ func VerifyExport(entries []Entry, proofs *Proofs, t Trust) (Verification, []Ide
 		res = notDev(entries, v, res)
 	}
 	if res.Valid && v != nil && proofs != nil {
-		res = voted(entries, proofs, v, t.CheckAssertion, res)
+		res = voted(entries, proofs, v, t.CheckAssertion, cmp.Or(t.Now, entries[len(entries)-1].Timestamp), res)
 	}
 	if res.Valid && v != nil && proofs != nil {
 		res = headed(entries, proofs, v, res)
@@ -129,7 +137,7 @@ func notDev(entries []Entry, v note.Verifier, res Verification) Verification {
 // policy, which must be among them, gives it (VerifyVotes). It
 // adds to the message who approved each executed request, under which
 // rule.
-func voted(entries []Entry, proofs *Proofs, v note.Verifier, check CheckAssertion, res Verification) Verification {
+func voted(entries []Entry, proofs *Proofs, v note.Verifier, check CheckAssertion, now time.Time, res Verification) Verification {
 	policies := map[string]*Approvals{}
 	for _, pe := range proofs.Policies.Entries {
 		d, err := OpenPolicy(pe, v)
@@ -165,7 +173,7 @@ func voted(entries []Entry, proofs *Proofs, v note.Verifier, check CheckAssertio
 	if !votes.Valid {
 		return votes
 	}
-	return Named(res, rulings)
+	return Named(res, rulings, now)
 }
 
 // identified checks who made each decision against the identity

@@ -70,6 +70,13 @@ type Life struct {
 	SupersededBy int64
 	Closed       int64 // the entry that closed it; 0 while it is open
 	Closing      Closing
+	// BrokenAt is the break-glass decision that has it executed without
+	// its quorum, 0 for none; BrokenBy is who made it.
+	BrokenAt int64
+	BrokenBy string
+	// Ratifications are the approvals of its break-glass execution,
+	// made after it, in order.
+	Ratifications []Vote
 }
 
 // Standing are the votes not withdrawn, in order.
@@ -125,9 +132,9 @@ func (l *Life) Clash(voter, behalf string) (Vote, bool) {
 	return Vote{}, false
 }
 
-// voteAt is the approval of entry seq.
+// voteAt is the approval, or the ratification, of entry seq.
 func (l *Life) voteAt(seq int64) Vote {
-	for _, v := range l.Votes {
+	for _, v := range append(slices.Clone(l.Votes), l.Ratifications...) {
 		if v.Seq == seq {
 			return v
 		}
@@ -231,8 +238,20 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 			switch {
 			case l == nil:
 				return bad(i, "decides %s, which is no request of this saga", en.Input)
+			case decision == DecidedRatified:
+				if why := l.ratifies(lc, decider); why != "" {
+					return bad(i, "%s", why)
+				}
+				meets, err := ParseMeets(en.Field(KeyMeets))
+				if err != nil {
+					return bad(i, "ratifies the request at seq=%d %s", l.Seq, Message(err))
+				}
+				l.Ratifications = append(l.Ratifications, Vote{Seq: en.Seq, Voter: decider, At: en.Timestamp, Meets: meets})
+				continue
 			case !l.Open():
 				return bad(i, "decides the request at seq=%d, %s", l.Seq, l.How())
+			case l.BrokenAt != 0:
+				return bad(i, "decides the request at seq=%d, which %s had executed by break-glass at seq=%d", l.Seq, l.BrokenBy, l.BrokenAt)
 			case decision == DecidedExpired:
 				// The server's word: nobody's four eyes.
 				l.Closed, l.Closing = en.Seq, ClosedExpired
@@ -253,6 +272,11 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				return bad(i, "is a decision on behalf of %s, who started the saga or made the request at seq=%d (four-eyes)", behalf, l.Seq)
 			}
 			switch decision {
+			case DecidedBreakGlass:
+				if l.SupersededBy != 0 {
+					return bad(i, "breaks the glass on the request at seq=%d, superseded by the request at seq=%d", l.Seq, l.SupersededBy)
+				}
+				l.BrokenAt, l.BrokenBy = en.Seq, decider
 			case DecidedDismissed:
 				if l.SupersededBy == 0 {
 					return bad(i, "dismisses the request at seq=%d, which nothing superseded", l.Seq)
@@ -314,7 +338,7 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 				return bad(i, "resumes %s, which is no request of these bytes of %s in this saga", en.Field(KeyResumes), en.ToolName)
 			case !l.Open():
 				return bad(i, "executes the request at seq=%d again: it was %s", l.Seq, l.How())
-			case len(l.Standing()) == 0:
+			case len(l.Standing()) == 0 && l.BrokenAt == 0:
 				return bad(i, "executes the request at seq=%d, which nobody approved", l.Seq)
 			case l.SupersededBy != 0:
 				return bad(i, "executes the request at seq=%d, superseded by the request at seq=%d", l.Seq, l.SupersededBy)
@@ -330,6 +354,29 @@ func ReadLifecycle(entries []Entry) (Lifecycle, Verification) {
 		}
 	}
 	return lc, Verification{Valid: true, EntryCount: n, BreakAtIndex: -1, Message: fmt.Sprintf("all %d entries verified", n)}
+}
+
+// ratifies says why decider's ratification of request l breaks the
+// journal, or "": only a request a break-glass executed is ratified, by
+// distinct people, none of whom started the saga, made the request or
+// broke the glass on it.
+func (l *Life) ratifies(lc Lifecycle, decider string) string {
+	switch {
+	case l.BrokenAt == 0 || l.Closing != ClosedResumed:
+		return fmt.Sprintf("ratifies the request at seq=%d, which no break-glass executed", l.Seq)
+	case decider == lc.Initiator:
+		return fmt.Sprintf("is a ratification by %s, who started the saga (four-eyes)", decider)
+	case decider == l.Requester:
+		return fmt.Sprintf("is a ratification by %s, who made the request at seq=%d (four-eyes)", decider, l.Seq)
+	case decider == l.BrokenBy:
+		return fmt.Sprintf("is a ratification by %s, who broke the glass on the request at seq=%d", decider, l.Seq)
+	}
+	for _, v := range l.Ratifications {
+		if v.Voter == decider {
+			return fmt.Sprintf("is %s's second ratification of the request at seq=%d (the first at seq=%d)", decider, l.Seq, v.Seq)
+		}
+	}
+	return ""
 }
 
 // fail records that the saga failed at seq, unless it had already.

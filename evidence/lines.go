@@ -33,6 +33,8 @@ const (
 	KeyWithdrawnBy Key = "withdrawn-by"         // who withdrew their approval of a request
 	KeyChangesBy   Key = "changes-requested-by" // who sent a request back to the agent for changes
 	KeyCancelledBy Key = "cancelled-by"         // the requester who cancelled their own request
+	KeyBrokenBy    Key = "break-glass-by"       // who executed a request without its quorum (break-glass)
+	KeyRatifiedBy  Key = "ratified-by"          // who ratified a break-glass execution afterwards
 	KeyExpired     Key = "expired"              // on the server's REJECTED of a request that expired: when it did
 	KeyPasskey     Key = "passkey"              // on a passkey's enrolment, removal or use: its credential id
 	KeySignIn      Key = "sign-in"              // on a sign-in's entry: its ID token's SHA-256 (a provider key's: the key's)

@@ -33,6 +33,12 @@ const (
 	DecidedChanges     Decided = "changes-requested" // a request sent back to the agent, the saga going on
 	DecidedCancelled   Decided = "cancelled"         // its requester took the request back, the saga going on
 	DecidedExpired     Decided = "expired"           // the server: no quorum was reached in time
+	// DecidedBreakGlass: a person the policy's breakGlass names had the
+	// request executed without its quorum.
+	DecidedBreakGlass Decided = "break-glass"
+	// DecidedRatified: an approval, under the request's rule, of its
+	// break-glass execution, afterwards.
+	DecidedRatified Decided = "ratified"
 )
 
 // ServerDecider is who the receipts of the server's own decisions (a
@@ -44,7 +50,7 @@ const AuthServer AuthMethod = "server"
 
 // Decideds lists every decision.
 var Decideds = []Decided{DecidedApproved, DecidedRejected, DecidedDismissed, DecidedWithdrawn, DecidedChanges, DecidedExpired,
-	DecidedHappened, DecidedNotHappened, DecidedUndone, DecidedNotUndone}
+	DecidedHappened, DecidedNotHappened, DecidedUndone, DecidedNotUndone, DecidedBreakGlass, DecidedRatified}
 
 // Receipt is what a person decided, as signed.
 type Receipt struct {
@@ -248,7 +254,14 @@ func (e Entry) Decision() (decision Decided, decider string, ok bool) {
 	}
 	switch e.Phase {
 	case PhaseApproved:
-		return DecidedApproved, e.Field(KeyApprover), true
+		ls := ParseLines(e.Payload)
+		if by := ls.Value(KeyBrokenBy); by != "" {
+			return DecidedBreakGlass, by, true
+		}
+		if by := ls.Value(KeyRatifiedBy); by != "" {
+			return DecidedRatified, by, true
+		}
+		return DecidedApproved, ls.Value(KeyApprover), true
 	case PhaseRejected:
 		ls := ParseLines(e.Payload)
 		for _, d := range []struct {

@@ -157,6 +157,20 @@ type Ruling struct {
 	Rule    string
 	Closing Closing // "" while it is open
 	Voters  []string
+	// BrokenBy is who had it executed by break-glass, "" for nobody;
+	// RatifyBy is when its ratification window ends, Ratifiers who
+	// ratified it, in order, and Ratified whether they meet its rule.
+	BrokenBy  string
+	RatifyBy  time.Time
+	Ratifiers []string
+	Ratified  bool
+}
+
+// Overdue reports whether it was executed by break-glass and its rule's
+// quorum had not ratified that by the end of its window, at now: what
+// verification flags.
+func (r Ruling) Overdue(now time.Time) bool {
+	return r.BrokenBy != "" && r.Closing == ClosedResumed && !r.Ratified && now.After(r.RatifyBy)
 }
 
 // String says it in a line: "seq=3 (rule large of policy 1f2e3d4c5b6a):
@@ -172,19 +186,39 @@ func (r Ruling) String() string {
 	} else {
 		s += string(r.Closing)
 	}
+	if r.BrokenBy != "" {
+		s += " by break-glass (" + r.BrokenBy + ")"
+	}
 	if len(r.Voters) > 0 {
 		s += ", approved by " + strings.Join(r.Voters, ", ")
+	}
+	switch {
+	case r.BrokenBy != "" && r.Ratified:
+		s += ", ratified by " + strings.Join(r.Ratifiers, ", ")
+	case r.BrokenBy != "":
+		s += ", unratified (its window ends at " + Moment(r.RatifyBy) + ")"
 	}
 	return s
 }
 
+// Flagged begins what Named adds of a break-glass execution its rule's
+// quorum did not ratify in time: the journal holds, and says it.
+const Flagged = "FLAGGED: "
+
 // Named is v with the ruling of each executed request added to its
 // message, as verification names them: "; seq=3 (rule large of policy
-// 1f2e3d4c…, its whole SHA-256): resumed, approved by alice, bob".
-func Named(v Verification, rulings []Ruling) Verification {
+// 1f2e3d4c…, its whole SHA-256): resumed, approved by alice, bob"; and,
+// for a break-glass execution not ratified by the end of its window at
+// now, "; FLAGGED: the break-glass execution of seq=3 by carol was not
+// ratified by …".
+func Named(v Verification, rulings []Ruling, now time.Time) Verification {
 	for _, r := range rulings {
 		if r.Closing == ClosedResumed {
 			v.Message += "; " + r.String()
+		}
+		if r.Overdue(now) {
+			v.Message += fmt.Sprintf("; %sthe break-glass execution of seq=%d by %s was not ratified by its rule's quorum by %s",
+				Flagged, r.Seq, r.BrokenBy, Moment(r.RatifyBy))
 		}
 	}
 	return v
@@ -293,9 +327,10 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 				return bad(seq, "%s", strings.TrimPrefix(Message(err), fmt.Sprintf("the request at seq=%d ", seq)))
 			}
 		}
-		ru := Ruling{Seq: seq, Policy: hash, Rule: rule.Name, Closing: l.Closing}
-		// Each vote against the rule, in the order they were cast.
-		var standing []Vote
+		ru := Ruling{Seq: seq, Policy: hash, Rule: rule.Name, Closing: l.Closing, BrokenBy: l.BrokenBy}
+		// Each vote against the rule, in the order they were cast; the
+		// ratifications of a break-glass execution after it.
+		var standing, ratifying []Vote
 		for _, en := range decisions[seq] {
 			decision, decider, _ := en.Decision()
 			if decision == DecidedExpired {
@@ -311,6 +346,31 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 				continue
 			case DecidedDismissed, DecidedCancelled:
 				continue // no vote: who may take it is the lifecycle's to check
+			case DecidedBreakGlass:
+				switch g := rule.BreakGlass; {
+				case g == nil:
+					return bad(en.Seq, "is a break-glass execution by %s, which rule %s does not allow (its policy has no breakGlass)", decider, rule.Name)
+				case r.ApprovalPolicy == "" || !slices.Contains(g.Approvers, r.EligibleAs):
+					return bad(en.Seq, "is a break-glass execution by %s as %q, which is none of the policy's breakGlass approvers (%s)", decider,
+						r.EligibleAs, strings.Join(g.Approvers, ", "))
+				case r.Reason == "":
+					return bad(en.Seq, "is a break-glass execution by %s without a reason", decider)
+				}
+				ru.RatifyBy = en.Timestamp.Add(rule.BreakGlass.RatifyWithin)
+			case DecidedRatified:
+				vote := l.voteAt(en.Seq)
+				switch before := (Tally{Rule: rule, Votes: ratifying}); {
+				case before.Met():
+					return bad(en.Seq, "is %s's ratification of the request at seq=%d, which its rule's quorum ratified already", decider, seq)
+				case en.Timestamp.After(ru.RatifyBy):
+					return bad(en.Seq, "is %s's ratification of the request at seq=%d after its window ended at %s", decider, seq, Moment(ru.RatifyBy))
+				case rule.Thresholds != nil && before.placed(vote) != "":
+					return bad(en.Seq, "is %s's ratification under rule %s's thresholds, which %s", decider, rule.Name, before.placed(vote))
+				case rule.Thresholds != nil && !slices.Equal(r.Meets, vote.Meets):
+					return bad(en.Seq, "is %s's ratification, which meets %q by its entry but %q by its receipt", decider,
+						MeetsText(vote.Meets), MeetsText(r.Meets))
+				}
+				ratifying = append(ratifying, vote)
 			case DecidedApproved:
 				vote := l.voteAt(en.Seq)
 				if rule.Thresholds != nil {
@@ -341,25 +401,34 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 				// read from it.
 				continue
 			}
+			// An approval counts among the votes before the execution, a
+			// ratification among those after it.
+			counted, approval, word := standing, decision == DecidedApproved || decision == DecidedRatified, "approval"
+			if decision == DecidedRatified {
+				counted, word = ratifying, "ratification"
+			}
 			switch {
-			case !slices.Contains(rule.Approvers, r.EligibleAs):
+			case decision != DecidedBreakGlass && !slices.Contains(rule.Approvers, r.EligibleAs):
 				return bad(en.Seq, "is a vote by %s as %q, which is none of rule %s's approvers (%s)", decider, r.EligibleAs,
 					rule.Name, strings.Join(rule.Approvers, ", "))
 			case rule.ReasonRequired && r.Reason == "":
 				return bad(en.Seq, "is a vote by %s without a reason, which rule %s requires", decider, rule.Name)
 			case rule.StepUp > 0 && (r.AuthTime.IsZero() || r.AuthTime.Before(en.Timestamp.Add(-rule.StepUp).Truncate(time.Second))):
 				return bad(en.Seq, "is a vote by %s from a sign-in older than rule %s's step-up of %s", decider, rule.Name, rule.StepUp)
-			case rule.Expires > 0 && en.Timestamp.After(gated.Timestamp.Add(rule.Expires)):
+			case decision != DecidedRatified && rule.Expires > 0 && en.Timestamp.After(gated.Timestamp.Add(rule.Expires)):
 				return bad(en.Seq, "is a vote by %s after the request at seq=%d expired", decider, seq)
-			case decision == DecidedApproved && (r.Vote != len(standing) || r.Quorum != (Tally{Rule: rule, Votes: standing}).Quorum()):
-				return bad(en.Seq, "is %s's approval, signed as vote %d of %d, but it is vote %d of %d under rule %s", decider,
-					r.Vote, r.Quorum, len(standing), (Tally{Rule: rule, Votes: standing}).Quorum(), rule.Name)
-			case decision == DecidedApproved && rule.Thresholds == nil && (r.Meets != nil || l.voteAt(en.Seq).Meets != nil):
-				return bad(en.Seq, "is %s's approval, placed in thresholds that rule %s does not have", decider, rule.Name)
+			case approval && (r.Vote != len(counted) || r.Quorum != (Tally{Rule: rule, Votes: counted}).Quorum()):
+				return bad(en.Seq, "is %s's %s, signed as vote %d of %d, but it is vote %d of %d under rule %s", decider, word,
+					r.Vote, r.Quorum, len(counted), (Tally{Rule: rule, Votes: counted}).Quorum(), rule.Name)
+			case approval && rule.Thresholds == nil && (r.Meets != nil || l.voteAt(en.Seq).Meets != nil):
+				return bad(en.Seq, "is %s's %s, placed in thresholds that rule %s does not have", decider, word, rule.Name)
+			case !approval && r.Vote != 0:
+				return bad(en.Seq, "is %s's %s, signed as vote %d of %d", decider, decision, r.Vote, r.Quorum)
 			}
 		}
 		t := Count(gated, l, rule)
 		ru.Voters = t.Voters()
+		ru.Ratifiers, ru.Ratified = voters(ratifying), l.BrokenAt != 0 && (Tally{Rule: rule, Votes: ratifying}).Met()
 		out = append(out, ru)
 		if l.Closed == 0 {
 			continue
@@ -368,6 +437,12 @@ func VerifyVotes(entries []Entry, lc Lifecycle, policies Policies, v note.Verifi
 		switch l.Closing {
 		case ClosedResumed:
 			switch by := closing.Field(KeyExecutedBy); {
+			case l.BrokenAt != 0 && (by != ExecutedByServer || closing.Field(KeyRequester) != gated.Field(KeyRequester)):
+				return bad(closing.Seq, "is the execution of the request at seq=%d that %s broke the glass on, but not the server's for %s, "+
+					"who made it", seq, l.BrokenBy, gated.Field(KeyRequester))
+			case l.BrokenAt != 0:
+				// A break-glass execution bypasses the quorum and its
+				// clocks; its ratification is checked above.
 			case by != "" && (by != ExecutedByServer || !rule.OnApproval):
 				return bad(closing.Seq, "is an execution of the request at seq=%d by %q, but rule %s does not execute on approval: "+
 					"only its requester's resume may execute it", seq, by, rule.Name)

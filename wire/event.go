@@ -52,13 +52,20 @@ const (
 	// approval rule of the policy in force (Rule): its requests would
 	// wait until they expire. Told once per rule and what it says.
 	EventUnmeetable EventType = "policy.unmeetable"
+	// EventBreakGlass: a person executed the request without its quorum
+	// (break-glass), with a reason; the server executes it. Told to
+	// every endpoint, whatever events it listens for.
+	EventBreakGlass EventType = "request.break_glass"
+	// EventRatified: the request's rule's quorum ratified its
+	// break-glass execution afterwards; ApprovedBy are those who did.
+	EventRatified EventType = "request.ratified"
 )
 
 // EventTypes are every event type, in the order the documentation lists
 // them.
 var EventTypes = []EventType{EventWaiting, EventVoted, EventApproved, EventRejected, EventChangesRequested, EventExpired, EventDismissed,
 	EventCancelled, EventExecuted, EventFailed, EventRefused, EventDropped, EventEscalated, EventInDoubt, EventCompensationFailed, EventHalted,
-	EventUnmeetable}
+	EventUnmeetable, EventBreakGlass, EventRatified}
 
 // Event is a notification's body (the Standard Webhooks payload a
 // webhook receives, and what every channel renders): something happened

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/evidence/assertion"
@@ -67,7 +68,7 @@ func verify(args []string, stdout io.Writer) error {
 		}
 	}
 	t := evidence.Trust{AllowUnproved: f.allowUnproved, AllowDev: f.allowDev, AllowUnprovedSignIn: f.allowUnprovedSignIn,
-		ProviderKeys: trusted, CheckAssertion: assertion.Check, CheckIDToken: evidence.OpenIDToken}
+		ProviderKeys: trusted, CheckAssertion: assertion.Check, CheckIDToken: evidence.OpenIDToken, Now: time.Now()}
 	if f.key != "" {
 		var err error
 		if t.Key, err = note.NewVerifier(f.key); err != nil {

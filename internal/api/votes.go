@@ -21,6 +21,19 @@ func (h *Handlers) RequestChanges(w http.ResponseWriter, r *http.Request) error 
 	return h.decide(w, r, h.Engine.RequestChanges, engine.ActRequestChanges)
 }
 
+// BreakGlass has a pending request executed without its quorum, with
+// the reason the body must give (the policy's breakGlass):
+// POST /sagacity/approvals/{sagaId}/{seq}/break-glass.
+func (h *Handlers) BreakGlass(w http.ResponseWriter, r *http.Request) error {
+	return h.decide(w, r, h.Engine.BreakGlass, engine.ActBreakGlass)
+}
+
+// Ratify ratifies the break-glass execution of a request, under its
+// rule: POST /sagacity/approvals/{sagaId}/{seq}/ratify.
+func (h *Handlers) Ratify(w http.ResponseWriter, r *http.Request) error {
+	return h.decide(w, r, h.Engine.Ratify, engine.ActRatify)
+}
+
 // Policies lists the approval policies that took effect, each with its
 // whole document and hash, and names the one in force:
 // GET /sagacity/policies.

@@ -23,6 +23,16 @@ type yamlApproval struct {
 	// (who.claims); TimeZone is the zone they read the time in (tz).
 	Claims   []string `yaml:"claims"`
 	TimeZone string   `yaml:"timeZone"`
+	// BreakGlass names who may execute a request without its quorum, and
+	// how long its rule's quorum has to ratify that
+	// (engine.PolicySpec.BreakGlass); off when absent.
+	BreakGlass *yamlBreakGlass `yaml:"breakGlass"`
+}
+
+// yamlBreakGlass is the policy's break-glass.
+type yamlBreakGlass struct {
+	Approvers    []string `yaml:"approvers"`
+	RatifyWithin string   `yaml:"ratifyWithin"`
 }
 
 type yamlRule struct {
@@ -63,6 +73,9 @@ func checkApproval(y yamlApproval, gated []string) (*engine.Approvals, error) {
 	if y.Default == nil && len(y.Tools) == 0 && len(y.PolicyChange) == 0 {
 		if len(y.Claims) > 0 || y.TimeZone != "" {
 			return nil, fmt.Errorf("approval: claims: and timeZone: are for rules' conditions, and the section has no rules (default: or tools:)")
+		}
+		if y.BreakGlass != nil {
+			return nil, fmt.Errorf("approval: breakGlass: bypasses rules' quorums, and the section has no rules (default: or tools:)")
 		}
 		return nil, nil
 	}
@@ -124,6 +137,13 @@ func checkApproval(y yamlApproval, gated []string) (*engine.Approvals, error) {
 	}
 	if spec.PolicyChange, err = rules("policyChange", y.PolicyChange); err != nil {
 		return nil, err
+	}
+	if g := y.BreakGlass; g != nil {
+		within, err := time.ParseDuration(g.RatifyWithin)
+		if err != nil {
+			return nil, fmt.Errorf("approval: breakGlass: ratifyWithin: %q is not a duration like 30m or 24h (how long the rule's quorum has to ratify a use)", g.RatifyWithin)
+		}
+		spec.BreakGlass = &engine.BreakGlassSpec{Approvers: g.Approvers, RatifyWithin: engine.Duration(within)}
 	}
 	a, err := engine.CompileDevPolicy(spec)
 	if err != nil {

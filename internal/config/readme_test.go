@@ -135,6 +135,24 @@ func TestReadmeRoles(t *testing.T) {
 // outside business hours in Paris (at night, on a Sunday), finance-leads
 // for a payment of the requester's own team, the treasury rule for a
 // requester whose department claim says treasury, the rest otherwise.
+// TestReadmeBreakGlass: the break-glass example of docs/configuration.md
+// loads as printed: oncall may break the glass on every rule of the
+// tools and the default, to be ratified within a day.
+func TestReadmeBreakGlass(t *testing.T) {
+	c := readmeConfig(t, map[string]string{}, testkit.ReadmeBlock(t, "break-glass"))
+	a := c.File.Approvals
+	want := engine.BreakGlass{Approvers: []string{"oncall"}, RatifyWithin: 24 * time.Hour}
+	if a == nil || a.BreakGlass() == nil {
+		t.Fatal("the page's policy loaded without a break-glass")
+	}
+	if diff := cmp.Diff(want, *a.BreakGlass()); diff != "" {
+		t.Errorf("the page's break-glass (-want +got):\n%s", diff)
+	}
+	if r, ok := a.Rule("sendWireTransfer", "large"); !ok || r.BreakGlass == nil || r.Quorum != 2 {
+		t.Errorf("rule large = %+v, %t; want a quorum of 2 the break-glass applies to", r, ok)
+	}
+}
+
 func TestReadmeContext(t *testing.T) {
 	c := readmeConfig(t, map[string]string{}, testkit.ReadmeBlock(t, "approval-context"))
 	a := c.File.Approvals

@@ -69,6 +69,17 @@ func (h *Handlers) chrome(r *http.Request, title, href string) templates.Chrome 
 		return c
 	}
 	c.Me, c.Halted = &me, h.Engine.Halted()
+	if h.Engine.Can(me, engine.ActReview, engine.Subject{}) == nil {
+		uses, err := h.Engine.Unratified(r.Context(), me)
+		if err != nil {
+			c.GlassUnread = message(err)
+		}
+		now := h.Now()
+		for _, u := range uses {
+			c.Glass = append(c.Glass, templates.GlassRow{Href: templates.RequestHref(u.SagaID, u.JournalSeq), Tool: u.ToolName, Saga: u.SagaID,
+				Seq: u.JournalSeq, By: u.By, Reason: u.Reason, RatifyBy: h.when(u.RatifyBy), Overdue: u.Overdue(now)})
+		}
+	}
 	for _, p := range places {
 		if p.action == engine.ActOutbox && len(h.Engine.Endpoints()) == 0 {
 			continue // a server without notifications has none to show

@@ -30,6 +30,8 @@ var decisions = []decision{
 	{"reject", "Reject", engine.ActReject, func(a templates.Actions) bool { return a.Reject }},
 	{"request-changes", "Send back", engine.ActRequestChanges, func(a templates.Actions) bool { return a.RequestChanges }},
 	{"withdraw", "Withdraw your approval of", engine.ActWithdraw, func(a templates.Actions) bool { return a.Withdraw }},
+	{"break-glass", "Break the glass: execute, without its quorum,", engine.ActBreakGlass, func(a templates.Actions) bool { return a.BreakGlass }},
+	{"ratify", "Ratify the break-glass execution of", engine.ActRatify, func(a templates.Actions) bool { return a.Ratify }},
 }
 
 // Decide approves, rejects, dismisses, withdraws an approval or sends a

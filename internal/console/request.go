@@ -188,10 +188,13 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 			s.Decisions = append(s.Decisions, decision(b.Withdrawal))
 		}
 	}
-	for _, d := range []*engine.Decision{rv.Rejection, rv.Dismissal, rv.Changes, rv.Expiry, rv.Cancellation} {
+	for _, d := range []*engine.Decision{rv.Rejection, rv.Dismissal, rv.Changes, rv.Expiry, rv.Cancellation, rv.BreakGlass} {
 		if d != nil {
 			s.Decisions = append(s.Decisions, decision(d))
 		}
+	}
+	for _, d := range rv.Ratifications {
+		s.Decisions = append(s.Decisions, decision(&d))
 	}
 	if rv.Outcome != nil {
 		st := h.step(*rv.Outcome)
@@ -251,6 +254,17 @@ func (h *Handlers) status(rv engine.Review) templates.RequestStatus {
 	case engine.StateCancelled:
 		s.Headline, s.Kind = fmt.Sprintf("Cancelled by %s, who made it: the saga went on", rv.Cancellation.Approver), "warn"
 	}
+	if g := rv.BreakGlass; g != nil {
+		s.Headline = fmt.Sprintf("%s; by break-glass (%s), without its quorum", s.Headline, g.Approver)
+		switch {
+		case rv.Ratification.Met():
+			s.Headline += "; ratified by " + strings.Join(rv.Ratification.Voters(), ", ")
+		case h.Now().After(rv.RatifyBy):
+			s.Headline, s.Kind = s.Headline+"; not ratified by "+h.when(rv.RatifyBy).UTC+": flagged in verification", "bad"
+		default:
+			s.Headline, s.Kind = s.Headline+"; to be ratified by its rule's quorum "+h.until(rv.RatifyBy)+" ("+rv.Ratification.Progress()+")", "warn"
+		}
+	}
 	return s
 }
 
@@ -270,7 +284,8 @@ func executors(x engine.Executors) string {
 // decidedKind is how each decision is marked: by a word always, and a
 // colour.
 var decidedKind = map[engine.Decided]string{engine.DecidedApproved: "ok", engine.DecidedRejected: "bad", engine.DecidedExpired: "bad",
-	engine.DecidedDismissed: "warn", engine.DecidedWithdrawn: "warn", engine.DecidedChanges: "warn", engine.DecidedCancelled: "warn"}
+	engine.DecidedDismissed: "warn", engine.DecidedWithdrawn: "warn", engine.DecidedChanges: "warn", engine.DecidedCancelled: "warn",
+	engine.DecidedBreakGlass: "bad", engine.DecidedRatified: "ok"}
 
 // sentBack is the entry by which a reviewer sent the request at seq back
 // for changes, or nil.

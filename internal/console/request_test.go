@@ -14,7 +14,8 @@ import (
 // rows reading one flag, fails here.
 func TestDecisions(t *testing.T) {
 	flags := map[string]engine.Action{"Approve": engine.ActApprove, "Reject": engine.ActReject, "Dismiss": engine.ActDismiss,
-		"Execute": engine.ActResume, "Withdraw": engine.ActWithdraw, "RequestChanges": engine.ActRequestChanges}
+		"Execute": engine.ActResume, "Withdraw": engine.ActWithdraw, "RequestChanges": engine.ActRequestChanges,
+		"BreakGlass": engine.ActBreakGlass, "Ratify": engine.ActRatify}
 	// Flags that say how an action is taken, not which one.
 	how := map[string]bool{"ReasonRequired": true, "Passkey": true}
 	typ := reflect.TypeFor[engine.Actions]()

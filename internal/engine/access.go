@@ -43,6 +43,12 @@ const (
 	// enables an endpoint that was disabled (a 410). Each is journaled
 	// under the principal (NotificationSaga).
 	ActResend Action = "resend"
+	// ActBreakGlass executes a pending request without its quorum, with a
+	// reason (the policy's breakGlass approvers).
+	ActBreakGlass Action = "break-glass"
+	// ActRatify approves a break-glass execution afterwards, under the
+	// request's rule.
+	ActRatify Action = "ratify"
 )
 
 // Access is the configurable part of who may do what: the engine's sense
@@ -67,8 +73,12 @@ type Subject struct {
 	// its journal entry records it.
 	Requester string
 	// Rule is the approval rule the request is decided by: only its
-	// approvers may approve or reject it.
+	// approvers may approve or reject it (or ratify its break-glass
+	// execution), only its policy's breakGlass approvers break the glass.
 	Rule *Rule
+	// BrokenBy is who broke the glass on the request, who may not
+	// ratify it.
+	BrokenBy string
 }
 
 // roles lists who may ask for each action at all.
@@ -95,6 +105,9 @@ var roles = map[Action][]Role{
 	ActOutbox:  {RoleApprover, RoleAuditor},
 	// Auditors read; sending again changes what the endpoints are told.
 	ActResend: {RoleApprover},
+	// Breaking the glass and ratifying it are a person's decisions.
+	ActBreakGlass: {RoleApprover},
+	ActRatify:     {RoleApprover},
 }
 
 var doing = map[Action]string{
@@ -102,6 +115,7 @@ var doing = map[Action]string{
 	ActReject: "rejecting", ActDismiss: "dismissing", ActWithdraw: "withdrawing a vote", ActEnrol: "enrolling passkeys", ActDelegate: "delegating", ActRequestChanges: "requesting changes", ActResume: "resuming", ActCancel: "cancelling a request", ActRead: "reading sagas", ActVerify: "verifying a journal",
 	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt", ActResolve: "resolving a call in doubt",
 	ActMetrics: "reading metrics", ActOutbox: "reading notifications", ActResend: "sending notifications again",
+	ActBreakGlass: "breaking the glass", ActRatify: "ratifying a break-glass execution",
 }
 
 // Can reports whether p may take action a on subject: nil when it may, a
@@ -124,7 +138,7 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 		return nil
 	}
 	switch a {
-	case ActApprove, ActReject, ActDismiss, ActResolve, ActWithdraw, ActRequestChanges:
+	case ActApprove, ActReject, ActDismiss, ActResolve, ActWithdraw, ActRequestChanges, ActBreakGlass, ActRatify:
 		// Four-eyes: a request, or what a call in doubt came to, is
 		// decided by somebody other than whoever started the saga and
 		// whoever asked for the call.
@@ -134,9 +148,21 @@ func (e *Engine) Can(p Principal, a Action, sub Subject) error {
 		if sub.Requester != "" && p.ID == sub.Requester {
 			return &Error{Kind: Forbidden, Msg: fmt.Sprintf("%s made this request and cannot decide it", p.ID), SagaID: s.ID}
 		}
-		if r := sub.Rule; r != nil && (a == ActApprove || a == ActReject || a == ActRequestChanges) && !r.Eligible(p.Roles, p.Groups) {
+		if r := sub.Rule; r != nil && (a == ActApprove || a == ActReject || a == ActRequestChanges || a == ActRatify) && !r.Eligible(p.Roles, p.Groups) {
 			return &Error{Kind: Forbidden, SagaID: s.ID, Msg: fmt.Sprintf("deciding this request takes one of %s (approval rule %s); %s is in none",
 				strings.Join(r.Approvers, ", "), r.Name, p.ID)}
+		}
+		if a == ActRatify && p.ID == sub.BrokenBy {
+			return &Error{Kind: Forbidden, SagaID: s.ID, Msg: fmt.Sprintf("%s broke the glass on this request and cannot ratify it", p.ID)}
+		}
+		if r := sub.Rule; r != nil && a == ActBreakGlass {
+			switch g := r.BreakGlass; {
+			case g == nil:
+				return &Error{Kind: Forbidden, SagaID: s.ID, Msg: fmt.Sprintf("approval rule %s has no break-glass: the policy names no breakGlass approvers", r.Name)}
+			case g.EligibleAs(p.Roles, p.Groups) == "":
+				return &Error{Kind: Forbidden, SagaID: s.ID, Msg: fmt.Sprintf("breaking the glass takes one of %s (the policy's breakGlass); %s is in none",
+					strings.Join(g.Approvers, ", "), p.ID)}
+			}
 		}
 	case ActCancel:
 		// A request is taken back by whoever made it, and nobody else.

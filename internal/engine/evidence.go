@@ -64,11 +64,14 @@ type (
 	PolicySpec = evidence.PolicySpec
 	RuleSpec   = evidence.RuleSpec
 	StepSpec   = evidence.StepSpec
-	Duration   = evidence.Duration
-	Approvals  = evidence.Approvals
-	Rule       = evidence.Rule
-	Step       = evidence.Step
-	Matched    = evidence.Matched
+	// BreakGlassSpec and BreakGlass are the policy's break-glass.
+	BreakGlassSpec = evidence.BreakGlassSpec
+	BreakGlass     = evidence.BreakGlass
+	Duration       = evidence.Duration
+	Approvals      = evidence.Approvals
+	Rule           = evidence.Rule
+	Step           = evidence.Step
+	Matched        = evidence.Matched
 	// Context is what a request's conditions saw of who asked and when.
 	Context = evidence.Context
 	Who     = evidence.Who
@@ -141,6 +144,8 @@ const (
 	KeyWithdrawnBy = evidence.KeyWithdrawnBy
 	KeyChangesBy   = evidence.KeyChangesBy
 	KeyCancelledBy = evidence.KeyCancelledBy
+	KeyBrokenBy    = evidence.KeyBrokenBy
+	KeyRatifiedBy  = evidence.KeyRatifiedBy
 	KeyExpired     = evidence.KeyExpired
 	KeyPasskey     = evidence.KeyPasskey
 	KeySignIn      = evidence.KeySignIn
@@ -175,6 +180,8 @@ const (
 	DecidedChanges     = evidence.DecidedChanges
 	DecidedCancelled   = evidence.DecidedCancelled
 	DecidedExpired     = evidence.DecidedExpired
+	DecidedBreakGlass  = evidence.DecidedBreakGlass
+	DecidedRatified    = evidence.DecidedRatified
 	ServerDecider      = evidence.ServerDecider
 )
 

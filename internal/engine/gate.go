@@ -123,10 +123,13 @@ func (e *Engine) bind(tx Tx, s *Saga, r ApprovalRequest) (bound, error) {
 // grant, by a refusal (RefusedGrant). Either fails the saga, which the
 // caller compensates once committed. It returns the entry that closed
 // it, and whether it did; a superseded request's time never runs out,
-// for the saga went on with the one that replaced it.
+// for the saga went on with the one that replaced it, nor a request
+// executed by break-glass.
 func (e *Engine) runOut(tx Tx, s *Saga, b bound, at time.Time) (Entry, bool, error) {
 	switch {
-	case b.life.SupersededBy != 0:
+	case b.life.SupersededBy != 0, b.life.BrokenAt != 0:
+		// A broken glass's request is the server's to execute, whatever
+		// its clocks say.
 		return Entry{}, false, nil
 	case b.tally.Expired(at):
 		en, err := e.expire(tx, s, b, at)
@@ -147,17 +150,8 @@ func (e *Engine) runOut(tx Tx, s *Saga, b bound, at time.Time) (Entry, bool, err
 // checks the rule's reason and step-up. fn then journals the decision.
 func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string, c cast,
 	fn func(tx Tx, s *Saga, b bound, at time.Time) error) (Saga, error) {
-	if err := e.guard(p, a, sagaID); err != nil {
+	if err := e.deciding(ctx, p, a, sagaID, seq, reason); err != nil {
 		return Saga{}, err
-	}
-	if err := validReason(reason); err != nil {
-		return Saga{}, err
-	}
-	if err := e.signing(ctx); err != nil {
-		return Saga{}, at(err, sagaID, seq)
-	}
-	if err := e.recordSignIn(ctx, p); err != nil {
-		return Saga{}, at(err, sagaID, seq)
 	}
 	var closing Entry
 	var ranOut bool
@@ -171,6 +165,11 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 		}
 		if b.drift != nil {
 			return b.drift
+		}
+		if b.life.BrokenAt != 0 {
+			// Nothing more is decided on it: the server executes it.
+			return &Error{Kind: Conflict, Msg: fmt.Sprintf("%s broke the glass on the request at seq=%d (seq=%d): the server executes it",
+				b.life.BrokenBy, seq, b.life.BrokenAt)}
 		}
 		if d, voting := votes[a]; voting {
 			if err := voteAllowed(p, b.rule, reason, now); err != nil {
@@ -195,6 +194,23 @@ func (e *Engine) decide(ctx context.Context, p Principal, a Action, sagaID strin
 		return Saga{}, timedOut(sagaID, seq, closing)
 	}
 	return s, at(err, sagaID, seq)
+}
+
+// deciding is the prelude of p's decision a, with reason, on the request
+// at seq of saga sagaID: that p may take a on a saga at all (guard), a
+// reason that may be journaled, a key that signs its receipt, and p's
+// sign-in recorded.
+func (e *Engine) deciding(ctx context.Context, p Principal, a Action, sagaID string, seq int64, reason string) error {
+	if err := e.guard(p, a, sagaID); err != nil {
+		return err
+	}
+	if err := validReason(reason); err != nil {
+		return err
+	}
+	if err := e.signing(ctx); err != nil {
+		return at(err, sagaID, seq)
+	}
+	return at(e.recordSignIn(ctx, p), sagaID, seq)
 }
 
 // votes are the actions that are votes, and what each decides.

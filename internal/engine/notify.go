@@ -37,9 +37,12 @@ type Endpoint struct {
 }
 
 // wants reports whether endpoint ep is to hear of ev, a member of its
-// thread or not.
+// thread or not. Every endpoint hears of a break-glass, whatever it
+// listens for: it is a deliberate bypass, told loudly.
 func (ep Endpoint) wants(ev OutboxEvent, member bool) bool {
 	switch {
+	case ev.Type == wire.EventBreakGlass:
+		return true
 	case len(ep.Events) > 0 && !slices.Contains(ep.Events, ev.Type):
 		return false
 	case len(ep.Requesters) > 0 && !slices.Contains(ep.Requesters, ev.Requester):
@@ -272,9 +275,13 @@ func (e *Engine) tellOutcome(tx Tx, s *Saga, seq int64, en Entry) error {
 	for _, v := range t.Votes {
 		ev.Votes = append(ev.Votes, wire.EventVote{By: v.Voter, Reason: entries[v.Seq-1].Field(KeyReason), JournalSeq: v.Seq})
 	}
+	by := "approved by " + strings.Join(ev.ApprovedBy, ", ")
+	if l := lc.Requests[seq]; l.BrokenBy != "" {
+		by = "by break-glass (" + l.BrokenBy + "), without its quorum"
+	}
 	if en.Phase == PhaseFailed {
 		ev.Type, ev.Key = wire.EventFailed, fmt.Sprintf("%s/%d/%s", s.ID, en.Seq, wire.EventFailed)
-		return e.tell(tx, ev.said("%s ran with the approved bytes, and the tool failed; the saga is compensated", ev.what()))
+		return e.tell(tx, ev.said("%s ran with the approved bytes (%s), and the tool failed; the saga is compensated", ev.what(), by))
 	}
-	return e.tell(tx, ev.said("%s was executed with the approved bytes (approved by %s)", ev.what(), strings.Join(ev.ApprovedBy, ", ")))
+	return e.tell(tx, ev.said("%s was executed with the approved bytes (%s)", ev.what(), by))
 }

@@ -279,3 +279,8 @@ func (w watched) Verifications(ctx context.Context, sagaIDs []string) ([]Verifie
 	vs, err := w.s.Verifications(ctx, sagaIDs)
 	return vs, failing(ctx, w.obs, err)
 }
+
+func (w watched) Unratified(ctx context.Context, limit int) ([]GlassUse, error) {
+	us, err := w.s.Unratified(ctx, limit)
+	return us, failing(ctx, w.obs, err)
+}

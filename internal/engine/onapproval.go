@@ -26,7 +26,7 @@ func (e *Engine) executeApproved(ctx context.Context, sagaID string, seq int64) 
 // ExecuteApproved executes the approved requests whose rule executes on
 // approval and that were not executed yet, oldest first, at most MaxList
 // a pass: those whose quorum a vote completed in a process that stopped
-// before executing it. It returns how many it executed (whatever the
+// before executing it; and those a break-glass decision left so. It returns how many it executed (whatever the
 // tool's outcome). Errors: Unavailable when the store is; a request
 // that cannot be executed now (halted, its grant ended, another process
 // executing it) is left to the next pass or its sweep.
@@ -52,7 +52,8 @@ func (e *Engine) ExecuteApproved(ctx context.Context) (int, error) {
 		e.enacted(ctx, q.SagaID)
 		n++
 	}
-	return n, nil
+	broken, err := e.executeBroken(ctx)
+	return n + broken, err
 }
 
 // onApproval returns the rule a pending request's row names, and whether

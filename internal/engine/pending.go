@@ -92,6 +92,10 @@ type Backlog struct {
 	// Unmeetable counts the rules of the policy in force that the people
 	// known cannot meet (RuleHealth.Unmeetable).
 	Unmeetable int
+	// Unratified counts the break-glass executions their rules' quorums
+	// have not ratified, Overdue those of them past their window, up to
+	// the cap on one listing.
+	Unratified, Overdue int
 }
 
 // Backlog counts what waits for people: pending requests by tool, how
@@ -116,6 +120,16 @@ func (e *Engine) Backlog(ctx context.Context) (Backlog, error) {
 	b.InDoubt = len(calls)
 	if b.Unmeetable, err = e.unmeetableRules(ctx); err != nil {
 		return Backlog{}, err
+	}
+	uses, err := e.store.Unratified(ctx, MaxList)
+	if err != nil {
+		return Backlog{}, err
+	}
+	for _, u := range uses {
+		b.Unratified++
+		if u.Overdue(now) {
+			b.Overdue++
+		}
 	}
 	if len(e.endpoints) == 0 {
 		return b, nil

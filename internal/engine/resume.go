@@ -143,7 +143,7 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 			refusal, call = "", Call{}
 			gated := b.gated
 			switch err := e.Can(p, ActResume, Subject{Saga: s}); {
-			case server && !b.rule.OnApproval:
+			case server && !b.rule.OnApproval && b.life.BrokenAt == 0:
 				return &Error{Kind: Conflict, Msg: fmt.Sprintf("rule %s of the request at seq=%d does not execute on approval: its requester resumes it", b.rule.Name, seq)}
 			case err != nil && !server:
 				return err
@@ -164,12 +164,15 @@ func (e *Engine) resume(ctx context.Context, p Principal, sagaID string, seq int
 			if b.drift != nil {
 				return b.drift
 			}
-			if !b.tally.Met() {
+			if b.life.BrokenAt != 0 && !server {
+				return &Error{Kind: Conflict, Msg: fmt.Sprintf("the request at seq=%d was executed by break-glass at seq=%d: the server executes it", seq, b.life.BrokenAt)}
+			}
+			if !b.tally.Met() && b.life.BrokenAt == 0 {
 				// A resume runs what people approved; asked before they
 				// did, whatever the bytes, it changes nothing.
 				return undecided(b.tally, gated, payload)
 			}
-			if b.tally.Early(now) {
+			if b.tally.Early(now) && b.life.BrokenAt == 0 {
 				return notYet(b.tally, gated, payload, now)
 			}
 			if err := e.clear(tx, s); err != nil {

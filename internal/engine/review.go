@@ -71,6 +71,14 @@ type Review struct {
 	Refusal, Dropped *Entry
 	// SupersededBy is the later request that superseded it, 0 when none.
 	SupersededBy int64
+	// BreakGlass is the decision that had it executed without its
+	// quorum, if one did; Ratifications are the approvals of that
+	// execution afterwards, in order, Ratification where they stand under
+	// its rule, and RatifyBy the end of their window.
+	BreakGlass    *Decision
+	Ratifications []Decision
+	Ratification  Tally
+	RatifyBy      time.Time
 	// Resumed is the INTENT by which it was executed, if it was: who
 	// executed it (KeyRequester) and when. Outcome is the EXECUTED or
 	// FAILED entry of that execution, once journaled.
@@ -115,12 +123,19 @@ func (e *Engine) Review(ctx context.Context, p Principal, sagaID string, seq int
 var decisions = map[Action]func(*Engine, context.Context, Principal, string, int64, string, cast) (Decision, error){
 	ActApprove: (*Engine).approve, ActReject: (*Engine).reject, ActDismiss: (*Engine).dismiss,
 	ActWithdraw: (*Engine).withdraw, ActRequestChanges: (*Engine).requestChanges,
+	ActBreakGlass: func(e *Engine, ctx context.Context, p Principal, sagaID string, seq int64, reason string, _ cast) (Decision, error) {
+		return e.BreakGlass(ctx, p, sagaID, seq, reason)
+	},
+	ActRatify: func(e *Engine, ctx context.Context, p Principal, sagaID string, seq int64, reason string, _ cast) (Decision, error) {
+		return e.Ratify(ctx, p, sagaID, seq, reason)
+	},
 }
 
 // Decide takes action a on the request at seq for p, as a shell that
 // shows the request offers it: ActApprove, ActReject, ActDismiss,
-// ActWithdraw and ActRequestChanges as Approve, Reject, Dismiss,
-// Withdraw and RequestChanges do with reason, ActResume as Execute does.
+// ActWithdraw, ActRequestChanges, ActBreakGlass and ActRatify as Approve,
+// Reject, Dismiss, Withdraw, RequestChanges, BreakGlass and Ratify do
+// with reason, ActResume as Execute does.
 // It returns the request as it stands afterwards, as Review reads it,
 // with the verification the decision made before it acted, so that the
 // shell shows it again without reading and verifying the journal once
@@ -282,6 +297,17 @@ func (r *Review) settle(l *Life, calls []Call) {
 		r.Votes = append(r.Votes, b)
 	}
 	r.SupersededBy = l.SupersededBy
+	if l.BrokenAt != 0 {
+		d := decisionOf(r.Saga, l.Seq, *at(l.BrokenAt))
+		r.BreakGlass = &d
+		for _, v := range l.Ratifications {
+			r.Ratifications = append(r.Ratifications, decisionOf(r.Saga, l.Seq, *at(v.Seq)))
+		}
+		if r.Rule != nil && r.Rule.BreakGlass != nil {
+			r.Ratification = tally(r.Gated, &Life{Votes: l.Ratifications}, *r.Rule)
+			r.RatifyBy = d.DecidedAt.Add(r.Rule.BreakGlass.RatifyWithin)
+		}
+	}
 	closing := func() *Decision {
 		d := decisionOf(r.Saga, l.Seq, *at(l.Closed))
 		return &d
@@ -336,6 +362,12 @@ func decisionOf(s Saga, seq int64, en Entry) Decision {
 // until it is executed; dismiss or reject it superseded.
 type Actions struct {
 	Approve, Reject, Dismiss, Execute, Withdraw, RequestChanges bool
+	// BreakGlass: they may have it executed without its quorum, with a
+	// reason (the policy's breakGlass), its rule's quorum to ratify that
+	// within RatifyWithin; Ratify: they may ratify its break-glass
+	// execution, afterwards.
+	BreakGlass, Ratify bool
+	RatifyWithin       time.Duration
 	// StepUp says, when the rule counts votes only from a recent sign-in
 	// and the person's is older, how recent it must be (a vote first
 	// takes them to sign in again); 0 otherwise.
@@ -379,6 +411,12 @@ func (e *Engine) Allowed(p Principal, r Review) Actions {
 		a.Approve = a.Approve && !voted && r.State == StateUndecided
 		a.Reject, _ = may(ActReject)
 		a.RequestChanges, _ = may(ActRequestChanges)
+		a.BreakGlass, _ = may(ActBreakGlass)
+		a.BreakGlass = a.BreakGlass && !r.Rule.PasskeyRequired && r.BreakGlass == nil &&
+			(r.State == StateUndecided || r.Tally.Early(now))
+		if a.BreakGlass {
+			a.RatifyWithin = r.Rule.BreakGlass.RatifyWithin
+		}
 		if r.State == StateApproved {
 			a.Execute, _ = may(ActResume)
 			// Not while a wait timer runs: it would answer NOT_YET.
@@ -389,7 +427,7 @@ func (e *Engine) Allowed(p Principal, r Review) Actions {
 				a.StepUp = r.Rule.StepUp
 			}
 		}
-		if !a.Approve && !a.Reject && !a.RequestChanges && !a.Execute && !a.Withdraw {
+		if !a.Approve && !a.Reject && !a.RequestChanges && !a.Execute && !a.Withdraw && !a.BreakGlass {
 			a.Why = "You cannot act on this request: " + why + "."
 			if r.State == StateUndecided {
 				a.Why = "You cannot decide this request: " + why + "."
@@ -404,6 +442,15 @@ func (e *Engine) Allowed(p Principal, r Review) Actions {
 		}
 	default:
 		a.Why = "This request is settled; nothing more can be done with it."
+		if r.BreakGlass == nil || r.Resumed == nil || r.Ratification.Met() || now.After(r.RatifyBy) {
+			return a
+		}
+		sub.BrokenBy = r.BreakGlass.Approver
+		mine := slices.ContainsFunc(r.Ratifications, func(d Decision) bool { return d.Approver == p.ID })
+		_, fits := r.Ratification.Place(p.Roles, p.Groups)
+		if a.Ratify = e.Can(p, ActRatify, sub) == nil && !mine && fits; a.Ratify {
+			a.Why = ""
+		}
 	}
 	return a
 }

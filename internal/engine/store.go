@@ -127,6 +127,10 @@ type Store interface {
 	// Verifications returns the verification kept of each of the sagas
 	// named (at most MaxList) that has one, by saga id.
 	Verifications(ctx context.Context, sagaIDs []string) ([]Verified, error)
+
+	// Unratified returns the break-glass executions not ratified yet,
+	// the oldest first, at most limit.
+	Unratified(ctx context.Context, limit int) ([]GlassUse, error)
 }
 
 // ErrCommitUnknown is wrapped by the error of a Store.Update whose commit
@@ -337,4 +341,10 @@ type Tx interface {
 	// PutEscalation records that a pending request took its escalation's
 	// first steps steps, the next due at next (zero for none).
 	PutEscalation(sagaID string, seq int64, steps int, next time.Time) error
+	// PutGlassUse records a break-glass execution of a request, not
+	// ratified yet.
+	PutGlassUse(u GlassUse) error
+	// RatifyGlass records that the break-glass execution of the request
+	// at seq of saga sagaID was ratified at at.
+	RatifyGlass(sagaID string, seq int64, at time.Time) error
 }

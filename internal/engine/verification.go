@@ -28,7 +28,7 @@ func (e *Engine) verify(ctx context.Context, snap Snapshot, logged Logged) (Veri
 			return e.policyOf(ctx, hash)
 		}, func(id string) ([]Entry, error) { return e.store.Entries(ctx, id) })
 		if v.Valid {
-			v = evidence.Named(v, rulings)
+			v = evidence.Named(v, rulings, e.now())
 		}
 	}
 	v, err := e.included(ctx, snap.Entries, v, logged)

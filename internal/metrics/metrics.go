@@ -105,8 +105,10 @@ type Backlogger interface {
 }
 
 // Watch adds the gauges of e's backlog, read at each scrape: pending
-// requests by tool, the oldest one's age, the calls in doubt and the
-// rules the people known cannot meet; and whether executions are halted. Call it once.
+// requests by tool, the oldest one's age, the calls in doubt, the
+// rules the people known cannot meet and the break-glass executions not
+// ratified (and of them, past their window); and whether executions are
+// halted. Call it once.
 func (m *Recorder) Watch(e Backlogger) {
 	m.reg.MustRegister(&backlog{e: e,
 		halted: prometheus.NewDesc("sagacity_executions_halted",
@@ -123,6 +125,10 @@ func (m *Recorder) Watch(e Backlogger) {
 			"How long the oldest notification not delivered yet has waited, by endpoint.", []string{"endpoint"}, nil),
 		unmeetable: prometheus.NewDesc("sagacity_unmeetable_rules",
 			"Approval rules of the policy in force that the people the server knows cannot meet (the console's policy page says why).", nil, nil),
+		unratified: prometheus.NewDesc("sagacity_break_glass_unratified",
+			"Break-glass executions their rules' quorums have not ratified yet (every console page lists them).", nil, nil),
+		overdue: prometheus.NewDesc("sagacity_break_glass_overdue",
+			"Break-glass executions not ratified by the end of their window: verification flags them.", nil, nil),
 		held: prometheus.NewDesc("sagacity_held_calls",
 			"Calls this process holds until their request is decided (Prefer: wait, MCP calls and tasks).", nil, nil),
 	})
@@ -130,12 +136,12 @@ func (m *Recorder) Watch(e Backlogger) {
 
 // backlog is the collector of the backlog's gauges.
 type backlog struct {
-	e                                                                     Backlogger
-	halted, pending, oldest, inDoubt, outbox, outboxAge, held, unmeetable *prometheus.Desc
+	e                                                                                          Backlogger
+	halted, pending, oldest, inDoubt, outbox, outboxAge, held, unmeetable, unratified, overdue *prometheus.Desc
 }
 
 func (b *backlog) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{b.halted, b.pending, b.oldest, b.inDoubt, b.outbox, b.outboxAge, b.held, b.unmeetable} {
+	for _, d := range []*prometheus.Desc{b.halted, b.pending, b.oldest, b.inDoubt, b.outbox, b.outboxAge, b.held, b.unmeetable, b.unratified, b.overdue} {
 		ch <- d
 	}
 }
@@ -160,6 +166,8 @@ func (b *backlog) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(b.oldest, prometheus.GaugeValue, bl.Oldest.Seconds())
 	ch <- prometheus.MustNewConstMetric(b.inDoubt, prometheus.GaugeValue, float64(bl.InDoubt))
 	ch <- prometheus.MustNewConstMetric(b.unmeetable, prometheus.GaugeValue, float64(bl.Unmeetable))
+	ch <- prometheus.MustNewConstMetric(b.unratified, prometheus.GaugeValue, float64(bl.Unratified))
+	ch <- prometheus.MustNewConstMetric(b.overdue, prometheus.GaugeValue, float64(bl.Overdue))
 	for _, o := range bl.Outbox {
 		age := 0.0
 		if !o.Oldest.IsZero() {

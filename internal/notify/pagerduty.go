@@ -100,6 +100,10 @@ func alert(ev wire.Event) (action, key, severity string, ok bool) {
 		return "trigger", "sagacity/log-halted", "critical", true
 	case ev.Type == wire.EventUnmeetable:
 		return "trigger", "sagacity/unmeetable/" + ev.Rule, "warning", true
+	case ev.SagaID != "" && ev.Type == wire.EventBreakGlass:
+		return "trigger", request + "/break-glass", "critical", true
+	case ev.SagaID != "" && ev.Type == wire.EventRatified:
+		return "resolve", request + "/break-glass", "", true
 	}
 	return "", "", "", false
 }

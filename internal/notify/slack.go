@@ -267,6 +267,8 @@ var slackOutcomes = map[wire.EventType]string{
 	wire.EventFailed:           "was executed, and its tool failed",
 	wire.EventRefused:          "was refused",
 	wire.EventDropped:          "was dropped: its saga failed before it was decided",
+	wire.EventBreakGlass:       "was executed by break-glass, without its quorum,",
+	wire.EventRatified:         "had its break-glass execution ratified",
 }
 
 // slackHeadline says what happened to e's request, in runs; nil when e
@@ -291,7 +293,7 @@ func slackHeadline(e wire.Event) []slackRun {
 	}
 	headline := " " + outcome
 	switch {
-	case (e.Type == wire.EventExecuted || e.Type == wire.EventFailed) && len(e.ApprovedBy) > 0:
+	case (e.Type == wire.EventExecuted || e.Type == wire.EventFailed || e.Type == wire.EventRatified) && len(e.ApprovedBy) > 0:
 		headline += ", approved by " + names(e.ApprovedBy)
 	case e.DecidedBy != "":
 		headline += " by " + shown(e.DecidedBy)

@@ -231,6 +231,8 @@ func (s *server) routes() *chi.Mux {
 				r.Post("/request-changes/{sagaId}/{seq}", s.h(s.API.RequestChanges))
 				r.Post("/delegations", s.h(s.API.Delegate))
 				r.Post("/delegations/{seq}/revoke", s.h(s.API.Revoke))
+				r.Post("/approvals/{sagaId}/{seq}/break-glass", s.h(s.API.BreakGlass))
+				r.Post("/approvals/{sagaId}/{seq}/ratify", s.h(s.API.Ratify))
 			})
 			r.With(s.limit(executeIP, executeWho)).Post("/resume/{sagaId}/{seq}", s.h(s.API.Resume))
 		}

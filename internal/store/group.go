@@ -346,6 +346,14 @@ func (r *recorder) PutEscalation(sagaID string, seq int64, steps int, next time.
 	return r.write(func(t engine.Tx) error { return t.PutEscalation(sagaID, seq, steps, next) })
 }
 
+func (r *recorder) PutGlassUse(u engine.GlassUse) error {
+	return r.write(func(t engine.Tx) error { return t.PutGlassUse(u) })
+}
+
+func (r *recorder) RatifyGlass(sagaID string, seq int64, at time.Time) error {
+	return r.write(func(t engine.Tx) error { return t.RatifyGlass(sagaID, seq, at) })
+}
+
 func (r *recorder) LockSaga(id string) (s engine.Saga, err error) {
 	err = r.read(func(t engine.Tx) (err error) { s, err = t.LockSaga(id); return err })
 	return s, err

@@ -25,6 +25,22 @@ type Chrome struct {
 	// Halted says why executions are halted (the database does not match
 	// the log's newest checkpoint); shown to everyone signed in.
 	Halted string
+	// Glass are the break-glass executions not ratified yet, shown to
+	// everyone who reviews requests; GlassUnread says why they could not
+	// be read, "" when they were.
+	Glass       []GlassRow
+	GlassUnread string
+}
+
+// GlassRow is a break-glass execution not ratified yet, as every page's
+// banner lists it.
+type GlassRow struct {
+	Href, Tool, Saga string
+	Seq              int64
+	By, Reason       string
+	RatifyBy         Time
+	// Overdue: its window ended unratified; verification flags it.
+	Overdue bool
 }
 
 // NavItem is a link in the header.

@@ -47,6 +47,7 @@ var scenarios = []scenario{
 	{"Await", withEnv(testAwait)},
 	{"OnApproval", withEnv(testOnApproval)},
 	{"WaitTimer", withEnv(testWaitTimer)},
+	{"BreakGlass", withEnv(testBreakGlass)},
 	{"Cancel", withEnv(testCancel)},
 	{"Reject", withEnv(testReject)},
 	{"FinishedSaga", withEnv(testFinishedSaga)},

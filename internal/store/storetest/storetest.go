@@ -106,6 +106,8 @@ var driverTests = []struct {
 	{"Store.RecordPerson", false, testPeople},
 	{"Store.RecordVerified", false, testRecordVerified},
 	{"Store.Verifications", false, testVerifications},
+	// glass.go
+	{"Store.Unratified", true, testUnratified},
 	// tx.go
 	{"Store.Update", false, testUpdate},
 	{"Tx.LockSaga", false, testLockSaga},
