@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -133,6 +134,23 @@ func (c Context) String() string {
 		panic(err) // strings, lists of strings and a time always encode
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Says says what the conditions saw, for people: "alice@example.com
+// (roles approver; groups finance; claims department: eng) at
+// 2026-12-01 12:00:00 +01:00".
+func (c Context) Says() string {
+	list := func(s []string) string {
+		if len(s) == 0 {
+			return "none"
+		}
+		return strings.Join(s, ", ")
+	}
+	s := fmt.Sprintf("%s (roles %s; groups %s", c.Who.ID, list(c.Who.Roles), list(c.Who.Groups))
+	for _, k := range slices.Sorted(maps.Keys(c.Who.Claims)) {
+		s += fmt.Sprintf("; claim %s: %s", k, list(c.Who.Claims[k]))
+	}
+	return s + ") at " + c.Now.Format("2006-01-02 15:04:05 -07:00")
 }
 
 // ReadContext reads a KeyContext line's value. An *Error when it is not

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sagacity-go/sagacity/internal/auth"
+	"github.com/sagacity-go/sagacity/evidence"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/payload"
 	"github.com/sagacity-go/sagacity/web/templates"
@@ -303,6 +304,11 @@ func sentBack(journal []engine.Entry, seq int64) *engine.Entry {
 func (h *Handlers) ruling(rv engine.Review) templates.Ruling {
 	g := rv.Gated
 	v := templates.Ruling{Rule: g.Field(engine.KeyRule), Policy: g.Field(engine.KeyPolicy), Problem: rv.RuleProblem}
+	if line := g.Field(engine.KeyContext); line != "" {
+		if c, err := evidence.ReadContext(line); err == nil {
+			v.Saw = c.Says()
+		}
+	}
 	if v.Policy != "" {
 		v.PolicyHref = templates.PolicyHref(v.Policy)
 	}

@@ -112,6 +112,9 @@ type Ruling struct {
 	// Alternatives are where the requirements of a rule with thresholds
 	// stand, an alternative each; nil for a plain quorum.
 	Alternatives [][]Requirement
+	// Saw says what the rule's conditions saw of who asked and when, for
+	// a request under a policy that reads them ("" otherwise).
+	Saw string
 	// ReasonRequired: every vote must say why. StepUp: votes count only
 	// from a sign-in within it.
 	ReasonRequired bool
