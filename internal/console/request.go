@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/evidence"
+	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/engine"
 	"github.com/sagacity-go/sagacity/internal/payload"
 	"github.com/sagacity-go/sagacity/web/templates"
