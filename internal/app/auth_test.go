@@ -243,7 +243,7 @@ func TestConsoleDevSession(t *testing.T) {
 		// Execute goes to its own route, never through decide.
 		execute := form("saga", "transfer-77", "seq", "3", "hash", hash, "decision", "execute", "confirm", "yes")
 		r = e.do("POST", "/request/decide", formType, execute, "Cookie", c.String(), "Sec-Fetch-Site", "same-origin")
-		if r.code != 400 || !strings.Contains(r.body, "decision must be approve or dismiss or reject or request-changes or withdraw here") || slices.Contains(e.tools.paths(), "/wire") {
+		if r.code != 400 || !strings.Contains(r.body, "decision must be approve or dismiss or reject or request-changes or withdraw or break-glass or ratify here") || slices.Contains(e.tools.paths(), "/wire") {
 			t.Errorf("execute posted to decide = %d %s (tool calls %v), want 400 and nothing done", r.code, r.body, e.tools.paths())
 		}
 		reject := form("saga", "other", "seq", "3", "hash", hash, "decision", "reject", "confirm", "yes")
