@@ -1,6 +1,9 @@
 package wire
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Approval is a pending request (GET /sagacity/approvals).
 type Approval struct {
@@ -144,6 +147,13 @@ type Policies struct {
 	Documents []PolicyDocument `json:"documents"`
 	// Proposals wait for approval to take effect, oldest first.
 	Proposals []PolicyProposal `json:"proposals"`
+}
+
+// ProposalRequest proposes an approval policy: Document is its
+// canonical document (PolicyDocument.Text's JSON, or any spelling of the
+// same rules), the policy's JSON form.
+type ProposalRequest struct {
+	Document json.RawMessage `json:"document"`
 }
 
 // PolicyProposal is an approval policy waiting for approval under the

@@ -48,6 +48,7 @@ var schemaTypes = map[string]reflect.Type{
 	"Event":                reflect.TypeFor[wire.Event](),
 	"PolicyDocument":       reflect.TypeFor[wire.PolicyDocument](),
 	"PolicyProposal":       reflect.TypeFor[wire.PolicyProposal](),
+	"ProposalRequest":      reflect.TypeFor[wire.ProposalRequest](),
 	"Policies":             reflect.TypeFor[wire.Policies](),
 	"RequestState":         reflect.TypeFor[wire.RequestState](),
 	"SagaRequests":         reflect.TypeFor[wire.SagaRequests](),

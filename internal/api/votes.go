@@ -6,6 +6,7 @@ import (
 	"github.com/sagacity-go/sagacity/internal/auth"
 	"github.com/sagacity-go/sagacity/internal/edge"
 	"github.com/sagacity-go/sagacity/internal/engine"
+	"github.com/sagacity-go/sagacity/wire"
 )
 
 // Withdraw takes back the caller's approval of a request until it is
@@ -32,6 +33,28 @@ func (h *Handlers) BreakGlass(w http.ResponseWriter, r *http.Request) error {
 // rule: POST /sagacity/approvals/{sagaId}/{seq}/ratify.
 func (h *Handlers) Ratify(w http.ResponseWriter, r *http.Request) error {
 	return h.decide(w, r, h.Engine.Ratify, engine.ActRatify)
+}
+
+// Propose proposes an approval policy, which takes effect once approved
+// under the policyChange rules of the one in force:
+// POST /sagacity/policies with {"document": {...}}.
+func (h *Handlers) Propose(w http.ResponseWriter, r *http.Request) error {
+	var body wire.ProposalRequest
+	if err := edge.Decode(r, &body); err != nil {
+		return err
+	}
+	if len(body.Document) == 0 {
+		return engine.Errorf(engine.Invalid, "body must contain a 'document' field: the policy's JSON")
+	}
+	a, err := engine.ParsePolicySpec(body.Document)
+	if err != nil {
+		return err
+	}
+	p, err := h.Engine.ProposePolicy(r.Context(), auth.From(r.Context()), a)
+	if err != nil {
+		return err
+	}
+	return edge.WriteJSON(w, http.StatusCreated, ProposalOf(p))
 }
 
 // Policies lists the approval policies that took effect, each with its

@@ -171,9 +171,14 @@ func PoliciesOf(docs []engine.PolicyDocument, inForce string, proposals []engine
 		out.Documents = append(out.Documents, wire.PolicyDocument{SHA256: d.Hash, Since: d.Since.UTC(), Seq: d.Seq, Text: d.Text})
 	}
 	for _, p := range proposals {
-		out.Proposals = append(out.Proposals, wire.PolicyProposal{SHA256: p.Hash, Since: p.Since.UTC(), Request: p.Request, Text: p.Text})
+		out.Proposals = append(out.Proposals, ProposalOf(p))
 	}
 	return out
+}
+
+// ProposalOf is a proposed policy on the wire.
+func ProposalOf(p engine.Proposal) wire.PolicyProposal {
+	return wire.PolicyProposal{SHA256: p.Hash, Since: p.Since.UTC(), Request: p.Request, Text: p.Text}
 }
 
 // CallInDoubtOf is a call in doubt on the wire.

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -87,5 +88,37 @@ func TestTeamHealthNotified(t *testing.T) {
 	if len(told) != 1 || told[0].Rule != "two-finance" || !strings.Contains(told[0].Message, "cannot be met") ||
 		!strings.HasSuffix(told[0].Link, "/policy") {
 		t.Errorf("policy.unmeetable as told = %+v; want rule two-finance once, cannot be met, linking the policy page", told)
+	}
+}
+
+// TestPolicyProposalAPI: POST /sagacity/policies proposes a policy under
+// one whose change needs an approver: listed as a proposal, not in force
+// until another person approves it; a document that does not compile is
+// 400, and the same one proposed again answers the pending proposal.
+func TestPolicyProposalAPI(t *testing.T) {
+	t.Parallel()
+	gated := compile(t, engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {{Name: "two", Quorum: 2}}},
+		PolicyChange: []engine.RuleSpec{{Name: "change"}}})
+	lax := compile(t, engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireTransfer": {{Name: "one"}}}})
+	e := newAPI(t, testkit.SQLiteURL(t), envOptions{approvals: gated})
+	want(t, "a document that does not compile", e.post("/sagacity/policies", `{"document":{"default":[{"quorum":99}]}}`), 400)
+	r := e.post("/sagacity/policies", `{"document":`+lax.Text+`}`)
+	want(t, "the proposal", r, 201)
+	var p wire.PolicyProposal
+	if err := json.Unmarshal([]byte(r.body), &p); err != nil || p.SHA256 != lax.Hash || p.Text != lax.Text {
+		t.Fatalf("the proposal = %s, %v; want the lax policy's document", r.body, err)
+	}
+	again := e.post("/sagacity/policies", `{"document":`+lax.Text+`}`)
+	if want(t, "the same proposal again", again, 201); !strings.Contains(again.body, fmt.Sprintf(`"request":%d`, p.Request)) {
+		t.Errorf("the same proposal again = %s; want request %d", again.body, p.Request)
+	}
+	var ps wire.Policies
+	if err := json.Unmarshal([]byte(e.get("/sagacity/policies").body), &ps); err != nil || ps.InForce != gated.Hash || len(ps.Proposals) != 1 {
+		t.Fatalf("GET /sagacity/policies = %+v, %v; want the gated policy in force, one proposal", ps, err)
+	}
+	want(t, "the approval of the proposal", e.post(fmt.Sprintf("/sagacity/approve/%s/%d", engine.PolicySaga, p.Request),
+		`{"approver":"manager@company.com"}`), 200)
+	if err := json.Unmarshal([]byte(e.get("/sagacity/policies").body), &ps); err != nil || ps.InForce != lax.Hash || len(ps.Proposals) != 0 {
+		t.Errorf("GET /sagacity/policies after the approval = %+v, %v; want the lax policy in force", ps, err)
 	}
 }

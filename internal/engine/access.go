@@ -46,6 +46,9 @@ const (
 	// ActBreakGlass executes a pending request without its quorum, with a
 	// reason (the policy's breakGlass approvers).
 	ActBreakGlass Action = "break-glass"
+	// ActPropose proposes another approval policy, which takes effect
+	// only once approved under the policyChange rules of the one in force.
+	ActPropose Action = "propose"
 	// ActRatify approves a break-glass execution afterwards, under the
 	// request's rule.
 	ActRatify Action = "ratify"
@@ -108,6 +111,8 @@ var roles = map[Action][]Role{
 	// Breaking the glass and ratifying it are a person's decisions.
 	ActBreakGlass: {RoleApprover},
 	ActRatify:     {RoleApprover},
+	// Proposing changes nothing until others approve it.
+	ActPropose: {RoleApprover},
 }
 
 var doing = map[Action]string{
@@ -115,7 +120,7 @@ var doing = map[Action]string{
 	ActReject: "rejecting", ActDismiss: "dismissing", ActWithdraw: "withdrawing a vote", ActEnrol: "enrolling passkeys", ActDelegate: "delegating", ActRequestChanges: "requesting changes", ActResume: "resuming", ActCancel: "cancelling a request", ActRead: "reading sagas", ActVerify: "verifying a journal",
 	ActReview: "listing approvals", ActInDoubt: "listing calls in doubt", ActResolve: "resolving a call in doubt",
 	ActMetrics: "reading metrics", ActOutbox: "reading notifications", ActResend: "sending notifications again",
-	ActBreakGlass: "breaking the glass", ActRatify: "ratifying a break-glass execution",
+	ActBreakGlass: "breaking the glass", ActRatify: "ratifying a break-glass execution", ActPropose: "proposing an approval policy",
 }
 
 // Can reports whether p may take action a on subject: nil when it may, a

@@ -87,7 +87,8 @@ func (e *Engine) RecordPolicy(ctx context.Context) (*Proposal, error) {
 			}
 			if current.GatesChange() {
 				e.setPolicy(current)
-				if err := e.propose(tx, s, entries, current); err != nil {
+				if err := e.propose(tx, s, entries, current, want, Principal{ID: ServerDecider, Auth: AuthServer},
+					"the server was started with this approval policy"); err != nil {
 					return err
 				}
 				entries, err = tx.Entries(PolicySaga)

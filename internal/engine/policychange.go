@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 
 	"github.com/sagacity-go/sagacity/evidence"
@@ -144,34 +146,91 @@ func proposals(entries []Entry) []Proposal {
 	return out
 }
 
-// propose makes the request that the configured policy take effect,
-// decided by current's policyChange rules, in PolicySaga (locked, as s)
-// holding entries; nothing when it is pending already. When no rule of
-// them applies to it, nothing is proposed: the server says so and keeps
-// the policy in force.
-func (e *Engine) propose(tx Tx, s *Saga, entries []Entry, current *Approvals) error {
-	want := e.configured
+// ParsePolicySpec compiles a policy sent as JSON (a PolicySpec, such as a
+// canonical document): Invalid, naming what is wrong, otherwise.
+func ParsePolicySpec(doc []byte) (*Approvals, error) {
+	var spec PolicySpec
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
+		return nil, Errorf(Invalid, "the document is not an approval policy's JSON: %v", err)
+	}
+	a, err := CompilePolicy(spec)
+	if err != nil {
+		return nil, Errorf(Invalid, "the approval policy does not compile: %s", err.Error())
+	}
+	return a, nil
+}
+
+// ProposePolicy proposes policy want, by p: a request in PolicySaga
+// decided by the policyChange rules of the policy in force, as a
+// configuration's is at start (see RecordPolicy); p, its requester, never
+// decides it. It returns the proposal, the pending one when want is
+// proposed already. Errors: Forbidden as Can says for ActPropose;
+// Conflict when the policy in force has no policyChange rules (a new
+// document then takes effect when a server starts with it, never through
+// the API), when want is in force already, or when no policyChange rule
+// applies to it; Unavailable when the store is.
+func (e *Engine) ProposePolicy(ctx context.Context, p Principal, want *Approvals) (Proposal, error) {
+	if err := e.Can(p, ActPropose, Subject{}); err != nil {
+		return Proposal{}, err
+	}
+	current := e.policy()
+	switch {
+	case !current.GatesChange():
+		return Proposal{}, Errorf(Conflict, "the policy in force, %s, has no policyChange rules: another takes effect when a server "+
+			"starts with it in its approval: section, not through a proposal", short12(current.Hash))
+	case want.Hash == current.Hash:
+		return Proposal{}, Errorf(Conflict, "that policy, %s, is in force already", short12(want.Hash))
+	}
+	var out Proposal
+	err := e.journalOwn(ctx, PolicySaga, PolicyTool, func(tx Tx, s *Saga) error {
+		entries, err := tx.Entries(PolicySaga)
+		if err != nil {
+			return err
+		}
+		if err := e.propose(tx, s, entries, current, want, p, "proposed through the API"); err != nil {
+			return err
+		}
+		if entries, err = tx.Entries(PolicySaga); err != nil {
+			return err
+		}
+		for _, q := range proposals(entries) {
+			if q.Hash == want.Hash {
+				out = q
+				return nil
+			}
+		}
+		return Errorf(Conflict, "no policyChange rule of the policy in force applies to policy %s: it cannot be proposed", short12(want.Hash))
+	})
+	return out, err
+}
+
+// propose makes the request, by proposer with reason why, that policy
+// want take effect, decided by current's policyChange rules, in
+// PolicySaga (locked, as s) holding entries; nothing when it is pending
+// already. When no rule of them applies to it, nothing is proposed: the
+// server says so and keeps the policy in force.
+func (e *Engine) propose(tx Tx, s *Saga, entries []Entry, current, want *Approvals, proposer Principal, why string) error {
 	for _, p := range proposals(entries) {
 		if p.Hash == want.Hash {
 			return nil
 		}
 	}
-	server := Principal{ID: ServerDecider, Auth: AuthServer}
 	// What a condition of the policyChange rules sees, as at the gate.
 	var seen *Context
 	if current.UsesContext() {
-		c := current.See(server.who(), nil, Truncate(e.now()))
+		c := current.See(proposer.who(), proposer.Claims, Truncate(e.now()))
 		seen = &c
 	}
-	m := current.Match(PolicyTool, PolicySaga, server.ID, want.Text, seen)
+	m := current.Match(PolicyTool, PolicySaga, proposer.ID, want.Text, seen)
 	if !m.OK {
-		e.log.Error("the approval policy this server was started with cannot be proposed: no policyChange rule applies to it; "+
-			"the server keeps deciding by the policy in force", "configured", want.Hash, "in force", current.Hash, "why", m.Because())
+		e.log.Error("an approval policy cannot be proposed: no policyChange rule applies to it; "+
+			"the server keeps deciding by the policy in force", "proposed", want.Hash, "in force", current.Hash, "why", m.Because())
 		return nil
 	}
 	rule := m.Rule
-	const why = "the server was started with this approval policy"
-	lines := requested(server, "").With(KeyRule, rule.Name).With(KeyPolicy, current.Hash)
+	lines := requested(proposer, "").With(KeyRule, rule.Name).With(KeyPolicy, current.Hash)
 	if seen != nil {
 		lines = lines.With(KeyContext, seen.String())
 	}
@@ -181,7 +240,7 @@ func (e *Engine) propose(tx Tx, s *Saga, entries []Entry, current *Approvals) er
 	}
 	t := tally(en, nil, rule)
 	if err := tx.PutApproval(ApprovalRequest{SagaID: PolicySaga, JournalSeq: en.Seq, ToolName: PolicyTool, Input: want.Text,
-		InputHash: PayloadHash(want.Text), Requester: server.ID, CreatedAt: en.Timestamp, Rule: rule.Name, Policy: current.Hash,
+		InputHash: PayloadHash(want.Text), Requester: proposer.ID, CreatedAt: en.Timestamp, Rule: rule.Name, Policy: current.Hash,
 		Quorum: t.Quorum(), Reason: why, Due: t.Due(), EscalateAt: firstStep(en.Timestamp, rule)}); err != nil {
 		return err
 	}

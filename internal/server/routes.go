@@ -230,6 +230,7 @@ func (s *server) routes() *chi.Mux {
 				r.Post("/withdraw/{sagaId}/{seq}", s.h(s.API.Withdraw))
 				r.Post("/request-changes/{sagaId}/{seq}", s.h(s.API.RequestChanges))
 				r.Post("/delegations", s.h(s.API.Delegate))
+				r.Post("/policies", s.h(s.API.Propose))
 				r.Post("/delegations/{seq}/revoke", s.h(s.API.Revoke))
 				r.Post("/approvals/{sagaId}/{seq}/break-glass", s.h(s.API.BreakGlass))
 				r.Post("/approvals/{sagaId}/{seq}/ratify", s.h(s.API.Ratify))

@@ -23,7 +23,8 @@ var laxPolicy = engine.PolicySpec{Tools: map[string][]engine.RuleSpec{"sendWireT
 // the policyChange rule, it takes effect — in this process at once, in
 // another within its next refresh — and requests made before stay
 // decided by the rule they pinned; rejected, it is sent back and the
-// policy in force stays. PolicySaga verifies throughout.
+// policy in force stays; proposed through the API, by an approver who
+// then never decides it. PolicySaga verifies throughout.
 func testPolicyChangeGated(t *testing.T, v *env) {
 	ctx := context.Background()
 	gated := v.usePolicy(gatedPolicy)
@@ -129,5 +130,30 @@ func testPolicyChangeGated(t *testing.T, v *env) {
 	}
 	if got := v.verify(engine.PolicySaga); !got.Valid {
 		t.Errorf("Verify(%s) after the rejection = %+v", engine.PolicySaga, got)
+	}
+
+	// Proposed through the API by alice, of treasury: she never decides
+	// it; bob does.
+	if _, err := v.e.ProposePolicy(ctx, agent, lax); !engine.IsKind(err, engine.Forbidden) {
+		t.Errorf("a proposal by an agent: %v; want Forbidden", err)
+	}
+	byAlice, err := v.e.ProposePolicy(ctx, alice, lax)
+	if err != nil {
+		t.Fatalf("alice's proposal: %v", err)
+	}
+	if again, err := v.e.ProposePolicy(ctx, alice, lax); err != nil || again.Request != byAlice.Request {
+		t.Errorf("the same proposal again = %+v, %v; want the pending one, seq %d", again, err, byAlice.Request)
+	}
+	_, err = v.e.Approve(ctx, alice, engine.PolicySaga, byAlice.Request, "")
+	testkit.WantKind(t, "alice's approval of her own proposal", err, engine.Forbidden)
+	if _, err := v.e.Approve(ctx, bob, engine.PolicySaga, byAlice.Request, ""); err != nil || v.e.Policy().Hash != lax.Hash {
+		t.Fatalf("bob's approval of alice's proposal: %v; in force %s; want the lax policy", err, v.e.Policy().Hash)
+	}
+	// The lax policy gates no change: no proposal is taken.
+	if _, err := v.e.ProposePolicy(ctx, alice, gated); !engine.IsKind(err, engine.Conflict) {
+		t.Errorf("a proposal under a policy without policyChange rules: %v; want Conflict", err)
+	}
+	if got := v.verify(engine.PolicySaga); !got.Valid {
+		t.Errorf("Verify(%s) after alice's proposal took effect = %+v", engine.PolicySaga, got)
 	}
 }
