@@ -37,6 +37,10 @@ type PolicyDocument struct {
 	Text  string    // the canonical document
 	Since time.Time // when it took effect (its entry's time)
 	Seq   int64     // its entry in PolicySaga
+	// Request is the request of it in PolicySaga whose approval put it in
+	// force (EnactedBy); 0 for one that took effect when a server started
+	// with it, the first document always.
+	Request int64
 }
 
 // OpenPolicy checks a PolicySaga entry: the document it holds has the
@@ -90,17 +94,26 @@ func policyChain(entries []Entry, lc Lifecycle) (int64, string) {
 	return 0, ""
 }
 
-// enacted reports whether document doc is the execution of a request of
-// its bytes pinned to policy hash and resumed: the INTENT before it (among
-// before) that resumes such a request.
-func enacted(before []Entry, lc Lifecycle, doc Entry, hash string) bool {
+// EnactedBy is the request of PolicySaga (its entries before doc's, with
+// lifecycle lc) whose approved execution document entry doc is; 0 when
+// it is none: a document that took effect when a server started with it.
+func EnactedBy(before []Entry, lc Lifecycle, doc Entry) int64 {
 	for i := len(before) - 1; i >= 0; i-- {
 		in := before[i]
 		if in.ToolName != PolicyTool || in.Phase != PhaseIntent || in.Input != doc.Input {
 			continue
 		}
-		l := lc.Requests[refSeq(in.Field(KeyResumes))]
-		return l != nil && l.Closing == ClosedResumed && before[l.Seq-1].Input == doc.Input && before[l.Seq-1].Field(KeyPolicy) == hash
+		if l := lc.Requests[refSeq(in.Field(KeyResumes))]; l != nil && l.Closing == ClosedResumed && before[l.Seq-1].Input == doc.Input {
+			return l.Seq
+		}
+		return 0
 	}
-	return false
+	return 0
+}
+
+// enacted reports whether document doc is the execution of a request of
+// its bytes pinned to policy hash and resumed (EnactedBy).
+func enacted(before []Entry, lc Lifecycle, doc Entry, hash string) bool {
+	seq := EnactedBy(before, lc, doc)
+	return seq != 0 && before[seq-1].Field(KeyPolicy) == hash
 }

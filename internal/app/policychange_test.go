@@ -34,7 +34,7 @@ func TestConsolePolicyChange(t *testing.T) {
 	p.open("/policy")
 	main := p.text("main")
 	for _, want := range []string{"A new policy, " + lax.Hash[:12], "waits for approval under the policyChange rules of the one in force",
-		"cannot be met"} {
+		"cannot be met", "The first document on this database: it took effect with no policy before it to approve it."} {
 		if !strings.Contains(main, want) {
 			t.Errorf("the policy page = %q; want %q", main, want)
 		}
@@ -120,5 +120,10 @@ func TestPolicyProposalAPI(t *testing.T) {
 		`{"approver":"manager@company.com"}`), 200)
 	if err := json.Unmarshal([]byte(e.get("/sagacity/policies").body), &ps); err != nil || ps.InForce != lax.Hash || len(ps.Proposals) != 0 {
 		t.Errorf("GET /sagacity/policies after the approval = %+v, %v; want the lax policy in force", ps, err)
+	}
+	page := e.do("GET", "/policy", "", "", "Cookie", e.session(t, "auditor@example.com").String()).body
+	if !strings.Contains(page, "Approved under the policyChange rules of the policy before it.") ||
+		!strings.Contains(page, fmt.Sprintf(`href="/request?saga=sagacity%%3Apolicies&amp;seq=%d"`, p.Request)) {
+		t.Errorf("the policy page after the approval does not say the lax policy was approved, linking its request:\n%s", page)
 	}
 }

@@ -39,6 +39,15 @@ func (h *Handlers) Policy(w http.ResponseWriter, r *http.Request) error {
 		a, err := engine.ParsePolicy(d.Text)
 		doc := templates.PolicyDoc{Hash: d.Hash, Since: h.when(d.Since), Current: d.Hash == inForce,
 			Href: templates.EntryHref(engine.PolicySaga, d.Seq), Text: d.Text}
+		switch {
+		case d.Request != 0:
+			doc.How = "Approved under the policyChange rules of the policy before it."
+			doc.ApprovedHref = templates.RequestHref(engine.PolicySaga, d.Request)
+		case d.Seq == docs[0].Seq:
+			doc.How = "The first document on this database: it took effect with no policy before it to approve it."
+		default:
+			doc.How = "Took effect when a server started with it: the policy before it has no policyChange rules."
+		}
 		if err != nil {
 			doc.Problem = message(err)
 		} else {

@@ -124,7 +124,8 @@ func (e *Engine) policyDocuments(entries []Entry, s Saga) ([]PolicyDocument, err
 		return nil, Errorf(Conflict, "the journal of %s, which holds the approval policies, does not verify (%s)", PolicySaga, v.Message)
 	}
 	var docs []PolicyDocument
-	for _, en := range entries {
+	lc, _ := evidence.ReadLifecycle(entries)
+	for i, en := range entries {
 		if en.ToolName != PolicyTool || en.Phase != PhaseExecuted {
 			continue // a proposal, its votes and its execution's INTENT
 		}
@@ -132,6 +133,7 @@ func (e *Engine) policyDocuments(entries []Entry, s Saga) ([]PolicyDocument, err
 		if err != nil {
 			return nil, &Error{Kind: Conflict, Msg: msgOf(err)}
 		}
+		d.Request = evidence.EnactedBy(entries[:i], lc, en)
 		docs = append(docs, d)
 	}
 	return docs, nil

@@ -207,7 +207,10 @@ type PolicyDoc struct {
 	Since   Time
 	Current bool
 	Href    string // its entry in the server's own saga
-	Text    string // the canonical document
+	// How says how it came to be in force: the first document, approved
+	// (ApprovedHref its request), or put in force by a server's start.
+	How, ApprovedHref string
+	Text              string // the canonical document
 	Rules   []PolicyRules
 	Problem string // why it cannot be read
 }
