@@ -211,8 +211,8 @@ type PolicyDoc struct {
 	// (ApprovedHref its request), or put in force by a server's start.
 	How, ApprovedHref string
 	Text              string // the canonical document
-	Rules   []PolicyRules
-	Problem string // why it cannot be read
+	Rules             []PolicyRules
+	Problem           string // why it cannot be read
 }
 
 // PolicyRules are the ordered rules of one tool, or of the default
