@@ -72,8 +72,8 @@ func (e *Engine) enact(_ context.Context, inv Invocation) (string, error) {
 }
 
 // RefreshPolicy puts in force the newest document that took effect in
-// PolicySaga, when it is another than the one this process decides by:
-// a change another process executed. The Lapser calls it every few
+// PolicySaga, when it is another than the one this process decides by
+// and an approved change: one another process executed. The Lapser calls it every few
 // seconds; a process that executes a change calls it at once. Errors:
 // Unavailable when the store is; Conflict when PolicySaga does not
 // verify.
@@ -86,8 +86,12 @@ func (e *Engine) RefreshPolicy(ctx context.Context) error {
 	if err != nil || len(docs) == 0 {
 		return err
 	}
+	// Only an approved change is followed: a document that took effect
+	// when another server started with it (under a policy without
+	// policyChange rules) leaves this one deciding by its own, as
+	// replicas of other configurations always did.
 	newest := docs[len(docs)-1]
-	if newest.Hash == e.policy().Hash {
+	if newest.Hash == e.policy().Hash || newest.Request == 0 {
 		return nil
 	}
 	// Another policy is put in force only from a journal that verifies

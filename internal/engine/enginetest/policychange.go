@@ -156,4 +156,15 @@ func testPolicyChangeGated(t *testing.T, v *env) {
 	if got := v.verify(engine.PolicySaga); !got.Valid {
 		t.Errorf("Verify(%s) after alice's proposal took effect = %+v", engine.PolicySaga, got)
 	}
+	// Another process started with another policy, under the lax one
+	// that gates no change: its document takes effect, and this process,
+	// which follows approved changes only, keeps deciding by its own.
+	third, _ := v.process(v.db) // started with the strict policy
+	if p, err := third.RecordPolicy(ctx); err != nil || p != nil || third.Policy().Hash != sa.Hash {
+		t.Fatalf("a process started with the strict policy under the lax one: %+v, %v, in force %s; want the strict one in force",
+			p, err, third.Policy().Hash)
+	}
+	if err := v.e.RefreshPolicy(ctx); err != nil || v.e.Policy().Hash != lax.Hash {
+		t.Errorf("RefreshPolicy after another process started with its own policy: %s, %v; want the lax policy still", v.e.Policy().Hash, err)
+	}
 }
