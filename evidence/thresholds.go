@@ -94,6 +94,30 @@ func (t Tally) Requirements() [][]Standing {
 	return out
 }
 
+// StillShort names who may still meet the rule, as the votes stand: its
+// approvers under a plain quorum; under thresholds the groups of the
+// requirements still short (the rule's approvers for one open to any).
+func (t Tally) StillShort() []string {
+	if t.Rule.Thresholds == nil {
+		return t.Rule.Approvers
+	}
+	var out []string
+	for _, alt := range t.Requirements() {
+		for _, q := range alt {
+			from := []string{q.From}
+			if q.From == "" {
+				from = t.Rule.Approvers
+			}
+			for _, g := range from {
+				if q.Short() > 0 && !slices.Contains(out, g) {
+					out = append(out, g)
+				}
+			}
+		}
+	}
+	return out
+}
+
 // needed is the fewest more approvals that would meet the rule.
 func (t Tally) needed() int {
 	fewest := -1

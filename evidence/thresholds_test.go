@@ -1,6 +1,7 @@
 package evidence
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,9 @@ func TestThresholdsTally(t *testing.T) {
 	}
 	if q := tl.Quorum(); q != 2 {
 		t.Errorf("Quorum() = %d after one; want 2 (the second alternative asks as many)", q)
+	}
+	if got := tl.StillShort(); !slices.Equal(got, []string{"security", "treasury"}) {
+		t.Errorf("StillShort() after alice = %q; want security and treasury, finance being met", got)
 	}
 	if !vote("carol", tre) || !tl.Met() || MeetsText(tl.Votes[1].Meets) != "- 1" {
 		t.Errorf("carol, in treasury: %+v, met %v; want the second alternative met", tl.Votes, tl.Met())

@@ -61,16 +61,11 @@ func (h *Handlers) Propose(w http.ResponseWriter, r *http.Request) error {
 // whole document and hash, and names the one in force:
 // GET /sagacity/policies.
 func (h *Handlers) Policies(w http.ResponseWriter, r *http.Request) error {
-	p := auth.From(r.Context())
-	docs, inForce, err := h.Engine.Policies(r.Context(), p)
+	ph, err := h.Engine.Policies(r.Context(), auth.From(r.Context()))
 	if err != nil {
 		return err
 	}
-	proposals, err := h.Engine.Proposals(r.Context(), p)
-	if err != nil {
-		return err
-	}
-	return edge.WriteJSON(w, http.StatusOK, PoliciesOf(docs, inForce, proposals))
+	return edge.WriteJSON(w, http.StatusOK, PoliciesOf(ph))
 }
 
 // Requests says what became of each request of a saga, as its agent

@@ -165,12 +165,12 @@ func SagaRequestsOf(s engine.Saga, reqs []engine.Review) wire.SagaRequests {
 }
 
 // PoliciesOf are the policy documents that took effect, on the wire.
-func PoliciesOf(docs []engine.PolicyDocument, inForce string, proposals []engine.Proposal) wire.Policies {
-	out := wire.Policies{InForce: inForce, Documents: []wire.PolicyDocument{}, Proposals: []wire.PolicyProposal{}}
-	for _, d := range docs {
+func PoliciesOf(ph engine.PolicyHistory) wire.Policies {
+	out := wire.Policies{InForce: ph.InForce, Documents: []wire.PolicyDocument{}, Proposals: []wire.PolicyProposal{}}
+	for _, d := range ph.Documents {
 		out.Documents = append(out.Documents, wire.PolicyDocument{SHA256: d.Hash, Since: d.Since.UTC(), Seq: d.Seq, Text: d.Text})
 	}
-	for _, p := range proposals {
+	for _, p := range ph.Proposals {
 		out.Proposals = append(out.Proposals, ProposalOf(p))
 	}
 	return out

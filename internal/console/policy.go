@@ -15,20 +15,17 @@ import (
 // own saga that keeps it in the log; and whether the people the server
 // knows can meet each rule in force (team health).
 func (h *Handlers) Policy(w http.ResponseWriter, r *http.Request) error {
-	docs, inForce, err := h.Engine.Policies(r.Context(), auth.From(r.Context()))
+	ph, err := h.Engine.Policies(r.Context(), auth.From(r.Context()))
 	if err != nil {
 		return err
 	}
-	proposals, err := h.Engine.Proposals(r.Context(), auth.From(r.Context()))
-	if err != nil {
-		return err
-	}
+	docs, inForce := ph.Documents, ph.InForce
 	health, err := h.Engine.Health(r.Context(), auth.From(r.Context()))
 	if err != nil {
 		return err
 	}
 	v := templates.PolicyPage{Chrome: h.chrome(r, "Approval policy", "/policy"), InForce: inForce}
-	for _, p := range proposals {
+	for _, p := range ph.Proposals {
 		v.Proposals = append(v.Proposals, templates.PolicyProposal{Hash: p.Hash, Since: h.when(p.Since),
 			Href: templates.RequestHref(engine.PolicySaga, p.Request)})
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -349,33 +348,9 @@ func (h *Handlers) clock(s *templates.RequestStatus, rv engine.Review) {
 		if voted := t.Voters(); len(voted) > 0 {
 			not = append(not, strings.Join(voted, ", ")+", who approved")
 		}
-		s.Others = fmt.Sprintf("Anyone in %s may vote, except %s.", strings.Join(stillShort(rv), " or "), strings.Join(not, ", "))
+		s.Others = fmt.Sprintf("Anyone in %s may vote, except %s.", strings.Join(rv.Tally.StillShort(), " or "), strings.Join(not, ", "))
 		s.Unmeetable = rv.Unmeetable
 	}
-}
-
-// stillShort names who may still meet a pending request's rule: its
-// approvers, or under thresholds the groups of the requirements still
-// short.
-func stillShort(rv engine.Review) []string {
-	if rv.Rule.Thresholds == nil {
-		return rv.Rule.Approvers
-	}
-	var out []string
-	for _, alt := range rv.Tally.Requirements() {
-		for _, q := range alt {
-			from := []string{q.From}
-			if q.From == "" {
-				from = rv.Rule.Approvers
-			}
-			for _, g := range from {
-				if q.Short() > 0 && !slices.Contains(out, g) {
-					out = append(out, g)
-				}
-			}
-		}
-	}
-	return out
 }
 
 // until says when t comes, or came: "in 42m (2026-12-02 16:00:00 UTC)".

@@ -27,15 +27,7 @@ func TestPolicyRestart(t *testing.T) {
 			ctx := f.ctx
 			dbURL := db.url(t)
 			config := func(name, rules string) string {
-				base, err := os.ReadFile(f.config)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p := filepath.Join(t.TempDir(), name+".yaml")
-				if err := os.WriteFile(p, append(base, []byte("approval:\n  tools:\n    "+toolWire+":\n"+rules)...), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return p
+				return f.configWith(t, name, "approval:\n  tools:\n    "+toolWire+":\n"+rules)
 			}
 			a := config("a", "      - {name: two, quorum: 2}\n")
 			b := config("b", "      - {name: one}\n")
@@ -108,19 +100,8 @@ func TestPolicyChangeWalkthrough(t *testing.T) {
 			f := newFixture(t, 60*time.Second)
 			ctx := f.ctx
 			dbURL := db.url(t)
-			config := func(name, approval string) string {
-				base, err := os.ReadFile(f.config)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p := filepath.Join(t.TempDir(), name+".yaml")
-				if err := os.WriteFile(p, append(base, []byte(approval)...), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return p
-			}
-			gatedConfig := config("gated", readme)
-			laxConfig := config("lax", "approval:\n  default: [{name: default}]\n  tools:\n    "+toolWire+": [{name: one}]\n")
+			gatedConfig := f.configWith(t, "gated", readme)
+			laxConfig := f.configWith(t, "lax", "approval:\n  default: [{name: default}]\n  tools:\n    "+toolWire+": [{name: one}]\n")
 			srv := newServer(t, "sagacity", f.env("sagacity", dbURL, map[string]string{"SAGACITY_CONFIG": gatedConfig}))
 			srv.start()
 			agent, first, second := f.initiator(0), f.approvers.take(srv), f.approvers2.take(srv)
@@ -184,4 +165,19 @@ func TestPolicyChangeWalkthrough(t *testing.T) {
 			}
 		})
 	}
+}
+
+// configWith writes the fixture's configuration file with more after
+// it, as name.yaml, and returns its path.
+func (f *fixture) configWith(t *testing.T, name, more string) string {
+	t.Helper()
+	base, err := os.ReadFile(f.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(p, append(base, more...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -139,20 +139,33 @@ func (e *Engine) policyDocuments(entries []Entry, s Saga) ([]PolicyDocument, err
 	return docs, nil
 }
 
-// Policies returns every policy document that took effect, oldest first,
-// and the hash of the one in force. Errors: Forbidden as Can says for
-// ActReview (agents are not shown the thresholds they are held to); Conflict when PolicySaga does not verify; Unavailable when the
-// store is.
-func (e *Engine) Policies(ctx context.Context, p Principal) ([]PolicyDocument, string, error) {
+// PolicyHistory is what PolicySaga says of the approval policies: every
+// document that took effect, oldest first, the hash of the one in force
+// here, and the documents waiting for approval, oldest first.
+type PolicyHistory struct {
+	Documents []PolicyDocument
+	InForce   string
+	Proposals []Proposal
+}
+
+// Policies returns the policies' history, from one read of PolicySaga.
+// Errors: Forbidden as Can says for ActReview (agents are not shown the
+// thresholds they are held to); Conflict when PolicySaga does not verify;
+// Unavailable when the store is.
+func (e *Engine) Policies(ctx context.Context, p Principal) (PolicyHistory, error) {
 	if err := e.Can(p, ActReview, Subject{}); err != nil {
-		return nil, "", err
+		return PolicyHistory{}, err
 	}
+	h := PolicyHistory{InForce: e.policy().Hash}
 	snap, err := e.store.Snapshot(ctx, PolicySaga, false)
 	if err != nil || snap.Saga == nil {
-		return nil, e.policy().Hash, err
+		return h, err
 	}
-	docs, err := e.policyDocuments(snap.Entries, *snap.Saga)
-	return docs, e.policy().Hash, err
+	if h.Documents, err = e.policyDocuments(snap.Entries, *snap.Saga); err != nil {
+		return PolicyHistory{}, err
+	}
+	h.Proposals = proposals(snap.Entries)
+	return h, nil
 }
 
 // policyOf returns the compiled policy of a hash: the one in force, or one

@@ -78,7 +78,7 @@ func (e *Engine) enact(_ context.Context, inv Invocation) (string, error) {
 // Unavailable when the store is; Conflict when PolicySaga does not
 // verify.
 func (e *Engine) RefreshPolicy(ctx context.Context) error {
-	snap, logged, err := e.snapshot(ctx, PolicySaga, false)
+	snap, err := e.store.Snapshot(ctx, PolicySaga, false)
 	if err != nil || snap.Saga == nil {
 		return err
 	}
@@ -96,7 +96,12 @@ func (e *Engine) RefreshPolicy(ctx context.Context) error {
 	}
 	// Another policy is put in force only from a journal that verifies
 	// whole, against the global log: its votes, receipts, and each
-	// document approved under the one before (VerifyVotes).
+	// document approved under the one before (VerifyVotes). The log is
+	// read only then, not at every pass.
+	snap, logged, err := e.snapshot(ctx, PolicySaga, false)
+	if err != nil {
+		return err
+	}
 	if v, err := e.verify(ctx, snap, logged); err != nil || !v.Valid {
 		if err == nil {
 			err = Errorf(Conflict, "the journal of %s, which holds the approval policies, does not verify (%s): the policy in force stays",
@@ -122,19 +127,6 @@ func (e *Engine) enacted(ctx context.Context, sagaID string) {
 	if err := e.RefreshPolicy(ctx); err != nil {
 		e.log.Warn("reading the approval policy that took effect failed; trying again later", "err", err)
 	}
-}
-
-// Proposals are the policy documents waiting for approval, oldest first.
-// Errors as Policies.
-func (e *Engine) Proposals(ctx context.Context, p Principal) ([]Proposal, error) {
-	if err := e.Can(p, ActReview, Subject{}); err != nil {
-		return nil, err
-	}
-	snap, err := e.store.Snapshot(ctx, PolicySaga, false)
-	if err != nil || snap.Saga == nil {
-		return nil, err
-	}
-	return proposals(snap.Entries), nil
 }
 
 // proposals are the open requests of PolicyTool in PolicySaga's

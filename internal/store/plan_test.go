@@ -209,7 +209,7 @@ func workload(t *testing.T, e *engine.Engine, l *tlog.Log) {
 		_, _, err = e.Pending(ctx, auditor, f)
 		must(err)
 	}
-	_, _, err = e.Policies(ctx, auditor)
+	_, err = e.Policies(ctx, auditor)
 	must(err)
 	_, err = e.Sagas(ctx, auditor, engine.SagaFilter{Limit: 50, Tool: "sendWireTransfer"})
 	must(err)

@@ -219,14 +219,15 @@ func testPolicyChange(t *testing.T, v *env) {
 	if _, err := v.e.Approve(ctx, carol, "under-a2", underA2, ""); err != nil {
 		t.Errorf("carol approving a request made under B: %v", err)
 	}
-	docs, inForce, err := v.e.Policies(ctx, auditor)
+	ph, err := v.e.Policies(ctx, auditor)
+	docs, inForce := ph.Documents, ph.InForce
 	if err != nil || len(docs) != 2 || docs[0].Hash != a.Hash || docs[1].Hash != b.Hash || inForce != b.Hash ||
 		docs[0].Text != a.Text || !docs[1].Since.After(docs[0].Since) {
 		t.Errorf("Policies = %+v, %s, %v; want A then B, B in force", docs, inForce, err)
 	}
 	// A restart with B again records nothing new; back to A records A again.
 	v.usePolicy(engine.PolicySpec{Default: []engine.RuleSpec{{Name: "anyone"}}})
-	if docs, _, _ := v.e.Policies(ctx, auditor); len(docs) != 2 {
+	if ph, _ := v.e.Policies(ctx, auditor); len(ph.Documents) != 2 {
 		t.Errorf("a restart with the same policy recorded %d documents; want 2", len(docs))
 	}
 	if got := v.verify(engine.PolicySaga); !got.Valid {
@@ -247,7 +248,7 @@ func testPolicyChange(t *testing.T, v *env) {
 	v.h.Exec(t, "INSERT INTO journal (saga_id, seq, tool_name, phase, input, payload, timestamp, hash) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 		forged.SagaID, forged.Seq, forged.ToolName, forged.Phase, forged.Input, forged.Payload, forged.Timestamp, forged.Hash)
 	v.h.Exec(t, "UPDATE sagas SET head_seq = $2, head_hash = $3 WHERE id = $1", engine.PolicySaga, forged.Seq, forged.Hash)
-	if _, _, err := v.e.Policies(ctx, auditor); !engine.IsKind(err, engine.Conflict) || !strings.Contains(err.Error(), "no policy document the key signed") {
+	if _, err := v.e.Policies(ctx, auditor); !engine.IsKind(err, engine.Conflict) || !strings.Contains(err.Error(), "no policy document the key signed") {
 		t.Errorf("Policies with a forged document: %v; want Conflict naming it", err)
 	}
 	if _, err := v.e.RecordPolicy(ctx); !engine.IsKind(err, engine.Conflict) {

@@ -49,8 +49,8 @@ func testPolicyChangeGated(t *testing.T, v *env) {
 			t.Fatalf("RecordPolicy(lax) under the gated policy = %+v, %v; want the lax one proposed", proposal, err)
 		}
 	}
-	if ps, err := v.e.Proposals(ctx, auditor); err != nil || len(ps) != 1 {
-		t.Fatalf("Proposals = %+v, %v; want one", ps, err)
+	if ph, err := v.e.Policies(ctx, auditor); err != nil || len(ph.Proposals) != 1 {
+		t.Fatalf("Policies' proposals = %+v, %v; want one", ph.Proposals, err)
 	}
 	if v.e.Policy().Hash != gated.Hash {
 		t.Fatalf("in force while the lax policy waits: %s; want the gated one", v.e.Policy().Hash)
@@ -77,10 +77,11 @@ func testPolicyChangeGated(t *testing.T, v *env) {
 	if v.e.Policy().Hash != lax.Hash {
 		t.Fatalf("in force after the approval: %s; want the lax policy", v.e.Policy().Hash)
 	}
-	if ps, err := v.e.Proposals(ctx, auditor); err != nil || len(ps) != 0 {
-		t.Errorf("Proposals after it took effect = %+v, %v; want none", ps, err)
+	ph, err := v.e.Policies(ctx, auditor)
+	if err != nil || len(ph.Proposals) != 0 {
+		t.Errorf("Policies' proposals after it took effect = %+v, %v; want none", ph.Proposals, err)
 	}
-	docs, inForce, err := v.e.Policies(ctx, auditor)
+	docs, inForce := ph.Documents, ph.InForce
 	if err != nil || inForce != lax.Hash || len(docs) == 0 || docs[len(docs)-1].Hash != lax.Hash {
 		t.Fatalf("Policies = %d documents, in force %s, %v; want the lax one newest and in force", len(docs), inForce, err)
 	}

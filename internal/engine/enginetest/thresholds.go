@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/sagacity-go/sagacity/internal/engine"
@@ -147,24 +145,8 @@ func testThresholdRace(t *testing.T, newHarness func(*testing.T) storetest.Harne
 		}
 		// alice and bob both meet treasury, the requirement left; erin
 		// again is one person counted once.
-		var wg sync.WaitGroup
-		var approved, conflicts atomic.Int64
-		for i, p := range []engine.Principal{alice, bob, erin, alice, bob} {
-			wg.Go(func() {
-				_, err := engines[(i+round)%2].Approve(ctx, p, saga, seq, "")
-				switch {
-				case err == nil:
-					approved.Add(1)
-				case engine.IsKind(err, engine.Conflict):
-					conflicts.Add(1)
-				default:
-					t.Errorf("round %d: Approve by %s: %v", round, p.ID, err)
-				}
-			})
-		}
-		wg.Wait()
-		if approved.Load() != 1 || conflicts.Load() != 4 {
-			t.Fatalf("round %d: %d approvals accepted, %d refused; want 1 and 4", round, approved.Load(), conflicts.Load())
+		if approved, conflicts := race(t, engines, round, saga, seq, "", alice, bob, erin, alice, bob); approved != 1 || conflicts != 4 {
+			t.Fatalf("round %d: %d approvals accepted, %d refused; want 1 and 4", round, approved, conflicts)
 		}
 		if rv := v.review(saga, seq); rv.State != engine.StateApproved || len(rv.Tally.Votes) != 2 {
 			t.Fatalf("round %d: %s, %q; want approved by two", round, rv.State, rv.Tally.Progress())

@@ -249,6 +249,29 @@ func (v *env) mustApproveAs(saga string, seq int64, p engine.Principal) {
 // the database, as do a third person, and alice twice more (another tab,
 // another server); exactly two votes are journaled, never the same
 // person's twice; executions race too, and the tool runs once.
+// race has people approve the request at seq of saga at once, on
+// engines in turn (starting with round's), and counts the approvals
+// accepted and those refused as conflicts; any other error fails t.
+func race(t *testing.T, engines []*engine.Engine, round int, saga string, seq int64, reason string, people ...engine.Principal) (approved, conflicts int64) {
+	var wg sync.WaitGroup
+	var ok, refused atomic.Int64
+	for i, p := range people {
+		wg.Go(func() {
+			_, err := engines[(i+round)%len(engines)].Approve(context.Background(), p, saga, seq, reason)
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case engine.IsKind(err, engine.Conflict):
+				refused.Add(1)
+			default:
+				t.Errorf("round %d: Approve by %s: %v", round, p.ID, err)
+			}
+		})
+	}
+	wg.Wait()
+	return ok.Load(), refused.Load()
+}
+
 func testVoteRace(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
 	ctx := context.Background()
 	v := newEnv(t, newHarness)
@@ -258,22 +281,7 @@ func testVoteRace(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
 	for round := range 200 {
 		saga := fmt.Sprintf("vote-%d", round)
 		seq := v.gateLarge(saga, agent)
-		var wg sync.WaitGroup
-		var approved, conflicts atomic.Int64
-		for i, p := range []engine.Principal{alice, bob, erin, alice, alice} {
-			wg.Go(func() {
-				_, err := engines[(i+round)%2].Approve(ctx, p, saga, seq, "checked")
-				switch {
-				case err == nil:
-					approved.Add(1)
-				case engine.IsKind(err, engine.Conflict):
-					conflicts.Add(1)
-				default:
-					t.Errorf("round %d: Approve by %s: %v", round, p.ID, err)
-				}
-			})
-		}
-		wg.Wait()
+		approved, conflicts := race(t, engines, round, saga, seq, "checked", alice, bob, erin, alice, alice)
 		var voters []string
 		for _, en := range v.journal(saga) {
 			if en.Phase == engine.PhaseApproved {
@@ -281,11 +289,12 @@ func testVoteRace(t *testing.T, newHarness func(*testing.T) storetest.Harness) {
 			}
 		}
 		slices.Sort(voters)
-		if approved.Load() != 2 || conflicts.Load() != 3 || len(voters) != 2 || voters[0] == voters[1] {
+		if approved != 2 || conflicts != 3 || len(voters) != 2 || voters[0] == voters[1] {
 			t.Fatalf("round %d: %d approvals accepted, %d refused, journaled %v; want 2 distinct accepted, 3 refused",
-				round, approved.Load(), conflicts.Load(), voters)
+				round, approved, conflicts, voters)
 		}
 		before := v.fx.transfer.Load()
+		var wg sync.WaitGroup
 		var answered atomic.Int64 // executed, or still running
 		for i := range 4 {
 			wg.Go(func() {
